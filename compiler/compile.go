@@ -1,0 +1,278 @@
+package compiler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+)
+
+// Kind tells what role an expression plays in its policy.
+type Kind int
+
+// The expression kinds of a MutatingAdmissionPolicy.
+const (
+	KindVariable Kind = iota
+	KindMatchCondition
+	KindApplyConfiguration
+	KindJSONPatch
+)
+
+// String returns the kind as it appears in reports.
+func (k Kind) String() string {
+	switch k {
+	case KindVariable:
+		return "variable"
+	case KindMatchCondition:
+		return "matchCondition"
+	case KindApplyConfiguration:
+		return "applyConfiguration"
+	case KindJSONPatch:
+		return "jsonPatch"
+	}
+	return "unknown"
+}
+
+// The result types kube-apiserver requires of mutation expressions.
+var (
+	applyConfigObjectType = celtypes.NewObjectType("Object")
+	jsonPatchListType     = cel.ListType(celtypes.NewObjectType("JSONPatch"))
+)
+
+// Expression is one compiled CEL expression of a policy. It is immutable
+// after compilation and safe for concurrent evaluation.
+type Expression struct {
+	// Kind is the role of the expression in the policy.
+	Kind Kind
+	// Name is the variable or matchCondition name; empty for mutations.
+	Name string
+	// Index is the position in its list (variables, matchConditions, mutations).
+	Index int
+	// Source is the expression text exactly as written in the policy.
+	Source string
+	// Path is the field path of the expression in the policy.
+	Path *field.Path
+	// Err is the compilation error, formatted as kube-apiserver formats it;
+	// nil when the expression compiled.
+	Err *apiservercel.Error
+	// OutputType is the checked type of the expression (nil on error).
+	OutputType *cel.Type
+	// Cost is the static cost estimate of the expression.
+	Cost CostEstimate
+
+	program cel.Program
+	ast     *cel.Ast
+	env     *cel.Env
+}
+
+// Policy is the compiled form of a MutatingAdmissionPolicy: every variable,
+// matchCondition and mutation expression, compiled once and reusable by any
+// number of concurrent evaluations.
+type Policy struct {
+	// Name is the policy name.
+	Name string
+	// Key identifies the policy revision the compilation belongs to.
+	Key string
+	// HasParams is true when the policy declares a paramKind (and so "params").
+	HasParams bool
+	// Variables, MatchConditions and Mutations are in policy order.
+	Variables       []*Expression
+	MatchConditions []*Expression
+	Mutations       []*Expression
+
+	varType *apiservercel.DeclType
+}
+
+// Errors returns every compilation error of the policy with its field path,
+// in the shape kube-apiserver's API validation reports them.
+func (p *Policy) Errors() field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range [][]*Expression{p.Variables, p.MatchConditions, p.Mutations} {
+		for _, e := range list {
+			if e.Err != nil {
+				errs = append(errs, fieldError(e))
+			}
+		}
+	}
+	return errs
+}
+
+func fieldError(e *Expression) *field.Error {
+	if e.Err.Type == apiservercel.ErrorTypeRequired {
+		return field.Required(e.Path, e.Err.Detail)
+	}
+	if e.Err.Type == apiservercel.ErrorTypeInternal {
+		return field.InternalError(e.Path, e.Err)
+	}
+	return field.Invalid(e.Path, e.Source, e.Err.Detail)
+}
+
+// Expressions returns all expressions of the policy in evaluation order:
+// variables, matchConditions, mutations.
+func (p *Policy) Expressions() []*Expression {
+	out := make([]*Expression, 0, len(p.Variables)+len(p.MatchConditions)+len(p.Mutations))
+	out = append(out, p.Variables...)
+	out = append(out, p.MatchConditions...)
+	return append(out, p.Mutations...)
+}
+
+// Compiler compiles MutatingAdmissionPolicies with the CEL environment
+// kube-apiserver uses for stored expressions. It caches the latest
+// compilation of each policy by name and revision, so compiling an unchanged
+// policy again does no CEL work. A Compiler is safe for concurrent use.
+type Compiler struct {
+	base      *baseEnvs
+	estimator *costEstimator
+
+	mu    sync.Mutex
+	cache map[string]*Policy // policy name → latest compilation
+}
+
+// New returns a Compiler. Building the base environments takes a few
+// milliseconds once per process.
+func New() (*Compiler, error) {
+	base, err := loadBaseEnvs()
+	if err != nil {
+		return nil, err
+	}
+	return &Compiler{base: base, estimator: newCostEstimator(), cache: map[string]*Policy{}}, nil
+}
+
+// Key returns the cache key of a policy revision: UID and resourceVersion
+// when the policy came from a cluster, otherwise a hash of its name and spec.
+func Key(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
+	if p.UID != "" && p.ResourceVersion != "" {
+		return string(p.UID) + "/" + p.ResourceVersion
+	}
+	h := sha256.New()
+	h.Write([]byte(p.Name))
+	h.Write([]byte{0})
+	b, _ := json.Marshal(&p.Spec) // a spec of plain Go values always marshals
+	h.Write(b)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Compile returns the compiled form of p, from the cache when the same
+// revision was compiled before. Compilation problems do not make Compile
+// fail: they are kept on each Expression (and listed by Policy.Errors), as
+// kube-apiserver keeps them until the policy is invoked.
+func (c *Compiler) Compile(p *admissionregistrationv1.MutatingAdmissionPolicy) (*Policy, error) {
+	key := Key(p)
+	c.mu.Lock()
+	if cached, ok := c.cache[p.Name]; ok && cached.Key == key {
+		c.mu.Unlock()
+		return cached, nil
+	}
+	c.mu.Unlock()
+
+	compiled, err := c.compile(p, key)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.cache[p.Name] = compiled
+	c.mu.Unlock()
+	return compiled, nil
+}
+
+// Forget drops the cached compilation of the named policy.
+func (c *Compiler) Forget(name string) {
+	c.mu.Lock()
+	delete(c.cache, name)
+	c.mu.Unlock()
+}
+
+func (c *Compiler) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, key string) (*Policy, error) {
+	hasParams := p.Spec.ParamKind != nil
+	envs, err := c.base.forPolicy(hasParams)
+	if err != nil {
+		return nil, err
+	}
+	out := &Policy{Name: p.Name, Key: key, HasParams: hasParams, varType: envs.varType}
+	spec := field.NewPath("spec")
+	plain := envs.envs[envKey{hasParams: hasParams}]
+	patch := envs.envs[envKey{hasParams: hasParams, hasPatchTypes: true}]
+
+	for i, v := range p.Spec.Variables {
+		e := &Expression{Kind: KindVariable, Name: v.Name, Index: i, Source: v.Expression,
+			Path: spec.Child("variables").Index(i).Child("expression")}
+		c.compileExpression(plain, e, nil)
+		// Later expressions see this variable with its checked type, exactly
+		// as upstream's composited compiler adds the field after compiling.
+		envs.varType.Fields[v.Name] = apiservercel.NewDeclField(v.Name, declTypeOf(e.OutputType), true, nil, nil)
+		out.Variables = append(out.Variables, e)
+	}
+	for i, m := range p.Spec.MatchConditions {
+		e := &Expression{Kind: KindMatchCondition, Name: m.Name, Index: i, Source: m.Expression,
+			Path: spec.Child("matchConditions").Index(i).Child("expression")}
+		c.compileExpression(plain, e, []*cel.Type{cel.BoolType})
+		out.MatchConditions = append(out.MatchConditions, e)
+	}
+	for i, m := range p.Spec.Mutations {
+		mp := spec.Child("mutations").Index(i)
+		e := &Expression{Index: i}
+		var want *cel.Type
+		switch {
+		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			e.Kind, e.Source, e.Path, want = KindApplyConfiguration, m.ApplyConfiguration.Expression, mp.Child("applyConfiguration", "expression"), applyConfigObjectType
+		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			e.Kind, e.Source, e.Path, want = KindJSONPatch, m.JSONPatch.Expression, mp.Child("jsonPatch", "expression"), jsonPatchListType
+		default:
+			// API validation refuses such a mutation; an engine fed one anyway
+			// reports it as a configuration error of this policy.
+			e.Kind, e.Path = KindApplyConfiguration, mp.Child("patchType")
+			e.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+				Detail: fmt.Sprintf("unsupported patchType %q or missing patch for it", m.PatchType)}
+			out.Mutations = append(out.Mutations, e)
+			continue
+		}
+		c.compileExpression(patch, e, []*cel.Type{want})
+		out.Mutations = append(out.Mutations, e)
+	}
+	return out, nil
+}
+
+// compileExpression compiles e.Source in env and checks its result type
+// against want (any type when want is nil), recording errors with the exact
+// texts of k8s.io/apiserver's CompileCELExpression.
+func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Type) {
+	fail := func(t apiservercel.ErrorType, detail string, cause error) {
+		e.Err = &apiservercel.Error{Type: t, Detail: detail, Cause: cause}
+	}
+	ast, issues := env.Compile(e.Source)
+	if issues != nil {
+		fail(apiservercel.ErrorTypeInvalid, "compilation failed: "+issues.String(), apiservercel.NewCompilationError(issues))
+		return
+	}
+	if want != nil {
+		found := false
+		for _, rt := range want {
+			if ast.OutputType().IsExactType(rt) || cel.AnyType.IsExactType(rt) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			fail(apiservercel.ErrorTypeInvalid, fmt.Sprintf("must evaluate to %v but got %v", want[0].String(), ast.OutputType().String()), nil)
+			return
+		}
+	}
+	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	if err != nil {
+		fail(apiservercel.ErrorTypeInternal, "program instantiation failed: "+err.Error(), nil)
+		return
+	}
+	e.program = prog
+	e.ast = ast
+	e.env = env
+	e.OutputType = ast.OutputType()
+	e.Cost = c.estimator.estimate(env, ast)
+}

@@ -1,0 +1,264 @@
+package compiler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// policy builds a MutatingAdmissionPolicy from expressions.
+type policySpec struct {
+	params     bool
+	variables  [][2]string // name, expression
+	conditions [][2]string
+	ac         []string
+	jp         []string
+}
+
+func (s policySpec) build() *admissionregistrationv1.MutatingAdmissionPolicy {
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if s.params {
+		p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	}
+	for _, v := range s.variables {
+		p.Spec.Variables = append(p.Spec.Variables, admissionregistrationv1.Variable{Name: v[0], Expression: v[1]})
+	}
+	for _, c := range s.conditions {
+		p.Spec.MatchConditions = append(p.Spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: c[0], Expression: c[1]})
+	}
+	for _, e := range s.ac {
+		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: e}})
+	}
+	for _, e := range s.jp {
+		p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: e}})
+	}
+	return p
+}
+
+// upstreamErrors compiles the policy with k8s.io/apiserver's composited
+// compiler (the oracle) and returns the error text of every expression in
+// our order: variables, matchConditions, mutations ("" when it compiled).
+func upstreamErrors(t *testing.T, p *admissionregistrationv1.MutatingAdmissionPolicy) []string {
+	t.Helper()
+	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
+	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	str := func(e error) string {
+		if e == nil {
+			return ""
+		}
+		return e.Error()
+	}
+	for _, v := range p.Spec.Variables {
+		r := c.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.StoredExpressions)
+		if r.Error != nil {
+			out = append(out, r.Error.Error())
+		} else {
+			out = append(out, "")
+		}
+	}
+	for i := range p.Spec.MatchConditions {
+		ev := c.CompileCondition([]plugincel.ExpressionAccessor{(*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])}, opts, environment.StoredExpressions)
+		out = append(out, str(errors.Join(ev.CompilationErrors()...)))
+	}
+	popts := opts
+	popts.HasPatchTypes = true
+	for _, m := range p.Spec.Mutations {
+		var acc plugincel.ExpressionAccessor
+		if m.ApplyConfiguration != nil {
+			acc = &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}
+		} else {
+			acc = &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}
+		}
+		ev := c.CompileMutatingEvaluator(acc, popts, environment.StoredExpressions)
+		out = append(out, str(errors.Join(ev.CompilationErrors()...)))
+	}
+	return out
+}
+
+func TestCompileMatchesUpstream(t *testing.T) {
+	cases := []struct {
+		name    string
+		spec    policySpec
+		wantErr []string // substrings expected per expression ("" = compiles)
+	}{
+		{name: "an apply configuration setting a label compiles",
+			spec:    policySpec{ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}},
+			wantErr: []string{""}},
+		{name: "a JSON patch list compiles",
+			spec:    policySpec{jp: []string{`[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("a/b"), value: "x"}]`}},
+			wantErr: []string{""}},
+		{name: "a string where an Object belongs is refused",
+			spec:    policySpec{ac: []string{`"x"`}},
+			wantErr: []string{"must evaluate to Object but got string"}},
+		{name: "a list of maps where JSONPatch belongs is refused",
+			spec:    policySpec{jp: []string{`[{"op": "add"}]`}},
+			wantErr: []string{"must evaluate to list(JSONPatch) but got list(map(string, string))"}},
+		{name: "a syntax error is reported with a caret",
+			spec:    policySpec{ac: []string{"Object{metadata: \n  Object.metadata{labels: {\"a\": }}}"}},
+			wantErr: []string{"compilation failed: ERROR: <input>:2:"}},
+		{name: "params without a paramKind is an undeclared reference",
+			spec:    policySpec{ac: []string{`Object{metadata: Object.metadata{labels: params.data}}`}},
+			wantErr: []string{"undeclared reference to 'params'"}},
+		{name: "params with a paramKind compiles",
+			spec:    policySpec{params: true, ac: []string{`Object{metadata: Object.metadata{labels: params.data}}`}},
+			wantErr: []string{""}},
+		{name: "a variable sees only earlier variables",
+			spec: policySpec{variables: [][2]string{{"a", "variables.b"}, {"b", "1"}, {"c", "variables.b + 1"}},
+				ac: []string{`Object{spec: Object.spec{replicas: variables.c}}`}},
+			wantErr: []string{"undefined field 'b'", "", "", ""}},
+		{name: "a typed variable is type checked where used",
+			spec:    policySpec{variables: [][2]string{{"n", "1"}}, conditions: [][2]string{{"c", `variables.n == "x"`}}, ac: []string{`Object{}`}},
+			wantErr: []string{"", "found no matching overload for '_==_'", ""}},
+		{name: "a non-boolean matchCondition is refused",
+			spec:    policySpec{conditions: [][2]string{{"c", `"yes"`}}, ac: []string{`Object{}`}},
+			wantErr: []string{"must evaluate to bool", ""}},
+		{name: "the patch types are not declared for matchConditions",
+			spec:    policySpec{conditions: [][2]string{{"c", `Object{} == Object{}`}}, ac: []string{`Object{}`}},
+			wantErr: []string{"undeclared reference to 'Object'", ""}},
+		{name: "namespaceObject is the restricted Namespace type",
+			spec:    policySpec{ac: []string{`Object{metadata: Object.metadata{labels: {"x": namespaceObject.metadata.managedFields}}}`}},
+			wantErr: []string{"undefined field 'managedFields'"}},
+		{name: "request is typed",
+			spec:    policySpec{ac: []string{`Object{metadata: Object.metadata{labels: {"op": request.operation, "u": request.userInfo.username}}}`}},
+			wantErr: []string{""}},
+		{name: "authorizer is declared",
+			spec:    policySpec{conditions: [][2]string{{"c", `authorizer.group("").resource("pods").check("get").allowed()`}}, ac: []string{`Object{}`}},
+			wantErr: []string{"", ""}},
+		{name: "kubernetes libraries are available",
+			spec: policySpec{conditions: [][2]string{{"c", `quantity("1Gi").isGreaterThan(quantity("1Mi")) && isURL("https://x") && ip("10.0.0.1").family() == 4 && cidr("10.0.0.0/8").containsIP("10.1.1.1") && "a,b".split(",").size() == 2 && sets.contains([1,2],[1]) && semver("1.2.3").major() == 1 && [1,2].all(i, v, v > 0)`}},
+				ac: []string{`Object{}`}},
+			wantErr: []string{"", ""}},
+	}
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.spec.build()
+			compiled, err := c.Compile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := upstreamErrors(t, p)
+			got := compiled.Expressions()
+			if len(got) != len(want) || len(want) != len(tc.wantErr) {
+				t.Fatalf("got %d expressions, upstream %d, table %d", len(got), len(want), len(tc.wantErr))
+			}
+			for i, e := range got {
+				g := ""
+				if e.Err != nil {
+					g = e.Err.Error()
+				}
+				if g != want[i] {
+					t.Errorf("expression %d (%s):\n ours:     %q\n upstream: %q", i, e.Source, g, want[i])
+				}
+				if tc.wantErr[i] == "" && g != "" || !strings.Contains(g, tc.wantErr[i]) {
+					t.Errorf("expression %d: error %q, want it to contain %q", i, g, tc.wantErr[i])
+				}
+			}
+		})
+	}
+}
+
+func TestCompileIsCachedByRevision(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := policySpec{ac: []string{`Object{}`}}.build()
+	a, _ := c.Compile(p)
+	b, _ := c.Compile(p.DeepCopy())
+	if a != b {
+		t.Fatal("compiling an unchanged policy twice compiled it again")
+	}
+	p2 := p.DeepCopy()
+	p2.Spec.Mutations[0].ApplyConfiguration.Expression = `Object{metadata: Object.metadata{labels: {"a": "b"}}}`
+	d, _ := c.Compile(p2)
+	if d == a {
+		t.Fatal("a changed spec returned the stale compilation")
+	}
+	p3 := p.DeepCopy()
+	p3.UID, p3.ResourceVersion = "u1", "7"
+	if Key(p3) != "u1/7" {
+		t.Fatalf("Key = %q, want uid/resourceVersion", Key(p3))
+	}
+}
+
+func TestErrorsCarryFieldPaths(t *testing.T) {
+	c, _ := New()
+	p := policySpec{variables: [][2]string{{"v", "1 +"}}, conditions: [][2]string{{"c", `"s"`}}, jp: []string{`"x"`}}.build()
+	compiled, _ := c.Compile(p)
+	errs := compiled.Errors()
+	paths := []string{"spec.variables[0].expression", "spec.matchConditions[0].expression", "spec.mutations[0].jsonPatch.expression"}
+	if len(errs) != len(paths) {
+		t.Fatalf("got %d errors: %v", len(errs), errs)
+	}
+	for i, e := range errs {
+		if e.Field != paths[i] {
+			t.Errorf("error %d at %s, want %s", i, e.Field, paths[i])
+		}
+	}
+	if !strings.Contains(errs[0].Error(), "| 1 +") {
+		t.Errorf("compile error lacks the source line and caret: %s", errs[0].Error())
+	}
+}
+
+func TestEvalChargesVariablesAndHonoursBudgets(t *testing.T) {
+	c, _ := New()
+	p := policySpec{
+		variables: [][2]string{{"big", "[1,2,3,4,5,6,7,8,9,10].map(x, x * 2)"}},
+		ac:        []string{`Object{spec: Object.spec{replicas: variables.big.size() + variables.big.size()}}`},
+	}.build()
+	compiled, _ := c.Compile(p)
+	obj := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}
+	act := compiled.NewActivation(context.Background(), Input{Object: obj})
+	res, remaining, err := act.Eval(compiled.Mutations[0], MutationBudget)
+	if err != nil || res.Err != nil {
+		t.Fatalf("eval: %v %v", err, res.Err)
+	}
+	if got := res.Value.Value(); got == nil {
+		t.Fatal("no value")
+	}
+	if res.Cost <= 0 || remaining != MutationBudget-res.Cost {
+		t.Fatalf("cost %d, remaining %d", res.Cost, remaining)
+	}
+	// The variable is charged once even though it is used twice.
+	act2 := compiled.NewActivation(context.Background(), Input{Object: obj})
+	if _, _, err := act2.Eval(compiled.Mutations[0], res.Cost-1); !IsOutOfBudget(err) {
+		t.Fatalf("budget one short: err = %v, want out of budget", err)
+	}
+	if _, _, err := act2.Eval(compiled.Mutations[0], res.Cost); err != nil {
+		t.Fatalf("exact budget: %v", err)
+	}
+}
+
+func TestEvalPerCallLimit(t *testing.T) {
+	c, _ := New()
+	p := policySpec{conditions: [][2]string{{"slow", `[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, a+b+c+d+e+f > 0))))))`}}, ac: []string{`Object{}`}}.build()
+	compiled, _ := c.Compile(p)
+	act := compiled.NewActivation(context.Background(), Input{})
+	res, _, err := act.Eval(compiled.MatchConditions[0], 1<<62)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "resulted in error: operation cancelled: actual cost limit exceeded"
+	if res.Err == nil || !strings.Contains(res.Err.Error(), want) {
+		t.Fatalf("err = %v, want %q", res.Err, want)
+	}
+}

@@ -1,0 +1,16 @@
+// Package compiler turns MutatingAdmissionPolicies into compiled,
+// cost-budgeted CEL programs.
+//
+// It uses the CEL environment kube-apiserver uses for stored expressions
+// (k8s.io/apiserver/pkg/cel/environment at the compatibility version of the
+// 1.37 binary, with every Kubernetes CEL library), with the same
+// declarations: object, oldObject, request, params (only with a paramKind),
+// namespaceObject, authorizer, authorizer.requestResource and variables;
+// mutation expressions additionally get the Object, Object.<path> and
+// JSONPatch types and jsonpatch.escapeKey.
+//
+// A compiled Policy is immutable and safe for concurrent use. Each
+// evaluation binds its inputs in an Activation; variables are evaluated
+// lazily, once per Activation, and their cost is charged to the expression
+// that uses them first, as kube-apiserver does.
+package compiler

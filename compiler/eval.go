@@ -1,0 +1,258 @@
+package compiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/lazy"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// Input is what one evaluation of a policy's expressions sees.
+type Input struct {
+	// Object and OldObject are the unstructured contents of the object under
+	// admission and of the old object; nil binds null.
+	Object, OldObject map[string]any
+	// Params is the param object (its unstructured content); nil binds null.
+	Params map[string]any
+	// Request is the AdmissionRequest presented as "request" (without
+	// object/oldObject, as kube-apiserver presents it).
+	Request *admissionv1.AdmissionRequest
+	// Namespace is the namespace of a namespaced request; nil binds null.
+	Namespace *corev1.Namespace
+	// Authorizer backs "authorizer" and "authorizer.requestResource"; when
+	// nil, neither is bound.
+	Authorizer authorizer.Authorizer
+	// Attributes describe the request to the authorizer (user and resource).
+	// Required when Authorizer is set.
+	Attributes admission.Attributes
+}
+
+// Activation binds one Input for the expressions of one policy. Variables
+// are evaluated lazily, at most once per Activation, and their cost is
+// charged to the expression that first uses them. An Activation is not safe
+// for concurrent use: create one per evaluation (per mutation, or one for all
+// matchConditions), as kube-apiserver does.
+type Activation struct {
+	policy *Policy
+	ctx    context.Context
+
+	object, oldObject, params, request, namespace ref.Val
+	authorizer, requestResource                   ref.Val
+	variables                                     *lazy.MapValue
+
+	variableCost int64
+}
+
+// NewActivation binds in for evaluating p's expressions. ctx bounds every
+// evaluation made through the activation.
+func (p *Policy) NewActivation(ctx context.Context, in Input) *Activation {
+	a := &Activation{policy: p, ctx: ctx}
+	a.object = nativeOrNull(in.Object)
+	a.oldObject = nativeOrNull(in.OldObject)
+	a.params = nativeOrNull(in.Params)
+	a.request = common.SchemalessTypedToVal(in.Request)
+	a.namespace = common.SchemalessTypedToVal(in.Namespace)
+	if in.Authorizer != nil && in.Attributes != nil {
+		a.authorizer = library.NewAuthorizerVal(in.Attributes.GetUserInfo(), in.Authorizer)
+		a.requestResource = library.NewResourceAuthorizerVal(in.Attributes.GetUserInfo(), in.Authorizer, in.Attributes)
+	}
+	a.variables = lazy.NewMapValue(p.varType)
+	for _, v := range p.Variables {
+		a.variables.Append(v.Name, func(*lazy.MapValue) ref.Val { return a.evalVariable(v) })
+	}
+	return a
+}
+
+func nativeOrNull(m map[string]any) ref.Val {
+	if m == nil {
+		return celtypes.NullValue
+	}
+	return celtypes.DefaultTypeAdapter.NativeToValue(m)
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *Activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case ObjectVar:
+		return a.object, true
+	case OldObjectVar:
+		return a.oldObject, true
+	case ParamsVar:
+		return a.params, true
+	case RequestVar:
+		return a.request, true
+	case NamespaceVar:
+		return a.namespace, true
+	case AuthorizerVar:
+		return a.authorizer, a.authorizer != nil
+	case RequestResourceAuthorizerVar:
+		return a.requestResource, a.requestResource != nil
+	case VariablesVar:
+		return a.variables, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (a *Activation) Parent() interpreter.Activation { return nil }
+
+// evalVariable is the lazy callback of one variable, with upstream's error
+// texts (k8s.io/apiserver/pkg/admission/plugin/cel/composition.go).
+func (a *Activation) evalVariable(v *Expression) ref.Val {
+	if v.Err != nil {
+		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
+	}
+	val, details, err := v.program.ContextEval(a.ctx, a)
+	if details == nil {
+		return celtypes.NewErr("unable to get evaluation details of variable %q", v.Name)
+	}
+	costPtr := details.ActualCost()
+	if costPtr == nil {
+		return celtypes.NewErr("unable to calculate cost of variable %q", v.Name)
+	}
+	cost := int64(*costPtr)
+	if *costPtr > math.MaxInt64 {
+		cost = math.MaxInt64
+	}
+	a.variableCost += cost
+	if err != nil {
+		return celtypes.NewErr("composited variable %q fails to evaluate: %v", v.Name, err)
+	}
+	return val
+}
+
+// Result is the outcome of evaluating one expression.
+type Result struct {
+	// Value is the result; nil when Err is set.
+	Value ref.Val
+	// Err is an evaluation error of the expression itself (compile error,
+	// runtime error, per-call limit), already formatted as kube-apiserver
+	// formats it. Evaluation of other expressions may continue.
+	Err error
+	// Cost is the runtime cost charged: the expression's own cost plus the
+	// cost of the variables it evaluated first.
+	Cost int64
+	// Elapsed is the wall time of the evaluation.
+	Elapsed time.Duration
+}
+
+// ErrOutOfBudget is wrapped by the error Eval returns when the budget is
+// exhausted.
+var ErrOutOfBudget = apiservercel.ErrOutOfBudget
+
+// Eval evaluates e against the activation, charging its cost to budget. It
+// returns the result and the remaining budget. A non-nil error means the
+// evaluation cannot go on (the budget is exhausted): kube-apiserver stops
+// evaluating the policy's remaining expressions then. The texts match
+// k8s.io/apiserver/pkg/admission/plugin/cel/activation.go.
+func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
+	var res Result
+	if e.Err != nil {
+		// As upstream's activation.Evaluate. Mutation patchers report the
+		// bare compile error instead: callers check e.Err first for those.
+		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("compilation error: %v", e.Err), Cause: e.Err}
+		return res, budget, nil
+	}
+	if e.program == nil {
+		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: "unexpected internal error compiling expression"}
+		return res, budget, nil
+	}
+	start := time.Now()
+	val, details, err := e.program.ContextEval(a.ctx, a)
+	variableCost := a.variableCost
+	a.variableCost = 0
+	if variableCost > budget {
+		return res, -1, outOfBudget()
+	}
+	budget -= variableCost
+	res.Elapsed = time.Since(start)
+	res.Cost = variableCost
+	if details == nil {
+		return res, -1, &apiservercel.Error{Type: apiservercel.ErrorTypeInternal,
+			Detail: fmt.Sprintf("runtime cost could not be calculated for expression: %v, no further expression will be run", e.Source)}
+	}
+	rtCost := details.ActualCost()
+	if rtCost == nil {
+		return res, -1, &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("runtime cost could not be calculated for expression: %v, no further expression will be run", e.Source),
+			Cause:  apiservercel.ErrOutOfBudget}
+	}
+	if *rtCost > math.MaxInt64 || int64(*rtCost) > budget {
+		return res, -1, outOfBudget()
+	}
+	budget -= int64(*rtCost)
+	res.Cost += int64(*rtCost)
+	if err != nil {
+		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("expression '%v' resulted in error: %v", e.Source, err)}
+		return res, budget, nil
+	}
+	res.Value = val
+	return res, budget, nil
+}
+
+func outOfBudget() error {
+	return &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+		Detail: "validation failed due to running out of cost budget, no further validation rules will be run",
+		Cause:  apiservercel.ErrOutOfBudget}
+}
+
+// IsOutOfBudget reports whether err is a budget exhaustion.
+func IsOutOfBudget(err error) bool { return errors.Is(err, apiservercel.ErrOutOfBudget) }
+
+// declTypeOf converts a checked CEL type to the DeclType recorded for a
+// variable, as upstream's convertCelTypeToDeclType does, so that later
+// expressions type-check against variables exactly as in kube-apiserver.
+func declTypeOf(t *cel.Type) *apiservercel.DeclType {
+	if t == nil {
+		return apiservercel.DynType
+	}
+	switch t {
+	case cel.AnyType:
+		return apiservercel.AnyType
+	case cel.BoolType:
+		return apiservercel.BoolType
+	case cel.BytesType:
+		return apiservercel.BytesType
+	case cel.DoubleType:
+		return apiservercel.DoubleType
+	case cel.DurationType:
+		return apiservercel.DurationType
+	case cel.IntType:
+		return apiservercel.IntType
+	case cel.NullType:
+		return apiservercel.NullType
+	case cel.StringType:
+		return apiservercel.StringType
+	case cel.TimestampType:
+		return apiservercel.TimestampType
+	case cel.UintType:
+		return apiservercel.UintType
+	}
+	if t.HasTrait(traits.ContainerType) && t.HasTrait(traits.IndexerType) {
+		params := t.Parameters()
+		switch len(params) {
+		case 1:
+			return apiservercel.NewListType(declTypeOf(params[0]), -1)
+		case 2:
+			return apiservercel.NewMapType(declTypeOf(params[0]), declTypeOf(params[1]), -1)
+		}
+	}
+	return apiservercel.DynType
+}
