@@ -1,0 +1,225 @@
+// Package params resolves the param objects of a MutatingAdmissionPolicy
+// binding with the rules of kube-apiserver (k8s.io/apiserver
+// pkg/admission/plugin/policy/generic CollectParams).
+package params
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Source gives access to the objects that can serve as params.
+type Source interface {
+	// Get returns the named object of kind gvk in namespace ("" for
+	// cluster-scoped kinds), or an error satisfying apierrors.IsNotFound.
+	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	// List returns the objects of kind gvk in namespace ("" lists every
+	// namespace for namespaced kinds, or the cluster scope) whose labels
+	// match selector.
+	List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error)
+}
+
+// Scopes tells whether a kind is namespaced. known is false for a kind the
+// cluster does not serve.
+type Scopes interface {
+	Namespaced(gvk schema.GroupVersionKind) (namespaced, known bool)
+}
+
+// Param is one resolved param object as CEL sees it.
+type Param struct {
+	// Namespace and Name identify the object (the reinvocation key uses
+	// them).
+	Namespace, Name string
+	// Object is the unstructured content bound to "params".
+	Object map[string]any
+}
+
+// Collector resolves the params of bindings.
+type Collector struct {
+	Source Source
+	Scopes Scopes
+	// Scheme knows the built-in kinds. kube-apiserver's informers hold those
+	// typed and without apiVersion/kind, so CEL sees them that way
+	// (has(params.kind) is false); the Collector presents them identically.
+	Scheme *runtime.Scheme
+}
+
+// Collect returns the params of one policy × binding for a request in
+// requestNamespace. A nil slice element never occurs; a single Param with a
+// nil Object means "evaluate once with params = null" (no paramKind or no
+// paramRef). An empty result with a nil error means no params were found
+// and parameterNotFoundAction is Allow: the binding is skipped.
+// The error texts are kube-apiserver's.
+func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, requestNamespace string) ([]Param, error) {
+	if kind == nil || ref == nil {
+		return []Param{{}}, nil
+	}
+	gv, err := schema.ParseGroupVersion(kind.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("paramKind kind `%v` not known", kind.String())
+	}
+	gvk := gv.WithKind(kind.Kind)
+	namespaced, known := c.Scopes.Namespaced(gvk)
+	if !known {
+		return nil, fmt.Errorf("paramKind kind `%v` not known", kind.String())
+	}
+	namespace := ""
+	if namespaced {
+		namespace = requestNamespace
+		if ref.Namespace != "" {
+			namespace = ref.Namespace
+		} else if namespace == "" {
+			return nil, errors.New("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+		}
+	}
+	if ref.Namespace != "" && !namespaced {
+		return nil, errors.New("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
+	}
+
+	var found []*unstructured.Unstructured
+	switch {
+	case ref.Name != "":
+		if ref.Selector != nil {
+			return nil, errors.New("paramRef.name and paramRef.selector are mutually exclusive")
+		}
+		obj, err := c.Source.Get(ctx, gvk, namespace, ref.Name)
+		switch {
+		case err == nil:
+			found = []*unstructured.Unstructured{obj}
+		case apierrors.IsNotFound(err):
+		default:
+			return nil, err
+		}
+	case ref.Selector != nil:
+		sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+		if err != nil {
+			return nil, err
+		}
+		found, err = c.Source.List(ctx, gvk, namespace, sel)
+		if err != nil {
+			return nil, err
+		}
+		// Upstream iterates in informer order, which is undefined; mutatis
+		// evaluates params in namespace/name order.
+		sort.Slice(found, func(i, j int) bool {
+			if found[i].GetNamespace() != found[j].GetNamespace() {
+				return found[i].GetNamespace() < found[j].GetNamespace()
+			}
+			return found[i].GetName() < found[j].GetName()
+		})
+	default:
+		return nil, errors.New("one of name or selector must be provided")
+	}
+
+	if len(found) == 0 && ref.ParameterNotFoundAction != nil && *ref.ParameterNotFoundAction == admissionregistrationv1.DenyAction {
+		return nil, errors.New("no params found for policy binding with `Deny` parameterNotFoundAction")
+	}
+	out := make([]Param, 0, len(found))
+	for _, o := range found {
+		content, err := c.present(gvk, o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Param{Namespace: o.GetNamespace(), Name: o.GetName(), Object: content})
+	}
+	return out, nil
+}
+
+// present converts a param to the form kube-apiserver's informer holds:
+// built-in kinds typed (normalized through their Go type) without
+// apiVersion and kind; other kinds unstructured as stored.
+func (c *Collector) present(gvk schema.GroupVersionKind, o *unstructured.Unstructured) (map[string]any, error) {
+	if c.Scheme == nil || !c.Scheme.Recognizes(gvk) {
+		return o.Object, nil
+	}
+	typed, err := c.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
+		return nil, fmt.Errorf("failed to convert param %v to typed object: %w", gvk, err)
+	}
+	typed.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+}
+
+// Memory is an in-memory Source over a set of objects, for offline use
+// (tests, the CLI) and static files. It is safe for concurrent use; Put and
+// Delete keep it current.
+type Memory struct {
+	mu      sync.RWMutex
+	objects map[schema.GroupVersionKind]map[string]map[string]*unstructured.Unstructured // gvk → namespace → name
+}
+
+// NewMemory returns a Memory holding objs.
+func NewMemory(objs ...*unstructured.Unstructured) *Memory {
+	m := &Memory{objects: map[schema.GroupVersionKind]map[string]map[string]*unstructured.Unstructured{}}
+	for _, o := range objs {
+		m.Put(o)
+	}
+	return m
+}
+
+// Put adds or replaces an object.
+func (m *Memory) Put(o *unstructured.Unstructured) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gvk := o.GroupVersionKind()
+	byNS := m.objects[gvk]
+	if byNS == nil {
+		byNS = map[string]map[string]*unstructured.Unstructured{}
+		m.objects[gvk] = byNS
+	}
+	byName := byNS[o.GetNamespace()]
+	if byName == nil {
+		byName = map[string]*unstructured.Unstructured{}
+		byNS[o.GetNamespace()] = byName
+	}
+	byName[o.GetName()] = o
+}
+
+// Delete removes an object if present.
+func (m *Memory) Delete(gvk schema.GroupVersionKind, namespace, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objects[gvk][namespace], name)
+}
+
+// Get implements Source.
+func (m *Memory) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if o, ok := m.objects[gvk][namespace][name]; ok {
+		return o, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, name)
+}
+
+// List implements Source.
+func (m *Memory) List(_ context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*unstructured.Unstructured
+	for ns, byName := range m.objects[gvk] {
+		if namespace != "" && ns != namespace {
+			continue
+		}
+		for _, o := range byName {
+			if selector.Matches(labels.Set(o.GetLabels())) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
