@@ -1,0 +1,206 @@
+package applyconfig
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
+
+// Merge applies an ApplyConfiguration (as returned by FromCEL) to the live
+// object the way kube-apiserver's ApplyConfiguration patcher does: the patch
+// takes the live object's apiVersion and kind, is converted strictly with tc
+// (fields not in the schema and null values are errors), may not set any atomic
+// list, map or struct, and is then merged into the live object with server-side
+// apply semantics (scalars replaced, structs and granular maps merged by key,
+// listType=map merged by key with new items appended, listType=set united,
+// atomic lists replaced). Duplicate keys in the live object's lists are tolerated.
+//
+// Results and error texts are those of upstream patch.ApplyStructuredMergeDiff,
+// prefixed "error applying patch: " as the patcher does. When several atomic
+// fields are set, upstream lists them in Go map order; Merge lists them in the
+// same depth-first order with the keys of each map sorted.
+//
+// Neither live nor patch is modified, but the result may share nested maps and
+// slices with both: treat all three as read-only, or deep-copy the result before
+// changing it in place.
+func Merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patch map[string]any) (*unstructured.Unstructured, error) {
+	if live == nil {
+		return nil, errors.New("error applying patch: live object must not be nil")
+	}
+	out, err := merge(tc, live, patch)
+	if err != nil {
+		return nil, fmt.Errorf("error applying patch: %w", err)
+	}
+	return out, nil
+}
+
+func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patch map[string]any) (*unstructured.Unstructured, error) {
+	gvk := live.GroupVersionKind()
+	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
+	// copy of the top level gives the same object without touching the caller's map.
+	p := make(map[string]any, len(patch)+2)
+	for k, v := range patch {
+		p[k] = v
+	}
+	patchObj := &unstructured.Unstructured{Object: p}
+	patchObj.SetGroupVersionKind(gvk)
+
+	if pgvk := patchObj.GroupVersionKind(); pgvk != gvk {
+		return nil, fmt.Errorf("patch (%v) and original object (%v) are not of the same gvk", pgvk.String(), gvk.String())
+	} else if tc == nil {
+		return nil, errors.New("type converter must not be nil")
+	}
+
+	patchTyped, err := tc.ObjectToTyped(patchObj)
+	if err != nil {
+		return nil, fmt.Errorf("failed to convert patch object to typed object: %w", err)
+	}
+
+	if atomics := findAtomics(patchTyped.Schema(), patchTyped.TypeRef(), p); len(atomics) > 0 {
+		return nil, fmt.Errorf("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: %v", strings.Join(atomics, ", "))
+	}
+
+	liveTyped, err := tc.ObjectToTyped(live, typed.AllowDuplicates)
+	if err != nil {
+		return nil, fmt.Errorf("failed to convert original object to typed object: %w", err)
+	}
+
+	mergedTyped, err := liveTyped.Merge(patchTyped)
+	if err != nil {
+		return nil, fmt.Errorf("failed to merge patch: %w", err)
+	}
+
+	obj, err := tc.TypedToObject(mergedTyped)
+	if err != nil {
+		return nil, fmt.Errorf("failed to convert typed object to object: %w", err)
+	}
+	return asUnstructured(obj)
+}
+
+func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("failed to convert typed object to object: %w", err)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// findAtomics reproduces the unexported findAtomics of k8s.io/apiserver's
+// mutating patch package: the field paths, in depth-first pre-order, of every
+// value in the apply configuration whose schema is an atomic list, map or struct.
+// Like upstream it descends into declared struct fields and list items only
+// (never into the values of a granular map), and it reads the raw unstructured
+// values the same way structured-merge-diff's value.Value does.
+//
+// The common case (no atomics) allocates nothing. Upstream visits map keys in Go
+// map order, so with several atomics its message order varies; here the walk is
+// repeated with sorted keys to give one deterministic, upstream-possible order.
+func findAtomics(s *schema.Schema, tr schema.TypeRef, v any) []string {
+	w := atomicWalker{s: s}
+	w.walk(tr, v)
+	if len(w.found) > 1 {
+		w = atomicWalker{s: s, sorted: true}
+		w.walk(tr, v)
+	}
+	return w.found
+}
+
+type atomicWalker struct {
+	s      *schema.Schema
+	sorted bool
+	path   []byte
+	found  []string
+}
+
+func (w *atomicWalker) walk(tr schema.TypeRef, v any) {
+	a, ok := w.s.Resolve(tr)
+	if !ok {
+		return
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if a.Map == nil {
+			return
+		}
+		w.atomic(a.Map.ElementRelationship)
+		if w.sorted {
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				w.field(a.Map, k, t[k])
+			}
+			return
+		}
+		for k, fv := range t {
+			w.field(a.Map, k, fv)
+		}
+	case map[any]any:
+		if a.Map == nil {
+			return
+		}
+		w.atomic(a.Map.ElementRelationship)
+		if w.sorted {
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				if ks, ok := k.(string); ok {
+					keys = append(keys, ks)
+				}
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				w.field(a.Map, k, t[k])
+			}
+			return
+		}
+		for k, fv := range t {
+			if ks, ok := k.(string); ok {
+				w.field(a.Map, ks, fv)
+			}
+		}
+	case []any:
+		if a.List == nil {
+			return
+		}
+		w.atomic(a.List.ElementRelationship)
+		n := len(w.path)
+		for i, item := range t {
+			w.path = append(w.path, '[')
+			w.path = strconv.AppendInt(w.path, int64(i), 10)
+			w.path = append(w.path, ']')
+			w.walk(a.List.ElementType, item)
+			w.path = w.path[:n]
+		}
+	}
+}
+
+func (w *atomicWalker) atomic(rel schema.ElementRelationship) {
+	if rel == schema.Atomic {
+		w.found = append(w.found, string(w.path))
+	}
+}
+
+func (w *atomicWalker) field(m *schema.Map, key string, v any) {
+	sf, ok := m.FindField(key)
+	if !ok {
+		return
+	}
+	n := len(w.path)
+	w.path = append(w.path, '.')
+	w.path = append(w.path, key...)
+	w.walk(sf.Type, v)
+	w.path = w.path[:n]
+}

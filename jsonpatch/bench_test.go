@@ -1,0 +1,55 @@
+package jsonpatch
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+func BenchmarkApply(b *testing.B) {
+	doc, err := runtime.DefaultUnstructuredConverter.ToUnstructured(testDeployment())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Make the object realistically large.
+	containers := doc["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)
+	for i := 0; i < 20; i++ {
+		containers = append(containers, map[string]any{"name": "c", "image": "busybox", "args": []any{"a", "b", "c"},
+			"env": []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": "2"}}})
+	}
+	doc["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"] = containers
+	ops := []Operation{
+		{Op: "test", Path: "/spec/replicas", Value: int64(1), HasValue: true},
+		{Op: "replace", Path: "/spec/replicas", Value: int64(3), HasValue: true},
+		{Op: "add", Path: "/metadata/labels/" + "example.com~1team", Value: "web", HasValue: true},
+		{Op: "add", Path: "/spec/template/spec/containers/-", Value: map[string]any{"name": "sidecar", "image": "envoy"}, HasValue: true},
+	}
+	b.Run("mutatis", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Apply(doc, ops); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("evanphx-roundtrip", func(b *testing.B) {
+		p := evanphxPatch(b, ops)
+		b.ReportAllocs()
+		for b.Loop() {
+			data, err := json.Marshal(doc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := p.Apply(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m map[string]any
+			if err := utiljson.Unmarshal(out, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,249 @@
+package matching
+
+import (
+	"sort"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// Selector says which requests an index entry may match: the (operation, group, resource)
+// combinations its rules name. It is a necessary condition only; the Matcher decides.
+type Selector struct {
+	// All makes the entry a candidate for every request (e.g. a policy without resourceRules,
+	// or criteria the index cannot read).
+	All bool
+	// Rules are the rules whose operations, apiGroups and resources (subresources are
+	// ignored) select requests. Versions, scope and names are left to the Matcher.
+	Rules []admissionregistrationv1.RuleWithOperations
+}
+
+// SelectorForMatchResources returns the selector of a policy's matchConstraints or a binding's
+// matchResources: its resourceRules, or everything when there are none or mr is nil (nil
+// constraints must still reach the Matcher, which reports them).
+func SelectorForMatchResources(mr *admissionregistrationv1.MatchResources) Selector {
+	if mr == nil || len(mr.ResourceRules) == 0 {
+		return Selector{All: true}
+	}
+	rules := make([]admissionregistrationv1.RuleWithOperations, len(mr.ResourceRules))
+	for i := range mr.ResourceRules {
+		rules[i] = mr.ResourceRules[i].RuleWithOperations
+	}
+	return Selector{Rules: rules}
+}
+
+// SelectorForPolicy returns the selector of a MutatingAdmissionPolicy's matchConstraints.
+func SelectorForPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) Selector {
+	if p == nil {
+		return Selector{All: true}
+	}
+	return SelectorForMatchResources(p.Spec.MatchConstraints)
+}
+
+// SelectorForWebhook returns the selector of a mutating webhook: its rules (a webhook without
+// rules matches nothing).
+func SelectorForWebhook(w *admissionregistrationv1.MutatingWebhook) Selector {
+	if w == nil {
+		return Selector{}
+	}
+	return Selector{Rules: w.Rules}
+}
+
+// EntryID identifies an entry of an Index.
+type EntryID uint64
+
+type indexKey struct {
+	group, resource string
+	op              admission.Operation
+}
+
+type indexEntry[T any] struct {
+	id      EntryID
+	payload T
+	keys    []indexKey
+}
+
+// wildcard stands for "*" in index keys.
+const wildcard = "*"
+
+// maxCursors bounds the buckets merged without allocating: 8 per equivalent group/resource.
+const maxCursors = 64
+
+// Index holds entries keyed by (group, resource, operation) so that a request only visits the
+// entries whose rules can name it. Wildcards live in their own buckets, so a request that no
+// entry names costs a fixed number of map lookups whatever the number of entries, and no
+// allocation. Candidates come back once each, in the order they were added. Index is safe for
+// concurrent use. The zero value is not usable; use NewIndex.
+type Index[T any] struct {
+	mu      sync.RWMutex
+	table   *Table
+	nextID  EntryID
+	entries map[EntryID]*indexEntry[T]
+	buckets map[indexKey][]*indexEntry[T]
+}
+
+// NewIndex returns an empty index. table gives the equivalent resources of a request, so that
+// entries with matchPolicy Equivalent stay candidates for them; it may be nil.
+func NewIndex[T any](table *Table) *Index[T] {
+	return &Index[T]{
+		table:   table,
+		entries: map[EntryID]*indexEntry[T]{},
+		buckets: map[indexKey][]*indexEntry[T]{},
+	}
+}
+
+// Len returns the number of entries.
+func (ix *Index[T]) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.entries)
+}
+
+// Add adds an entry and returns its id.
+func (ix *Index[T]) Add(sel Selector, payload T) EntryID {
+	keys := selectorKeys(sel)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.nextID++
+	e := &indexEntry[T]{id: ix.nextID, payload: payload, keys: keys}
+	ix.entries[e.id] = e
+	for _, k := range keys {
+		ix.buckets[k] = append(ix.buckets[k], e)
+	}
+	return e.id
+}
+
+// Remove removes an entry; unknown ids are ignored.
+func (ix *Index[T]) Remove(id EntryID) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	e, ok := ix.entries[id]
+	if !ok {
+		return
+	}
+	delete(ix.entries, id)
+	for _, k := range e.keys {
+		b := ix.buckets[k]
+		next := make([]*indexEntry[T], 0, len(b))
+		for _, x := range b {
+			if x != e {
+				next = append(next, x)
+			}
+		}
+		if len(next) == 0 {
+			delete(ix.buckets, k)
+		} else {
+			ix.buckets[k] = next
+		}
+	}
+}
+
+func selectorKeys(sel Selector) []indexKey {
+	set := map[indexKey]bool{}
+	if sel.All {
+		set[indexKey{wildcard, wildcard, wildcard}] = true
+	} else {
+		for _, r := range sel.Rules {
+			for _, op := range r.Operations {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						res, _ = splitResource(res)
+						set[indexKey{group: g, resource: res, op: admission.Operation(op)}] = true
+					}
+				}
+			}
+		}
+	}
+	keys := make([]indexKey, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.group != b.group {
+			return a.group < b.group
+		}
+		if a.resource != b.resource {
+			return a.resource < b.resource
+		}
+		return a.op < b.op
+	})
+	return keys
+}
+
+// Lookup calls yield with every entry that may match a request for the operation and
+// resource, once each, in the order the entries were added, until yield returns false. yield
+// must not modify the index.
+func (ix *Index[T]) Lookup(op admission.Operation, resource schema.GroupVersionResource, yield func(T) bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+
+	var stack [maxCursors][]*indexEntry[T]
+	cursors := stack[:0]
+	add := func(gr schema.GroupResource) {
+		for _, g := range [2]string{gr.Group, wildcard} {
+			for _, r := range [2]string{gr.Resource, wildcard} {
+				for _, o := range [2]admission.Operation{op, wildcard} {
+					if b := ix.buckets[indexKey{g, r, o}]; len(b) > 0 {
+						cursors = append(cursors, b)
+					}
+				}
+			}
+		}
+	}
+	gr := resource.GroupResource()
+	add(gr)
+	// Entries matching through an equivalent resource are found under its group/resource.
+	for _, eq := range ix.table.equivalentGroupResources(gr) {
+		if eq != gr {
+			add(eq)
+		}
+	}
+	if len(cursors) == 0 {
+		return
+	}
+	// Merge the buckets (each ordered by id) and skip duplicates.
+	var last EntryID
+	for {
+		best := -1
+		for i, c := range cursors {
+			if len(c) == 0 {
+				continue
+			}
+			if best < 0 || c[0].id < cursors[best][0].id {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		e := cursors[best][0]
+		cursors[best] = cursors[best][1:]
+		if e.id == last {
+			continue
+		}
+		last = e.id
+		if !yield(e.payload) {
+			return
+		}
+	}
+}
+
+// All calls yield with every entry in the order they were added, until yield returns false.
+// It is the brute-force path Lookup must agree with.
+func (ix *Index[T]) All(yield func(T) bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	ids := make([]EntryID, 0, len(ix.entries))
+	for id := range ix.entries {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		if !yield(ix.entries[id].payload) {
+			return
+		}
+	}
+}
