@@ -1,0 +1,223 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/binding"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+func newLintCommand() *cobra.Command {
+	var noCost bool
+	cmd := &cobra.Command{
+		Use:   "lint PATH...",
+		Short: "Validate and compile MutatingAdmissionPolicies and bindings",
+		Long: `lint loads MutatingAdmissionPolicies and MutatingAdmissionPolicyBindings from
+files, directories (recursively: .yaml, .yml, .json) or stdin ("-"), validates
+them as kube-apiserver's API validation does, compiles every CEL expression,
+and prints every problem with file, document, field path and, for CEL, the
+line:column with a caret. It then prints the static cost estimate of every
+expression against the per-call limit.
+
+Exit status: 0 no problems, 1 problems found, 2 unreadable input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLint(cmd, args, !noCost)
+		},
+	}
+	cmd.Flags().BoolVar(&noCost, "no-cost", false, "do not print the static cost table")
+	return cmd
+}
+
+func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
+	out := cmd.OutOrStdout()
+	set, err := manifest.Load(cmd.Context(), paths, cmd.InOrStdin())
+	var problems manifest.ErrorList
+	if err != nil {
+		if !errors.As(err, &problems) || set == nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
+
+	schemas := applyconfig.NewSchemas()
+	crdKinds := map[schema.GroupVersionResource]schema.GroupVersionKind{}
+	for _, o := range set.Objects {
+		if o.Object.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		if err := schemas.AddCRD(o.Object); err != nil {
+			problems = append(problems, &manifest.Error{Source: o.Source, Kind: o.Object.GetKind(), Name: o.Object.GetName(), Err: err})
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "plural")
+		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(o.Object.Object, "spec", "versions")
+		for _, v := range versions {
+			if vm, ok := v.(map[string]any); ok {
+				name, _ := vm["name"].(string)
+				crdKinds[schema.GroupVersionResource{Group: group, Version: name, Resource: plural}] = schema.GroupVersionKind{Group: group, Version: name, Kind: kind}
+			}
+		}
+	}
+
+	comp, err := compiler.New()
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	type compiled struct {
+		src    manifest.Policy
+		policy *compiler.Policy
+	}
+	var all []compiled
+	for _, p := range set.Policies {
+		cp, err := comp.Compile(p.Policy)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		if errs := cp.Errors(); len(errs) > 0 {
+			problems = append(problems, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Errs: errs})
+		}
+		all = append(all, compiled{src: p, policy: cp})
+	}
+	for _, p := range problems {
+		fmt.Fprintln(out, p.Error())
+	}
+	warnings := bindingWarnings(set)
+	for _, w := range warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
+	if showCost && len(all) > 0 {
+		if len(problems)+len(warnings) > 0 {
+			fmt.Fprintln(out)
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POLICY\tEXPRESSION\tESTIMATED COST\tOF PER-CALL LIMIT\tSCHEMA")
+		for _, c := range all {
+			object := targetDeclType(schemas, crdKinds, c.src.Policy)
+			for _, e := range c.policy.Expressions() {
+				if e.Err != nil {
+					continue
+				}
+				est := e.Cost
+				if object != nil {
+					est = e.EstimateWithSchema(object, nil)
+				}
+				label := e.Path.String()
+				if e.Name != "" {
+					label += " (" + e.Name + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.policy.Name, label, formatCost(est), formatShare(est), schemaNote(est))
+			}
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems), len(warnings))
+	if len(problems) > 0 {
+		return &exitError{code: exitProblem}
+	}
+	return nil
+}
+
+func countProblems(l manifest.ErrorList) int {
+	n := 0
+	for _, e := range l {
+		if len(e.Errs) > 0 {
+			n += len(e.Errs)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// bindingWarnings reports what kube-apiserver accepts but is almost always a
+// mistake (see binding.Check). A lone binding file is legitimate, so
+// references to policies are checked only when policies were loaded.
+func bindingWarnings(set *manifest.Set) []string {
+	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, p := range set.Policies {
+		policies = append(policies, p.Policy)
+	}
+	for _, b := range set.Bindings {
+		bindings = append(bindings, b.Binding)
+	}
+	if len(policies) == 0 || len(bindings) == 0 {
+		return nil
+	}
+	var out []string
+	for _, w := range binding.Check(policies, bindings) {
+		out = append(out, w.String())
+	}
+	return out
+}
+
+// targetDeclType returns the schema type of the kind a policy targets when
+// it targets exactly one custom resource kind whose CRD was loaded; the cost
+// estimate then uses the schema's size limits.
+func targetDeclType(schemas *applyconfig.Schemas, crdKinds map[schema.GroupVersionResource]schema.GroupVersionKind, p *admissionregistrationv1.MutatingAdmissionPolicy) *apiservercel.DeclType {
+	if p.Spec.MatchConstraints == nil {
+		return nil
+	}
+	var found *apiservercel.DeclType
+	for _, r := range p.Spec.MatchConstraints.ResourceRules {
+		for _, g := range r.APIGroups {
+			for _, v := range r.APIVersions {
+				for _, res := range r.Resources {
+					gvk, ok := crdKinds[schema.GroupVersionResource{Group: g, Version: v, Resource: strings.Split(res, "/")[0]}]
+					if !ok {
+						continue
+					}
+					dt, err := schemas.DeclType(gvk)
+					if err != nil {
+						continue
+					}
+					if found != nil && found != dt {
+						return nil // several kinds: no single schema bounds the estimate
+					}
+					found = dt
+				}
+			}
+		}
+	}
+	return found
+}
+
+func formatCost(c compiler.CostEstimate) string {
+	if c.Unbounded() {
+		return fmt.Sprintf("%d..unbounded", c.Min)
+	}
+	return fmt.Sprintf("%d..%d", c.Min, c.Max)
+}
+
+func formatShare(c compiler.CostEstimate) string {
+	if c.Unbounded() {
+		return "unbounded"
+	}
+	share := float64(c.Max) / float64(compiler.PerCallLimit) * 100
+	if share > 100 {
+		return fmt.Sprintf("%.1f%% (over)", math.Min(share, 1e9))
+	}
+	return fmt.Sprintf("%.2f%%", share)
+}
+
+func schemaNote(c compiler.CostEstimate) string {
+	if c.Schema {
+		return "yes"
+	}
+	return "-"
+}

@@ -1,0 +1,75 @@
+// Command mutatis evaluates, tests and tunes Kubernetes
+// MutatingAdmissionPolicies with the semantics of kube-apiserver 1.37.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK      = 0
+	exitProblem = 1 // lint problems, denied requests, failed tests
+	exitUsage   = 2 // bad input: unreadable files, invalid flags
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI with args and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if ee, ok := err.(*exitError); ok {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return exitUsage
+}
+
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mutatis",
+		Short: "A CEL-native engine for Kubernetes MutatingAdmissionPolicies",
+		Long: `mutatis evaluates Kubernetes MutatingAdmissionPolicies and their bindings
+exactly as kube-apiserver 1.37 does: offline for linting and tests, and in
+cluster as an admission webhook.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newLintCommand())
+	return root
+}

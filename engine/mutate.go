@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+)
+
+// Patcher applies one compiled mutation to an object, as kube-apiserver's
+// MutatingAdmissionPolicy dispatcher does for one mutation of one policy
+// invocation (dispatchOne with the ApplyConfiguration or JSONPatch patcher).
+// A Patcher is safe for concurrent use.
+type Patcher struct {
+	// Schemas gives the type converter of the object's kind.
+	Schemas *applyconfig.Schemas
+	// Scheme knows the built-in (typed) kinds; objects of those kinds are
+	// normalized through their Go types after every mutation, as
+	// kube-apiserver holds them typed.
+	Scheme *runtime.Scheme
+}
+
+// MutationOutcome describes one evaluated mutation.
+type MutationOutcome struct {
+	// Cost is the runtime cost of the expression and the variables it used.
+	Cost int64
+	// Elapsed is the wall time of the whole mutation.
+	Elapsed time.Duration
+	// Skipped is true when a JSON patch "test" operation failed, which
+	// leaves the object unchanged without error.
+	Skipped bool
+}
+
+// Mutate evaluates mutation m of policy p against in and applies its patch
+// to in.Object (of kind gvk). It returns the new object content (in.Object is
+// never modified).
+//
+// Errors come in two classes, as upstream: an *apierrors.StatusError ends the
+// whole admission request whatever the failure policy (no schema for the
+// kind, a patched object that does not decode into its type); any other error
+// is an error of this policy invocation, subject to its failure policy.
+func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (out map[string]any, outcome MutationOutcome, err error) {
+	start := time.Now()
+	defer func() {
+		outcome.Elapsed = time.Since(start)
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("internal error evaluating mutation: panic: %v", r)
+		}
+	}()
+
+	// The dispatcher looks the type converter up before patching, for both
+	// patch types.
+	tc, err := pt.Schemas.TypeConverter(gvk)
+	if err != nil {
+		return nil, outcome, err
+	}
+	if m.Err != nil {
+		return nil, outcome, m.Err
+	}
+	res, _, err := p.NewActivation(ctx, in).Eval(m, compiler.MutationBudget)
+	outcome.Cost = res.Cost
+	if err != nil {
+		return nil, outcome, err
+	}
+	if res.Err != nil {
+		return nil, outcome, res.Err
+	}
+
+	switch m.Kind {
+	case compiler.KindApplyConfiguration:
+		patch, err := applyconfig.FromCEL(res.Value)
+		if err != nil {
+			return nil, outcome, err
+		}
+		live := &unstructured.Unstructured{Object: in.Object}
+		merged, err := applyconfig.Merge(tc, live, patch)
+		if err != nil {
+			return nil, outcome, fmt.Errorf("error applying patch: %w", err)
+		}
+		out, err := pt.normalize(merged.Object, gvk)
+		return out, outcome, err
+	case compiler.KindJSONPatch:
+		ops, err := jsonpatch.FromCEL(res.Value)
+		if err != nil {
+			return nil, outcome, err
+		}
+		patched, err := jsonpatch.Apply(in.Object, ops)
+		if errors.Is(err, jsonpatch.ErrTestFailed) {
+			outcome.Skipped = true
+			return in.Object, outcome, nil
+		}
+		if err != nil {
+			return nil, outcome, fmt.Errorf("JSON Patch: %w", err)
+		}
+		out, err := jsonpatch.Decode(patched, gvk, pt.Scheme)
+		return out, outcome, err
+	}
+	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
+}
+
+// normalize presents an object of a built-in kind as kube-apiserver holds it
+// after a mutation: converted to its Go type (ConvertToVersion of the
+// unstructured patch result) and back, which fixes field order, drops
+// omitempty zero values and adds the fields Go types always serialize
+// (e.g. metadata.creationTimestamp: null).
+func (pt *Patcher) normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
+		return obj, nil
+	}
+	typed, err := pt.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return nil, err
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+}
