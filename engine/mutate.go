@@ -82,9 +82,9 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 			return nil, outcome, err
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
-		merged, err := applyconfig.Merge(tc, live, patch)
+		merged, err := applyconfig.Merge(tc, live, patch) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
-			return nil, outcome, fmt.Errorf("error applying patch: %w", err)
+			return nil, outcome, err
 		}
 		out, err := pt.normalize(merged.Object, gvk)
 		return out, outcome, err
@@ -97,6 +97,13 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if errors.Is(err, jsonpatch.ErrTestFailed) {
 			outcome.Skipped = true
 			return in.Object, outcome, nil
+		}
+		var notObject *jsonpatch.NotObjectError
+		if errors.As(err, &notObject) {
+			// The patch replaced the root with a non-object: upstream fails
+			// decoding that JSON.
+			_, err := jsonpatch.DecodeJSON(notObject.JSON, gvk, pt.Scheme)
+			return nil, outcome, err
 		}
 		if err != nil {
 			return nil, outcome, fmt.Errorf("JSON Patch: %w", err)
