@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -12,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
@@ -105,6 +107,9 @@ func (p *Policy) Errors() field.ErrorList {
 	return errs
 }
 
+// fieldError converts a compile error the way kube-apiserver's API
+// validation does (convertCELErrorToValidationError): the value quoted is
+// the expression, trimmed of surrounding space except for variables.
 func fieldError(e *Expression) *field.Error {
 	if e.Err.Type == apiservercel.ErrorTypeRequired {
 		return field.Required(e.Path, e.Err.Detail)
@@ -112,7 +117,11 @@ func fieldError(e *Expression) *field.Error {
 	if e.Err.Type == apiservercel.ErrorTypeInternal {
 		return field.InternalError(e.Path, e.Err)
 	}
-	return field.Invalid(e.Path, e.Source, e.Err.Detail)
+	value := e.Source
+	if e.Kind != KindVariable {
+		value = strings.TrimSpace(value)
+	}
+	return field.Invalid(e.Path, value, e.Err.Detail)
 }
 
 // Expressions returns all expressions of the policy in evaluation order:
@@ -190,11 +199,36 @@ func (c *Compiler) Forget(name string) {
 	c.mu.Unlock()
 }
 
-func (c *Compiler) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, key string) (*Policy, error) {
-	hasParams := p.Spec.ParamKind != nil
-	envs, err := c.base.forPolicy(hasParams)
+// Validate compiles p as kube-apiserver's API validation does when the
+// policy is created or updated, and returns the errors it would refuse the
+// policy with (HTTP 422). It differs from Compile, which reproduces the
+// admission-time compilation, in two ways, both upstream's: expressions are
+// compiled in the "new expressions" environment of the compatibility version
+// (libraries newer than it are refused), and matchConditions are compiled
+// without the policy's variables.
+func (c *Compiler) Validate(p *admissionregistrationv1.MutatingAdmissionPolicy) (field.ErrorList, error) {
+	compiled, err := c.compileMode(p, "", environment.NewExpressions, true)
 	if err != nil {
 		return nil, err
+	}
+	return compiled.Errors(), nil
+}
+
+func (c *Compiler) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, key string) (*Policy, error) {
+	return c.compileMode(p, key, environment.StoredExpressions, false)
+}
+
+func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolicy, key string, mode environment.Type, validation bool) (*Policy, error) {
+	hasParams := p.Spec.ParamKind != nil
+	envs, err := c.base.forPolicyMode(hasParams, mode)
+	if err != nil {
+		return nil, err
+	}
+	conditionEnv := envs.envs[envKey{hasParams: hasParams}]
+	if validation {
+		if conditionEnv, err = c.base.plainEnv(hasParams, mode); err != nil {
+			return nil, err
+		}
 	}
 	out := &Policy{Name: p.Name, Key: key, HasParams: hasParams, varType: envs.varType}
 	spec := field.NewPath("spec")
@@ -213,7 +247,7 @@ func (c *Compiler) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, k
 	for i, m := range p.Spec.MatchConditions {
 		e := &Expression{Kind: KindMatchCondition, Name: m.Name, Index: i, Source: m.Expression,
 			Path: spec.Child("matchConditions").Index(i).Child("expression")}
-		c.compileExpression(plain, e, []*cel.Type{cel.BoolType})
+		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType})
 		out.MatchConditions = append(out.MatchConditions, e)
 	}
 	for i, m := range p.Spec.Mutations {

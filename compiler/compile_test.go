@@ -262,3 +262,31 @@ func TestEvalPerCallLimit(t *testing.T) {
 		t.Fatalf("err = %v, want %q", res.Err, want)
 	}
 }
+
+func TestValidateAsTheAPIServerOnCreate(t *testing.T) {
+	c, _ := New()
+	p := policySpec{
+		variables:  [][2]string{{"v", "  1  "}},
+		conditions: [][2]string{{"uses-variable", "variables.v == 1"}},
+		ac:         []string{"  Object{spec: }  "},
+	}.build()
+	errs, err := c.Validate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) != 2 {
+		t.Fatalf("got %d errors, want 2: %v", len(errs), errs)
+	}
+	if errs[0].Field != "spec.matchConditions[0].expression" || !strings.Contains(errs[0].Error(), "undeclared reference to 'variables'") {
+		t.Errorf("matchConditions are validated without variables, as upstream: %v", errs[0])
+	}
+	if errs[1].BadValue != "Object{spec: }" {
+		t.Errorf("mutation expressions are quoted trimmed, got %q", errs[1].BadValue)
+	}
+	// At admission time the same matchCondition compiles (upstream compiles
+	// matchConditions with the composited compiler).
+	compiled, _ := c.Compile(p)
+	if compiled.MatchConditions[0].Err != nil {
+		t.Errorf("admission-time compile refused variables in matchConditions: %v", compiled.MatchConditions[0].Err)
+	}
+}

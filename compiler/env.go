@@ -113,6 +113,16 @@ type policyEnvs struct {
 }
 
 func (b *baseEnvs) forPolicy(hasParams bool) (*policyEnvs, error) {
+	return b.forPolicyMode(hasParams, environment.StoredExpressions)
+}
+
+// plainEnv returns the environment without the "variables" declaration, in
+// the given mode. API validation compiles matchConditions in it.
+func (b *baseEnvs) plainEnv(hasParams bool, mode environment.Type) (*cel.Env, error) {
+	return b.envs[envKey{hasParams: hasParams}].Env(mode)
+}
+
+func (b *baseEnvs) forPolicyMode(hasParams bool, mode environment.Type) (*policyEnvs, error) {
 	varType := apiservercel.NewObjectType(variablesTypeName, map[string]*apiservercel.DeclField{})
 	p := &policyEnvs{varType: varType, envs: map[envKey]*cel.Env{}}
 	ext := environment.VersionedOptions{
@@ -126,7 +136,7 @@ func (b *baseEnvs) forPolicy(hasParams bool) (*policyEnvs, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building CEL environment: %w", err)
 		}
-		env, err := set.Env(environment.StoredExpressions)
+		env, err := set.Env(mode)
 		if err != nil {
 			return nil, fmt.Errorf("unexpected error loading CEL environment: %w", err)
 		}

@@ -54,12 +54,17 @@ type Set struct {
 	Policies []Policy
 	Bindings []Binding
 	Objects  []Object
+	// Rejected holds the policies that decoded but failed API validation.
+	// They are never evaluated (the API server refuses them); linters use
+	// them to report every problem of a policy at once, CEL included.
+	Rejected []Policy
 }
 
 func (s *Set) append(o *Set) {
 	s.Policies = append(s.Policies, o.Policies...)
 	s.Bindings = append(s.Bindings, o.Bindings...)
 	s.Objects = append(s.Objects, o.Objects...)
+	s.Rejected = append(s.Rejected, o.Rejected...)
 }
 
 // GroupName is the API group of MutatingAdmissionPolicy.
@@ -463,6 +468,7 @@ func addObject(set *Set, src Source, js []byte, obj map[string]any) ErrorList {
 		}
 		DefaultPolicy(p)
 		if errs := ValidatePolicy(p); len(errs) > 0 {
+			set.Rejected = append(set.Rejected, Policy{Source: src, APIVersion: apiVersion, Policy: p})
 			return ErrorList{{Source: src, Kind: kind, Name: p.Name, Errs: errs}}
 		}
 		set.Policies = append(set.Policies, Policy{Source: src, APIVersion: apiVersion, Policy: p})

@@ -32,7 +32,8 @@ and prints every problem with file, document, field path and, for CEL, the
 line:column with a caret. It then prints the static cost estimate of every
 expression against the per-call limit.
 
-Exit status: 0 no problems, 1 problems found, 2 unreadable input.`,
+Exit status: 0 no problems, 1 problems found (unreadable or malformed files
+included), 2 bad flags.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLint(cmd, args, !noCost)
@@ -88,10 +89,29 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		if err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
-		if errs := cp.Errors(); len(errs) > 0 {
+		// Report what the API server would refuse on create (422).
+		errs, err := comp.Validate(p.Policy)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		if len(errs) > 0 {
 			problems = append(problems, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Errs: errs})
 		}
 		all = append(all, compiled{src: p, policy: cp})
+	}
+	// Policies refused by API validation: add their CEL problems to the
+	// same report, as the API server reports them all in one response.
+	for _, p := range set.Rejected {
+		errs, err := comp.Validate(p.Policy)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		for _, e := range problems {
+			if e.Source == p.Source && e.Name == p.Policy.Name && len(errs) > 0 {
+				e.Errs = append(e.Errs, errs...)
+				errs = nil
+			}
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
