@@ -234,7 +234,7 @@ func patcherCases() []patcherCase {
 	}
 }
 
-func loadCRD(t *testing.T, schemas *applyconfig.Schemas, path string) {
+func loadCRD(t testing.TB, schemas *applyconfig.Schemas, path string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
