@@ -62,5 +62,3 @@ func FuzzCELResultConversion(f *testing.F) {
 		}
 	})
 }
-
-
