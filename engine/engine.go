@@ -1,0 +1,428 @@
+// Package engine evaluates MutatingAdmissionPolicies for admission requests
+// with the algorithm of kube-apiserver 1.37 (k8s.io/apiserver
+// pkg/admission/plugin/policy/{generic,mutating}), written to be read top to
+// bottom: match, collect params, matchConditions, mutate, reinvoke, respond.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	celtypes "github.com/google/cel-go/common/types"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+
+	"github.com/mutatis-dev/mutatis/binding"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/params"
+)
+
+// Hook is one compiled policy with its bindings, in evaluation order.
+type Hook struct {
+	Policy   *admissionregistrationv1.MutatingAdmissionPolicy
+	Compiled *compiler.Policy
+	Bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+}
+
+// NewHooks compiles policies and groups their bindings (binding.Group order:
+// policy name, then binding name).
+func NewHooks(c *compiler.Compiler, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) ([]Hook, error) {
+	var hooks []Hook
+	for _, g := range binding.Group(policies, bindings) {
+		cp, err := c.Compile(g.Policy)
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, Hook{Policy: g.Policy, Compiled: cp, Bindings: g.Bindings})
+	}
+	return hooks, nil
+}
+
+// Config is what an Evaluator needs besides the hooks.
+type Config struct {
+	Matcher    *matching.Matcher
+	Namespaces matching.NamespaceGetter
+	Params     *params.Collector
+	Patcher    *Patcher
+	// Authorizer backs the CEL authorizer variables; nil denies every check.
+	Authorizer authorizer.Authorizer
+}
+
+// Evaluator runs one admission request through a fixed set of hooks.
+type Evaluator struct {
+	cfg   Config
+	hooks []Hook
+}
+
+// NewEvaluator returns an Evaluator over hooks. It is safe for concurrent use.
+func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
+	}
+	return &Evaluator{cfg: cfg, hooks: hooks}
+}
+
+// Invocation records one policy × binding × param evaluation.
+type Invocation struct {
+	Policy, Binding string
+	// Param is "namespace/name" of the param, or "" for none.
+	Param string
+	// Pass is 1 or 2 (reinvocation).
+	Pass int
+	// Skipped tells why the invocation did not mutate ("" if it ran).
+	Skipped string
+	// Mutations are the outcomes of the mutations that ran, in order.
+	Mutations []MutationOutcome
+	// Err is the invocation's error, if any (before the failure policy).
+	Err error
+}
+
+// Result is the outcome of one admission request.
+type Result struct {
+	// Object is the final object (nil for requests without one).
+	Object map[string]any
+	// Denied is the Status kube-apiserver would answer with, or nil.
+	Denied *apierrors.StatusError
+	// Invocations is the trace, in evaluation order.
+	Invocations []Invocation
+	// Reinvoke tells that the whole admission chain would be reinvoked
+	// (a policy changed the object in the last pass).
+	Reinvoke bool
+}
+
+type invocationKey struct{ policy, binding, param string }
+
+type policyError struct {
+	policy  *admissionregistrationv1.MutatingAdmissionPolicy
+	binding string // "" for policy-level errors
+	err     error
+	reason  metav1.StatusReason
+}
+
+func (e policyError) message() string {
+	if e.binding != "" {
+		return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", e.policy.Name, e.binding, e.err.Error())
+	}
+	return fmt.Sprintf("policy %q denied request: %s", e.policy.Name, e.err.Error())
+}
+
+// Admit evaluates the request a. MutatingAdmissionPolicies handle CREATE,
+// UPDATE and CONNECT; other operations and exempt resources pass unchanged.
+// The returned error is for failures of the evaluator itself; denials are in
+// Result.Denied.
+func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Result, err error) {
+	if a.Object != nil {
+		res.Object = a.Object.Object
+	}
+	switch a.Operation {
+	case admission.Create, admission.Update, admission.Connect:
+	default:
+		return res, nil
+	}
+	if matching.PolicyExempt(a) {
+		return res, nil
+	}
+	st := &reinvocationState{previous: map[invocationKey]bool{}, reinvoke: map[invocationKey]bool{}}
+	for pass := 1; pass <= 2; pass++ {
+		if pass == 2 && !st.shouldReinvokeChain {
+			break
+		}
+		st.shouldReinvokeChain = false
+		var denied *apierrors.StatusError
+		res.Object, denied = e.dispatch(ctx, a, res.Object, pass, st, &res)
+		if denied != nil {
+			res.Denied = denied
+			return res, nil
+		}
+	}
+	res.Reinvoke = st.shouldReinvokeChain
+	return res, nil
+}
+
+// reinvocationState mirrors upstream's policyReinvokeContext.
+type reinvocationState struct {
+	previous            map[invocationKey]bool // reinvocable invocations since the last change
+	reinvoke            map[invocationKey]bool // invocations to run in pass 2
+	shouldReinvokeChain bool
+}
+
+func (s *reinvocationState) requireReinvokingPrevious() {
+	for k := range s.previous {
+		s.reinvoke[k] = true
+	}
+	clear(s.previous)
+}
+
+type invocation struct {
+	hook     *Hook
+	binding  *admissionregistrationv1.MutatingAdmissionPolicyBinding
+	param    params.Param
+	resource schema.GroupVersionResource
+	kind     schema.GroupVersionKind
+}
+
+// dispatch is one pass of the MAP plugin (generic Dispatch + mutating
+// dispatchInvocations).
+func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, pass int, st *reinvocationState, res *Result) (map[string]any, *apierrors.StatusError) {
+	cur := *a
+	if object != nil {
+		cur.Object = &unstructured.Unstructured{Object: object}
+	}
+	var errs []policyError
+	var invocations []invocation
+	for i := range e.hooks {
+		h := &e.hooks[i]
+		m, err := e.cfg.Matcher.PolicyMatches(ctx, &cur, h.Policy)
+		if err != nil {
+			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
+			continue
+		}
+		if !m.Matches {
+			continue
+		}
+		for _, b := range h.Bindings {
+			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, &cur, b)
+			if err != nil {
+				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
+				continue
+			}
+			if !ok {
+				continue
+			}
+			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, a.Namespace)
+			if err != nil {
+				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
+				continue
+			}
+			for _, p := range ps {
+				invocations = append(invocations, invocation{hook: h, binding: b, param: p, resource: m.Resource, kind: m.Kind})
+			}
+		}
+	}
+
+	if len(invocations) > 0 {
+		var statusErr *apierrors.StatusError
+		var more []policyError
+		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res)
+		if statusErr != nil {
+			return object, statusErr
+		}
+		errs = append(errs, more...)
+	}
+	return object, e.deny(&cur, errs)
+}
+
+// deny applies failure policies and builds kube-apiserver's Status.
+func (e *Evaluator) deny(a *matching.Attributes, errs []policyError) *apierrors.StatusError {
+	var failing []policyError
+	for _, pe := range errs {
+		if fp := pe.policy.Spec.FailurePolicy; fp != nil && *fp == admissionregistrationv1.Ignore {
+			continue
+		}
+		failing = append(failing, pe)
+	}
+	if len(failing) == 0 {
+		return nil
+	}
+	forbidden := admission.NewForbidden(a.AdmissionAttributes(), errors.New("admission request denied by policy"))
+	var status *apierrors.StatusError
+	if !errors.As(forbidden, &status) {
+		return apierrors.NewInternalError(errors.New("failed to create status error"))
+	}
+	status.ErrStatus.Message = ""
+	for _, pe := range failing {
+		msg := pe.message()
+		if status.ErrStatus.Message == "" {
+			status.ErrStatus.Message = msg
+			if pe.reason != "" {
+				status.ErrStatus.Reason = pe.reason
+			}
+		}
+		status.ErrStatus.Details.Causes = append(status.ErrStatus.Details.Causes, metav1.StatusCause{Message: msg})
+	}
+	return status
+}
+
+// invoke runs matched invocations in order (dispatchInvocations).
+func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocationState, res *Result) (map[string]any, []policyError, *apierrors.StatusError) {
+	var errs []policyError
+	var namespace *corev1.Namespace
+	nsName := a.Namespace
+	if a.Kind.Group == "" && a.Kind.Version == "v1" && a.Kind.Kind == "Namespace" {
+		nsName = ""
+	}
+	if nsName != "" {
+		ns, err := e.cfg.Namespaces.Namespace(ctx, nsName)
+		if err != nil {
+			var se *apierrors.StatusError
+			if errors.As(err, &se) {
+				return object, nil, se
+			}
+			return object, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, nsName)
+		}
+		namespace = ns
+	}
+	admissionAttrs := a.AdmissionAttributes()
+	dirty := false
+	for _, inv := range invs {
+		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
+		if inv.param.Object != nil {
+			key.param = inv.param.Namespace + "/" + inv.param.Name
+		}
+		trace := Invocation{Policy: key.policy, Binding: key.binding, Param: key.param, Pass: pass}
+		var oldObject map[string]any
+		if a.OldObject != nil {
+			oldObject = a.OldObject.Object
+		}
+		in := compiler.Input{
+			Object: object, OldObject: oldObject, Params: inv.param.Object,
+			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
+		}
+		if matched, err := e.matchConditions(ctx, inv, a, in); err != nil {
+			trace.Err, trace.Skipped = err, "matchConditions error"
+			errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
+			res.Invocations = append(res.Invocations, trace)
+			continue
+		} else if matched != "" {
+			trace.Skipped = matched
+			res.Invocations = append(res.Invocations, trace)
+			continue
+		}
+		if pass == 2 && !st.reinvoke[key] {
+			trace.Skipped = "not reinvoked"
+			res.Invocations = append(res.Invocations, trace)
+			continue
+		}
+		before := object
+		in.Request = admissionRequest(a, inv.resource, inv.kind)
+		in.Namespace = namespace
+		for i, m := range inv.hook.Compiled.Mutations {
+			if object == nil {
+				continue
+			}
+			in.Object = object
+			out, outcome, err := e.cfg.Patcher.Mutate(ctx, inv.hook.Compiled, m, in, inv.kind)
+			trace.Mutations = append(trace.Mutations, outcome)
+			if err != nil {
+				var se *apierrors.StatusError
+				if errors.As(err, &se) {
+					res.Invocations = append(res.Invocations, trace)
+					return object, nil, se
+				}
+				trace.Err = fmt.Errorf("mutation %d: %w", i, err)
+				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
+				continue
+			}
+			object = out
+			dirty = true
+		}
+		res.Invocations = append(res.Invocations, trace)
+		if !apiequality.Semantic.DeepEqual(before, object) {
+			st.requireReinvokingPrevious()
+			st.shouldReinvokeChain = true
+		}
+		if inv.hook.Policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+			st.previous[key] = true
+		}
+	}
+	if dirty {
+		// Upstream marks the object dirty after any successful mutation,
+		// even one that changed nothing.
+		st.requireReinvokingPrevious()
+		st.shouldReinvokeChain = true
+	}
+	return object, errs, nil
+}
+
+// matchConditions evaluates a policy's matchConditions as upstream's
+// matchconditions.Matcher: one activation, one 2,500,000 budget,
+// namespaceObject null. It returns the name of the first false condition,
+// or an error under failurePolicy Fail.
+func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input) (string, error) {
+	conds := inv.hook.Compiled.MatchConditions
+	if len(conds) == 0 {
+		return "", nil
+	}
+	fail := inv.hook.Policy.Spec.FailurePolicy == nil || *inv.hook.Policy.Spec.FailurePolicy == admissionregistrationv1.Fail
+	in.Request = admissionRequest(a, a.Resource, inv.kind)
+	act := inv.hook.Compiled.NewActivation(ctx, in)
+	budget := int64(compiler.MatchConditionsBudget)
+	results := make([]compiler.Result, len(conds))
+	for i, c := range conds {
+		r, remaining, err := act.Eval(c, budget)
+		if err != nil {
+			if fail {
+				return "", err
+			}
+			return "matchConditions error ignored", nil
+		}
+		budget = remaining
+		results[i] = r
+	}
+	var errs []error
+	for i, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+		if r.Value == celtypes.False {
+			return "matchCondition " + conds[i].Name + " is false", nil
+		}
+	}
+	if len(errs) > 0 {
+		if fail {
+			return "", utilerrors.NewAggregate(errs)
+		}
+		return "matchConditions error ignored", nil
+	}
+	return "", nil
+}
+
+// admissionRequest builds the "request" variable as upstream's
+// CreateAdmissionRequest does.
+func admissionRequest(a *matching.Attributes, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *admissionv1.AdmissionRequest {
+	var userInfo authenticationv1.UserInfo
+	if a.UserInfo != nil {
+		userInfo = authenticationv1.UserInfo{
+			Extra:    map[string]authenticationv1.ExtraValue{},
+			Groups:   a.UserInfo.GetGroups(),
+			UID:      a.UserInfo.GetUID(),
+			Username: a.UserInfo.GetName(),
+		}
+		for k, v := range a.UserInfo.GetExtra() {
+			userInfo.Extra[k] = authenticationv1.ExtraValue(v)
+		}
+	}
+	dryRun := a.DryRun
+	var options runtime.Object
+	if a.Options != nil {
+		options = a.Options
+	}
+	return &admissionv1.AdmissionRequest{
+		Kind:               metav1.GroupVersionKind(gvk),
+		Resource:           metav1.GroupVersionResource(gvr),
+		SubResource:        a.Subresource,
+		RequestKind:        &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
+		RequestResource:    &metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
+		RequestSubResource: a.Subresource,
+		Name:               a.Name,
+		Namespace:          a.Namespace,
+		Operation:          admissionv1.Operation(a.Operation),
+		UserInfo:           userInfo,
+		DryRun:             &dryRun,
+		Options:            runtime.RawExtension{Object: options},
+	}
+}

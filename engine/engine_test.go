@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/params"
+)
+
+const counter = `Object{metadata: Object.metadata{annotations: {"count": string(int(object.metadata.?annotations[?"count"].orValue("0")) + 1)}}}`
+
+func mapPolicy(name string, reinvoke admissionregistrationv1.ReinvocationPolicyType, fp admissionregistrationv1.FailurePolicyType, expr string, conditions ...string) *admissionregistrationv1.MutatingAdmissionPolicy {
+	equivalent := admissionregistrationv1.Equivalent
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{}, MatchPolicy: &equivalent,
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{"CREATE"},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}},
+			},
+			FailurePolicy:      &fp,
+			ReinvocationPolicy: reinvoke,
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expr}}},
+		},
+	}
+	for i, c := range conditions {
+		p.Spec.MatchConditions = append(p.Spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: "c" + string(rune('0'+i)), Expression: c})
+	}
+	return p
+}
+
+func bindingFor(p string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: p + "-binding"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: p}}
+}
+
+func newEvaluator(t *testing.T, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Evaluator {
+	t.Helper()
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, p := range policies {
+		bindings = append(bindings, bindingFor(p.Name))
+	}
+	hooks, err := NewHooks(comp, policies, bindings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := matching.DefaultTable()
+	namespaces := matching.NamespaceGetterFunc(func(_ context.Context, name string) (*corev1.Namespace, error) {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}, nil
+	})
+	return NewEvaluator(Config{
+		Matcher:    matching.NewMatcher(namespaces, table),
+		Namespaces: namespaces,
+		Params:     &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}, Scheme: scheme.Scheme},
+		Patcher:    &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: scheme.Scheme},
+	}, hooks)
+}
+
+type scopesOf struct{ t *matching.Table }
+
+func (s scopesOf) Namespaced(gvk schema.GroupVersionKind) (bool, bool) {
+	for _, r := range s.t.ResourcesForKind(gvk) {
+		return r.Namespaced, true
+	}
+	return false, false
+}
+
+func createConfigMap() *matching.Attributes {
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cm", "namespace": "shop"}}}
+	return &matching.Attributes{Operation: admission.Create, Kind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
+		Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Name: "cm", Namespace: "shop", Object: obj,
+		UserInfo: &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}}
+}
+
+func count(t *testing.T, res Result) string {
+	t.Helper()
+	v, _, _ := unstructured.NestedString(res.Object, "metadata", "annotations", "count")
+	return v
+}
+
+func TestReinvocationCountsAsKubeAPIServer(t *testing.T) {
+	ifNeeded, never := admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy
+	cases := []struct {
+		name     string
+		policies []*admissionregistrationv1.MutatingAdmissionPolicy
+		want     string
+	}{
+		{name: "a single IfNeeded counter runs twice", policies: []*admissionregistrationv1.MutatingAdmissionPolicy{mapPolicy("a", ifNeeded, admissionregistrationv1.Fail, counter)}, want: "2"},
+		{name: "a single Never counter runs once", policies: []*admissionregistrationv1.MutatingAdmissionPolicy{mapPolicy("a", never, admissionregistrationv1.Fail, counter)}, want: "1"},
+		{name: "two IfNeeded and one Never counter reach five", policies: []*admissionregistrationv1.MutatingAdmissionPolicy{
+			mapPolicy("a", ifNeeded, admissionregistrationv1.Fail, counter), mapPolicy("b", ifNeeded, admissionregistrationv1.Fail, counter), mapPolicy("c", never, admissionregistrationv1.Fail, counter)}, want: "5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := newEvaluator(t, tc.policies...).Admit(context.Background(), createConfigMap())
+			if err != nil || res.Denied != nil {
+				t.Fatalf("err %v denied %v", err, res.Denied)
+			}
+			if got := count(t, res); got != tc.want {
+				t.Fatalf("count = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailurePolicyAndMatchConditions(t *testing.T) {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	broken := `Object{metadata: Object.metadata{labels: {"x": object.missing}}}`
+	cases := []struct {
+		name       string
+		policy     *admissionregistrationv1.MutatingAdmissionPolicy
+		wantDenied string
+		wantCount  string
+	}{
+		{name: "a runtime error under Fail denies with upstream's message", policy: mapPolicy("p", never, admissionregistrationv1.Fail, broken),
+			wantDenied: "policy 'p' with binding 'p-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
+		{name: "a runtime error under Ignore admits unchanged", policy: mapPolicy("p", never, admissionregistrationv1.Ignore, broken)},
+		{name: "a false matchCondition skips the policy", policy: mapPolicy("p", never, admissionregistrationv1.Fail, counter, "true", "object.metadata.name == 'other'")},
+		{name: "a true matchCondition runs it", policy: mapPolicy("p", never, admissionregistrationv1.Fail, counter, "object.metadata.name == 'cm'"), wantCount: "1"},
+		{name: "a matchCondition error under Fail denies", policy: mapPolicy("p", never, admissionregistrationv1.Fail, counter, "object.nope == 1"),
+			wantDenied: "policy 'p' with binding 'p-binding' denied request: expression 'object.nope == 1' resulted in error: no such key: nope"},
+		{name: "a false condition wins over an error", policy: mapPolicy("p", never, admissionregistrationv1.Fail, counter, "object.nope == 1", "false")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := newEvaluator(t, tc.policy).Admit(context.Background(), createConfigMap())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantDenied != "" {
+				if res.Denied == nil || res.Denied.ErrStatus.Message != tc.wantDenied {
+					t.Fatalf("denied = %v, want %q", res.Denied, tc.wantDenied)
+				}
+				if res.Denied.ErrStatus.Code != 403 || !apierrors.IsInvalid(res.Denied) {
+					t.Fatalf("status %d %s, want 403 Invalid", res.Denied.ErrStatus.Code, res.Denied.ErrStatus.Reason)
+				}
+				return
+			}
+			if res.Denied != nil {
+				t.Fatalf("denied: %v", res.Denied)
+			}
+			if got := count(t, res); got != tc.wantCount {
+				t.Fatalf("count = %q, want %q", got, tc.wantCount)
+			}
+		})
+	}
+}
+
+func TestOtherOperationsPass(t *testing.T) {
+	a := createConfigMap()
+	a.Operation = admission.Delete
+	res, err := newEvaluator(t, mapPolicy("p", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail, counter)).Admit(context.Background(), a)
+	if err != nil || res.Denied != nil || len(res.Invocations) != 0 || !strings.Contains("", count(t, res)) {
+		t.Fatalf("DELETE was evaluated: %+v", res)
+	}
+}
