@@ -126,7 +126,13 @@ func (e policyError) message() string {
 // Result.Denied.
 func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Result, err error) {
 	if a.Object != nil {
-		res.Object = a.Object.Object
+		// kube-apiserver decodes the request into the kind's Go type before
+		// admission: present built-in objects the same way.
+		obj, err := e.cfg.Patcher.Normalize(a.Object.Object, a.Kind)
+		if err != nil {
+			return res, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", a.Kind.Kind, err))
+		}
+		res.Object = obj
 	}
 	switch a.Operation {
 	case admission.Create, admission.Update, admission.Connect:

@@ -86,7 +86,7 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, err := pt.normalize(merged.Object, gvk)
+		out, err := pt.Normalize(merged.Object, gvk)
 		return out, outcome, err
 	case compiler.KindJSONPatch:
 		ops, err := jsonpatch.FromCEL(res.Value)
@@ -114,12 +114,12 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
 }
 
-// normalize presents an object of a built-in kind as kube-apiserver holds it
+// Normalize presents an object of a built-in kind as kube-apiserver holds it
 // after a mutation: converted to its Go type (ConvertToVersion of the
 // unstructured patch result) and back, which fixes field order, drops
 // omitempty zero values and adds the fields Go types always serialize
 // (e.g. metadata.creationTimestamp: null).
-func (pt *Patcher) normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
 		return obj, nil
 	}

@@ -75,3 +75,57 @@ func TestLint(t *testing.T) {
 		})
 	}
 }
+
+func TestApply(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    []string
+		wantStderr []string
+	}{
+		{name: "the example policies mutate a pod (patch output)",
+			args:     []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "-o", "patch"},
+			wantCode: exitOK,
+			wantOut:  []string{`{"op":"replace","path":"/spec/containers/0/image","value":"mirror.example.com/library/nginx:1.27"}`, `"name":"log-shipper"`, `"seccompProfile":{"type":"RuntimeDefault"}`}},
+		{name: "params from --resources give default requests",
+			args:     []string{"apply", "-f", "testdata/apply/deployment.yaml", "--policies", "../../examples/default-resources/policy.yaml", "--resources", "../../examples/default-resources/resources.yaml"},
+			wantCode: exitOK,
+			wantOut:  []string{"cpu: 250m", "memory: 256Mi"}},
+		{name: "a denial prints kube-apiserver's message and exits 1",
+			args:       []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "testdata/apply/deny.yaml"},
+			wantCode:   exitProblem,
+			wantStderr: []string{`notice: namespace "shop" is not in --resources`, `policy 'needs-team' with binding 'needs-team' denied request: expression 'Object{metadata: Object.metadata{labels: {"team": object.metadata.labels.team}}}' resulted in error: no such key: team`}},
+		{name: "--explain prints the trace",
+			args:       []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "--explain", "-o", "json"},
+			wantCode:   exitOK,
+			wantStderr: []string{`explain: pass 2: policy "inject-logging-sidecar" binding "inject-logging-sidecar": skipped: matchCondition not-already-injected is false`}},
+		{name: "an unknown output format is bad input",
+			args:     []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "-o", "xml"},
+			wantCode: exitUsage},
+		{name: "a missing object file is bad input",
+			args:     []string{"apply", "-f", "testdata/apply/none.yaml", "--policies", "../../examples"},
+			wantCode: exitUsage},
+		{name: "DELETE is not an operation policies see",
+			args:     []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "--operation", "DELETE"},
+			wantCode: exitUsage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", tc.args...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}

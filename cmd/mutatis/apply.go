@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/params"
+)
+
+type applyOptions struct {
+	object, oldObject      string
+	policies, resources    []string
+	operation, subresource string
+	userName, uid          string
+	groups                 []string
+	namespace              string
+	dryRun, explain        bool
+	output                 string
+}
+
+func newApplyCommand() *cobra.Command {
+	o := &applyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply -f OBJECT --policies PATH [flags]",
+		Short: "Admit one object through MutatingAdmissionPolicies, offline",
+		Long: `apply runs one admission request through the policies and bindings found in
+--policies, with everything else that exists in the simulated cluster
+(Namespaces, params, CRDs) from --resources, and prints the result.
+
+Exit status: 0 admitted (stdout: the final object, or the patch or diff);
+1 denied (stderr: the denial message exactly as kube-apiserver's
+Status.message); 2 bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.object, "filename", "f", "", "the object under admission (file, or - for stdin)")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings")
+	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs")
+	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
+	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE or CONNECT (default CREATE, or UPDATE with --old-object)")
+	f.StringVar(&o.subresource, "subresource", "", "the subresource of the request")
+	f.StringVar(&o.userName, "user", "admin", "the requesting user")
+	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
+	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
+	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
+	f.BoolVar(&o.explain, "explain", false, "print the evaluation trace on stderr")
+	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagRequired("policies")
+	return cmd
+}
+
+func badInput(err error) error { return &exitError{code: exitUsage, err: err} }
+
+func runApply(cmd *cobra.Command, o *applyOptions) error {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	switch o.output {
+	case "yaml", "json", "patch", "diff":
+	default:
+		return badInput(fmt.Errorf("--output must be yaml, json, patch or diff, not %q", o.output))
+	}
+	object, err := readObject(ctx, o.object, cmd.InOrStdin())
+	if err != nil {
+		return badInput(err)
+	}
+	var oldObject *unstructured.Unstructured
+	if o.oldObject != "" {
+		if oldObject, err = readObject(ctx, o.oldObject, cmd.InOrStdin()); err != nil {
+			return badInput(err)
+		}
+	}
+	policySet, err := manifest.Load(ctx, o.policies, cmd.InOrStdin())
+	if err != nil {
+		return badInput(err)
+	}
+	var resources manifest.Set
+	if len(o.resources) > 0 {
+		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
+		if err != nil {
+			return badInput(err)
+		}
+		resources = *rs
+	}
+
+	table := matching.DefaultTable()
+	schemas := applyconfig.NewSchemas()
+	store := params.NewMemory()
+	namespaces := map[string]*corev1.Namespace{}
+	for _, r := range append(policySet.Objects, resources.Objects...) {
+		u := r.Object
+		switch {
+		case u.GetKind() == "CustomResourceDefinition":
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+				return badInput(fmt.Errorf("%s: %w", r.Source, err))
+			}
+			if err := table.AddCRD(crd); err != nil {
+				return badInput(fmt.Errorf("%s: %w", r.Source, err))
+			}
+			if err := schemas.AddCRD(u); err != nil {
+				return badInput(fmt.Errorf("%s: %w", r.Source, err))
+			}
+		case u.GetAPIVersion() == "v1" && u.GetKind() == "Namespace":
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
+				return badInput(fmt.Errorf("%s: %w", r.Source, err))
+			}
+			namespaces[ns.Name] = ns
+		}
+		store.Put(u)
+	}
+
+	gvk := object.GroupVersionKind()
+	resources_ := table.ResourcesForKind(gvk)
+	if len(resources_) == 0 {
+		return badInput(fmt.Errorf("%s: kind %s is not served by Kubernetes 1.37 nor by a CRD in --resources", o.object, gvk))
+	}
+	res := resources_[0]
+	namespace := ""
+	if res.Namespaced {
+		namespace = o.namespace
+		if namespace == "" {
+			namespace = object.GetNamespace()
+		}
+		if namespace == "" {
+			namespace = "default"
+		}
+		if object.GetNamespace() == "" {
+			object.SetNamespace(namespace)
+		}
+	}
+	getNamespace := matching.NamespaceGetterFunc(func(_ context.Context, name string) (*corev1.Namespace, error) {
+		if ns, ok := namespaces[name]; ok {
+			return ns, nil
+		}
+		fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}
+		namespaces[name] = ns
+		return ns, nil
+	})
+
+	op := admission.Create
+	if oldObject != nil {
+		op = admission.Update
+	}
+	if o.operation != "" {
+		op = admission.Operation(strings.ToUpper(o.operation))
+		switch op {
+		case admission.Create, admission.Update, admission.Connect:
+		default:
+			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
+		}
+	}
+	attrs := &matching.Attributes{
+		Operation: op, Kind: gvk, Resource: res.GroupVersionResource(), Subresource: o.subresource,
+		Name: object.GetName(), Namespace: namespace, Object: object, OldObject: oldObject, DryRun: o.dryRun,
+		UserInfo: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+	}
+
+	comp, err := compiler.New()
+	if err != nil {
+		return err
+	}
+	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, p := range policySet.Policies {
+		policies = append(policies, p.Policy)
+	}
+	for _, b := range policySet.Bindings {
+		bindings = append(bindings, b.Binding)
+	}
+	hooks, err := engine.NewHooks(comp, policies, bindings)
+	if err != nil {
+		return err
+	}
+	ev := engine.NewEvaluator(engine.Config{
+		Matcher:    matching.NewMatcher(getNamespace, table),
+		Namespaces: getNamespace,
+		Params:     &params.Collector{Source: store, Scopes: tableScopes{table}, Scheme: scheme.Scheme},
+		Patcher:    &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme},
+	}, hooks)
+	patcher := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	before, err := patcher.Normalize(object.DeepCopy().Object, gvk)
+	if err != nil {
+		return badInput(fmt.Errorf("%s: %w", o.object, err))
+	}
+	result, err := ev.Admit(ctx, attrs)
+	if err != nil {
+		return err
+	}
+	if o.explain {
+		explain(stderr, result)
+	}
+	if result.Denied != nil {
+		return &exitError{code: exitProblem, err: errors.New(result.Denied.ErrStatus.Message)}
+	}
+	return printResult(cmd.OutOrStdout(), o.output, before, result.Object)
+}
+
+type tableScopes struct{ t *matching.Table }
+
+func (s tableScopes) Namespaced(gvk schema.GroupVersionKind) (bool, bool) {
+	if rs := s.t.ResourcesForKind(gvk); len(rs) > 0 {
+		return rs[0].Namespaced, true
+	}
+	return false, false
+}
+
+func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructured.Unstructured, error) {
+	set, err := manifest.Load(ctx, []string{path}, stdin)
+	if err != nil {
+		return nil, err
+	}
+	if len(set.Objects) != 1 || len(set.Policies)+len(set.Bindings) != 0 {
+		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+len(set.Policies)+len(set.Bindings))
+	}
+	return set.Objects[0].Object, nil
+}
+
+func explain(w io.Writer, r engine.Result) {
+	if len(r.Invocations) == 0 {
+		fmt.Fprintln(w, "explain: no policy binding matched the request")
+	}
+	for _, inv := range r.Invocations {
+		param := ""
+		if inv.Param != "" {
+			param = " param " + inv.Param
+		}
+		fmt.Fprintf(w, "explain: pass %d: policy %q binding %q%s", inv.Pass, inv.Policy, inv.Binding, param)
+		switch {
+		case inv.Err != nil:
+			fmt.Fprintf(w, ": error: %v\n", inv.Err)
+		case inv.Skipped != "":
+			fmt.Fprintf(w, ": skipped: %s\n", inv.Skipped)
+		default:
+			fmt.Fprintln(w, ": applied")
+		}
+		for i, m := range inv.Mutations {
+			note := ""
+			if m.Skipped {
+				note = " (a JSON patch test failed: patch dropped)"
+			}
+			fmt.Fprintf(w, "explain:   mutation %d: runtime cost %d, %s%s\n", i, m.Cost, m.Elapsed, note)
+		}
+	}
+	if r.Reinvoke {
+		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
+	}
+}
+
+func printResult(w io.Writer, format string, before, after map[string]any) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(after, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	case "patch":
+		a, _ := json.Marshal(before)
+		b, _ := json.Marshal(after)
+		ops, err := jsonpatch.CreatePatch(a, b)
+		if err != nil {
+			return err
+		}
+		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+		if ops == nil {
+			ops = []jsonpatch.Operation{}
+		}
+		out, err := json.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(out))
+		return err
+	case "diff":
+		a, _ := yaml.Marshal(before)
+		b, _ := yaml.Marshal(after)
+		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(string(a)), B: difflib.SplitLines(string(b)),
+			FromFile: "input", ToFile: "admitted", Context: 3})
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(w, colorize(w, text))
+		return err
+	}
+	b, err := yaml.Marshal(after)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// colorize colors a unified diff when w is a terminal.
+func colorize(w io.Writer, diff string) string {
+	f, ok := w.(*os.File)
+	if !ok {
+		return diff
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return diff
+	}
+	lines := strings.SplitAfter(diff, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+			lines[i] = "\x1b[32m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
+		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+			lines[i] = "\x1b[31m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
+		}
+	}
+	return strings.Join(lines, "")
+}
