@@ -66,6 +66,12 @@ type Config struct {
 type Evaluator struct {
 	cfg   Config
 	hooks []Hook
+	// index finds the hooks whose rules can match a request, so a request
+	// for a resource no policy names costs O(1) in the number of policies.
+	index *matching.Index[int]
+	// bruteForce makes every hook a candidate (tests prove the index never
+	// changes a result).
+	bruteForce bool
 }
 
 // NewEvaluator returns an Evaluator over hooks. It is safe for concurrent use.
@@ -73,7 +79,27 @@ func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
 	}
-	return &Evaluator{cfg: cfg, hooks: hooks}
+	ix := matching.NewIndex[int](cfg.Matcher.Table())
+	for i := range hooks {
+		ix.Add(matching.SelectorForPolicy(hooks[i].Policy), i)
+	}
+	return &Evaluator{cfg: cfg, hooks: hooks, index: ix}
+}
+
+// candidates returns the indexes of the hooks that may match a, in order.
+func (e *Evaluator) candidates(a *matching.Attributes) []int {
+	var out []int
+	if e.bruteForce {
+		for i := range e.hooks {
+			out = append(out, i)
+		}
+		return out
+	}
+	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
+		out = append(out, i)
+		return true
+	})
+	return out
 }
 
 // Invocation records one policy × binding × param evaluation.
@@ -190,7 +216,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 	}
 	var errs []policyError
 	var invocations []invocation
-	for i := range e.hooks {
+	for _, i := range e.candidates(&cur) {
 		h := &e.hooks[i]
 		m, err := e.cfg.Matcher.PolicyMatches(ctx, &cur, h.Policy)
 		if err != nil {

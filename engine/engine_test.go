@@ -177,3 +177,31 @@ func TestOtherOperationsPass(t *testing.T) {
 		t.Fatalf("DELETE was evaluated: %+v", res)
 	}
 }
+
+func TestIndexNeverChangesTheResult(t *testing.T) {
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	podsOnly := mapPolicy("pods-only", ifNeeded, admissionregistrationv1.Fail, counter)
+	podsOnly.Spec.MatchConstraints.ResourceRules[0].Resources = []string{"pods"}
+	wildcard := mapPolicy("wildcard", ifNeeded, admissionregistrationv1.Fail, counter)
+	wildcard.Spec.MatchConstraints.ResourceRules[0].Resources = []string{"*"}
+	wildcard.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"*"}
+	update := mapPolicy("update-only", ifNeeded, admissionregistrationv1.Fail, counter)
+	update.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{"UPDATE"}
+	policies := []*admissionregistrationv1.MutatingAdmissionPolicy{
+		mapPolicy("configmaps", ifNeeded, admissionregistrationv1.Fail, counter), podsOnly, wildcard, update,
+	}
+	indexed := newEvaluator(t, policies...)
+	brute := newEvaluator(t, policies...)
+	brute.bruteForce = true
+	a, _ := indexed.Admit(context.Background(), createConfigMap())
+	b, _ := brute.Admit(context.Background(), createConfigMap())
+	if count(t, a) != count(t, b) || len(a.Invocations) != len(b.Invocations) {
+		t.Fatalf("index changed the result: %s/%d vs %s/%d", count(t, a), len(a.Invocations), count(t, b), len(b.Invocations))
+	}
+	if count(t, a) != "4" {
+		t.Fatalf("count = %s, want 4 (configmaps and wildcard, each twice)", count(t, a))
+	}
+	if got := len(indexed.candidates(createConfigMap())); got != 2 {
+		t.Fatalf("index offers %d candidates for a configmap CREATE, want 2", got)
+	}
+}
