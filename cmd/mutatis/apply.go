@@ -15,6 +15,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,7 @@ import (
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/rbac"
 )
 
 type applyOptions struct {
@@ -115,8 +117,12 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	schemas := applyconfig.NewSchemas()
 	store := params.NewMemory()
 	namespaces := map[string]*corev1.Namespace{}
+	var rbacObjects rbacSet
 	for _, r := range append(policySet.Objects, resources.Objects...) {
 		u := r.Object
+		if err := rbacObjects.add(u); err != nil {
+			return badInput(fmt.Errorf("%s: %w", r.Source, err))
+		}
 		switch {
 		case u.GetKind() == "CustomResourceDefinition":
 			crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -202,7 +208,12 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
+	authz, err := rbac.New(rbacObjects.clusterRoles, rbacObjects.roles, rbacObjects.clusterRoleBindings, rbacObjects.roleBindings)
+	if err != nil {
+		return badInput(err)
+	}
 	ev := engine.NewEvaluator(engine.Config{
+		Authorizer: authz,
 		Matcher:    matching.NewMatcher(getNamespace, table),
 		Namespaces: getNamespace,
 		Params:     &params.Collector{Source: store, Scopes: tableScopes{table}, Scheme: scheme.Scheme},
@@ -224,6 +235,40 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return &exitError{code: exitProblem, err: errors.New(result.Denied.ErrStatus.Message)}
 	}
 	return printResult(cmd.OutOrStdout(), o.output, before, result.Object)
+}
+
+// rbacSet collects the RBAC objects of the simulated cluster.
+type rbacSet struct {
+	clusterRoles        []rbacv1.ClusterRole
+	roles               []rbacv1.Role
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+	roleBindings        []rbacv1.RoleBinding
+}
+
+func (s *rbacSet) add(u *unstructured.Unstructured) error {
+	if u.GroupVersionKind().Group != rbacv1.GroupName {
+		return nil
+	}
+	var err error
+	switch u.GetKind() {
+	case "ClusterRole":
+		var o rbacv1.ClusterRole
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.clusterRoles = append(s.clusterRoles, o)
+	case "Role":
+		var o rbacv1.Role
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.roles = append(s.roles, o)
+	case "ClusterRoleBinding":
+		var o rbacv1.ClusterRoleBinding
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.clusterRoleBindings = append(s.clusterRoleBindings, o)
+	case "RoleBinding":
+		var o rbacv1.RoleBinding
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.roleBindings = append(s.roleBindings, o)
+	}
+	return err
 }
 
 type tableScopes struct{ t *matching.Table }
