@@ -320,8 +320,17 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		if a.OldObject != nil {
 			oldObject = a.OldObject.Object
 		}
+		// The policy sees the object in the version its rules matched
+		// (matchPolicy Equivalent), as kube-apiserver converts it.
+		versioned, err := e.toVersion(object, a.Kind, inv.kind)
+		if err != nil {
+			return object, nil, apierrors.NewInternalError(err)
+		}
+		if oldObject, err = e.toVersion(oldObject, a.Kind, inv.kind); err != nil {
+			return object, nil, apierrors.NewInternalError(err)
+		}
 		in := compiler.Input{
-			Object: object, OldObject: oldObject, Params: inv.param.Object,
+			Object: versioned, OldObject: oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
 		if matched, err := e.matchConditions(ctx, inv, a, in); err != nil {
@@ -343,10 +352,10 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		in.Request = admissionRequest(a, inv.resource, inv.kind)
 		in.Namespace = namespace
 		for i, m := range inv.hook.Compiled.Mutations {
-			if object == nil {
+			if versioned == nil {
 				continue
 			}
-			in.Object = object
+			in.Object = versioned
 			out, outcome, err := e.cfg.Patcher.Mutate(ctx, inv.hook.Compiled, m, in, inv.kind)
 			trace.Mutations = append(trace.Mutations, outcome)
 			if err != nil {
@@ -359,8 +368,11 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
 				continue
 			}
-			object = out
+			versioned = out
 			dirty = true
+		}
+		if object, err = e.toVersion(versioned, inv.kind, a.Kind); err != nil {
+			return before, nil, apierrors.NewInternalError(err)
 		}
 		res.Invocations = append(res.Invocations, trace)
 		if !apiequality.Semantic.DeepEqual(before, object) {
@@ -378,6 +390,25 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		st.shouldReinvokeChain = true
 	}
 	return object, errs, nil
+}
+
+// toVersion presents obj, of kind from, in the version of kind to. Custom
+// resources convert as the CRD "None" strategy does (only apiVersion
+// changes); built-in kinds would need kube-apiserver's internal conversion
+// functions, which mutatis does not have: that is an error.
+func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	if obj == nil || from == to {
+		return obj, nil
+	}
+	if s := e.cfg.Patcher.Scheme; s != nil && s.Recognizes(from) {
+		return nil, fmt.Errorf("converting %s to %s for an Equivalent match is not supported offline", from, to)
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	out["apiVersion"] = to.GroupVersion().String()
+	return out, nil
 }
 
 // matchConditions evaluates a policy's matchConditions as upstream's

@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -205,3 +206,45 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 		t.Fatalf("index offers %d candidates for a configmap CREATE, want 2", got)
 	}
 }
+
+func TestEquivalentMatchPresentsTheMatchedVersion(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", ListKind: "WidgetList", Plural: "widgets", Singular: "widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true, Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTrue()}}},
+				{Name: "v2", Served: true, Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTrue()}}},
+			},
+		},
+	}
+	p := mapPolicy("seen-version", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail,
+		`Object{metadata: Object.metadata{labels: {"seen": object.apiVersion.replace("/", "_")}}}`)
+	p.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{"example.com"}
+	p.Spec.MatchConstraints.ResourceRules[0].Resources = []string{"widgets"}
+	ev := newEvaluator(t, p)
+	if err := ev.cfg.Matcher.Table().AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.cfg.Patcher.Schemas.AddCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v2", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "shop"}}}
+	a := &matching.Attributes{Operation: admission.Create, Kind: schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Widget"},
+		Resource: schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}, Name: "w", Namespace: "shop", Object: obj}
+	res, err := ev.Admit(context.Background(), a)
+	if err != nil || res.Denied != nil {
+		t.Fatalf("err %v denied %v", err, res.Denied)
+	}
+	seen, _, _ := unstructured.NestedString(res.Object, "metadata", "labels", "seen")
+	if seen != "example.com_v1" {
+		t.Fatalf("policy saw apiVersion %q, want the matched example.com/v1", seen)
+	}
+	if res.Object["apiVersion"] != "example.com/v2" {
+		t.Fatalf("result is in %v, want the request's example.com/v2", res.Object["apiVersion"])
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }
