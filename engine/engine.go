@@ -58,6 +58,8 @@ type Config struct {
 	Namespaces matching.NamespaceGetter
 	Params     *params.Collector
 	Patcher    *Patcher
+	// Metrics, when set, observes every evaluated mutation.
+	Metrics Metrics
 	// Authorizer backs the CEL authorizer variables; nil denies every check.
 	Authorizer authorizer.Authorizer
 }
@@ -358,6 +360,9 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			in.Object = versioned
 			out, outcome, err := e.cfg.Patcher.Mutate(ctx, inv.hook.Compiled, m, in, inv.kind)
 			trace.Mutations = append(trace.Mutations, outcome)
+			if e.cfg.Metrics != nil {
+				e.cfg.Metrics.ObserveMutation(ctx, outcome.Elapsed, inv.hook.Policy.Name, inv.binding.Name, ErrorType(err))
+			}
 			if err != nil {
 				var se *apierrors.StatusError
 				if errors.As(err, &se) {

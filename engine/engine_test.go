@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -248,3 +249,26 @@ func TestEquivalentMatchPresentsTheMatchedVersion(t *testing.T) {
 }
 
 func ptrTrue() *bool { b := true; return &b }
+
+type recordedMetrics []string
+
+func (r *recordedMetrics) ObserveMutation(_ context.Context, _ time.Duration, policy, binding, errorType string) {
+	*r = append(*r, policy+"/"+binding+"/"+errorType)
+}
+
+func TestMetricsObserveEveryMutation(t *testing.T) {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	ev := newEvaluator(t,
+		mapPolicy("good", never, admissionregistrationv1.Ignore, counter),
+		mapPolicy("runtime", never, admissionregistrationv1.Ignore, `Object{metadata: Object.metadata{labels: {"x": object.missing}}}`),
+		mapPolicy("uncompiled", never, admissionregistrationv1.Ignore, `Object{`))
+	var rec recordedMetrics
+	ev.cfg.Metrics = &rec
+	if _, err := ev.Admit(context.Background(), createConfigMap()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"good/good-binding/no_error", "runtime/runtime-binding/invalid_error", "uncompiled/uncompiled-binding/compile_error"}
+	if strings.Join(rec, ",") != strings.Join(want, ",") {
+		t.Fatalf("metrics %v, want %v", rec, want)
+	}
+}
