@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	celtypes "github.com/google/cel-go/common/types"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -223,24 +224,32 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 		m, err := e.cfg.Matcher.PolicyMatches(ctx, &cur, h.Policy)
 		if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy configuration error", Err: err})
 			continue
 		}
 		if !m.Matches {
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy matchConstraints do not select the request"})
 			continue
 		}
 		for _, b := range h.Bindings {
 			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, &cur, b)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding configuration error", Err: err})
 				continue
 			}
 			if !ok {
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding matchResources do not select the request"})
 				continue
 			}
 			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, a.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "params", Err: err})
 				continue
+			}
+			if len(ps) == 0 {
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "no params found (parameterNotFoundAction Allow)"})
 			}
 			for _, p := range ps {
 				invocations = append(invocations, invocation{hook: h, binding: b, param: p, resource: m.Resource, kind: m.Kind})
@@ -493,4 +502,26 @@ func admissionRequest(a *matching.Attributes, gvr schema.GroupVersionResource, g
 		DryRun:             &dryRun,
 		Options:            runtime.RawExtension{Object: options},
 	}
+}
+
+// Engine holds the current Evaluator. Swapping in a new policy set is
+// atomic: in-flight admissions finish with the Evaluator they started with,
+// new ones use the new one, and nothing blocks.
+type Engine struct {
+	current atomic.Pointer[Evaluator]
+}
+
+// NewEngine returns an Engine serving ev.
+func NewEngine(ev *Evaluator) *Engine {
+	e := &Engine{}
+	e.current.Store(ev)
+	return e
+}
+
+// Swap installs ev for every admission that starts from now on.
+func (e *Engine) Swap(ev *Evaluator) { e.current.Store(ev) }
+
+// Admit evaluates a with the current Evaluator.
+func (e *Engine) Admit(ctx context.Context, a *matching.Attributes) (Result, error) {
+	return e.current.Load().Admit(ctx, a)
 }

@@ -300,7 +300,11 @@ func explain(w io.Writer, r engine.Result) {
 		if inv.Param != "" {
 			param = " param " + inv.Param
 		}
-		fmt.Fprintf(w, "explain: pass %d: policy %q binding %q%s", inv.Pass, inv.Policy, inv.Binding, param)
+		who := fmt.Sprintf("policy %q", inv.Policy)
+		if inv.Binding != "" {
+			who += fmt.Sprintf(" binding %q", inv.Binding)
+		}
+		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
 		switch {
 		case inv.Err != nil:
 			fmt.Fprintf(w, ": error: %v\n", inv.Err)
