@@ -154,6 +154,13 @@ func (e policyError) message() string {
 // The returned error is for failures of the evaluator itself; denials are in
 // Result.Denied.
 func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Result, err error) {
+	defer func() {
+		// A panic outside a mutation (mutations recover their own, under the
+		// failure policy) fails the request instead of the process.
+		if r := recover(); r != nil {
+			res.Denied = apierrors.NewInternalError(fmt.Errorf("panic evaluating MutatingAdmissionPolicies: %v", r))
+		}
+	}()
 	if a.Object != nil {
 		// kube-apiserver decodes the request into the kind's Go type before
 		// admission: present built-in objects the same way.
