@@ -296,3 +296,24 @@ func TestEngineSwapIsAtomic(t *testing.T) {
 		t.Fatalf("after Swap count = %q, want 1", count(t, res))
 	}
 }
+
+func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	for _, tc := range []struct {
+		fp     admissionregistrationv1.FailurePolicyType
+		denied bool
+	}{{admissionregistrationv1.Fail, true}, {admissionregistrationv1.Ignore, false}} {
+		ev := newEvaluator(t, mapPolicy("p", never, tc.fp, counter))
+		ev.cfg.Patcher = &Patcher{Scheme: scheme.Scheme} // no Schemas: the lookup panics
+		res, err := ev.Admit(context.Background(), createConfigMap())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (res.Denied != nil) != tc.denied {
+			t.Fatalf("failurePolicy %s: denied = %v", tc.fp, res.Denied)
+		}
+		if tc.denied && !strings.Contains(res.Denied.ErrStatus.Message, "panic") {
+			t.Fatalf("denial does not name the panic: %s", res.Denied.ErrStatus.Message)
+		}
+	}
+}
