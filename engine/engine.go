@@ -238,6 +238,14 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy matchConstraints do not select the request"})
 			continue
 		}
+		if skip, err := e.cfg.Params.CheckKind(h.Policy.Spec.ParamKind); skip {
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy inactive: paramKind", Err: err})
+			continue
+		} else if err != nil {
+			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy configuration error", Err: err})
+			continue
+		}
 		for _, b := range h.Bindings {
 			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, &cur, b)
 			if err != nil {

@@ -55,6 +55,26 @@ type Collector struct {
 	Scheme *runtime.Scheme
 }
 
+// CheckKind reports whether a policy's paramKind resolves to a served
+// resource. kube-apiserver resolves it once per policy (not per binding)
+// and, when it cannot, fails every request the policy matches with this
+// error, whatever its bindings say; skip reports a paramKind whose
+// apiVersion does not parse, which upstream drops from the policy set.
+func (c *Collector) CheckKind(kind *admissionregistrationv1.ParamKind) (skip bool, err error) {
+	if kind == nil {
+		return false, nil
+	}
+	gv, err := schema.ParseGroupVersion(kind.APIVersion)
+	if err != nil {
+		return true, fmt.Errorf("failed to parse paramKind APIVersion: %w", err)
+	}
+	gvk := gv.WithKind(kind.Kind)
+	if _, known := c.Scopes.Namespaced(gvk); !known {
+		return false, fmt.Errorf("failed to find resource referenced by paramKind: '%v'", gvk)
+	}
+	return false, nil
+}
+
 // Collect returns the params of one policy × binding for a request in
 // requestNamespace. A nil slice element never occurs; a single Param with a
 // nil Object means "evaluate once with params = null" (no paramKind or no

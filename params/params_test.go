@@ -131,3 +131,33 @@ func TestBuiltinParamsHaveNoTypeMeta(t *testing.T) {
 		t.Fatalf("custom resource param lost its kind: %v", got[0].Object)
 	}
 }
+
+func TestCheckKind(t *testing.T) {
+	c := &Collector{Source: NewMemory(), Scopes: scopes{configMapGVK: true, settingGVK: false}, Scheme: scheme.Scheme}
+	for _, tc := range []struct {
+		name     string
+		kind     *admissionregistrationv1.ParamKind
+		wantSkip bool
+		wantErr  string
+	}{
+		{name: "no paramKind", kind: nil},
+		{name: "namespaced built-in", kind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}},
+		{name: "cluster-scoped custom resource", kind: &admissionregistrationv1.ParamKind{APIVersion: "example.com/v1", Kind: "Setting"}},
+		{name: "unknown kind", kind: &admissionregistrationv1.ParamKind{APIVersion: "example.com/v1", Kind: "Nope"}, wantErr: "failed to find resource referenced by paramKind: 'example.com/v1, Kind=Nope'"},
+		{name: "unparsable apiVersion", kind: &admissionregistrationv1.ParamKind{APIVersion: "a/b/c", Kind: "X"}, wantSkip: true, wantErr: "failed to parse paramKind APIVersion: unexpected GroupVersion string: a/b/c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			skip, err := c.CheckKind(tc.kind)
+			if skip != tc.wantSkip {
+				t.Errorf("skip = %v, want %v", skip, tc.wantSkip)
+			}
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Errorf("err = %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}

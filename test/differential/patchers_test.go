@@ -52,7 +52,9 @@ func deployment(mut ...func(*appsv1.Deployment)) *appsv1.Deployment {
 		},
 	}
 	for _, f := range mut {
-		f(d)
+		if f != nil {
+			f(d)
+		}
 	}
 	return d
 }
