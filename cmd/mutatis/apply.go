@@ -14,25 +14,14 @@ import (
 	"github.com/spf13/cobra"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mutatis-dev/mutatis/applyconfig"
-	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/params"
-	"github.com/mutatis-dev/mutatis/rbac"
 )
 
 type applyOptions struct {
@@ -113,71 +102,14 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		resources = *rs
 	}
 
-	table := matching.DefaultTable()
-	schemas := applyconfig.NewSchemas()
-	store := params.NewMemory()
-	namespaces := map[string]*corev1.Namespace{}
-	var rbacObjects rbacSet
-	for _, r := range append(policySet.Objects, resources.Objects...) {
-		u := r.Object
-		if err := rbacObjects.add(u); err != nil {
-			return badInput(fmt.Errorf("%s: %w", r.Source, err))
-		}
-		switch {
-		case u.GetKind() == "CustomResourceDefinition":
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
-				return badInput(fmt.Errorf("%s: %w", r.Source, err))
-			}
-			if err := table.AddCRD(crd); err != nil {
-				return badInput(fmt.Errorf("%s: %w", r.Source, err))
-			}
-			if err := schemas.AddCRD(u); err != nil {
-				return badInput(fmt.Errorf("%s: %w", r.Source, err))
-			}
-		case u.GetAPIVersion() == "v1" && u.GetKind() == "Namespace":
-			ns := &corev1.Namespace{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
-				return badInput(fmt.Errorf("%s: %w", r.Source, err))
-			}
-			namespaces[ns.Name] = ns
-		}
-		store.Put(u)
+	sim, err := cluster.New(append(policySet.Objects, resources.Objects...))
+	if err != nil {
+		return badInput(err)
 	}
-
-	gvk := object.GroupVersionKind()
-	resources_ := table.ResourcesForKind(gvk)
-	if len(resources_) == 0 {
-		return badInput(fmt.Errorf("%s: kind %s is not served by Kubernetes 1.37 nor by a CRD in --resources", o.object, gvk))
-	}
-	res := resources_[0]
-	namespace := ""
-	if res.Namespaced {
-		namespace = o.namespace
-		if namespace == "" {
-			namespace = object.GetNamespace()
-		}
-		if namespace == "" {
-			namespace = "default"
-		}
-		if object.GetNamespace() == "" {
-			object.SetNamespace(namespace)
-		}
-	}
-	getNamespace := matching.NamespaceGetterFunc(func(_ context.Context, name string) (*corev1.Namespace, error) {
-		if ns, ok := namespaces[name]; ok {
-			return ns, nil
-		}
+	sim.OnSynthesize = func(name string) {
 		fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}
-		namespaces[name] = ns
-		return ns, nil
-	})
-
-	op := admission.Create
-	if oldObject != nil {
-		op = admission.Update
 	}
+	var op admission.Operation
 	if o.operation != "" {
 		op = admission.Operation(strings.ToUpper(o.operation))
 		switch op {
@@ -186,16 +118,16 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
 		}
 	}
-	attrs := &matching.Attributes{
-		Operation: op, Kind: gvk, Resource: res.GroupVersionResource(), Subresource: o.subresource,
-		Name: object.GetName(), Namespace: namespace, Object: object, OldObject: oldObject, DryRun: o.dryRun,
-		UserInfo: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
-	}
-
-	comp, err := compiler.New()
+	attrs, err := sim.Attributes(cluster.Request{
+		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
+		Namespace: o.namespace, DryRun: o.dryRun,
+		User: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+	})
 	if err != nil {
-		return err
+		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
+	gvk := attrs.Kind
+
 	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
 	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	for _, p := range policySet.Policies {
@@ -204,22 +136,11 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	for _, b := range policySet.Bindings {
 		bindings = append(bindings, b.Binding)
 	}
-	hooks, err := engine.NewHooks(comp, policies, bindings)
+	ev, err := sim.Evaluator(nil, policies, bindings)
 	if err != nil {
 		return err
 	}
-	authz, err := rbac.New(rbacObjects.clusterRoles, rbacObjects.roles, rbacObjects.clusterRoleBindings, rbacObjects.roleBindings)
-	if err != nil {
-		return badInput(err)
-	}
-	ev := engine.NewEvaluator(engine.Config{
-		Authorizer: authz,
-		Matcher:    matching.NewMatcher(getNamespace, table),
-		Namespaces: getNamespace,
-		Params:     &params.Collector{Source: store, Scopes: tableScopes{table}, Scheme: scheme.Scheme},
-		Patcher:    &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme},
-	}, hooks)
-	patcher := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	patcher := sim.Patcher()
 	before, err := patcher.Normalize(object.DeepCopy().Object, gvk)
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
@@ -235,49 +156,6 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return &exitError{code: exitProblem, err: errors.New(result.Denied.ErrStatus.Message)}
 	}
 	return printResult(cmd.OutOrStdout(), o.output, before, result.Object)
-}
-
-// rbacSet collects the RBAC objects of the simulated cluster.
-type rbacSet struct {
-	clusterRoles        []rbacv1.ClusterRole
-	roles               []rbacv1.Role
-	clusterRoleBindings []rbacv1.ClusterRoleBinding
-	roleBindings        []rbacv1.RoleBinding
-}
-
-func (s *rbacSet) add(u *unstructured.Unstructured) error {
-	if u.GroupVersionKind().Group != rbacv1.GroupName {
-		return nil
-	}
-	var err error
-	switch u.GetKind() {
-	case "ClusterRole":
-		var o rbacv1.ClusterRole
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.clusterRoles = append(s.clusterRoles, o)
-	case "Role":
-		var o rbacv1.Role
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.roles = append(s.roles, o)
-	case "ClusterRoleBinding":
-		var o rbacv1.ClusterRoleBinding
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.clusterRoleBindings = append(s.clusterRoleBindings, o)
-	case "RoleBinding":
-		var o rbacv1.RoleBinding
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.roleBindings = append(s.roleBindings, o)
-	}
-	return err
-}
-
-type tableScopes struct{ t *matching.Table }
-
-func (s tableScopes) Namespaced(gvk schema.GroupVersionKind) (bool, bool) {
-	if rs := s.t.ResourcesForKind(gvk); len(rs) > 0 {
-		return rs[0].Namespaced, true
-	}
-	return false, false
 }
 
 func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructured.Unstructured, error) {

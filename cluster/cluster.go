@@ -1,0 +1,302 @@
+// Package cluster is a simulated cluster built from manifests: the
+// Namespaces, param objects, CustomResourceDefinitions and RBAC objects
+// that exist "around" a set of policies. `mutatis apply`, `mutatis test`,
+// `mutatis bench` and `mutatis serve` with static files evaluate policies
+// against one.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/rbac"
+)
+
+// Cluster is the state of a simulated cluster. Build one with New; it is
+// safe for concurrent use once built.
+type Cluster struct {
+	// Table knows the built-in resources of Kubernetes 1.37 and the CRDs.
+	Table *matching.Table
+	// Schemas are the structural schemas for ApplyConfiguration merges.
+	Schemas *applyconfig.Schemas
+	// Params holds every object (params are looked up here).
+	Params *params.Memory
+	// Authorizer evaluates the RBAC objects; system:masters is allowed all.
+	Authorizer authorizer.Authorizer
+
+	// OnSynthesize, when set, is called when a request names a namespace
+	// that was not supplied and one is synthesized for it.
+	OnSynthesize func(name string)
+
+	mu         sync.Mutex
+	namespaces map[string]*corev1.Namespace
+}
+
+// New builds a Cluster from objects. Errors name the object's source.
+func New(objects []manifest.Object) (*Cluster, error) {
+	c := &Cluster{
+		Table:      matching.DefaultTable(),
+		Schemas:    applyconfig.NewSchemas(),
+		Params:     params.NewMemory(),
+		namespaces: map[string]*corev1.Namespace{},
+	}
+	var rb rbacSet
+	for _, r := range objects {
+		if err := c.add(r.Object, &rb); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Source, err)
+		}
+	}
+	authz, err := rbac.New(rb.clusterRoles, rb.roles, rb.clusterRoleBindings, rb.roleBindings)
+	if err != nil {
+		return nil, err
+	}
+	c.Authorizer = authz
+	return c, nil
+}
+
+func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
+	if err := rb.add(u); err != nil {
+		return err
+	}
+	switch gvk := u.GroupVersionKind(); {
+	case gvk.Group == apiextensionsv1.GroupName && gvk.Kind == "CustomResourceDefinition":
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+			return err
+		}
+		if err := c.Table.AddCRD(crd); err != nil {
+			return err
+		}
+		if err := c.Schemas.AddCRD(u); err != nil {
+			return err
+		}
+	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Namespace":
+		ns := &corev1.Namespace{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
+			return err
+		}
+		// kube-apiserver always sets this label on Namespaces.
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		if _, ok := ns.Labels[corev1.LabelMetadataName]; !ok {
+			ns.Labels[corev1.LabelMetadataName] = ns.Name
+			u = u.DeepCopy()
+			_ = unstructured.SetNestedStringMap(u.Object, ns.Labels, "metadata", "labels")
+		}
+		c.namespaces[ns.Name] = ns
+	}
+	c.Params.Put(u)
+	return nil
+}
+
+// Namespace implements matching.NamespaceGetter. A namespace that was not
+// supplied is synthesized with only the kubernetes.io/metadata.name label
+// (OnSynthesize is told).
+func (c *Cluster) Namespace(_ context.Context, name string) (*corev1.Namespace, error) {
+	c.mu.Lock()
+	ns, ok := c.namespaces[name]
+	if !ok {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
+		c.namespaces[name] = ns
+	}
+	c.mu.Unlock()
+	if !ok && c.OnSynthesize != nil {
+		c.OnSynthesize(name)
+	}
+	return ns, nil
+}
+
+// Namespaces returns the names of the supplied and synthesized namespaces,
+// sorted.
+func (c *Cluster) Namespaces() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.namespaces))
+	for n := range c.namespaces {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Namespaced implements params.Scopes over the resource table.
+func (c *Cluster) Namespaced(gvk schema.GroupVersionKind) (namespaced, known bool) {
+	if rs := c.Table.ResourcesForKind(gvk); len(rs) > 0 {
+		return rs[0].Namespaced, true
+	}
+	return false, false
+}
+
+// Config returns the engine configuration over this cluster.
+func (c *Cluster) Config() engine.Config {
+	return engine.Config{
+		Authorizer: c.Authorizer,
+		Matcher:    matching.NewMatcher(c, c.Table),
+		Namespaces: c,
+		Params:     &params.Collector{Source: c.Params, Scopes: c, Scheme: scheme.Scheme},
+		Patcher:    c.Patcher(),
+	}
+}
+
+// Patcher returns a Patcher over the cluster's schemas.
+func (c *Cluster) Patcher() *engine.Patcher {
+	return &engine.Patcher{Schemas: c.Schemas, Scheme: scheme.Scheme}
+}
+
+// Evaluator compiles policies and bindings (with comp; nil for a new
+// compiler) and returns an Evaluator over this cluster.
+func (c *Cluster) Evaluator(comp *compiler.Compiler, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) (*engine.Evaluator, error) {
+	if comp == nil {
+		var err error
+		if comp, err = compiler.New(); err != nil {
+			return nil, err
+		}
+	}
+	hooks, err := engine.NewHooks(comp, policies, bindings)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewEvaluator(c.Config(), hooks), nil
+}
+
+// Request describes an admission request in the terms a user writes.
+type Request struct {
+	// Object is the new object (nil for DELETE); OldObject the old one
+	// (UPDATE).
+	Object, OldObject *unstructured.Unstructured
+	// Operation defaults to CREATE, or UPDATE when OldObject is set.
+	Operation admission.Operation
+	// Subresource, e.g. "status".
+	Subresource string
+	// Namespace overrides the object's namespace; namespaced objects
+	// without one go to "default".
+	Namespace string
+	// User; nil means DefaultUser.
+	User   user.Info
+	DryRun bool
+	// Options is the operation's options object (CreateOptions …), if any.
+	Options *unstructured.Unstructured
+}
+
+// DefaultUser is the user of requests that name none: a cluster admin.
+func DefaultUser() user.Info {
+	return &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+}
+
+// Attributes resolves r against the cluster's resource table. The
+// object's namespace is set when it is namespaced and has none (r.Object
+// is modified).
+func (c *Cluster) Attributes(r Request) (*matching.Attributes, error) {
+	obj := r.Object
+	if obj == nil {
+		obj = r.OldObject
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("the request has no object")
+	}
+	gvk := obj.GroupVersionKind()
+	rs := c.Table.ResourcesForKind(gvk)
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("kind %s is not served by Kubernetes 1.37 nor by a supplied CRD", gvk)
+	}
+	res := rs[0]
+	namespace := ""
+	if res.Namespaced {
+		namespace = r.Namespace
+		if namespace == "" {
+			namespace = obj.GetNamespace()
+		}
+		if namespace == "" {
+			namespace = metav1.NamespaceDefault
+		}
+		for _, o := range []*unstructured.Unstructured{r.Object, r.OldObject} {
+			switch {
+			case o == nil:
+			case o.GetNamespace() == "":
+				o.SetNamespace(namespace)
+			case o.GetNamespace() != namespace:
+				// kube-apiserver refuses such a request; kubectl says so first.
+				return nil, fmt.Errorf("the namespace from the provided object %q does not match the namespace %q", o.GetNamespace(), namespace)
+			}
+		}
+	}
+	op := r.Operation
+	if op == "" {
+		op = admission.Create
+		if r.OldObject != nil && r.Object != nil {
+			op = admission.Update
+		}
+	}
+	op = admission.Operation(strings.ToUpper(string(op)))
+	switch op {
+	case admission.Create, admission.Update, admission.Connect, admission.Delete:
+	default:
+		return nil, fmt.Errorf("operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", r.Operation)
+	}
+	u := r.User
+	if u == nil {
+		u = DefaultUser()
+	}
+	return &matching.Attributes{
+		Operation: op, Kind: gvk, Resource: res.GroupVersionResource(), Subresource: r.Subresource,
+		Name: obj.GetName(), Namespace: namespace, Object: r.Object, OldObject: r.OldObject, DryRun: r.DryRun,
+		UserInfo: u, Options: r.Options,
+	}, nil
+}
+
+// rbacSet collects the RBAC objects of the cluster.
+type rbacSet struct {
+	clusterRoles        []rbacv1.ClusterRole
+	roles               []rbacv1.Role
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+	roleBindings        []rbacv1.RoleBinding
+}
+
+func (s *rbacSet) add(u *unstructured.Unstructured) error {
+	if u.GroupVersionKind().Group != rbacv1.GroupName {
+		return nil
+	}
+	var err error
+	switch u.GetKind() {
+	case "ClusterRole":
+		var o rbacv1.ClusterRole
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.clusterRoles = append(s.clusterRoles, o)
+	case "Role":
+		var o rbacv1.Role
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.roles = append(s.roles, o)
+	case "ClusterRoleBinding":
+		var o rbacv1.ClusterRoleBinding
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.clusterRoleBindings = append(s.clusterRoleBindings, o)
+	case "RoleBinding":
+		var o rbacv1.RoleBinding
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+		s.roleBindings = append(s.roleBindings, o)
+	}
+	return err
+}

@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+func load(t *testing.T, yamlText string) []manifest.Object {
+	t.Helper()
+	set, err := manifest.Load(context.Background(), []string{"-"}, strings.NewReader(yamlText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set.Objects
+}
+
+const world = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {env: prod}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: cm-reader}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-reads}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cm-reader}
+subjects: [{kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}]
+`
+
+func TestCluster(t *testing.T) {
+	ctx := context.Background()
+	c, err := New(load(t, world))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var synthesized []string
+	c.OnSynthesize = func(name string) { synthesized = append(synthesized, name) }
+
+	shop, _ := c.Namespace(ctx, "shop")
+	if shop.Labels["env"] != "prod" || shop.Labels["kubernetes.io/metadata.name"] != "shop" {
+		t.Errorf("supplied namespace labels = %v", shop.Labels)
+	}
+	dev, _ := c.Namespace(ctx, "dev")
+	if len(dev.Labels) != 1 || dev.Labels["kubernetes.io/metadata.name"] != "dev" {
+		t.Errorf("synthesized namespace labels = %v", dev.Labels)
+	}
+	c.Namespace(ctx, "dev")
+	if strings.Join(synthesized, ",") != "dev" {
+		t.Errorf("synthesized = %v, want [dev] once", synthesized)
+	}
+	if got := strings.Join(c.Namespaces(), ","); got != "dev,shop" {
+		t.Errorf("Namespaces() = %s", got)
+	}
+	// Namespaces are objects too (a paramKind may name them), with the
+	// label kube-apiserver sets.
+	p, err := c.Params.Get(ctx, schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", "shop")
+	if err != nil || p.GetLabels()["kubernetes.io/metadata.name"] != "shop" {
+		t.Errorf("namespace as param: %v %v", p, err)
+	}
+
+	for _, tc := range []struct {
+		name      string
+		user      string
+		wantAllow bool
+	}{{"bound user", "alice", true}, {"other user", "bob", false}} {
+		d, _, err := c.Authorizer.Authorize(ctx, authorizer.AttributesRecord{User: &user.DefaultInfo{Name: tc.user}, Verb: "get", Resource: "configmaps", Namespace: "shop", ResourceRequest: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (d == authorizer.DecisionAllow) != tc.wantAllow {
+			t.Errorf("%s: decision %v", tc.name, d)
+		}
+	}
+}
+
+func TestAttributes(t *testing.T) {
+	c, err := New(load(t, world))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func(apiVersion, kind, ns string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetName("x")
+		u.SetNamespace(ns)
+		return u
+	}
+	for _, tc := range []struct {
+		name                      string
+		req                       Request
+		wantOp                    admission.Operation
+		wantResource, wantNS, err string
+	}{
+		{name: "pod without namespace goes to default", req: Request{Object: obj("v1", "Pod", "")}, wantOp: admission.Create, wantResource: "/v1, Resource=pods", wantNS: "default"},
+		{name: "namespace flag fills in", req: Request{Object: obj("v1", "Pod", ""), Namespace: "b"}, wantOp: admission.Create, wantResource: "/v1, Resource=pods", wantNS: "b"},
+		{name: "namespace flag must agree with the object", req: Request{Object: obj("v1", "Pod", "a"), Namespace: "b"}, err: `the namespace from the provided object "a" does not match the namespace "b"`},
+		{name: "old object makes an UPDATE", req: Request{Object: obj("apps/v1", "Deployment", "shop"), OldObject: obj("apps/v1", "Deployment", "shop")}, wantOp: admission.Update, wantResource: "apps/v1, Resource=deployments", wantNS: "shop"},
+		{name: "cluster-scoped CR has no namespace", req: Request{Object: obj("example.com/v1", "Widget", ""), Operation: "create"}, wantOp: admission.Create, wantResource: "example.com/v1, Resource=widgets"},
+		{name: "unknown kind", req: Request{Object: obj("example.com/v1", "Gadget", "")}, err: "kind example.com/v1, Kind=Gadget is not served by Kubernetes 1.37 nor by a supplied CRD"},
+		{name: "bad operation", req: Request{Object: obj("v1", "Pod", ""), Operation: "PATCH"}, err: `operation must be CREATE, UPDATE, DELETE or CONNECT, not "PATCH"`},
+		{name: "no object", req: Request{}, err: "the request has no object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := c.Attributes(tc.req)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Operation != tc.wantOp || a.Resource.String() != tc.wantResource || a.Namespace != tc.wantNS {
+				t.Errorf("got %s %s ns=%q", a.Operation, a.Resource, a.Namespace)
+			}
+			if a.Object.GetNamespace() != tc.wantNS {
+				t.Errorf("object namespace %q", a.Object.GetNamespace())
+			}
+			if a.UserInfo.GetName() != "admin" {
+				t.Errorf("default user %q", a.UserInfo.GetName())
+			}
+		})
+	}
+}
