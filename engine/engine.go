@@ -224,11 +224,29 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 	if object != nil {
 		cur.Object = &unstructured.Unstructured{Object: object}
 	}
+	invocations, errs := e.collect(ctx, &cur, pass, res)
+
+	if len(invocations) > 0 {
+		var statusErr *apierrors.StatusError
+		var more []policyError
+		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res)
+		if statusErr != nil {
+			return object, statusErr
+		}
+		errs = append(errs, more...)
+	}
+	return object, e.deny(&cur, errs)
+}
+
+// collect returns the invocations (policy × binding × param) whose policy
+// and binding match cur, and the configuration errors met on the way; the
+// trace records why the others were skipped.
+func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass int, res *Result) ([]invocation, []policyError) {
 	var errs []policyError
 	var invocations []invocation
-	for _, i := range e.candidates(&cur) {
+	for _, i := range e.candidates(cur) {
 		h := &e.hooks[i]
-		m, err := e.cfg.Matcher.PolicyMatches(ctx, &cur, h.Policy)
+		m, err := e.cfg.Matcher.PolicyMatches(ctx, cur, h.Policy)
 		if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
 			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy configuration error", Err: err})
@@ -247,7 +265,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 			continue
 		}
 		for _, b := range h.Bindings {
-			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, &cur, b)
+			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, cur, b)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
 				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding configuration error", Err: err})
@@ -257,7 +275,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding matchResources do not select the request"})
 				continue
 			}
-			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, a.Namespace)
+			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
 				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "params", Err: err})
@@ -271,17 +289,28 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 			}
 		}
 	}
+	return invocations, errs
+}
 
-	if len(invocations) > 0 {
-		var statusErr *apierrors.StatusError
-		var more []policyError
-		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res)
-		if statusErr != nil {
-			return object, statusErr
-		}
-		errs = append(errs, more...)
+// namespaceObject is the "namespaceObject" of a request: its namespace,
+// or nil for cluster-scoped requests and for Namespaces themselves.
+func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes) (*corev1.Namespace, *apierrors.StatusError) {
+	nsName := a.Namespace
+	if a.Kind.Group == "" && a.Kind.Version == "v1" && a.Kind.Kind == "Namespace" {
+		nsName = ""
 	}
-	return object, e.deny(&cur, errs)
+	if nsName == "" {
+		return nil, nil
+	}
+	ns, err := e.cfg.Namespaces.Namespace(ctx, nsName)
+	if err != nil {
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, nsName)
+	}
+	return ns, nil
 }
 
 // deny applies failure policies and builds kube-apiserver's Status.
@@ -318,21 +347,9 @@ func (e *Evaluator) deny(a *matching.Attributes, errs []policyError) *apierrors.
 // invoke runs matched invocations in order (dispatchInvocations).
 func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocationState, res *Result) (map[string]any, []policyError, *apierrors.StatusError) {
 	var errs []policyError
-	var namespace *corev1.Namespace
-	nsName := a.Namespace
-	if a.Kind.Group == "" && a.Kind.Version == "v1" && a.Kind.Kind == "Namespace" {
-		nsName = ""
-	}
-	if nsName != "" {
-		ns, err := e.cfg.Namespaces.Namespace(ctx, nsName)
-		if err != nil {
-			var se *apierrors.StatusError
-			if errors.As(err, &se) {
-				return object, nil, se
-			}
-			return object, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, nsName)
-		}
-		namespace = ns
+	namespace, statusErr := e.namespaceObject(ctx, a)
+	if statusErr != nil {
+		return object, nil, statusErr
 	}
 	admissionAttrs := a.AdmissionAttributes()
 	dirty := false
