@@ -1,0 +1,211 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/mutatis-dev/mutatis/binding"
+	"github.com/mutatis-dev/mutatis/engine"
+)
+
+// Event reasons.
+const (
+	ReasonInvalid      = "Invalid"
+	ReasonCompileError = "CompileError"
+	ReasonCompiled     = "Compiled"
+)
+
+// sync rebuilds the policy set from the caches and swaps it into the engine.
+func (c *Controller) sync(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	seen := map[string]bool{} // revision keys still alive
+	c.alive = map[string]bool{}
+	defer func() {
+		for k := range c.reported {
+			if !c.alive[k] {
+				delete(c.reported, k)
+			}
+		}
+	}()
+
+	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
+	policyObjects := map[string]*unstructured.Unstructured{}
+	st := Status{Policies: map[string]string{}, Bindings: map[string]string{}}
+	for _, u := range listUnstructured(c.policyInformer) {
+		conv := c.convertCached(u, seen)
+		if conv.err != nil || conv.policy == nil {
+			c.report(ctx, u, conv.err, nil)
+			continue
+		}
+		policies = append(policies, conv.policy)
+		policyObjects[conv.policy.Name] = u
+		st.Policies[conv.policy.Name] = conv.policy.ResourceVersion
+	}
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, u := range listUnstructured(c.bindingInformer) {
+		conv := c.convertCached(u, seen)
+		if conv.err != nil || conv.binding == nil {
+			c.report(ctx, u, conv.err, nil)
+			continue
+		}
+		c.report(ctx, u, nil, nil)
+		bindings = append(bindings, conv.binding)
+		st.Bindings[conv.binding.Name] = conv.binding.ResourceVersion
+	}
+	for k := range c.converted {
+		if !seen[k] {
+			delete(c.converted, k)
+		}
+	}
+
+	// Deleted policies leave the compiler's cache.
+	names := map[string]bool{}
+	for _, p := range policies {
+		names[p.Name] = true
+	}
+	for n := range c.compiled {
+		if !names[n] {
+			c.compiler.Forget(n)
+		}
+	}
+	c.compiled = names
+
+	// Every policy is compiled (cached by revision) so that its problems are
+	// reported even before a binding selects it.
+	compiled := map[string]engine.Hook{}
+	for _, p := range policies {
+		cp, err := c.compiler.Compile(p)
+		if err != nil {
+			// An internal failure of one policy never blocks the others.
+			c.report(ctx, policyObjects[p.Name], fmt.Errorf("compiling: %w", err), nil)
+			delete(st.Policies, p.Name)
+			continue
+		}
+		var problems []string
+		for _, fe := range cp.Errors() {
+			problems = append(problems, fe.Error())
+		}
+		c.report(ctx, policyObjects[p.Name], nil, problems)
+		compiled[p.Name] = engine.Hook{Policy: p, Compiled: cp}
+	}
+
+	var hooks []engine.Hook
+	var bound []*admissionregistrationv1.MutatingAdmissionPolicy
+	paramKinds := map[schema.GroupVersionResource]bool{}
+	for _, g := range binding.Group(policies, bindings) {
+		h, ok := compiled[g.Policy.Name]
+		if !ok {
+			continue
+		}
+		h.Bindings = g.Bindings
+		hooks = append(hooks, h)
+		bound = append(bound, g.Policy)
+		if pk := g.Policy.Spec.ParamKind; pk != nil {
+			if gv, err := schema.ParseGroupVersion(pk.APIVersion); err == nil {
+				if gvr, ok := c.params.resource(gv.WithKind(pk.Kind)); ok {
+					paramKinds[gvr] = true
+				}
+			}
+		}
+	}
+
+	// Param informers of the new set run and have synced (within the
+	// timeout; lookups go to the API server until they have) before it is
+	// swapped in; informers no policy needs any more are stopped.
+	if started := c.params.ensure(ctx, paramKinds); len(started) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.ParamSyncTimeout)
+		if !cache.WaitForCacheSync(wctx.Done(), started...) {
+			logger.Info("param informers have not synced yet; params are read from the API server meanwhile")
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	st.ParamKinds = c.params.resources()
+
+	// The engine knows the new set before kube-apiserver is told to call
+	// for it; the status (and readiness) follow both.
+	c.engine.Swap(engine.NewEvaluator(c.engineConfig(), hooks))
+	var err error
+	if c.cfg.Webhook.managed() {
+		fail, ignore := WebhookConfigurations(bound, c.cfg.Webhook)
+		err = applyWebhookConfigurations(ctx, c.clients.Kube, c.cfg.Webhook.Name, fail, ignore)
+	}
+	c.publish(st)
+	logger.V(2).Info("policy set swapped in", "policies", len(policies), "bound", len(hooks), "bindings", len(bindings))
+	return err
+}
+
+// convertCached converts u, reusing the conversion of the same revision.
+func (c *Controller) convertCached(u *unstructured.Unstructured, seen map[string]bool) convertedObject {
+	key := revisionKey(u)
+	seen[key] = true
+	if conv, ok := c.converted[key]; ok {
+		return conv
+	}
+	conv := convert(u)
+	c.converted[key] = conv
+	return conv
+}
+
+// listUnstructured lists an informer's objects in name order.
+func listUnstructured(inf cache.SharedIndexInformer) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range inf.GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out
+}
+
+// report tells the object's owner what became of it: an Event when the
+// outcome of a revision is new, and in shadow mode the Ready condition of
+// policies. invalid is a conversion or validation error (the object is left
+// out); problems are CEL compilation errors (the policy stays in).
+func (c *Controller) report(ctx context.Context, u *unstructured.Unstructured, invalid error, problems []string) {
+	if u == nil {
+		return
+	}
+	reason, message, eventType := ReasonCompiled, "", corev1.EventTypeNormal
+	switch {
+	case invalid != nil:
+		reason, eventType = ReasonInvalid, corev1.EventTypeWarning
+		message = "ignored: " + invalid.Error()
+	case len(problems) > 0:
+		reason, eventType = ReasonCompileError, corev1.EventTypeWarning
+		message = "compilation failed, requests this policy matches fail under its failurePolicy: " + strings.Join(problems, "; ")
+	case u.GetKind() == "MutatingAdmissionPolicy":
+		message = "compiled"
+	default:
+		message = "accepted"
+	}
+	key := u.GetKind() + "/" + u.GetName()
+	c.alive[key] = true
+	outcome := revisionKey(u) + "\x00" + reason + "\x00" + message
+	if c.reported[key] != outcome {
+		previous, known := c.reported[key]
+		c.reported[key] = outcome
+		// Success is only worth an Event when it ends a problem.
+		if eventType == corev1.EventTypeWarning || (known && !strings.Contains(previous, "\x00"+ReasonCompiled+"\x00")) {
+			c.recorder.Event(u, eventType, reason, message)
+		}
+	}
+	if c.cfg.Source == SourceShadow && u.GetKind() == "MutatingAdmissionPolicy" {
+		if err := c.setReadyCondition(ctx, u, reason, message); err != nil && !errors.Is(err, context.Canceled) {
+			klog.FromContext(ctx).Error(err, "updating status", "policy", u.GetName())
+		}
+	}
+}
