@@ -73,6 +73,26 @@ type Expression struct {
 	program cel.Program
 	ast     *cel.Ast
 	env     *cel.Env
+
+	decisions []Decision
+	// instrumented is the program with probes on the decisions, built only
+	// for a Compiler with an observer.
+	instrumented cel.Program
+}
+
+// AST returns the checked AST of the expression (nil when it did not
+// compile). Node ids are those of Decision.ID.
+func (e *Expression) AST() *cel.Ast { return e.ast }
+
+// Decisions returns the decisions of the expression (none when it did not
+// compile), in the order of a depth-first walk of its AST. Evaluation
+// outcomes reported to an Observer are indexed like this slice. The
+// returned slice is a copy.
+func (e *Expression) Decisions() []Decision {
+	if e.decisions == nil {
+		return nil
+	}
+	return append([]Decision(nil), e.decisions...)
 }
 
 // Policy is the compiled form of a MutatingAdmissionPolicy: every variable,
@@ -90,7 +110,8 @@ type Policy struct {
 	MatchConditions []*Expression
 	Mutations       []*Expression
 
-	varType *apiservercel.DeclType
+	varType  *apiservercel.DeclType
+	observer Observer
 }
 
 // Errors returns every compilation error of the policy with its field path,
@@ -140,19 +161,26 @@ func (p *Policy) Expressions() []*Expression {
 type Compiler struct {
 	base      *baseEnvs
 	estimator *costEstimator
+	observer  Observer
 
 	mu    sync.Mutex
 	cache map[string]*Policy // policy name → latest compilation
 }
 
-// New returns a Compiler. Building the base environments takes a few
-// milliseconds once per process.
-func New() (*Compiler, error) {
+// New returns a Compiler configured by opts. Building the base environments
+// takes a few milliseconds once per process.
+func New(opts ...Option) (*Compiler, error) {
 	base, err := loadBaseEnvs()
 	if err != nil {
 		return nil, err
 	}
-	return &Compiler{base: base, estimator: newCostEstimator(), cache: map[string]*Policy{}}, nil
+	c := &Compiler{base: base, estimator: newCostEstimator(), cache: map[string]*Policy{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(c)
+		}
+	}
+	return c, nil
 }
 
 // Key returns the cache key of a policy revision: UID and resourceVersion
@@ -231,6 +259,9 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		}
 	}
 	out := &Policy{Name: p.Name, Key: key, HasParams: hasParams, varType: envs.varType}
+	if !validation {
+		out.observer = c.observer
+	}
 	spec := field.NewPath("spec")
 	plain := envs.envs[envKey{hasParams: hasParams}]
 	patch := envs.envs[envKey{hasParams: hasParams, hasPatchTypes: true}]
@@ -238,7 +269,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	for i, v := range p.Spec.Variables {
 		e := &Expression{Kind: KindVariable, Name: v.Name, Index: i, Source: v.Expression,
 			Path: spec.Child("variables").Index(i).Child("expression")}
-		c.compileExpression(plain, e, nil)
+		c.compileExpression(plain, e, nil, out.observer != nil)
 		// Later expressions see this variable with its checked type, exactly
 		// as upstream's composited compiler adds the field after compiling.
 		envs.varType.Fields[v.Name] = apiservercel.NewDeclField(v.Name, declTypeOf(e.OutputType), true, nil, nil)
@@ -247,7 +278,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	for i, m := range p.Spec.MatchConditions {
 		e := &Expression{Kind: KindMatchCondition, Name: m.Name, Index: i, Source: m.Expression,
 			Path: spec.Child("matchConditions").Index(i).Child("expression")}
-		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType})
+		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType}, out.observer != nil)
 		out.MatchConditions = append(out.MatchConditions, e)
 	}
 	for i, m := range p.Spec.Mutations {
@@ -268,7 +299,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 			out.Mutations = append(out.Mutations, e)
 			continue
 		}
-		c.compileExpression(patch, e, []*cel.Type{want})
+		c.compileExpression(patch, e, []*cel.Type{want}, out.observer != nil)
 		out.Mutations = append(out.Mutations, e)
 	}
 	return out, nil
@@ -276,8 +307,9 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 
 // compileExpression compiles e.Source in env and checks its result type
 // against want (any type when want is nil), recording errors with the exact
-// texts of k8s.io/apiserver's CompileCELExpression.
-func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Type) {
+// texts of k8s.io/apiserver's CompileCELExpression. With observe, it also
+// builds the instrumented program an Observer's outcomes come from.
+func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Type, observe bool) {
 	fail := func(t apiservercel.ErrorType, detail string, cause error) {
 		e.Err = &apiservercel.Error{Type: t, Detail: detail, Cause: cause}
 	}
@@ -309,4 +341,13 @@ func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Ty
 	e.env = env
 	e.OutputType = ast.OutputType()
 	e.Cost = c.estimator.estimate(env, ast)
+	e.decisions = decisionsOf(ast.NativeRep(), e.Source)
+	if observe {
+		// Without it the expression is still evaluated and observed, with
+		// no branch outcomes (TestDecisions plans every decision
+		// kind in every position).
+		if prog, err := instrumentedProgram(env, ast, e.decisions); err == nil {
+			e.instrumented = prog
+		}
+	}
 }

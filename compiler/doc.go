@@ -13,4 +13,11 @@
 // evaluation binds its inputs in an Activation; variables are evaluated
 // lazily, once per Activation, and their cost is charged to the expression
 // that uses them first, as kube-apiserver does.
+//
+// A Compiler created WithObserver also tells an Observer about every
+// evaluation, with the outcomes of each decision of the expression (the
+// operands of && and ||, ?: conditions, has() tests, optional selections,
+// orValue receivers, comprehension predicates: see Decision). Outcomes come
+// from a second, instrumented evaluation; the ordinary one, whose value and
+// cost count, is untouched. docs/coverage.md defines the decisions.
 package compiler

@@ -56,12 +56,27 @@ type Activation struct {
 	variables                                     *lazy.MapValue
 
 	variableCost int64
+
+	// observing is set only when the policy has an observer (never in a
+	// shadow activation). One pointer keeps the default Activation as small
+	// as it was.
+	observing *observing
+}
+
+// observing is the observation state of an Activation.
+type observing struct {
+	observer Observer
+	// shadow is the twin instrumented evaluations use, created on first use.
+	shadow *Activation
 }
 
 // NewActivation binds in for evaluating p's expressions. ctx bounds every
 // evaluation made through the activation.
 func (p *Policy) NewActivation(ctx context.Context, in Input) *Activation {
 	a := &Activation{policy: p, ctx: ctx}
+	if p.observer != nil {
+		a.observing = &observing{observer: p.observer}
+	}
 	a.object = nativeOrNull(in.Object)
 	a.oldObject = nativeOrNull(in.OldObject)
 	a.params = nativeOrNull(in.Params)
@@ -118,6 +133,25 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
 	val, details, err := v.program.ContextEval(a.ctx, a)
+	if a.observing == nil {
+		return a.chargeVariable(v, val, details, err)
+	}
+	out := a.chargeVariable(v, val, details, err)
+	var cost int64
+	if details != nil && details.ActualCost() != nil {
+		cost = int64(min(*details.ActualCost(), math.MaxInt64))
+	}
+	if e, ok := out.(*celtypes.Err); ok {
+		a.observe(v, nil, e, cost, err)
+	} else {
+		a.observe(v, out, nil, cost, err)
+	}
+	return out
+}
+
+// chargeVariable adds the cost of a variable's evaluation to the
+// activation and returns its value or error.
+func (a *Activation) chargeVariable(v *Expression, val ref.Val, details *cel.EvalDetails, err error) ref.Val {
 	if details == nil {
 		return celtypes.NewErr("unable to get evaluation details of variable %q", v.Name)
 	}
@@ -173,38 +207,54 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: "unexpected internal error compiling expression"}
 		return res, budget, nil
 	}
+	if a.observing == nil {
+		res, remaining, _, err := a.eval(e, budget)
+		return res, remaining, err
+	}
+	res, remaining, evalErr, err := a.eval(e, budget)
+	resErr := res.Err
+	if resErr == nil {
+		resErr = err
+	}
+	a.observe(e, res.Value, resErr, res.Cost, evalErr)
+	return res, remaining, err
+}
+
+// eval is Eval of a compiled expression. It also returns the error of the
+// program's own evaluation (before formatting), which observing needs.
+func (a *Activation) eval(e *Expression, budget int64) (res Result, remaining int64, evalErr, err error) {
 	start := time.Now()
-	val, details, err := e.program.ContextEval(a.ctx, a)
+	val, details, evalErr := e.program.ContextEval(a.ctx, a)
 	variableCost := a.variableCost
 	a.variableCost = 0
 	if variableCost > budget {
-		return res, -1, outOfBudget()
+		return res, -1, evalErr, outOfBudget()
 	}
 	budget -= variableCost
 	res.Elapsed = time.Since(start)
 	res.Cost = variableCost
 	if details == nil {
-		return res, -1, &apiservercel.Error{Type: apiservercel.ErrorTypeInternal,
+		return res, -1, evalErr, &apiservercel.Error{Type: apiservercel.ErrorTypeInternal,
 			Detail: fmt.Sprintf("runtime cost could not be calculated for expression: %v, no further expression will be run", e.Source)}
 	}
 	rtCost := details.ActualCost()
 	if rtCost == nil {
-		return res, -1, &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+		return res, -1, evalErr, &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
 			Detail: fmt.Sprintf("runtime cost could not be calculated for expression: %v, no further expression will be run", e.Source),
 			Cause:  apiservercel.ErrOutOfBudget}
 	}
 	if *rtCost > math.MaxInt64 || int64(*rtCost) > budget {
-		return res, -1, outOfBudget()
+		return res, -1, evalErr, outOfBudget()
 	}
 	budget -= int64(*rtCost)
 	res.Cost += int64(*rtCost)
-	if err != nil {
+	if evalErr != nil {
 		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
-			Detail: fmt.Sprintf("expression '%v' resulted in error: %v", e.Source, err)}
-		return res, budget, nil
+			Detail: fmt.Sprintf("expression '%v' resulted in error: %v", e.Source, evalErr)}
+		return res, budget, evalErr, nil
 	}
 	res.Value = val
-	return res, budget, nil
+	return res, budget, nil, nil
 }
 
 func outOfBudget() error {
