@@ -1,0 +1,110 @@
+// Package explain renders evaluation results for people: the trace of
+// which policy bindings ran in which pass (engine.Result.Invocations) and
+// unified diffs of YAML, colored on terminals. `mutatis apply --explain`
+// and `mutatis test` print the same text with it.
+package explain
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/engine"
+)
+
+// Trace writes the evaluation trace of r, one "explain: " line per
+// invocation and mutation.
+func Trace(w io.Writer, r engine.Result) {
+	if len(r.Invocations) == 0 {
+		fmt.Fprintln(w, "explain: no policy binding matched the request")
+	}
+	for _, inv := range r.Invocations {
+		param := ""
+		if inv.Param != "" {
+			param = " param " + inv.Param
+		}
+		who := fmt.Sprintf("policy %q", inv.Policy)
+		if inv.Binding != "" {
+			who += fmt.Sprintf(" binding %q", inv.Binding)
+		}
+		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
+		switch {
+		case inv.Err != nil:
+			fmt.Fprintf(w, ": error: %v\n", inv.Err)
+		case inv.Skipped != "":
+			fmt.Fprintf(w, ": skipped: %s\n", inv.Skipped)
+		default:
+			fmt.Fprintln(w, ": applied")
+		}
+		for i, m := range inv.Mutations {
+			note := ""
+			if m.Skipped {
+				note = " (a JSON patch test failed: patch dropped)"
+			}
+			fmt.Fprintf(w, "explain:   mutation %d: runtime cost %d, %s%s\n", i, m.Cost, m.Elapsed, note)
+		}
+	}
+	if r.Reinvoke {
+		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
+	}
+}
+
+// TraceString returns the trace of r as Trace writes it.
+func TraceString(r engine.Result) string {
+	var b strings.Builder
+	Trace(&b, r)
+	return b.String()
+}
+
+// Diff returns the unified diff (3 lines of context) of the YAML forms of a
+// and b, labelled from and to; "" when they are equal.
+func Diff(from, to string, a, b any) (string, error) {
+	ya, err := yaml.Marshal(a)
+	if err != nil {
+		return "", err
+	}
+	yb, err := yaml.Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(string(ya)), B: difflib.SplitLines(string(yb)),
+		FromFile: from, ToFile: to, Context: 3,
+	})
+}
+
+// IsTerminal tells whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Colorize colors the added lines of a unified diff green and the removed
+// ones red with ANSI escapes. Header lines (---, +++) are left alone.
+func Colorize(diff string) string {
+	lines := strings.SplitAfter(diff, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+			lines[i] = "\x1b[32m" + strings.TrimSuffix(l, "\n") + "\x1b[0m" + newline(l)
+		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+			lines[i] = "\x1b[31m" + strings.TrimSuffix(l, "\n") + "\x1b[0m" + newline(l)
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+func newline(l string) string {
+	if strings.HasSuffix(l, "\n") {
+		return "\n"
+	}
+	return ""
+}

@@ -1,0 +1,248 @@
+package policytest
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/explain"
+)
+
+// Failure is one expectation that did not hold.
+type Failure struct {
+	// Expectation is the field of `expect` that failed (e.g.
+	// "objectContains"), or "admitted" for an unexpected denial, or
+	// "idempotence" / "shuffle" for the runner's checks.
+	Expectation string `json:"expectation"`
+	// Message says what was wrong, in one or a few lines.
+	Message string `json:"message"`
+	// Diff is a unified diff of expected vs actual YAML, when there is one.
+	Diff string `json:"diff,omitempty"`
+}
+
+// String formats the failure as the text output prints it (uncolored).
+func (f Failure) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", f.Expectation, f.Message)
+	if f.Diff != "" {
+		b.WriteString(f.Diff)
+		if !strings.HasSuffix(f.Diff, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// outcome is what a check looks at: the request's object as it went in
+// (normalized as the engine presents it) and the engine's result.
+type outcome struct {
+	gvk     schema.GroupVersionKind
+	before  map[string]any
+	result  engine.Result
+	schemas *applyconfig.Schemas
+	// normalize presents an expected whole object as the engine holds
+	// objects of its kind.
+	normalize func(map[string]any) (map[string]any, error)
+}
+
+// expectations are the resolved expectations of a case (files read).
+type expectations struct {
+	object, objectContains map[string]any
+	patch                  Patch
+	hasPatch               bool
+	unchanged              bool
+	denied                 *Denial
+	applied, notApplied    []string
+	maxRuntimeCost         map[string]int64
+}
+
+func diffText(expected, actual any) string {
+	return diffLabelled("expected", "actual", expected, actual)
+}
+
+// check returns every expectation of e that o does not meet.
+func (e *expectations) check(o outcome) []Failure {
+	var fs []Failure
+	r := o.result
+	fs = append(fs, e.checkInvocations(r)...)
+	if e.denied != nil {
+		if r.Denied == nil {
+			diff, _ := explain.Diff("input", "admitted", canonical(o.before), canonical(r.Object))
+			return append(fs, Failure{Expectation: "denied", Message: "the request was admitted", Diff: diff})
+		}
+		st := r.Denied.ErrStatus
+		if e.denied.Message != "" && !strings.Contains(st.Message, e.denied.Message) {
+			fs = append(fs, Failure{Expectation: "denied.message", Message: fmt.Sprintf("the denial message does not contain %q:\n%s", e.denied.Message, st.Message)})
+		}
+		if e.denied.MessageRegex != "" {
+			if re, err := regexp.Compile(e.denied.MessageRegex); err != nil || !re.MatchString(st.Message) {
+				fs = append(fs, Failure{Expectation: "denied.messageRegex", Message: fmt.Sprintf("the denial message does not match %q:\n%s", e.denied.MessageRegex, st.Message)})
+			}
+		}
+		if e.denied.Code != 0 && e.denied.Code != st.Code {
+			fs = append(fs, Failure{Expectation: "denied.code", Message: fmt.Sprintf("the denial has code %d, want %d: %s", st.Code, e.denied.Code, st.Message)})
+		}
+		return fs
+	}
+	if r.Denied != nil {
+		return append(fs, Failure{Expectation: "admitted", Message: "the request was denied: " + r.Denied.ErrStatus.Message})
+	}
+	if e.object != nil {
+		want := e.object
+		if o.normalize != nil {
+			if n, err := o.normalize(want); err == nil {
+				want = n
+			} else {
+				fs = append(fs, Failure{Expectation: "object", Message: fmt.Sprintf("the expected object does not decode as a %s: %v", o.gvk.Kind, err)})
+			}
+		}
+		if !equal(want, r.Object) {
+			fs = append(fs, Failure{Expectation: "object", Message: "the final object differs", Diff: diffText(want, r.Object)})
+		}
+	}
+	if e.objectContains != nil {
+		ls := schemaFor(o.schemas, o.gvk, r.Object)
+		got := ls.project(ls.tr, e.objectContains, r.Object)
+		if !equal(e.objectContains, got) {
+			fs = append(fs, Failure{Expectation: "objectContains", Message: "the final object does not contain the expected fields", Diff: diffText(e.objectContains, got)})
+		}
+	}
+	if e.hasPatch {
+		if f, ok := checkPatch(e.patch, o.before, r.Object); !ok {
+			fs = append(fs, f)
+		}
+	}
+	if e.unchanged && !equal(o.before, r.Object) {
+		fs = append(fs, Failure{Expectation: "unchanged", Message: "the policies changed the object", Diff: diffText(o.before, r.Object)})
+	}
+	return fs
+}
+
+// actualPatch is the JSON patch from before to after, sorted by path as
+// `mutatis apply -o patch` prints it.
+func actualPatch(before, after map[string]any) ([]jsonpatch.Operation, error) {
+	a, err := json.Marshal(before)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(after)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := jsonpatch.CreatePatch(a, b)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+	if ops == nil {
+		ops = []jsonpatch.Operation{}
+	}
+	return ops, nil
+}
+
+// checkPatch compares by effect: the expected patch, applied to the input,
+// must give the final object.
+func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
+	got, err := actualPatch(before, after)
+	if err != nil {
+		return Failure{Expectation: "patch", Message: "computing the actual patch: " + err.Error()}, false
+	}
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		return Failure{Expectation: "patch", Message: err.Error()}, false
+	}
+	if want == nil {
+		wantJSON = []byte("[]")
+	}
+	p, err := jsonpatchv4.DecodePatch(wantJSON)
+	if err != nil {
+		return Failure{Expectation: "patch", Message: "the expected patch is not a JSON patch: " + err.Error()}, false
+	}
+	in, err := json.Marshal(before)
+	if err != nil {
+		return Failure{Expectation: "patch", Message: err.Error()}, false
+	}
+	applied, err := p.Apply(in)
+	if err == nil {
+		var obj map[string]any
+		if err = json.Unmarshal(applied, &obj); err == nil && equal(obj, after) {
+			return Failure{}, true
+		}
+	}
+	msg := "the final object is not the input with the expected patch applied"
+	if err != nil {
+		msg = "the expected patch does not apply to the input: " + err.Error()
+	}
+	gotJSON, _ := json.Marshal(got)
+	var gotAny any
+	_ = json.Unmarshal(gotJSON, &gotAny)
+	return Failure{Expectation: "patch", Message: msg + "\nactual patch: " + string(gotJSON), Diff: diffText(want, gotAny)}, false
+}
+
+// applied tells whether an invocation of the named policy (and binding,
+// "policy/binding") ran its mutations.
+func applied(r engine.Result, name string) bool {
+	policy, bind, _ := strings.Cut(name, "/")
+	for _, inv := range r.Invocations {
+		if inv.Policy == policy && (bind == "" || inv.Binding == bind) && inv.Skipped == "" && inv.Binding != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *expectations) checkInvocations(r engine.Result) []Failure {
+	var fs []Failure
+	for _, n := range e.applied {
+		if !applied(r, n) {
+			fs = append(fs, Failure{Expectation: "applied", Message: fmt.Sprintf("%s did not apply\n%s", n, strings.TrimSuffix(explain.TraceString(r), "\n"))})
+		}
+	}
+	for _, n := range e.notApplied {
+		if applied(r, n) {
+			fs = append(fs, Failure{Expectation: "notApplied", Message: fmt.Sprintf("%s applied\n%s", n, strings.TrimSuffix(explain.TraceString(r), "\n"))})
+		}
+	}
+	keys := make([]string, 0, len(e.maxRuntimeCost))
+	for k := range e.maxRuntimeCost {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		limit := e.maxRuntimeCost[k]
+		policy, mutation, _ := parseCostKey(k)
+		cost, ran := int64(0), false
+		for _, inv := range r.Invocations {
+			if inv.Policy != policy || len(inv.Mutations) == 0 {
+				continue
+			}
+			var c int64
+			if mutation < 0 {
+				for _, m := range inv.Mutations {
+					c += m.Cost
+				}
+			} else if mutation < len(inv.Mutations) {
+				c = inv.Mutations[mutation].Cost
+			} else {
+				continue
+			}
+			ran = true
+			cost = max(cost, c)
+		}
+		switch {
+		case !ran:
+			fs = append(fs, Failure{Expectation: "maxRuntimeCost", Message: fmt.Sprintf("%s: no such mutation ran, so its cost is unknown", k)})
+		case cost > limit:
+			fs = append(fs, Failure{Expectation: "maxRuntimeCost", Message: fmt.Sprintf("%s: runtime cost %d exceeds %d", k, cost, limit)})
+		}
+	}
+	return fs
+}

@@ -1,0 +1,369 @@
+package policytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// Discover returns the suite files under paths: files are taken as they
+// are, directories are searched recursively for files named
+// *.mutatis-test.yaml. The result is sorted and has no duplicates.
+func Discover(paths []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			add(p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" && !strings.Contains(p, "testdata")) {
+				// Like go test: testdata holds fixtures, e.g. broken suites
+				// that tests expect to fail, unless asked for explicitly.
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), FileSuffix) {
+				add(path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Loaded is a suite read from disk with everything it refers to: the
+// policies, the simulated cluster and the objects of every case.
+type Loaded struct {
+	// File is the suite's path; Name its metadata.name (or file name).
+	File, Name string
+	Suite      *Suite
+	// Policies and Bindings are the policies under test.
+	Policies []*admissionregistrationv1.MutatingAdmissionPolicy
+	Bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// Files lists every file the suite read (for --watch).
+	Files []string
+
+	objects []manifest.Object // the suite's cluster objects
+	cluster *cluster.Cluster
+	cases   []*loadedCase
+}
+
+type loadedCase struct {
+	c                 *Case
+	cluster           *cluster.Cluster
+	object, oldObject *unstructured.Unstructured
+	operation         admission.Operation
+	namespace         string
+	user              user.Info
+	expect            expectations
+}
+
+// LoadSuite reads a suite file and everything it refers to. Problems are
+// returned as an *InputError naming the file and the field path.
+func LoadSuite(ctx context.Context, file string) (*Loaded, error) {
+	s, err := readSuiteFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, file, s)
+}
+
+// load resolves s, whose relative paths are relative to file's directory.
+func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
+	dir := filepath.Dir(file)
+	l := &Loaded{File: file, Name: s.Metadata.Name, Suite: s, Files: []string{file}}
+	var errs field.ErrorList
+	for i, p := range s.Policies {
+		path := resolve(dir, p)
+		set, err := manifest.Load(ctx, []string{path}, nil)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("policies").Index(i), p, err.Error()))
+			continue
+		}
+		l.Files = append(l.Files, manifestFiles(path)...)
+		for _, mp := range set.Policies {
+			l.Policies = append(l.Policies, mp.Policy)
+		}
+		for _, b := range set.Bindings {
+			l.Bindings = append(l.Bindings, b.Binding)
+		}
+		l.objects = append(l.objects, set.Objects...)
+	}
+	objs, files, rerrs := loadManifests(ctx, file, field.NewPath("resources"), s.Resources)
+	errs = append(errs, rerrs...)
+	l.objects = append(l.objects, objs...)
+	l.Files = append(l.Files, files...)
+	if len(errs) > 0 {
+		return nil, &InputError{File: file, Errs: errs}
+	}
+	if len(l.Policies) == 0 {
+		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("policies"), s.Policies, "no MutatingAdmissionPolicy found")}}
+	}
+	var err error
+	if l.cluster, err = cluster.New(l.objects); err != nil {
+		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("resources"), nil, err.Error())}}
+	}
+	for i := range s.Cases {
+		p := field.NewPath("cases").Index(i)
+		lc, files, cerrs := l.loadCase(ctx, p, &s.Cases[i])
+		errs = append(errs, cerrs...)
+		l.Files = append(l.Files, files...)
+		l.cases = append(l.cases, lc)
+	}
+	if len(errs) > 0 {
+		return nil, &InputError{File: file, Errs: errs}
+	}
+	l.Files = dedupe(l.Files)
+	return l, nil
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	out := s[:0]
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// manifestFiles lists the files manifest.Load reads for path (for
+// --watch); unreadable paths give none.
+func manifestFiles(path string) []string {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	if !info.IsDir() {
+		return []string{path}
+	}
+	var out []string
+	_ = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			switch strings.ToLower(filepath.Ext(p)) {
+			case ".yaml", ".yml", ".json":
+				out = append(out, p)
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// loadManifests reads paths and inline objects; only non-policy objects
+// are kept (policies belong in `policies`).
+func loadManifests(ctx context.Context, file string, p *field.Path, ms []Manifest) ([]manifest.Object, []string, field.ErrorList) {
+	var objs []manifest.Object
+	var files []string
+	var errs field.ErrorList
+	dir := filepath.Dir(file)
+	for i, m := range ms {
+		var set *manifest.Set
+		var err error
+		if m.Inline != nil {
+			data, merr := json.Marshal(m.Inline)
+			if merr != nil {
+				errs = append(errs, field.Invalid(p.Index(i), nil, merr.Error()))
+				continue
+			}
+			set, err = manifest.Parse(fmt.Sprintf("%s (%s)", file, p.Index(i)), data)
+		} else {
+			path := resolve(dir, m.Path)
+			set, err = manifest.Load(ctx, []string{path}, nil)
+			files = append(files, manifestFiles(path)...)
+		}
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Index(i), m.Path, err.Error()))
+			continue
+		}
+		if len(set.Policies)+len(set.Bindings) > 0 {
+			errs = append(errs, field.Invalid(p.Index(i), m.Path, "holds MutatingAdmissionPolicies or bindings: list them under policies"))
+			continue
+		}
+		objs = append(objs, set.Objects...)
+	}
+	return objs, files, errs
+}
+
+// readObject reads exactly one object from a Manifest.
+func readObject(ctx context.Context, file string, p *field.Path, m *Manifest) (*unstructured.Unstructured, []string, *field.Error) {
+	objs, files, errs := loadManifests(ctx, file, p, []Manifest{*m})
+	if len(errs) > 0 {
+		e := errs[0]
+		e.Field = p.String()
+		return nil, files, e
+	}
+	if len(objs) != 1 {
+		return nil, files, field.Invalid(p, m.Path, fmt.Sprintf("want exactly one object, found %d", len(objs)))
+	}
+	return objs[0].Object, files, nil
+}
+
+// findRef finds the object ref names among objs.
+func findRef(objs []manifest.Object, ref *ObjectRef) (*unstructured.Unstructured, error) {
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		u := o.Object
+		if u.GetKind() != ref.Kind || u.GetName() != ref.Name {
+			continue
+		}
+		if ref.APIVersion != "" && u.GetAPIVersion() != ref.APIVersion {
+			continue
+		}
+		if ref.Namespace != "" && u.GetNamespace() != ref.Namespace {
+			continue
+		}
+		found = append(found, u)
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no %s in the resources", ref)
+	case 1:
+		return found[0].DeepCopy(), nil
+	}
+	return nil, fmt.Errorf("%d objects match %s: give apiVersion and namespace", len(found), ref)
+}
+
+func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedCase, []string, field.ErrorList) {
+	lc := &loadedCase{c: c, cluster: l.cluster}
+	var errs field.ErrorList
+	caseObjs, files, rerrs := loadManifests(ctx, l.File, p.Child("resources"), c.Resources)
+	errs = append(errs, rerrs...)
+	all := append(append([]manifest.Object{}, l.objects...), caseObjs...)
+	if len(caseObjs) > 0 && len(rerrs) == 0 {
+		cl, err := cluster.New(all)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Child("resources"), nil, err.Error()))
+		}
+		lc.cluster = cl
+	}
+	get := func(name string, m *Manifest, ref *ObjectRef) *unstructured.Unstructured {
+		switch {
+		case m != nil:
+			u, fs, err := readObject(ctx, l.File, p.Child(name), m)
+			files = append(files, fs...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			return u
+		case ref != nil:
+			u, err := findRef(all, ref)
+			if err != nil {
+				errs = append(errs, field.Invalid(p.Child(name+"Ref"), ref.String(), err.Error()))
+			}
+			return u
+		}
+		return nil
+	}
+	lc.object = get("object", c.Object, c.ObjectRef)
+	lc.oldObject = get("oldObject", c.OldObject, c.OldObjectRef)
+	lc.operation = admission.Operation(c.operation(l.Suite.Defaults))
+	lc.namespace = c.Namespace
+	if lc.namespace == "" {
+		lc.namespace = l.Suite.Defaults.Namespace
+	}
+	u := c.User
+	if u == nil {
+		u = l.Suite.Defaults.User
+	}
+	if u != nil {
+		name := u.Name
+		if name == "" {
+			name = "admin"
+		}
+		lc.user = &user.DefaultInfo{Name: name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	}
+	e := c.Expect
+	lc.expect = expectations{
+		patch: derefPatch(e.Patch), hasPatch: e.Patch != nil, unchanged: e.Unchanged, denied: e.Denied,
+		applied: e.Applied, notApplied: e.NotApplied, maxRuntimeCost: e.MaxRuntimeCost,
+	}
+	ep := p.Child("expect")
+	for _, x := range []struct {
+		name string
+		m    *Manifest
+		dst  *map[string]any
+	}{{"object", e.Object, &lc.expect.object}, {"objectContains", e.ObjectContains, &lc.expect.objectContains}} {
+		if x.m == nil {
+			continue
+		}
+		if x.m.Inline != nil {
+			*x.dst = x.m.Inline
+			continue
+		}
+		u, fs, err := readObject(ctx, l.File, ep.Child(x.name), x.m)
+		files = append(files, fs...)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*x.dst = u.Object
+	}
+	if len(errs) == 0 && lc.object != nil {
+		// Resolve the request now, so that a case the cluster cannot serve
+		// is bad input rather than a failure.
+		if _, err := lc.attributes(nil); err != nil {
+			errs = append(errs, field.Invalid(p.Child("object"), nil, err.Error()))
+		}
+	}
+	return lc, files, errs
+}
+
+// attributes builds the admission attributes of the case from copies of
+// its objects (the engine's inputs are never shared between runs).
+// A non-nil object replaces the case's object.
+func (lc *loadedCase) attributes(object *unstructured.Unstructured) (*matching.Attributes, error) {
+	if object == nil {
+		object = lc.object
+	}
+	req := cluster.Request{
+		Object: object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
+		Namespace: lc.namespace, User: lc.user, DryRun: lc.c.DryRun,
+	}
+	if lc.oldObject != nil {
+		req.OldObject = lc.oldObject.DeepCopy()
+	}
+	return lc.cluster.Attributes(req)
+}

@@ -1,0 +1,305 @@
+package policytest
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"runtime"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/explain"
+)
+
+// Options configure a run of suites.
+type Options struct {
+	// Run, when set, selects the cases whose "suite/case" name it matches.
+	Run *regexp.Regexp
+	// Parallel bounds the cases evaluated at once; 0 means GOMAXPROCS.
+	Parallel int
+	// NewCompiler returns the compiler every suite of the run is compiled
+	// with (e.g. one instrumented for coverage); nil means compiler.New.
+	NewCompiler func() (*compiler.Compiler, error)
+	// Observe, when set, is handed the engine.Result of every case's
+	// admission (not the extra admissions of Shuffle and Idempotence). It
+	// is called from several goroutines at once.
+	Observe func(engine.Result)
+	// Shuffle re-runs every case with the policies in other orders (the
+	// reverse order, then Orders-1 random ones drawn from Seed) and fails
+	// the cases whose result depends on the order.
+	Shuffle bool
+	Seed    uint64
+	// Orders is the number of orders Shuffle tries; 0 means 5.
+	Orders int
+	// Idempotence re-admits every final object with the case's request and
+	// fails the cases where a policy changes it again.
+	Idempotence bool
+}
+
+// Status is the outcome of a case.
+type Status string
+
+// The statuses of a case.
+const (
+	Pass  Status = "pass"
+	Fail  Status = "fail"
+	Error Status = "error" // the evaluator failed, not an expectation
+)
+
+// Report is the result of a run.
+type Report struct {
+	Suites []*SuiteResult `json:"suites"`
+	// Seed is the seed of Shuffle's random orders (0 without Shuffle).
+	Seed    uint64        `json:"seed,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// SuiteResult is the result of one suite file.
+type SuiteResult struct {
+	File string `json:"file"`
+	Name string `json:"name"`
+	// Err is set when the suite could not be read or is invalid (bad
+	// input); it then has no cases.
+	Err     error         `json:"-"`
+	Cases   []*CaseResult `json:"cases"`
+	Elapsed time.Duration `json:"elapsed"`
+	// Loaded is the suite as read (nil when Err is set).
+	Loaded *Loaded `json:"-"`
+}
+
+// CaseResult is the result of one case.
+type CaseResult struct {
+	Suite  string `json:"suite"`
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Failures are the expectations that did not hold.
+	Failures []Failure `json:"failures,omitempty"`
+	// Err is the evaluator's error (Status Error).
+	Err string `json:"error,omitempty"`
+	// Trace is the explain trace of the case's admission.
+	Trace   string        `json:"trace,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+	// Result is the engine's result of the case's admission.
+	Result engine.Result `json:"-"`
+}
+
+// FullName is "suite/case", what Options.Run matches.
+func (c *CaseResult) FullName() string { return c.Suite + "/" + c.Name }
+
+// Counts returns the number of passed, failed and errored cases, and of
+// suites that were bad input.
+func (r *Report) Counts() (passed, failed, errored, badSuites int) {
+	for _, s := range r.Suites {
+		if s.Err != nil {
+			badSuites++
+		}
+		for _, c := range s.Cases {
+			switch c.Status {
+			case Pass:
+				passed++
+			case Fail:
+				failed++
+			default:
+				errored++
+			}
+		}
+	}
+	return
+}
+
+// Runner runs suites with one compiler.
+type Runner struct {
+	opts Options
+	comp *compiler.Compiler
+}
+
+// NewRunner returns a Runner for opts.
+func NewRunner(opts Options) (*Runner, error) {
+	newCompiler := opts.NewCompiler
+	if newCompiler == nil {
+		newCompiler = func() (*compiler.Compiler, error) { return compiler.New() }
+	}
+	comp, err := newCompiler()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if opts.Orders <= 0 {
+		opts.Orders = 5
+	}
+	return &Runner{opts: opts, comp: comp}, nil
+}
+
+// RunFiles discovers the suites under paths (see Discover), loads and runs
+// them. Unreadable or invalid suites are reported in their SuiteResult.Err;
+// the error is for paths that do not exist and for a cancelled ctx.
+func RunFiles(ctx context.Context, paths []string, opts Options) (*Report, error) {
+	files, err := Discover(paths)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Run(ctx, files)
+}
+
+// Run loads and runs the suite files, cases in parallel.
+func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
+	start := time.Now()
+	rep := &Report{Seed: r.seed()}
+	var jobs []func()
+	for _, f := range files {
+		sr := &SuiteResult{File: f}
+		rep.Suites = append(rep.Suites, sr)
+		l, err := LoadSuite(ctx, f)
+		if err != nil {
+			sr.Err = err
+			sr.Name = f
+			continue
+		}
+		sr.Name, sr.Loaded = l.Name, l
+		jobs = append(jobs, r.suiteJobs(ctx, l, sr)...)
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	sem := make(chan struct{}, r.opts.Parallel)
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			job()
+		})
+	}
+	wg.Wait()
+	if r.opts.Run != nil {
+		// Suites without a selected case are not part of the run.
+		kept := rep.Suites[:0]
+		for _, s := range rep.Suites {
+			if s.Err != nil || len(s.Cases) > 0 {
+				kept = append(kept, s)
+			}
+		}
+		rep.Suites = kept
+	}
+	for _, s := range rep.Suites {
+		for _, c := range s.Cases {
+			s.Elapsed += c.Elapsed
+		}
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, ctx.Err()
+}
+
+func (r *Runner) seed() uint64 {
+	if !r.opts.Shuffle {
+		return 0
+	}
+	return r.opts.Seed
+}
+
+// suiteRun is what the cases of one suite share.
+type suiteRun struct {
+	l          *Loaded
+	hooks      []engine.Hook
+	evaluators map[*cluster.Cluster]*engine.Evaluator
+}
+
+// suiteJobs compiles the suite and returns one job per selected case; the
+// jobs fill sr.Cases in place.
+func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []func() {
+	hooks, err := engine.NewHooks(r.comp, l.Policies, l.Bindings)
+	if err != nil {
+		sr.Err = &InputError{File: l.File, Err: fmt.Errorf("compiling the policies: %w", err)}
+		return nil
+	}
+	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}}
+	var jobs []func()
+	for _, lc := range l.cases {
+		if r.opts.Run != nil && !r.opts.Run.MatchString(l.Name+"/"+lc.c.Name) {
+			continue
+		}
+		if _, ok := run.evaluators[lc.cluster]; !ok {
+			run.evaluators[lc.cluster] = engine.NewEvaluator(lc.cluster.Config(), hooks)
+		}
+		cr := &CaseResult{Suite: l.Name, Name: lc.c.Name}
+		sr.Cases = append(sr.Cases, cr)
+		jobs = append(jobs, func() { r.runCase(ctx, run, lc, cr) })
+	}
+	return jobs
+}
+
+// admit runs the case's request (with object instead of the case's object
+// when set) through ev.
+func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *unstructured.Unstructured) (outcome, error) {
+	attrs, err := lc.attributes(object)
+	if err != nil {
+		return outcome{}, err
+	}
+	patcher := lc.cluster.Patcher()
+	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas}
+	if attrs.Object != nil {
+		if o.before, err = patcher.Normalize(attrs.Object.DeepCopy().Object, attrs.Kind); err != nil {
+			return o, err
+		}
+	}
+	ns := attrs.Namespace
+	o.normalize = func(want map[string]any) (map[string]any, error) {
+		u := (&unstructured.Unstructured{Object: want}).DeepCopy()
+		if ns != "" && u.GetNamespace() == "" {
+			u.SetNamespace(ns)
+		}
+		return patcher.Normalize(u.Object, attrs.Kind)
+	}
+	o.result, err = ev.Admit(ctx, attrs)
+	return o, err
+}
+
+func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr *CaseResult) {
+	start := time.Now()
+	defer func() { cr.Elapsed = time.Since(start) }()
+	defer func() {
+		// A bug of the runner or the engine fails this case, not the run.
+		if p := recover(); p != nil {
+			cr.Status, cr.Err = Error, fmt.Sprintf("panic: %v", p)
+		}
+	}()
+	ev := run.evaluators[lc.cluster]
+	o, err := admit(ctx, lc, ev, nil)
+	if err != nil {
+		cr.Status, cr.Err = Error, err.Error()
+		return
+	}
+	cr.Result = o.result
+	cr.Trace = explain.TraceString(o.result)
+	if r.opts.Observe != nil {
+		r.opts.Observe(o.result)
+	}
+	cr.Failures = lc.expect.check(o)
+	if r.opts.Idempotence {
+		cr.Failures = append(cr.Failures, checkIdempotence(ctx, run, lc, o)...)
+	}
+	if r.opts.Shuffle {
+		cr.Failures = append(cr.Failures, r.checkShuffle(ctx, run, lc, o)...)
+	}
+	cr.Status = Pass
+	if len(cr.Failures) > 0 {
+		cr.Status = Fail
+	}
+}

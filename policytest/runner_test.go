@@ -1,0 +1,210 @@
+package policytest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mutatis-dev/mutatis/engine"
+)
+
+func runText(t *testing.T, opts Options, paths ...string) (*Report, string) {
+	t.Helper()
+	rep, err := RunFiles(context.Background(), paths, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return rep, b.String()
+}
+
+func TestRunnerAcceptance(t *testing.T) {
+	cases := []struct {
+		name                string
+		path                string
+		opts                Options
+		passed, failed, bad int
+		want                []string
+	}{
+		{name: "a broken copy of an example fails with a readable diff", path: "testdata/broken",
+			passed: 1, failed: 1,
+			want: []string{
+				"--- FAIL: broken-sidecar/the sidecar is injected",
+				"    objectContains: the final object does not contain the expected fields\n",
+				"    --- expected\n    +++ actual\n",
+				"    -  - image: registry.example.com/log-shipper:1.4.2\n    +  - image: registry.example.com/log-shipper:1.5.0\n",
+				"    -    - mountPath: /var/log/app\n",
+				"    +    - mountPath: /var/log\n",
+				`    explain: pass 1: policy "inject-logging-sidecar" binding "inject-logging-sidecar": applied`,
+				"FAIL broken-sidecar\ttestdata/broken/broken.mutatis-test.yaml\t1 of 2 cases failed\n",
+				"FAIL: 1 of 2 cases failed in 1 suites",
+			}},
+		{name: "order-dependent policies pass without --shuffle", path: "testdata/order", passed: 2,
+			want: []string{"PASS: 2 cases in 1 suites"}},
+		{name: "--shuffle finds order-dependent policies and prints the seed", path: "testdata/order",
+			opts:   Options{Shuffle: true, Seed: 42},
+			passed: 1, failed: 1,
+			want: []string{
+				"--- FAIL: order/the last policy wins",
+				"shuffle: the result depends on the order of the policies (--shuffle=42):\n    the final object differs\n    in the order tier-b, tier-a than in the order tier-a, tier-b\n",
+				"    -    tier: b\n    +    tier: a\n",
+				"shuffle seed: 42\n",
+			}},
+		{name: "a non-idempotent policy passes without --idempotence", path: "testdata/idempotence", passed: 1},
+		{name: "--idempotence names the policy that changes its own output", path: "testdata/idempotence",
+			opts:   Options{Idempotence: true},
+			failed: 1,
+			want: []string{
+				`idempotence: policy "append-trace-env" binding "append-trace-env" changes the final object again when it is re-admitted`,
+				"    --- final\n    +++ re-admitted\n",
+				"    +    - name: TRACE\n    +      value: \"on\"\n",
+			}},
+		{name: "--run selects cases by suite/case", path: "../examples",
+			opts:   Options{Run: regexp.MustCompile(`^sidecar-injection/a pod `)},
+			passed: 3,
+			want:   []string{"ok   sidecar-injection\t../examples/sidecar-injection/sidecar-injection.mutatis-test.yaml\t3 cases\n", "PASS: 3 cases in 1 suites"}},
+		{name: "an invalid suite is bad input naming file and field", path: "testdata/invalid", bad: 1,
+			want: []string{"BAD  testdata/invalid/invalid.mutatis-test.yaml\n", `testdata/invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "DELETE"`}},
+		{name: "the examples pass with both checks", path: "../examples", opts: Options{Shuffle: true, Seed: 1, Idempotence: true},
+			passed: 38, want: []string{"PASS: 38 cases in 5 suites"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, out := runText(t, tc.opts, tc.path)
+			passed, failed, errored, bad := rep.Counts()
+			if passed != tc.passed || failed+errored != tc.failed || bad != tc.bad {
+				t.Errorf("passed %d, failed %d, bad suites %d; want %d, %d, %d", passed, failed+errored, bad, tc.passed, tc.failed, tc.bad)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if t.Failed() {
+				t.Log(out)
+			}
+		})
+	}
+}
+
+func TestSuiteLoadErrorsNameFileAndField(t *testing.T) {
+	dir := t.TempDir()
+	policies, _ := filepath.Abs("testdata/order/policies.yaml")
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	head := "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: [" + policies + "]\n"
+	cases := []struct {
+		name, suite string
+		want        []string
+	}{
+		{"a missing object file", head + "cases:\n- name: a\n  object: nope.yaml\n",
+			[]string{"s.mutatis-test.yaml: cases[0].object: Invalid value: \"nope.yaml\"", "no such file"}},
+		{"a missing policy file", "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: [nope.yaml]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
+			[]string{"s.mutatis-test.yaml: policies[0]: Invalid value: \"nope.yaml\""}},
+		{"an objectRef to nothing", head + "cases:\n- name: a\n  objectRef: {kind: ConfigMap, name: missing}\n",
+			[]string{"cases[0].objectRef: Invalid value: \"ConfigMap missing\": no ConfigMap missing in the resources"}},
+		{"a kind no API serves", head + "cases:\n- name: a\n  object: {apiVersion: example.com/v1, kind: Gadget, metadata: {name: a}}\n",
+			[]string{"cases[0].object: Invalid value: null: kind example.com/v1, Kind=Gadget is not served"}},
+		{"a policy among the resources", head + "resources: [" + policies + "]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
+			[]string{"resources[0]: Invalid value:", "list them under policies"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := write("s.mutatis-test.yaml", tc.suite)
+			_, err := LoadSuite(context.Background(), file)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestObserveSeesEveryCase(t *testing.T) {
+	var n atomic.Int64
+	rep, err := RunFiles(context.Background(), []string{"../examples"}, Options{Observe: func(engine.Result) { n.Add(1) }, Shuffle: true, Idempotence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, failed, errored, _ := rep.Counts()
+	if got, want := n.Load(), int64(passed+failed+errored); got != want {
+		t.Errorf("Observe called %d times for %d cases", got, want)
+	}
+}
+
+func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
+	all, err := Discover([]string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 0 {
+		t.Errorf("found %v under ., want nothing (suites here are in testdata)", all)
+	}
+	named, err := Discover([]string{"testdata", "testdata/order/order.mutatis-test.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml"}
+	if strings.Join(named, ",") != strings.Join(want, ",") {
+		t.Errorf("found %v, want %v", named, want)
+	}
+}
+
+func TestWatchRunsAgainOnChange(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(file, []byte("a: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs := make(chan int)
+	done := make(chan error)
+	n := 0
+	go func() {
+		// The file is among the paths so that its state before the first
+		// run is known (files a run reports are known from the next one).
+		done <- Watch(ctx, []string{dir, file}, 1, func(context.Context) []string {
+			n++
+			select {
+			case runs <- n:
+			case <-ctx.Done():
+			}
+			return []string{file}
+		})
+	}()
+	<-runs
+	// A new size is a change whatever the file system's mtime resolution.
+	if err := os.WriteFile(file, []byte("a: 22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-runs; got != 2 {
+		t.Fatalf("run %d, want 2", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new"+FileSuffix), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-runs; got != 3 {
+		t.Fatalf("run %d after a new suite, want 3", got)
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Watch returned %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,484 @@
+package policytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// APIVersion and Kind identify a suite file.
+const (
+	APIVersion = "mutatis.dev/v1alpha1"
+	Kind       = "PolicyTest"
+)
+
+// FileSuffix ends the names of the suite files that Discover finds.
+const FileSuffix = ".mutatis-test.yaml"
+
+// Suite is one PolicyTest file: the policies under test, the simulated
+// cluster around them, and the cases. Paths are relative to the suite file.
+type Suite struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata,omitempty"`
+	// Policies are files or directories of MutatingAdmissionPolicies and
+	// bindings (other objects found there join the resources).
+	Policies []string `json:"policies"`
+	// Resources are the other objects of the simulated cluster: Namespaces,
+	// params, CRDs, RBAC; file or directory paths, or inline objects.
+	Resources []Manifest `json:"resources,omitempty"`
+	// Defaults apply to every case that does not say otherwise.
+	Defaults Defaults `json:"defaults,omitempty"`
+	Cases    []Case   `json:"cases"`
+}
+
+// Metadata names a suite; the name defaults to the file name without its
+// suffix.
+type Metadata struct {
+	Name string `json:"name,omitempty"`
+}
+
+// Defaults are the request attributes cases inherit.
+type Defaults struct {
+	// Operation is CREATE, UPDATE or CONNECT; without it, CREATE (UPDATE
+	// when the case has an old object).
+	Operation string `json:"operation,omitempty"`
+	// Namespace of namespaced objects that name none (default "default").
+	Namespace string `json:"namespace,omitempty"`
+	// User is the requesting user (default: admin in system:masters and
+	// system:authenticated).
+	User *User `json:"user,omitempty"`
+}
+
+// User is the requesting user of a case.
+type User struct {
+	Name   string              `json:"name,omitempty"`
+	UID    string              `json:"uid,omitempty"`
+	Groups []string            `json:"groups,omitempty"`
+	Extra  map[string][]string `json:"extra,omitempty"`
+}
+
+// Case is one admission request and what must come of it.
+type Case struct {
+	Name        string `json:"name"`
+	Operation   string `json:"operation,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	User        *User  `json:"user,omitempty"`
+	DryRun      bool   `json:"dryRun,omitempty"`
+	// Object is the object under admission, inline or a file; ObjectRef
+	// names one of the resources instead.
+	Object    *Manifest  `json:"object,omitempty"`
+	ObjectRef *ObjectRef `json:"objectRef,omitempty"`
+	// OldObject (or OldObjectRef) is the stored object of an UPDATE.
+	OldObject    *Manifest  `json:"oldObject,omitempty"`
+	OldObjectRef *ObjectRef `json:"oldObjectRef,omitempty"`
+	// Resources are added to the suite's resources for this case only.
+	Resources []Manifest `json:"resources,omitempty"`
+	Expect    Expect     `json:"expect,omitempty"`
+}
+
+// ObjectRef names an object of the suite's (or the case's) resources.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+func (r ObjectRef) String() string {
+	s := r.Kind
+	if r.APIVersion != "" {
+		s = r.APIVersion + " " + s
+	}
+	if r.Namespace != "" {
+		return s + " " + r.Namespace + "/" + r.Name
+	}
+	return s + " " + r.Name
+}
+
+// Expect holds the expectations of a case; every one that is set must
+// hold. A case without `denied` expects the request to be admitted.
+type Expect struct {
+	// Object is the whole final object.
+	Object *Manifest `json:"object,omitempty"`
+	// ObjectContains is a partial object the final object must contain.
+	ObjectContains *Manifest `json:"objectContains,omitempty"`
+	// Patch is the RFC 6902 JSON patch from the request's object to the
+	// final object, compared by effect.
+	Patch *Patch `json:"patch,omitempty"`
+	// Unchanged expects the object to come out as it went in.
+	Unchanged bool `json:"unchanged,omitempty"`
+	// Denied expects a denial.
+	Denied *Denial `json:"denied,omitempty"`
+	// Applied and NotApplied name policies ("policy") or policy bindings
+	// ("policy/binding") that must have, or must not have, run their
+	// mutations.
+	Applied    []string `json:"applied,omitempty"`
+	NotApplied []string `json:"notApplied,omitempty"`
+	// MaxRuntimeCost bounds the runtime cost of a policy ("policy": the sum
+	// over its mutations, per invocation) or of one mutation
+	// ("policy[0]").
+	MaxRuntimeCost map[string]int64 `json:"maxRuntimeCost,omitempty"`
+}
+
+// Patch is a JSON patch: a list of operations.
+type Patch []map[string]any
+
+// Denial is what a denial must look like. In YAML it is `true`, a message
+// substring, or an object.
+type Denial struct {
+	// Message must occur in the Status message.
+	Message string `json:"message,omitempty"`
+	// MessageRegex must match the Status message.
+	MessageRegex string `json:"messageRegex,omitempty"`
+	// Code is the HTTP code of the Status (e.g. 403), if set.
+	Code int32 `json:"code,omitempty"`
+}
+
+// UnmarshalJSON accepts true, a string (the message substring) or an
+// object.
+func (d *Denial) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("true")):
+		*d = Denial{}
+		return nil
+	case bytes.Equal(b, []byte("false")):
+		return fmt.Errorf("denied: false is the default; leave it out")
+	case len(b) > 0 && b[0] == '"':
+		*d = Denial{}
+		return json.Unmarshal(b, &d.Message)
+	}
+	type plain Denial
+	var p plain
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &p); err != nil {
+		return err
+	}
+	if strict, err := sigsjson.UnmarshalStrict(b, &p); err != nil {
+		return err
+	} else if len(strict) > 0 {
+		return strict[0]
+	}
+	*d = Denial(p)
+	return nil
+}
+
+// Manifest is an object given inline or as a path (relative to the suite
+// file). In YAML, a string is a path and a mapping an inline object.
+type Manifest struct {
+	Path   string
+	Inline map[string]any
+}
+
+// UnmarshalJSON accepts a string (a path) or an object.
+func (m *Manifest) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		*m = Manifest{}
+		return json.Unmarshal(b, &m.Path)
+	}
+	var obj map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &obj); err != nil {
+		return fmt.Errorf("must be a path or an object: %w", err)
+	}
+	if obj == nil {
+		return fmt.Errorf("must be a path or an object, not null")
+	}
+	*m = Manifest{Inline: obj}
+	return nil
+}
+
+// MarshalJSON writes the path or the inline object.
+func (m Manifest) MarshalJSON() ([]byte, error) {
+	if m.Inline != nil {
+		return json.Marshal(m.Inline)
+	}
+	return json.Marshal(m.Path)
+}
+
+// InputError is a problem of a suite file: unreadable, malformed or
+// inconsistent. It names the file and the field path.
+type InputError struct {
+	File string
+	Errs field.ErrorList
+	Err  error
+}
+
+func (e *InputError) Error() string {
+	if e.Err != nil {
+		return e.File + ": " + e.Err.Error()
+	}
+	lines := make([]string, len(e.Errs))
+	for i, fe := range e.Errs {
+		lines[i] = e.File + ": " + fe.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// ParseSuite decodes and validates one suite file's content (named file in
+// errors). It does not read the files the suite refers to; LoadSuite does.
+func ParseSuite(file string, data []byte) (*Suite, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &InputError{File: file, Err: fmt.Errorf("empty suite")}
+	}
+	if n := countDocuments(data); n > 1 {
+		return nil, &InputError{File: file, Err: fmt.Errorf("a suite file holds one PolicyTest document, found %d", n)}
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, &InputError{File: file, Err: err}
+	}
+	s := &Suite{}
+	strict, err := sigsjson.UnmarshalStrict(js, s)
+	if err != nil {
+		return nil, &InputError{File: file, Err: jsonError(err)}
+	}
+	var errs field.ErrorList
+	for _, e := range strict {
+		errs = append(errs, field.Invalid(nil, nil, e.Error()))
+	}
+	errs = append(errs, s.validate()...)
+	if len(errs) > 0 {
+		return nil, &InputError{File: file, Errs: errs}
+	}
+	if s.Metadata.Name == "" {
+		s.Metadata.Name = strings.TrimSuffix(filepath.Base(file), FileSuffix)
+		s.Metadata.Name = strings.TrimSuffix(s.Metadata.Name, filepath.Ext(s.Metadata.Name))
+	}
+	return s, nil
+}
+
+// jsonError turns a decoding error into one that names the field.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if ok := asTypeError(err, &te); ok && te.Field != "" {
+		return fmt.Errorf("%s: cannot be a %s (want %s)", te.Field, te.Value, te.Type)
+	}
+	return err
+}
+
+func asTypeError(err error, target **json.UnmarshalTypeError) bool {
+	for err != nil {
+		if te, ok := err.(*json.UnmarshalTypeError); ok {
+			*target = te
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+
+// countDocuments counts the non-empty YAML documents of data.
+func countDocuments(data []byte) int {
+	n := 0
+	for _, d := range docSeparator.Split(string(data), -1) {
+		empty := true
+		for _, l := range strings.Split(d, "\n") {
+			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+				empty = false
+				break
+			}
+		}
+		if !empty {
+			n++
+		}
+	}
+	return n
+}
+
+var operations = map[string]bool{"CREATE": true, "UPDATE": true, "CONNECT": true}
+
+func (s *Suite) validate() field.ErrorList {
+	var errs field.ErrorList
+	if s.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), s.APIVersion, []string{APIVersion}))
+	}
+	if s.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), s.Kind, []string{Kind}))
+	}
+	if len(s.Policies) == 0 {
+		errs = append(errs, field.Required(field.NewPath("policies"), "at least one file or directory of policies"))
+	}
+	for i, p := range s.Policies {
+		if p == "" {
+			errs = append(errs, field.Required(field.NewPath("policies").Index(i), ""))
+		}
+	}
+	errs = append(errs, validateManifests(field.NewPath("resources"), s.Resources)...)
+	d := field.NewPath("defaults")
+	if op := s.Defaults.Operation; op != "" && !operations[op] {
+		errs = append(errs, field.NotSupported(d.Child("operation"), op, []string{"CREATE", "UPDATE", "CONNECT"}))
+	}
+	if len(s.Cases) == 0 {
+		errs = append(errs, field.Required(field.NewPath("cases"), "at least one case"))
+	}
+	seen := map[string]int{}
+	for i := range s.Cases {
+		p := field.NewPath("cases").Index(i)
+		c := &s.Cases[i]
+		if c.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		} else if j, ok := seen[c.Name]; ok {
+			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (cases[%d])", c.Name, j)))
+		} else {
+			seen[c.Name] = i
+		}
+		errs = append(errs, c.validate(p, s.Defaults)...)
+	}
+	return errs
+}
+
+func validateManifests(p *field.Path, ms []Manifest) field.ErrorList {
+	var errs field.ErrorList
+	for i, m := range ms {
+		if m.Inline == nil && m.Path == "" {
+			errs = append(errs, field.Required(p.Index(i), "a path or an object"))
+		}
+	}
+	return errs
+}
+
+func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
+	var errs field.ErrorList
+	if c.Operation != "" && !operations[c.Operation] {
+		errs = append(errs, field.NotSupported(p.Child("operation"), c.Operation, []string{"CREATE", "UPDATE", "CONNECT"}))
+	}
+	switch {
+	case c.Object == nil && c.ObjectRef == nil:
+		errs = append(errs, field.Required(p.Child("object"), "object or objectRef"))
+	case c.Object != nil && c.ObjectRef != nil:
+		errs = append(errs, field.Forbidden(p.Child("objectRef"), "object and objectRef are mutually exclusive"))
+	}
+	if c.OldObject != nil && c.OldObjectRef != nil {
+		errs = append(errs, field.Forbidden(p.Child("oldObjectRef"), "oldObject and oldObjectRef are mutually exclusive"))
+	}
+	for _, r := range []struct {
+		name string
+		ref  *ObjectRef
+	}{{"objectRef", c.ObjectRef}, {"oldObjectRef", c.OldObjectRef}} {
+		if r.ref == nil {
+			continue
+		}
+		if r.ref.Kind == "" {
+			errs = append(errs, field.Required(p.Child(r.name, "kind"), ""))
+		}
+		if r.ref.Name == "" {
+			errs = append(errs, field.Required(p.Child(r.name, "name"), ""))
+		}
+	}
+	op := c.operation(d)
+	hasOld := c.OldObject != nil || c.OldObjectRef != nil
+	if op == "UPDATE" && !hasOld {
+		errs = append(errs, field.Required(p.Child("oldObject"), "an UPDATE has an old object"))
+	}
+	if op != "UPDATE" && hasOld {
+		errs = append(errs, field.Forbidden(p.Child("oldObject"), "only an UPDATE has an old object, not a "+op))
+	}
+	errs = append(errs, validateManifests(p.Child("resources"), c.Resources)...)
+	e := p.Child("expect")
+	if c.Expect.Denied != nil {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"object", c.Expect.Object != nil}, {"objectContains", c.Expect.ObjectContains != nil}, {"patch", c.Expect.Patch != nil}, {"unchanged", c.Expect.Unchanged}} {
+			if f.set {
+				errs = append(errs, field.Forbidden(e.Child(f.name), "a denied request has no final object"))
+			}
+		}
+		if re := c.Expect.Denied.MessageRegex; re != "" {
+			if _, err := regexp.Compile(re); err != nil {
+				errs = append(errs, field.Invalid(e.Child("denied", "messageRegex"), re, err.Error()))
+			}
+		}
+	}
+	for i, op := range derefPatch(c.Expect.Patch) {
+		if _, ok := op["op"].(string); !ok {
+			errs = append(errs, field.Required(e.Child("patch").Index(i).Child("op"), ""))
+		}
+		if _, ok := op["path"].(string); !ok {
+			errs = append(errs, field.Required(e.Child("patch").Index(i).Child("path"), ""))
+		}
+	}
+	for _, l := range []struct {
+		name  string
+		names []string
+	}{{"applied", c.Expect.Applied}, {"notApplied", c.Expect.NotApplied}} {
+		for i, n := range l.names {
+			if n == "" || strings.Count(n, "/") > 1 {
+				errs = append(errs, field.Invalid(e.Child(l.name).Index(i), n, "must be POLICY or POLICY/BINDING"))
+			}
+		}
+	}
+	for k, v := range c.Expect.MaxRuntimeCost {
+		if _, _, err := parseCostKey(k); err != nil {
+			errs = append(errs, field.Invalid(e.Child("maxRuntimeCost").Key(k), k, err.Error()))
+		}
+		if v < 0 {
+			errs = append(errs, field.Invalid(e.Child("maxRuntimeCost").Key(k), v, "must not be negative"))
+		}
+	}
+	return errs
+}
+
+func derefPatch(p *Patch) Patch {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// operation is the case's operation after defaults.
+func (c *Case) operation(d Defaults) string {
+	switch {
+	case c.Operation != "":
+		return c.Operation
+	case d.Operation != "":
+		return d.Operation
+	case c.OldObject != nil || c.OldObjectRef != nil:
+		return "UPDATE"
+	}
+	return "CREATE"
+}
+
+var costKey = regexp.MustCompile(`^([^\[\]]+?)(?:\[(\d+)\])?$`)
+
+// parseCostKey splits "policy" or "policy[i]" (mutation -1 for the
+// former).
+func parseCostKey(k string) (policy string, mutation int, err error) {
+	m := costKey.FindStringSubmatch(k)
+	if m == nil {
+		return "", 0, fmt.Errorf("must be POLICY or POLICY[MUTATION INDEX]")
+	}
+	if m[2] == "" {
+		return m[1], -1, nil
+	}
+	_, err = fmt.Sscan(m[2], &mutation)
+	return m[1], mutation, err
+}
+
+// readSuiteFile reads and parses a suite file.
+func readSuiteFile(file string) (*Suite, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &InputError{File: file, Err: err}
+	}
+	return ParseSuite(file, data)
+}
