@@ -367,3 +367,30 @@ func (lc *loadedCase) attributes(object *unstructured.Unstructured) (*matching.A
 	}
 	return lc.cluster.Attributes(req)
 }
+
+// CaseRequest is the admission request of one case and the simulated
+// cluster it runs in (the suite's, or its own when the case adds
+// resources). `mutatis bench --suite` measures policies on them.
+type CaseRequest struct {
+	// Name is "suite/case".
+	Name    string
+	Cluster *cluster.Cluster
+	Request cluster.Request
+}
+
+// Requests returns the requests of every case, in suite order. Each call
+// returns fresh copies of the objects.
+func (l *Loaded) Requests() []CaseRequest {
+	out := make([]CaseRequest, 0, len(l.cases))
+	for _, lc := range l.cases {
+		req := cluster.Request{
+			Object: lc.object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
+			Namespace: lc.namespace, User: lc.user, DryRun: lc.c.DryRun,
+		}
+		if lc.oldObject != nil {
+			req.OldObject = lc.oldObject.DeepCopy()
+		}
+		out = append(out, CaseRequest{Name: l.Name + "/" + lc.c.Name, Cluster: lc.cluster, Request: req})
+	}
+	return out
+}

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -150,7 +148,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return err
 	}
 	if o.explain {
-		explain(stderr, result)
+		explain.Trace(stderr, result)
 	}
 	if result.Denied != nil {
 		return &exitError{code: exitProblem, err: errors.New(result.Denied.ErrStatus.Message)}
@@ -167,41 +165,6 @@ func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructure
 		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+len(set.Policies)+len(set.Bindings))
 	}
 	return set.Objects[0].Object, nil
-}
-
-func explain(w io.Writer, r engine.Result) {
-	if len(r.Invocations) == 0 {
-		fmt.Fprintln(w, "explain: no policy binding matched the request")
-	}
-	for _, inv := range r.Invocations {
-		param := ""
-		if inv.Param != "" {
-			param = " param " + inv.Param
-		}
-		who := fmt.Sprintf("policy %q", inv.Policy)
-		if inv.Binding != "" {
-			who += fmt.Sprintf(" binding %q", inv.Binding)
-		}
-		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
-		switch {
-		case inv.Err != nil:
-			fmt.Fprintf(w, ": error: %v\n", inv.Err)
-		case inv.Skipped != "":
-			fmt.Fprintf(w, ": skipped: %s\n", inv.Skipped)
-		default:
-			fmt.Fprintln(w, ": applied")
-		}
-		for i, m := range inv.Mutations {
-			note := ""
-			if m.Skipped {
-				note = " (a JSON patch test failed: patch dropped)"
-			}
-			fmt.Fprintf(w, "explain:   mutation %d: runtime cost %d, %s%s\n", i, m.Cost, m.Elapsed, note)
-		}
-	}
-	if r.Reinvoke {
-		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
-	}
 }
 
 func printResult(w io.Writer, format string, before, after map[string]any) error {
@@ -231,10 +194,7 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 		_, err = fmt.Fprintln(w, string(out))
 		return err
 	case "diff":
-		a, _ := yaml.Marshal(before)
-		b, _ := yaml.Marshal(after)
-		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(string(a)), B: difflib.SplitLines(string(b)),
-			FromFile: "input", ToFile: "admitted", Context: 3})
+		text, err := explain.Diff("input", "admitted", before, after)
 		if err != nil {
 			return err
 		}
@@ -251,21 +211,8 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 
 // colorize colors a unified diff when w is a terminal.
 func colorize(w io.Writer, diff string) string {
-	f, ok := w.(*os.File)
-	if !ok {
+	if !explain.IsTerminal(w) {
 		return diff
 	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return diff
-	}
-	lines := strings.SplitAfter(diff, "\n")
-	for i, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
-			lines[i] = "\x1b[32m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
-		case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
-			lines[i] = "\x1b[31m" + strings.TrimSuffix(l, "\n") + "\x1b[0m\n"
-		}
-	}
-	return strings.Join(lines, "")
+	return explain.Colorize(diff)
 }

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
@@ -53,27 +52,9 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		}
 	}
 
-	schemas := applyconfig.NewSchemas()
-	crdKinds := map[schema.GroupVersionResource]schema.GroupVersionKind{}
-	for _, o := range set.Objects {
-		if o.Object.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		if err := schemas.AddCRD(o.Object); err != nil {
-			problems = append(problems, &manifest.Error{Source: o.Source, Kind: o.Object.GetKind(), Name: o.Object.GetName(), Err: err})
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
-		plural, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "plural")
-		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
-		versions, _, _ := unstructured.NestedSlice(o.Object.Object, "spec", "versions")
-		for _, v := range versions {
-			if vm, ok := v.(map[string]any); ok {
-				name, _ := vm["name"].(string)
-				crdKinds[schema.GroupVersionResource{Group: group, Version: name, Resource: plural}] = schema.GroupVersionKind{Group: group, Version: name, Kind: kind}
-			}
-		}
-	}
+	crds, crdProblems := indexCRDs(set.Objects)
+	problems = append(problems, crdProblems...)
+	schemas, crdKinds := crds.schemas, crds.kinds
 
 	comp, err := compiler.New()
 	if err != nil {

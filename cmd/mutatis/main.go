@@ -70,6 +70,6 @@ cluster as an admission webhook.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLintCommand(), newApplyCommand())
+	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand())
 	return root
 }

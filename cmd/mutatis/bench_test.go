@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBench(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.json")
+	report := filepath.Join(dir, "report.html")
+	const td = "testdata/bench/"
+	common := []string{"bench", "-f", td + "deployment.yaml", "--benchtime", "1ms", "--scale", "1,10"}
+
+	// Save a baseline with the policy doing the work once.
+	code, stdout, stderr := runCLI(t, "", append(common, "--policies", td+"policy-x1.yaml", "--save", base, "--report", report, "--chart")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"count-nginx/count-nginx", "spec.mutations[0].applyConfiguration.expression", "×10", "deployment.yaml (Deployment web)", "cost "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	page, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(page), "<svg") {
+		t.Errorf("report: %v", err)
+	}
+	saved, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		Kind         string
+		Measurements []struct{ Scale int }
+	}
+	if err := json.Unmarshal(saved, &b); err != nil || b.Kind != "BenchResult" || len(b.Measurements) != 2 {
+		t.Fatalf("baseline %s: %v", saved, err)
+	}
+
+	for _, tc := range []struct {
+		name, policy string
+		extra        []string
+		wantCode     int
+		wantStderr   string
+	}{
+		{name: "the same policy passes against its baseline", policy: "policy-x1.yaml", extra: []string{"--metric", "cost"}},
+		// Filtering twice: cost 137 → 164 at ×1 (+20%), 308 → 506 at ×10 (+64%).
+		{name: "a policy twice as costly fails", policy: "policy-x2.yaml", extra: []string{"--metric", "cost", "--max-regression", "15"}, wantCode: 1, wantStderr: "2 measurement(s) regressed by more than 15%"},
+		{name: "only the scale that regressed beyond the threshold is flagged", policy: "policy-x2.yaml", extra: []string{"--metric", "cost", "--max-regression", "50"}, wantCode: 1, wantStderr: "spec.mutations[0].applyConfiguration.expression|10: cost 308 → 506 cost units (+64.3%)\n1 measurement(s) regressed by more than 50%"},
+		{name: "json output", policy: "policy-x1.yaml", extra: []string{"-o", "json", "--metric", "cost"}},
+		{name: "bad metric", policy: "policy-x1.yaml", extra: []string{"--metric", "speed"}, wantCode: 2, wantStderr: `--metric must be cost, time or both, not "speed"`},
+		{name: "missing baseline", policy: "policy-x1.yaml", extra: []string{"--baseline", filepath.Join(dir, "nope.json")}, wantCode: 2, wantStderr: "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{}, common...), "--policies", td+tc.policy)
+			if !strings.Contains(strings.Join(tc.extra, " "), "--baseline") {
+				args = append(args, "--baseline", base)
+			}
+			code, _, stderr := runCLI(t, "", append(args, tc.extra...)...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d: %s", code, tc.wantCode, stderr)
+			}
+			if !strings.Contains(stderr, tc.wantStderr) {
+				t.Errorf("stderr %q lacks %q", stderr, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestBenchSuites(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "cases of a suite are the fixtures", args: []string{"--suite", "../../examples/sidecar-injection"},
+			wantStdout: "inject-logging-sidecar/inject-logging-sidecar"},
+		{name: "a directory without suites is bad input", args: []string{"--suite", "testdata/bench"}, wantCode: 2, wantStderr: "--suite: no *.mutatis-test.yaml under testdata/bench"},
+		{name: "neither suites nor fixtures", args: []string{"--policies", "testdata/bench/policy-x1.yaml"}, wantCode: 2, wantStderr: "give --policies and --filename, or --suite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append([]string{"bench", "--benchtime", "1ms"}, tc.args...)...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d: %s", code, tc.wantCode, stderr)
+			}
+			if !strings.Contains(stdout, tc.wantStdout) || !strings.Contains(stderr, tc.wantStderr) {
+				t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
+	}
+}

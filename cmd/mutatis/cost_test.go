@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCost(t *testing.T) {
+	const (
+		policy    = "testdata/cost/policy.yaml"
+		unbounded = "testdata/cost/crd-unbounded.yaml"
+		bounded   = "testdata/cost/crd-bounded.yaml"
+	)
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+		wantNot  []string
+	}{
+		{
+			name:     "a list without maxItems in the CRD is flagged with the field, the reason and a fix",
+			args:     []string{"cost", policy, "--resources", unbounded},
+			wantCode: exitProblem,
+			want: []string{
+				"spec.variables[0].expression (tls)",
+				"362.97%",
+				"over-limit",
+				"gateway-tls-count: spec.variables[0].expression: worst case 3629682 exceeds the per-call limit (1000000) for Gateway example.com/v1",
+				"object.spec.listeners (used by filter()) has no maxItems in the schema of the target kind Gateway example.com/v1",
+				"suggestion: add maxItems to spec.listeners in the openAPIV3Schema of CRD gateways.example.com",
+				"object.spec.listeners (used by filter(), exists()) has no maxItems",
+				"spec.mutations[0]: worst case 1990821243936 of spec.mutations[0].applyConfiguration.expression + variables.tls exceeds the budget 10000000",
+				"1 policy, 4 not within the limits",
+			},
+		},
+		{
+			name:     "the same policy is within the limits once the CRD sets maxItems",
+			args:     []string{"cost", policy, "--resources", bounded},
+			wantCode: exitOK,
+			want:     []string{"spec.variables[0].expression (tls)", "972", "0.10%", "140352", "14.04%", "1 mutation + 1 variable", "141324", "1 policy, 0 not within the limits"},
+			wantNot:  []string{"over-limit", "has no maxItems", "suggestion"},
+		},
+		{
+			name:     "a CRD next to the policy in the same paths is used too",
+			args:     []string{"cost", bounded, policy},
+			wantCode: exitOK,
+			want:     []string{"0 not within the limits"},
+		},
+		{
+			name:     "--fail-over lowers the threshold to a percent of each limit",
+			args:     []string{"cost", policy, "--resources", bounded, "--fail-over", "10"},
+			wantCode: exitProblem,
+			want: []string{
+				"over-fail-over",
+				"worst case 140352 exceeds 10% of the per-call limit (--fail-over) for Gateway example.com/v1",
+				"object.spec.listeners (used by filter(), exists()): maxItems 64 lets the cost model count up to 64",
+				"suggestion: lower maxItems of spec.listeners in CRD gateways.example.com",
+				"object.spec.listeners[*].name (used by !=): maxLength 63 lets the cost model count up to 252",
+			},
+		},
+		{
+			name:     "a built-in kind has no size limits: the reason says so",
+			args:     []string{"cost", "testdata/cost/builtin.yaml"},
+			wantCode: exitProblem,
+			want: []string{
+				"pods (no schema)",
+				"object.spec.containers (used by exists()) has no size limit: the target kind pods (no schema) has no schema with maxItems, maxProperties or maxLength (built-in kinds carry none offline)",
+				"spec.matchConditions  1 condition",
+			},
+		},
+		{
+			name:     "a computed value of unknown size is named by its CEL text",
+			args:     []string{"cost", "testdata/cost/builtin.yaml"},
+			wantCode: exitProblem,
+			want:     []string{"namespaceObject.metadata.?labels.orValue({}) (used by transformMap()) is a computed value whose size the cost model does not know"},
+		},
+		{
+			name:     "an unknown output format is bad input",
+			args:     []string{"cost", policy, "-o", "xml"},
+			wantCode: exitUsage,
+		},
+		{
+			name:     "a --fail-over outside 0..100 is bad input",
+			args:     []string{"cost", policy, "--fail-over", "150"},
+			wantCode: exitUsage,
+			want:     []string{"--fail-over must be a percent between 0 and 100"},
+		},
+		{
+			name:     "a missing file is bad input",
+			args:     []string{"cost", "testdata/cost/nope.yaml"},
+			wantCode: exitUsage,
+			want:     []string{"nope.yaml"},
+		},
+		{
+			name:     "a policy the API server would refuse is bad input",
+			args:     []string{"cost", "testdata/lint/bad.yaml"},
+			wantCode: exitUsage,
+			want:     []string{"spec.reinvocationPolicy: Required value"},
+		},
+		{
+			name:     "paths without policies are bad input",
+			args:     []string{"cost", unbounded},
+			wantCode: exitUsage,
+			want:     []string{"no MutatingAdmissionPolicy found in testdata/cost/crd-unbounded.yaml"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", tc.args...)
+			all := out + errOut
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.wantCode, all)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(all, w) {
+					t.Errorf("output has %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+func TestCostJSON(t *testing.T) {
+	cases := []struct {
+		name          string
+		crd           string
+		wantCode      int
+		wantStatus    string
+		wantDriver    string // path of the first driver of the variable; "" for none
+		wantBound     int64
+		wantMax       uint64
+		wantMutStatus string
+	}{
+		{name: "without maxItems the variable is over the limit because of spec.listeners",
+			crd: "testdata/cost/crd-unbounded.yaml", wantCode: exitProblem, wantStatus: costOverLimit,
+			wantDriver: "object.spec.listeners", wantBound: 241978, wantMax: 3629682, wantMutStatus: costOverLimit},
+		{name: "with maxItems nothing is flagged",
+			crd: "testdata/cost/crd-bounded.yaml", wantCode: exitOK, wantStatus: costOK, wantMax: 972, wantMutStatus: costOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", "cost", "-o", "json", "testdata/cost/policy.yaml", "--resources", tc.crd)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.wantCode, out, errOut)
+			}
+			var r costReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("decoding %s: %v", out, err)
+			}
+			if r.Limits.PerCall != 1000000 || r.Limits.Mutation != 10000000 || r.Limits.MatchConditions != 2500000 {
+				t.Errorf("limits = %+v", r.Limits)
+			}
+			if len(r.Policies) != 1 || len(r.Policies[0].Expressions) != 3 || len(r.Policies[0].Budgets) != 2 {
+				t.Fatalf("report shape: %s", out)
+			}
+			v := r.Policies[0].Expressions[0]
+			if v.Name != "tls" || v.Status != tc.wantStatus || v.Max == nil || *v.Max != tc.wantMax || !v.Schema {
+				t.Errorf("variable tls = %+v, want status %s max %d", v, tc.wantStatus, tc.wantMax)
+			}
+			switch {
+			case tc.wantDriver == "" && len(v.Drivers) > 0:
+				t.Errorf("unexpected drivers %+v", v.Drivers)
+			case tc.wantDriver != "" && (len(v.Drivers) == 0 || v.Drivers[0].Path != tc.wantDriver || v.Drivers[0].Bound == nil || *v.Drivers[0].Bound != tc.wantBound):
+				t.Errorf("drivers = %+v, want %s bounded at %d", v.Drivers, tc.wantDriver, tc.wantBound)
+			}
+			if b := r.Policies[0].Budgets[0]; b.Name != "spec.mutations[0]" || b.Status != tc.wantMutStatus || strings.Join(b.Expressions, ",") != "spec.mutations[0].applyConfiguration.expression,variables.tls" {
+				t.Errorf("mutation budget = %+v", b)
+			}
+		})
+	}
+}
+
+func TestRenderPath(t *testing.T) {
+	cases := []struct {
+		path []string
+		want string
+	}{
+		{[]string{"object", "spec", "items"}, "object.spec.items"},
+		{[]string{"object", "spec", "items", "@items", "name"}, "object.spec.items[*].name"},
+		{[]string{"params", "data", "@values"}, "params.data[*]"},
+		{[]string{"object", "metadata", "labels", "@keys"}, "object.metadata.labels[*]"},
+	}
+	for _, tc := range cases {
+		if got := renderPath(tc.path); got != tc.want {
+			t.Errorf("renderPath(%v) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/policytest"
+	"github.com/mutatis-dev/mutatis/policytest/coverage"
+)
+
+type testOptions struct {
+	output      string
+	run         string
+	watch       bool
+	interval    time.Duration
+	shuffle     string
+	idempotence bool
+	color       bool
+	verbose     bool
+	parallel    int
+
+	coverage     bool
+	coverageHTML string
+	coverageMin  float64
+}
+
+func newTestCommand() *cobra.Command {
+	o := &testOptions{}
+	cmd := &cobra.Command{
+		Use:   "test [PATH...]",
+		Short: "Run PolicyTest suites (*.mutatis-test.yaml) against MutatingAdmissionPolicies, offline",
+		Long: `test finds the PolicyTest suites under PATH (default ".": files named
+*.mutatis-test.yaml, searched recursively; testdata directories are skipped
+unless named), admits every case's object through the suite's policies as
+kube-apiserver 1.37 would, and checks the expectations. See docs/testing.md.
+
+Exit status: 0 every case passed; 1 a case failed; 2 bad input (an
+unreadable or invalid suite, named with file and field path, or bad flags).`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runTest(cmd, o, args) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "text", "text, junit or json")
+	f.StringVar(&o.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
+	f.BoolVar(&o.watch, "watch", false, "run again whenever a suite, policy or resource file changes")
+	f.DurationVar(&o.interval, "watch-interval", 500*time.Millisecond, "how often --watch looks at the files")
+	f.StringVar(&o.shuffle, "shuffle", "", "re-run every case with the policies in other orders and fail order-dependent cases; =SEED repeats an earlier run")
+	f.Lookup("shuffle").NoOptDefVal = "random"
+	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again")
+	f.BoolVar(&o.color, "color", false, "color diffs even when stdout is not a terminal")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "list passing cases too")
+	f.IntVar(&o.parallel, "parallel", 0, "cases evaluated at once (default GOMAXPROCS)")
+	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised (docs/coverage.md)")
+	f.StringVar(&o.coverageHTML, "coverage-html", "", "write the coverage report as HTML, with the expression sources highlighted, to this file (implies --coverage)")
+	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
+	return cmd
+}
+
+func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
+	ctx := cmd.Context()
+	stdout := cmd.OutOrStdout()
+	switch o.output {
+	case "text", "junit", "json":
+	default:
+		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
+	}
+	opts := policytest.Options{Idempotence: o.idempotence, Parallel: o.parallel}
+	if o.run != "" {
+		re, err := regexp.Compile(o.run)
+		if err != nil {
+			return badInput(fmt.Errorf("--run: %w", err))
+		}
+		opts.Run = re
+	}
+	if o.shuffle != "" {
+		opts.Shuffle = true
+		if o.shuffle == "random" {
+			opts.Seed = uint64(time.Now().UnixNano())
+		} else {
+			seed, err := strconv.ParseUint(o.shuffle, 10, 64)
+			if err != nil {
+				return badInput(fmt.Errorf("--shuffle: the seed must be an unsigned integer, not %q", o.shuffle))
+			}
+			opts.Seed = seed
+		}
+	}
+	paths := args
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	color := o.color || explain.IsTerminal(stdout)
+	withCoverage := o.coverage || o.coverageHTML != "" || o.coverageMin > 0
+	once := func(ctx context.Context) (int, []string, error) {
+		var rec *coverage.Recorder
+		if withCoverage {
+			rec = coverage.NewRecorder()
+			opts.NewCompiler = func() (*compiler.Compiler, error) { return compiler.New(rec.CompilerOption()) }
+			opts.Observe = rec.RecordResult
+		}
+		rep, err := policytest.RunFiles(ctx, paths, opts)
+		if err != nil && rep == nil {
+			return exitUsage, nil, err
+		}
+		if werr := writeReport(stdout, o.output, rep, policytest.TextOptions{Color: color, Verbose: o.verbose}); werr != nil {
+			return exitUsage, nil, werr
+		}
+		code := testExitCode(rep)
+		if rec != nil {
+			// Machine-readable reports own stdout; the table goes to stderr then.
+			w := stdout
+			if o.output != "text" {
+				w = cmd.ErrOrStderr()
+			}
+			covCode, cerr := writeCoverage(w, rec, rep, o)
+			if cerr != nil {
+				return exitUsage, nil, cerr
+			}
+			code = max(code, covCode)
+		}
+		return code, watchedFiles(rep), err
+	}
+	if !o.watch {
+		code, _, err := once(ctx)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		if code != exitOK {
+			return &exitError{code: code}
+		}
+		return nil
+	}
+	err := policytest.Watch(ctx, paths, o.interval, func(ctx context.Context) []string {
+		_, files, err := once(ctx)
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), err)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "watching for changes (Ctrl-C to stop)")
+		return files
+	})
+	if err != nil && ctx.Err() == nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return nil
+}
+
+// writeCoverage reports the coverage of a run and returns exitProblem when
+// it is below --coverage-min.
+func writeCoverage(w io.Writer, rec *coverage.Recorder, rep *policytest.Report, o *testOptions) (int, error) {
+	// Every policy and binding of every suite, once (suites often share
+	// policy files).
+	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	seenP, seenB := map[string]bool{}, map[string]bool{}
+	for _, s := range rep.Suites {
+		if s.Loaded == nil {
+			continue
+		}
+		for _, p := range s.Loaded.Policies {
+			if !seenP[p.Name] {
+				seenP[p.Name] = true
+				policies = append(policies, p)
+			}
+		}
+		for _, b := range s.Loaded.Bindings {
+			if !seenB[b.Name] {
+				seenB[b.Name] = true
+				bindings = append(bindings, b)
+			}
+		}
+	}
+	cov := rec.Report(policies, bindings)
+	fmt.Fprintln(w)
+	if err := cov.WriteTable(w); err != nil {
+		return exitUsage, err
+	}
+	if o.coverageHTML != "" {
+		if err := writeFile(o.coverageHTML, func(f *os.File) error { return cov.WriteHTML(f) }); err != nil {
+			return exitUsage, err
+		}
+		fmt.Fprintf(w, "coverage report written to %s\n", o.coverageHTML)
+	}
+	if o.coverageMin > 0 && cov.Percent() < o.coverageMin {
+		fmt.Fprintf(w, "FAIL: coverage %.1f%% is below --coverage-min %g%%\n", cov.Percent(), o.coverageMin)
+		return exitProblem, nil
+	}
+	return exitOK, nil
+}
+
+// testExitCode is 2 when a suite was bad input, 1 when a case failed, 0
+// otherwise.
+func testExitCode(rep *policytest.Report) int {
+	_, failed, errored, bad := rep.Counts()
+	switch {
+	case bad > 0:
+		return exitUsage
+	case failed+errored > 0:
+		return exitProblem
+	}
+	return exitOK
+}
+
+func watchedFiles(rep *policytest.Report) []string {
+	var files []string
+	for _, s := range rep.Suites {
+		files = append(files, s.File)
+		if s.Loaded != nil {
+			files = append(files, s.Loaded.Files...)
+		}
+	}
+	return files
+}
+
+func writeReport(w io.Writer, format string, rep *policytest.Report, o policytest.TextOptions) error {
+	switch format {
+	case "junit":
+		return rep.WriteJUnit(w)
+	case "json":
+		return rep.WriteJSON(w)
+	}
+	return rep.WriteText(w, o)
+}

@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+)
+
+// BenchmarkMutation measures one compiled mutation on the small Deployment:
+// upstream's patcher (NewApplyConfigurationPatcher / NewJSONPatcher, with
+// the dispatcher's dispatchOne post-processing: conversion back to the
+// typed object and defaulting) against engine.Patcher.Mutate (evaluation,
+// merge or patch, normalization through the Go type). Both compile once,
+// outside the loop.
+func BenchmarkMutation(b *testing.B) {
+	dep := deployment()
+	obj, err := toUnstructured(dep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schemas := applyconfig.NewSchemas()
+	upstreamTC := applyconfigurations.NewTypeConverter(scheme.Scheme)
+	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	comp, err := compiler.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	dryRun := false
+	req := &admissionv1.AdmissionRequest{
+		Kind: metav1.GroupVersionKind(deploymentGVK), Resource: metav1.GroupVersionResource(deploymentGVR),
+		RequestKind: (*metav1.GroupVersionKind)(&deploymentGVK), RequestResource: (*metav1.GroupVersionResource)(&deploymentGVR),
+		Name: "web", Namespace: "shop", Operation: admissionv1.Create, DryRun: &dryRun,
+	}
+	for _, mc := range mutationCases {
+		p, _ := policy("bench", "apps", "deployments", mc.m)
+		ev := upstreamCompile(p)
+		if ev.Error != nil || len(ev.Mutators) != 1 {
+			b.Fatalf("%s: upstream compile: %v", mc.name, ev.Error)
+		}
+		compiled, err := comp.Compile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("impl=upstream/case="+mc.name, func(b *testing.B) {
+			ctx := context.Background()
+			attrs := admission.NewAttributesRecord(dep, nil, deploymentGVK, "shop", "web", deploymentGVR, "", admission.Create, &metav1.CreateOptions{}, false, benchUser)
+			vAttrs := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: deploymentGVK,
+				VersionedObject: admission.NewLazyObject(dep), VersionedOldObject: admission.NewLazyObject(nil)}
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := ev.Mutators[0].Patch(ev.CompositedCompiler.CreateContext(ctx), patch.Request{
+					MatchedResource: deploymentGVR, VersionedAttributes: vAttrs, ObjectInterfaces: o,
+					OptionalVariables: plugincel.OptionalVariableBindings{}, TypeConverter: upstreamTC,
+				}, celconfig.RuntimeCELCostBudget)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if out, err = o.GetObjectConvertor().ConvertToVersion(out, deploymentGVK.GroupVersion()); err != nil {
+					b.Fatal(err)
+				}
+				o.GetObjectDefaulter().Default(out)
+			}
+		})
+		b.Run("impl=mutatis/case="+mc.name, func(b *testing.B) {
+			ctx := context.Background()
+			in := compiler.Input{Object: obj, Request: req}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := pt.Mutate(ctx, compiled, compiled.Mutations[0], in, deploymentGVK); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAdmit measures whole admissions (matching, params,
+// matchConditions, mutations, reinvocation) through upstream's
+// mutating.NewDispatcher and through mutatis' Evaluator, policies compiled
+// once. The upstream figure includes one DeepCopyObject of the request
+// object per admission: its dispatcher mutates the attributes in place.
+func BenchmarkAdmit(b *testing.B) {
+	for _, s := range dispatchScenarios() {
+		w, stop := newWorld(b, worldObjects(), s.crds...)
+		hooks := w.upstreamHooks(b, s.policies, s.bindings)
+		ev, attrs := w.mutatisEvaluator(b, s.policies, s.bindings, s.req)
+		b.Run("impl=upstream/case="+s.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := w.runUpstream(ctx, hooks, s.req); err != nil {
+					b.Fatal(statusOf(err))
+				}
+			}
+		})
+		b.Run("impl=mutatis/case="+s.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := runMutatis(ctx, ev, attrs); err != nil {
+					b.Fatal(statusOf(err))
+				}
+			}
+		})
+		stop()
+	}
+}
+
+// TestScenariosAgree guards the benchmarks: every scenario admits the same
+// object through both implementations, so both sides measure the same work.
+func TestScenariosAgree(t *testing.T) {
+	for _, s := range dispatchScenarios() {
+		t.Run(s.name, func(t *testing.T) {
+			w, stop := newWorld(t, worldObjects(), s.crds...)
+			defer stop()
+			ctx := context.Background()
+			theirs, err := w.runUpstream(ctx, w.upstreamHooks(t, s.policies, s.bindings), s.req)
+			if err != nil {
+				t.Fatalf("upstream: %s", statusOf(err))
+			}
+			ev, attrs := w.mutatisEvaluator(t, s.policies, s.bindings, s.req)
+			ours, err := runMutatis(ctx, ev, attrs)
+			if err != nil {
+				t.Fatalf("mutatis: %s", statusOf(err))
+			}
+			if err := sameObject(ours, theirs); err != nil {
+				t.Fatal(err)
+			}
+			before, err := toUnstructured(s.req.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changed := sameObject(ours, s.req.obj) != nil; changed == s.unchanged {
+				t.Fatalf("object changed = %v, want %v (before: %d keys)", changed, !s.unchanged, len(before))
+			}
+		})
+	}
+}
+
+// TestMutationCasesAgree guards BenchmarkMutation the same way.
+func TestMutationCasesAgree(t *testing.T) {
+	dep := deployment()
+	obj, err := toUnstructured(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := applyconfig.NewSchemas()
+	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	for _, mc := range mutationCases {
+		t.Run(mc.name, func(t *testing.T) {
+			p, _ := policy("bench", "apps", "deployments", mc.m)
+			ev := upstreamCompile(p)
+			ctx := context.Background()
+			attrs := admission.NewAttributesRecord(dep, nil, deploymentGVK, "shop", "web", deploymentGVR, "", admission.Create, &metav1.CreateOptions{}, false, benchUser)
+			vAttrs := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: deploymentGVK,
+				VersionedObject: admission.NewLazyObject(dep), VersionedOldObject: admission.NewLazyObject(nil)}
+			theirs, err := ev.Mutators[0].Patch(ev.CompositedCompiler.CreateContext(ctx), patch.Request{
+				MatchedResource: deploymentGVR, VersionedAttributes: vAttrs, ObjectInterfaces: o,
+				TypeConverter: applyconfigurations.NewTypeConverter(scheme.Scheme),
+			}, celconfig.RuntimeCELCostBudget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if theirs, err = o.GetObjectConvertor().ConvertToVersion(theirs, deploymentGVK.GroupVersion()); err != nil {
+				t.Fatal(err)
+			}
+			o.GetObjectDefaulter().Default(theirs)
+			compiled, err := comp.Compile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, _, err := pt.Mutate(ctx, compiled, compiled.Mutations[0], compiler.Input{Object: obj}, deploymentGVK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sameObject(ours, theirs); err != nil {
+				t.Fatal(err)
+			}
+			if sameObject(ours, dep) == nil {
+				t.Fatal("the mutation changed nothing")
+			}
+		})
+	}
+}

@@ -1,0 +1,339 @@
+package bench
+
+// The two implementations under the same cluster state, built once per
+// scenario outside the timed loop:
+//
+//   - upstream: k8s.io/apiserver's mutating.NewDispatcher over a policy
+//     matcher fed by a fake clientset's informers, with PolicyHooks compiled
+//     once as its policy source compiles them (upstreamCompile mirrors the
+//     unexported compilePolicy) and the reinvocation protocol of
+//     admission.reinvoker; a copy of test/differential's harness, cut to
+//     what the benchmarks need;
+//   - mutatis: cluster.New from the same objects and its Evaluator.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	upstreammatching "k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// request is one admission request as kube-apiserver hands it to the
+// admission chain (typed objects for built-in kinds).
+type request struct {
+	obj       runtime.Object
+	gvk       schema.GroupVersionKind
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+}
+
+var benchUser = &user.DefaultInfo{Name: "alice", UID: "u-1", Groups: []string{"devs", "system:authenticated"}}
+
+// attributes builds fresh attributes with a copy of the object: upstream's
+// dispatcher mutates both in place, so every admission needs its own.
+func (r request) attributes() admission.Attributes {
+	return admission.NewAttributesRecord(r.obj.DeepCopyObject(), nil, r.gvk, r.namespace, r.name, r.gvr, "",
+		admission.Create, &metav1.CreateOptions{}, false, benchUser)
+}
+
+// world is the cluster state of a scenario: namespaces, param objects and
+// CRDs, served to both implementations.
+type world struct {
+	objects []runtime.Object // Namespaces, ConfigMaps (typed)
+	crds    []*unstructured.Unstructured
+
+	// upstream
+	informers    informers.SharedInformerFactory
+	restMapper   meta.RESTMapper
+	dispatcher   generic.Dispatcher[mutating.PolicyHook]
+	objectIfaces admission.ObjectInterfaces
+
+	// mutatis
+	cluster *cluster.Cluster
+}
+
+// newWorld starts the upstream informers and builds the mutatis cluster
+// over the same objects. Stop the informers with the returned function.
+func newWorld(tb testing.TB, objects []runtime.Object, crdFiles ...string) (*world, func()) {
+	tb.Helper()
+	w := &world{objects: objects}
+	for _, f := range crdFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			tb.Fatal(err)
+		}
+		w.crds = append(w.crds, u)
+	}
+
+	// mutatis
+	var mobjs []manifest.Object
+	for _, o := range objects {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.DeepCopyObject())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		mobjs = append(mobjs, manifest.Object{Object: &unstructured.Unstructured{Object: u}})
+	}
+	for _, c := range w.crds {
+		mobjs = append(mobjs, manifest.Object{Object: c.DeepCopy()})
+	}
+	c, err := cluster.New(mobjs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.cluster = c
+
+	// upstream
+	ctx, cancel := context.WithCancel(context.Background())
+	var typed []runtime.Object
+	for _, o := range objects {
+		o = o.DeepCopyObject()
+		// Typed informers hold objects without TypeMeta.
+		o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		typed = append(typed, o)
+	}
+	client := fake.NewClientset(typed...)
+	w.informers = informers.NewSharedInformerFactory(client, 0)
+	nsLister := w.informers.Core().V1().Namespaces().Lister()
+	for _, gvr := range []schema.GroupVersionResource{{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "namespaces"}} {
+		if _, err := w.informers.ForResource(gvr); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	w.informers.Start(ctx.Done())
+	for typ, ok := range w.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			tb.Fatalf("informer for %v did not sync", typ)
+		}
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	w.restMapper = mapper
+	tcm := &typeConverters{static: applyconfigurations.NewTypeConverter(scheme.Scheme), crds: c.Schemas}
+	w.dispatcher = mutating.NewDispatcher(authorizerfactory.NewAlwaysDenyAuthorizer(), upstreammatching.NewMatcher(nsLister, client), tcm)
+	w.objectIfaces = admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	return w, func() { cancel(); w.informers.Shutdown() }
+}
+
+// typeConverters implements upstream's patch.TypeConverterManager: the
+// static client-go converter for built-in kinds, the CRD schemas for the
+// others; answers are cached per kind, as upstream's manager caches them.
+type typeConverters struct {
+	static managedfields.TypeConverter
+	crds   *applyconfig.Schemas
+	cache  sync.Map // schema.GroupVersionKind → managedfields.TypeConverter (nil: none)
+}
+
+func (m *typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	if tc, ok := m.cache.Load(gvk); ok {
+		tc, _ := tc.(managedfields.TypeConverter)
+		return tc
+	}
+	var tc managedfields.TypeConverter
+	stub := &unstructured.Unstructured{}
+	stub.SetGroupVersionKind(gvk)
+	if _, err := m.static.ObjectToTyped(stub); err == nil {
+		tc = m.static
+	} else if crd, err := m.crds.TypeConverter(gvk); err == nil {
+		tc = crd
+	}
+	m.cache.Store(gvk, tc)
+	return tc
+}
+
+func (m *typeConverters) Run(context.Context) {}
+
+var _ patch.TypeConverterManager = &typeConverters{}
+
+// upstreamCompile replicates mutating.compilePolicy (unexported).
+func upstreamCompile(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
+	opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
+	comp, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return mutating.PolicyEvaluator{Error: &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: fmt.Sprintf("failed to initialize CEL compiler: %v", err)}}
+	}
+	var vars []plugincel.NamedExpressionAccessor
+	for _, v := range policy.Spec.Variables {
+		vars = append(vars, &validating.Variable{Name: v.Name, Expression: v.Expression})
+	}
+	comp.CompileAndStoreVariables(vars, opts, environment.StoredExpressions)
+	var matcher matchconditions.Matcher
+	if mcs := policy.Spec.MatchConditions; len(mcs) > 0 {
+		accessors := make([]plugincel.ExpressionAccessor, len(mcs))
+		for i := range mcs {
+			accessors[i] = (*matchconditions.MatchCondition)(&mcs[i])
+		}
+		matcher = matchconditions.NewMatcher(comp.CompileCondition(accessors, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
+	}
+	var patchers []patch.Patcher
+	popts := opts
+	popts.HasPatchTypes = true
+	for _, m := range policy.Spec.Mutations {
+		switch {
+		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			patchers = append(patchers, patch.NewJSONPatcher(comp.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, popts, environment.StoredExpressions)))
+		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			patchers = append(patchers, patch.NewApplyConfigurationPatcher(comp.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, popts, environment.StoredExpressions)))
+		}
+	}
+	return mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: comp}
+}
+
+// upstreamHooks builds the hooks upstream's policy source would build:
+// policies by name, bindings by name, param informers resolved.
+func (w *world) upstreamHooks(tb testing.TB, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) []mutating.PolicyHook {
+	byPolicy := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	for _, b := range bindings {
+		byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
+	}
+	sorted := append([]*admissionregistrationv1.MutatingAdmissionPolicy{}, policies...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var hooks []mutating.PolicyHook
+	for _, p := range sorted {
+		bs := byPolicy[p.Name]
+		if len(bs) == 0 {
+			continue
+		}
+		h := mutating.PolicyHook{Policy: p, Bindings: bs, Evaluator: upstreamCompile(p)}
+		if pk := p.Spec.ParamKind; pk != nil {
+			gv, err := schema.ParseGroupVersion(pk.APIVersion)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			mapping, err := w.restMapper.RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			inf, err := w.informers.ForResource(mapping.Resource)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			h.ParamInformer, h.ParamScope = inf, mapping.Scope
+		}
+		hooks = append(hooks, h)
+	}
+	return hooks
+}
+
+// runUpstream admits r as the MutatingAdmissionPolicy plugin inside
+// admission.reinvoker would, and returns the admitted object.
+func (w *world) runUpstream(ctx context.Context, hooks []mutating.PolicyHook, r request) (runtime.Object, error) {
+	attrs := r.attributes()
+	if err := w.dispatcher.Dispatch(ctx, attrs, w.objectIfaces, hooks); err != nil {
+		return nil, err
+	}
+	if rc := attrs.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		if err := w.dispatcher.Dispatch(ctx, attrs, w.objectIfaces, hooks); err != nil {
+			return nil, err
+		}
+	}
+	return attrs.GetObject(), nil
+}
+
+// mutatisEvaluator compiles the policies into an Evaluator over the
+// cluster, and the request's attributes.
+func (w *world) mutatisEvaluator(tb testing.TB, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, r request) (*engine.Evaluator, *matching.Attributes) {
+	ev, err := w.cluster.Evaluator(nil, policies, bindings)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ev, matching.AttributesFrom(r.attributes())
+}
+
+// runMutatis admits a through ev and returns the admitted object.
+func runMutatis(ctx context.Context, ev *engine.Evaluator, a *matching.Attributes) (map[string]any, error) {
+	res, err := ev.Admit(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if res.Denied != nil {
+		return nil, res.Denied
+	}
+	return res.Object, nil
+}
+
+// sameObject tells whether both implementations admitted the same object
+// (TypeMeta aside: typed objects come back from upstream without it).
+func sameObject(ours map[string]any, theirs runtime.Object) error {
+	m, err := toUnstructured(theirs)
+	if err != nil {
+		return err
+	}
+	strip := func(o map[string]any) map[string]any {
+		out := make(map[string]any, len(o))
+		for k, v := range o {
+			if k != "apiVersion" && k != "kind" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if !apiequality.Semantic.DeepEqual(strip(ours), strip(m)) {
+		oy, _ := yaml.Marshal(ours)
+		ty, _ := yaml.Marshal(m)
+		return fmt.Errorf("objects differ:\nmutatis:\n%s\nupstream:\n%s", oy, ty)
+	}
+	return nil
+}
+
+func toUnstructured(obj runtime.Object) (map[string]any, error) {
+	if obj == nil {
+		return nil, errors.New("no object")
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+}
+
+// statusOf returns the Status of an admission error, for messages.
+func statusOf(err error) string {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	return err.Error()
+}
