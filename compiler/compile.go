@@ -165,6 +165,41 @@ type Compiler struct {
 
 	mu    sync.Mutex
 	cache map[string]*Policy // policy name → latest compilation
+
+	// shared holds the environments of policies without variables, which
+	// are the same for every such policy of a mode and params-ness: building
+	// them per policy dominated compile time.
+	sharedMu sync.Mutex
+	shared   map[sharedEnvKey]*policyEnvs
+}
+
+type sharedEnvKey struct {
+	hasParams bool
+	mode      environment.Type
+}
+
+// policyEnvsFor returns the environments p's expressions compile in. A
+// policy with variables gets its own (its "variables" type grows as they
+// compile); the others share one per mode and params-ness.
+func (c *Compiler) policyEnvsFor(p *admissionregistrationv1.MutatingAdmissionPolicy, hasParams bool, mode environment.Type) (*policyEnvs, error) {
+	if len(p.Spec.Variables) > 0 {
+		return c.base.forPolicyMode(hasParams, mode)
+	}
+	k := sharedEnvKey{hasParams: hasParams, mode: mode}
+	c.sharedMu.Lock()
+	defer c.sharedMu.Unlock()
+	if envs, ok := c.shared[k]; ok {
+		return envs, nil
+	}
+	envs, err := c.base.forPolicyMode(hasParams, mode)
+	if err != nil {
+		return nil, err
+	}
+	if c.shared == nil {
+		c.shared = map[sharedEnvKey]*policyEnvs{}
+	}
+	c.shared[k] = envs
+	return envs, nil
 }
 
 // New returns a Compiler configured by opts. Building the base environments
@@ -248,7 +283,7 @@ func (c *Compiler) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, k
 
 func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolicy, key string, mode environment.Type, validation bool) (*Policy, error) {
 	hasParams := p.Spec.ParamKind != nil
-	envs, err := c.base.forPolicyMode(hasParams, mode)
+	envs, err := c.policyEnvsFor(p, hasParams, mode)
 	if err != nil {
 		return nil, err
 	}

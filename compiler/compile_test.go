@@ -3,7 +3,9 @@ package compiler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -288,5 +290,55 @@ func TestValidateAsTheAPIServerOnCreate(t *testing.T) {
 	compiled, _ := c.Compile(p)
 	if compiled.MatchConditions[0].Err != nil {
 		t.Errorf("admission-time compile refused variables in matchConditions: %v", compiled.MatchConditions[0].Err)
+	}
+}
+
+func TestPoliciesWithoutVariablesShareEnvironments(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(name string, s policySpec) *admissionregistrationv1.MutatingAdmissionPolicy {
+		p := s.build()
+		p.Name = name
+		return p
+	}
+	// Compile concurrently (the race detector watches the shared cache);
+	// every compilation must still be right on its own.
+	specs := []policySpec{
+		{ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}},
+		{params: true, ac: []string{`Object{metadata: Object.metadata{labels: {"a": params.data.x}}}`}},
+		{jp: []string{`[JSONPatch{op: "add", path: "/metadata/labels/a", value: "b"}]`}},
+		{ac: []string{`Object{metadata: Object.metadata{labels: {"a": variables.missing}}}`}},
+		{variables: [][2]string{{"v", `"x"`}}, ac: []string{`Object{metadata: Object.metadata{labels: {"a": variables.v}}}`}},
+	}
+	var wg sync.WaitGroup
+	compiled := make([]*Policy, 40)
+	for i := range compiled {
+		wg.Go(func() {
+			p, err := c.Compile(named(fmt.Sprintf("p%d", i), specs[i%len(specs)]))
+			if err != nil {
+				t.Error(err)
+			}
+			compiled[i] = p
+		})
+	}
+	wg.Wait()
+	for i, p := range compiled {
+		wantErr := i%len(specs) == 3 // variables.missing: no such variable
+		if got := p.Mutations[0].Err != nil; got != wantErr {
+			t.Errorf("policy %d (spec %d): compile error %v, want error %v", i, i%len(specs), p.Mutations[0].Err, wantErr)
+		}
+	}
+	// Two policies without variables of the same params-ness share the
+	// variables type; a policy with variables has its own.
+	if compiled[0].varType != compiled[5].varType || compiled[0].varType != compiled[3].varType {
+		t.Error("policies without variables do not share their environments")
+	}
+	if compiled[0].varType == compiled[1].varType {
+		t.Error("a policy with params shares the environment of one without")
+	}
+	if compiled[4].varType == compiled[9].varType {
+		t.Error("policies with variables share an environment")
 	}
 }
