@@ -70,6 +70,6 @@ cluster as an admission webhook.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand())
+	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand())
 	return root
 }

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/webhook"
+	"github.com/mutatis-dev/mutatis/webhook/certs"
+)
+
+// Policy sources of informer mode.
+const (
+	sourceNative = "native"
+	sourceShadow = "shadow"
+)
+
+type serveOptions struct {
+	policies, resources []string
+	kubeconfig          string
+	source              string
+	listen              string
+	tlsCertFile         string
+	tlsKeyFile          string
+	selfSignedDir       string
+	clientCAFile        string
+	maxRequestBytes     int64
+	explainDryRun       bool
+	shutdownTimeout     time.Duration
+	reloadInterval      time.Duration
+
+	// informers runs informer mode; nil until controller/ is wired in.
+	informers informerRunner
+}
+
+// informerConfig is what informer mode gets from serve.
+type informerConfig struct {
+	// Rest reaches the cluster (--kubeconfig or in-cluster).
+	Rest *rest.Config
+	// Source is "native" (admissionregistration.k8s.io MAP/MAPB) or
+	// "shadow" (--source).
+	Source string
+	// Engine is served by the webhook: Swap every new Evaluator into it.
+	Engine *engine.Engine
+	// Metrics must be set in the engine.Config of every Evaluator.
+	Metrics engine.Metrics
+	// Ready is called once the caches are synced and the first Evaluator
+	// (every policy compiled) is in Engine; /readyz and /mutate wait for it.
+	Ready func()
+	// Log is the server's logger.
+	Log *slog.Logger
+}
+
+// informerRunner keeps cfg.Engine in sync with the cluster until ctx is
+// done. Wiring controller/ is one line in newServeCommand:
+//
+//	o.informers = func(ctx context.Context, c informerConfig) error { return controller.Run(ctx, c.Rest, ...) }
+type informerRunner func(ctx context.Context, cfg informerConfig) error
+
+var errInformerModeNotWired = errors.New("informer mode (--kubeconfig or in-cluster config): not wired yet; use --policies/--resources (static mode)")
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve [--policies PATH…] [--resources PATH…] [--kubeconfig FILE] --listen ADDR [TLS flags]",
+		Short: "Serve MutatingAdmissionPolicies as a mutating admission webhook",
+		Long: `serve runs the HTTPS admission webhook: /mutate answers AdmissionReviews
+(admission.k8s.io/v1 and v1beta1) with the decision and JSON patch kube-apiserver
+1.37's MutatingAdmissionPolicy plugin would produce; /healthz, /readyz and
+/metrics (Prometheus) serve operations.
+
+Static mode (--policies, --resources): the policies, bindings and the objects
+around them (Namespaces, params, CRDs, RBAC) come from files, which are read
+again when they change (--reload-interval). Informer mode (--kubeconfig or the
+in-cluster config) follows a cluster.
+
+TLS: --tls-cert-file and --tls-key-file (read again when they change), or
+--self-signed-dir DIR, which makes (or reuses) a CA and a certificate for
+localhost and 127.0.0.1 in DIR. --client-ca-file makes /mutate require a
+client certificate signed by that CA (kube-apiserver's).
+
+See docs/webhook.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.policies, "policies", nil, "static mode: files or directories of MutatingAdmissionPolicies and bindings")
+	f.StringSliceVar(&o.resources, "resources", nil, "static mode: files or directories of other cluster objects: Namespaces, params, CRDs, RBAC")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "informer mode: the kubeconfig of the cluster (default: the in-cluster config)")
+	f.StringVar(&o.source, "source", sourceNative, "informer mode: where policies come from: native or shadow")
+	f.StringVar(&o.listen, "listen", ":8443", "the address to serve HTTPS on")
+	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "the serving certificate (PEM), read again when it changes")
+	f.StringVar(&o.tlsKeyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
+	f.StringVar(&o.selfSignedDir, "self-signed-dir", "", "make or reuse a CA and a serving certificate for localhost in this directory")
+	f.StringVar(&o.clientCAFile, "client-ca-file", "", "require a client certificate signed by this CA on /mutate")
+	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "the largest AdmissionReview body accepted")
+	f.BoolVar(&o.explainDryRun, "explain-dry-run", false, "summarize the evaluation trace of dry-run requests in warnings")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
+	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, o *serveOptions) error {
+	stderr := cmd.ErrOrStderr()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	static, err := o.validate(cmd)
+	if err != nil {
+		return badInput(err)
+	}
+	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
+	defer stop()
+
+	getCertificate, err := o.certificate(stderr, log)
+	if err != nil {
+		return badInput(err)
+	}
+	opts := webhook.Options{
+		GetCertificate:  getCertificate,
+		MaxRequestBytes: o.maxRequestBytes,
+		ExplainDryRun:   o.explainDryRun,
+		ShutdownTimeout: o.shutdownTimeout,
+		Metrics:         webhook.NewMetrics(),
+		Log:             log,
+	}
+	if o.clientCAFile != "" {
+		if opts.ClientCAs, err = certs.LoadPool(o.clientCAFile); err != nil {
+			return badInput(fmt.Errorf("--client-ca-file: %w", err))
+		}
+	}
+
+	// The engine starts empty; the policy sources fill it and say when it
+	// is ready. Until then /mutate answers 503.
+	eng := engine.NewEngine(nil)
+	var ready atomic.Bool
+	opts.Admitter = eng
+	var sources func(ctx context.Context) error
+	if static {
+		src, err := newStaticSource(o, opts.Metrics, log)
+		if err != nil {
+			return err
+		}
+		fp := src.fingerprint()
+		ev, summary, err := src.load(ctx)
+		if err != nil {
+			return badInput(err)
+		}
+		eng.Swap(ev)
+		ready.Store(true)
+		log.Info("loaded static policies", "summary", summary)
+		opts.Ready = func() error { return nil }
+		sources = func(ctx context.Context) error { return src.watch(ctx, eng, o.reloadInterval, fp) }
+	} else {
+		cfg, err := o.restConfig()
+		if err != nil {
+			return badInput(err)
+		}
+		if o.informers == nil {
+			return errInformerModeNotWired
+		}
+		opts.Ready = func() error {
+			if !ready.Load() {
+				return errors.New("waiting for the policy informers to sync")
+			}
+			return nil
+		}
+		ic := informerConfig{Rest: cfg, Source: o.source, Engine: eng, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log}
+		sources = func(ctx context.Context) error { return o.informers(ctx, ic) }
+	}
+
+	srv, err := webhook.NewServer(opts)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "mutatis serve: listening on https://%s (%s, %s, %s, %s)\n", ln.Addr(), webhook.PathMutate, webhook.PathHealthz, webhook.PathReadyz, webhook.PathMetrics)
+
+	// The sources and the server stop together: a failing source stops
+	// the server (gracefully), a stopped server stops the sources.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sourceErr := make(chan error, 1)
+	go func() {
+		err := sources(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Error("policy source failed; shutting down", "error", err)
+		}
+		cancel()
+		sourceErr <- err
+	}()
+	err = srv.Serve(ctx, ln)
+	cancel()
+	if serr := <-sourceErr; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
+		err = serr
+	}
+	return err
+}
+
+// validate checks the flags and tells whether serve runs in static mode.
+func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
+	static = len(o.policies) > 0
+	switch {
+	case len(o.resources) > 0 && !static:
+		return false, errors.New("--resources needs --policies (static mode)")
+	case static && o.kubeconfig != "":
+		return false, errors.New("--policies (static mode) and --kubeconfig (informer mode) exclude each other")
+	case static && cmd.Flags().Changed("source"):
+		return false, errors.New("--source applies to informer mode (--kubeconfig or in-cluster), not to --policies")
+	case o.source != sourceNative && o.source != sourceShadow:
+		return false, fmt.Errorf("--source must be native or shadow, not %q", o.source)
+	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
+		return false, errors.New("--tls-cert-file and --tls-key-file go together")
+	case o.tlsCertFile != "" && o.selfSignedDir != "":
+		return false, errors.New("--tls-cert-file/--tls-key-file and --self-signed-dir exclude each other")
+	case o.tlsCertFile == "" && o.selfSignedDir == "":
+		return false, errors.New("serving needs a certificate: --tls-cert-file and --tls-key-file, or --self-signed-dir DIR")
+	case o.maxRequestBytes <= 0:
+		return false, errors.New("--max-request-bytes must be positive")
+	case o.shutdownTimeout <= 0:
+		return false, errors.New("--shutdown-timeout must be positive")
+	case o.reloadInterval < 0:
+		return false, errors.New("--reload-interval must not be negative")
+	case slices.Contains(o.policies, "-") || slices.Contains(o.resources, "-"):
+		return false, errors.New("serve reads files, not stdin (-)")
+	}
+	return static, nil
+}
+
+// certificate returns the GetCertificate of the serving key pair.
+func (o *serveOptions) certificate(stderr io.Writer, log *slog.Logger) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	certFile, keyFile := o.tlsCertFile, o.tlsKeyFile
+	if o.selfSignedDir != "" {
+		hosts := certs.DefaultHosts()
+		if host, _, err := net.SplitHostPort(o.listen); err == nil && host != "" && !slices.Contains(hosts, host) {
+			if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+				hosts = append(hosts, host)
+			}
+		}
+		out, err := certs.Ensure(o.selfSignedDir, certs.Options{Hosts: hosts})
+		if err != nil {
+			return nil, fmt.Errorf("--self-signed-dir: %w", err)
+		}
+		state := "reusing"
+		if out.NewCA {
+			state = "new"
+		}
+		fmt.Fprintf(stderr, "mutatis serve: CA certificate (%s): %s\n", state, out.Paths.CACert)
+		certFile, keyFile = out.Paths.Cert, out.Paths.Key
+	}
+	kp, err := webhook.NewKeypair(certFile, keyFile, log)
+	if err != nil {
+		return nil, err
+	}
+	return kp.GetCertificate, nil
+}
+
+// restConfig is the client configuration of informer mode.
+func (o *serveOptions) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if errors.Is(err, rest.ErrNotInCluster) {
+		return nil, errors.New("nothing to serve: give --policies (static mode), or --kubeconfig or run in a cluster (informer mode)")
+	}
+	return cfg, err
+}
+
+// staticSource is the policy source of static mode: manifests on disk.
+type staticSource struct {
+	policies, resources []string
+	comp                *compiler.Compiler
+	metrics             engine.Metrics
+	log                 *slog.Logger
+}
+
+func newStaticSource(o *serveOptions, metrics engine.Metrics, log *slog.Logger) (*staticSource, error) {
+	comp, err := compiler.New()
+	if err != nil {
+		return nil, err
+	}
+	// A path given to both flags (as `make run` does) is read once: its
+	// policies count as policies, its other objects as resources.
+	var resources []string
+	for _, r := range o.resources {
+		if !slices.ContainsFunc(o.policies, func(p string) bool { return filepath.Clean(p) == filepath.Clean(r) }) {
+			resources = append(resources, r)
+		}
+	}
+	return &staticSource{policies: o.policies, resources: resources, comp: comp, metrics: metrics, log: log}, nil
+}
+
+// load reads the files and compiles every policy into a new Evaluator.
+func (s *staticSource) load(ctx context.Context) (*engine.Evaluator, string, error) {
+	pset, err := manifest.Load(ctx, s.policies, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	objects := pset.Objects
+	if len(s.resources) > 0 {
+		rset, err := manifest.Load(ctx, s.resources, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		objects = append(objects, rset.Objects...)
+	}
+	sim, err := cluster.New(objects)
+	if err != nil {
+		return nil, "", err
+	}
+	sim.OnSynthesize = func(name string) {
+		s.log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
+	}
+	policies := make([]*admissionregistrationv1.MutatingAdmissionPolicy, 0, len(pset.Policies))
+	for _, p := range pset.Policies {
+		policies = append(policies, p.Policy)
+	}
+	bindings := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, 0, len(pset.Bindings))
+	for _, b := range pset.Bindings {
+		bindings = append(bindings, b.Binding)
+	}
+	hooks, err := engine.NewHooks(s.comp, policies, bindings)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := sim.Config()
+	cfg.Metrics = s.metrics
+	summary := fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects))
+	return engine.NewEvaluator(cfg, hooks), summary, nil
+}
+
+// fingerprint sums up the names, sizes and modification times of the
+// manifest files; a change means the files must be read again.
+func (s *staticSource) fingerprint() string {
+	var lines []string
+	for _, root := range append(slices.Clone(s.policies), s.resources...) {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if path != root {
+				switch strings.ToLower(filepath.Ext(path)) {
+				case ".yaml", ".yml", ".json":
+				default:
+					return nil
+				}
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()))
+			return nil
+		})
+		if err != nil {
+			lines = append(lines, root+" error "+err.Error())
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// watch polls the files every interval and swaps in a new Evaluator when
+// they changed and load well; a set that fails to load is logged and the
+// previous one stays in service.
+func (s *staticSource) watch(ctx context.Context, eng *engine.Engine, interval time.Duration, last string) error {
+	if interval <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		last = s.reload(ctx, eng, last)
+	}
+}
+
+// reload swaps in the files' policies when their fingerprint differs from
+// last, and returns the fingerprint now in service (or last tried).
+func (s *staticSource) reload(ctx context.Context, eng *engine.Engine, last string) string {
+	fp := s.fingerprint()
+	if fp == last {
+		return last
+	}
+	ev, summary, err := s.load(ctx)
+	if err != nil {
+		s.log.Error("reloading static policies failed; the previous ones stay in service", "error", err)
+		return fp // do not retry the same broken files at every tick
+	}
+	eng.Swap(ev)
+	s.log.Info("reloaded static policies", "summary", summary)
+	return fp
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/webhook/certs"
+)
+
+// lockedBuffer collects what a running command writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe runs `mutatis serve args…` until the test ends and returns
+// the address it listens on, and its stderr so far.
+func startServe(t *testing.T, args ...string) (addr string, stderr *lockedBuffer, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	stderr = &lockedBuffer{}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			stderr.add(line + "\n")
+			if _, rest, ok := strings.Cut(line, "listening on https://"); ok {
+				addr, _, _ := strings.Cut(rest, " ")
+				addrc <- addr
+			}
+		}
+		close(addrc)
+	}()
+	codec := make(chan int, 1)
+	go func() {
+		var out strings.Builder
+		code := run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &out, pw)
+		pw.Close()
+		codec <- code
+	}()
+	var once sync.Once
+	code := -1
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			code = <-codec
+		})
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	addr, ok := <-addrc
+	if !ok {
+		t.Fatalf("serve exited with %d before listening:\n%s", stop(), stderr)
+	}
+	return addr, stderr, stop
+}
+
+func TestServeStatic(t *testing.T) {
+	certDir := filepath.Join(t.TempDir(), "certs")
+	addr, stderr, stop := startServe(t,
+		"--policies", "../../examples", "--resources", "../../examples",
+		"--self-signed-dir", certDir, "--listen", "127.0.0.1:0", "--explain-dry-run", "--reload-interval", "0")
+	if !strings.Contains(stderr.String(), "CA certificate (new): "+filepath.Join(certDir, certs.CACertFile)) {
+		t.Errorf("stderr does not name the CA:\n%s", stderr)
+	}
+	server := "https://" + addr + "/mutate"
+	ca := filepath.Join(certDir, certs.CACertFile)
+
+	cases := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    []string
+		wantStderr []string
+	}{
+		{
+			name:     "a Pod gets the patch of the example policies",
+			args:     []string{"-f", "../../webhook/testdata/pod.yaml"},
+			wantCode: exitOK,
+			wantOut:  []string{`{"op":"replace","path":"/spec/containers/0/image","value":"mirror.example.com/library/nginx:1.27"}`, `"name":"log-shipper"`},
+			wantStderr: []string{
+				"audit annotation: policies=", "inject-logging-sidecar/inject-logging-sidecar",
+			},
+		},
+		{
+			name:       "a v1beta1 dry run gets the explanation in warnings",
+			args:       []string{"-f", "../../webhook/testdata/pod.yaml", "--review-version", "v1beta1", "--dry-run"},
+			wantCode:   exitOK,
+			wantOut:    []string{"mirror.example.com"},
+			wantStderr: []string{"warning: mutatis: pass 1: rewrite-docker-hub-images/rewrite-docker-hub-images: applied"},
+		},
+		{
+			name:     "a Deployment gets default requests from the params in --resources",
+			args:     []string{"-f", "testdata/apply/deployment.yaml"},
+			wantCode: exitOK,
+			wantOut:  []string{`"cpu":"250m"`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"review", "--server", server, "--ca", ca}, tc.args...)...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exited with %d:\n%s", code, stderr)
+	}
+
+	// A second start reuses the certificates.
+	_, stderr, stop = startServe(t, "--policies", "../../examples", "--self-signed-dir", certDir, "--listen", "127.0.0.1:0")
+	if !strings.Contains(stderr.String(), "CA certificate (reusing)") {
+		t.Errorf("the CA was not reused:\n%s", stderr)
+	}
+	stop()
+}
+
+func TestServeBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certDir := filepath.Join(dir, "certs")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "no certificate", args: []string{"--policies", "../../examples"}, want: "serving needs a certificate"},
+		{name: "a certificate without key", args: []string{"--policies", "../../examples", "--tls-cert-file", "x"}, want: "go together"},
+		{name: "resources without policies", args: []string{"--resources", "../../examples", "--self-signed-dir", certDir}, want: "--resources needs --policies"},
+		{name: "static and informer mode at once", args: []string{"--policies", "../../examples", "--kubeconfig", kubeconfig, "--self-signed-dir", certDir}, want: "exclude each other"},
+		{name: "an unknown source", args: []string{"--kubeconfig", kubeconfig, "--source", "etcd", "--self-signed-dir", certDir}, want: "--source must be native or shadow"},
+		{name: "broken policies", args: []string{"--policies", "testdata/lint/bad.yaml", "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "spec.reinvocationPolicy: Required value"},
+		{name: "informer mode is not wired yet", args: []string{"--kubeconfig", kubeconfig, "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "informer mode (--kubeconfig or in-cluster config): not wired yet"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"serve"}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s%s\nwant exit %d and %q", code, out, errOut, exitUsage, tc.want)
+			}
+		})
+	}
+}
+
+func TestStaticSourceReloadsChangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	policy := func(label string) string {
+		return `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: label}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"stage": "` + label + `"}}}'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: label}
+spec: {policyName: label}
+`
+	}
+	file := filepath.Join(dir, "policy.yaml")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(policy("one"))
+	ctx := context.Background()
+	src, err := newStaticSource(&serveOptions{policies: []string{dir}}, nil, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := src.fingerprint()
+	ev, _, err := src.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.NewEngine(ev)
+	label := func() string {
+		t.Helper()
+		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}}}
+		res, err := eng.Admit(ctx, &matching.Attributes{
+			Operation: admission.Create, Kind: cm.GroupVersionKind(),
+			Resource: matching.DefaultTable().ResourcesForKind(cm.GroupVersionKind())[0].GroupVersionResource(),
+			Name:     "c", Namespace: "default", Object: cm, UserInfo: &user.DefaultInfo{Name: "admin"},
+		})
+		if err != nil || res.Denied != nil {
+			t.Fatalf("admit: %v %v", err, res.Denied)
+		}
+		v, _, _ := unstructured.NestedString(res.Object, "metadata", "labels", "stage")
+		return v
+	}
+
+	steps := []struct {
+		name      string
+		content   string // "" leaves the file as it is
+		wantLabel string
+	}{
+		{name: "the first load is served", wantLabel: "one"},
+		{name: "unchanged files are not read again", wantLabel: "one"},
+		{name: "a changed file is swapped in", content: policy("second"), wantLabel: "second"},
+		{name: "a broken file leaves the last good policies in service", content: "kind: [", wantLabel: "second"},
+		{name: "a repaired file is swapped in", content: policy("third!"), wantLabel: "third!"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.content != "" {
+				write(st.content)
+				// The fingerprint sees sizes and times; make the time differ
+				// even on coarse file systems.
+				mt := time.Now().Add(time.Duration(len(st.content)) * time.Second)
+				if err := os.Chtimes(file, mt, mt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fp = src.reload(ctx, eng, fp)
+			if got := label(); got != st.wantLabel {
+				t.Errorf("label %q, want %q", got, st.wantLabel)
+			}
+		})
+	}
+}
+
+func TestCerts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	cases := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{name: "a new directory gets a new CA", args: []string{"--dir", dir, "--hosts", "mutatis.mutatis-system.svc,10.0.0.7", "--days", "30"}, wantCode: exitOK,
+			want: []string{"CA certificate (new): " + filepath.Join(dir, "ca.crt"), "serving certificate: " + filepath.Join(dir, "tls.crt") + " (mutatis.mutatis-system.svc, 10.0.0.7, 30 days)"}},
+		{name: "a rotation keeps the CA", args: []string{"--dir", dir, "--hosts", "mutatis.mutatis-system.svc,10.0.0.7"}, wantCode: exitOK,
+			want: []string{"CA certificate (kept)"}},
+		{name: "no directory", args: []string{"--hosts", "a"}, wantCode: exitUsage, want: []string{"--dir is required"}},
+		{name: "no days", args: []string{"--dir", dir, "--days", "0"}, wantCode: exitUsage, want: []string{"--days must be positive"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"certs"}, tc.args...)...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d:\n%s%s", code, tc.wantCode, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out+errOut, w) {
+					t.Errorf("output lacks %q:\n%s%s", w, out, errOut)
+				}
+			}
+		})
+	}
+	// The files verify for every host, a year ahead.
+	if err := certs.Check(certs.PathsIn(dir), []string{"mutatis.mutatis-system.svc", "10.0.0.7"}, time.Now().Add(300*24*time.Hour)); err != nil {
+		t.Error(err)
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,303 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// passThrough admits every request unchanged.
+var passThrough = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+	var res engine.Result
+	if a.Object != nil {
+		res.Object = a.Object.Object
+	}
+	return res, nil
+})
+
+// serveOnce runs one request through a Handler.
+func serveOnce(h http.Handler, method, target, contentType string, body []byte) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, bytes.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+func statusBody(t *testing.T, rec *httptest.ResponseRecorder) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatalf("body is not a Status: %v\n%s", err, rec.Body)
+	}
+	return st
+}
+
+const minimalReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"},"namespace":"shop","operation":"CREATE","userInfo":{"username":"alice"},"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop"}}}}`
+
+func TestMalformedReviews(t *testing.T) {
+	h := &Handler{Admitter: passThrough, MaxRequestBytes: 1024}
+	cases := []struct {
+		name, method, target, contentType, body string
+		wantCode                                int
+		wantMessage                             string
+	}{
+		{name: "a body that is not JSON", body: "apiVersion: v1", wantCode: 400, wantMessage: "decoding AdmissionReview"},
+		{name: "an empty body", body: "", wantCode: 400, wantMessage: "empty body"},
+		{name: "a JSON array", body: "[]", wantCode: 400, wantMessage: "decoding AdmissionReview"},
+		{name: "another kind", body: `{"apiVersion":"v1","kind":"Pod"}`, wantCode: 400, wantMessage: `got kind "Pod" of apiVersion "v1"`},
+		{name: "an unknown AdmissionReview version", body: `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"u"}}`, wantCode: 400, wantMessage: `apiVersion "admission.k8s.io/v2"`},
+		{name: "no request", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, wantCode: 400, wantMessage: "has no request"},
+		{name: "no uid", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}`, wantCode: 400, wantMessage: "has no uid"},
+		{name: "an unknown operation", body: strings.Replace(minimalReview, `"CREATE"`, `"PATCH"`, 1), wantCode: 400, wantMessage: `request.operation must be CREATE, UPDATE, DELETE or CONNECT, not "PATCH"`},
+		{name: "an object that is not an object", body: strings.Replace(minimalReview, `"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop"}}`, `"object":[1]`, 1), wantCode: 400, wantMessage: "request.object"},
+		{name: "a body over the limit", body: strings.Replace(minimalReview, `"alice"`, `"`+strings.Repeat("a", 2048)+`"`, 1), wantCode: 400, wantMessage: "request body larger than 1024 bytes"},
+		{name: "another content type", contentType: "text/plain", body: minimalReview, wantCode: 400, wantMessage: "Content-Type must be application/json"},
+		{name: "a GET", method: http.MethodGet, wantCode: 405, wantMessage: "must be POSTed"},
+		{name: "an invalid timeout", target: "/mutate?timeout=soon", body: minimalReview, wantCode: 400, wantMessage: `invalid timeout "soon"`},
+		{name: "a well-formed review", body: minimalReview, wantCode: 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			method, target, ct := tc.method, tc.target, tc.contentType
+			if method == "" {
+				method = http.MethodPost
+			}
+			if target == "" {
+				target = "/mutate"
+			}
+			if ct == "" {
+				ct = "application/json"
+			}
+			rec := serveOnce(h, method, target, ct, []byte(tc.body))
+			if rec.Code != tc.wantCode {
+				t.Fatalf("HTTP %d, want %d: %s", rec.Code, tc.wantCode, rec.Body)
+			}
+			if tc.wantCode == 200 {
+				return
+			}
+			st := statusBody(t, rec)
+			if st.Code != int32(tc.wantCode) || st.Status != metav1.StatusFailure || !strings.Contains(st.Message, tc.wantMessage) {
+				t.Errorf("status %+v, want code %d with message containing %q", st, tc.wantCode, tc.wantMessage)
+			}
+		})
+	}
+}
+
+func TestNoMutationNoPatch(t *testing.T) {
+	// The engine presents objects through the Go types of this build,
+	// which drop fields they do not know; a request no policy mutated must
+	// not get a patch removing them.
+	dropUnknown := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+		obj := a.Object.DeepCopy()
+		delete(obj.Object, "futureField")
+		return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: "binding matchResources do not select the request"}}}, nil
+	})
+	body := strings.Replace(minimalReview, `"metadata":{"name":"c","namespace":"shop"}`, `"metadata":{"name":"c","namespace":"shop"},"futureField":"x"`, 1)
+	rec := serveOnce(&Handler{Admitter: dropUnknown}, http.MethodPost, PathMutate, "application/json", []byte(body))
+	var rv admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rec.Code != 200 {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	if !rv.Response.Allowed || rv.Response.Patch != nil || rv.Response.PatchType != nil {
+		t.Errorf("response %+v, want allowed without patch", rv.Response)
+	}
+}
+
+func TestTimeoutReachesTheEngine(t *testing.T) {
+	deadlines := make(chan time.Time, 1)
+	h := &Handler{Admitter: fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+		d, ok := ctx.Deadline()
+		if !ok {
+			return engine.Result{}, errors.New("no deadline")
+		}
+		deadlines <- d
+		return engine.Result{}, nil
+	})}
+	before := time.Now()
+	rec := serveOnce(h, http.MethodPost, "/mutate?timeout=1h", "application/json", []byte(minimalReview))
+	after := time.Now()
+	if rec.Code != 200 {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	d := <-deadlines
+	if d.Before(before.Add(time.Hour)) || d.After(after.Add(time.Hour)) {
+		t.Errorf("deadline %v, want one hour after the request (%v..%v)", d, before.Add(time.Hour), after.Add(time.Hour))
+	}
+}
+
+func TestEngineErrorsDenyWithTheirStatus(t *testing.T) {
+	cases := []struct {
+		name     string
+		err      error
+		wantCode int32
+	}{
+		{name: "a plain error is an internal error", err: errors.New("boom"), wantCode: 500},
+		{name: "a status error keeps its code", err: &apiStatusError{code: 400}, wantCode: 400},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Handler{Admitter: fakeAdmitter(func(context.Context, *matching.Attributes) (engine.Result, error) {
+				return engine.Result{}, tc.err
+			})}
+			rec := serveOnce(h, http.MethodPost, "/mutate", "application/json", []byte(minimalReview))
+			var rv admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rec.Code != 200 {
+				t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+			}
+			if rv.Response.Allowed || rv.Response.Result == nil || rv.Response.Result.Code != tc.wantCode {
+				t.Errorf("response %+v, want a denial with code %d", rv.Response, tc.wantCode)
+			}
+		})
+	}
+}
+
+// apiStatusError is an error carrying a Status.
+type apiStatusError struct{ code int32 }
+
+func (e *apiStatusError) Error() string { return "bad" }
+func (e *apiStatusError) Status() metav1.Status {
+	return metav1.Status{Status: metav1.StatusFailure, Code: e.code, Reason: metav1.StatusReasonBadRequest, Message: "bad"}
+}
+
+func TestReadiness(t *testing.T) {
+	var ready atomic.Bool
+	s, err := NewServer(Options{
+		Admitter:       passThrough,
+		GetCertificate: nil,
+		Ready: func() error {
+			if !ready.Load() {
+				return errors.New("policies not loaded")
+			}
+			return nil
+		},
+	})
+	if err == nil || s != nil {
+		t.Fatal("NewServer without a certificate should fail")
+	}
+	f := newTLS(t)
+	s = newServer(t, nil, f, func(o *Options) {
+		o.Admitter = passThrough
+		o.Ready = func() error {
+			if !ready.Load() {
+				return errors.New("policies not loaded")
+			}
+			return nil
+		}
+	})
+	h := s.Handler()
+	steps := []struct {
+		name       string
+		ready      bool
+		path       string
+		wantCode   int
+		wantInBody string
+	}{
+		{name: "healthz is ok before ready", path: PathHealthz, wantCode: 200, wantInBody: "ok"},
+		{name: "readyz says why it is not ready", path: PathReadyz, wantCode: 503, wantInBody: "not ready: policies not loaded"},
+		{name: "mutate is unavailable before ready", path: PathMutate, wantCode: 503, wantInBody: "not ready"},
+		{name: "readyz is ok once ready", ready: true, path: PathReadyz, wantCode: 200, wantInBody: "ok"},
+		{name: "mutate answers once ready", ready: true, path: PathMutate, wantCode: 200, wantInBody: `"allowed":true`},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			ready.Store(st.ready)
+			method := http.MethodGet
+			if st.path == PathMutate {
+				method = http.MethodPost
+			}
+			rec := serveOnce(h, method, st.path, "application/json", []byte(minimalReview))
+			if rec.Code != st.wantCode || !strings.Contains(rec.Body.String(), st.wantInBody) {
+				t.Errorf("HTTP %d %q, want %d with %q", rec.Code, rec.Body, st.wantCode, st.wantInBody)
+			}
+		})
+	}
+}
+
+func TestMetricsAfterAReview(t *testing.T) {
+	w := newWorld(t)
+	f := newTLS(t)
+	s := newServer(t, w, f, nil)
+	_, body, _, _ := w.review(t, request{op: admission.Create, object: podYAML})
+	rec := serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", body)
+	if rec.Code != 200 {
+		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+	}
+	rec = serveOnce(s.Handler(), http.MethodGet, PathMetrics, "", nil)
+	text := rec.Body.String()
+	for _, want := range []string{
+		`apiserver_mutating_admission_policy_check_total{error_type="no_error",policy="rewrite-images",policy_binding="rewrite-images"} 2`,
+		`apiserver_mutating_admission_policy_check_total{error_type="no_error",policy="drop-debug-containers",policy_binding="drop-debug-containers"} 1`,
+		`apiserver_mutating_admission_policy_check_duration_seconds_bucket{error_type="no_error",policy="rewrite-images",policy_binding="rewrite-images",le="1"} 2`,
+		`mutatis_webhook_requests_total{code="200"} 1`,
+		`mutatis_webhook_request_duration_seconds_count 1`,
+		`mutatis_webhook_requests_in_flight 0`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+func TestDryRunExplain(t *testing.T) {
+	w := newWorld(t)
+	cases := []struct {
+		name         string
+		explain      bool
+		dryRun       bool
+		wantWarnings []string
+	}{
+		{name: "a dry run with --explain-dry-run gets the trace", explain: true, dryRun: true, wantWarnings: []string{
+			"mutatis: pass 1: drop-debug-containers/drop-debug-containers: applied 1 mutation(s), runtime cost",
+			"mutatis: pass 1: rewrite-images/rewrite-images: applied 1 mutation(s)",
+			"mutatis: pass 2: drop-debug-containers/drop-debug-containers: skipped: not reinvoked",
+		}},
+		{name: "a request that is no dry run gets no warnings", explain: true},
+		{name: "without --explain-dry-run a dry run gets no warnings", dryRun: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Handler{Admitter: w.engine, ExplainDryRun: tc.explain}
+			_, body, _, _ := w.review(t, request{op: admission.Create, object: podYAML, dryRun: tc.dryRun})
+			rec := serveOnce(h, http.MethodPost, PathMutate, "application/json", body)
+			var rv admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rec.Code != 200 {
+				t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+			}
+			if len(tc.wantWarnings) == 0 && len(rv.Response.Warnings) > 0 {
+				t.Fatalf("warnings %q, want none", rv.Response.Warnings)
+			}
+			all := strings.Join(rv.Response.Warnings, "\n")
+			for _, want := range tc.wantWarnings {
+				if !strings.Contains(all, want) {
+					t.Errorf("warnings lack %q:\n%s", want, all)
+				}
+			}
+			for _, w := range rv.Response.Warnings {
+				if len(w) > maxWarningLength || strings.ContainsAny(w, "\r\n") {
+					t.Errorf("warning %q is too long or has line breaks", w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,136 @@
+package webhook
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// Review is a decoded AdmissionReview request. admission.k8s.io/v1beta1
+// requests and responses have the same fields and JSON as v1, so both are
+// held in the v1 types; APIVersion remembers which version to answer in.
+type Review struct {
+	// APIVersion is admission.k8s.io/v1 or admission.k8s.io/v1beta1.
+	APIVersion string
+	// Request is the admission request (never nil).
+	Request *admissionv1.AdmissionRequest
+}
+
+// reviewKind is the kind of every AdmissionReview.
+const reviewKind = "AdmissionReview"
+
+// Decode reads an AdmissionReview request. Its errors are the client's
+// fault (HTTP 400) and say what is wrong.
+func Decode(body []byte) (*Review, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, errors.New("empty body: want an AdmissionReview")
+	}
+	var rv admissionv1.AdmissionReview
+	// Case-sensitive like the API server's own decoding; integers stay
+	// int64 in raw fields decoded later.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
+		return nil, fmt.Errorf("decoding AdmissionReview: %w", err)
+	}
+	switch gv := rv.APIVersion; {
+	case rv.Kind != reviewKind || (gv != admissionv1.SchemeGroupVersion.String() && gv != admissionv1beta1.SchemeGroupVersion.String()):
+		return nil, fmt.Errorf("want kind AdmissionReview of apiVersion admission.k8s.io/v1 or admission.k8s.io/v1beta1, got kind %q of apiVersion %q", rv.Kind, rv.APIVersion)
+	case rv.Request == nil:
+		return nil, errors.New("AdmissionReview has no request")
+	case rv.Request.UID == "":
+		return nil, errors.New("AdmissionReview request has no uid")
+	}
+	return &Review{APIVersion: rv.APIVersion, Request: rv.Request}, nil
+}
+
+// Attributes turns an admission request into the attributes the engine
+// evaluates, as kube-apiserver's own admission attributes would be for the
+// object the webhook received:
+//
+//   - Kind and Resource are the request's kind and resource, the version
+//     the object is in (requestKind differs only when kube-apiserver
+//     converted the object for a webhook rule with matchPolicy Equivalent;
+//     the patch must apply to the object as received);
+//   - object, oldObject and options are decoded to unstructured, with
+//     apiVersion and kind filled from the request when absent; the engine
+//     normalizes built-in kinds through their Go types;
+//   - userInfo keeps username, uid, groups and extra.
+func Attributes(req *admissionv1.AdmissionRequest) (*matching.Attributes, error) {
+	op := admission.Operation(req.Operation)
+	switch op {
+	case admission.Create, admission.Update, admission.Delete, admission.Connect:
+	default:
+		return nil, fmt.Errorf("request.operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", req.Operation)
+	}
+	gvk := schema.GroupVersionKind(req.Kind)
+	a := &matching.Attributes{
+		Operation:   op,
+		Kind:        gvk,
+		Resource:    schema.GroupVersionResource(req.Resource),
+		Subresource: req.SubResource,
+		Name:        req.Name,
+		Namespace:   req.Namespace,
+		DryRun:      req.DryRun != nil && *req.DryRun,
+	}
+	var err error
+	if a.Object, err = decodeObject("object", req.Object.Raw, gvk); err != nil {
+		return nil, err
+	}
+	if a.OldObject, err = decodeObject("oldObject", req.OldObject.Raw, gvk); err != nil {
+		return nil, err
+	}
+	if a.Options, err = decodeObject("options", req.Options.Raw, schema.GroupVersionKind{}); err != nil {
+		return nil, err
+	}
+	u := &user.DefaultInfo{
+		Name:   req.UserInfo.Username,
+		UID:    req.UserInfo.UID,
+		Groups: req.UserInfo.Groups,
+	}
+	if len(req.UserInfo.Extra) > 0 {
+		u.Extra = make(map[string][]string, len(req.UserInfo.Extra))
+		for k, v := range req.UserInfo.Extra {
+			u.Extra[k] = []string(v)
+		}
+	}
+	a.UserInfo = u
+	return a, nil
+}
+
+// decodeObject decodes a raw object field; absent and null are nil.
+func decodeObject(field string, raw []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var obj map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+		return nil, fmt.Errorf("request.%s: %w", field, err)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("request.%s: not a JSON object", field)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if gvk.Kind != "" && u.GetKind() == "" && u.GetAPIVersion() == "" {
+		u.SetGroupVersionKind(gvk)
+	}
+	return u, nil
+}
+
+// encodeReview is the JSON of the AdmissionReview answering r with resp.
+func encodeReview(apiVersion string, resp *admissionv1.AdmissionResponse) ([]byte, error) {
+	return jsonMarshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: reviewKind},
+		Response: resp,
+	})
+}

@@ -1,0 +1,182 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Paths of the endpoints.
+const (
+	PathMutate  = "/mutate"
+	PathHealthz = "/healthz"
+	PathReadyz  = "/readyz"
+	PathMetrics = "/metrics"
+)
+
+// DefaultShutdownTimeout bounds how long a shutdown waits for in-flight
+// reviews (kube-apiserver's longest webhook timeout is 30s).
+const DefaultShutdownTimeout = 30 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Admitter evaluates the reviews (required).
+	Admitter Admitter
+	// Ready tells whether the policy sources are synced and every policy
+	// compiled; nil means always ready. /readyz and /mutate consult it.
+	Ready func() error
+	// GetCertificate gives the serving certificate (required), e.g.
+	// (*Keypair).GetCertificate.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// ClientCAs, when set, authenticate the API server: /mutate requires a
+	// client certificate they verify. The probes and /metrics do not (the
+	// kubelet presents no certificate); a certificate that is presented
+	// must verify on every path.
+	ClientCAs *x509.CertPool
+	// MaxRequestBytes limits a review's body; zero means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	// ExplainDryRun summarizes the trace of dry-run requests in warnings.
+	ExplainDryRun bool
+	// ShutdownTimeout bounds the wait for in-flight reviews at shutdown;
+	// zero means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Metrics, nil for new ones. Give the same Metrics to the Evaluators'
+	// engine.Config so that the MAP metrics are exported.
+	Metrics *Metrics
+	// Log receives server events; nil discards them.
+	Log *slog.Logger
+}
+
+// Server is the HTTPS webhook server.
+type Server struct {
+	opts    Options
+	metrics *Metrics
+	log     *slog.Logger
+	handler http.Handler
+	// onShutdown, when set, is called as shutdown begins (tests).
+	onShutdown func()
+}
+
+// NewServer checks o and returns a Server.
+func NewServer(o Options) (*Server, error) {
+	if o.Admitter == nil {
+		return nil, errors.New("webhook: no Admitter")
+	}
+	if o.GetCertificate == nil {
+		return nil, errors.New("webhook: no serving certificate")
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	s := &Server{opts: o, metrics: o.Metrics, log: o.Log}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(PathMutate, s.metrics.instrument(&Handler{
+		Admitter:          o.Admitter,
+		Ready:             o.Ready,
+		MaxRequestBytes:   o.MaxRequestBytes,
+		ExplainDryRun:     o.ExplainDryRun,
+		RequireClientCert: o.ClientCAs != nil,
+		Log:               s.log,
+	}))
+	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc(PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Ready != nil {
+			if err := o.Ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle(PathMetrics, s.metrics.Handler())
+	s.handler = mux
+	return s, nil
+}
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Handler returns the endpoints without TLS (for embedding and tests).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// TLSConfig is the server's TLS configuration: TLS 1.2 or later, HTTP/2
+// and HTTP/1.1, the certificate from GetCertificate, and client
+// certificates verified against ClientCAs when set.
+func (s *Server) TLSConfig() *tls.Config {
+	cfg := &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: s.opts.GetCertificate,
+		NextProtos:     []string{"h2", "http/1.1"},
+	}
+	if s.opts.ClientCAs != nil {
+		cfg.ClientCAs = s.opts.ClientCAs
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg
+}
+
+// ListenAndServe listens on addr and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves HTTPS on ln until ctx is done, then shuts down gracefully:
+// it stops accepting connections and waits, up to ShutdownTimeout, for the
+// reviews in flight to be answered. It returns nil after a graceful
+// shutdown. ln is closed on return.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         s.TLSConfig(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// Request contexts do not derive from ctx: cancelling ctx must let
+		// in-flight reviews finish.
+	}
+	if s.onShutdown != nil {
+		srv.RegisterOnShutdown(s.onShutdown)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: waiting for in-flight reviews", "timeout", s.opts.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && serveErr != nil && err == nil {
+		err = serveErr
+	}
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
