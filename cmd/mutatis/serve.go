@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -20,11 +21,13 @@ import (
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/controller"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/webhook"
@@ -51,7 +54,19 @@ type serveOptions struct {
 	shutdownTimeout     time.Duration
 	reloadInterval      time.Duration
 
-	// informers runs informer mode; nil until controller/ is wired in.
+	// Informer mode: the controller's settings.
+	nativePluginDisabled  bool
+	namespace             string
+	webhookName           string
+	webhookURL            string
+	webhookService        string
+	webhookCAFile         string
+	webhookTimeout        int32
+	selfSignedCertSecret  string
+	caBundle              []byte // the CA of the serving certificate, when known
+	selfSignedCertificate *tls.Certificate
+
+	// informers runs informer mode (runController; tests may replace it).
 	informers informerRunner
 }
 
@@ -71,18 +86,83 @@ type informerConfig struct {
 	Ready func()
 	// Log is the server's logger.
 	Log *slog.Logger
+	// Options are the command's flags (namespace, webhook settings).
+	Options *serveOptions
 }
 
 // informerRunner keeps cfg.Engine in sync with the cluster until ctx is
-// done. Wiring controller/ is one line in newServeCommand:
-//
-//	o.informers = func(ctx context.Context, c informerConfig) error { return controller.Run(ctx, c.Rest, ...) }
+// done (runController).
 type informerRunner func(ctx context.Context, cfg informerConfig) error
 
-var errInformerModeNotWired = errors.New("informer mode (--kubeconfig or in-cluster config): not wired yet; use --policies/--resources (static mode)")
+// runController is informer mode: controller/ keeps the Engine current and,
+// with --webhook-url or --webhook-service, the webhook configurations.
+func runController(ctx context.Context, c informerConfig) error {
+	o := c.Options
+	wh := controller.WebhookOptions{Name: o.webhookName, URL: o.webhookURL, CABundle: o.caBundle, TimeoutSeconds: o.webhookTimeout}
+	if o.webhookService != "" {
+		path := webhook.PathMutate
+		wh.Service = &admissionregistrationv1.ServiceReference{Namespace: o.namespace, Name: o.webhookService, Path: &path}
+	}
+	if (wh.URL != "" || wh.Service != nil) && len(wh.CABundle) == 0 {
+		return errors.New("managing webhook configurations needs the CA of the serving certificate: --webhook-ca-file, or a certificate from --self-signed-dir or --self-signed-cert-secret")
+	}
+	ctl, err := controller.New(controller.Config{
+		RestConfig: c.Rest, Source: c.Source, AcknowledgeBuiltinPluginDisabled: o.nativePluginDisabled,
+		Engine: c.Engine, Metrics: c.Metrics, Namespace: o.namespace, Webhook: wh,
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-ctl.ReadyCh():
+			c.Log.Info("policy informers synced; ready")
+			c.Ready()
+		case <-ctx.Done():
+		}
+	}()
+	return ctl.Run(ctx)
+}
+
+// loadSecretCertificate serves with the certificate of
+// --self-signed-cert-secret (made first when the Secret is empty).
+func (o *serveOptions) loadSecretCertificate(ctx context.Context) error {
+	if o.webhookService == "" {
+		return badInput(errors.New("--self-signed-cert-secret needs --webhook-service (the certificate is made for its DNS name)"))
+	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return badInput(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	host := o.webhookService + "." + o.namespace + ".svc"
+	cert, err := controller.EnsureSelfSignedCertificate(ctx, kube, o.namespace, o.selfSignedCertSecret, []string{host, host + ".cluster.local"})
+	if err != nil {
+		return err
+	}
+	kp, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+	if err != nil {
+		return fmt.Errorf("--self-signed-cert-secret: %w", err)
+	}
+	o.selfSignedCertificate = &kp
+	if o.caBundle == nil {
+		o.caBundle = cert.CABundle
+	}
+	return nil
+}
+
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "mutatis-system"
+}
 
 func newServeCommand() *cobra.Command {
-	o := &serveOptions{}
+	o := &serveOptions{informers: runController}
 	cmd := &cobra.Command{
 		Use:   "serve [--policies PATH…] [--resources PATH…] [--kubeconfig FILE] --listen ADDR [TLS flags]",
 		Short: "Serve MutatingAdmissionPolicies as a mutating admission webhook",
@@ -119,6 +199,14 @@ See docs/webhook.md.`,
 	f.BoolVar(&o.explainDryRun, "explain-dry-run", false, "summarize the evaluation trace of dry-run requests in warnings")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
+	f.BoolVar(&o.nativePluginDisabled, "native-plugin-disabled", false, "informer mode, --source native: acknowledge that kube-apiserver's own MutatingAdmissionPolicy plugin is disabled (otherwise every policy would mutate twice)")
+	f.StringVar(&o.namespace, "namespace", defaultNamespace(), "informer mode: the namespace mutatis runs in; its webhooks never see requests in it (default $POD_NAMESPACE, else mutatis-system)")
+	f.StringVar(&o.webhookName, "webhook-name", "mutatis", "informer mode: base name of the MutatingWebhookConfigurations mutatis keeps current (NAME-fail, NAME-ignore)")
+	f.StringVar(&o.webhookURL, "webhook-url", "", "informer mode: manage webhook configurations that call this URL (out of cluster, e.g. https://127.0.0.1:8443/mutate)")
+	f.StringVar(&o.webhookService, "webhook-service", "", "informer mode: manage webhook configurations that call this Service of --namespace on port 443, path /mutate")
+	f.StringVar(&o.webhookCAFile, "webhook-ca-file", "", "the CA bundle of the webhook configurations (default: the CA of --self-signed-dir or --self-signed-cert-secret, or ca.crt next to --tls-cert-file)")
+	f.Int32Var(&o.webhookTimeout, "webhook-timeout-seconds", 10, "informer mode: timeoutSeconds of the webhook configurations (1-30)")
+	f.StringVar(&o.selfSignedCertSecret, "self-signed-cert-secret", "", "informer mode: serve with the certificate in this Secret of --namespace, filling it with a self-signed one for the --webhook-service name first if it is empty")
 	return cmd
 }
 
@@ -133,6 +221,16 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 	defer stop()
 
+	if o.webhookCAFile != "" {
+		if o.caBundle, err = os.ReadFile(o.webhookCAFile); err != nil {
+			return badInput(fmt.Errorf("--webhook-ca-file: %w", err))
+		}
+	}
+	if o.selfSignedCertSecret != "" {
+		if err := o.loadSecretCertificate(ctx); err != nil {
+			return err
+		}
+	}
 	getCertificate, err := o.certificate(stderr, log)
 	if err != nil {
 		return badInput(err)
@@ -157,6 +255,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	var ready atomic.Bool
 	opts.Admitter = eng
 	var sources func(ctx context.Context) error
+	var ic informerConfig
 	if static {
 		src, err := newStaticSource(o, opts.Metrics, log)
 		if err != nil {
@@ -178,7 +277,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 			return badInput(err)
 		}
 		if o.informers == nil {
-			return errInformerModeNotWired
+			o.informers = runController
 		}
 		opts.Ready = func() error {
 			if !ready.Load() {
@@ -186,7 +285,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 			}
 			return nil
 		}
-		ic := informerConfig{Rest: cfg, Source: o.source, Engine: eng, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log}
+		ic = informerConfig{Rest: cfg, Source: o.source, Engine: eng, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log, Options: o}
 		sources = func(ctx context.Context) error { return o.informers(ctx, ic) }
 	}
 
@@ -238,8 +337,16 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 		return false, errors.New("--tls-cert-file and --tls-key-file go together")
 	case o.tlsCertFile != "" && o.selfSignedDir != "":
 		return false, errors.New("--tls-cert-file/--tls-key-file and --self-signed-dir exclude each other")
-	case o.tlsCertFile == "" && o.selfSignedDir == "":
-		return false, errors.New("serving needs a certificate: --tls-cert-file and --tls-key-file, or --self-signed-dir DIR")
+	case o.selfSignedCertSecret != "" && (static || o.tlsCertFile != "" || o.selfSignedDir != ""):
+		return false, errors.New("--self-signed-cert-secret is a certificate source of informer mode; it excludes --policies, --tls-cert-file and --self-signed-dir")
+	case o.tlsCertFile == "" && o.selfSignedDir == "" && o.selfSignedCertSecret == "":
+		return false, errors.New("serving needs a certificate: --tls-cert-file and --tls-key-file, --self-signed-dir DIR, or --self-signed-cert-secret NAME")
+	case !static && o.source == sourceNative && !o.nativePluginDisabled:
+		return false, controller.ErrBuiltinPluginEnabled
+	case o.webhookURL != "" && o.webhookService != "":
+		return false, errors.New("--webhook-url and --webhook-service exclude each other")
+	case static && (o.webhookURL != "" || o.webhookService != ""):
+		return false, errors.New("--webhook-url and --webhook-service apply to informer mode")
 	case o.maxRequestBytes <= 0:
 		return false, errors.New("--max-request-bytes must be positive")
 	case o.shutdownTimeout <= 0:
@@ -254,7 +361,17 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 
 // certificate returns the GetCertificate of the serving key pair.
 func (o *serveOptions) certificate(stderr io.Writer, log *slog.Logger) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	if o.selfSignedCertificate != nil {
+		c := o.selfSignedCertificate
+		return func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c, nil }, nil
+	}
 	certFile, keyFile := o.tlsCertFile, o.tlsKeyFile
+	if certFile != "" && o.caBundle == nil {
+		// A kubernetes.io/tls Secret made by cert-manager holds ca.crt too.
+		if ca, err := os.ReadFile(filepath.Join(filepath.Dir(certFile), "ca.crt")); err == nil {
+			o.caBundle = ca
+		}
+	}
 	if o.selfSignedDir != "" {
 		hosts := certs.DefaultHosts()
 		if host, _, err := net.SplitHostPort(o.listen); err == nil && host != "" && !slices.Contains(hosts, host) {
@@ -271,6 +388,9 @@ func (o *serveOptions) certificate(stderr io.Writer, log *slog.Logger) (func(*tl
 			state = "new"
 		}
 		fmt.Fprintf(stderr, "mutatis serve: CA certificate (%s): %s\n", state, out.Paths.CACert)
+		if ca, err := os.ReadFile(out.Paths.CACert); err == nil {
+			o.caBundle = ca
+		}
 		certFile, keyFile = out.Paths.Cert, out.Paths.Key
 	}
 	kp, err := webhook.NewKeypair(certFile, keyFile, log)

@@ -178,7 +178,9 @@ current-context: x
 		{name: "static and informer mode at once", args: []string{"--policies", "../../examples", "--kubeconfig", kubeconfig, "--self-signed-dir", certDir}, want: "exclude each other"},
 		{name: "an unknown source", args: []string{"--kubeconfig", kubeconfig, "--source", "etcd", "--self-signed-dir", certDir}, want: "--source must be native or shadow"},
 		{name: "broken policies", args: []string{"--policies", "testdata/lint/bad.yaml", "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "spec.reinvocationPolicy: Required value"},
-		{name: "informer mode is not wired yet", args: []string{"--kubeconfig", kubeconfig, "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "informer mode (--kubeconfig or in-cluster config): not wired yet"},
+		{name: "native informer mode needs the acknowledgment that the built-in plugin is off", args: []string{"--kubeconfig", kubeconfig, "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "refusing to start in native mode"},
+		{name: "webhook URL and Service exclude each other", args: []string{"--kubeconfig", kubeconfig, "--source", "shadow", "--self-signed-dir", certDir, "--webhook-url", "https://127.0.0.1:1/mutate", "--webhook-service", "mutatis"}, want: "--webhook-url and --webhook-service exclude each other"},
+		{name: "the secret certificate needs informer mode", args: []string{"--policies", "x.yaml", "--self-signed-cert-secret", "tls"}, want: "--self-signed-cert-secret is a certificate source of informer mode"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
