@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -183,7 +182,8 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 		if err != nil {
 			return err
 		}
-		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+		// Never reorder: operations on the same list depend on each other's
+		// indexes (two removals must go from the highest index down).
 		if ops == nil {
 			ops = []jsonpatch.Operation{}
 		}
