@@ -554,6 +554,13 @@ func NewEngine(ev *Evaluator) *Engine {
 func (e *Engine) Swap(ev *Evaluator) { e.current.Store(ev) }
 
 // Admit evaluates a with the current Evaluator.
+// Before the first Swap of a non-nil Evaluator, it answers 503 (the
+// policies are not loaded yet), as kube-apiserver does while its policy
+// sources sync.
 func (e *Engine) Admit(ctx context.Context, a *matching.Attributes) (Result, error) {
-	return e.current.Load().Admit(ctx, a)
+	ev := e.current.Load()
+	if ev == nil {
+		return Result{}, apierrors.NewServiceUnavailable("mutating admission policies are not loaded yet")
+	}
+	return ev.Admit(ctx, a)
 }

@@ -317,3 +317,10 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestEngineWithoutEvaluatorIsUnavailable(t *testing.T) {
+	_, err := NewEngine(nil).Admit(context.Background(), &matching.Attributes{})
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("err = %v, want a 503", err)
+	}
+}
