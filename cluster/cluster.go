@@ -300,3 +300,25 @@ func (s *rbacSet) add(u *unstructured.Unstructured) error {
 	}
 	return err
 }
+
+// ValidatePolicies compiles the expressions of policies as kube-apiserver
+// does when they are created (compiler.Validate) and returns what it would
+// refuse (HTTP 422), naming file, field path and, for CEL, line:column
+// with a caret. A policy the API server refuses never reaches admission,
+// so tools must not evaluate it either.
+func ValidatePolicies(comp *compiler.Compiler, policies []manifest.Policy) error {
+	var out manifest.ErrorList
+	for _, p := range policies {
+		errs, err := comp.Validate(p.Policy)
+		if err != nil {
+			return err
+		}
+		if len(errs) > 0 {
+			out = append(out, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Errs: errs})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

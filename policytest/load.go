@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -114,6 +115,12 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 			continue
 		}
 		l.Files = append(l.Files, manifestFiles(path)...)
+		// kube-apiserver refuses to create a policy whose CEL does not
+		// compile: such a suite is bad input, not a policy to evaluate.
+		if err := validatePolicies(set.Policies); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("policies").Index(i), p, err.Error()))
+			continue
+		}
 		for _, mp := range set.Policies {
 			l.Policies = append(l.Policies, mp.Policy)
 		}
@@ -393,4 +400,14 @@ func (l *Loaded) Requests() []CaseRequest {
 		out = append(out, CaseRequest{Name: l.Name + "/" + lc.c.Name, Cluster: lc.cluster, Request: req})
 	}
 	return out
+}
+
+// validatePolicies runs kube-apiserver's create-time validation of the
+// policies' expressions.
+func validatePolicies(policies []manifest.Policy) error {
+	comp, err := compiler.New()
+	if err != nil {
+		return err
+	}
+	return cluster.ValidatePolicies(comp, policies)
 }

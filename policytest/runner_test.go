@@ -97,6 +97,7 @@ func TestRunnerAcceptance(t *testing.T) {
 func TestSuiteLoadErrorsNameFileAndField(t *testing.T) {
 	dir := t.TempDir()
 	policies, _ := filepath.Abs("testdata/order/policies.yaml")
+	invalid, _ := filepath.Abs("../cmd/mutatis/testdata/apply/invalid-variable.yaml")
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -117,6 +118,8 @@ func TestSuiteLoadErrorsNameFileAndField(t *testing.T) {
 			[]string{"cases[0].objectRef: Invalid value: \"ConfigMap missing\": no ConfigMap missing in the resources"}},
 		{"a kind no API serves", head + "cases:\n- name: a\n  object: {apiVersion: example.com/v1, kind: Gadget, metadata: {name: a}}\n",
 			[]string{"cases[0].object: Invalid value: null: kind example.com/v1, Kind=Gadget is not served"}},
+		{"a policy the API server would refuse to create", "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: [" + invalid + "]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: Pod, metadata: {name: a}}\n",
+			[]string{"s.mutatis-test.yaml: policies[0]: Invalid value:", `spec.variables[0].expression`, "undeclared reference to 'Object.spec.initContainers'"}},
 		{"a policy among the resources", head + "resources: [" + policies + "]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
 			[]string{"resources[0]: Invalid value:", "list them under policies"}},
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
@@ -90,6 +91,13 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
+	comp, err := compiler.New()
+	if err != nil {
+		return err
+	}
+	if err := cluster.ValidatePolicies(comp, policySet.Policies); err != nil {
+		return badInput(err)
+	}
 	var resources manifest.Set
 	if len(o.resources) > 0 {
 		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
@@ -133,7 +141,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	for _, b := range policySet.Bindings {
 		bindings = append(bindings, b.Binding)
 	}
-	ev, err := sim.Evaluator(nil, policies, bindings)
+	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {
 		return err
 	}

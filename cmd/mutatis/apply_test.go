@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,26 @@ func TestApplyPatchKeepsListOperationsInOrder(t *testing.T) {
 		}
 		if len(ops) != 2 || ops[0] != (struct{ Op, Path string }{"remove", "/spec/containers/3"}) || ops[1].Path != "/spec/containers/2" {
 			t.Fatalf("patch %s, want the removal of /spec/containers/3 then /spec/containers/2", stdout)
+		}
+	}
+}
+
+// TestApplyRefusesWhatTheAPIServerRefuses: a policy kube-apiserver would
+// not create (its CEL does not compile at create time) is bad input, not a
+// policy to evaluate.
+func TestApplyRefusesWhatTheAPIServerRefuses(t *testing.T) {
+	const td = "testdata/apply/"
+	code, _, stderr := runCLI(t, "", "apply", "-f", td+"pod-with-debug.yaml", "--policies", td+"invalid-variable.yaml")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, stderr)
+	}
+	for _, want := range []string{
+		`invalid-variable.yaml#0: MutatingAdmissionPolicy "badvar": spec.variables[0].expression`,
+		"<input>:1:27: undeclared reference to 'Object.spec.initContainers'",
+		" | ..........................^",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/harness"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -189,6 +190,13 @@ func benchFiles(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]ha
 	if err != nil {
 		return nil, badInput(err)
 	}
+	comp, err := compiler.New()
+	if err != nil {
+		return nil, err
+	}
+	if err := cluster.ValidatePolicies(comp, policySet.Policies); err != nil {
+		return nil, badInput(err)
+	}
 	objects := policySet.Objects
 	if len(o.resources) > 0 {
 		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
@@ -217,7 +225,7 @@ func benchFiles(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]ha
 	for _, b := range policySet.Bindings {
 		bindings = append(bindings, b.Binding)
 	}
-	ev, err := sim.Evaluator(nil, policies, bindings)
+	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {
 		return nil, err
 	}

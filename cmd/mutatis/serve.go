@@ -446,6 +446,9 @@ func (s *staticSource) load(ctx context.Context) (*engine.Evaluator, string, err
 	if err != nil {
 		return nil, "", err
 	}
+	if err := cluster.ValidatePolicies(s.comp, pset.Policies); err != nil {
+		return nil, "", err
+	}
 	objects := pset.Objects
 	if len(s.resources) > 0 {
 		rset, err := manifest.Load(ctx, s.resources, nil)
