@@ -5,7 +5,7 @@ BIN      := bin/mutatis
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test run lint bench fuzz clean
+.PHONY: all build test run lint bench fuzz clean e2e
 
 all: lint build test
 
@@ -16,18 +16,38 @@ build:
 test:
 	$(GO) test -race -count=1 $(PKGS)
 
-# The main job on an embedded default: lint the example policies and show
-# the static cost of every expression (no cluster needed).
+# End-to-end tests against a real kube-apiserver v1.37.1 and etcd, built from
+# the Go module proxy into .cache/e2e (cold build: see docs/e2e.md; reused
+# afterwards). MUTATIS_E2E_CACHE moves the cache.
+e2e:
+	bash test/e2e/build.sh
+	MUTATIS_E2E=1 $(GO) test -race -count=1 -timeout 40m ./test/e2e/ -v
+
+# The main job on an embedded default: serve the example policies as an
+# admission webhook on 127.0.0.1:8443 (no cluster needed; a CA and serving
+# certificate are made in .run/certs). Send it a Pod from another terminal:
+#   bin/mutatis review -f webhook/testdata/pod.yaml
 run: build
-	./$(BIN) lint examples/
+	./$(BIN) serve --policies examples/ --resources examples/ --self-signed-dir .run/certs --listen 127.0.0.1:8443
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# Side-by-side benchmarks of k8s.io/apiserver and mutatis (test/bench,
+# benchstat-ready output in bin/bench.txt), then the tables of
+# docs/performance.md (medians of BENCHCOUNT runs, ratios, targets).
+# Component benchmarks: go test -run='^$$' -bench=. -benchmem ./...
+BENCHCOUNT ?= 5
+BENCHTIME  ?= 300ms
+BENCHNOTE  ?=
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+	@mkdir -p bin
+	{ $(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) -benchtime=$(BENCHTIME) -timeout=60m ./test/bench; \
+	  echo $$? > bin/bench.rc; } | tee bin/bench.txt; exit $$(cat bin/bench.rc)
+	$(GO) run ./test/bench/cmd/perfdoc -in bin/bench.txt -doc docs/performance.md \
+	  -command "make bench BENCHCOUNT=$(BENCHCOUNT) BENCHTIME=$(BENCHTIME)" -note "$(BENCHNOTE)"
 
 # Short runs of every fuzz target (FUZZTIME each).
 fuzz:

@@ -1,0 +1,209 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+var update = flag.Bool("update", false, "rewrite test/e2e/testdata/differential/*.golden.yaml from kube-apiserver's results")
+
+// adminInfo is the user the static token authenticates, as kube-apiserver
+// presents it to admission.
+func adminInfo() user.Info {
+	return &user.DefaultInfo{Name: adminUser, UID: adminUID, Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+}
+
+// TestDifferential runs every policy set of testdata/differential through
+// a real kube-apiserver v1.37.1 (MutatingAdmissionPolicy plugin enabled)
+// and through mutatis' offline engine, and requires the same outcome: the
+// same stored object, or the same refusal (code, reason, message).
+// kube-apiserver's outcome is also compared with the reviewed golden file.
+//
+// A case file is a multi-document YAML: Namespaces and ConfigMap params,
+// MutatingAdmissionPolicies and bindings (admissionregistration.k8s.io/v1),
+// and last the object whose CREATE is admitted.
+//
+// Built-in defaulting (docs/fidelity.md difference #2) is normalized away
+// rigorously, by the API server itself, with the policies absent:
+//
+//  1. in = dry-run CREATE of the case object: the object as decoded and
+//     defaulted by the API server (and its other admission plugins), which
+//     is what the MAP plugin receives;
+//  2. mutatis admits in → M; then N = dry-run CREATE of M, which applies
+//     the defaulting and create strategy the API server applies after
+//     admission;
+//  3. the policies are created and made effective (barrier);
+//     S = the real CREATE of the case object;
+//  4. S and N are compared after dropping uid, resourceVersion,
+//     creationTimestamp, managedFields and generation.
+//
+// Defaulting is idempotent and the MAP plugin defaults after every
+// mutation, so N == S whenever mutatis' M equals the plugin's output up to
+// defaulting; a policy that reads a field defaulted after an earlier
+// mutation would show up here as a difference (that is difference #2).
+func TestDifferential(t *testing.T) {
+	cases := caseFiles(t)
+	c := StartCluster(t, NativeMAP)
+	// Bounds every API call of the scenario (go test -timeout is the last
+	// resort and skips cleanups).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	b := &barrier{c: c}
+	b.sync(t, ctx)
+	for _, f := range cases {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) { runDifferentialCase(t, ctx, c, b, f) })
+	}
+}
+
+func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barrier, file string) {
+	docs, data, err := readDocs(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) < 2 {
+		t.Fatalf("%s: want policies, bindings and the object last", file)
+	}
+	object := docs[len(docs)-1]
+	var resources, policies, bindings []*unstructured.Unstructured
+	for _, d := range docs[:len(docs)-1] {
+		switch {
+		case isPolicy(d):
+			policies = append(policies, d)
+		case isBinding(d):
+			bindings = append(bindings, d)
+		default:
+			resources = append(resources, d)
+		}
+	}
+	if len(policies) == 0 || len(bindings) == 0 {
+		t.Fatalf("%s: no policy or binding", file)
+	}
+
+	// mutatis reads the same file as a user's manifests.
+	set, err := manifest.Parse(file, data)
+	if err != nil {
+		t.Fatalf("mutatis cannot load %s: %v", file, err)
+	}
+	if len(set.Rejected) > 0 || len(set.Policies) != len(policies) || len(set.Bindings) != len(bindings) || len(set.Objects) != len(resources)+1 {
+		t.Fatalf("mutatis loaded %d policies (%d rejected), %d bindings, %d objects from %s", len(set.Policies), len(set.Rejected), len(set.Bindings), len(set.Objects), file)
+	}
+
+	for _, r := range resources {
+		if _, err := c.Create(ctx, r, false); err != nil {
+			t.Fatalf("creating %s: %v", kindKey(r), err)
+		}
+	}
+
+	// 1. The object as the MAP plugin receives it.
+	d0, err := c.Create(ctx, object, true)
+	if err != nil {
+		t.Fatalf("dry-run create of %s without policies: %v", kindKey(object), err)
+	}
+	in := normalize(d0.Object)
+
+	// 2. mutatis, then the API server's post-admission defaulting.
+	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pols []*admissionregistrationv1.MutatingAdmissionPolicy
+	var binds []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, p := range set.Policies {
+		pols = append(pols, p.Policy)
+	}
+	for _, bd := range set.Bindings {
+		binds = append(binds, bd.Binding)
+	}
+	ev, err := sim.Evaluator(nil, pols, binds)
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	attrs, err := sim.Attributes(cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()})
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	res, err := ev.Admit(ctx, attrs)
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	var got outcome
+	if res.Denied != nil {
+		s := res.Denied.ErrStatus
+		got = outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
+	} else {
+		n, err := c.Create(ctx, &unstructured.Unstructured{Object: res.Object}, true)
+		if got, err = outcomeOf(n, err); err != nil {
+			t.Fatalf("dry-run create of mutatis' result: %v", err)
+		}
+	}
+
+	// 3. The policies, natively.
+	t.Cleanup(func() {
+		for _, bd := range bindings {
+			if err := c.Delete(ctx, bd); err != nil {
+				t.Errorf("deleting %s: %v", kindKey(bd), err)
+			}
+		}
+		for _, p := range policies {
+			if err := c.Delete(ctx, p); err != nil {
+				t.Errorf("deleting %s: %v", kindKey(p), err)
+			}
+		}
+		b.sync(t, ctx)
+	})
+	for _, o := range append(append([]*unstructured.Unstructured{}, policies...), bindings...) {
+		if _, err := c.Create(ctx, o, false); err != nil {
+			t.Fatalf("creating %s: %v", kindKey(o), err)
+		}
+	}
+	b.sync(t, ctx)
+	s, err := c.Create(ctx, object, false)
+	want, err := outcomeOf(s, err)
+	if err != nil {
+		t.Fatalf("create of %s: %v", kindKey(object), err)
+	}
+
+	// kube-apiserver against the reviewed golden file.
+	golden := strings.TrimSuffix(file, ".yaml") + ".golden.yaml"
+	header := "# kube-apiserver v1.37.1's outcome for " + filepath.Base(file) + " (object normalized as in\n" +
+		"# docs/e2e.md). Regenerate: MUTATIS_E2E=1 go test ./test/e2e -run TestDifferential -update\n"
+	if *update {
+		if err := os.WriteFile(golden, []byte(header+want.yaml()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if data, err := os.ReadFile(golden); err != nil {
+		t.Errorf("no golden file (%v); run with -update and review it", err)
+	} else {
+		var g outcome
+		if err := yaml.Unmarshal(data, &g); err != nil {
+			t.Fatalf("%s: %v", golden, err)
+		}
+		if d := diff("golden", g, "kube-apiserver", want); d != "" {
+			t.Errorf("kube-apiserver's outcome differs from %s (a behaviour change of the API server, or a stale golden file):\n%s", golden, d)
+		}
+	}
+
+	// 4. mutatis against kube-apiserver.
+	if d := diff("kube-apiserver", want, "mutatis", got); d != "" {
+		t.Errorf("mutatis differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+	}
+	if want.Object != nil && diff("", outcome{Object: in}, "", want) == "" {
+		t.Logf("note: the policies left %s unchanged", kindKey(object))
+	}
+}

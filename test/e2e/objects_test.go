@@ -1,0 +1,195 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pmezard/go-difflib/difflib"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+// readDocs decodes a multi-document YAML file into objects.
+func readDocs(path string) ([]*unstructured.Unstructured, []byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out, data, nil
+}
+
+// resourceFor returns the dynamic client for u's kind (and namespace).
+func (c *Cluster) resourceFor(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := u.GroupVersionKind()
+	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		// A CRD created a moment ago: refresh discovery once.
+		c.Mapper.Reset()
+		if m, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return nil, err
+		}
+	}
+	if m.Scope.Name() == "namespace" {
+		return c.Dynamic.Resource(m.Resource).Namespace(u.GetNamespace()), nil
+	}
+	return c.Dynamic.Resource(m.Resource), nil
+}
+
+// Create creates u (dryRun: without storing it) and returns the object the
+// API server returned.
+func (c *Cluster) Create(ctx context.Context, u *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	ri, err := c.resourceFor(u)
+	if err != nil {
+		return nil, err
+	}
+	opts := metav1.CreateOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return ri.Create(ctx, u.DeepCopy(), opts)
+}
+
+// Delete deletes u, ignoring NotFound.
+func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured) error {
+	ri, err := c.resourceFor(u)
+	if err != nil {
+		return err
+	}
+	err = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Apply creates u or, if it exists, updates it to u.
+func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error {
+	ri, err := c.resourceFor(u)
+	if err != nil {
+		return err
+	}
+	cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = ri.Create(ctx, u.DeepCopy(), metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	n := u.DeepCopy()
+	n.SetResourceVersion(cur.GetResourceVersion())
+	_, err = ri.Update(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// serverFields are the metadata fields the API server sets on every
+// stored object; they differ between two creations of the same object.
+var serverFields = []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}
+
+// normalize returns a copy of obj without serverFields.
+func normalize(obj map[string]any) map[string]any {
+	out := (&unstructured.Unstructured{Object: obj}).DeepCopy().Object
+	if md, ok := out["metadata"].(map[string]any); ok {
+		for _, f := range serverFields {
+			delete(md, f)
+		}
+	}
+	return out
+}
+
+// outcome is the result of one admission: the (normalized) object, or the
+// API error that refused it.
+type outcome struct {
+	Object map[string]any `json:"object,omitempty"`
+	Error  *statusOutcome `json:"error,omitempty"`
+}
+
+type statusOutcome struct {
+	Code    int32  `json:"code"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message"`
+}
+
+func outcomeOf(u *unstructured.Unstructured, err error) (outcome, error) {
+	if err != nil {
+		var se apierrors.APIStatus
+		if !errors.As(err, &se) {
+			return outcome{}, err
+		}
+		s := se.Status()
+		return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}, nil
+	}
+	return outcome{Object: normalize(u.Object)}, nil
+}
+
+func (o outcome) yaml() string {
+	b, err := yaml.Marshal(o)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// diff returns a unified diff of two outcomes' YAML, or "" when equal.
+func diff(aName string, a outcome, bName string, b outcome) string {
+	as, bs := a.yaml(), b.yaml()
+	if as == bs {
+		return ""
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(as), B: difflib.SplitLines(bs), FromFile: aName, ToFile: bName, Context: 3,
+	})
+	return d
+}
+
+// kindKey names an object for messages.
+func kindKey(u *unstructured.Unstructured) string {
+	s := u.GetKind() + " " + u.GetName()
+	if ns := u.GetNamespace(); ns != "" {
+		s = u.GetKind() + " " + ns + "/" + u.GetName()
+	}
+	return s
+}
+
+var (
+	mapGVK  = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicy"}
+	mapbGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyBinding"}
+)
+
+func isPolicy(u *unstructured.Unstructured) bool  { return u.GroupVersionKind() == mapGVK }
+func isBinding(u *unstructured.Unstructured) bool { return u.GroupVersionKind() == mapbGVK }
+
+// quickCtx is a context for one API call.
+func quickCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, 30*time.Second)
+}
+
+func trimYAML(s string) string { return strings.TrimSpace(s) + "\n" }
