@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -151,15 +152,28 @@ func webhookConfiguration(o WebhookOptions, fp admissionregistrationv1.FailurePo
 	reinvocation := admissionregistrationv1.IfNeededReinvocationPolicy
 	timeout := o.TimeoutSeconds
 	cc := admissionregistrationv1.WebhookClientConfig{CABundle: append([]byte(nil), o.CABundle...)}
+	// Each configuration calls the endpoint that evaluates only its
+	// policies (webhook.PathMutateFail, PathMutateIgnore), so a request both
+	// match does not run every policy twice.
+	suffix := "/fail"
+	if fp == admissionregistrationv1.Ignore {
+		suffix = "/ignore"
+	}
 	if o.Service != nil {
 		svc := o.Service.DeepCopy()
 		if svc.Port == nil {
 			port := int32(443)
 			svc.Port = &port
 		}
+		path := "/mutate"
+		if svc.Path != nil {
+			path = strings.TrimSuffix(*svc.Path, "/")
+		}
+		path += suffix
+		svc.Path = &path
 		cc.Service = svc
 	} else {
-		url := o.URL
+		url := strings.TrimSuffix(o.URL, "/") + suffix
 		cc.URL = &url
 	}
 	nsSelector := &metav1.LabelSelector{}

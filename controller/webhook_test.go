@@ -130,11 +130,16 @@ func checkWebhook(t *testing.T, c *admissionregistrationv1.MutatingWebhookConfig
 	case string(w.ClientConfig.CABundle) != string(o.CABundle):
 		t.Errorf("caBundle %q", w.ClientConfig.CABundle)
 	}
-	if o.Service != nil && (w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != o.Service.Name || *w.ClientConfig.Service.Path != *o.Service.Path) {
+	// Each configuration calls the endpoint of its failure policy.
+	suffix := "/fail"
+	if fp == admissionregistrationv1.Ignore {
+		suffix = "/ignore"
+	}
+	if o.Service != nil && (w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != o.Service.Name || *w.ClientConfig.Service.Path != *o.Service.Path+suffix) {
 		t.Errorf("service %+v", w.ClientConfig.Service)
 	}
-	if o.URL != "" && (w.ClientConfig.URL == nil || *w.ClientConfig.URL != o.URL) {
-		t.Errorf("url %v", w.ClientConfig.URL)
+	if o.URL != "" && (w.ClientConfig.URL == nil || *w.ClientConfig.URL != o.URL+suffix) {
+		t.Errorf("url %v", *w.ClientConfig.URL)
 	}
 	want := metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{o.Namespace}}
 	if e := w.NamespaceSelector.MatchExpressions; len(e) != 1 || e[0].Key != want.Key || e[0].Operator != want.Operator || e[0].Values[0] != o.Namespace {

@@ -536,31 +536,96 @@ func admissionRequest(a *matching.Attributes, gvr schema.GroupVersionResource, g
 	}
 }
 
+// Admitter evaluates admission requests; *Engine, *Evaluator and the views
+// of Engine.Only are Admitters.
+type Admitter interface {
+	Admit(ctx context.Context, a *matching.Attributes) (Result, error)
+}
+
 // Engine holds the current Evaluator. Swapping in a new policy set is
 // atomic: in-flight admissions finish with the Evaluator they started with,
 // new ones use the new one, and nothing blocks.
 type Engine struct {
-	current atomic.Pointer[Evaluator]
+	current atomic.Pointer[engineState]
+}
+
+// engineState is one policy set: all of it, and its policies split by
+// failure policy (for webhooks registered once per failure policy).
+type engineState struct {
+	all, fail, ignore *Evaluator
 }
 
 // NewEngine returns an Engine serving ev.
 func NewEngine(ev *Evaluator) *Engine {
 	e := &Engine{}
-	e.current.Store(ev)
+	e.Swap(ev)
 	return e
 }
 
 // Swap installs ev for every admission that starts from now on.
-func (e *Engine) Swap(ev *Evaluator) { e.current.Store(ev) }
+func (e *Engine) Swap(ev *Evaluator) {
+	if ev == nil {
+		e.current.Store(nil)
+		return
+	}
+	e.current.Store(&engineState{
+		all:    ev,
+		fail:   ev.subset(admissionregistrationv1.Fail),
+		ignore: ev.subset(admissionregistrationv1.Ignore),
+	})
+}
+
+// subset is an Evaluator over the hooks whose policy has failure policy fp
+// (an unset failurePolicy is Fail).
+func (e *Evaluator) subset(fp admissionregistrationv1.FailurePolicyType) *Evaluator {
+	var hooks []Hook
+	for _, h := range e.hooks {
+		got := admissionregistrationv1.Fail
+		if h.Policy.Spec.FailurePolicy != nil {
+			got = *h.Policy.Spec.FailurePolicy
+		}
+		if got == fp {
+			hooks = append(hooks, h)
+		}
+	}
+	sub := NewEvaluator(e.cfg, hooks)
+	sub.bruteForce = e.bruteForce
+	return sub
+}
 
 // Admit evaluates a with the current Evaluator.
 // Before the first Swap of a non-nil Evaluator, it answers 503 (the
 // policies are not loaded yet), as kube-apiserver does while its policy
 // sources sync.
 func (e *Engine) Admit(ctx context.Context, a *matching.Attributes) (Result, error) {
-	ev := e.current.Load()
-	if ev == nil {
+	return e.admit(ctx, a, func(s *engineState) *Evaluator { return s.all })
+}
+
+// Only returns an Admitter that evaluates only the current policies whose
+// failurePolicy is fp (Fail includes an unset one). A webhook registered
+// once per failure policy serves each registration with one, so that no
+// policy runs twice for a request both registrations match.
+func (e *Engine) Only(fp admissionregistrationv1.FailurePolicyType) Admitter {
+	if fp == admissionregistrationv1.Ignore {
+		return admitterFunc(func(ctx context.Context, a *matching.Attributes) (Result, error) {
+			return e.admit(ctx, a, func(s *engineState) *Evaluator { return s.ignore })
+		})
+	}
+	return admitterFunc(func(ctx context.Context, a *matching.Attributes) (Result, error) {
+		return e.admit(ctx, a, func(s *engineState) *Evaluator { return s.fail })
+	})
+}
+
+func (e *Engine) admit(ctx context.Context, a *matching.Attributes, pick func(*engineState) *Evaluator) (Result, error) {
+	s := e.current.Load()
+	if s == nil {
 		return Result{}, apierrors.NewServiceUnavailable("mutating admission policies are not loaded yet")
 	}
-	return ev.Admit(ctx, a)
+	return pick(s).Admit(ctx, a)
+}
+
+type admitterFunc func(ctx context.Context, a *matching.Attributes) (Result, error)
+
+func (f admitterFunc) Admit(ctx context.Context, a *matching.Attributes) (Result, error) {
+	return f(ctx, a)
 }

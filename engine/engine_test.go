@@ -324,3 +324,33 @@ func TestEngineWithoutEvaluatorIsUnavailable(t *testing.T) {
 		t.Fatalf("err = %v, want a 503", err)
 	}
 }
+
+func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	eng := NewEngine(newEvaluator(t,
+		mapPolicy("a", never, admissionregistrationv1.Fail, counter),
+		mapPolicy("b", never, admissionregistrationv1.Ignore, counter),
+	))
+	for _, tc := range []struct {
+		name  string
+		admit Admitter
+		want  string
+	}{
+		{"all policies", eng, "2"},
+		{"only Fail", eng.Only(admissionregistrationv1.Fail), "1"},
+		{"only Ignore", eng.Only(admissionregistrationv1.Ignore), "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tc.admit.Admit(context.Background(), createConfigMap())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := count(t, res); got != tc.want {
+				t.Errorf("count = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := NewEngine(nil).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("an empty engine's view: %v, want a 503", err)
+	}
+}

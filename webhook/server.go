@@ -10,19 +10,34 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/mutatis-dev/mutatis/engine"
 )
 
 // Paths of the endpoints.
 const (
-	PathMutate  = "/mutate"
-	PathHealthz = "/healthz"
-	PathReadyz  = "/readyz"
-	PathMetrics = "/metrics"
+	PathMutate = "/mutate"
+	// PathMutateFail and PathMutateIgnore evaluate only the policies with
+	// that failurePolicy (an unset one is Fail).
+	PathMutateFail   = "/mutate/fail"
+	PathMutateIgnore = "/mutate/ignore"
+	PathHealthz      = "/healthz"
+	PathReadyz       = "/readyz"
+	PathMetrics      = "/metrics"
 )
 
 // DefaultShutdownTimeout bounds how long a shutdown waits for in-flight
 // reviews (kube-apiserver's longest webhook timeout is 30s).
 const DefaultShutdownTimeout = 30 * time.Second
+
+// FailurePolicySplitter is an Admitter that can also evaluate only the
+// policies of one failure policy; *engine.Engine is one. The server then
+// also serves PathMutateFail and PathMutateIgnore.
+type FailurePolicySplitter interface {
+	Only(fp admissionregistrationv1.FailurePolicyType) engine.Admitter
+}
 
 // Options configure a Server.
 type Options struct {
@@ -83,14 +98,23 @@ func NewServer(o Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(PathMutate, s.metrics.instrument(&Handler{
-		Admitter:          o.Admitter,
-		Ready:             o.Ready,
-		MaxRequestBytes:   o.MaxRequestBytes,
-		ExplainDryRun:     o.ExplainDryRun,
-		RequireClientCert: o.ClientCAs != nil,
-		Log:               s.log,
-	}))
+	handler := func(a Admitter) http.Handler {
+		return s.metrics.instrument(&Handler{
+			Admitter:          a,
+			Ready:             o.Ready,
+			MaxRequestBytes:   o.MaxRequestBytes,
+			ExplainDryRun:     o.ExplainDryRun,
+			RequireClientCert: o.ClientCAs != nil,
+			Log:               s.log,
+		})
+	}
+	mux.Handle(PathMutate, handler(o.Admitter))
+	// One webhook registration per failure policy (controller/) calls
+	// these, so that each policy runs once per request.
+	if split, ok := o.Admitter.(FailurePolicySplitter); ok {
+		mux.Handle(PathMutateFail, handler(split.Only(admissionregistrationv1.Fail)))
+		mux.Handle(PathMutateIgnore, handler(split.Only(admissionregistrationv1.Ignore)))
+	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
@@ -209,5 +211,49 @@ func TestGracefulShutdownFinishesInFlightReviews(t *testing.T) {
 	}
 	if _, err := f.client().Get("https://" + ln.Addr().String() + PathHealthz); err == nil {
 		t.Error("the server still accepts connections after shutdown")
+	}
+}
+
+// splitAdmitter records which part of the policy set each request reached.
+type splitAdmitter struct{ calls chan string }
+
+func (s splitAdmitter) Admit(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+	s.calls <- "all"
+	return engine.Result{Object: a.Object.Object}, nil
+}
+
+func (s splitAdmitter) Only(fp admissionregistrationv1.FailurePolicyType) engine.Admitter {
+	return fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+		s.calls <- string(fp)
+		return engine.Result{Object: a.Object.Object}, nil
+	})
+}
+
+func TestFailurePolicyEndpoints(t *testing.T) {
+	f := newTLS(t)
+	split := splitAdmitter{calls: make(chan string, 1)}
+	r := start(t, newServer(t, nil, f, func(o *Options) { o.Admitter = split }))
+	for _, tc := range []struct{ path, want string }{
+		{PathMutate, "all"},
+		{PathMutateFail, "Fail"},
+		{PathMutateIgnore, "Ignore"},
+	} {
+		code, body := post(t, f.client(), r.url+tc.path, []byte(minimalReview))
+		if code != http.StatusOK {
+			t.Fatalf("%s: HTTP %d: %s", tc.path, code, body)
+		}
+		if got := <-split.calls; got != tc.want {
+			t.Errorf("%s evaluated %q, want %q", tc.path, got, tc.want)
+		}
+	}
+	// An Admitter that cannot split serves /mutate only.
+	plain := newServer(t, nil, f, func(o *Options) {
+		o.Admitter = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+			return engine.Result{Object: a.Object.Object}, nil
+		})
+	})
+	rp := start(t, plain)
+	if code, _ := post(t, f.client(), rp.url+PathMutateFail, []byte(minimalReview)); code != http.StatusNotFound {
+		t.Errorf("%s without a splitting Admitter: HTTP %d, want 404", PathMutateFail, code)
 	}
 }
