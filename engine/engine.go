@@ -392,7 +392,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			continue
 		}
 		before := object
-		in.Request = admissionRequest(a, inv.resource, inv.kind)
+		in.Request = AdmissionRequest(a, inv.resource, inv.kind)
 		in.Namespace = namespace
 		for i, m := range inv.hook.Compiled.Mutations {
 			if versioned == nil {
@@ -467,7 +467,7 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 		return "", nil
 	}
 	fail := inv.hook.Policy.Spec.FailurePolicy == nil || *inv.hook.Policy.Spec.FailurePolicy == admissionregistrationv1.Fail
-	in.Request = admissionRequest(a, a.Resource, inv.kind)
+	in.Request = AdmissionRequest(a, a.Resource, inv.kind)
 	act := inv.hook.Compiled.NewActivation(ctx, in)
 	budget := int64(compiler.MatchConditionsBudget)
 	results := make([]compiler.Result, len(conds))
@@ -500,9 +500,11 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 	return "", nil
 }
 
-// admissionRequest builds the "request" variable as upstream's
-// CreateAdmissionRequest does.
-func admissionRequest(a *matching.Attributes, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *admissionv1.AdmissionRequest {
+// AdmissionRequest builds the AdmissionRequest of a (without uid,
+// object and oldObject) for the matched resource and kind, as upstream's
+// CreateAdmissionRequest does; it is the CEL "request" variable and the
+// body of a webhook call.
+func AdmissionRequest(a *matching.Attributes, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *admissionv1.AdmissionRequest {
 	var userInfo authenticationv1.UserInfo
 	if a.UserInfo != nil {
 		userInfo = authenticationv1.UserInfo{

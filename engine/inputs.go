@@ -63,9 +63,9 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 			ii.Param = inv.param.Namespace + "/" + inv.param.Name
 		}
 		ii.MatchConditions = in
-		ii.MatchConditions.Request = admissionRequest(a, a.Resource, inv.kind)
+		ii.MatchConditions.Request = AdmissionRequest(a, a.Resource, inv.kind)
 		ii.Mutations = in
-		ii.Mutations.Request = admissionRequest(a, inv.resource, inv.kind)
+		ii.Mutations.Request = AdmissionRequest(a, inv.resource, inv.kind)
 		ii.Mutations.Namespace = namespace
 		out = append(out, ii)
 	}

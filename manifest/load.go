@@ -523,3 +523,17 @@ func decodeStrict(js []byte, into any) error {
 	}
 	return nil
 }
+
+// APIObjects returns the set's policies and bindings as API objects, in
+// load order: what the compiler, the engine and binding checks take.
+func (s *Set) APIObjects() ([]*v1.MutatingAdmissionPolicy, []*v1.MutatingAdmissionPolicyBinding) {
+	policies := make([]*v1.MutatingAdmissionPolicy, len(s.Policies))
+	for i, p := range s.Policies {
+		policies[i] = p.Policy
+	}
+	bindings := make([]*v1.MutatingAdmissionPolicyBinding, len(s.Bindings))
+	for i, b := range s.Bindings {
+		bindings[i] = b.Binding
+	}
+	return policies, bindings
+}

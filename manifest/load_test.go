@@ -358,3 +358,41 @@ func TestEmptyInputs(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIObjectsKeepLoadOrder(t *testing.T) {
+	const doc = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: b2}
+spec: {policyName: p2}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: p2}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}
+  reinvocationPolicy: Never
+  mutations:
+  - {patchType: ApplyConfiguration, applyConfiguration: {expression: "Object{}"}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: p1}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}
+  reinvocationPolicy: Never
+  mutations:
+  - {patchType: ApplyConfiguration, applyConfiguration: {expression: "Object{}"}}
+`
+	set, err := Load(context.Background(), []string{"-"}, strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, bindings := set.APIObjects()
+	if len(policies) != 2 || policies[0].Name != "p2" || policies[1].Name != "p1" || policies[0] != set.Policies[0].Policy {
+		t.Errorf("policies %v", policies)
+	}
+	if len(bindings) != 1 || bindings[0].Name != "b2" {
+		t.Errorf("bindings %v", bindings)
+	}
+}

@@ -106,14 +106,8 @@ func (h *Harness) load() error {
 			h.err = err
 			return
 		}
-		l := &Loaded{}
-		for _, p := range set.Policies {
-			l.Policies = append(l.Policies, p.Policy)
-		}
-		for _, b := range set.Bindings {
-			l.Bindings = append(l.Bindings, b.Binding)
-		}
-		h.ev, h.err = h.cluster.Evaluator(comp, l.Policies, l.Bindings)
+		policies, bindings := set.APIObjects()
+		h.ev, h.err = h.cluster.Evaluator(comp, policies, bindings)
 	})
 	return h.err
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"gomodules.xyz/jsonpatch/v2"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -133,14 +132,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	gvk := attrs.Kind
 
-	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
-	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for _, p := range policySet.Policies {
-		policies = append(policies, p.Policy)
-	}
-	for _, b := range policySet.Bindings {
-		bindings = append(bindings, b.Binding)
-	}
+	policies, bindings := policySet.APIObjects()
 	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {
 		return err

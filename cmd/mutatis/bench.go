@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/harness"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/policytest"
@@ -96,7 +96,7 @@ func runBench(cmd *cobra.Command, o *benchOptions) error {
 		return badInput(errors.New("give --policies and --filename, or --suite"))
 	}
 	opts := harness.Options{Scales: o.scales, BenchTime: o.benchTime}
-	if o.progress && isTerminal(stderr) {
+	if o.progress && explain.IsTerminal(stderr) {
 		opts.Progress = func(done, total int) {
 			const width = 30
 			n := done * width / total
@@ -173,16 +173,6 @@ func writeFile(path string, write func(*os.File) error) error {
 	return f.Close()
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // benchFiles measures --policies against the objects of --filename.
 func benchFiles(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]harness.Measurement, error) {
 	ctx := cmd.Context()
@@ -217,14 +207,7 @@ func benchFiles(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]ha
 		return nil, badInput(err)
 	}
 	sim.OnSynthesize = func(string) {}
-	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
-	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for _, p := range policySet.Policies {
-		policies = append(policies, p.Policy)
-	}
-	for _, b := range policySet.Bindings {
-		bindings = append(bindings, b.Binding)
-	}
+	policies, bindings := policySet.APIObjects()
 	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {
 		return nil, err

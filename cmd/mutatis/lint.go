@@ -149,14 +149,7 @@ func countProblems(l manifest.ErrorList) int {
 // mistake (see binding.Check). A lone binding file is legitimate, so
 // references to policies are checked only when policies were loaded.
 func bindingWarnings(set *manifest.Set) []string {
-	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
-	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for _, p := range set.Policies {
-		policies = append(policies, p.Policy)
-	}
-	for _, b := range set.Bindings {
-		bindings = append(bindings, b.Binding)
-	}
+	policies, bindings := set.APIObjects()
 	if len(policies) == 0 || len(bindings) == 0 {
 		return nil
 	}

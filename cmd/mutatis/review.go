@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -176,22 +176,8 @@ func reviewBody(sim *cluster.Cluster, a *matching.Attributes, version string) ([
 		return runtime.RawExtension{Raw: b}, err
 	}
 	var err error
-	req := &admissionv1.AdmissionRequest{
-		UID:                uuid.NewUUID(),
-		Kind:               metav1.GroupVersionKind(a.Kind),
-		Resource:           metav1.GroupVersionResource(a.Resource),
-		SubResource:        a.Subresource,
-		RequestKind:        &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
-		RequestResource:    &metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
-		RequestSubResource: a.Subresource,
-		Name:               a.Name,
-		Namespace:          a.Namespace,
-		Operation:          admissionv1.Operation(a.Operation),
-		UserInfo: authenticationv1.UserInfo{
-			Username: a.UserInfo.GetName(), UID: a.UserInfo.GetUID(), Groups: a.UserInfo.GetGroups(),
-		},
-		DryRun: &a.DryRun,
-	}
+	req := engine.AdmissionRequest(a, a.Resource, a.Kind)
+	req.UID = uuid.NewUUID()
 	if a.Object != nil {
 		if req.Object, err = raw(a.Object.Object); err != nil {
 			return nil, err

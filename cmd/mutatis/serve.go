@@ -464,14 +464,7 @@ func (s *staticSource) load(ctx context.Context) (*engine.Evaluator, string, err
 	sim.OnSynthesize = func(name string) {
 		s.log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
 	}
-	policies := make([]*admissionregistrationv1.MutatingAdmissionPolicy, 0, len(pset.Policies))
-	for _, p := range pset.Policies {
-		policies = append(policies, p.Policy)
-	}
-	bindings := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, 0, len(pset.Bindings))
-	for _, b := range pset.Bindings {
-		bindings = append(bindings, b.Binding)
-	}
+	policies, bindings := pset.APIObjects()
 	hooks, err := engine.NewHooks(s.comp, policies, bindings)
 	if err != nil {
 		return nil, "", err
