@@ -133,15 +133,15 @@ type Config struct {
 type Status struct {
 	// Generation counts the policy sets swapped into the Engine (0: none
 	// yet).
-	Generation uint64
+	Generation uint64 `json:"generation"`
 	// Policies maps the name of every policy in the Engine (bound or not) to
 	// the resourceVersion of the revision compiled.
-	Policies map[string]string
+	Policies map[string]string `json:"policies"`
 	// Bindings maps the name of every binding in the Engine to its
 	// resourceVersion.
-	Bindings map[string]string
+	Bindings map[string]string `json:"bindings"`
 	// ParamKinds are the resources whose param informers run.
-	ParamKinds []schema.GroupVersionResource
+	ParamKinds []schema.GroupVersionResource `json:"paramKinds,omitempty"`
 }
 
 // Controller watches policies, bindings, Namespaces, CRDs and params, and

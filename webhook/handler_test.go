@@ -245,7 +245,7 @@ func TestMetricsAfterAReview(t *testing.T) {
 		`apiserver_mutating_admission_policy_check_total{error_type="no_error",policy="rewrite-images",policy_binding="rewrite-images"} 2`,
 		`apiserver_mutating_admission_policy_check_total{error_type="no_error",policy="drop-debug-containers",policy_binding="drop-debug-containers"} 1`,
 		`apiserver_mutating_admission_policy_check_duration_seconds_bucket{error_type="no_error",policy="rewrite-images",policy_binding="rewrite-images",le="1"} 2`,
-		`mutatis_webhook_requests_total{code="200"} 1`,
+		`mutatis_webhook_requests_total{code="200",path="/mutate"} 1`,
 		`mutatis_webhook_request_duration_seconds_count 1`,
 		`mutatis_webhook_requests_in_flight 0`,
 		`go_goroutines`,
@@ -299,5 +299,47 @@ func TestDryRunExplain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestStatusz(t *testing.T) {
+	f := newTLS(t)
+	var status atomic.Pointer[map[string]any]
+	s := newServer(t, nil, f, func(o *Options) {
+		o.Admitter = passThrough
+		o.Status = func() any {
+			if p := status.Load(); p != nil {
+				return *p
+			}
+			return nil
+		}
+	})
+	h := s.Handler()
+	steps := []struct {
+		name     string
+		status   map[string]any
+		method   string
+		wantCode int
+		wantBody string
+	}{
+		{name: "nothing to report yet", method: http.MethodGet, wantCode: 503, wantBody: "no status yet\n"},
+		{name: "the status as JSON", status: map[string]any{"generation": 3, "policies": map[string]string{"p": "12"}}, method: http.MethodGet, wantCode: 200, wantBody: `{"generation":3,"policies":{"p":"12"}}` + "\n"},
+		{name: "only GET", status: map[string]any{"generation": 3}, method: http.MethodPost, wantCode: 405, wantBody: "method not allowed\n"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.status != nil {
+				status.Store(&st.status)
+			}
+			rec := serveOnce(h, st.method, PathStatusz, "", nil)
+			if rec.Code != st.wantCode || rec.Body.String() != st.wantBody {
+				t.Errorf("HTTP %d %q, want %d %q", rec.Code, rec.Body, st.wantCode, st.wantBody)
+			}
+		})
+	}
+	// Without Options.Status there is no /statusz.
+	plain := newServer(t, nil, f, func(o *Options) { o.Admitter = passThrough })
+	if rec := serveOnce(plain.Handler(), http.MethodGet, PathStatusz, "", nil); rec.Code != http.StatusNotFound {
+		t.Errorf("/statusz without Options.Status: HTTP %d, want 404", rec.Code)
 	}
 }

@@ -24,7 +24,7 @@ import (
 //
 // The HTTP metrics of /mutate are
 //
-//	mutatis_webhook_requests_total{code}
+//	mutatis_webhook_requests_total{path,code}
 //	mutatis_webhook_request_duration_seconds
 //	mutatis_webhook_requests_in_flight
 //
@@ -65,8 +65,8 @@ func NewMetrics() *Metrics {
 			Namespace: "mutatis",
 			Subsystem: "webhook",
 			Name:      "requests_total",
-			Help:      "AdmissionReview requests to /mutate by HTTP status code.",
-		}, []string{"code"}),
+			Help:      "AdmissionReview requests by path (/mutate, /mutate/fail, /mutate/ignore) and HTTP status code.",
+		}, []string{"path", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "mutatis",
 			Subsystem: "webhook",
@@ -100,9 +100,9 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// instrument wraps the /mutate handler with the HTTP metrics.
-func (m *Metrics) instrument(h http.Handler) http.Handler {
+// instrument wraps the review handler of path with the HTTP metrics.
+func (m *Metrics) instrument(path string, h http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerInFlight(m.inFlight,
 		promhttp.InstrumentHandlerDuration(m.latency,
-			promhttp.InstrumentHandlerCounter(m.requests, h)))
+			promhttp.InstrumentHandlerCounter(m.requests.MustCurryWith(prometheus.Labels{"path": path}), h)))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,8 @@ const (
 	PathHealthz      = "/healthz"
 	PathReadyz       = "/readyz"
 	PathMetrics      = "/metrics"
+	// PathStatusz serves Options.Status as JSON.
+	PathStatusz = "/statusz"
 )
 
 // DefaultShutdownTimeout bounds how long a shutdown waits for in-flight
@@ -67,6 +70,12 @@ type Options struct {
 	Metrics *Metrics
 	// Log receives server events; nil discards them.
 	Log *slog.Logger
+	// Status, when set, is served as JSON on /statusz: what the policy
+	// sources have put into the Admitter (controller.Status in informer
+	// mode), so that a client can wait until a change it made is in
+	// effect. It returns nil until there is something to report (then
+	// /statusz answers 503).
+	Status func() any
 }
 
 // Server is the HTTPS webhook server.
@@ -98,8 +107,8 @@ func NewServer(o Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	handler := func(a Admitter) http.Handler {
-		return s.metrics.instrument(&Handler{
+	handler := func(path string, a Admitter) http.Handler {
+		return s.metrics.instrument(path, &Handler{
 			Admitter:          a,
 			Ready:             o.Ready,
 			MaxRequestBytes:   o.MaxRequestBytes,
@@ -108,12 +117,12 @@ func NewServer(o Options) (*Server, error) {
 			Log:               s.log,
 		})
 	}
-	mux.Handle(PathMutate, handler(o.Admitter))
+	mux.Handle(PathMutate, handler(PathMutate, o.Admitter))
 	// One webhook registration per failure policy (controller/) calls
 	// these, so that each policy runs once per request.
 	if split, ok := o.Admitter.(FailurePolicySplitter); ok {
-		mux.Handle(PathMutateFail, handler(split.Only(admissionregistrationv1.Fail)))
-		mux.Handle(PathMutateIgnore, handler(split.Only(admissionregistrationv1.Ignore)))
+		mux.Handle(PathMutateFail, handler(PathMutateFail, split.Only(admissionregistrationv1.Fail)))
+		mux.Handle(PathMutateIgnore, handler(PathMutateIgnore, split.Only(admissionregistrationv1.Ignore)))
 	}
 	mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -131,6 +140,27 @@ func NewServer(o Options) (*Server, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle(PathMetrics, s.metrics.Handler())
+	if o.Status != nil {
+		mux.HandleFunc(PathStatusz, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, HEAD")
+				http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+				return
+			}
+			st := o.Status()
+			if st == nil {
+				http.Error(w, "no status yet", http.StatusServiceUnavailable)
+				return
+			}
+			body, err := json.Marshal(st)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(append(body, '\n'))
+		})
+	}
 	s.handler = mux
 	return s, nil
 }
