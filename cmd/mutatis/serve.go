@@ -29,7 +29,6 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/controller"
 	"github.com/mutatis-dev/mutatis/engine"
-	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/webhook"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -86,6 +85,8 @@ type informerConfig struct {
 	Ready func()
 	// Log is the server's logger.
 	Log *slog.Logger
+	// PublishStatus hands serve the function /statusz reports.
+	PublishStatus func(func() controller.Status)
 	// Options are the command's flags (namespace, webhook settings).
 	Options *serveOptions
 }
@@ -112,6 +113,9 @@ func runController(ctx context.Context, c informerConfig) error {
 	})
 	if err != nil {
 		return err
+	}
+	if c.PublishStatus != nil {
+		c.PublishStatus(ctl.Status)
 	}
 	go func() {
 		select {
@@ -285,7 +289,18 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 			}
 			return nil
 		}
-		ic = informerConfig{Rest: cfg, Source: o.source, Engine: eng, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log, Options: o}
+		// /statusz: the generation and the resourceVersions of the
+		// policies and bindings in the Engine (controller.Status).
+		var status atomic.Pointer[func() controller.Status]
+		opts.Status = func() any {
+			f := status.Load()
+			if f == nil || !ready.Load() {
+				return nil
+			}
+			return (*f)()
+		}
+		publish := func(f func() controller.Status) { status.Store(&f) }
+		ic = informerConfig{Rest: cfg, Source: o.source, Engine: eng, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log, Options: o, PublishStatus: publish}
 		sources = func(ctx context.Context) error { return o.informers(ctx, ic) }
 	}
 
@@ -298,7 +313,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "mutatis serve: listening on https://%s (%s, %s, %s, %s)\n", ln.Addr(), webhook.PathMutate, webhook.PathHealthz, webhook.PathReadyz, webhook.PathMetrics)
+	fmt.Fprintf(stderr, "mutatis serve: listening on https://%s (%s, %s, %s, %s%s)\n", ln.Addr(), webhook.PathMutate, webhook.PathHealthz, webhook.PathReadyz, webhook.PathMetrics, statuszNote(opts))
 
 	// The sources and the server stop together: a failing source stops
 	// the server (gracefully), a stopped server stops the sources.
@@ -442,37 +457,12 @@ func newStaticSource(o *serveOptions, metrics engine.Metrics, log *slog.Logger) 
 
 // load reads the files and compiles every policy into a new Evaluator.
 func (s *staticSource) load(ctx context.Context) (*engine.Evaluator, string, error) {
-	pset, err := manifest.Load(ctx, s.policies, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cluster.ValidatePolicies(s.comp, pset.Policies); err != nil {
-		return nil, "", err
-	}
-	objects := pset.Objects
-	if len(s.resources) > 0 {
-		rset, err := manifest.Load(ctx, s.resources, nil)
-		if err != nil {
-			return nil, "", err
-		}
-		objects = append(objects, rset.Objects...)
-	}
-	sim, err := cluster.New(objects)
-	if err != nil {
-		return nil, "", err
-	}
-	sim.OnSynthesize = func(name string) {
-		s.log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
-	}
-	policies, bindings := pset.APIObjects()
-	hooks, err := engine.NewHooks(s.comp, policies, bindings)
-	if err != nil {
-		return nil, "", err
-	}
-	cfg := sim.Config()
-	cfg.Metrics = s.metrics
-	summary := fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects))
-	return engine.NewEvaluator(cfg, hooks), summary, nil
+	return cluster.LoadStatic(ctx, cluster.StaticOptions{
+		Policies: s.policies, Resources: s.resources, Compiler: s.comp, Metrics: s.metrics,
+		OnSynthesize: func(name string) {
+			s.log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
+		},
+	})
 }
 
 // fingerprint sums up the names, sizes and modification times of the
@@ -544,4 +534,12 @@ func (s *staticSource) reload(ctx context.Context, eng *engine.Engine, last stri
 	eng.Swap(ev)
 	s.log.Info("reloaded static policies", "summary", summary)
 	return fp
+}
+
+// statuszNote lists /statusz among the endpoints when it is served.
+func statuszNote(o webhook.Options) string {
+	if o.Status == nil {
+		return ""
+	}
+	return ", " + webhook.PathStatusz
 }

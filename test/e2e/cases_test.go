@@ -37,7 +37,8 @@ func caseFiles(t *testing.T) []string {
 
 // TestDifferentialCasesAreValid needs no API server: every policy set of
 // the differential scenario loads, passes API validation and compiles in
-// mutatis, its object is admitted offline without an internal error, it
+// mutatis (or, in a *refused* case, is refused as kube-apiserver refuses
+// it), its object is admitted offline without an internal error, it
 // respects the barrier's rules (no policy matches podtemplates, params are
 // ConfigMaps), and it has a golden file.
 func TestDifferentialCasesAreValid(t *testing.T) {
@@ -53,6 +54,18 @@ func TestDifferentialCasesAreValid(t *testing.T) {
 			}
 			if len(set.Rejected) > 0 || len(set.Policies) == 0 || len(set.Bindings) == 0 || len(set.Objects) == 0 {
 				t.Fatalf("%d policies (%d rejected), %d bindings, %d objects", len(set.Policies), len(set.Rejected), len(set.Bindings), len(set.Objects))
+			}
+			golden := strings.TrimSuffix(f, ".yaml") + ".golden.yaml"
+			if _, _, err := readDocs(golden); err != nil {
+				t.Errorf("no golden file: %v (MUTATIS_E2E=1 go test ./test/e2e -run TestDifferential -update)", err)
+			}
+			// A case whose policy kube-apiserver refuses to create says so
+			// in its name; no other case may have one.
+			if o, refused := refusedByMutatis(t, set); refused != strings.Contains(f, "refused") {
+				t.Fatalf("mutatis refuses a policy: %v (%s); only *refused* cases may have one", refused, o.yaml())
+			} else if refused {
+				t.Logf("refused: %s", o.Error.Message)
+				return
 			}
 			var pols []*admissionregistrationv1.MutatingAdmissionPolicy
 			for _, p := range set.Policies {
@@ -102,10 +115,6 @@ func TestDifferentialCasesAreValid(t *testing.T) {
 				t.Logf("denied: %s", res.Denied.ErrStatus.Message)
 			} else if testing.Verbose() {
 				t.Logf("mutatis (undefaulted input): %s", outcome{Object: normalize((&unstructured.Unstructured{Object: res.Object}).Object)}.yaml())
-			}
-			golden := strings.TrimSuffix(f, ".yaml") + ".golden.yaml"
-			if _, _, err := readDocs(golden); err != nil {
-				t.Errorf("no golden file: %v (MUTATIS_E2E=1 go test ./test/e2e -run TestDifferential -update)", err)
 			}
 		})
 	}

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -117,40 +119,11 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	}
 	in := normalize(d0.Object)
 
-	// 2. mutatis, then the API server's post-admission defaulting.
-	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pols []*admissionregistrationv1.MutatingAdmissionPolicy
-	var binds []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for _, p := range set.Policies {
-		pols = append(pols, p.Policy)
-	}
-	for _, bd := range set.Bindings {
-		binds = append(binds, bd.Binding)
-	}
-	ev, err := sim.Evaluator(nil, pols, binds)
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
-	attrs, err := sim.Attributes(cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()})
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
-	res, err := ev.Admit(ctx, attrs)
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
-	var got outcome
-	if res.Denied != nil {
-		s := res.Denied.ErrStatus
-		got = outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
-	} else {
-		n, err := c.Create(ctx, &unstructured.Unstructured{Object: res.Object}, true)
-		if got, err = outcomeOf(n, err); err != nil {
-			t.Fatalf("dry-run create of mutatis' result: %v", err)
-		}
+	// 2. mutatis, then the API server's post-admission defaulting; or
+	// mutatis refuses a policy as kube-apiserver would on create.
+	got, refused := refusedByMutatis(t, set)
+	if !refused {
+		got = admitByMutatis(t, ctx, c, set, in)
 	}
 
 	// 3. The policies, natively.
@@ -167,16 +140,27 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		}
 		b.sync(t, ctx)
 	})
+	var want outcome
 	for _, o := range append(append([]*unstructured.Unstructured{}, policies...), bindings...) {
-		if _, err := c.Create(ctx, o, false); err != nil {
+		_, err := c.Create(ctx, o, false)
+		if err != nil && isPolicy(o) && apierrors.IsInvalid(err) {
+			// kube-apiserver refuses the policy: that is the outcome.
+			if want, err = outcomeOf(nil, err); err != nil {
+				t.Fatal(err)
+			}
+			want.Refused = kindKey(o)
+			break
+		}
+		if err != nil {
 			t.Fatalf("creating %s: %v", kindKey(o), err)
 		}
 	}
-	b.sync(t, ctx)
-	s, err := c.Create(ctx, object, false)
-	want, err := outcomeOf(s, err)
-	if err != nil {
-		t.Fatalf("create of %s: %v", kindKey(object), err)
+	if want.Refused == "" {
+		b.sync(t, ctx)
+		s, err := c.Create(ctx, object, false)
+		if want, err = outcomeOf(s, err); err != nil {
+			t.Fatalf("create of %s: %v", kindKey(object), err)
+		}
 	}
 
 	// kube-apiserver against the reviewed golden file.
@@ -206,4 +190,65 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	if want.Object != nil && diff("", outcome{Object: in}, "", want) == "" {
 		t.Logf("note: the policies left %s unchanged", kindKey(object))
 	}
+}
+
+// refusedByMutatis returns the refusal of the first policy of set that
+// kube-apiserver's create-time validation refuses, as mutatis computes it
+// (compiler.Validate, as every mutatis tool does), or false.
+func refusedByMutatis(t *testing.T, set *manifest.Set) (outcome, bool) {
+	t.Helper()
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range set.Policies {
+		errs, err := comp.Validate(p.Policy)
+		if err != nil {
+			t.Fatalf("mutatis: %v", err)
+		}
+		if len(errs) > 0 {
+			gk := admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingAdmissionPolicy").GroupKind()
+			o, err := outcomeOf(nil, apierrors.NewInvalid(gk, p.Policy.Name, errs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Refused = "MutatingAdmissionPolicy " + p.Policy.Name
+			return o, true
+		}
+	}
+	return outcome{}, false
+}
+
+// admitByMutatis admits in (the object as the MAP plugin receives it) with
+// mutatis' offline engine and returns the outcome after the API server's
+// post-admission defaulting (a dry-run create of the result).
+func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest.Set, in map[string]any) outcome {
+	t.Helper()
+	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, binds := set.APIObjects()
+	ev, err := sim.Evaluator(nil, pols, binds)
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	attrs, err := sim.Attributes(cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()})
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	res, err := ev.Admit(ctx, attrs)
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	if res.Denied != nil {
+		s := res.Denied.ErrStatus
+		return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
+	}
+	n, err := c.Create(ctx, &unstructured.Unstructured{Object: res.Object}, true)
+	got, err := outcomeOf(n, err)
+	if err != nil {
+		t.Fatalf("dry-run create of mutatis' result: %v", err)
+	}
+	return got
 }

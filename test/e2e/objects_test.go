@@ -128,8 +128,11 @@ func normalize(obj map[string]any) map[string]any {
 // outcome is the result of one admission: the (normalized) object, or the
 // API error that refused it.
 type outcome struct {
-	Object map[string]any `json:"object,omitempty"`
-	Error  *statusOutcome `json:"error,omitempty"`
+	// Refused names the policy kube-apiserver refused to create ("Kind
+	// name"); Error is then that refusal and the object was not admitted.
+	Refused string         `json:"refused,omitempty"`
+	Object  map[string]any `json:"object,omitempty"`
+	Error   *statusOutcome `json:"error,omitempty"`
 }
 
 type statusOutcome struct {

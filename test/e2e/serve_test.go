@@ -3,143 +3,247 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// The polyfill and churn scenarios run `mutatis serve` as a webhook in
-// front of a kube-apiserver whose MutatingAdmissionPolicy plugin is
-// disabled. They are written against the expected command line:
+// The polyfill and churn scenarios run `mutatis serve` in informer mode as
+// the mutating webhook of a kube-apiserver whose MutatingAdmissionPolicy
+// plugin is disabled:
 //
-//	mutatis serve --kubeconfig K --source shadow --listen 127.0.0.1:PORT --self-signed-dir DIR
+//	mutatis serve --kubeconfig K --source shadow|native --listen 127.0.0.1:PORT \
+//	  --self-signed-dir DIR --webhook-url https://127.0.0.1:PORT/mutate
 //
-// and skip with a TODO until cmd/mutatis has a serve command with those
-// flags (webhook/ and controller/ are being written).
+// The binary is built with the race detector (MUTATIS_E2E_RACE=0 builds it
+// without) and a data race reported in its log fails the test.
 
-// serveFlags are the flags the scenarios need from `mutatis serve --help`.
-var serveFlags = []string{"--kubeconfig", "--source", "--listen", "--self-signed-dir"}
+var (
+	serveOnce sync.Once
+	serveBin  string
+	serveErr  error
+)
 
-const serveTODO = "TODO(#6): waits for `mutatis serve` (cmd/mutatis) with --kubeconfig, --source shadow, --listen and --self-signed-dir, backed by controller/ (informers) and webhook/"
-
-// buildServe builds cmd/mutatis and returns its path, or skips with a TODO
-// when the serve command is not there yet.
+// buildServe builds cmd/mutatis once per test binary and returns its path.
 func buildServe(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mutatis")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mutatis")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/mutatis: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin, "serve", "--help").CombinedOutput()
-	if err != nil || strings.Contains(string(out), `unknown command "serve"`) {
-		t.Skipf("%s: `mutatis serve --help` fails: %v", serveTODO, err)
-	}
-	var missing []string
-	for _, f := range serveFlags {
-		if !strings.Contains(string(out), f) {
-			missing = append(missing, f)
+	serveOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mutatis-e2e-bin-")
+		if err != nil {
+			serveErr = err
+			return
 		}
+		serveBin = filepath.Join(dir, "mutatis")
+		args := []string{"build", "-o", serveBin}
+		if os.Getenv("MUTATIS_E2E_RACE") != "0" {
+			args = append(args, "-race")
+		}
+		build := exec.Command("go", append(args, "./cmd/mutatis")...)
+		build.Dir = repoRoot(t)
+		if out, err := build.CombinedOutput(); err != nil {
+			serveErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if serveErr != nil {
+		t.Fatal(serveErr)
 	}
-	if len(missing) > 0 {
-		t.Skipf("%s: `mutatis serve` lacks %s", serveTODO, strings.Join(missing, ", "))
-	}
-	return bin
+	return serveBin
 }
 
-// startServe runs `mutatis serve` against c (stopped when t ends) and
-// waits until its /readyz answers 200 over TLS verified with the CA it
-// wrote into its --self-signed-dir. It returns the base URL and the CA.
-func startServe(t *testing.T, bin string, c *Cluster, source string) (string, []byte) {
+// served is a running `mutatis serve`.
+type served struct {
+	base string // https://127.0.0.1:PORT
+	hc   *http.Client
+	log  string
+}
+
+// startServe runs `mutatis serve` in informer mode against c, managing
+// webhook configurations that call it, with extra flags, and waits until
+// /readyz answers 200 over TLS verified with the CA of its
+// --self-signed-dir. It is stopped when t ends; a data race in its log
+// fails t.
+func startServe(t *testing.T, bin string, c *Cluster, extra ...string) *served {
 	t.Helper()
 	certDir := filepath.Join(c.Dir, "mutatis-certs")
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	logFile := filepath.Join(c.Dir, "mutatis-serve.log")
+	// Registered before the process (cleanups run last-in first-out): runs
+	// after it stopped and wrote everything.
 	t.Cleanup(func() {
-		if t.Failed() {
+		log, _ := os.ReadFile(logFile)
+		if bytes.Contains(log, []byte("WARNING: DATA RACE")) {
+			t.Errorf("mutatis serve reported a data race:\n%s", log)
+		} else if t.Failed() {
 			t.Logf("==== %s (tail) ====\n%s", logFile, tail(logFile, 200))
 		}
 	})
-	if source == "shadow" {
-		installShadowCRDs(t, c)
-	}
-	p := startProcess(t, "mutatis serve", logFile, bin, "serve",
-		"--kubeconfig", c.Kubeconfig, "--source", source, "--listen", addr, "--self-signed-dir", certDir)
-	base := "https://" + addr
-	var ca []byte
+	s := &served{base: "https://" + addr, log: logFile}
+	args := append([]string{"serve", "--kubeconfig", c.Kubeconfig, "--listen", addr,
+		"--self-signed-dir", certDir, "--webhook-url", s.base + "/mutate"}, extra...)
+	p := startProcess(t, "mutatis serve", logFile, bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	err := p.waitReady(ctx, func(ctx context.Context) error {
-		if ca == nil {
-			data, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
+		if s.hc == nil {
+			ca, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
 			if err != nil {
 				return err
 			}
-			ca = data
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(ca) {
+				return fmt.Errorf("no certificate in %s/ca.crt yet", certDir)
+			}
+			s.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			ca = nil
-			return fmt.Errorf("no certificate in %s/ca.crt yet", certDir)
-		}
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s", resp.Status)
-		}
-		return nil
+		_, err := s.get(ctx, "/readyz")
+		return err
 	})
 	if err != nil {
-		// The command exists before informer mode is wired to controller/;
-		// it then exits with errInformerModeNotWired (cmd/mutatis/serve.go).
-		if log := tail(logFile, 20); strings.Contains(log, "not wired yet") {
-			t.Skipf("%s: informer mode is not wired yet:\n%s", serveTODO, log)
-		}
 		t.Fatalf("mutatis serve did not become ready: %v\n%s", err, tail(logFile, 100))
 	}
-	return base, ca
+	return s
 }
 
-// TestPolyfill: kube-apiserver without the MAP plugin plus `mutatis serve`
-// must store exactly what kube-apiserver with the plugin stores, for every
-// policy set of testdata/differential (the golden files).
-func TestPolyfill(t *testing.T) {
-	findBinaries(t)
-	bin := buildServe(t)
-	c := StartCluster(t, NoMAP)
-	startServe(t, bin, c, "shadow")
-	t.Skip("TODO(#6): serve starts and is ready; the scenario (install the shadow CRDs from deploy/, write each testdata/differential policy set as mutatis.dev objects, wait for the webhook configuration, create the object, compare with its golden outcome) is not written yet: it needs the mutatis.dev shadow objects' version and how the controller registers its MutatingWebhookConfiguration for a local URL")
+// get returns the body of a 200 answer to GET path.
+func (s *served) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
 }
 
-// TestChurn: policies, bindings and params created, updated and deleted
-// while objects are admitted; after each change settles, `mutatis serve`
-// must admit exactly as the native plugin would.
-func TestChurn(t *testing.T) {
-	findBinaries(t)
-	buildServe(t)
-	t.Skip("TODO(#6): the churn scenario waits for the controller's informers (policies, bindings, params, CRDs) and a readiness signal for a policy generation to poll on")
+// serveStatus is /statusz (controller.Status).
+type serveStatus struct {
+	Generation uint64            `json:"generation"`
+	Policies   map[string]string `json:"policies"`
+	Bindings   map[string]string `json:"bindings"`
+}
+
+func (s *served) status(ctx context.Context) (serveStatus, error) {
+	var st serveStatus
+	body, err := s.get(ctx, "/statusz")
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(body, &st)
+}
+
+// waitStatus waits until the Engine of s reflects exactly these policies
+// and bindings (name → resourceVersion) and returns that status.
+func (s *served) waitStatus(ctx context.Context, policies, bindings map[string]string) (serveStatus, error) {
+	var last serveStatus
+	var lastErr error
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		last, lastErr = s.status(ctx)
+		if lastErr != nil {
+			return false, nil
+		}
+		return maps.Equal(last.Policies, policies) && maps.Equal(last.Bindings, bindings), nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("/statusz does not show policies %v and bindings %v: %v (last: %+v, %v)", policies, bindings, err, last, lastErr)
+	}
+	return last, nil
+}
+
+// requests returns mutatis_webhook_requests_total summed over the codes,
+// by path.
+func (s *served) requests(ctx context.Context) (map[string]float64, error) {
+	body, err := s.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		labels, ok := strings.CutPrefix(line, "mutatis_webhook_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(labels, "} ")
+		if !ok {
+			return nil, fmt.Errorf("/metrics: cannot read %q", line)
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/metrics: %q: %v", line, err)
+		}
+		for _, l := range strings.Split(labels, ",") {
+			if p, ok := strings.CutPrefix(l, `path="`); ok {
+				out[strings.TrimSuffix(p, `"`)] += v
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// review posts an AdmissionReview to path and returns its response.
+func (s *served) review(ctx context.Context, path string, r *admissionv1.AdmissionReview) (*admissionv1.AdmissionResponse, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	if out.Response == nil || out.Response.UID != r.Request.UID {
+		return nil, fmt.Errorf("POST %s: response without the request's uid: %s", path, data)
+	}
+	return out.Response, nil
 }
 
 // installShadowCRDs creates the mutatis.dev CRDs of deploy/base/crds and
@@ -161,28 +265,35 @@ func installShadowCRDs(t *testing.T, c *Cluster) {
 			if _, err := c.Create(ctx, d, false); err != nil {
 				t.Fatalf("creating %s from %s: %v", kindKey(d), f, err)
 			}
-			ri, err := c.resourceFor(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-				got, err := ri.Get(ctx, d.GetName(), metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-				for _, cond := range conds {
-					m, _ := cond.(map[string]any)
-					if m["type"] == "Established" && m["status"] == "True" {
-						return true, nil
-					}
-				}
-				return false, nil
-			})
-			if err != nil {
-				t.Fatalf("%s not established: %v", kindKey(d), err)
-			}
+			waitEstablished(t, ctx, c, d)
 		}
 	}
 	c.Mapper.Reset()
+}
+
+// waitEstablished waits until the CustomResourceDefinition crd is
+// established.
+func waitEstablished(t *testing.T, ctx context.Context, c *Cluster, crd *unstructured.Unstructured) {
+	t.Helper()
+	ri, err := c.resourceFor(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		got, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, cond := range conds {
+			m, _ := cond.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s not established: %v", kindKey(crd), err)
+	}
 }

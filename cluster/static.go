@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// StaticOptions name the manifest files of a static policy set, as
+// `mutatis serve --policies … --resources …` serves it.
+type StaticOptions struct {
+	// Policies are files or directories of MutatingAdmissionPolicies and
+	// bindings; the other objects in them count as resources.
+	Policies []string
+	// Resources are files or directories of the objects around the
+	// policies: Namespaces, params, CRDs, RBAC. A path also in Policies is
+	// read once.
+	Resources []string
+	// Compiler compiles the policies; nil for a new one. Reuse one across
+	// reloads: it caches the CEL environments.
+	Compiler *compiler.Compiler
+	// Metrics go into the Evaluator's engine.Config.
+	Metrics engine.Metrics
+	// OnSynthesize becomes the Cluster's OnSynthesize.
+	OnSynthesize func(namespace string)
+}
+
+// LoadStatic reads the files of o, refuses the policies kube-apiserver
+// would refuse to create (ValidatePolicies), and compiles every policy
+// into an Evaluator over the cluster of the files' other objects. summary
+// counts what was loaded, for a log line.
+func LoadStatic(ctx context.Context, o StaticOptions) (ev *engine.Evaluator, summary string, err error) {
+	comp := o.Compiler
+	if comp == nil {
+		if comp, err = compiler.New(); err != nil {
+			return nil, "", err
+		}
+	}
+	pset, err := manifest.Load(ctx, o.Policies, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := ValidatePolicies(comp, pset.Policies); err != nil {
+		return nil, "", err
+	}
+	objects := pset.Objects
+	var resources []string
+	for _, r := range o.Resources {
+		if !slices.ContainsFunc(o.Policies, func(p string) bool { return filepath.Clean(p) == filepath.Clean(r) }) {
+			resources = append(resources, r)
+		}
+	}
+	if len(resources) > 0 {
+		rset, err := manifest.Load(ctx, resources, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		objects = append(objects, rset.Objects...)
+	}
+	sim, err := New(objects)
+	if err != nil {
+		return nil, "", err
+	}
+	sim.OnSynthesize = o.OnSynthesize
+	policies, bindings := pset.APIObjects()
+	hooks, err := engine.NewHooks(comp, policies, bindings)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := sim.Config()
+	cfg.Metrics = o.Metrics
+	summary = fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects))
+	return engine.NewEvaluator(cfg, hooks), summary, nil
+}
