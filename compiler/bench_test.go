@@ -3,6 +3,11 @@ package compiler
 import (
 	"context"
 	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // BenchmarkEval measures one mutation evaluation (a fresh Activation, two
@@ -61,3 +66,38 @@ func BenchmarkEvalObserved(b *testing.B) {
 type recorderDiscard struct{}
 
 func (recorderDiscard) ObserveEvaluation(Evaluation) {}
+
+// BenchmarkNewActivation measures binding one Input with a request and a
+// namespace (what every mutation of an invocation pays before evaluating).
+func BenchmarkNewActivation(b *testing.B) {
+	c, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := c.Compile(policySpec{
+		variables: [][2]string{{"team", `"x"`}, {"big", `1`}},
+		ac:        []string{`Object{}`},
+	}.build())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dryRun := false
+	in := Input{
+		Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "shop"}},
+		Request: &admissionv1.AdmissionRequest{
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Name:      "web",
+			Namespace: "shop",
+			Operation: admissionv1.Create,
+			UserInfo:  authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated", "devs"}, Extra: map[string]authenticationv1.ExtraValue{}},
+			DryRun:    &dryRun,
+		},
+		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"kubernetes.io/metadata.name": "shop", "team": "shop"}}},
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p.NewActivation(ctx, in)
+	}
+}

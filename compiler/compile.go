@@ -159,47 +159,15 @@ func (p *Policy) Expressions() []*Expression {
 // compilation of each policy by name and revision, so compiling an unchanged
 // policy again does no CEL work. A Compiler is safe for concurrent use.
 type Compiler struct {
-	base      *baseEnvs
+	base *baseEnvs
+	// envs are the environments of the compiled policies, shared by the
+	// policies whose expressions see the same variables (see envCache).
+	envs      *envCache
 	estimator *costEstimator
 	observer  Observer
 
 	mu    sync.Mutex
 	cache map[string]*Policy // policy name → latest compilation
-
-	// shared holds the environments of policies without variables, which
-	// are the same for every such policy of a mode and params-ness: building
-	// them per policy dominated compile time.
-	sharedMu sync.Mutex
-	shared   map[sharedEnvKey]*policyEnvs
-}
-
-type sharedEnvKey struct {
-	hasParams bool
-	mode      environment.Type
-}
-
-// policyEnvsFor returns the environments p's expressions compile in. A
-// policy with variables gets its own (its "variables" type grows as they
-// compile); the others share one per mode and params-ness.
-func (c *Compiler) policyEnvsFor(p *admissionregistrationv1.MutatingAdmissionPolicy, hasParams bool, mode environment.Type) (*policyEnvs, error) {
-	if len(p.Spec.Variables) > 0 {
-		return c.base.forPolicyMode(hasParams, mode)
-	}
-	k := sharedEnvKey{hasParams: hasParams, mode: mode}
-	c.sharedMu.Lock()
-	defer c.sharedMu.Unlock()
-	if envs, ok := c.shared[k]; ok {
-		return envs, nil
-	}
-	envs, err := c.base.forPolicyMode(hasParams, mode)
-	if err != nil {
-		return nil, err
-	}
-	if c.shared == nil {
-		c.shared = map[sharedEnvKey]*policyEnvs{}
-	}
-	c.shared[k] = envs
-	return envs, nil
 }
 
 // New returns a Compiler configured by opts. Building the base environments
@@ -209,7 +177,7 @@ func New(opts ...Option) (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Compiler{base: base, estimator: newCostEstimator(), cache: map[string]*Policy{}}
+	c := &Compiler{base: base, envs: newEnvCache(base), estimator: newCostEstimator(), cache: map[string]*Policy{}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(c)
@@ -283,32 +251,44 @@ func (c *Compiler) compile(p *admissionregistrationv1.MutatingAdmissionPolicy, k
 
 func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolicy, key string, mode environment.Type, validation bool) (*Policy, error) {
 	hasParams := p.Spec.ParamKind != nil
-	envs, err := c.policyEnvsFor(p, hasParams, mode)
-	if err != nil {
-		return nil, err
-	}
-	conditionEnv := envs.envs[envKey{hasParams: hasParams}]
-	if validation {
-		if conditionEnv, err = c.base.plainEnv(hasParams, mode); err != nil {
-			return nil, err
-		}
-	}
-	out := &Policy{Name: p.Name, Key: key, HasParams: hasParams, varType: envs.varType}
+	out := &Policy{Name: p.Name, Key: key, HasParams: hasParams}
 	if !validation {
 		out.observer = c.observer
 	}
 	spec := field.NewPath("spec")
-	plain := envs.envs[envKey{hasParams: hasParams}]
-	patch := envs.envs[envKey{hasParams: hasParams, hasPatchTypes: true}]
+	plainKey := envKey{hasParams: hasParams}
 
+	// Each variable compiles in the environment of the variables before it
+	// and is then visible, with its checked type, to the expressions after
+	// it, exactly as upstream's composited compiler adds the field after
+	// compiling (a reference to a later variable is an undefined field).
+	var vars varSignature
 	for i, v := range p.Spec.Variables {
 		e := &Expression{Kind: KindVariable, Name: v.Name, Index: i, Source: v.Expression,
 			Path: spec.Child("variables").Index(i).Child("expression")}
-		c.compileExpression(plain, e, nil, out.observer != nil)
-		// Later expressions see this variable with its checked type, exactly
-		// as upstream's composited compiler adds the field after compiling.
-		envs.varType.Fields[v.Name] = apiservercel.NewDeclField(v.Name, declTypeOf(e.OutputType), true, nil, nil)
+		env, err := c.envs.get(plainKey, mode, vars)
+		if err != nil {
+			return nil, err
+		}
+		c.compileExpression(env.env, e, nil, out.observer != nil)
+		vars = vars.with(v.Name, declTypeOf(e.OutputType))
 		out.Variables = append(out.Variables, e)
+	}
+	plainEnv, err := c.envs.get(plainKey, mode, vars)
+	if err != nil {
+		return nil, err
+	}
+	patchEnv, err := c.envs.get(envKey{hasParams: hasParams, hasPatchTypes: true}, mode, vars)
+	if err != nil {
+		return nil, err
+	}
+	out.varType = plainEnv.varType
+	plain, patch := plainEnv.env, patchEnv.env
+	conditionEnv := plain
+	if validation {
+		if conditionEnv, err = c.base.plainEnv(hasParams, mode); err != nil {
+			return nil, err
+		}
 	}
 	for i, m := range p.Spec.MatchConditions {
 		e := &Expression{Kind: KindMatchCondition, Name: m.Name, Index: i, Source: m.Expression,

@@ -123,6 +123,23 @@ func TestCompileMatchesUpstream(t *testing.T) {
 			spec: policySpec{variables: [][2]string{{"a", "variables.b"}, {"b", "1"}, {"c", "variables.b + 1"}},
 				ac: []string{`Object{spec: Object.spec{replicas: variables.c}}`}},
 			wantErr: []string{"undefined field 'b'", "", "", ""}},
+		{name: "a variable sees only earlier variables when a policy declaring them compiled first",
+			spec: policySpec{variables: [][2]string{{"b", "1"}, {"a", "variables.b"}},
+				ac: []string{`Object{spec: Object.spec{replicas: variables.a}}`}},
+			wantErr: []string{"", "", ""}},
+		{name: "so a reference to a later variable still fails",
+			spec: policySpec{variables: [][2]string{{"a", "variables.b"}, {"b", "1"}},
+				ac: []string{`Object{spec: Object.spec{replicas: variables.b}}`}},
+			wantErr: []string{"undefined field 'b'", "", ""}},
+		{name: "a variable with the name of an earlier one's later type",
+			spec: policySpec{variables: [][2]string{{"b", `"x"`}, {"a", "variables.b + 1"}},
+				ac: []string{`Object{}`}},
+			wantErr: []string{"", "found no matching overload for '_+_'", ""}},
+		{name: "the variables type's fields are not type names",
+			spec: policySpec{variables: [][2]string{{"l", `["x"]`}, {"m", `{"k": 1}`}},
+				conditions: [][2]string{{"c", `kubernetes.variables.l == kubernetes.variables.m`}},
+				ac:         []string{`Object{}`}},
+			wantErr: []string{"", "", "type 'type(kubernetes.variables)' does not support field selection", ""}},
 		{name: "a typed variable is type checked where used",
 			spec:    policySpec{variables: [][2]string{{"n", "1"}}, conditions: [][2]string{{"c", `variables.n == "x"`}}, ac: []string{`Object{}`}},
 			wantErr: []string{"", "found no matching overload for '_==_'", ""}},
@@ -293,7 +310,7 @@ func TestValidateAsTheAPIServerOnCreate(t *testing.T) {
 	}
 }
 
-func TestPoliciesWithoutVariablesShareEnvironments(t *testing.T) {
+func TestPoliciesShareEnvironments(t *testing.T) {
 	c, err := New()
 	if err != nil {
 		t.Fatal(err)
@@ -306,14 +323,27 @@ func TestPoliciesWithoutVariablesShareEnvironments(t *testing.T) {
 	// Compile concurrently (the race detector watches the shared cache);
 	// every compilation must still be right on its own.
 	specs := []policySpec{
-		{ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}},
-		{params: true, ac: []string{`Object{metadata: Object.metadata{labels: {"a": params.data.x}}}`}},
-		{jp: []string{`[JSONPatch{op: "add", path: "/metadata/labels/a", value: "b"}]`}},
-		{ac: []string{`Object{metadata: Object.metadata{labels: {"a": variables.missing}}}`}},
-		{variables: [][2]string{{"v", `"x"`}}, ac: []string{`Object{metadata: Object.metadata{labels: {"a": variables.v}}}`}},
+		0: {ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}},
+		1: {params: true, ac: []string{`Object{metadata: Object.metadata{labels: {"a": params.data.x}}}`}},
+		2: {jp: []string{`[JSONPatch{op: "add", path: "/metadata/labels/a", value: "b"}]`}},
+		3: {ac: []string{`Object{metadata: Object.metadata{labels: {"a": variables.missing}}}`}},
+		4: {variables: [][2]string{{"v", `"x"`}}, ac: []string{`Object{metadata: Object.metadata{labels: {"a": variables.v}}}`}},
+		// Same signature as 4 (v: string), other expressions.
+		5: {variables: [][2]string{{"v", `object.metadata.name + "-x"`}}, conditions: [][2]string{{"c", `variables.v != ""`}},
+			jp: []string{`[JSONPatch{op: "add", path: "/metadata/labels/a", value: variables.v}]`}},
+		// Same name as 4, another type: its own environment.
+		6: {variables: [][2]string{{"v", `1`}}, ac: []string{`Object{spec: Object.spec{replicas: variables.v}}`}},
+		// Declares v: string second; its first variable may not see it.
+		7: {variables: [][2]string{{"w", `variables.v`}, {"v", `"x"`}}, ac: []string{`Object{}`}},
+		// Its second variable sees what 5's matchCondition sees.
+		8: {variables: [][2]string{{"v", `"y"`}, {"u", `variables.v + "z"`}}, ac: []string{`Object{}`}},
+	}
+	wantErrs := map[int]string{
+		3: "undefined field 'missing'",
+		7: "undefined field 'v'",
 	}
 	var wg sync.WaitGroup
-	compiled := make([]*Policy, 40)
+	compiled := make([]*Policy, 10*len(specs))
 	for i := range compiled {
 		wg.Go(func() {
 			p, err := c.Compile(named(fmt.Sprintf("p%d", i), specs[i%len(specs)]))
@@ -325,20 +355,80 @@ func TestPoliciesWithoutVariablesShareEnvironments(t *testing.T) {
 	}
 	wg.Wait()
 	for i, p := range compiled {
-		wantErr := i%len(specs) == 3 // variables.missing: no such variable
-		if got := p.Mutations[0].Err != nil; got != wantErr {
-			t.Errorf("policy %d (spec %d): compile error %v, want error %v", i, i%len(specs), p.Mutations[0].Err, wantErr)
+		n := i % len(specs)
+		var errs []string
+		for _, e := range p.Expressions() {
+			if e.Err != nil {
+				errs = append(errs, e.Err.Error())
+			}
+		}
+		switch want := wantErrs[n]; {
+		case want == "" && len(errs) > 0:
+			t.Errorf("policy %d (spec %d): compile errors %q", i, n, errs)
+		case want != "" && (len(errs) != 1 || !strings.Contains(errs[0], want)):
+			t.Errorf("policy %d (spec %d): compile errors %q, want one containing %q", i, n, errs, want)
 		}
 	}
-	// Two policies without variables of the same params-ness share the
-	// variables type; a policy with variables has its own.
-	if compiled[0].varType != compiled[5].varType || compiled[0].varType != compiled[3].varType {
+	// The same spec compiled twice (under two names) shares everything.
+	for n := range specs {
+		a, b := compiled[n], compiled[n+len(specs)]
+		if a.varType != b.varType {
+			t.Errorf("spec %d: two compilations have different variables types", n)
+		}
+		for i, e := range a.Expressions() {
+			if e.env != b.Expressions()[i].env {
+				t.Errorf("spec %d: expression %d compiled in two environments", n, i)
+			}
+		}
+	}
+	shared := func(a, b int) bool { return compiled[a].varType == compiled[b].varType }
+	if !shared(0, 2) || !shared(0, 3) {
 		t.Error("policies without variables do not share their environments")
 	}
-	if compiled[0].varType == compiled[1].varType {
+	if shared(0, 1) {
 		t.Error("a policy with params shares the environment of one without")
 	}
-	if compiled[4].varType == compiled[9].varType {
-		t.Error("policies with variables share an environment")
+	if !shared(4, 5) || compiled[4].Mutations[0].env != compiled[5].Mutations[0].env {
+		t.Error("policies with the same variables do not share their environments")
+	}
+	if first := compiled[4].Variables[0].env; compiled[5].Variables[0].env != first || compiled[8].Variables[0].env != first {
+		t.Error("first variables (which see no variables) do not share an environment")
+	}
+	if compiled[8].Variables[1].env != compiled[5].MatchConditions[0].env {
+		t.Error("a variable and a matchCondition seeing the same variables do not share an environment")
+	}
+	if compiled[4].Variables[0].env == compiled[4].Mutations[0].env {
+		t.Error("a variable and a mutation share an environment (the patch types would be visible to variables)")
+	}
+	if shared(4, 6) {
+		t.Error("policies whose variables have different types share an environment")
+	}
+}
+
+func TestEnvironmentCacheIsBounded(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.envs.max = 4
+	for i := range 10 {
+		// Every policy has variables of its own name: new environments.
+		name := fmt.Sprintf("v%d", i)
+		p := policySpec{variables: [][2]string{{name, `"x"`}},
+			ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{labels: {"a": variables.%s}}}`, name)}}.build()
+		p.Name = name
+		compiled, err := c.Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := compiled.Errors(); len(errs) > 0 {
+			t.Fatalf("policy %d: %v", i, errs)
+		}
+		c.envs.mu.Lock()
+		n := len(c.envs.envs)
+		c.envs.mu.Unlock()
+		if n > 4 {
+			t.Fatalf("after policy %d the cache holds %d environments, want at most 4", i, n)
+		}
 	}
 }

@@ -52,21 +52,13 @@ func (c *costEstimator) estimate(env *cel.Env, ast *cel.Ast) CostEstimate {
 // EstimateWithSchema re-estimates the cost of e with the sizes that the
 // schema of the object's kind allows (maxItems, maxLength, maxProperties).
 // object is the DeclType of the target kind; params, when non-nil, the
-// DeclType of the paramKind. The expression must have compiled.
+// DeclType of the paramKind. An expression that did not compile keeps its
+// estimate without a schema.
 func (e *Expression) EstimateWithSchema(object, params *apiservercel.DeclType) CostEstimate {
 	if e.ast == nil {
 		return e.Cost
 	}
-	roots := map[string]*apiservercel.DeclType{}
-	if object != nil {
-		roots[ObjectVar] = object
-		roots[OldObjectVar] = object
-	}
-	if params != nil {
-		roots[ParamsVar] = params
-	}
-	env := e.env
-	est, err := env.EstimateCost(e.ast, &library.CostEstimator{SizeEstimator: &schemaSizes{roots: roots}})
+	est, err := e.env.EstimateCost(e.ast, &library.CostEstimator{SizeEstimator: &schemaSizes{roots: sizeRoots(object, params)}})
 	if err != nil {
 		return e.Cost
 	}
@@ -75,8 +67,11 @@ func (e *Expression) EstimateWithSchema(object, params *apiservercel.DeclType) C
 
 // schemaSizes answers the cost checker's size questions from DeclTypes: the
 // path of a node (root variable, then field names, @items, @keys, @values)
-// is walked through the schema, and its MaxElements is the size bound.
-// This is how kube-apiserver sizes CRD validation rules.
+// is walked through the schema (declAt), and its MaxElements is the size
+// bound. This is how kube-apiserver sizes CRD validation rules. "@keys" on a
+// list is its elements: the cost checker names the iteration variable of a
+// comprehension over a dynamically typed range (every field of "object")
+// "@keys", whether the range turns out to be a list or a map.
 type schemaSizes struct {
 	roots map[string]*apiservercel.DeclType
 }
@@ -86,34 +81,8 @@ func (s *schemaSizes) EstimateSize(element checker.AstNode) *checker.SizeEstimat
 	if len(path) == 0 {
 		return nil
 	}
-	t, ok := s.roots[path[0]]
-	if !ok {
-		return nil
-	}
-	for _, name := range path[1:] {
-		switch {
-		case name == "@items" || name == "@values":
-			if t.ElemType == nil {
-				return nil
-			}
-			t = t.ElemType
-		case name == "@keys":
-			if t.KeyType == nil {
-				return nil
-			}
-			t = t.KeyType
-		default:
-			if t.Fields == nil {
-				return nil
-			}
-			f, ok := t.Fields[name]
-			if !ok {
-				return nil
-			}
-			t = f.Type
-		}
-	}
-	if t.MaxElements < 0 {
+	t := declAt(s.roots, path)
+	if t == nil || t.MaxElements < 0 {
 		return nil
 	}
 	return &checker.SizeEstimate{Min: 0, Max: uint64(t.MaxElements)}

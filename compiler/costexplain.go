@@ -90,22 +90,11 @@ func (e *Expression) ExplainCost(object, params *apiservercel.DeclType) []SizeDr
 	return out
 }
 
-// EstimateForKind is EstimateWithSchema with one difference: a
-// comprehension over a list whose checked type is dynamic (every field of
-// "object" is, as kube-apiserver declares it dyn) is sized by the list's
-// elements. The cost checker names the iteration variable of a dynamic range
-// "@keys"; EstimateWithSchema looks for map keys there, finds none on a list
-// and leaves every element unbounded.
+// EstimateForKind is EstimateWithSchema. It was EstimateWithSchema with
+// comprehensions over lists of a dynamic checked type sized by the list's
+// elements, which EstimateWithSchema now does too.
 func (e *Expression) EstimateForKind(object, params *apiservercel.DeclType) CostEstimate {
-	if e.ast == nil {
-		return e.Cost
-	}
-	max, ok := newSizeProbe(sizeRoots(object, params), 0, nil).estimateFull(e)
-	if !ok {
-		return e.Cost
-	}
-	max.Schema = true
-	return max
+	return e.EstimateWithSchema(object, params)
 }
 
 func sizeRoots(object, params *apiservercel.DeclType) map[string]*apiservercel.DeclType {

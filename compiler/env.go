@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -103,44 +104,133 @@ func newBaseEnvs(compat *version.Version) (*baseEnvs, error) {
 	return b, nil
 }
 
-// policyEnvs are the environments of one policy: the base environments
-// extended with that policy's "variables" object type. Upstream composes
-// variables the same way (NewCompositedCompiler extends the base set with a
-// "variables" declaration whose fields grow as variables are compiled).
-type policyEnvs struct {
-	varType *apiservercel.DeclType
-	envs    map[envKey]*cel.Env
-}
-
-func (b *baseEnvs) forPolicy(hasParams bool) (*policyEnvs, error) {
-	return b.forPolicyMode(hasParams, environment.StoredExpressions)
-}
-
 // plainEnv returns the environment without the "variables" declaration, in
 // the given mode. API validation compiles matchConditions in it.
 func (b *baseEnvs) plainEnv(hasParams bool, mode environment.Type) (*cel.Env, error) {
 	return b.envs[envKey{hasParams: hasParams}].Env(mode)
 }
 
-func (b *baseEnvs) forPolicyMode(hasParams bool, mode environment.Type) (*policyEnvs, error) {
+// maxCachedEnvs bounds the environments one Compiler keeps for sharing. A
+// compiled policy holds its own environments whatever the cache keeps, so
+// the bound limits only what is kept for policies not compiled yet.
+const maxCachedEnvs = 512
+
+// envCache holds the environments of a Compiler's policies for sharing.
+// The environment an expression compiles in depends only on the policy's
+// params-ness, the mode, whether the patch types are declared, and the
+// names and types of the variables it may see: those declared before it,
+// for a variable (upstream's composited environment grows as the variables
+// compile), all of them for matchConditions and mutations. Policies that
+// agree on these share an environment, and so its checker declarations and
+// its program dispatcher, which are most of the cost of building one.
+// Cached environments are never changed, so sharing them is safe.
+type envCache struct {
+	base *baseEnvs
+	max  int // maxCachedEnvs; smaller in tests
+
+	mu   sync.Mutex
+	envs map[envSig]*policyEnv
+}
+
+// envSig identifies one environment of the cache.
+type envSig struct {
+	envKey
+	mode environment.Type
+	// vars is the varSignature of the variables in scope.
+	vars string
+}
+
+// policyEnv is a base environment extended with a "variables" object type
+// whose fields are the variables in scope, with their checked types.
+type policyEnv struct {
+	env     *cel.Env
+	varType *apiservercel.DeclType
+}
+
+// varDecl is one variable in scope: its name and its type as later
+// expressions see it (declTypeOf of its checked type).
+type varDecl struct {
+	name string
+	typ  *apiservercel.DeclType
+}
+
+// varSignature is the cache key of a list of variables in scope: the quoted
+// names and the types, in declaration order. declTypeOf only yields types
+// whose CEL names tell them apart (primitives, dyn, any, lists and maps of
+// those), so the CEL name is an exact key for the type.
+type varSignature struct {
+	decls []varDecl
+	key   string
+}
+
+func (s varSignature) with(name string, t *apiservercel.DeclType) varSignature {
+	decls := make([]varDecl, len(s.decls), len(s.decls)+1)
+	copy(decls, s.decls)
+	return varSignature{
+		decls: append(decls, varDecl{name: name, typ: t}),
+		key:   s.key + strconv.Quote(name) + " " + t.CelType().String() + ";",
+	}
+}
+
+func newEnvCache(base *baseEnvs) *envCache {
+	return &envCache{base: base, max: maxCachedEnvs, envs: map[envSig]*policyEnv{}}
+}
+
+// get returns the environment of the key and mode in which the variables
+// of vars are visible, building it on first use.
+func (c *envCache) get(k envKey, mode environment.Type, vars varSignature) (*policyEnv, error) {
+	sig := envSig{envKey: k, mode: mode, vars: vars.key}
+	c.mu.Lock()
+	env, ok := c.envs[sig]
+	c.mu.Unlock()
+	if ok {
+		return env, nil
+	}
+	// Built outside the lock: building takes milliseconds and compilations
+	// of other signatures need not wait. Two goroutines may build the same
+	// environment; the first one stored is shared from then on.
+	env, err := c.base.build(k, mode, vars.decls)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if stored, ok := c.envs[sig]; ok {
+		return stored, nil
+	}
+	if len(c.envs) >= c.max {
+		for old := range c.envs {
+			delete(c.envs, old)
+			break
+		}
+	}
+	c.envs[sig] = env
+	return env, nil
+}
+
+// build extends the base environment of k with a "variables" object type
+// holding vars, as upstream's composited compiler does: the type is declared
+// without fields (NewCompositionEnv) and the fields are added afterwards
+// (CompositionEnv.AddField). The order matters: the type provider registers
+// the types reachable from a declared type's fields when the environment is
+// built, so declaring the fields up front would make names such as
+// "kubernetes.variables.x" resolve where kube-apiserver refuses them.
+func (b *baseEnvs) build(k envKey, mode environment.Type, vars []varDecl) (*policyEnv, error) {
 	varType := apiservercel.NewObjectType(variablesTypeName, map[string]*apiservercel.DeclField{})
-	p := &policyEnvs{varType: varType, envs: map[envKey]*cel.Env{}}
-	ext := environment.VersionedOptions{
+	set, err := b.envs[k].Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        []cel.EnvOption{cel.Variable(VariablesVar, varType.CelType())},
 		DeclTypes:         []*apiservercel.DeclType{varType},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building CEL environment: %w", err)
 	}
-	for _, patch := range []bool{false, true} {
-		k := envKey{hasParams: hasParams, hasPatchTypes: patch}
-		set, err := b.envs[k].Extend(ext)
-		if err != nil {
-			return nil, fmt.Errorf("building CEL environment: %w", err)
-		}
-		env, err := set.Env(mode)
-		if err != nil {
-			return nil, fmt.Errorf("unexpected error loading CEL environment: %w", err)
-		}
-		p.envs[k] = env
+	env, err := set.Env(mode)
+	if err != nil {
+		return nil, fmt.Errorf("unexpected error loading CEL environment: %w", err)
 	}
-	return p, nil
+	for _, v := range vars {
+		varType.Fields[v.name] = apiservercel.NewDeclField(v.name, v.typ, true, nil, nil)
+	}
+	return &policyEnv{env: env, varType: varType}, nil
 }
