@@ -5,7 +5,7 @@ BIN      := bin/mutatis
 PKGS     := ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test run lint bench fuzz clean e2e
+.PHONY: all build test run lint bench fuzz clean e2e load
 
 all: lint build test
 
@@ -48,6 +48,18 @@ bench:
 	  echo $$? > bin/bench.rc; } | tee bin/bench.txt; exit $$(cat bin/bench.rc)
 	$(GO) run ./test/bench/cmd/perfdoc -in bin/bench.txt -doc docs/performance.md \
 	  -command "make bench BENCHCOUNT=$(BENCHCOUNT) BENCHTIME=$(BENCHTIME)" -note "$(BENCHNOTE)"
+
+# The webhook under load (test/load): AdmissionReviews over loopback TLS at
+# fixed rates against test/load/testdata/policies (20 policies) served in
+# process, then the table of docs/performance.md, "Webhook under load".
+# Not part of `make test` (about 1.5 minutes); its unit tests and a short
+# smoke run are. LOADNOTE describes the conditions (other load…).
+LOADRATES    ?= 500,1000,2000
+LOADDURATION ?= 20s
+LOADNOTE     ?=
+load:
+	$(GO) run ./test/load/cmd/loadgen --rates $(LOADRATES) --duration $(LOADDURATION) \
+	  --doc docs/performance.md --command "make load LOADRATES=$(LOADRATES) LOADDURATION=$(LOADDURATION)" --note "$(LOADNOTE)"
 
 # Short runs of every fuzz target (FUZZTIME each).
 fuzz:

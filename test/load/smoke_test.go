@@ -1,0 +1,58 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestSmokeRunAgainstTheInProcessWebhook sends the fixture's Pod to the
+// webhook serving testdata/policies at a low rate: every answer must be
+// correct (allowed, a patch, the uid, all 20 policies applied). No timed
+// assertion: the in-flight bound and the deadlines are far beyond what
+// the race detector on a busy machine needs.
+func TestSmokeRunAgainstTheInProcessWebhook(t *testing.T) {
+	ctx := context.Background()
+	srv, err := StartServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}, CertDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if srv.Summary != "20 policies, 20 bindings, 2 other objects" {
+		t.Errorf("loaded %s", srv.Summary)
+	}
+	obj, err := ReadObject(ctx, "testdata/pod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviews, err := NewReviews(obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := NewClient(srv.Roots, 5*time.Minute)
+	t.Cleanup(client.CloseIdleConnections)
+	target := &Target{URL: srv.URL, Client: client, Reviews: reviews, Expect: Expect{Policies: 20}, Timeout: 5 * time.Minute}
+
+	x, err := target.Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Proto != "HTTP/2.0" || x.Policies != 20 || x.PatchOperations == 0 {
+		t.Errorf("first exchange %+v: want HTTP/2.0, 20 policies and a patch", x)
+	}
+
+	p := Plan{Rate: 50, Duration: time.Second, MaxInFlight: 1000}
+	res, err := Run(ctx, p, target.Send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summarize()
+	if s.Sent != p.Count() || s.OK != p.Count() || s.Errors != 0 {
+		t.Errorf("sent %d, ok %d, errors %d (%v, first: %q); want all %d correct", s.Sent, s.OK, s.Errors, s.ErrorKinds, s.FirstErrors, p.Count())
+	}
+	t.Logf("%d requests: latency p50 %s p99 %s (race detector and machine load included)", s.Sent, Millis(s.Latency.P50), Millis(s.Latency.P99))
+}
