@@ -20,6 +20,10 @@ import (
 // kube-apiserver's limit of a request body.
 const DefaultMaxRequestBytes = 3 << 20
 
+// DefaultMaxInFlight is `mutatis serve --max-in-flight`'s default: the
+// default of kube-apiserver's --max-requests-inflight.
+const DefaultMaxInFlight = 400
+
 // Admitter evaluates one admission request; *engine.Engine is one.
 type Admitter interface {
 	Admit(ctx context.Context, a *matching.Attributes) (engine.Result, error)
@@ -46,6 +50,12 @@ type Handler struct {
 	RequireClientCert bool
 	// Log receives evaluator failures; nil discards.
 	Log *slog.Logger
+	// InFlight, when set, is a semaphore shared by the handlers of a
+	// server: a review holds a slot from reading its body to writing its
+	// answer, and a review that finds every slot taken gets HTTP 429 at
+	// once (kube-apiserver then applies the webhook's failurePolicy) rather
+	// than queueing behind work it would time out on.
+	InFlight chan struct{}
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -75,6 +85,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type")))
 		return
+	}
+	if h.InFlight != nil {
+		select {
+		case h.InFlight <- struct{}{}:
+			defer func() { <-h.InFlight }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, fmt.Sprintf("too many reviews in flight (%d, --max-in-flight)", cap(h.InFlight)))
+			return
+		}
 	}
 	ctx := r.Context()
 	if t := r.URL.Query().Get("timeout"); t != "" {
@@ -114,6 +134,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if err := ctx.Err(); err != nil {
+		// The caller gave up (its timeout passed while the review waited):
+		// evaluating it would only take time from the reviews still wanted.
+		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonTimeout, "the review's deadline passed before it was evaluated: "+err.Error())
+		return
+	}
 	res, admitErr := h.Admitter.Admit(ctx, attrs)
 	if admitErr != nil {
 		h.log().Error("evaluating admission request", "uid", review.Request.UID, "kind", attrs.Kind.String(), "namespace", attrs.Namespace, "name", attrs.Name, "error", admitErr)

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -343,3 +345,70 @@ func TestStatusz(t *testing.T) {
 		t.Errorf("/statusz without Options.Status: HTTP %d, want 404", rec.Code)
 	}
 }
+
+func TestMaxInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	blocking := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return passThrough(ctx, a)
+	})
+	s := newServer(t, nil, newTLS(t), func(o *Options) {
+		o.Admitter = splitter{blocking}
+		o.MaxInFlight = 1
+	})
+	h := s.Handler()
+	first := make(chan *httptest.ResponseRecorder)
+	go func() { first <- serveOnce(h, http.MethodPost, PathMutate, "application/json", []byte(minimalReview)) }()
+	<-entered
+	// The slot is shared by all review paths.
+	for _, path := range []string{PathMutate, PathMutateFail, PathMutateIgnore} {
+		rec := serveOnce(h, http.MethodPost, path, "application/json", []byte(minimalReview))
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "too many reviews in flight (1, --max-in-flight)") {
+			t.Errorf("%s while one review is in flight: HTTP %d %q (Retry-After %q), want 429", path, rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+		}
+	}
+	// Probes are not reviews.
+	if rec := serveOnce(h, http.MethodGet, PathHealthz, "", nil); rec.Code != http.StatusOK {
+		t.Errorf("/healthz while full: HTTP %d", rec.Code)
+	}
+	close(release)
+	if rec := <-first; rec.Code != http.StatusOK {
+		t.Errorf("the review in flight: HTTP %d %q", rec.Code, rec.Body)
+	}
+	if rec := serveOnce(h, http.MethodPost, PathMutate, "application/json", []byte(minimalReview)); rec.Code != http.StatusOK {
+		t.Errorf("after the slot is free: HTTP %d %q", rec.Code, rec.Body)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the Admitter ran %d times, want 2 (refused reviews are not evaluated)", n)
+	}
+}
+
+func TestReviewPastItsDeadlineIsNotEvaluated(t *testing.T) {
+	var calls atomic.Int32
+	counting := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+		calls.Add(1)
+		return passThrough(ctx, a)
+	})
+	s := newServer(t, nil, newTLS(t), func(o *Options) { o.Admitter = counting })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest(http.MethodPost, PathMutate+"?timeout=10s", strings.NewReader(minimalReview)).WithContext(ctx)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "deadline passed before it was evaluated") || !strings.Contains(rec.Body.String(), `"reason":"Timeout"`) {
+		t.Errorf("HTTP %d %q, want 503 Timeout", rec.Code, rec.Body)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the Admitter ran %d times for a review whose caller gave up", n)
+	}
+}
+
+// splitter serves its Admitter on the per-failure-policy paths too.
+type splitter struct{ engine.Admitter }
+
+func (s splitter) Only(admissionregistrationv1.FailurePolicyType) engine.Admitter { return s.Admitter }

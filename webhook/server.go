@@ -70,6 +70,9 @@ type Options struct {
 	Metrics *Metrics
 	// Log receives server events; nil discards them.
 	Log *slog.Logger
+	// MaxInFlight bounds the reviews evaluated at once over all review
+	// paths; more get HTTP 429 at once. Zero means no bound.
+	MaxInFlight int
 	// Status, when set, is served as JSON on /statusz: what the policy
 	// sources have put into the Admitter (controller.Status in informer
 	// mode), so that a client can wait until a change it made is in
@@ -107,6 +110,10 @@ func NewServer(o Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
+	var inFlight chan struct{}
+	if o.MaxInFlight > 0 {
+		inFlight = make(chan struct{}, o.MaxInFlight)
+	}
 	handler := func(path string, a Admitter) http.Handler {
 		return s.metrics.instrument(path, &Handler{
 			Admitter:          a,
@@ -114,6 +121,7 @@ func NewServer(o Options) (*Server, error) {
 			MaxRequestBytes:   o.MaxRequestBytes,
 			ExplainDryRun:     o.ExplainDryRun,
 			RequireClientCert: o.ClientCAs != nil,
+			InFlight:          inFlight,
 			Log:               s.log,
 		})
 	}

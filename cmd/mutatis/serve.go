@@ -61,6 +61,7 @@ type serveOptions struct {
 	webhookService        string
 	webhookCAFile         string
 	webhookTimeout        int32
+	maxInFlight           int
 	selfSignedCertSecret  string
 	caBundle              []byte // the CA of the serving certificate, when known
 	selfSignedCertificate *tls.Certificate
@@ -200,6 +201,7 @@ See docs/webhook.md.`,
 	f.StringVar(&o.selfSignedDir, "self-signed-dir", "", "make or reuse a CA and a serving certificate for localhost in this directory")
 	f.StringVar(&o.clientCAFile, "client-ca-file", "", "require a client certificate signed by this CA on /mutate")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "the largest AdmissionReview body accepted")
+	f.IntVar(&o.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "reviews evaluated at once; more get HTTP 429 at once (0: no bound)")
 	f.BoolVar(&o.explainDryRun, "explain-dry-run", false, "summarize the evaluation trace of dry-run requests in warnings")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
@@ -242,6 +244,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	opts := webhook.Options{
 		GetCertificate:  getCertificate,
 		MaxRequestBytes: o.maxRequestBytes,
+		MaxInFlight:     o.maxInFlight,
 		ExplainDryRun:   o.explainDryRun,
 		ShutdownTimeout: o.shutdownTimeout,
 		Metrics:         webhook.NewMetrics(),
@@ -364,6 +367,8 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 		return false, errors.New("--webhook-url and --webhook-service apply to informer mode")
 	case o.maxRequestBytes <= 0:
 		return false, errors.New("--max-request-bytes must be positive")
+	case o.maxInFlight < 0:
+		return false, errors.New("--max-in-flight must not be negative")
 	case o.shutdownTimeout <= 0:
 		return false, errors.New("--shutdown-timeout must be positive")
 	case o.reloadInterval < 0:

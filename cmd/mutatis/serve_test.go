@@ -180,6 +180,7 @@ current-context: x
 		{name: "broken policies", args: []string{"--policies", "testdata/lint/bad.yaml", "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "spec.reinvocationPolicy: Required value"},
 		{name: "native informer mode needs the acknowledgment that the built-in plugin is off", args: []string{"--kubeconfig", kubeconfig, "--self-signed-dir", certDir, "--listen", "127.0.0.1:0"}, want: "refusing to start in native mode"},
 		{name: "webhook URL and Service exclude each other", args: []string{"--kubeconfig", kubeconfig, "--source", "shadow", "--self-signed-dir", certDir, "--webhook-url", "https://127.0.0.1:1/mutate", "--webhook-service", "mutatis"}, want: "--webhook-url and --webhook-service exclude each other"},
+		{name: "a negative in-flight bound", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--max-in-flight", "-1"}, want: "--max-in-flight must not be negative"},
 		{name: "the secret certificate needs informer mode", args: []string{"--policies", "x.yaml", "--self-signed-cert-secret", "tls"}, want: "--self-signed-cert-secret is a certificate source of informer mode"},
 	}
 	for _, tc := range cases {
