@@ -123,6 +123,10 @@ type Config struct {
 	// is set.
 	Webhook WebhookOptions
 
+	// LeaderElection makes the replicas elect the one that writes to the
+	// cluster (see LeaderElectionOptions). Off, this controller writes.
+	LeaderElection LeaderElectionOptions
+
 	// ParamSyncTimeout bounds the wait for a new param informer to sync
 	// before a policy set that uses it is swapped in (lookups go to the API
 	// server meanwhile). Zero means 30s.
@@ -142,6 +146,10 @@ type Status struct {
 	Bindings map[string]string `json:"bindings"`
 	// ParamKinds are the resources whose param informers run.
 	ParamKinds []schema.GroupVersionResource `json:"paramKinds,omitempty"`
+	// Leader tells whether this replica makes the cluster writes (webhook
+	// configurations, status conditions, Events): it holds the Lease, or
+	// leader election is off. Every replica serves either way.
+	Leader bool `json:"leader"`
 }
 
 // Controller watches policies, bindings, Namespaces, CRDs and params, and
@@ -172,6 +180,10 @@ type Controller struct {
 	reported  map[string]string          // object key → last report
 	alive     map[string]bool            // object keys reported in this sync
 	compiled  map[string]bool            // policy names in the last set
+	writeCtx  context.Context            // the writes of this sync; nil: not the leader
+	term      uint64                     // the leadership term reported holds for
+
+	leader leadership
 
 	mu       sync.Mutex
 	status   Status
@@ -224,6 +236,7 @@ func New(cfg Config) (*Controller, error) {
 		compiled:  map[string]bool{},
 		changed:   make(chan struct{}),
 		ready:     make(chan struct{}),
+		leader:    leadership{decided: make(chan struct{})},
 	}
 	if cfg.Clients != nil {
 		c.clients = *cfg.Clients
@@ -275,6 +288,14 @@ func New(cfg Config) (*Controller, error) {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "mutatis-policies"})
+	if cfg.LeaderElection.Enabled {
+		if err := c.cfg.LeaderElection.setDefaults(cfg.Webhook.Name); err != nil {
+			return nil, err
+		}
+		if err := c.validateLeaderElection(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -398,6 +419,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("informers did not sync")
 	}
 	logger.Info("informers synced")
+	if stop := c.startLeaderElection(ctx); stop != nil {
+		defer stop()
+	}
 	c.queue.Add(syncKey)
 
 	go func() {
@@ -541,6 +565,7 @@ func (c *Controller) publish(st Status) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Generation = c.status.Generation + 1
+	st.Leader = c.status.Leader
 	c.status = st
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -54,4 +54,20 @@
 // Kubernetes Events on the object and, in shadow mode, a Ready condition in
 // the object's status. The new Evaluator is swapped into the Engine
 // atomically and the generation counter moves on.
+//
+// # Replicas and leader election
+//
+// Every replica runs the informers, keeps its Engine current and serves:
+// kube-apiserver may call any of them. The writes to the cluster (the
+// webhook configurations, the Ready conditions, the Events) are made by one
+// replica only when Config.LeaderElection is enabled: the holder of a
+// coordination.k8s.io/v1 Lease in Config.Namespace (k8s.io/client-go's
+// leaderelection, kube-controller-manager's timings). A follower compiles
+// and swaps every policy set and publishes its Status like the leader, and
+// skips the writes. A replica that acquires the Lease syncs at once, so the
+// cluster catches up with changes made while no one led; one that loses it
+// stops writing (the writes use the leader's context) and keeps serving and
+// campaigning. Status.Leader tells which one a replica is. When
+// Config.Namespace does not exist (out of the cluster), no Lease can be made
+// there: the controller writes without an election and logs it.
 package controller

@@ -25,9 +25,19 @@ const (
 	ReasonCompiled     = "Compiled"
 )
 
-// sync rebuilds the policy set from the caches and swaps it into the engine.
+// sync rebuilds the policy set from the caches and swaps it into the engine;
+// the leader also brings the cluster in line (webhook configurations,
+// status conditions, Events).
 func (c *Controller) sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	var term uint64
+	c.writeCtx, term = c.writeContext()
+	if c.writeCtx != nil && term != c.term {
+		// A new leader reports what is wrong as a restarted controller
+		// would: the previous leader's Events are not known here.
+		c.term = term
+		c.reported = map[string]string{}
+	}
 	seen := map[string]bool{} // revision keys still alive
 	c.alive = map[string]bool{}
 	defer func() {
@@ -138,9 +148,14 @@ func (c *Controller) sync(ctx context.Context) error {
 	// for it; the status (and readiness) follow both.
 	c.engine.Swap(engine.NewEvaluator(c.engineConfig(), hooks))
 	var err error
-	if c.cfg.Webhook.managed() {
+	if c.cfg.Webhook.managed() && c.writeCtx != nil {
 		fail, ignore := WebhookConfigurations(bound, c.cfg.Webhook)
-		err = applyWebhookConfigurations(ctx, c.clients.Kube, c.cfg.Webhook.Name, fail, ignore)
+		err = applyWebhookConfigurations(c.writeCtx, c.clients.Kube, c.cfg.Webhook.Name, fail, ignore)
+		if err != nil && c.writeCtx.Err() != nil && ctx.Err() == nil {
+			// The lease was lost during the sync: the next leader writes.
+			logger.V(2).Info("lost the lease while writing webhook configurations", "error", err)
+			err = nil
+		}
 	}
 	c.publish(st)
 	logger.V(2).Info("policy set swapped in", "policies", len(policies), "bound", len(hooks), "bindings", len(bindings))
@@ -174,10 +189,11 @@ func listUnstructured(inf cache.SharedIndexInformer) []*unstructured.Unstructure
 // report tells the object's owner what became of it: an Event when the
 // outcome of a revision is new, and in shadow mode the Ready condition of
 // policies. invalid is a conversion or validation error (the object is left
-// out); problems are CEL compilation errors (the policy stays in).
+// out); problems are CEL compilation errors (the policy stays in). Only the
+// leader reports.
 func (c *Controller) report(ctx context.Context, u *unstructured.Unstructured, invalid error, problems []string) {
-	if u == nil {
-		return
+	if u == nil || c.writeCtx == nil {
+		return // followers leave reporting to the leader
 	}
 	reason, message, eventType := ReasonCompiled, "", corev1.EventTypeNormal
 	switch {
@@ -204,7 +220,7 @@ func (c *Controller) report(ctx context.Context, u *unstructured.Unstructured, i
 		}
 	}
 	if c.cfg.Source == SourceShadow && u.GetKind() == "MutatingAdmissionPolicy" {
-		if err := c.setReadyCondition(ctx, u, reason, message); err != nil && !errors.Is(err, context.Canceled) {
+		if err := c.setReadyCondition(c.writeCtx, u, reason, message); err != nil && !errors.Is(err, context.Canceled) {
 			klog.FromContext(ctx).Error(err, "updating status", "policy", u.GetName())
 		}
 	}

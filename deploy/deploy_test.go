@@ -278,7 +278,8 @@ func metaName(o runtime.Object) (string, error) {
 
 // TestRBACCoversTheController runs the controller in shadow mode against
 // fake clients that record every call (informers, status updates, webhook
-// configurations, params, the self-signed certificate) and checks each call
+// configurations, params, the self-signed certificate, the leader election
+// Lease) and checks each call
 // against the RBAC of the self-signed overlay for the mutatis service
 // account, with the repository's RBAC authorizer.
 func TestRBACCoversTheController(t *testing.T) {
@@ -321,6 +322,7 @@ func TestRBACCoversTheController(t *testing.T) {
 	rec := recorder{calls: make(chan call, 10000)}
 	kube := kubefake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{corev1.LabelMetadataName: "default"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mutatis-system", Labels: map[string]string{corev1.LabelMetadataName: "mutatis-system"}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mutatis-system", Name: "mutatis-tls"}},
 	)
 	shadow := controller.ShadowGroup + "/" + controller.ShadowVersion
@@ -379,13 +381,16 @@ spec: {policyName: p, paramRef: {name: x, namespace: default, parameterNotFoundA
 		Recorder:  record.NewFakeRecorder(100),
 		Webhook: controller.WebhookOptions{CABundle: cert.CABundle,
 			Service: &admissionregistrationv1.ServiceReference{Namespace: "mutatis-system", Name: "mutatis", Path: &path}},
+		// As the Deployment runs it (the lease name defaults to the
+		// webhook base name); stopping releases the Lease: an update.
+		LeaderElection: controller.LeaderElectionOptions{Enabled: true, Identity: "mutatis-0"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	if _, err := c.WaitFor(ctx, func(s controller.Status) bool { return len(s.ParamKinds) == 1 }); err != nil {
+	if _, err := c.WaitFor(ctx, func(s controller.Status) bool { return s.Leader && len(s.ParamKinds) == 1 }); err != nil {
 		t.Fatal(err)
 	}
 	// Unbinding stops the param informer and deletes the webhook
@@ -423,7 +428,8 @@ spec: {policyName: p, paramRef: {name: x, namespace: default, parameterNotFoundA
 		calls = append(calls, c)
 	}
 	for _, want := range []string{"list " + controller.PolicyResource, "update " + controller.PolicyResource + "/status",
-		"create mutatingwebhookconfigurations", "delete mutatingwebhookconfigurations", "list configmaps", "update secrets"} {
+		"create mutatingwebhookconfigurations", "delete mutatingwebhookconfigurations", "list configmaps", "update secrets",
+		"get leases", "create leases", "update leases"} {
 		found := false
 		for _, c := range calls {
 			r := c.resource.Resource

@@ -63,6 +63,9 @@ type serveOptions struct {
 	webhookTimeout        int32
 	maxInFlight           int
 	selfSignedCertSecret  string
+	leaderElect           bool
+	leaderElectLeaseName  string
+	leaderElectIdentity   string
 	caBundle              []byte // the CA of the serving certificate, when known
 	selfSignedCertificate *tls.Certificate
 
@@ -111,6 +114,7 @@ func runController(ctx context.Context, c informerConfig) error {
 	ctl, err := controller.New(controller.Config{
 		RestConfig: c.Rest, Source: c.Source, AcknowledgeBuiltinPluginDisabled: o.nativePluginDisabled,
 		Engine: c.Engine, Metrics: c.Metrics, Namespace: o.namespace, Webhook: wh,
+		LeaderElection: o.leaderElection(),
 	})
 	if err != nil {
 		return err
@@ -127,6 +131,12 @@ func runController(ctx context.Context, c informerConfig) error {
 		}
 	}()
 	return ctl.Run(ctx)
+}
+
+// leaderElection is the controller's leader election of the flags: with
+// several replicas, only the holder of the Lease writes to the cluster.
+func (o *serveOptions) leaderElection() controller.LeaderElectionOptions {
+	return controller.LeaderElectionOptions{Enabled: o.leaderElect, LeaseName: o.leaderElectLeaseName, Identity: o.leaderElectIdentity}
 }
 
 // loadSecretCertificate serves with the certificate of
@@ -213,6 +223,9 @@ See docs/webhook.md.`,
 	f.StringVar(&o.webhookCAFile, "webhook-ca-file", "", "the CA bundle of the webhook configurations (default: the CA of --self-signed-dir or --self-signed-cert-secret, or ca.crt next to --tls-cert-file)")
 	f.Int32Var(&o.webhookTimeout, "webhook-timeout-seconds", 10, "informer mode: timeoutSeconds of the webhook configurations (1-30)")
 	f.StringVar(&o.selfSignedCertSecret, "self-signed-cert-secret", "", "informer mode: serve with the certificate in this Secret of --namespace, filling it with a self-signed one for the --webhook-service name first if it is empty")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "informer mode: only the replica holding a Lease in --namespace writes the webhook configurations, status conditions and Events; every replica serves")
+	f.StringVar(&o.leaderElectLeaseName, "leader-elect-lease-name", "", "informer mode: the name of the leader election Lease (default: --webhook-name)")
+	f.StringVar(&o.leaderElectIdentity, "leader-elect-identity", os.Getenv("POD_NAME"), "informer mode: this replica's name in the Lease, unique among the replicas (default $POD_NAME, else the hostname and a random suffix)")
 	return cmd
 }
 
@@ -365,6 +378,8 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 		return false, errors.New("--webhook-url and --webhook-service exclude each other")
 	case static && (o.webhookURL != "" || o.webhookService != ""):
 		return false, errors.New("--webhook-url and --webhook-service apply to informer mode")
+	case static && (cmd.Flags().Changed("leader-elect") || cmd.Flags().Changed("leader-elect-lease-name") || cmd.Flags().Changed("leader-elect-identity")):
+		return false, errors.New("--leader-elect, --leader-elect-lease-name and --leader-elect-identity apply to informer mode")
 	case o.maxRequestBytes <= 0:
 		return false, errors.New("--max-request-bytes must be positive")
 	case o.maxInFlight < 0:

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/mutatis-dev/mutatis/controller"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
@@ -182,12 +183,58 @@ current-context: x
 		{name: "webhook URL and Service exclude each other", args: []string{"--kubeconfig", kubeconfig, "--source", "shadow", "--self-signed-dir", certDir, "--webhook-url", "https://127.0.0.1:1/mutate", "--webhook-service", "mutatis"}, want: "--webhook-url and --webhook-service exclude each other"},
 		{name: "a negative in-flight bound", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--max-in-flight", "-1"}, want: "--max-in-flight must not be negative"},
 		{name: "the secret certificate needs informer mode", args: []string{"--policies", "x.yaml", "--self-signed-cert-secret", "tls"}, want: "--self-signed-cert-secret is a certificate source of informer mode"},
+		{name: "leader election applies to informer mode", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--leader-elect=false"}, want: "--leader-elect, --leader-elect-lease-name and --leader-elect-identity apply to informer mode"},
+		{name: "a lease name applies to informer mode", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--leader-elect-lease-name", "x"}, want: "apply to informer mode"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", append([]string{"serve"}, tc.args...)...)
 			if code != exitUsage || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, stderr:\n%s%s\nwant exit %d and %q", code, out, errOut, exitUsage, tc.want)
+			}
+		})
+	}
+}
+
+func TestServeLeaderElectionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		podName string
+		args    []string
+		want    controller.LeaderElectionOptions
+	}{
+		{name: "informer mode elects a leader by default, named after the pod", podName: "mutatis-7d9f-abcde",
+			want: controller.LeaderElectionOptions{Enabled: true, Identity: "mutatis-7d9f-abcde"}},
+		{name: "without a pod name the controller picks the identity",
+			want: controller.LeaderElectionOptions{Enabled: true}},
+		{name: "the lease name and identity can be set", podName: "ignored",
+			args: []string{"--leader-elect-lease-name", "mutatis-lock", "--leader-elect-identity", "replica-1"},
+			want: controller.LeaderElectionOptions{Enabled: true, LeaseName: "mutatis-lock", Identity: "replica-1"}},
+		{name: "a single replica may turn it off", args: []string{"--leader-elect=false"},
+			want: controller.LeaderElectionOptions{Enabled: false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("POD_NAME", tc.podName)
+			cmd := newServeCommand()
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			// The flags are bound to the command's serveOptions; read them
+			// back into one.
+			f := cmd.Flags()
+			var o serveOptions
+			var err error
+			if o.leaderElect, err = f.GetBool("leader-elect"); err != nil {
+				t.Fatal(err)
+			}
+			if o.leaderElectLeaseName, err = f.GetString("leader-elect-lease-name"); err != nil {
+				t.Fatal(err)
+			}
+			if o.leaderElectIdentity, err = f.GetString("leader-elect-identity"); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.leaderElection(); got != tc.want {
+				t.Fatalf("leader election %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -96,6 +97,13 @@ func startServe(t *testing.T, bin string, c *Cluster, extra ...string) *served {
 			t.Logf("==== %s (tail) ====\n%s", logFile, tail(logFile, 200))
 		}
 	})
+	// mutatis' namespace (--namespace, default mutatis-system) holds its
+	// leader-election Lease: with it, the single replica campaigns and
+	// leads, as in a cluster.
+	ns := mustObject(`{apiVersion: v1, kind: Namespace, metadata: {name: mutatis-system}}`)
+	if _, err := c.Create(context.Background(), ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	s := &served{base: "https://" + addr, log: logFile}
 	args := append([]string{"serve", "--kubeconfig", c.Kubeconfig, "--listen", addr,
 		"--self-signed-dir", certDir, "--webhook-url", s.base + "/mutate"}, extra...)
@@ -119,6 +127,10 @@ func startServe(t *testing.T, bin string, c *Cluster, extra ...string) *served {
 	})
 	if err != nil {
 		t.Fatalf("mutatis serve did not become ready: %v\n%s", err, tail(logFile, 100))
+	}
+	// A lone replica holds the Lease before it reports ready.
+	if st, err := s.status(ctx); err != nil || !st.Leader {
+		t.Fatalf("mutatis serve is ready but not the leader: %+v, %v", st, err)
 	}
 	return s
 }
@@ -149,6 +161,7 @@ type serveStatus struct {
 	Generation uint64            `json:"generation"`
 	Policies   map[string]string `json:"policies"`
 	Bindings   map[string]string `json:"bindings"`
+	Leader     bool              `json:"leader"`
 }
 
 func (s *served) status(ctx context.Context) (serveStatus, error) {
