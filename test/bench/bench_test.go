@@ -16,6 +16,7 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/test/upstream"
 )
 
 // BenchmarkMutation measures one compiled mutation on the small Deployment:
@@ -46,7 +47,7 @@ func BenchmarkMutation(b *testing.B) {
 	}
 	for _, mc := range mutationCases {
 		p, _ := policy("bench", "apps", "deployments", mc.m)
-		ev := upstreamCompile(p)
+		ev := upstream.Compile(p)
 		if ev.Error != nil || len(ev.Mutators) != 1 {
 			b.Fatalf("%s: upstream compile: %v", mc.name, ev.Error)
 		}
@@ -167,7 +168,7 @@ func TestMutationCasesAgree(t *testing.T) {
 	for _, mc := range mutationCases {
 		t.Run(mc.name, func(t *testing.T) {
 			p, _ := policy("bench", "apps", "deployments", mc.m)
-			ev := upstreamCompile(p)
+			ev := upstream.Compile(p)
 			ctx := context.Background()
 			attrs := admission.NewAttributesRecord(dep, nil, deploymentGVK, "shop", "web", deploymentGVR, "", admission.Create, &metav1.CreateOptions{}, false, benchUser)
 			vAttrs := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: deploymentGVK,

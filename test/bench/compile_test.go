@@ -16,6 +16,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/test/upstream"
 )
 
 // compilePolicies are 1,000 policies of the shapes of examples/: a variable,
@@ -48,7 +49,7 @@ func BenchmarkCompile(b *testing.B) {
 		for b.Loop() {
 			held = held[:0]
 			for _, p := range policies {
-				held = append(held, upstreamCompile(p))
+				held = append(held, upstream.Compile(p))
 			}
 		}
 		b.ReportMetric(liveHeapMB(), "live-heap-MB")
@@ -111,7 +112,7 @@ func TestCompileChild(t *testing.T) {
 		}
 	case "upstream":
 		for _, p := range policies {
-			held = append(held, upstreamCompile(p))
+			held = append(held, upstream.Compile(p))
 		}
 	}
 	elapsed := time.Since(start)

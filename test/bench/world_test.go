@@ -5,10 +5,9 @@ package bench
 //
 //   - upstream: k8s.io/apiserver's mutating.NewDispatcher over a policy
 //     matcher fed by a fake clientset's informers, with PolicyHooks compiled
-//     once as its policy source compiles them (upstreamCompile mirrors the
-//     unexported compilePolicy) and the reinvocation protocol of
-//     admission.reinvoker; a copy of test/differential's harness, cut to
-//     what the benchmarks need;
+//     once as its policy source compiles them (test/upstream, shared with
+//     test/differential) and the reinvocation protocol of
+//     admission.reinvoker;
 //   - mutatis: cluster.New from the same objects and its Evaluator.
 
 import (
@@ -16,8 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
-	"sync"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -28,30 +25,23 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	upstreammatching "k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/test/upstream"
 )
 
 // request is one admission request as kube-apiserver hands it to the
@@ -151,108 +141,18 @@ func newWorld(tb testing.TB, objects []runtime.Object, crdFiles ...string) (*wor
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	w.restMapper = mapper
-	tcm := &typeConverters{static: applyconfigurations.NewTypeConverter(scheme.Scheme), crds: c.Schemas}
+	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: c.Schemas}
 	w.dispatcher = mutating.NewDispatcher(authorizerfactory.NewAlwaysDenyAuthorizer(), upstreammatching.NewMatcher(nsLister, client), tcm)
 	w.objectIfaces = admission.NewObjectInterfacesFromScheme(scheme.Scheme)
 	return w, func() { cancel(); w.informers.Shutdown() }
 }
 
-// typeConverters implements upstream's patch.TypeConverterManager: the
-// static client-go converter for built-in kinds, the CRD schemas for the
-// others; answers are cached per kind, as upstream's manager caches them.
-type typeConverters struct {
-	static managedfields.TypeConverter
-	crds   *applyconfig.Schemas
-	cache  sync.Map // schema.GroupVersionKind → managedfields.TypeConverter (nil: none)
-}
-
-func (m *typeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
-	if tc, ok := m.cache.Load(gvk); ok {
-		tc, _ := tc.(managedfields.TypeConverter)
-		return tc
-	}
-	var tc managedfields.TypeConverter
-	stub := &unstructured.Unstructured{}
-	stub.SetGroupVersionKind(gvk)
-	if _, err := m.static.ObjectToTyped(stub); err == nil {
-		tc = m.static
-	} else if crd, err := m.crds.TypeConverter(gvk); err == nil {
-		tc = crd
-	}
-	m.cache.Store(gvk, tc)
-	return tc
-}
-
-func (m *typeConverters) Run(context.Context) {}
-
-var _ patch.TypeConverterManager = &typeConverters{}
-
-// upstreamCompile replicates mutating.compilePolicy (unexported).
-func upstreamCompile(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
-	opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
-	comp, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	if err != nil {
-		return mutating.PolicyEvaluator{Error: &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: fmt.Sprintf("failed to initialize CEL compiler: %v", err)}}
-	}
-	var vars []plugincel.NamedExpressionAccessor
-	for _, v := range policy.Spec.Variables {
-		vars = append(vars, &validating.Variable{Name: v.Name, Expression: v.Expression})
-	}
-	comp.CompileAndStoreVariables(vars, opts, environment.StoredExpressions)
-	var matcher matchconditions.Matcher
-	if mcs := policy.Spec.MatchConditions; len(mcs) > 0 {
-		accessors := make([]plugincel.ExpressionAccessor, len(mcs))
-		for i := range mcs {
-			accessors[i] = (*matchconditions.MatchCondition)(&mcs[i])
-		}
-		matcher = matchconditions.NewMatcher(comp.CompileCondition(accessors, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
-	}
-	var patchers []patch.Patcher
-	popts := opts
-	popts.HasPatchTypes = true
-	for _, m := range policy.Spec.Mutations {
-		switch {
-		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
-			patchers = append(patchers, patch.NewJSONPatcher(comp.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, popts, environment.StoredExpressions)))
-		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
-			patchers = append(patchers, patch.NewApplyConfigurationPatcher(comp.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, popts, environment.StoredExpressions)))
-		}
-	}
-	return mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: comp}
-}
-
-// upstreamHooks builds the hooks upstream's policy source would build:
-// policies by name, bindings by name, param informers resolved.
+// upstreamHooks builds the hooks upstream's policy source would build
+// (upstream.Hooks).
 func (w *world) upstreamHooks(tb testing.TB, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) []mutating.PolicyHook {
-	byPolicy := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	for _, b := range bindings {
-		byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
-	}
-	sorted := append([]*admissionregistrationv1.MutatingAdmissionPolicy{}, policies...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var hooks []mutating.PolicyHook
-	for _, p := range sorted {
-		bs := byPolicy[p.Name]
-		if len(bs) == 0 {
-			continue
-		}
-		h := mutating.PolicyHook{Policy: p, Bindings: bs, Evaluator: upstreamCompile(p)}
-		if pk := p.Spec.ParamKind; pk != nil {
-			gv, err := schema.ParseGroupVersion(pk.APIVersion)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			mapping, err := w.restMapper.RESTMapping(gv.WithKind(pk.Kind).GroupKind(), gv.Version)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			inf, err := w.informers.ForResource(mapping.Resource)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			h.ParamInformer, h.ParamScope = inf, mapping.Scope
-		}
-		hooks = append(hooks, h)
+	hooks, err := upstream.Hooks(policies, bindings, w.restMapper, w.informers, upstream.Compile)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return hooks
 }

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -34,19 +33,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	upstreammatching "k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -58,6 +50,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/test/upstream"
 )
 
 // dispatchRequest is one admission request, as kube-apiserver hands it to the
@@ -226,33 +219,6 @@ func testAuthorizer() authorizer.Authorizer {
 	})
 }
 
-// testTypeConverterManager implements upstream's patch.TypeConverterManager:
-// the static client-go converter for built-in kinds (probed with an empty
-// object, as upstream probes its static converter), the CRD schemas for
-// example.com kinds, nil otherwise.
-type testTypeConverterManager struct {
-	static managedfields.TypeConverter
-	crds   *applyconfig.Schemas
-}
-
-func (m *testTypeConverterManager) GetTypeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
-	stub := &unstructured.Unstructured{}
-	stub.SetGroupVersionKind(gvk)
-	if _, err := m.static.ObjectToTyped(stub); err == nil {
-		return m.static
-	}
-	if gvk.Group == "example.com" {
-		if tc, err := m.crds.TypeConverter(gvk); err == nil {
-			return tc
-		}
-	}
-	return nil
-}
-
-func (m *testTypeConverterManager) Run(context.Context) {}
-
-var _ patch.TypeConverterManager = &testTypeConverterManager{}
-
 func newDispatchWorld(t testing.TB) *dispatchWorld {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -311,7 +277,7 @@ func newDispatchWorld(t testing.TB) *dispatchWorld {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	w.restMapper = mapper
-	tcm := &testTypeConverterManager{static: applyconfigurations.NewTypeConverter(scheme.Scheme), crds: w.schemas}
+	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: w.schemas}
 	w.dispatcher = mutating.NewDispatcher(w.authz, upstreammatching.NewMatcher(nsLister, client), tcm)
 	w.objectIfaces = admission.NewObjectInterfacesFromScheme(scheme.Scheme)
 
@@ -338,109 +304,22 @@ func namespacesAsObjects(nss []*corev1.Namespace) []runtime.Object {
 	return out
 }
 
-// upstreamCompile replicates mutating.compilePolicy (unexported).
-func upstreamCompile(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
-	opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
-	comp, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	if err != nil {
-		return mutating.PolicyEvaluator{Error: &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: fmt.Sprintf("failed to initialize CEL compiler: %v", err)}}
-	}
-	var vars []plugincel.NamedExpressionAccessor
-	for _, v := range policy.Spec.Variables {
-		vars = append(vars, &validating.Variable{Name: v.Name, Expression: v.Expression})
-	}
-	comp.CompileAndStoreVariables(vars, opts, environment.StoredExpressions)
-	var matcher matchconditions.Matcher
-	if mcs := policy.Spec.MatchConditions; len(mcs) > 0 {
-		accessors := make([]plugincel.ExpressionAccessor, len(mcs))
-		for i := range mcs {
-			accessors[i] = (*matchconditions.MatchCondition)(&mcs[i])
-		}
-		matcher = matchconditions.NewMatcher(comp.CompileCondition(accessors, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
-	}
-	var patchers []patch.Patcher
-	popts := opts
-	popts.HasPatchTypes = true
-	for _, m := range policy.Spec.Mutations {
-		switch m.PatchType {
-		case admissionregistrationv1.PatchTypeJSONPatch:
-			if m.JSONPatch != nil {
-				patchers = append(patchers, patch.NewJSONPatcher(comp.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, popts, environment.StoredExpressions)))
-			}
-		case admissionregistrationv1.PatchTypeApplyConfiguration:
-			if m.ApplyConfiguration != nil {
-				patchers = append(patchers, patch.NewApplyConfigurationPatcher(comp.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, popts, environment.StoredExpressions)))
-			}
-		}
-	}
-	return mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: comp}
-}
-
 // upstreamHooks builds the hooks upstream's policy source would build
-// (policySource.calculatePolicyData), in mutatis' documented order: policies
-// by name, bindings by name. Bindings naming a missing policy are dropped.
+// (upstream.Hooks), compiling each policy revision once.
 func (w *dispatchWorld) upstreamHooks(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) []mutating.PolicyHook {
-	byPolicy := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	for _, b := range bindings {
-		byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
-	}
-	sorted := append([]*admissionregistrationv1.MutatingAdmissionPolicy{}, policies...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var hooks []mutating.PolicyHook
-	for _, p := range sorted {
-		bs := append([]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}, byPolicy[p.Name]...)
-		if len(bs) == 0 {
-			continue
-		}
-		sort.Slice(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
+	hooks, err := upstream.Hooks(policies, bindings, w.restMapper, w.informerFactory, func(p *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
 		key := compiler.Key(p)
 		ev, ok := w.upstreamCache[key]
 		if !ok {
-			ev = upstreamCompile(p)
+			ev = upstream.Compile(p)
 			w.upstreamCache[key] = ev
 		}
-		h := mutating.PolicyHook{Policy: p, Bindings: bs, Evaluator: ev}
-		// policySource.ensureParamsForPolicyLocked
-		if pk := p.Spec.ParamKind; pk != nil {
-			gv, err := schema.ParseGroupVersion(pk.APIVersion)
-			if err != nil {
-				continue // upstream drops the policy and retries later
-			}
-			gvk := gv.WithKind(pk.Kind)
-			mapping, err := w.restMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				h.ConfigurationError = fmt.Errorf("failed to find resource referenced by paramKind: '%v'", gvk)
-			} else {
-				inf, err := w.informerFactory.ForResource(mapping.Resource)
-				if err != nil {
-					panic(err)
-				}
-				h.ParamInformer, h.ParamScope = inf, mapping.Scope
-			}
-		}
-		hooks = append(hooks, h)
+		return ev
+	})
+	if err != nil {
+		panic(err)
 	}
 	return hooks
-}
-
-// upstreamExempt mirrors generic.Plugin.Dispatch's exclusions as
-// kube-apiserver configures them (admission policy resources; the
-// non-persisted review resources).
-func upstreamExempt(gr schema.GroupResource) bool {
-	switch gr {
-	case schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"},
-		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"},
-		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"},
-		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"},
-		schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"},
-		schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:
-		return true
-	}
-	return false
 }
 
 // runUpstream admits r through k8s.io/apiserver as the MutatingAdmissionPolicy
@@ -449,7 +328,7 @@ func (w *dispatchWorld) runUpstream(ctx context.Context, policies []*admissionre
 	attrs := r.attributes()
 	handler := admission.NewHandler(admission.Create, admission.Update, admission.Connect)
 	err := func() error {
-		if !handler.Handles(attrs.GetOperation()) || upstreamExempt(attrs.GetResource().GroupResource()) {
+		if !handler.Handles(attrs.GetOperation()) || upstream.Exempt(attrs.GetResource().GroupResource()) {
 			return nil
 		}
 		hooks := w.upstreamHooks(policies, bindings)
