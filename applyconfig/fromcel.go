@@ -28,7 +28,7 @@ func FromCEL(v ref.Val) (map[string]any, error) {
 		}
 		return nil, fmt.Errorf("unsupported return type from ApplyConfiguration expression: %v", v.Type())
 	}
-	if err := objVal.CheckTypeNamesMatchFieldPathNames(); err != nil {
+	if err := checkTypeNames(objVal); err != nil {
 		return nil, fmt.Errorf("type mismatch: %w", err)
 	}
 	value, ok := objVal.Value().(map[string]any)

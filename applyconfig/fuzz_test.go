@@ -12,7 +12,9 @@ import (
 var fuzzLives = []string{liveDeployment, livePod, livePodDuplicates, liveConfigMap, liveWidget, liveWidgetDuplicates}
 
 // FuzzMerge checks that Merge never panics and always agrees with upstream's
-// ApplyStructuredMergeDiff (same object or same error text).
+// ApplyStructuredMergeDiff (same object or same error text), and that a
+// second merge of the same patch into the result, reusing its typed value
+// (MergeTyped), does too.
 func FuzzMerge(f *testing.F) {
 	for i, c := range mergeCases() {
 		j, err := yaml.YAMLToJSON([]byte(c.patch))
@@ -46,5 +48,6 @@ func FuzzMerge(f *testing.F) {
 			t.Fatal(err)
 		}
 		_, _ = compareWithUpstream(t, tc, live, p)
+		compareChainWithUpstream(t, tc, live, p, p)
 	})
 }

@@ -3,6 +3,7 @@ package applyconfig
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,17 +33,53 @@ import (
 // slices with both: treat all three as read-only, or deep-copy the result before
 // changing it in place.
 func Merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patch map[string]any) (*unstructured.Unstructured, error) {
+	m, err := MergeTyped(tc, live, patch, nil)
+	if err != nil {
+		return nil, err
+	}
+	return m.Object, nil
+}
+
+// Merged is the result of MergeTyped: the merged object with its typed
+// value, so that the next merge into the same object (the next mutation of
+// one admission) need not convert it to a typed value again.
+type Merged struct {
+	// Object is the merged object; treat it as read-only, as Merge's result.
+	Object *unstructured.Unstructured
+
+	tc    managedfields.TypeConverter
+	typed *typed.TypedValue
+}
+
+// MergeTyped is Merge for a chain of merges. When prev is the result of the
+// previous MergeTyped with the same type converter and live is prev.Object
+// itself (the same map, unchanged), live's typed value is taken from prev
+// instead of converting live again: the conversion validates the whole
+// object against the schema, and the merge of a validated live object with
+// a validated patch always validates (TestChainedMergesAreMerges and
+// FuzzMerge check both claims against upstream). Otherwise, and when prev is
+// nil, it is Merge. Results and errors are those of Merge in every case.
+func MergeTyped(tc managedfields.TypeConverter, live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
 	if live == nil {
 		return nil, errors.New("error applying patch: live object must not be nil")
 	}
-	out, err := merge(tc, live, patch)
+	var liveTyped *typed.TypedValue
+	if prev != nil && prev.tc == tc && prev.Object != nil && sameMap(prev.Object.Object, live.Object) {
+		liveTyped = prev.typed
+	}
+	out, err := merge(tc, live, liveTyped, patch)
 	if err != nil {
 		return nil, fmt.Errorf("error applying patch: %w", err)
 	}
 	return out, nil
 }
 
-func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patch map[string]any) (*unstructured.Unstructured, error) {
+// sameMap tells whether a and b are the same map (not equal ones).
+func sameMap(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, liveTyped *typed.TypedValue, patch map[string]any) (*Merged, error) {
 	gvk := live.GroupVersionKind()
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
 	// copy of the top level gives the same object without touching the caller's map.
@@ -68,9 +105,11 @@ func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patc
 		return nil, fmt.Errorf("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: %v", strings.Join(atomics, ", "))
 	}
 
-	liveTyped, err := tc.ObjectToTyped(live, typed.AllowDuplicates)
-	if err != nil {
-		return nil, fmt.Errorf("failed to convert original object to typed object: %w", err)
+	if liveTyped == nil {
+		liveTyped, err = tc.ObjectToTyped(live, typed.AllowDuplicates)
+		if err != nil {
+			return nil, fmt.Errorf("failed to convert original object to typed object: %w", err)
+		}
 	}
 
 	mergedTyped, err := liveTyped.Merge(patchTyped)
@@ -82,7 +121,23 @@ func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patc
 	if err != nil {
 		return nil, fmt.Errorf("failed to convert typed object to object: %w", err)
 	}
-	return asUnstructured(obj)
+	u, err := asUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := &Merged{Object: u}
+	if uo, ok := obj.(*unstructured.Unstructured); ok && sameMap(uo.Object, mergedValueMap(mergedTyped)) {
+		// The typed value wraps the very map of the object: it is the object's
+		// typed value.
+		m.tc, m.typed = tc, mergedTyped
+	}
+	return m, nil
+}
+
+// mergedValueMap is the map a typed value wraps, or nil.
+func mergedValueMap(tv *typed.TypedValue) map[string]any {
+	m, _ := tv.AsValue().Unstructured().(map[string]any)
+	return m
 }
 
 func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 
+	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
@@ -105,6 +106,20 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 	return out
 }
 
+// anyCandidate tells whether any hook may match a (candidates would not be
+// empty), without allocating.
+func (e *Evaluator) anyCandidate(a *matching.Attributes) bool {
+	if e.bruteForce {
+		return len(e.hooks) > 0
+	}
+	found := false
+	e.index.Lookup(a.Operation, a.Resource, func(int) bool {
+		found = true
+		return false
+	})
+	return found
+}
+
 // Invocation records one policy × binding × param evaluation.
 type Invocation struct {
 	Policy, Binding string
@@ -122,7 +137,9 @@ type Invocation struct {
 
 // Result is the outcome of one admission request.
 type Result struct {
-	// Object is the final object (nil for requests without one).
+	// Object is the final object (nil for requests without one). It may
+	// share maps with the request's object (all of them when nothing
+	// changed it): treat both as read-only.
 	Object map[string]any
 	// Denied is the Status kube-apiserver would answer with, or nil.
 	Denied *apierrors.StatusError
@@ -161,6 +178,15 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 			res.Denied = apierrors.NewInternalError(fmt.Errorf("panic evaluating MutatingAdmissionPolicies: %v", r))
 		}
 	}()
+	// Whether any policy can apply depends on the operation and resource
+	// only: look that up first, so that a request no policy names costs the
+	// index lookup and the presentation of its object, which allocates
+	// nothing for an object already in its Go type's form.
+	handled := false
+	switch a.Operation {
+	case admission.Create, admission.Update, admission.Connect:
+		handled = !matching.PolicyExempt(a) && e.anyCandidate(a)
+	}
 	if a.Object != nil {
 		// kube-apiserver decodes the request into the kind's Go type before
 		// admission: present built-in objects the same way.
@@ -170,12 +196,7 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 		}
 		res.Object = obj
 	}
-	switch a.Operation {
-	case admission.Create, admission.Update, admission.Connect:
-	default:
-		return res, nil
-	}
-	if matching.PolicyExempt(a) {
+	if !handled {
 		return res, nil
 	}
 	st := &reinvocationState{previous: map[invocationKey]bool{}, reinvoke: map[invocationKey]bool{}}
@@ -200,6 +221,9 @@ type reinvocationState struct {
 	previous            map[invocationKey]bool // reinvocable invocations since the last change
 	reinvoke            map[invocationKey]bool // invocations to run in pass 2
 	shouldReinvokeChain bool
+	// typed is the typed value of the last merged object, for the next
+	// mutation of that object (Patcher.mutate).
+	typed *applyconfig.Merged
 }
 
 func (s *reinvocationState) requireReinvokingPrevious() {
@@ -399,7 +423,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 				continue
 			}
 			in.Object = versioned
-			out, outcome, err := e.cfg.Patcher.Mutate(ctx, inv.hook.Compiled, m, in, inv.kind)
+			out, outcome, err := e.cfg.Patcher.mutate(ctx, inv.hook.Compiled, m, in, inv.kind, &st.typed)
 			trace.Mutations = append(trace.Mutations, outcome)
 			if e.cfg.Metrics != nil {
 				e.cfg.Metrics.ObserveMutation(ctx, outcome.Elapsed, inv.hook.Policy.Name, inv.binding.Name, ErrorType(err))

@@ -55,7 +55,7 @@ func bindingFor(p string) *admissionregistrationv1.MutatingAdmissionPolicyBindin
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: p}}
 }
 
-func newEvaluator(t *testing.T, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Evaluator {
+func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Evaluator {
 	t.Helper()
 	comp, err := compiler.New()
 	if err != nil {

@@ -27,6 +27,9 @@ type Patcher struct {
 	// normalized through their Go types after every mutation, as
 	// kube-apiserver holds them typed.
 	Scheme *runtime.Scheme
+
+	// normalizer holds the per-kind plans of Normalize.
+	normalizer normalizer
 }
 
 // MutationOutcome describes one evaluated mutation.
@@ -49,6 +52,13 @@ type MutationOutcome struct {
 // kind, a patched object that does not decode into its type); any other error
 // is an error of this policy invocation, subject to its failure policy.
 func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (out map[string]any, outcome MutationOutcome, err error) {
+	return pt.mutate(ctx, p, m, in, gvk, nil)
+}
+
+// mutate is Mutate within one admission: chain, when not nil, holds the
+// typed value of the last ApplyConfiguration result, which the next merge
+// into that same object reuses (applyconfig.MergeTyped), and is updated.
+func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, chain **applyconfig.Merged) (out map[string]any, outcome MutationOutcome, err error) {
 	start := time.Now()
 	defer func() {
 		outcome.Elapsed = time.Since(start)
@@ -82,11 +92,19 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 			return nil, outcome, err
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
-		merged, err := applyconfig.Merge(tc, live, patch) // errors carry upstream's "error applying patch: " prefix
+		var prev *applyconfig.Merged
+		if chain != nil {
+			prev = *chain
+		}
+		merged, err := applyconfig.MergeTyped(tc, live, patch, prev) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, err := pt.Normalize(merged.Object, gvk)
+		out, err := pt.Normalize(merged.Object.Object, gvk)
+		if chain != nil && err == nil && sameMap(out, merged.Object.Object) {
+			// Normalizing changed nothing: the typed value is out's.
+			*chain = merged
+		}
 		return out, outcome, err
 	case compiler.KindJSONPatch:
 		ops, err := jsonpatch.FromCEL(res.Value)
@@ -108,7 +126,7 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if err != nil {
 			return nil, outcome, fmt.Errorf("JSON Patch: %w", err)
 		}
-		out, err := jsonpatch.Decode(patched, gvk, pt.Scheme)
+		out, err := pt.decode(patched, gvk)
 		return out, outcome, err
 	}
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
@@ -116,13 +134,29 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 
 // Normalize presents an object of a built-in kind as kube-apiserver holds it
 // after a mutation: converted to its Go type (ConvertToVersion of the
-// unstructured patch result) and back, which fixes field order, drops
-// omitempty zero values and adds the fields Go types always serialize
-// (e.g. metadata.creationTimestamp: null).
+// unstructured patch result) and back, which drops unknown fields and
+// omitempty zero values, adds the fields Go types always serialize (a Pod's
+// spec.containers, as null when unset) and canonicalizes quantities and
+// timestamps. Objects of other kinds come back as they are.
+//
+// The result is what runtime.DefaultUnstructuredConverter's FromUnstructured
+// and ToUnstructured give (and their error), computed without the typed
+// object: an object already in that form is returned as it is, without
+// allocating, and otherwise the result shares the unchanged parts of obj.
+// Neither obj nor the result may be modified in place afterwards.
 func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
 		return obj, nil
 	}
+	if out, ok := pt.normalizer.normalize(pt.Scheme, obj, gvk); ok {
+		return out, nil
+	}
+	return pt.normalizeTyped(obj, gvk)
+}
+
+// normalizeTyped is Normalize through the typed object: the definition of
+// the result, and the fallback for the inputs the normalizer does not model.
+func (pt *Patcher) normalizeTyped(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed, err := pt.Scheme.New(gvk)
 	if err != nil {
 		return nil, err
@@ -132,4 +166,16 @@ func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (m
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+}
+
+// decode is jsonpatch.Decode of a patched object (strict decoding into the
+// kind's Go type and back), computed by the normalizer when the object has
+// nothing the decoder could refuse or read differently.
+func (pt *Patcher) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if pt.Scheme != nil && pt.Scheme.Recognizes(gvk) {
+		if out, ok := pt.normalizer.decode(pt.Scheme, doc, gvk); ok {
+			return out, nil
+		}
+	}
+	return jsonpatch.Decode(doc, gvk, pt.Scheme)
 }

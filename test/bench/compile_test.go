@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/test/upstream"
 )
@@ -200,6 +202,33 @@ func TestNonMatchingRequestDoesNotAllocate(t *testing.T) {
 			}
 			if allocs != 0 {
 				t.Errorf("the lookup allocates %v times per request, want 0", allocs)
+			}
+		})
+	}
+}
+
+// TestNonMatchingAdmitDoesNotAllocate asserts that a whole admission no
+// policy can match allocates nothing: engine.Evaluator.Admit looks the
+// candidates up before anything else and presents the request's object
+// (already in its Go type's form, as the API server sends it) as it is.
+func TestNonMatchingAdmitDoesNotAllocate(t *testing.T) {
+	for _, n := range []int{10, 1000} {
+		t.Run(fmt.Sprintf("%d policies", n), func(t *testing.T) {
+			s := manyPolicies("alloc", n, false)
+			w, stop := newWorld(t, worldObjects(), s.crds...)
+			defer stop()
+			ev, attrs := w.mutatisEvaluator(t, s.policies, s.bindings, s.req)
+			ctx := context.Background()
+			var res engine.Result
+			var err error
+			allocs := testing.AllocsPerRun(100, func() {
+				res, err = ev.Admit(ctx, attrs)
+			})
+			if err != nil || res.Denied != nil || res.Object == nil || len(res.Invocations) != 0 {
+				t.Fatalf("admission: %v, %v, %d invocations, object %v", err, res.Denied, len(res.Invocations), res.Object != nil)
+			}
+			if allocs != 0 {
+				t.Errorf("a non-matching admission allocates %v times, want 0", allocs)
 			}
 		})
 	}

@@ -1,0 +1,71 @@
+package applyconfig
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+)
+
+func TestObjectValLayoutIsMirrored(t *testing.T) {
+	if !objectValMirrored {
+		t.Fatal("dynamic.ObjectVal changed: checkTypeNames falls back to upstream's slower method; update objectValLayout")
+	}
+}
+
+// TestCheckTypeNamesAsUpstream compares checkTypeNames with
+// CheckTypeNamesMatchFieldPathNames on Objects with right and wrong
+// initializer names at every depth, in fields, lists, maps and nested lists.
+func TestCheckTypeNamesAsUpstream(t *testing.T) {
+	obj := func(name string, kv ...any) *dynamic.ObjectVal {
+		fields := map[string]ref.Val{}
+		for i := 0; i < len(kv); i += 2 {
+			fields[kv[i].(string)] = kv[i+1].(ref.Val)
+		}
+		return dynamic.NewObjectVal(types.NewObjectType(name), fields)
+	}
+	list := func(items ...ref.Val) ref.Val { return types.NewRefValList(types.DefaultTypeAdapter, items) }
+	mapOf := func(kv ...ref.Val) ref.Val {
+		m := map[ref.Val]ref.Val{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	}
+	cases := map[string]*dynamic.ObjectVal{
+		"empty":              obj("Object"),
+		"right names":        obj("Object", "metadata", obj("Object.metadata", "labels", mapOf(types.String("a"), types.String("b"))), "spec", obj("Object.spec", "replicas", types.Int(3))),
+		"another root name":  obj("Thing", "spec", obj("Thing.spec"), "status", obj("Object.status")),
+		"wrong child":        obj("Object", "spec", obj("Object.wrong")),
+		"wrong grandchild":   obj("Object", "spec", obj("Object.spec", "template", obj("Object.spec.x"))),
+		"two wrong children": obj("Object", "spec", obj("Object.a"), "status", obj("Object.b")),
+		"list items":         obj("Object", "spec", obj("Object.spec", "containers", list(obj("Object.spec.containers"), obj("Object.spec.container")))),
+		"nested lists":       obj("Object", "spec", obj("Object.spec", "x", list(list(obj("Object.spec.x"), obj("Object.spec.y"))))),
+		"map values":         obj("Object", "spec", obj("Object.spec", "m", mapOf(types.String("k"), obj("Object.spec.m"), types.String("j"), obj("Object.spec")))),
+		"native list":        obj("Object", "spec", obj("Object.spec", "args", types.DefaultTypeAdapter.NativeToValue([]string{"a"}))),
+		"scalars":            obj("Object", "a", types.String("x"), "b", types.True, "c", types.Double(1.5), "d", types.NullValue),
+	}
+	lines := func(err error) []string {
+		if err == nil {
+			return nil
+		}
+		l := strings.Split(err.Error(), "\n")
+		slices.Sort(l)
+		return l
+	}
+	for name, v := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, want := lines(checkTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
+			if !slices.Equal(got, want) {
+				t.Fatalf("errors\n%q\nwant (in any order)\n%q", got, want)
+			}
+			if strings.HasPrefix(name, "wrong") && len(got) == 0 {
+				t.Fatal("no error for a wrong name")
+			}
+		})
+	}
+}
