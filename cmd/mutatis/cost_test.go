@@ -109,20 +109,7 @@ func TestCost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", tc.args...)
-			all := out + errOut
-			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d\n%s", code, tc.wantCode, all)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("output lacks %q:\n%s", w, all)
-				}
-			}
-			for _, w := range tc.wantNot {
-				if strings.Contains(all, w) {
-					t.Errorf("output has %q:\n%s", w, all)
-				}
-			}
+			checkCLI(t, code, out, errOut, tc.wantCode, tc.want, tc.wantNot)
 		})
 	}
 }

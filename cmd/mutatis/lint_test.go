@@ -14,6 +14,26 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// checkCLI requires exit code wantCode and that the output (stdout and
+// stderr) holds every string of want and none of reject.
+func checkCLI(t *testing.T, code int, out, errOut string, wantCode int, want, reject []string) {
+	t.Helper()
+	all := out + errOut
+	if code != wantCode {
+		t.Fatalf("exit %d, want %d\n%s", code, wantCode, all)
+	}
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("output lacks %q:\n%s", w, all)
+		}
+	}
+	for _, r := range reject {
+		if strings.Contains(all, r) {
+			t.Errorf("output has %q:\n%s", r, all)
+		}
+	}
+}
+
 func TestLint(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -63,15 +83,7 @@ func TestLint(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.stdin, tc.args...)
-			all := out + errOut
-			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d\n%s", code, tc.wantCode, all)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("output lacks %q:\n%s", w, all)
-				}
-			}
+			checkCLI(t, code, out, errOut, tc.wantCode, tc.want, nil)
 		})
 	}
 }

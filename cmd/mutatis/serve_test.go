@@ -343,14 +343,7 @@ func TestCerts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", append([]string{"certs"}, tc.args...)...)
-			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d:\n%s%s", code, tc.wantCode, out, errOut)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(out+errOut, w) {
-					t.Errorf("output lacks %q:\n%s%s", w, out, errOut)
-				}
-			}
+			checkCLI(t, code, out, errOut, tc.wantCode, tc.want, nil)
 		})
 	}
 	// The files verify for every host, a year ahead.
