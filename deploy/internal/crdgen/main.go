@@ -16,14 +16,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/mutatis-dev/mutatis/internal/modsrc"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -230,22 +232,9 @@ func statusSchema() map[string]any {
 }
 
 func download(mod string) string {
-	cmd := exec.Command("go", "mod", "download", "-json", mod)
-	// Outside any module, so the download never touches the caller's go.mod.
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GO111MODULE=on")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
+	dir, err := modsrc.Download(context.Background(), mod)
 	if err != nil {
-		log.Fatalf("go mod download %s: %v\n%s", mod, err, stderr.String())
+		log.Fatal(err)
 	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(b, &info); err != nil {
-		log.Fatalf("go mod download %s: %v", mod, err)
-	}
-	if info.Error != "" || info.Dir == "" {
-		log.Fatalf("go mod download %s: %s", mod, info.Error)
-	}
-	return info.Dir
+	return dir
 }

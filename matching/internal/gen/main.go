@@ -16,6 +16,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -25,12 +26,13 @@ import (
 	"go/token"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mutatis-dev/mutatis/internal/modsrc"
 )
 
 type gvk struct{ Group, Version, Kind string }
@@ -96,24 +98,11 @@ func main() {
 var stable = regexp.MustCompile(`^v[0-9]+$`)
 
 func download(mod string) string {
-	cmd := exec.Command("go", "mod", "download", "-json", mod)
-	// Outside any module, so the download never touches the caller's go.mod.
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GO111MODULE=on")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
+	dir, err := modsrc.Download(context.Background(), mod)
 	if err != nil {
-		log.Fatalf("go mod download %s: %v\n%s", mod, err, stderr.String())
+		log.Fatal(err)
 	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(b, &info); err != nil {
-		log.Fatalf("go mod download %s: %v", mod, err)
-	}
-	if info.Error != "" || info.Dir == "" {
-		log.Fatalf("go mod download %s: %s", mod, info.Error)
-	}
-	return info.Dir
+	return dir
 }
 
 type operation struct {
