@@ -37,10 +37,14 @@ spec:
 		if err != nil {
 			b.Fatal(err)
 		}
+		m, err := s.Merger(live.GroupVersionKind())
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.Run(bc.name+"/mutatis", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = Merge(tc, live, p)
+				_, _ = m.Merge(live, p, nil)
 			}
 		})
 		b.Run(bc.name+"/upstream", func(b *testing.B) {

@@ -21,8 +21,8 @@ func compareChainWithUpstream(t *testing.T, tc managedfields.TypeConverter, live
 	if err != nil {
 		return false
 	}
-	if m1.typed == nil {
-		t.Fatal("the merge result does not carry its typed value")
+	if !m1.valid {
+		t.Fatal("the merge result is not marked valid")
 	}
 	if _, err := tc.ObjectToTyped(m1.Object, typed.AllowDuplicates); err != nil {
 		t.Fatalf("a merge result does not validate as a live object: %v\n%#v", err, m1.Object.Object)

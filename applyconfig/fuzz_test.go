@@ -14,7 +14,8 @@ var fuzzLives = []string{liveDeployment, livePod, livePodDuplicates, liveConfigM
 // FuzzMerge checks that Merge never panics and always agrees with upstream's
 // ApplyStructuredMergeDiff (same object or same error text), and that a
 // second merge of the same patch into the result, reusing its typed value
-// (MergeTyped), does too.
+// (MergeTyped), does too; and that the fast path agrees with
+// structured-merge-diff alone (fastAgainstSlow).
 func FuzzMerge(f *testing.F) {
 	for i, c := range mergeCases() {
 		j, err := yaml.YAMLToJSON([]byte(c.patch))
@@ -48,6 +49,7 @@ func FuzzMerge(f *testing.F) {
 			t.Fatal(err)
 		}
 		_, _ = compareWithUpstream(t, tc, live, p)
+		_, _ = fastAgainstSlow(t, tc, live, p)
 		compareChainWithUpstream(t, tc, live, p, p)
 	})
 }

@@ -10,8 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"sigs.k8s.io/structured-merge-diff/v6/schema"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
@@ -47,8 +48,13 @@ type Merged struct {
 	// Object is the merged object; treat it as read-only, as Merge's result.
 	Object *unstructured.Unstructured
 
-	tc    managedfields.TypeConverter
+	tc managedfields.TypeConverter
+	// typed is Object's typed value, when the merge made one.
 	typed *typed.TypedValue
+	// valid is true when Object is known to validate against tc's schema
+	// (with duplicate keys allowed): it is the merge of a validated live
+	// object and a validated patch.
+	valid bool
 }
 
 // MergeTyped is Merge for a chain of merges. When prev is the result of the
@@ -63,11 +69,66 @@ func MergeTyped(tc managedfields.TypeConverter, live *unstructured.Unstructured,
 	if live == nil {
 		return nil, errors.New("error applying patch: live object must not be nil")
 	}
-	var liveTyped *typed.TypedValue
-	if prev != nil && prev.tc == tc && prev.Object != nil && sameMap(prev.Object.Object, live.Object) {
-		liveTyped = prev.typed
+	var root *rootType
+	if tc != nil {
+		root = probeRoot(tc, live.GroupVersionKind())
 	}
-	out, err := merge(tc, live, liveTyped, patch)
+	return mergeChained(tc, root, live, patch, prev)
+}
+
+// Merger merges ApplyConfigurations into objects of one kind: it is
+// MergeTyped with the kind's schema looked up once.
+// A Merger is safe for concurrent use.
+type Merger struct {
+	tc   managedfields.TypeConverter
+	gvk  schema.GroupVersionKind
+	root *rootType
+}
+
+// rootType is the schema and type of one kind's objects.
+type rootType struct {
+	s  *smdschema.Schema
+	tr smdschema.TypeRef
+}
+
+// NewMerger returns the Merger of objects of kind gvk with tc.
+func NewMerger(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) *Merger {
+	return &Merger{tc: tc, gvk: gvk, root: probeRoot(tc, gvk)}
+}
+
+// probeRoot finds the schema and type tc gives objects of kind gvk, or nil.
+func probeRoot(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) *rootType {
+	stub := &unstructured.Unstructured{Object: map[string]any{}}
+	stub.SetGroupVersionKind(gvk)
+	tv, err := tc.ObjectToTyped(stub)
+	if err != nil {
+		return nil
+	}
+	return &rootType{s: tv.Schema(), tr: tv.TypeRef()}
+}
+
+// TypeConverter is the converter the Merger merges with.
+func (m *Merger) TypeConverter() managedfields.TypeConverter { return m.tc }
+
+// Merge is MergeTyped(m.TypeConverter(), live, patch, prev).
+func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
+	if live == nil {
+		return nil, errors.New("error applying patch: live object must not be nil")
+	}
+	root := m.root
+	if live.GroupVersionKind() != m.gvk {
+		root = probeRoot(m.tc, live.GroupVersionKind())
+	}
+	return mergeChained(m.tc, root, live, patch, prev)
+}
+
+func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
+	var liveTyped *typed.TypedValue
+	liveValid := false
+	if prev != nil && prev.tc == tc && prev.Object != nil && sameMap(prev.Object.Object, live.Object) {
+		liveTyped, liveValid = prev.typed, prev.valid || prev.typed != nil
+	}
+	out, err := merge(tc, root, live, liveTyped, liveValid, patch)
 	if err != nil {
 		return nil, fmt.Errorf("error applying patch: %w", err)
 	}
@@ -79,7 +140,13 @@ func sameMap(a, b map[string]any) bool {
 	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
-func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, liveTyped *typed.TypedValue, patch map[string]any) (*Merged, error) {
+// merge is Merge. When liveTyped is not nil it is live's typed value; when
+// liveValid, live is known to validate (liveTyped may still be nil). root,
+// when not nil, is the schema and type of live's kind and enables the fast
+// path (fastmerge.go): the same validations and merge, walked directly over
+// the unstructured values when they are in the subset it models.
+// structured-merge-diff itself runs otherwise, and gives every error.
+func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, patch map[string]any) (*Merged, error) {
 	gvk := live.GroupVersionKind()
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
 	// copy of the top level gives the same object without touching the caller's map.
@@ -96,13 +163,26 @@ func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, live
 		return nil, errors.New("type converter must not be nil")
 	}
 
+	if root != nil && validValue(root.s, root.tr, p, false) {
+		if atomics := findAtomics(root.s, root.tr, p); len(atomics) > 0 {
+			return nil, atomicsError(atomics)
+		}
+		if liveValid || liveTyped != nil || validValue(root.s, root.tr, live.Object, true) {
+			if out, ok := mergeValues(root.s, root.tr, live.Object, p); ok {
+				if m, ok := out.(map[string]any); ok {
+					return &Merged{Object: &unstructured.Unstructured{Object: m}, tc: tc, valid: true}, nil
+				}
+			}
+		}
+	}
+
 	patchTyped, err := tc.ObjectToTyped(patchObj)
 	if err != nil {
 		return nil, fmt.Errorf("failed to convert patch object to typed object: %w", err)
 	}
 
 	if atomics := findAtomics(patchTyped.Schema(), patchTyped.TypeRef(), p); len(atomics) > 0 {
-		return nil, fmt.Errorf("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: %v", strings.Join(atomics, ", "))
+		return nil, atomicsError(atomics)
 	}
 
 	if liveTyped == nil {
@@ -129,9 +209,13 @@ func merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, live
 	if uo, ok := obj.(*unstructured.Unstructured); ok && sameMap(uo.Object, mergedValueMap(mergedTyped)) {
 		// The typed value wraps the very map of the object: it is the object's
 		// typed value.
-		m.tc, m.typed = tc, mergedTyped
+		m.tc, m.typed, m.valid = tc, mergedTyped, true
 	}
 	return m, nil
+}
+
+func atomicsError(atomics []string) error {
+	return fmt.Errorf("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: %v", strings.Join(atomics, ", "))
 }
 
 // mergedValueMap is the map a typed value wraps, or nil.
@@ -161,7 +245,7 @@ func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 // The common case (no atomics) allocates nothing. Upstream visits map keys in Go
 // map order, so with several atomics its message order varies; here the walk is
 // repeated with sorted keys to give one deterministic, upstream-possible order.
-func findAtomics(s *schema.Schema, tr schema.TypeRef, v any) []string {
+func findAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v any) []string {
 	w := atomicWalker{s: s}
 	w.walk(tr, v)
 	if len(w.found) > 1 {
@@ -172,13 +256,13 @@ func findAtomics(s *schema.Schema, tr schema.TypeRef, v any) []string {
 }
 
 type atomicWalker struct {
-	s      *schema.Schema
+	s      *smdschema.Schema
 	sorted bool
 	path   []byte
 	found  []string
 }
 
-func (w *atomicWalker) walk(tr schema.TypeRef, v any) {
+func (w *atomicWalker) walk(tr smdschema.TypeRef, v any) {
 	a, ok := w.s.Resolve(tr)
 	if !ok {
 		return
@@ -242,13 +326,13 @@ func (w *atomicWalker) walk(tr schema.TypeRef, v any) {
 	}
 }
 
-func (w *atomicWalker) atomic(rel schema.ElementRelationship) {
-	if rel == schema.Atomic {
+func (w *atomicWalker) atomic(rel smdschema.ElementRelationship) {
+	if rel == smdschema.Atomic {
 		w.found = append(w.found, string(w.path))
 	}
 }
 
-func (w *atomicWalker) field(m *schema.Map, key string, v any) {
+func (w *atomicWalker) field(m *smdschema.Map, key string, v any) {
 	sf, ok := m.FindField(key)
 	if !ok {
 		return

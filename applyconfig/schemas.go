@@ -39,6 +39,9 @@ type Schemas struct {
 	// builtinKinds caches, per GVK, whether the built-in converter knows it
 	// (schema.GroupVersionKind -> bool).
 	builtinKinds sync.Map
+	// builtinMergers caches the Merger of each built-in kind
+	// (schema.GroupVersionKind -> *Merger).
+	builtinMergers sync.Map
 
 	mu sync.RWMutex
 	// crds holds the GVKs each CRD (by metadata.name) serves.
@@ -55,6 +58,7 @@ type crdKind struct {
 
 	tcOnce sync.Once
 	tc     managedfields.TypeConverter
+	merger *Merger
 	tcErr  error
 
 	declOnce sync.Once
@@ -147,8 +151,23 @@ func toCRD(obj runtime.Object) (*apiextensionsv1.CustomResourceDefinition, error
 // dispatcher returns: a 503 StatusError "Resource kind <gvk> not found. There can be
 // a delay between when CustomResourceDefinitions are created and when they are available."
 func (s *Schemas) TypeConverter(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	m, err := s.Merger(gvk)
+	if err != nil {
+		return nil, err
+	}
+	return m.tc, nil
+}
+
+// Merger returns the Merger of objects of kind gvk: TypeConverter's
+// converter with the kind's schema looked up once. Errors are those of
+// TypeConverter.
+func (s *Schemas) Merger(gvk schema.GroupVersionKind) (*Merger, error) {
 	if tc := s.builtinConverter(gvk); tc != nil {
-		return tc, nil
+		if m, ok := s.builtinMergers.Load(gvk); ok {
+			return m.(*Merger), nil
+		}
+		m, _ := s.builtinMergers.LoadOrStore(gvk, NewMerger(tc, gvk))
+		return m.(*Merger), nil
 	}
 	s.mu.RLock()
 	e := s.kinds[gvk]
@@ -156,12 +175,17 @@ func (s *Schemas) TypeConverter(gvk schema.GroupVersionKind) (managedfields.Type
 	if e == nil {
 		return nil, notFound(gvk)
 	}
-	e.tcOnce.Do(func() { e.tc, e.tcErr = buildCRDTypeConverter(e.crd, e.version) })
+	e.tcOnce.Do(func() {
+		e.tc, e.tcErr = buildCRDTypeConverter(e.crd, e.version)
+		if e.tcErr == nil {
+			e.merger = NewMerger(e.tc, gvk)
+		}
+	})
 	if e.tcErr != nil {
 		// Upstream logs the build failure and answers as if the kind were unknown.
 		return nil, notFound(gvk)
 	}
-	return e.tc, nil
+	return e.merger, nil
 }
 
 func notFound(gvk schema.GroupVersionKind) error {

@@ -69,7 +69,7 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 
 	// The dispatcher looks the type converter up before patching, for both
 	// patch types.
-	tc, err := pt.Schemas.TypeConverter(gvk)
+	merger, err := pt.Schemas.Merger(gvk)
 	if err != nil {
 		return nil, outcome, err
 	}
@@ -96,7 +96,7 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if chain != nil {
 			prev = *chain
 		}
-		merged, err := applyconfig.MergeTyped(tc, live, patch, prev) // errors carry upstream's "error applying patch: " prefix
+		merged, err := merger.Merge(live, patch, prev) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}
