@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 
@@ -201,6 +203,52 @@ func TestFromCELRefusesOtherValues(t *testing.T) {
 			_, err := FromCEL(c.v)
 			if err == nil || err.Error() != c.want {
 				t.Fatalf("error = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestConvertObjectIsUpstreamValue checks the fast conversion of Object
+// values against dynamic.ObjectVal's own Value(), and that it answers the
+// values CEL literals build.
+func TestConvertObjectIsUpstreamValue(t *testing.T) {
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	live := &unstructured.Unstructured{Object: fromYAML(t, liveDeployment)}
+	for _, c := range []struct {
+		expr string
+		fast bool
+	}{
+		{`Object{metadata: Object.metadata{labels: {"b": "2"}, annotations: {}}}`, true},
+		{`Object{spec: Object.spec{replicas: 3, paused: true, minReadySeconds: object.spec.replicas}}`, true},
+		{`Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{
+			containers: [Object.spec.template.spec.containers{name: "side", image: "busybox", args: ["a", "b"],
+				ports: [Object.spec.template.spec.containers.ports{containerPort: 80}]}],
+			volumes: []}}}}`, true},
+		{`Object{spec: Object.spec{x: 0.5, y: [dyn(1), dyn(2.5), dyn("s"), dyn(true)], z: {"k": 1}}}`, true},
+		{`Object{spec: Object.spec{x: [Object.spec.x{a: 1}], y: {"k": Object.spec.y{b: "c"}}}}`, true},
+		{`Object{metadata: Object.metadata{labels: {"a": null}}}`, false},
+		{`Object{spec: Object.spec{x: b"bytes"}}`, false},
+		{`Object{spec: Object.spec{x: [[1]]}}`, false},
+		{`Object{spec: Object.spec{x: {"k": [1]}}}`, false},
+		{`Object{spec: Object.spec{x: {1: "a"}}}`, false},
+		{`Object{spec: Object.spec{x: timestamp("2026-01-01T00:00:00Z")}}`, false},
+		{`Object{metadata: Object.metadata{labels: object.metadata.labels}}`, false},
+		{`Object{spec: Object.spec{x: ["a"] + ["b"], y: [1, 2].map(i, i * 2)}}`, false},
+		{`Object{spec: Object.spec{x: 1u}}`, false},
+	} {
+		t.Run(c.expr, func(t *testing.T) {
+			v := evaluate(t, compileApplyConfiguration(t, c.expr), live.DeepCopy(), deployments)
+			ov, ok := v.(*dynamic.ObjectVal)
+			if !ok {
+				t.Fatalf("not an Object: %v", v)
+			}
+			got, fast := convertObject(ov)
+			// Cases marked false may go either way; a fast answer must be right.
+			if c.fast && !fast {
+				t.Fatal("the fast conversion refused a CEL literal")
+			}
+			if fast && !reflect.DeepEqual(got, ov.Value()) {
+				t.Fatalf("fast conversion %#v\nupstream %#v", got, ov.Value())
 			}
 		})
 	}
