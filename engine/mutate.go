@@ -57,7 +57,9 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 
 // mutate is Mutate within one admission: chain, when not nil, holds the
 // typed value of the last ApplyConfiguration result, which the next merge
-// into that same object reuses (applyconfig.MergeTyped), and is updated.
+// into that same object reuses (applyconfig.MergeTyped), and is updated;
+// and in.Object is then in normalized form (a result of Normalize), so
+// that normalizing a merge result walks only what the patch changed.
 func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, chain **applyconfig.Merged) (out map[string]any, outcome MutationOutcome, err error) {
 	start := time.Now()
 	defer func() {
@@ -100,7 +102,11 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, err := pt.Normalize(merged.Object.Object, gvk)
+		var base map[string]any
+		if chain != nil {
+			base = in.Object
+		}
+		out, err := pt.normalize(merged.Object.Object, base, gvk)
 		if chain != nil && err == nil && sameMap(out, merged.Object.Object) {
 			// Normalizing changed nothing: the typed value is out's.
 			*chain = merged
@@ -145,10 +151,17 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 // allocating, and otherwise the result shares the unchanged parts of obj.
 // Neither obj nor the result may be modified in place afterwards.
 func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return pt.normalize(obj, nil, gvk)
+}
+
+// normalize is Normalize; base, when not nil, is an object of kind gvk in
+// normalized form, whose maps and slices obj shares (at the same places)
+// need no walk (normalizer.normalize).
+func (pt *Patcher) normalize(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
 		return obj, nil
 	}
-	if out, ok := pt.normalizer.normalize(pt.Scheme, obj, gvk); ok {
+	if out, ok := pt.normalizer.normalize(pt.Scheme, obj, base, gvk); ok {
 		return out, nil
 	}
 	return pt.normalizeTyped(obj, gvk)

@@ -205,13 +205,21 @@ func (nz *normalizer) plan(s *runtime.Scheme, gvk schema.GroupVersionKind) *kind
 }
 
 // normalize returns obj as the typed round trip presents it, or ok=false
-// when the plan cannot tell.
-func (nz *normalizer) normalize(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+// when the plan cannot tell. base, when not nil, is an object of the same
+// kind in normalized form (a result of normalize): the maps and slices obj
+// shares with it at the same place are in normalized form too and are not
+// walked again. A merge result shares all but the patched paths with the
+// object it was merged into.
+func (nz *normalizer) normalize(s *runtime.Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	p := nz.plan(s, gvk)
 	if p == nil || p.root.kind != nodeStruct || obj == nil {
 		return nil, false
 	}
-	out, _, _, ok := nz.walk(obj, p.root, false)
+	var b any
+	if base != nil {
+		b = base
+	}
+	out, _, _, ok := nz.walk(obj, b, p.root, false)
 	if !ok {
 		return nil, false
 	}
@@ -238,6 +246,20 @@ func setOmitEmpty(m map[string]any, k, v string) {
 
 func sameMap(a, b map[string]any) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// sameRef reports whether a and b are the very same map or slice (the
+// same map, or slices with the same first element and length).
+func sameRef(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && sameMap(x, y)
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	}
+	return false
 }
 
 func cloneMap(m map[string]any) map[string]any {
@@ -268,7 +290,7 @@ func (nz *normalizer) decode(s *runtime.Scheme, obj map[string]any, gvk schema.G
 	if k, _ := obj["kind"].(string); k != p.kind {
 		return nil, false
 	}
-	out, _, _, ok := nz.walk(obj, p.root, true)
+	out, _, _, ok := nz.walk(obj, nil, p.root, true)
 	if !ok {
 		return nil, false
 	}
@@ -280,7 +302,27 @@ func (nz *normalizer) decode(s *runtime.Scheme, obj map[string]any, gvk schema.G
 // omitempty, and ok=false when the plan cannot tell. In strict mode (decode)
 // it also answers ok=false for unknown fields, nulls in fields of custom
 // types, strings that are not valid UTF-8 and NaN or infinite numbers.
-func (nz *normalizer) walk(v any, n *node, strict bool) (out any, empty, changed, ok bool) {
+//
+// base is nil or the value at the same place in an object in normalized
+// form (see normalize); a struct, map or slice that is base itself is
+// returned as it is. Not in strict mode, where normalized form is not enough.
+func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, changed, ok bool) {
+	if base != nil && !strict {
+		switch n.kind {
+		case nodeStruct:
+			if m, isMap := v.(map[string]any); isMap && m != nil && sameRef(v, base) {
+				return v, false, false, true
+			}
+		case nodeMap:
+			if m, isMap := v.(map[string]any); isMap && m != nil && sameRef(v, base) {
+				return v, len(m) == 0, false, true
+			}
+		case nodeSlice:
+			if l, isList := v.([]any); isList && l != nil && sameRef(v, base) {
+				return v, len(l) == 0, false, true
+			}
+		}
+	}
 	switch n.kind {
 	case nodeString:
 		s, ok := v.(string)
@@ -333,11 +375,12 @@ func (nz *normalizer) walk(v any, n *node, strict bool) (out any, empty, changed
 			return nil, false, false, false
 		}
 		var copied map[string]any
+		bm, _ := base.(map[string]any)
 		for k, item := range m {
 			if item == nil || strict && !utf8.ValidString(k) {
 				return nil, false, false, false
 			}
-			o, _, ch, ok := nz.walk(item, n.elem, strict)
+			o, _, ch, ok := nz.walk(item, bm[k], n.elem, strict)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -358,11 +401,16 @@ func (nz *normalizer) walk(v any, n *node, strict bool) (out any, empty, changed
 			return nil, false, false, false
 		}
 		var copied []any
+		bl, _ := base.([]any)
 		for i, item := range s {
 			if item == nil {
 				return nil, false, false, false
 			}
-			o, _, ch, ok := nz.walk(item, n.elem, strict)
+			var bi any
+			if i < len(bl) {
+				bi = bl[i]
+			}
+			o, _, ch, ok := nz.walk(item, bi, n.elem, strict)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -379,7 +427,7 @@ func (nz *normalizer) walk(v any, n *node, strict bool) (out any, empty, changed
 		return v, len(s) == 0, false, true
 	case nodePointer:
 		// A non-nil pointer is never empty.
-		o, _, ch, ok := nz.walk(v, n.elem, strict)
+		o, _, ch, ok := nz.walk(v, base, n.elem, strict)
 		return o, false, ch, ok
 	case nodeStruct:
 		m, ok := v.(map[string]any)
@@ -387,6 +435,7 @@ func (nz *normalizer) walk(v any, n *node, strict bool) (out any, empty, changed
 			return nil, false, false, false
 		}
 		var copied map[string]any
+		bm, _ := base.(map[string]any)
 		change := func() {
 			if copied == nil {
 				copied = cloneMap(m)
@@ -417,7 +466,7 @@ func (nz *normalizer) walk(v any, n *node, strict bool) (out any, empty, changed
 				}
 				continue
 			}
-			o, empty, ch, ok := nz.walk(item, f.node, strict)
+			o, empty, ch, ok := nz.walk(item, bm[k], f.node, strict)
 			if !ok {
 				return nil, false, false, false
 			}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -191,7 +192,7 @@ func checkAgainstOracle(t *testing.T, pt *Patcher, obj map[string]any, gvk schem
 		t.Fatalf("the input was modified: %#v, was %#v", obj, before)
 	}
 	if pt.Scheme.Recognizes(gvk) {
-		_, fast = pt.normalizer.normalize(pt.Scheme, obj, gvk)
+		_, fast = pt.normalizer.normalize(pt.Scheme, obj, nil, gvk)
 	}
 	return fast
 }
@@ -528,4 +529,117 @@ func FuzzNormalize(f *testing.F) {
 		checkAgainstOracle(t, pt, obj, kinds[int(kind)%len(kinds)])
 		checkDecodeAgainstOracle(t, pt, obj, kinds[int(kind)%len(kinds)])
 	})
+}
+
+// perturbShared is perturb without changing v: the maps and slices on the
+// path to the change are copied, everything else is shared with v, as in a
+// merge result.
+func perturbShared(r *rand.Rand, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		y := make(map[string]any, len(x)+1)
+		for k, item := range x {
+			y[k] = item
+		}
+		keys := slices.Sorted(maps.Keys(y))
+		switch op := r.IntN(10); {
+		case len(keys) == 0 || op == 0:
+			y["bogus"] = oddValues[r.IntN(len(oddValues))]()
+		case op == 1:
+			delete(y, keys[r.IntN(len(keys))])
+		case op == 2:
+			y[keys[r.IntN(len(keys))]] = oddValues[r.IntN(len(oddValues))]()
+		default:
+			k := keys[r.IntN(len(keys))]
+			y[k] = perturbShared(r, y[k])
+		}
+		return y
+	case []any:
+		y := append([]any(nil), x...)
+		if len(y) == 0 || r.IntN(8) == 0 {
+			return append(y, oddValues[r.IntN(len(oddValues))]())
+		}
+		i := r.IntN(len(y))
+		y[i] = perturbShared(r, y[i])
+		return y
+	default:
+		return oddValues[r.IntN(len(oddValues))]()
+	}
+}
+
+// TestNormalizeFromANormalizedBase is a property test of normalizing with a
+// base: objects that share all but one to three changed paths with an
+// object in normalized form (as merge results do) normalize, skipping what
+// they share, as through the typed round trip.
+func TestNormalizeFromANormalizedBase(t *testing.T) {
+	pt := &Patcher{Scheme: scheme.Scheme}
+	inputs := normalizeInputs(t)
+	r := rand.New(rand.NewPCG(7, 2026))
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	fast := 0
+	for i := 0; i < n; i++ {
+		in := inputs[r.IntN(len(inputs))]
+		if !pt.Scheme.Recognizes(in.gvk) {
+			continue
+		}
+		base, err := pt.Normalize(deepCopy(in.obj).(map[string]any), in.gvk)
+		if err != nil {
+			continue
+		}
+		baseBefore := deepCopy(base)
+		var obj any = base
+		for k := r.IntN(3); k >= 0; k-- {
+			obj = perturbShared(r, obj)
+		}
+		m, ok := obj.(map[string]any)
+		if !ok {
+			continue
+		}
+		t.Run(fmt.Sprintf("%d %s", i, in.name), func(t *testing.T) {
+			want, wantErr := pt.normalizeTyped(deepCopy(m).(map[string]any), in.gvk)
+			got, err := pt.normalize(m, base, in.gvk)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				seen := false
+				for i := 0; i < 100 && !seen && err != nil && wantErr != nil; i++ {
+					_, again := pt.normalizeTyped(deepCopy(m).(map[string]any), in.gvk)
+					seen = fmt.Sprint(again) == fmt.Sprint(err)
+				}
+				if !seen {
+					t.Fatalf("error %v, want %v\ninput: %#v", err, wantErr, m)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("normalized differently from the typed round trip\ninput: %#v\n got: %#v\nwant: %#v", m, got, want)
+			}
+			if !sameValue(base, baseBefore) {
+				t.Fatal("the base was modified")
+			}
+			if _, ok := pt.normalizer.normalize(pt.Scheme, m, base, in.gvk); ok {
+				fast++
+			}
+		})
+	}
+	if fast < n/4 {
+		t.Errorf("only %d of %d objects took the normalizer", fast, n)
+	}
+	t.Logf("normalizer: %d of %d", fast, n)
+}
+
+// TestNormalizeFromABaseSkipsWhatItShares shows that the walk does skip
+// shared subtrees: a shared subtree in a form the walk would refuse (a null
+// in a list, which sends normalize to the typed round trip) is not looked at.
+func TestNormalizeFromABaseSkipsWhatItShares(t *testing.T) {
+	pt := &Patcher{Scheme: scheme.Scheme}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	odd := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "finalizers": []any{nil}}}
+	if _, ok := pt.normalizer.normalize(pt.Scheme, odd, nil, gvk); ok {
+		t.Fatal("the walk models a null in a list: pick another odd input")
+	}
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": odd["metadata"], "data": map[string]any{"k": "v"}}
+	if _, ok := pt.normalizer.normalize(pt.Scheme, obj, odd, gvk); !ok {
+		t.Fatal("the shared metadata was walked")
+	}
 }
