@@ -15,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -445,7 +444,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			return before, nil, apierrors.NewInternalError(err)
 		}
 		res.Invocations = append(res.Invocations, trace)
-		if !apiequality.Semantic.DeepEqual(before, object) {
+		if !jsonEqual(before, object) {
 			st.requireReinvokingPrevious()
 			st.shouldReinvokeChain = true
 		}

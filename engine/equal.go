@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"reflect"
+)
+
+// jsonEqual is apiequality.Semantic.DeepEqual for JSON-shaped values
+// (map[string]any, []any and scalars, as unstructured objects hold them),
+// without reflection on the common path. Semantic's custom equalities
+// (quantities, times, selectors) never apply to such values; like
+// Semantic, nil and empty maps and slices are equal, int64(1) and
+// float64(1) differ, and NaN differs from itself unless it is the same map
+// or slice that holds it. Maps and slices that are the very same are equal
+// without a walk: reinvocation compares an object with its successor,
+// which shares everything a mutation did not touch.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
+			return true
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !jsonEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		if len(x) > 0 && &x[0] == &y[0] {
+			return true
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, int64, float64, nil:
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+)
+
+// TestJSONEqualIsSemanticDeepEqual compares jsonEqual with
+// apiequality.Semantic.DeepEqual on real objects, their shared-structure
+// perturbations (as mutation results) and deep copies, and on odd pairs.
+func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
+	nan := math.NaN()
+	shared := map[string]any{"a": nan}
+	for i, c := range []struct{ a, b any }{
+		{map[string]any(nil), map[string]any{}},
+		{[]any(nil), []any{}},
+		{int64(1), float64(1)},
+		{nan, nan},
+		{shared, shared},
+		{map[string]any{"x": shared}, map[string]any{"x": shared}},
+		{map[string]any{"x": []any{shared}}, map[string]any{"x": []any{map[string]any{"a": nan}}}},
+		{nil, map[string]any(nil)},
+		{[]any{nil}, []any{nil}},
+		{[]byte("a"), []byte("a")},
+		{int(1), int64(1)},
+		{map[string]any{"a": nil}, map[string]any{"b": nil}},
+	} {
+		if got, want := jsonEqual(c.a, c.b), apiequality.Semantic.DeepEqual(c.a, c.b); got != want {
+			t.Errorf("case %d: jsonEqual(%#v, %#v) = %v, Semantic.DeepEqual says %v", i, c.a, c.b, got, want)
+		}
+	}
+
+	inputs := normalizeInputs(t)
+	r := rand.New(rand.NewPCG(11, 2026))
+	equal := 0
+	for i := 0; i < 2000; i++ {
+		in := inputs[r.IntN(len(inputs))]
+		a := deepCopy(in.obj)
+		var b any = a
+		switch r.IntN(3) {
+		case 0:
+			b = deepCopy(a)
+		case 1:
+			for k := r.IntN(2); k >= 0; k-- {
+				b = perturbShared(r, b)
+			}
+		default:
+			b = perturb(r, deepCopy(a))
+		}
+		got, want := jsonEqual(a, b), apiequality.Semantic.DeepEqual(a, b)
+		if got != want {
+			t.Fatalf("%d %s: jsonEqual = %v, Semantic.DeepEqual = %v\na: %#v\nb: %#v", i, in.name, got, want, a, b)
+		}
+		if got {
+			equal++
+		}
+	}
+	if equal == 0 || equal == 2000 {
+		t.Fatalf("%d of 2000 pairs equal: the test does not exercise both answers", equal)
+	}
+}
