@@ -24,7 +24,9 @@ const DefaultMaxRequestBytes = 3 << 20
 // default of kube-apiserver's --max-requests-inflight.
 const DefaultMaxInFlight = 400
 
-// Admitter evaluates one admission request; *engine.Engine is one.
+// Admitter evaluates one admission request; *engine.Engine is one. Admit
+// must not modify a (its objects in particular): the Handler diffs the
+// request's object as it decoded it with the result's object.
 type Admitter interface {
 	Admit(ctx context.Context, a *matching.Attributes) (engine.Result, error)
 }
@@ -128,7 +130,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
 	}
-	attrs, err := Attributes(review.Request)
+	attrs, original, err := attributes(review.Request)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
@@ -144,7 +146,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if admitErr != nil {
 		h.log().Error("evaluating admission request", "uid", review.Request.UID, "kind", attrs.Kind.String(), "namespace", attrs.Namespace, "name", attrs.Name, "error", admitErr)
 	}
-	resp, err := Respond(review.Request, res, admitErr, RespondOptions{Explain: h.ExplainDryRun && attrs.DryRun})
+	// The patch is diffed from the decoding the engine had: the Admitter
+	// only reads its attributes (engine.Result.Object shares the unchanged
+	// maps of a.Object).
+	resp, err := Respond(review.Request, res, admitErr, RespondOptions{Explain: h.ExplainDryRun && attrs.DryRun, original: original})
 	if err != nil {
 		// Never send a patch that would not give the engine's object.
 		h.log().Error("building the patch", "uid", review.Request.UID, "error", err)

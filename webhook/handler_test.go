@@ -412,3 +412,60 @@ func TestReviewPastItsDeadlineIsNotEvaluated(t *testing.T) {
 type splitter struct{ engine.Admitter }
 
 func (s splitter) Only(admissionregistrationv1.FailurePolicyType) engine.Admitter { return s.Admitter }
+
+// TestPatchFromTheRequestAsSent checks the patch the Handler diffs from its
+// own decoding of the request object: it turns the object as sent into the
+// engine's, including the apiVersion and kind the Handler fills in for the
+// engine when the object has neither (the decoding differs from the JSON
+// then, so it must not be diffed).
+func TestPatchFromTheRequestAsSent(t *testing.T) {
+	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+		// Copy-on-write, as the engine: the result shares what it does not
+		// change with a.Object.
+		obj := make(map[string]any, len(a.Object.Object))
+		for k, v := range a.Object.Object {
+			obj[k] = v
+		}
+		meta := map[string]any{}
+		for k, v := range obj["metadata"].(map[string]any) {
+			meta[k] = v
+		}
+		meta["labels"] = map[string]any{"example.com/mutated": "true"}
+		obj["metadata"] = meta
+		return engine.Result{Object: obj, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []engine.MutationOutcome{{}}}}}, nil
+	})
+	cases := []struct {
+		name, object string
+		wantOps      []string
+	}{
+		{
+			name:    "an object with apiVersion and kind",
+			object:  `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop"},"data":{"k":"v"}}`,
+			wantOps: []string{`[{"op":"add","path":"/metadata/labels","value":{"example.com/mutated":"true"}}]`},
+		},
+		{
+			name:    "an object without them",
+			object:  `{"metadata":{"name":"c","namespace":"shop"},"data":{"k":"v"}}`,
+			wantOps: []string{`{"op":"add","path":"/apiVersion","value":"v1"}`, `{"op":"add","path":"/kind","value":"ConfigMap"}`, `{"op":"add","path":"/metadata/labels"`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := strings.Replace(minimalReview, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop"}}`, tc.object, 1)
+			rec := serveOnce(&Handler{Admitter: labeler}, http.MethodPost, PathMutate, "application/json", []byte(body))
+			var rv admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rec.Code != 200 {
+				t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+			}
+			for _, op := range tc.wantOps {
+				if !strings.Contains(string(rv.Response.Patch), op) {
+					t.Errorf("patch lacks %s:\n%s", op, rv.Response.Patch)
+				}
+			}
+			want := decodeJSON(t, []byte(tc.object)).(map[string]any)
+			want["apiVersion"], want["kind"] = "v1", "ConfigMap"
+			want["metadata"].(map[string]any)["labels"] = map[string]any{"example.com/mutated": "true"}
+			checkPatchOracle(t, []byte(tc.object), rv.Response.Patch, want)
+		})
+	}
+}

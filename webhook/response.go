@@ -17,6 +17,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // Audit annotation keys of a response. kube-apiserver records them in the
@@ -41,14 +42,21 @@ const (
 type RespondOptions struct {
 	// Explain puts a summary of the evaluation trace into the warnings.
 	Explain bool
+
+	// original, when not nil, is the request object's JSON decoded with
+	// sigsjson.UnmarshalCaseSensitivePreserveInts and never modified since
+	// (the Handler's decoding, which the engine only reads): Respond diffs
+	// it instead of decoding the JSON again, and shares its unchanged maps
+	// with the engine's object, so the diff need not walk them.
+	original map[string]any
 }
 
 // Respond builds the AdmissionResponse for req from the engine's answer:
 // a denial carries the engine's Status (code, reason, message, causes);
 // an admission carries the JSON patch (RFC 6902) that turns the request's
 // object into res.Object. The patch is checked by applying it to the
-// request's object with evanphx/json-patch v4, as kube-apiserver does; an
-// error means no correct patch could be made.
+// request's object with evanphx/json-patch v4's semantics, as kube-apiserver
+// does (see Patch); an error means no correct patch could be made.
 func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if admitErr != nil {
@@ -75,7 +83,7 @@ func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr erro
 		// build's types do not know (a newer API server) is never removed.
 		return resp, nil
 	}
-	patch, err := Patch(req.Object.Raw, res.Object)
+	patch, err := patchFrom(req.Object.Raw, o.original, res.Object)
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +115,63 @@ func statusOf(err error) *metav1.Status {
 }
 
 // Patch returns the JSON patch that turns the JSON document original into
-// want, or nil when there is nothing to change. The diff of
+// want, or nil when there is nothing to change. The patch is checked: applied
+// to original as kube-apiserver applies webhook patches (evanphx/json-patch
+// v4, which jsonpatch.Apply reproduces), it must give want, as JSON can
+// carry it (an integral float64 is the int64 it is written as).
+//
+// The patch is computed natively on the decoded values (nativeDiff). Should
+// it not check, the diff of gomodules.xyz/jsonpatch is tried, then a coarser
+// patch replacing top-level fields, each checked with evanphx/json-patch v4
+// itself.
+func Patch(original []byte, want map[string]any) ([]byte, error) {
+	return patchFrom(original, nil, want)
+}
+
+// patchFrom is Patch, with orig the decoding of original when the caller
+// has it (nil: decode original).
+func patchFrom(original []byte, orig, want map[string]any) ([]byte, error) {
+	if orig == nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
+			orig = nil
+		}
+	}
+	if orig != nil && want != nil {
+		if patch, ok := nativePatch(orig, want); ok {
+			return patch, nil
+		}
+	}
+	return documentPatch(original, want)
+}
+
+// nativePatch is the patch of nativeDiff from orig, the decoding of the
+// request's object, to want, checked by applying it to orig with
+// jsonpatch.Apply (evanphx/json-patch v4's semantics on orig's JSON). ok is
+// false when the check fails or the patch has no JSON encoding.
+func nativePatch(orig, want map[string]any) (patch []byte, ok bool) {
+	ops := nativeDiff(orig, want)
+	if len(ops) == 0 {
+		// The diff found every value equal, as the check would.
+		return nil, true
+	}
+	got, err := jsonpatch.Apply(orig, ops)
+	if err != nil || got == nil || !valueEqual(got, want) {
+		return nil, false
+	}
+	// Most operations of a mutating policy add a field or a small object.
+	patch, err = appendOps(make([]byte, 0, 256+128*len(ops)), ops)
+	if err != nil {
+		return nil, false
+	}
+	return patch, true
+}
+
+// documentPatch is Patch by diffing JSON documents: the diff of
 // gomodules.xyz/jsonpatch is applied to original with evanphx/json-patch v4
 // (what kube-apiserver applies webhook patches with) and must give want;
 // if it does not, a coarser patch replacing top-level fields is tried and
 // checked the same way.
-func Patch(original []byte, want map[string]any) ([]byte, error) {
+func documentPatch(original []byte, want map[string]any) ([]byte, error) {
 	wantJSON, err := jsonMarshal(want)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the mutated object: %w", err)
@@ -243,38 +302,54 @@ func jsonMarshal(v any) ([]byte, error) {
 // auditAnnotations names the invocations that ran, those whose errors
 // were ignored, and whether the chain would be reinvoked.
 func auditAnnotations(res engine.Result) map[string]string {
-	var applied, ignored []string
-	seen := map[string]bool{}
-	for _, inv := range res.Invocations {
-		name := inv.Policy + "/" + inv.Binding
-		if inv.Param != "" {
-			name += "[" + inv.Param + "]"
+	type seenKey struct {
+		ignored                bool
+		policy, binding, param string
+	}
+	var applied, ignored strings.Builder
+	var seen map[seenKey]struct{}
+	add := func(b *strings.Builder, inv *engine.Invocation, isIgnored bool) {
+		k := seenKey{isIgnored, inv.Policy, inv.Binding, inv.Param}
+		if _, ok := seen[k]; ok {
+			return
 		}
+		if seen == nil {
+			seen = make(map[seenKey]struct{}, len(res.Invocations))
+		}
+		seen[k] = struct{}{}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(inv.Policy)
+		b.WriteByte('/')
+		b.WriteString(inv.Binding)
+		if inv.Param != "" {
+			b.WriteByte('[')
+			b.WriteString(inv.Param)
+			b.WriteByte(']')
+		}
+	}
+	for i := range res.Invocations {
+		inv := &res.Invocations[i]
 		switch {
 		case inv.Err != nil && res.Denied == nil:
-			if !seen["e"+name] {
-				seen["e"+name] = true
-				ignored = append(ignored, name)
-			}
+			add(&ignored, inv, true)
 		case inv.Err == nil && inv.Skipped == "" && inv.Binding != "":
-			if !seen["a"+name] {
-				seen["a"+name] = true
-				applied = append(applied, name)
-			}
+			add(&applied, inv, false)
 		}
 	}
-	out := map[string]string{}
-	if len(applied) > 0 {
-		out[AnnotationPolicies] = strings.Join(applied, ",")
+	if applied.Len() == 0 && ignored.Len() == 0 && !res.Reinvoke {
+		return nil
 	}
-	if len(ignored) > 0 {
-		out[AnnotationIgnoredErrors] = strings.Join(ignored, ",")
+	out := make(map[string]string, 3)
+	if applied.Len() > 0 {
+		out[AnnotationPolicies] = applied.String()
+	}
+	if ignored.Len() > 0 {
+		out[AnnotationIgnoredErrors] = ignored.String()
 	}
 	if res.Reinvoke {
 		out[AnnotationReinvoke] = "true"
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	return out
 }

@@ -66,14 +66,22 @@ func Decode(body []byte) (*Review, error) {
 //     normalizes built-in kinds through their Go types;
 //   - userInfo keeps username, uid, groups and extra.
 func Attributes(req *admissionv1.AdmissionRequest) (*matching.Attributes, error) {
+	a, _, err := attributes(req)
+	return a, err
+}
+
+// attributes is Attributes; original is a.Object's map when it is exactly
+// the decoding of req.Object.Raw (nil when apiVersion and kind were filled
+// in, or there is no object).
+func attributes(req *admissionv1.AdmissionRequest) (a *matching.Attributes, original map[string]any, err error) {
 	op := admission.Operation(req.Operation)
 	switch op {
 	case admission.Create, admission.Update, admission.Delete, admission.Connect:
 	default:
-		return nil, fmt.Errorf("request.operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", req.Operation)
+		return nil, nil, fmt.Errorf("request.operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", req.Operation)
 	}
 	gvk := schema.GroupVersionKind(req.Kind)
-	a := &matching.Attributes{
+	a = &matching.Attributes{
 		Operation:   op,
 		Kind:        gvk,
 		Resource:    schema.GroupVersionResource(req.Resource),
@@ -82,15 +90,18 @@ func Attributes(req *admissionv1.AdmissionRequest) (*matching.Attributes, error)
 		Namespace:   req.Namespace,
 		DryRun:      req.DryRun != nil && *req.DryRun,
 	}
-	var err error
-	if a.Object, err = decodeObject("object", req.Object.Raw, gvk); err != nil {
-		return nil, err
+	var pristine bool
+	if a.Object, pristine, err = decodeObject("object", req.Object.Raw, gvk); err != nil {
+		return nil, nil, err
 	}
-	if a.OldObject, err = decodeObject("oldObject", req.OldObject.Raw, gvk); err != nil {
-		return nil, err
+	if pristine {
+		original = a.Object.Object
 	}
-	if a.Options, err = decodeObject("options", req.Options.Raw, schema.GroupVersionKind{}); err != nil {
-		return nil, err
+	if a.OldObject, _, err = decodeObject("oldObject", req.OldObject.Raw, gvk); err != nil {
+		return nil, nil, err
+	}
+	if a.Options, _, err = decodeObject("options", req.Options.Raw, schema.GroupVersionKind{}); err != nil {
+		return nil, nil, err
 	}
 	u := &user.DefaultInfo{
 		Name:   req.UserInfo.Username,
@@ -104,27 +115,30 @@ func Attributes(req *admissionv1.AdmissionRequest) (*matching.Attributes, error)
 		}
 	}
 	a.UserInfo = u
-	return a, nil
+	return a, original, nil
 }
 
 // decodeObject decodes a raw object field; absent and null are nil.
-func decodeObject(field string, raw []byte, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+// pristine tells that the object's map is the decoding of raw as it is
+// (apiVersion and kind were not filled in).
+func decodeObject(field string, raw []byte, gvk schema.GroupVersionKind) (u *unstructured.Unstructured, pristine bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, nil
+		return nil, false, nil
 	}
 	var obj map[string]any
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
-		return nil, fmt.Errorf("request.%s: %w", field, err)
+		return nil, false, fmt.Errorf("request.%s: %w", field, err)
 	}
 	if obj == nil {
-		return nil, fmt.Errorf("request.%s: not a JSON object", field)
+		return nil, false, fmt.Errorf("request.%s: not a JSON object", field)
 	}
-	u := &unstructured.Unstructured{Object: obj}
+	u = &unstructured.Unstructured{Object: obj}
 	if gvk.Kind != "" && u.GetKind() == "" && u.GetAPIVersion() == "" {
 		u.SetGroupVersionKind(gvk)
+		return u, false, nil
 	}
-	return u, nil
+	return u, true, nil
 }
 
 // encodeReview is the JSON of the AdmissionReview answering r with resp.

@@ -1,0 +1,543 @@
+package webhook
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+)
+
+// The native diff: RFC 6902 operations computed directly on JSON-shaped Go
+// values (map[string]any, []any, string, bool, int64, float64, nil), as
+// held by the engine, instead of diffing two JSON documents.
+//
+// Values are compared as their JSON texts decode (valueEqual): an integral
+// float64 equals the int64 of the same value, since both are written the
+// same way; -0 equals 0. Maps and slices that are the very same (the
+// engine's result shares the unchanged parts of its input) are equal
+// without being walked.
+
+// nativeDiff returns the operations that turn orig into want: objects key
+// by key in sorted key order, lists element by element (see differ.list).
+// orig and want are only read.
+func nativeDiff(orig, want map[string]any) []jsonpatch.Operation {
+	d := &differ{path: make([]byte, 0, 128), ops: make([]jsonpatch.Operation, 0, 16), keys: make([]diffKey, 0, 32)}
+	d.object(orig, want)
+	return d.ops
+}
+
+type differ struct {
+	ops  []jsonpatch.Operation
+	path []byte
+	// keys is a stack of key lists, one segment per object being diffed.
+	keys []diffKey
+}
+
+type diffKey struct {
+	key  string
+	kind uint8 // keyBoth, keyAdded, keyRemoved
+}
+
+const (
+	keyBoth = iota
+	keyAdded
+	keyRemoved
+)
+
+func (d *differ) emit(op string, value any, hasValue bool) {
+	d.ops = append(d.ops, jsonpatch.Operation{Op: op, Path: string(d.path), Value: value, HasValue: hasValue})
+}
+
+func (d *differ) pushKey(k string) int {
+	n := len(d.path)
+	d.path = append(d.path, '/')
+	d.path = appendPointerToken(d.path, k)
+	return n
+}
+
+func (d *differ) pushIndex(i int) int {
+	n := len(d.path)
+	d.path = append(d.path, '/')
+	d.path = strconv.AppendInt(d.path, int64(i), 10)
+	return n
+}
+
+// value diffs a and b at the current path.
+func (d *differ) value(a, b any) {
+	switch x := a.(type) {
+	case map[string]any:
+		if y, ok := b.(map[string]any); ok && x != nil && y != nil {
+			d.object(x, y)
+			return
+		}
+	case []any:
+		if y, ok := b.([]any); ok && x != nil && y != nil {
+			d.list(x, y)
+			return
+		}
+	}
+	if !valueEqual(a, b) {
+		d.emit("replace", b, true)
+	}
+}
+
+// object diffs two non-nil maps: the changed keys, in sorted order, are
+// recursed into (both have them), added or removed.
+func (d *differ) object(a, b map[string]any) {
+	if sameMap(a, b) {
+		return
+	}
+	base := len(d.keys)
+	matched := 0
+	for k, bv := range b {
+		av, ok := a[k]
+		if !ok {
+			d.keys = append(d.keys, diffKey{k, keyAdded})
+			continue
+		}
+		matched++
+		if !shallowSame(av, bv) {
+			d.keys = append(d.keys, diffKey{k, keyBoth})
+		}
+	}
+	if matched < len(a) {
+		for k := range a {
+			if _, ok := b[k]; !ok {
+				d.keys = append(d.keys, diffKey{k, keyRemoved})
+			}
+		}
+	}
+	if len(d.keys) == base {
+		return
+	}
+	seg := d.keys[base:]
+	if len(seg) > 1 {
+		slices.SortFunc(seg, func(x, y diffKey) int { return strings.Compare(x.key, y.key) })
+	}
+	for i := base; i < len(d.keys); i++ {
+		// d.keys may grow (and move) in the recursion: index it afresh.
+		k := d.keys[i]
+		n := d.pushKey(k.key)
+		switch k.kind {
+		case keyBoth:
+			d.value(a[k.key], b[k.key])
+		case keyAdded:
+			d.emit("add", b[k.key], true)
+		case keyRemoved:
+			d.emit("remove", nil, false)
+		}
+		d.path = d.path[:n]
+	}
+	d.keys = d.keys[:base]
+}
+
+// list diffs two non-nil slices. Lists of the same length are diffed
+// index by index. Otherwise, past the common prefix and suffix, a middle
+// part that is a subsequence of the other is made the other by adding (in
+// ascending index order, each at its final index) or removing (in
+// descending index order) the elements in between; any other middle part is
+// diffed index by index over the shorter length, then the rest is added at
+// the end or removed from the end.
+func (d *differ) list(a, b []any) {
+	if len(a) == len(b) {
+		if sameSlice(a, b) {
+			return
+		}
+		d.pairs(a, b, 0, len(a))
+		return
+	}
+	p := 0
+	for p < len(a) && p < len(b) && valueEqual(a[p], b[p]) {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && valueEqual(a[len(a)-1-s], b[len(b)-1-s]) {
+		s++
+	}
+	am, bm := a[p:len(a)-s], b[p:len(b)-s]
+	if len(am) < len(bm) && isSubsequence(am, bm) {
+		i := 0
+		for j, v := range bm {
+			if i < len(am) && valueEqual(am[i], v) {
+				i++
+				continue
+			}
+			n := d.pushIndex(p + j)
+			d.emit("add", v, true)
+			d.path = d.path[:n]
+		}
+		return
+	}
+	if len(am) > len(bm) && isSubsequence(bm, am) {
+		// The matched positions, in ascending order, then removals from
+		// the highest unmatched index down.
+		var buf [32]bool
+		keep := buf[:0]
+		if len(am) > len(buf) {
+			keep = make([]bool, 0, len(am))
+		}
+		j := 0
+		for _, v := range am {
+			m := j < len(bm) && valueEqual(v, bm[j])
+			if m {
+				j++
+			}
+			keep = append(keep, m)
+		}
+		for i := len(am) - 1; i >= 0; i-- {
+			if !keep[i] {
+				n := d.pushIndex(p + i)
+				d.emit("remove", nil, false)
+				d.path = d.path[:n]
+			}
+		}
+		return
+	}
+	n := min(len(am), len(bm))
+	d.pairs(am, bm, p, n)
+	for j := n; j < len(bm); j++ {
+		k := d.pushIndex(p + j)
+		d.emit("add", bm[j], true)
+		d.path = d.path[:k]
+	}
+	for i := len(am) - 1; i >= n; i-- {
+		k := d.pushIndex(p + i)
+		d.emit("remove", nil, false)
+		d.path = d.path[:k]
+	}
+}
+
+// pairs diffs a[i] with b[i] for i < n, at list index offset+i.
+func (d *differ) pairs(a, b []any, offset, n int) {
+	for i := 0; i < n; i++ {
+		if shallowSame(a[i], b[i]) {
+			continue
+		}
+		k := d.pushIndex(offset + i)
+		d.value(a[i], b[i])
+		d.path = d.path[:k]
+	}
+}
+
+// isSubsequence tells whether short is a subsequence of long (greedy
+// matching finds one if there is one).
+func isSubsequence(short, long []any) bool {
+	i := 0
+	for _, v := range long {
+		if i == len(short) {
+			return true
+		}
+		if valueEqual(short[i], v) {
+			i++
+		}
+	}
+	return i == len(short)
+}
+
+// shallowSame tells, without walking containers, whether a and b are known
+// to be equal: the same map or slice, or equal scalars. Distinct containers
+// are not the same even when equal; the diff walks them.
+func shallowSame(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && x != nil && sameMap(x, y)
+	case []any:
+		y, ok := b.([]any)
+		return ok && x != nil && sameSlice(x, y)
+	}
+	return valueEqual(a, b)
+}
+
+// sameMap tells whether a and b are the same map (not merely equal ones).
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// sameSlice tells whether a and b are the same elements of the same array.
+func sameSlice(a, b []any) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// isNull tells whether v is written as JSON null.
+func isNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return x == nil
+	case []any:
+		return x == nil
+	}
+	return false
+}
+
+// valueEqual tells whether a and b, JSON-shaped values, decode to the same
+// value once written as JSON (integral numbers as int64, others as
+// float64). Values of other Go types are never equal; the patch check
+// then fails and Patch falls back to the diff of JSON documents.
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return isNull(b)
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return floatIsInt(y, x)
+		}
+		return false
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x == y
+		case int64:
+			return floatIsInt(x, y)
+		}
+		return false
+	case map[string]any:
+		if x == nil {
+			return isNull(b)
+		}
+		y, ok := b.(map[string]any)
+		if !ok || y == nil || len(x) != len(y) {
+			return false
+		}
+		if sameMap(x, y) {
+			return true
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !valueEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return isNull(b)
+		}
+		y, ok := b.([]any)
+		if !ok || y == nil || len(x) != len(y) {
+			return false
+		}
+		if sameSlice(x, y) {
+			return true
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// floatIsInt tells whether f is written as the JSON text of i.
+func floatIsInt(f float64, i int64) bool {
+	if f != math.Trunc(f) || f < -9223372036854775808.0 || f >= 9223372036854775808.0 {
+		return false
+	}
+	return int64(f) == i
+}
+
+// appendPointerToken appends k escaped as a JSON pointer reference token
+// (RFC 6901: "~" as "~0", "/" as "~1").
+func appendPointerToken(dst []byte, k string) []byte {
+	for i := 0; i < len(k); i++ {
+		switch k[i] {
+		case '~':
+			dst = append(dst, '~', '0')
+		case '/':
+			dst = append(dst, '~', '1')
+		default:
+			dst = append(dst, k[i])
+		}
+	}
+	return dst
+}
+
+var errNotJSON = errors.New("value has no JSON encoding here")
+
+// appendOps appends the JSON encoding of ops (RFC 6902 operations with op,
+// path and, when they have one, value).
+func appendOps(dst []byte, ops []jsonpatch.Operation) ([]byte, error) {
+	e := jsonEncoder{buf: dst}
+	e.buf = append(e.buf, '[')
+	for i := range ops {
+		op := &ops[i]
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = append(e.buf, `{"op":`...)
+		e.buf = appendJSONString(e.buf, op.Op)
+		e.buf = append(e.buf, `,"path":`...)
+		e.buf = appendJSONString(e.buf, op.Path)
+		if op.HasValue {
+			e.buf = append(e.buf, `,"value":`...)
+			if err := e.value(op.Value); err != nil {
+				return nil, err
+			}
+		}
+		e.buf = append(e.buf, '}')
+	}
+	return append(e.buf, ']'), nil
+}
+
+// jsonEncoder writes JSON-shaped values the way jsonMarshal does (map keys
+// sorted, no HTML escaping); values of other types go through jsonMarshal.
+type jsonEncoder struct {
+	buf  []byte
+	keys []string // a stack of sorted key lists, one segment per map
+}
+
+func (e *jsonEncoder) value(v any) error {
+	switch x := v.(type) {
+	case nil:
+		e.buf = append(e.buf, "null"...)
+	case string:
+		e.buf = appendJSONString(e.buf, x)
+	case bool:
+		e.buf = strconv.AppendBool(e.buf, x)
+	case int64:
+		e.buf = strconv.AppendInt(e.buf, x, 10)
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return errNotJSON
+		}
+		e.buf = appendJSONFloat(e.buf, x)
+	case map[string]any:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		base := len(e.keys)
+		for k := range x {
+			e.keys = append(e.keys, k)
+		}
+		slices.Sort(e.keys[base:])
+		e.buf = append(e.buf, '{')
+		for i := base; i < len(e.keys); i++ {
+			k := e.keys[i]
+			if i > base {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = appendJSONString(e.buf, k)
+			e.buf = append(e.buf, ':')
+			if err := e.value(x[k]); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, '}')
+		e.keys = e.keys[:base]
+	case []any:
+		if x == nil {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		e.buf = append(e.buf, '[')
+		for i, el := range x {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			if err := e.value(el); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, ']')
+	default:
+		b, err := jsonMarshal(v)
+		if err != nil {
+			return err
+		}
+		e.buf = append(e.buf, b...)
+	}
+	return nil
+}
+
+// appendJSONFloat writes f as encoding/json does (ES6 number formatting).
+func appendJSONFloat(dst []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 as e-9.
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as encoding/json does without HTML escaping:
+// invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,218 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"sync"
+	"testing"
+
+	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// loadPod is the request of the load test (test/load): the Pod of
+// test/load/testdata/pod.yaml as kube-apiserver sends it, mutated by the 20
+// policies of test/load/testdata/policies.
+type loadPod struct {
+	req *admissionv1.AdmissionRequest
+	// original is the Handler's decoding of the request object, which the
+	// engine read.
+	original map[string]any
+	res      engine.Result
+}
+
+var (
+	loadPodOnce sync.Once
+	loadPodVal  *loadPod
+	loadPodErr  error
+)
+
+func newLoadPod(tb testing.TB) *loadPod {
+	tb.Helper()
+	loadPodOnce.Do(func() { loadPodVal, loadPodErr = makeLoadPod() })
+	if loadPodErr != nil {
+		tb.Fatal(loadPodErr)
+	}
+	return loadPodVal
+}
+
+func makeLoadPod() (*loadPod, error) {
+	ctx := context.Background()
+	ev, _, err := cluster.LoadStatic(ctx, cluster.StaticOptions{Policies: []string{"../test/load/testdata/policies"}})
+	if err != nil {
+		return nil, err
+	}
+	// As test/load's NewReviews builds the request.
+	set, err := manifest.Load(ctx, []string{"../test/load/testdata/pod.yaml"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	sim, err := cluster.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := sim.Attributes(cluster.Request{
+		Object:  set.Objects[0].Object.DeepCopy(),
+		User:    &user.DefaultInfo{Name: "system:serviceaccount:kube-system:replicaset-controller", Groups: []string{"system:serviceaccounts", user.AllAuthenticated}},
+		Options: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	normalized, err := sim.Patcher().Normalize(attrs.Object.Object, attrs.Kind)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(normalized)
+	if err != nil {
+		return nil, err
+	}
+	req := engine.AdmissionRequest(attrs, attrs.Resource, attrs.Kind)
+	req.UID = "load"
+	req.Object = runtime.RawExtension{Raw: raw}
+
+	a, original, err := attributes(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := engine.NewEngine(ev).Admit(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return &loadPod{req: req, original: original, res: res}, nil
+}
+
+// TestLoadPodPatch checks the fixture of BenchmarkPatch: the engine leaves
+// the decoded request object alone (the Handler diffs it), all 20 policies
+// apply, and the native patch gives the engine's object under
+// evanphx/json-patch v4.
+func TestLoadPodPatch(t *testing.T) {
+	p := newLoadPod(t)
+	if p.original == nil {
+		t.Fatal("the request object was not kept")
+	}
+	if p.res.Denied != nil {
+		t.Fatal(p.res.Denied)
+	}
+	var fresh map[string]any
+	if err := json.Unmarshal(p.req.Object.Raw, &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalizeJSON(t, p.original), normalizeJSON(t, fresh); !reflect.DeepEqual(got, want) {
+		t.Fatal("the engine modified the request object it was given")
+	}
+	resp, err := Respond(p.req, p.res, nil, RespondOptions{original: p.original})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.AuditAnnotations[AnnotationPolicies]); n == 0 {
+		t.Fatal("no policy applied")
+	}
+	ops, ok := nativePatch(p.original, p.res.Object)
+	if !ok {
+		t.Fatal("no native patch")
+	}
+	if string(ops) != string(resp.Patch) {
+		t.Errorf("Respond's patch\n%s\nis not the native one\n%s", resp.Patch, ops)
+	}
+	checkPatchOracle(t, p.req.Object.Raw, resp.Patch, p.res.Object)
+	// Diffed from a fresh decoding (nothing shared), the patch is the same.
+	again, err := Patch(p.req.Object.Raw, p.res.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(resp.Patch) {
+		t.Errorf("Patch from the JSON\n%s\ndiffers from Respond's\n%s", again, resp.Patch)
+	}
+	old, err := documentPatch(p.req.Object.Raw, p.res.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("native patch: %d operations, %d bytes; gomodules.xyz/jsonpatch: %d bytes", countOps(t, resp.Patch), len(resp.Patch), len(old))
+}
+
+func countOps(t *testing.T, patch []byte) int {
+	t.Helper()
+	var ops []map[string]any
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	return len(ops)
+}
+
+// BenchmarkPatch compares the patch of the load request's Pod by the
+// document diff (gomodules.xyz/jsonpatch and the evanphx check, the former
+// path), the native diff from a fresh decoding (Patch), and the native diff
+// from the Handler's decoding (Respond in the webhook).
+func BenchmarkPatch(b *testing.B) {
+	p := newLoadPod(b)
+	raw, want := p.req.Object.Raw, p.res.Object
+	b.Run("document", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := documentPatch(raw, want); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("native-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Patch(raw, want); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("native-shared", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := patchFrom(raw, p.original, want); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("respond", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Respond(p.req, p.res, nil, RespondOptions{original: p.original}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// checkPatchOracle applies patch to original with evanphx/json-patch v4, as
+// kube-apiserver applies webhook patches, and wants exactly want (numbers
+// compared as their JSON texts decode, the only way a patch can carry
+// them).
+func checkPatchOracle(t *testing.T, original, patch []byte, want map[string]any) {
+	t.Helper()
+	out := original
+	if patch != nil {
+		p, err := evanphxjsonpatch.DecodePatch(patch)
+		if err != nil {
+			t.Fatalf("patch %s: %v", patch, err)
+		}
+		if out, err = p.Apply(original); err != nil {
+			t.Fatalf("patch %s does not apply to %s: %v", patch, original, err)
+		}
+	}
+	if got, w := normalizeJSON(t, decodeJSON(t, out)), normalizeJSON(t, want); !reflect.DeepEqual(got, w) {
+		t.Fatalf("patch %s turns\n%s\ninto\n%s\nwant\n%s", patch, original, out, mustJSON(t, want))
+	}
+}
+
+// normalizeJSON is v written as JSON and decoded again (integral numbers
+// int64, others float64).
+func normalizeJSON(t *testing.T, v any) any {
+	t.Helper()
+	return decodeJSON(t, mustJSON(t, v))
+}
