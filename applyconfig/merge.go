@@ -41,9 +41,10 @@ func Merge(tc managedfields.TypeConverter, live *unstructured.Unstructured, patc
 	return m.Object, nil
 }
 
-// Merged is the result of MergeTyped: the merged object with its typed
-// value, so that the next merge into the same object (the next mutation of
-// one admission) need not convert it to a typed value again.
+// Merged is the result of MergeTyped: the merged object, known to be valid
+// (with its typed value when structured-merge-diff made it), so that the
+// next merge into the same object (the next mutation of one admission)
+// need not validate it again.
 type Merged struct {
 	// Object is the merged object; treat it as read-only, as Merge's result.
 	Object *unstructured.Unstructured
@@ -59,10 +60,11 @@ type Merged struct {
 
 // MergeTyped is Merge for a chain of merges. When prev is the result of the
 // previous MergeTyped with the same type converter and live is prev.Object
-// itself (the same map, unchanged), live's typed value is taken from prev
-// instead of converting live again: the conversion validates the whole
-// object against the schema, and the merge of a validated live object with
-// a validated patch always validates (TestChainedMergesAreMerges and
+// itself (the same map, unchanged), live is known to be valid (and its
+// typed value, when prev has one, is taken from prev) instead of being
+// validated again: validation walks the whole object against the schema,
+// and the merge of a validated live object with a validated patch always
+// validates (TestChainedMergesAreMerges and
 // FuzzMerge check both claims against upstream). Otherwise, and when prev is
 // nil, it is Merge. Results and errors are those of Merge in every case.
 func MergeTyped(tc managedfields.TypeConverter, live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {

@@ -57,7 +57,7 @@ func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 
 // mutate is Mutate within one admission: chain, when not nil, holds the
 // typed value of the last ApplyConfiguration result, which the next merge
-// into that same object reuses (applyconfig.MergeTyped), and is updated;
+// into that same object reuses (applyconfig.Merger.Merge), and is updated;
 // and in.Object is then in normalized form (a result of Normalize), so
 // that normalizing a merge result walks only what the patch changed.
 func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, chain **applyconfig.Merged) (out map[string]any, outcome MutationOutcome, err error) {
