@@ -50,9 +50,14 @@ type Input struct {
 type Activation struct {
 	policy *Policy
 	ctx    context.Context
+	// in is bound lazily: each variable is converted to its CEL value the
+	// first time an expression resolves it (most expressions read object
+	// alone), and kept.
+	in Input
 
 	object, oldObject, params, request, namespace ref.Val
 	authorizer, requestResource                   ref.Val
+	authorizerBound                               bool
 	variables                                     *lazy.MapValue
 
 	variableCost int64
@@ -71,26 +76,38 @@ type observing struct {
 }
 
 // NewActivation binds in for evaluating p's expressions. ctx bounds every
-// evaluation made through the activation.
+// evaluation made through the activation. Binding is lazy: a variable's CEL
+// value is built when an expression first resolves it.
 func (p *Policy) NewActivation(ctx context.Context, in Input) *Activation {
-	a := &Activation{policy: p, ctx: ctx}
+	a := &Activation{policy: p, ctx: ctx, in: in}
 	if p.observer != nil {
 		a.observing = &observing{observer: p.observer}
 	}
-	a.object = nativeOrNull(in.Object)
-	a.oldObject = nativeOrNull(in.OldObject)
-	a.params = nativeOrNull(in.Params)
-	a.request = common.SchemalessTypedToVal(in.Request)
-	a.namespace = common.SchemalessTypedToVal(in.Namespace)
-	if in.Authorizer != nil && in.Attributes != nil {
-		a.authorizer = library.NewAuthorizerVal(in.Attributes.GetUserInfo(), in.Authorizer)
-		a.requestResource = library.NewResourceAuthorizerVal(in.Attributes.GetUserInfo(), in.Authorizer, in.Attributes)
-	}
-	a.variables = lazy.NewMapValue(p.varType)
-	for _, v := range p.Variables {
-		a.variables.Append(v.Name, func(*lazy.MapValue) ref.Val { return a.evalVariable(v) })
-	}
 	return a
+}
+
+// vars returns the lazy map of the policy's variables, creating it on first
+// use.
+func (a *Activation) vars() *lazy.MapValue {
+	if a.variables == nil {
+		a.variables = lazy.NewMapValue(a.policy.varType)
+		for _, v := range a.policy.Variables {
+			a.variables.Append(v.Name, func(*lazy.MapValue) ref.Val { return a.evalVariable(v) })
+		}
+	}
+	return a.variables
+}
+
+// bindAuthorizer builds the authorizer values on first use.
+func (a *Activation) bindAuthorizer() {
+	if a.authorizerBound {
+		return
+	}
+	a.authorizerBound = true
+	if a.in.Authorizer != nil && a.in.Attributes != nil {
+		a.authorizer = library.NewAuthorizerVal(a.in.Attributes.GetUserInfo(), a.in.Authorizer)
+		a.requestResource = library.NewResourceAuthorizerVal(a.in.Attributes.GetUserInfo(), a.in.Authorizer, a.in.Attributes)
+	}
 }
 
 func nativeOrNull(m map[string]any) ref.Val {
@@ -104,21 +121,38 @@ func nativeOrNull(m map[string]any) ref.Val {
 func (a *Activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case ObjectVar:
+		if a.object == nil {
+			a.object = nativeOrNull(a.in.Object)
+		}
 		return a.object, true
 	case OldObjectVar:
+		if a.oldObject == nil {
+			a.oldObject = nativeOrNull(a.in.OldObject)
+		}
 		return a.oldObject, true
 	case ParamsVar:
+		if a.params == nil {
+			a.params = nativeOrNull(a.in.Params)
+		}
 		return a.params, true
 	case RequestVar:
+		if a.request == nil {
+			a.request = common.SchemalessTypedToVal(a.in.Request)
+		}
 		return a.request, true
 	case NamespaceVar:
+		if a.namespace == nil {
+			a.namespace = common.SchemalessTypedToVal(a.in.Namespace)
+		}
 		return a.namespace, true
 	case AuthorizerVar:
+		a.bindAuthorizer()
 		return a.authorizer, a.authorizer != nil
 	case RequestResourceAuthorizerVar:
+		a.bindAuthorizer()
 		return a.requestResource, a.requestResource != nil
 	case VariablesVar:
-		return a.variables, true
+		return a.vars(), true
 	}
 	return nil, false
 }
@@ -132,7 +166,7 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if v.Err != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
-	val, details, err := v.program.ContextEval(a.ctx, a)
+	val, details, err := a.run(v.program)
 	if a.observing == nil {
 		return a.chargeVariable(v, val, details, err)
 	}
@@ -168,6 +202,16 @@ func (a *Activation) chargeVariable(v *Expression, val ref.Val, details *cel.Eva
 		return celtypes.NewErr("composited variable %q fails to evaluate: %v", v.Name, err)
 	}
 	return val
+}
+
+// run evaluates program against the activation. With a context that can
+// never be cancelled (no Done channel), cel-go's ContextEval would only add
+// a cancellable context that nothing cancels: Eval gives the same result.
+func (a *Activation) run(program cel.Program) (ref.Val, *cel.EvalDetails, error) {
+	if a.ctx.Done() == nil {
+		return program.Eval(a)
+	}
+	return program.ContextEval(a.ctx, a)
 }
 
 // Result is the outcome of evaluating one expression.
@@ -224,7 +268,7 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 // program's own evaluation (before formatting), which observing needs.
 func (a *Activation) eval(e *Expression, budget int64) (res Result, remaining int64, evalErr, err error) {
 	start := time.Now()
-	val, details, evalErr := e.program.ContextEval(a.ctx, a)
+	val, details, evalErr := a.run(e.program)
 	variableCost := a.variableCost
 	a.variableCost = 0
 	if variableCost > budget {

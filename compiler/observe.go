@@ -9,7 +9,6 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/cel/lazy"
 )
 
 // Observer is told about every evaluation of a compiled expression by a
@@ -127,13 +126,9 @@ func (a *Activation) shadowActivation() *Activation {
 	if a.observing.shadow != nil {
 		return a.observing.shadow
 	}
-	s := &Activation{policy: a.policy, ctx: a.ctx,
+	s := &Activation{policy: a.policy, ctx: a.ctx, in: a.in,
 		object: a.object, oldObject: a.oldObject, params: a.params, request: a.request, namespace: a.namespace,
-		authorizer: a.authorizer, requestResource: a.requestResource}
-	s.variables = lazy.NewMapValue(a.policy.varType)
-	for _, v := range a.policy.Variables {
-		s.variables.Append(v.Name, func(*lazy.MapValue) ref.Val { return s.evalVariable(v) })
-	}
+		authorizer: a.authorizer, requestResource: a.requestResource, authorizerBound: a.authorizerBound}
 	a.observing.shadow = s
 	return s
 }
