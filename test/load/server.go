@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -72,25 +73,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	metrics := webhook.NewMetrics()
-	ev, summary, err := cluster.LoadStatic(ctx, cluster.StaticOptions{
-		Policies: o.Policies, Resources: o.Resources, Metrics: metrics,
-		OnSynthesize: func(name string) {
-			log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	srv, err := webhook.NewServer(webhook.Options{
-		Admitter:        engine.NewEngine(ev),
-		Ready:           func() error { return nil },
-		GetCertificate:  kp.GetCertificate,
-		MaxRequestBytes: webhook.DefaultMaxRequestBytes,
-		ShutdownTimeout: webhook.DefaultShutdownTimeout,
-		Metrics:         metrics,
-		Log:             log,
-	})
+	srv, summary, err := newServer(ctx, o, log, kp.GetCertificate)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +89,31 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	}
 	go func() { s.done <- srv.Serve(sctx, ln) }()
 	return s, nil
+}
+
+// newServer loads o.Policies and o.Resources and builds the webhook server
+// StartServer serves (and BenchmarkHandler calls without a network).
+func newServer(ctx context.Context, o ServerOptions, log *slog.Logger, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (*webhook.Server, string, error) {
+	metrics := webhook.NewMetrics()
+	ev, summary, err := cluster.LoadStatic(ctx, cluster.StaticOptions{
+		Policies: o.Policies, Resources: o.Resources, Metrics: metrics,
+		OnSynthesize: func(name string) {
+			log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
+		},
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	srv, err := webhook.NewServer(webhook.Options{
+		Admitter:        engine.NewEngine(ev),
+		Ready:           func() error { return nil },
+		GetCertificate:  getCert,
+		MaxRequestBytes: webhook.DefaultMaxRequestBytes,
+		ShutdownTimeout: webhook.DefaultShutdownTimeout,
+		Metrics:         metrics,
+		Log:             log,
+	})
+	return srv, summary, err
 }
 
 // Close shuts the server down gracefully and returns Serve's error.
