@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -266,8 +267,9 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 // trace records why the others were skipped.
 func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass int, res *Result) ([]invocation, []policyError) {
 	var errs []policyError
-	var invocations []invocation
-	for _, i := range e.candidates(cur) {
+	cands := e.candidates(cur)
+	invocations := make([]invocation, 0, len(cands))
+	for _, i := range cands {
 		h := &e.hooks[i]
 		m, err := e.cfg.Matcher.PolicyMatches(ctx, cur, h.Policy)
 		if err != nil {
@@ -376,6 +378,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	}
 	admissionAttrs := a.AdmissionAttributes()
 	dirty := false
+	res.Invocations = slices.Grow(res.Invocations, len(invs))
 	for _, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
@@ -417,6 +420,9 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		before := object
 		in.Request = AdmissionRequest(a, inv.resource, inv.kind)
 		in.Namespace = namespace
+		if n := len(inv.hook.Compiled.Mutations); n > 0 {
+			trace.Mutations = make([]MutationOutcome, 0, n)
+		}
 		for i, m := range inv.hook.Compiled.Mutations {
 			if versioned == nil {
 				continue
