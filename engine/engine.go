@@ -379,6 +379,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	admissionAttrs := a.AdmissionAttributes()
 	dirty := false
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
+	var request *admissionv1.AdmissionRequest
 	for _, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
@@ -418,7 +419,12 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			continue
 		}
 		before := object
-		in.Request = AdmissionRequest(a, inv.resource, inv.kind)
+		if request == nil || request.Resource != metav1.GroupVersionResource(inv.resource) || request.Kind != metav1.GroupVersionKind(inv.kind) {
+			// Invocations matched through the same resource and kind see
+			// the same request (read-only): build it once.
+			request = AdmissionRequest(a, inv.resource, inv.kind)
+		}
+		in.Request = request
 		in.Namespace = namespace
 		if n := len(inv.hook.Compiled.Mutations); n > 0 {
 			trace.Mutations = make([]MutationOutcome, 0, n)
