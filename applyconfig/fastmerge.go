@@ -1,14 +1,12 @@
 package applyconfig
 
-import (
-	"sigs.k8s.io/structured-merge-diff/v6/schema"
-)
-
 // This file holds the fast path of Merge: a validation and a merge that walk
 // the unstructured values against the structured-merge-diff schema directly,
-// instead of through typed.TypedValue. They model a subset of SMD exactly
-// and answer "don't know" (false) for everything else, in which case Merge
-// runs structured-merge-diff itself, which stays the definition of the result
+// instead of through typed.TypedValue. The schema is read in its compiled
+// form, a plan (plan.go), where each type is resolved once rather than at
+// every node. They model a subset of SMD exactly and answer "don't know"
+// (false) for everything else, in which case Merge runs
+// structured-merge-diff itself, which stays the definition of the result
 // and the only source of error messages:
 //
 //   - validValue accepts only what typed.TypedValue validation accepts (it may
@@ -19,72 +17,68 @@ import (
 //     side, a null meeting a value, values of different kinds meeting in a
 //     deduced field).
 //
-// TestFastPathIsStructuredMergeDiff, TestFastPathIsTaken and FuzzMerge check
-// both claims against structured-merge-diff and upstream's patcher.
+// TestFastPathIsStructuredMergeDiff, TestFastPathTakesTheCommonCases,
+// TestFastPathOnPerturbedInputs and FuzzMerge check both claims against
+// structured-merge-diff and upstream's patcher; the plan tests check that
+// walking the plan gives what walking the schema with Schema.Resolve and
+// Map.FindField gives.
 
-// validValue reports whether v is valid for the type tr of s the way
+// validValue reports whether v is valid for the type t (a plan) the way
 // TypedValue validation (with typed.AllowDuplicates when allowDuplicates)
 // sees it. false means "not known to be valid".
-func validValue(s *schema.Schema, tr schema.TypeRef, v any, allowDuplicates bool) bool {
-	a, ok := s.Resolve(tr)
-	if !ok {
+func validValue(t *ptype, v any, allowDuplicates bool) bool {
+	t = t.get()
+	if !t.ok {
 		return false
 	}
-	switch t := v.(type) {
+	switch x := v.(type) {
 	case nil:
 		// Null validates as any scalar, list or map.
-		return a.Map != nil || a.Scalar != nil || a.List != nil
-	case string, bool, int64, float64:
-		if a.Scalar == nil {
-			return false
-		}
-		return validScalar(*a.Scalar, v)
+		return t.m != nil || t.scalar != 0 || t.l != nil
+	case string:
+		return t.scalar&acceptsString != 0
+	case bool:
+		return t.scalar&acceptsBool != 0
+	case int64, float64:
+		return t.scalar&acceptsNumber != 0
 	case map[string]any:
-		if a.Map == nil {
+		if t.m == nil {
 			return false
 		}
-		return validMap(s, a.Map, t, allowDuplicates)
+		return validMap(t.m, x, allowDuplicates)
 	case []any:
 		// deduceAtom picks the list; without one, handleAtom's first atom
 		// (map, then scalar) refuses a list.
-		if a.List == nil {
+		if t.l == nil {
 			return false
 		}
-		return validList(s, a.List, t, allowDuplicates)
+		return validList(t.l, x, allowDuplicates)
 	}
 	return false
 }
 
-func validScalar(t schema.Scalar, v any) bool {
-	switch v.(type) {
-	case string:
-		return t == schema.String || t == schema.Untyped
-	case bool:
-		return t == schema.Boolean || t == schema.Untyped
-	case int64, float64:
-		return t == schema.Numeric || t == schema.Untyped
+func validMap(t *pmap, m map[string]any, allowDuplicates bool) bool {
+	if len(m) == 0 {
+		return true // without starting an iteration
 	}
-	return false
-}
-
-func validMap(s *schema.Schema, t *schema.Map, m map[string]any, allowDuplicates bool) bool {
 	for k, fv := range m {
-		tr := t.ElementType
-		if sf, ok := t.FindField(k); ok {
-			tr = sf.Type
-		} else if (t.ElementType == schema.TypeRef{}) {
-			return false
+		ft, ok := t.fields[k]
+		if !ok {
+			if t.elemZero {
+				return false
+			}
+			ft = t.elem
 		}
-		if !validValue(s, tr, fv, allowDuplicates) {
+		if !validValue(ft, fv, allowDuplicates) {
 			return false
 		}
 	}
 	return true
 }
 
-func validList(s *schema.Schema, t *schema.List, l []any, allowDuplicates bool) bool {
-	if t.ElementRelationship == schema.Associative {
-		keys, ok := listKeys(s, t, l)
+func validList(t *plist, l []any, allowDuplicates bool) bool {
+	if t.associative {
+		keys, ok := listKeys(t, l)
 		if !ok {
 			return false
 		}
@@ -93,7 +87,7 @@ func validList(s *schema.Schema, t *schema.List, l []any, allowDuplicates bool) 
 		}
 	}
 	for _, item := range l {
-		if !validValue(s, t.ElementType, item, allowDuplicates) {
+		if !validValue(t.elem, item, allowDuplicates) {
 			return false
 		}
 	}
@@ -143,22 +137,15 @@ const smallList = 8
 // listKeys computes the keys of an associative list's items, refusing what
 // SMD refuses (null or non-map items of a keyed list, items without any key
 // field, maps or lists in a set) and what is not modelled.
-func listKeys(s *schema.Schema, t *schema.List, l []any) (listKeyIndex, bool) {
-	idx := listKeyIndex{keys: make([]itemKey, len(l))}
-	var elem *schema.Map
-	if len(t.Keys) > 0 {
-		if len(t.Keys) > len(itemKey{}.vals) {
-			return idx, false
-		}
-		a, ok := s.Resolve(t.ElementType)
-		if !ok || a.Map == nil {
-			return idx, false
-		}
-		elem = a.Map
+func listKeys(t *plist, l []any) (listKeyIndex, bool) {
+	keyed := len(t.keys) > 0
+	if keyed && !t.keysOK {
+		return listKeyIndex{}, false
 	}
+	idx := listKeyIndex{keys: make([]itemKey, len(l))}
 	for i, item := range l {
 		k := &idx.keys[i]
-		if elem == nil {
+		if !keyed {
 			kv, ok := makeKeyVal(item)
 			if !ok {
 				return idx, false
@@ -170,16 +157,14 @@ func listKeys(s *schema.Schema, t *schema.List, l []any) (listKeyIndex, bool) {
 		if !ok {
 			return idx, false
 		}
-		k.n = len(t.Keys)
+		k.n = len(t.keys)
 		present := false
-		for j, name := range t.Keys {
+		for j, name := range t.keys {
 			v, ok := m[name]
 			if !ok {
-				sf, _ := elem.FindField(name)
-				if sf.Default == nil {
+				if v = t.keyDefaults[j]; v == nil {
 					continue // absent
 				}
-				v = sf.Default
 			}
 			kv, ok := makeKeyVal(v)
 			if !ok {
@@ -230,13 +215,13 @@ func (idx *listKeyIndex) hasDuplicates() bool {
 	return false
 }
 
-// mergeValues merges rhs into lhs (both present and validated against tr)
+// mergeValues merges rhs into lhs (both present and validated against t)
 // as TypedValue.Merge does. The result shares every subtree only one side
 // has, and allocates new maps and slices along the paths both sides have.
 // ok is false when the case is not modelled.
-func mergeValues(s *schema.Schema, tr schema.TypeRef, lhs, rhs any) (any, bool) {
-	a, ok := s.Resolve(tr)
-	if !ok {
+func mergeValues(t *ptype, lhs, rhs any) (any, bool) {
+	t = t.get()
+	if !t.ok {
 		return nil, false
 	}
 	switch r := rhs.(type) {
@@ -246,51 +231,48 @@ func mergeValues(s *schema.Schema, tr schema.TypeRef, lhs, rhs any) (any, bool) 
 		default:
 			return nil, false
 		}
-		if a.Scalar == nil {
+		if t.scalar == 0 {
 			return nil, false
 		}
 		return rhs, true
 	case map[string]any:
 		l, isMap := lhs.(map[string]any)
-		if !isMap || a.Map == nil {
+		if !isMap || t.m == nil {
 			return nil, false
 		}
-		if a.Map.ElementRelationship == schema.Atomic || (len(l) == 0 && len(r) == 0) {
+		if t.m.atomic || (len(l) == 0 && len(r) == 0) {
 			return rhs, true
 		}
-		return mergeMaps(s, a.Map, l, r)
+		return mergeMaps(t.m, l, r)
 	case []any:
 		l, isList := lhs.([]any)
-		if !isList || a.List == nil {
+		if !isList || t.l == nil {
 			return nil, false
 		}
-		if a.List.ElementRelationship == schema.Atomic || (len(l) == 0 && len(r) == 0) {
+		if t.l.atomic || (len(l) == 0 && len(r) == 0) {
 			return rhs, true
 		}
-		if a.List.ElementRelationship != schema.Associative {
+		if !t.l.associative {
 			return nil, false
 		}
-		return mergeLists(s, a.List, l, r)
+		return mergeLists(t.l, l, r)
 	}
 	return nil, false
 }
 
-func mergeMaps(s *schema.Schema, t *schema.Map, lhs, rhs map[string]any) (any, bool) {
-	out := make(map[string]any, len(lhs)+len(rhs))
-	for k, v := range lhs {
-		out[k] = v
-	}
+func mergeMaps(t *pmap, lhs, rhs map[string]any) (any, bool) {
+	out := copyWithRoom(lhs, len(rhs))
 	for k, rv := range rhs {
 		lv, both := lhs[k]
 		if !both {
 			out[k] = rv
 			continue
 		}
-		tr := t.ElementType
-		if sf, ok := t.FindField(k); ok {
-			tr = sf.Type
+		ft, ok := t.fields[k]
+		if !ok {
+			ft = t.elem
 		}
-		mv, ok := mergeValues(s, tr, lv, rv)
+		mv, ok := mergeValues(ft, lv, rv)
 		if !ok {
 			return nil, false
 		}
@@ -299,17 +281,34 @@ func mergeMaps(s *schema.Schema, t *schema.Map, lhs, rhs map[string]any) (any, b
 	return out, true
 }
 
+// copyWithRoom returns a copy of m (never nil) with room for extra more
+// entries.
+//
+// Not maps.Clone: it copies m's table as it is, which is faster only when m
+// is sized to its entries. The objects merged here mostly come from
+// runtime.DefaultUnstructuredConverter or from decoders whose maps are made
+// with the size hint of every field of their type; cloning copies all that
+// room (BenchmarkMutation case=ac-sidecar: 2 KB and 2 allocations more per
+// mutation), and inserting the other side's new keys can grow the copy again.
+func copyWithRoom(m map[string]any, extra int) map[string]any {
+	out := make(map[string]any, len(m)+extra)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // mergeLists is visitListItems of structured-merge-diff's merging walker for
 // associative lists without duplicate keys on either side: items in the
 // order that walk produces (shared items where the right-hand side puts
 // them relative to each other, left-only items kept in place, new items
 // after the shared item they follow).
-func mergeLists(s *schema.Schema, t *schema.List, lhs, rhs []any) (any, bool) {
-	lk, ok := listKeys(s, t, lhs)
+func mergeLists(t *plist, lhs, rhs []any) (any, bool) {
+	lk, ok := listKeys(t, lhs)
 	if !ok || lk.hasDuplicates() {
 		return nil, false
 	}
-	rk, ok := listKeys(s, t, rhs)
+	rk, ok := listKeys(t, rhs)
 	if !ok || rk.hasDuplicates() {
 		return nil, false
 	}
@@ -339,7 +338,7 @@ func mergeLists(s *schema.Schema, t *schema.List, lhs, rhs []any) (any, bool) {
 			out = append(out, rhs[ri])
 			return true
 		}
-		mv, ok := mergeValues(s, t.ElementType, lhs[li], rhs[ri])
+		mv, ok := mergeValues(t.elem, lhs[li], rhs[ri])
 		if !ok {
 			return false
 		}

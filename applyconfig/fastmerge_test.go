@@ -64,7 +64,7 @@ func checkValidity(t testing.TB, tc managedfields.TypeConverter, obj map[string]
 	if err != nil {
 		return // not a kind of this converter
 	}
-	if !validValue(st.Schema(), st.TypeRef(), obj, allowDuplicates) {
+	if !validValue(newPlan(st.Schema(), st.TypeRef()), obj, allowDuplicates) {
 		return
 	}
 	var opts []typed.ValidationOptions

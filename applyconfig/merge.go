@@ -79,7 +79,9 @@ func MergeTyped(tc managedfields.TypeConverter, live *unstructured.Unstructured,
 }
 
 // Merger merges ApplyConfigurations into objects of one kind: it is
-// MergeTyped with the kind's schema looked up once.
+// MergeTyped with the kind's schema looked up once, and compiled (as the
+// merges need it) for the walks over unstructured values, which
+// MergeTyped does anew at every call.
 // A Merger is safe for concurrent use.
 type Merger struct {
 	tc   managedfields.TypeConverter
@@ -87,10 +89,12 @@ type Merger struct {
 	root *rootType
 }
 
-// rootType is the schema and type of one kind's objects.
+// rootType is the schema and type of one kind's objects, and their plan
+// (plan.go), compiled lazily as merges walk it.
 type rootType struct {
-	s  *smdschema.Schema
-	tr smdschema.TypeRef
+	s    *smdschema.Schema
+	tr   smdschema.TypeRef
+	plan *ptype
 }
 
 // NewMerger returns the Merger of objects of kind gvk with tc.
@@ -106,7 +110,8 @@ func probeRoot(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) *roo
 	if err != nil {
 		return nil
 	}
-	return &rootType{s: tv.Schema(), tr: tv.TypeRef()}
+	s, tr := tv.Schema(), tv.TypeRef()
+	return &rootType{s: s, tr: tr, plan: newPlan(s, tr)}
 }
 
 // TypeConverter is the converter the Merger merges with.
@@ -152,10 +157,7 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 	gvk := live.GroupVersionKind()
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
 	// copy of the top level gives the same object without touching the caller's map.
-	p := make(map[string]any, len(patch)+2)
-	for k, v := range patch {
-		p[k] = v
-	}
+	p := copyWithRoom(patch, 2)
 	patchObj := &unstructured.Unstructured{Object: p}
 	patchObj.SetGroupVersionKind(gvk)
 
@@ -165,12 +167,12 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		return nil, errors.New("type converter must not be nil")
 	}
 
-	if root != nil && validValue(root.s, root.tr, p, false) {
-		if atomics := findAtomics(root.s, root.tr, p); len(atomics) > 0 {
+	if root != nil && validValue(root.plan, p, false) {
+		if atomics := findAtomics(root.plan, p); len(atomics) > 0 {
 			return nil, atomicsError(atomics)
 		}
-		if liveValid || liveTyped != nil || validValue(root.s, root.tr, live.Object, true) {
-			if out, ok := mergeValues(root.s, root.tr, live.Object, p); ok {
+		if liveValid || liveTyped != nil || validValue(root.plan, live.Object, true) {
+			if out, ok := mergeValues(root.plan, live.Object, p); ok {
 				if m, ok := out.(map[string]any); ok {
 					return &Merged{Object: &unstructured.Unstructured{Object: m}, tc: tc, valid: true}, nil
 				}
@@ -183,7 +185,8 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		return nil, fmt.Errorf("failed to convert patch object to typed object: %w", err)
 	}
 
-	if atomics := findAtomics(patchTyped.Schema(), patchTyped.TypeRef(), p); len(atomics) > 0 {
+	atomicsPlan := root.planOf(patchTyped.Schema(), patchTyped.TypeRef())
+	if atomics := findAtomics(atomicsPlan, p); len(atomics) > 0 {
 		return nil, atomicsError(atomics)
 	}
 
@@ -216,6 +219,16 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 	return m, nil
 }
 
+// planOf returns the plan of the type tr of s: root's when it is that type
+// (the patch's typed value has the schema and type root was probed with),
+// else a new one. root may be nil.
+func (root *rootType) planOf(s *smdschema.Schema, tr smdschema.TypeRef) *ptype {
+	if root != nil && root.s == s && sameResolution(root.tr, tr) {
+		return root.plan
+	}
+	return newPlan(s, tr)
+}
+
 func atomicsError(atomics []string) error {
 	return fmt.Errorf("invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: %v", strings.Join(atomics, ", "))
 }
@@ -244,37 +257,39 @@ func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 // (never into the values of a granular map), and it reads the raw unstructured
 // values the same way structured-merge-diff's value.Value does.
 //
+// The schema is read through the plan t of v's type (plan.go).
+//
 // The common case (no atomics) allocates nothing. Upstream visits map keys in Go
 // map order, so with several atomics its message order varies; here the walk is
 // repeated with sorted keys to give one deterministic, upstream-possible order.
-func findAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v any) []string {
-	w := atomicWalker{s: s}
-	w.walk(tr, v)
+func findAtomics(t *ptype, v any) []string {
+	var w atomicWalker
+	w.walk(t, v)
 	if len(w.found) > 1 {
-		w = atomicWalker{s: s, sorted: true}
-		w.walk(tr, v)
+		w = atomicWalker{sorted: true}
+		w.walk(t, v)
 	}
 	return w.found
 }
 
 type atomicWalker struct {
-	s      *smdschema.Schema
 	sorted bool
 	path   []byte
 	found  []string
 }
 
-func (w *atomicWalker) walk(tr smdschema.TypeRef, v any) {
-	a, ok := w.s.Resolve(tr)
-	if !ok {
+func (w *atomicWalker) walk(pt *ptype, v any) {
+	pt = pt.get()
+	if !pt.ok {
 		return
 	}
 	switch t := v.(type) {
 	case map[string]any:
-		if a.Map == nil {
+		m := pt.m
+		if m == nil {
 			return
 		}
-		w.atomic(a.Map.ElementRelationship)
+		w.atomic(m.atomic)
 		if w.sorted {
 			keys := make([]string, 0, len(t))
 			for k := range t {
@@ -282,18 +297,19 @@ func (w *atomicWalker) walk(tr smdschema.TypeRef, v any) {
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				w.field(a.Map, k, t[k])
+				w.field(m, k, t[k])
 			}
 			return
 		}
 		for k, fv := range t {
-			w.field(a.Map, k, fv)
+			w.field(m, k, fv)
 		}
 	case map[any]any:
-		if a.Map == nil {
+		m := pt.m
+		if m == nil {
 			return
 		}
-		w.atomic(a.Map.ElementRelationship)
+		w.atomic(m.atomic)
 		if w.sorted {
 			keys := make([]string, 0, len(t))
 			for k := range t {
@@ -303,45 +319,48 @@ func (w *atomicWalker) walk(tr smdschema.TypeRef, v any) {
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				w.field(a.Map, k, t[k])
+				w.field(m, k, t[k])
 			}
 			return
 		}
 		for k, fv := range t {
 			if ks, ok := k.(string); ok {
-				w.field(a.Map, ks, fv)
+				w.field(m, ks, fv)
 			}
 		}
 	case []any:
-		if a.List == nil {
+		l := pt.l
+		if l == nil {
 			return
 		}
-		w.atomic(a.List.ElementRelationship)
+		w.atomic(l.atomic)
 		n := len(w.path)
 		for i, item := range t {
 			w.path = append(w.path, '[')
 			w.path = strconv.AppendInt(w.path, int64(i), 10)
 			w.path = append(w.path, ']')
-			w.walk(a.List.ElementType, item)
+			w.walk(l.elem, item)
 			w.path = w.path[:n]
 		}
 	}
 }
 
-func (w *atomicWalker) atomic(rel smdschema.ElementRelationship) {
-	if rel == smdschema.Atomic {
+// atomic records the current path when its value's element relationship
+// is atomic.
+func (w *atomicWalker) atomic(atomic bool) {
+	if atomic {
 		w.found = append(w.found, string(w.path))
 	}
 }
 
-func (w *atomicWalker) field(m *smdschema.Map, key string, v any) {
-	sf, ok := m.FindField(key)
+func (w *atomicWalker) field(m *pmap, key string, v any) {
+	ft, ok := m.fields[key]
 	if !ok {
 		return
 	}
 	n := len(w.path)
 	w.path = append(w.path, '.')
 	w.path = append(w.path, key...)
-	w.walk(sf.Type, v)
+	w.walk(ft, v)
 	w.path = w.path[:n]
 }
