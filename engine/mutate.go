@@ -117,25 +117,63 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if err != nil {
 			return nil, outcome, err
 		}
-		patched, err := jsonpatch.Apply(in.Object, ops)
-		if errors.Is(err, jsonpatch.ErrTestFailed) {
-			outcome.Skipped = true
-			return in.Object, outcome, nil
-		}
-		var notObject *jsonpatch.NotObjectError
-		if errors.As(err, &notObject) {
-			// The patch replaced the root with a non-object: upstream fails
-			// decoding that JSON.
-			_, err := jsonpatch.DecodeJSON(notObject.JSON, gvk, pt.Scheme)
-			return nil, outcome, err
-		}
-		if err != nil {
-			return nil, outcome, fmt.Errorf("JSON Patch: %w", err)
-		}
-		out, err := pt.decode(patched, gvk)
+		out, skipped, err := pt.jsonPatch(in.Object, ops, gvk)
+		outcome.Skipped = skipped
 		return out, outcome, err
 	}
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
+}
+
+// jsonPatch applies ops to obj (of kind gvk) and decodes the result as
+// kube-apiserver's JSONPatch patcher does: jsonPatchExact, through
+// jsonPatchFast when it can tell.
+func (pt *Patcher) jsonPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
+	if out, ok := pt.jsonPatchFast(obj, ops, gvk); ok {
+		return out, false, nil
+	}
+	return pt.jsonPatchExact(obj, ops, gvk)
+}
+
+// jsonPatchExact is the definition of jsonPatch: jsonpatch.Apply, which
+// normalizes the whole of obj first, then decode. skipped reports a failed
+// "test" operation, which leaves the object (returned as it is) unchanged
+// without error.
+func (pt *Patcher) jsonPatchExact(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
+	patched, err := jsonpatch.Apply(obj, ops)
+	if errors.Is(err, jsonpatch.ErrTestFailed) {
+		return obj, true, nil
+	}
+	var notObject *jsonpatch.NotObjectError
+	if errors.As(err, &notObject) {
+		// The patch replaced the root with a non-object: upstream fails
+		// decoding that JSON.
+		_, err := jsonpatch.DecodeJSON(notObject.JSON, gvk, pt.Scheme)
+		return nil, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("JSON Patch: %w", err)
+	}
+	out, err = pt.decode(patched, gvk)
+	return out, false, err
+}
+
+// jsonPatchFast is jsonPatchExact for patches that succeed on objects of
+// built-in kinds, without the walk of the whole object that normalizing it
+// for jsonpatch.Apply takes: jsonpatch.ApplyUnnormalized, whose result is
+// Apply's when it is a fixed point of that normalization, which the strict
+// decode walk checks on its way (normalizer.decodeFixed). ok=false means
+// it cannot tell (the patch has a "test", "copy" or "move", fails, the
+// object has something the normalization or the strict decoding would
+// change or refuse, ...), and nothing is returned.
+func (pt *Patcher) jsonPatchFast(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
+		return nil, false
+	}
+	patched, ok := jsonpatch.ApplyUnnormalized(obj, ops)
+	if !ok {
+		return nil, false
+	}
+	return pt.normalizer.decodeFixed(pt.Scheme, patched, gvk)
 }
 
 // Normalize presents an object of a built-in kind as kube-apiserver holds it

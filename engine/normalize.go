@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // normalizer computes, without building the Go object, what
@@ -219,7 +221,7 @@ func (nz *normalizer) normalize(s *runtime.Scheme, obj, base map[string]any, gvk
 	if base != nil {
 		b = base
 	}
-	out, _, _, ok := nz.walk(obj, b, p.root, false)
+	out, _, _, ok := nz.walk(obj, b, p.root, walkNormalize)
 	if !ok {
 		return nil, false
 	}
@@ -280,6 +282,22 @@ func cloneMap(m map[string]any) map[string]any {
 // replace), no NaN or infinite numbers, apiVersion and kind those of gvk —
 // both give the same typed object, so decoding is normalizing.
 func (nz *normalizer) decode(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	return nz.decodeMode(s, obj, gvk, walkStrict)
+}
+
+// decodeFixed is decode that also answers ok=false unless obj is a fixed
+// point of jsonpatch.Apply's normalization of its input
+// (jsonpatch.IsNormalized): its floats pass jsonpatch.IsNormalizedFloat (no
+// zeros, no whole numbers that JSON decoding reads as int64), on top of what
+// strict decoding refuses already (unknown fields, strings and keys that are
+// not valid UTF-8, NaN and infinities, nulls but in fields of plain types,
+// nil maps and slices, values of other Go types). obj is then a result of
+// jsonpatch.ApplyUnnormalized that is Apply's result.
+func (nz *normalizer) decodeFixed(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	return nz.decodeMode(s, obj, gvk, walkFixed)
+}
+
+func (nz *normalizer) decodeMode(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, mode walkMode) (map[string]any, bool) {
 	p := nz.plan(s, gvk)
 	if p == nil || p.root.kind != nodeStruct || obj == nil || p.apiVersion == "" || p.kind == "" {
 		return nil, false
@@ -290,23 +308,40 @@ func (nz *normalizer) decode(s *runtime.Scheme, obj map[string]any, gvk schema.G
 	if k, _ := obj["kind"].(string); k != p.kind {
 		return nil, false
 	}
-	out, _, _, ok := nz.walk(obj, nil, p.root, true)
+	out, _, _, ok := nz.walk(obj, nil, p.root, mode)
 	if !ok {
 		return nil, false
 	}
 	return out.(map[string]any), true
 }
 
+// walkMode tells what walk computes.
+type walkMode uint8
+
+const (
+	// walkNormalize is normalize: FromUnstructured and ToUnstructured.
+	walkNormalize walkMode = iota
+	// walkStrict is decode: a strict JSON decoding and ToUnstructured.
+	walkStrict
+	// walkFixed is decodeFixed: walkStrict, for values that are fixed
+	// points of jsonpatch.Apply's input normalization only.
+	walkFixed
+)
+
 // walk normalizes the non-nil value v of type n. It returns the result
 // (v itself when changed is false), whether the Go value would be empty for
-// omitempty, and ok=false when the plan cannot tell. In strict mode (decode)
-// it also answers ok=false for unknown fields, nulls in fields of custom
-// types, strings that are not valid UTF-8 and NaN or infinite numbers.
+// omitempty, and ok=false when the plan cannot tell. In strict modes
+// (decode) it also answers ok=false for unknown fields, nulls in fields of
+// custom types, strings that are not valid UTF-8 and NaN or infinite
+// numbers; in walkFixed, for floats that fail jsonpatch.IsNormalizedFloat
+// as well.
 //
 // base is nil or the value at the same place in an object in normalized
 // form (see normalize); a struct, map or slice that is base itself is
-// returned as it is. Not in strict mode, where normalized form is not enough.
-func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, changed, ok bool) {
+// returned as it is. Not in strict modes, where normalized form is not
+// enough.
+func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty, changed, ok bool) {
+	strict := mode != walkNormalize
 	if base != nil && !strict {
 		switch n.kind {
 		case nodeStruct:
@@ -341,6 +376,11 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 			}
 			return v, x == 0, false, true
 		case float64:
+			if mode == walkFixed {
+				// Any float accepted here is whole (or -0), which Apply's
+				// normalization turns into an int64: not a fixed point.
+				return nil, false, false, false
+			}
 			// A whole float converts (reflect.Value.Convert); anything out of
 			// range is left to the oracle.
 			limit := math.Ldexp(1, n.bits-1)
@@ -353,7 +393,7 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 	case nodeFloat64:
 		switch x := v.(type) {
 		case float64:
-			if strict && (math.IsNaN(x) || math.IsInf(x, 0)) {
+			if strict && (math.IsNaN(x) || math.IsInf(x, 0)) || mode == walkFixed && !jsonpatch.IsNormalizedFloat(x) {
 				return nil, false, false, false
 			}
 			return v, x == 0, false, true
@@ -380,7 +420,7 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 			if item == nil || strict && !utf8.ValidString(k) {
 				return nil, false, false, false
 			}
-			o, _, ch, ok := nz.walk(item, bm[k], n.elem, strict)
+			o, _, ch, ok := nz.walk(item, bm[k], n.elem, mode)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -410,7 +450,7 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 			if i < len(bl) {
 				bi = bl[i]
 			}
-			o, _, ch, ok := nz.walk(item, bi, n.elem, strict)
+			o, _, ch, ok := nz.walk(item, bi, n.elem, mode)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -427,7 +467,7 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 		return v, len(s) == 0, false, true
 	case nodePointer:
 		// A non-nil pointer is never empty.
-		o, _, ch, ok := nz.walk(v, base, n.elem, strict)
+		o, _, ch, ok := nz.walk(v, base, n.elem, mode)
 		return o, false, ch, ok
 	case nodeStruct:
 		m, ok := v.(map[string]any)
@@ -466,7 +506,7 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 				}
 				continue
 			}
-			o, empty, ch, ok := nz.walk(item, bm[k], f.node, strict)
+			o, empty, ch, ok := nz.walk(item, bm[k], f.node, mode)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -489,7 +529,7 @@ func (nz *normalizer) walk(v, base any, n *node, strict bool) (out any, empty, c
 		}
 		return v, false, false, true
 	case nodeCustom:
-		if strict && !jsonSafe(v, 0) {
+		if strict && !jsonSafe(v, 0, mode == walkFixed) {
 			return nil, false, false, false
 		}
 		return nz.custom(v, n)
@@ -547,8 +587,9 @@ func (nz *normalizer) custom(v any, n *node) (out any, empty, changed, ok bool) 
 
 // jsonSafe reports whether encoding v to JSON keeps it as it is: no NaN or
 // infinite numbers, no strings or keys that are not valid UTF-8, no nulls,
-// at most 100 levels deep.
-func jsonSafe(v any, depth int) bool {
+// at most 100 levels deep. With fixed, floats must also pass
+// jsonpatch.IsNormalizedFloat (v is then jsonpatch.IsNormalized).
+func jsonSafe(v any, depth int, fixed bool) bool {
 	if depth > 100 {
 		return false
 	}
@@ -558,17 +599,20 @@ func jsonSafe(v any, depth int) bool {
 	case bool, int64:
 		return true
 	case float64:
+		if fixed {
+			return jsonpatch.IsNormalizedFloat(x)
+		}
 		return !math.IsNaN(x) && !math.IsInf(x, 0)
 	case map[string]any:
 		for k, item := range x {
-			if !utf8.ValidString(k) || !jsonSafe(item, depth+1) {
+			if !utf8.ValidString(k) || !jsonSafe(item, depth+1, fixed) {
 				return false
 			}
 		}
 		return x != nil
 	case []any:
 		for _, item := range x {
-			if !jsonSafe(item, depth+1) {
+			if !jsonSafe(item, depth+1, fixed) {
 				return false
 			}
 		}

@@ -77,7 +77,7 @@ func (nullNode) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 //
 // A failed "test" returns an error matching ErrTestFailed.
 func Apply(doc map[string]any, ops []Operation) (result map[string]any, err error) {
-	a := &applier{owned: map[uintptr]struct{}{}}
+	a := &applier{}
 	root, _, err := a.normalize(doc)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create JSON patch: %w", err)
@@ -126,12 +126,20 @@ func panicLikeUpstream(msg string) {
 }
 
 type applier struct {
-	root     any
-	owned    map[uintptr]struct{}
-	copySize int64
+	root any
+	// ownedFew and then owned hold the identities (mapID, sliceID) of the
+	// maps and slices this Apply call made: see isOwned.
+	ownedFew  [8]uintptr
+	nOwnedFew int
+	owned     map[uintptr]struct{}
+	copySize  int64
 	// fixup is set when the result may hold a nullNode or a float -0,
 	// which the final decode turns into nil and int64 0.
 	fixup bool
+	// unnormalized is set for ApplyUnnormalized: the document was not
+	// normalized, so find refuses nil containers and the values operations
+	// drop are checked with discardable.
+	unnormalized bool
 }
 
 // container is where a path's last segment lives, as evanphx's findObject
@@ -235,7 +243,7 @@ func (a *applier) add(op *Operation) error {
 	if err != nil {
 		return err
 	}
-	if err := a.conAdd(con, key, val); err != nil {
+	if err := a.conAdd(&con, key, val); err != nil {
 		return fmt.Errorf("error in add for path: '%s': %w", path, err)
 	}
 	return nil
@@ -250,7 +258,7 @@ func (a *applier) remove(op *Operation) error {
 	if !ok {
 		return fmt.Errorf("remove operation does not apply: doc is missing path: \"%s\": %w", path, ErrMissing)
 	}
-	if err := a.conRemove(con, key); err != nil {
+	if err := a.conRemove(&con, key); err != nil {
 		return fmt.Errorf("error in remove for path: '%s': %w", path, err)
 	}
 	return nil
@@ -270,6 +278,9 @@ func (a *applier) replace(op *Operation) error {
 		case nil:
 			panicLikeUpstream("replace of the root without a value: invalid memory address or nil pointer dereference")
 		case nullNode, map[string]any, []any:
+			if err := a.discard(a.root); err != nil {
+				return err
+			}
 			a.root = v
 		default:
 			// err is nil here; upstream formats it with %w all the same.
@@ -281,11 +292,15 @@ func (a *applier) replace(op *Operation) error {
 	if !ok {
 		return fmt.Errorf("replace operation does not apply: doc is missing path: %s: %w", path, ErrMissing)
 	}
-	if _, err := conGet(con, key); err != nil {
+	old, err := conGet(&con, key)
+	if err != nil {
 		return fmt.Errorf("replace operation does not apply: doc is missing key: %s: %w", path, ErrMissing)
 	}
 	val, err := a.value(op)
 	if err != nil {
+		return err
+	}
+	if err := a.discard(old); err != nil {
 		return err
 	}
 	switch con.kind {
@@ -312,11 +327,11 @@ func (a *applier) move(op *Operation) error {
 	if !ok {
 		return fmt.Errorf("move operation does not apply: doc is missing from path: %s: %w", from, ErrMissing)
 	}
-	val, err := conGet(con, key)
+	val, err := conGet(&con, key)
 	if err != nil {
 		return fmt.Errorf("error in move for path: '%s': %w", key, err)
 	}
-	if err := a.conRemove(con, key); err != nil {
+	if err := a.conRemove(&con, key); err != nil {
 		return fmt.Errorf("error in move for path: '%s': %w", key, err)
 	}
 	path, err := op.path()
@@ -327,7 +342,7 @@ func (a *applier) move(op *Operation) error {
 	if !ok {
 		return fmt.Errorf("move operation does not apply: doc is missing destination path: %s: %w", path, ErrMissing)
 	}
-	if err := a.conAdd(con, key, val); err != nil {
+	if err := a.conAdd(&con, key, val); err != nil {
 		return fmt.Errorf("error in move for path: '%s': %w", path, err)
 	}
 	return nil
@@ -356,7 +371,7 @@ func (a *applier) test(op *Operation) error {
 	if !ok {
 		return fmt.Errorf("test operation does not apply: is missing path: %s: %w", path, ErrMissing)
 	}
-	cur, err := conGet(con, key)
+	cur, err := conGet(&con, key)
 	if err != nil {
 		return fmt.Errorf("error in test for path: '%s': %w", path, err)
 	}
@@ -387,7 +402,7 @@ func (a *applier) copyOp(op *Operation) error {
 	if !ok {
 		return fmt.Errorf("copy operation does not apply: doc is missing from path: %s: %w", from, ErrMissing)
 	}
-	val, err := conGet(con, key)
+	val, err := conGet(&con, key)
 	if err != nil {
 		return fmt.Errorf("error in copy for from: '%s': %w", from, err)
 	}
@@ -411,7 +426,7 @@ func (a *applier) copyOp(op *Operation) error {
 	if AccumulatedCopySizeLimit > 0 && a.copySize > AccumulatedCopySizeLimit {
 		return evanphx.NewAccumulatedCopySizeError(AccumulatedCopySizeLimit, a.copySize)
 	}
-	if err := a.conAdd(con, key, valCopy); err != nil {
+	if err := a.conAdd(&con, key, valCopy); err != nil {
 		return fmt.Errorf("error while adding value during copy: %w", err)
 	}
 	return nil
@@ -445,23 +460,32 @@ func deepCopy(v any, top bool) any {
 
 // find is evanphx's findObject. With write set, every container on the way,
 // the last one included, is made private to this Apply call first.
-func (a *applier) find(path string, write bool) (*container, string, bool) {
-	split := strings.Split(path, "/")
-	if len(split) < 2 {
-		return nil, "", false
+//
+// The path's segments are those of strings.Split(path, "/"): the first one
+// is ignored, the last one is the key, the others are walked.
+func (a *applier) find(path string, write bool) (container, string, bool) {
+	slash := strings.IndexByte(path, '/')
+	if slash < 0 {
+		return container{}, "", false
 	}
-	parts := split[1 : len(split)-1]
-	key := decodePatchKey(split[len(split)-1])
+	rest := path[slash+1:]
+	slash = strings.IndexByte(rest, '/') // the end of the next segment to walk
 
-	con := &container{}
+	var con container
 	switch r := a.root.(type) {
 	case map[string]any:
+		if r == nil && a.unnormalized {
+			return container{}, "", false
+		}
 		if write {
 			r = a.ownMap(r)
 			a.root = r
 		}
 		con.kind, con.m = cMap, r
 	case []any:
+		if r == nil && a.unnormalized {
+			return container{}, "", false
+		}
 		if write {
 			r = a.ownSlice(r)
 			a.root = r
@@ -470,10 +494,12 @@ func (a *applier) find(path string, write bool) (*container, string, bool) {
 	case nullNode:
 		con.kind = cNullDoc
 	default:
-		return nil, "", false
+		return container{}, "", false
 	}
-	for _, part := range parts {
-		k := decodePatchKey(part)
+	for slash >= 0 {
+		k := decodePatchKey(rest[:slash])
+		rest = rest[slash+1:]
+		slash = strings.IndexByte(rest, '/')
 		var next any
 		idx := -1
 		switch con.kind {
@@ -484,24 +510,31 @@ func (a *applier) find(path string, write bool) (*container, string, bool) {
 		case cArray:
 			i, err := arrayIndex(con.s, k)
 			if err != nil {
-				return nil, "", false
+				return container{}, "", false
 			}
 			idx = i
 			next = con.s[i]
 		}
-		nc := &container{}
+		var nc container
 		switch n := next.(type) {
 		case nil:
-			return nil, "", false
+			return container{}, "", false
 		case nullNode:
 			nc.kind = cNullDoc
 		case map[string]any:
+			if n == nil && a.unnormalized {
+				// Normalizing would have made it a null.
+				return container{}, "", false
+			}
 			if write {
 				n = a.ownMap(n)
 				con.store(k, idx, n)
 			}
 			nc.kind, nc.m = cMap, n
 		case []any:
+			if n == nil && a.unnormalized {
+				return container{}, "", false
+			}
 			if write {
 				n = a.ownSlice(n)
 				con.store(k, idx, n)
@@ -513,11 +546,11 @@ func (a *applier) find(path string, write bool) (*container, string, bool) {
 				nc.parentSlice, nc.parentIdx = con.s, idx
 			}
 		default:
-			return nil, "", false
+			return container{}, "", false
 		}
 		con = nc
 	}
-	return con, key, true
+	return con, decodePatchKey(rest), true
 }
 
 // store puts a container into con at the key (maps) or resolved index (arrays).
@@ -552,33 +585,60 @@ func sliceID(s []any) uintptr {
 }
 
 func (a *applier) own(v any) {
+	var id uintptr
 	switch t := v.(type) {
 	case map[string]any:
-		a.owned[mapID(t)] = struct{}{}
+		id = mapID(t)
 	case []any:
-		if id := sliceID(t); id != 0 {
-			a.owned[id] = struct{}{}
-		}
+		id = sliceID(t)
 	}
+	if id == 0 {
+		return
+	}
+	if a.nOwnedFew < len(a.ownedFew) {
+		// Most patches write to a few containers: no map to allocate.
+		a.ownedFew[a.nOwnedFew] = id
+		a.nOwnedFew++
+		return
+	}
+	if a.owned == nil {
+		a.owned = map[uintptr]struct{}{}
+	}
+	a.owned[id] = struct{}{}
 }
 
+// isOwned reports whether the map or slice of identity id (not 0) was made
+// by this Apply call, so that it can be written in place.
+func (a *applier) isOwned(id uintptr) bool {
+	for _, o := range a.ownedFew[:a.nOwnedFew] {
+		if o == id {
+			return true
+		}
+	}
+	_, ok := a.owned[id]
+	return ok
+}
+
+// ownMap returns m, or a copy of m owned by this Apply call when m is not
+// one. The copy is sized for m's entries and one more. (maps.Clone, faster
+// on maps sized to their entries, copies the room of the size hints
+// runtime.DefaultUnstructuredConverter gives, a table for every field of the
+// type: more work and garbage on the objects Apply mostly sees.)
 func (a *applier) ownMap(m map[string]any) map[string]any {
-	if _, ok := a.owned[mapID(m)]; ok {
+	if m != nil && a.isOwned(mapID(m)) {
 		return m
 	}
 	c := make(map[string]any, len(m)+1)
 	for k, v := range m {
 		c[k] = v
 	}
-	a.owned[mapID(c)] = struct{}{}
+	a.own(c)
 	return c
 }
 
 func (a *applier) ownSlice(s []any) []any {
-	if id := sliceID(s); id != 0 {
-		if _, ok := a.owned[id]; ok {
-			return s
-		}
+	if id := sliceID(s); id != 0 && a.isOwned(id) {
+		return s
 	}
 	c := slices.Clone(s)
 	if c == nil {
@@ -626,6 +686,13 @@ func (a *applier) conAdd(c *container, key string, val any) error {
 	case cNullDoc:
 		panicLikeUpstream("assignment to entry in nil map")
 	case cMap:
+		if a.unnormalized {
+			if old, ok := c.m[key]; ok {
+				if err := a.discard(old); err != nil {
+					return err
+				}
+			}
+		}
 		c.m[key] = val
 		return nil
 	}
@@ -662,8 +729,12 @@ func (a *applier) conRemove(c *container, key string) error {
 	case cNullDoc:
 		return fmt.Errorf("Unable to remove nonexistent key: %s: %w", key, ErrMissing)
 	case cMap:
-		if _, ok := c.m[key]; !ok {
+		old, ok := c.m[key]
+		if !ok {
 			return fmt.Errorf("Unable to remove nonexistent key: %s: %w", key, ErrMissing)
+		}
+		if err := a.discard(old); err != nil {
+			return err
 		}
 		delete(c.m, key)
 		return nil
@@ -680,6 +751,9 @@ func (a *applier) conRemove(c *container, key string) error {
 			return fmt.Errorf("Unable to access invalid index: %d: %w", idx, ErrInvalidIndex)
 		}
 		idx += len(c.s)
+	}
+	if err := a.discard(c.s[idx]); err != nil {
+		return err
 	}
 	s := make([]any, len(c.s)-1)
 	copy(s[:idx], c.s[:idx])

@@ -345,3 +345,33 @@ func unmarshalObject(b []byte, m *map[string]any) error {
 	}
 	return nil
 }
+
+// TestApplyWritesToManyContainers writes twice to more containers than
+// applier.ownedFew holds: containers made by the call are written in place,
+// the document's never.
+func TestApplyWritesToManyContainers(t *testing.T) {
+	doc := map[string]any{}
+	var ops []Operation
+	for i := 0; i < 12; i++ {
+		k := strconv.Itoa(i)
+		doc[k] = map[string]any{"l": []any{int64(i)}, "m": map[string]any{"x": int64(i)}}
+		ops = append(ops, Operation{Op: "add", Path: "/" + k + "/l/-", Value: "a", HasValue: true},
+			Operation{Op: "add", Path: "/" + k + "/m/y", Value: "b", HasValue: true})
+	}
+	for i := 11; i >= 0; i-- {
+		k := strconv.Itoa(i)
+		ops = append(ops, Operation{Op: "add", Path: "/" + k + "/l/0", Value: "c", HasValue: true},
+			Operation{Op: "remove", Path: "/" + k + "/m/x"})
+	}
+	got, err := compareWithUpstream(t, doc, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got["3"].(map[string]any)["l"]; !reflect.DeepEqual(l, []any{"c", int64(3), "a"}) {
+		t.Fatalf("got %#v", l)
+	}
+	unn, ok := ApplyUnnormalized(doc, ops)
+	if !ok || !reflect.DeepEqual(unn, got) {
+		t.Fatalf("ApplyUnnormalized: %v %#v", ok, unn)
+	}
+}

@@ -15,6 +15,9 @@
 //     missing object key adds it, paths not starting with "/" ignore their
 //     first segment, negative array indexes, null values that equal {} and
 //     [] in "test", ...).
+//   - ApplyUnnormalized is Apply without normalizing the whole document
+//     first, for callers that check its result instead (IsNormalized):
+//     it vouches for add, remove and replace patches that succeed.
 //   - Decode reproduces upstream's strict decode of the patched object.
 //
 // A failed "test" operation makes Apply return an error matching

@@ -62,7 +62,11 @@ func FromCEL(v ref.Val) ([]Operation, error) {
 			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", patchObj)
 		}
 		res := Operation{Op: op.Op, Path: op.Path, From: op.From}
-		if op.Val != nil {
+		if s, ok := op.Val.(types.String); ok && utf8.ValidString(string(s)) {
+			// What the conversion below gives (structpb.NewStringValue,
+			// then protoToGo), without building the proto value.
+			res.Value, res.HasValue = string(s), true
+		} else if op.Val != nil {
 			if objVal, ok := op.Val.(*dynamic.ObjectVal); ok {
 				if err := objVal.CheckTypeNamesMatchFieldPathNames(); err != nil {
 					return nil, fmt.Errorf("type mismatch: %w", err)

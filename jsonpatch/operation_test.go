@@ -69,6 +69,11 @@ func TestFromCEL(t *testing.T) {
 			want: []Operation{{Op: "add", Path: "/m/a~0b~1c", Value: "v", HasValue: true}},
 		},
 		{
+			name: "strings, as a value and in a list",
+			expr: `[JSONPatch{op: "add", path: "/a", value: "é\u2028<&>"}, JSONPatch{op: "add", path: "/b", value: ["", "x"]}]`,
+			want: []Operation{{Op: "add", Path: "/a", Value: "é\u2028<&>", HasValue: true}, {Op: "add", Path: "/b", Value: []any{"", "x"}, HasValue: true}},
+		},
+		{
 			name: "null is a present value",
 			expr: `[JSONPatch{op: "add", path: "/a", value: null}]`,
 			want: []Operation{{Op: "add", Path: "/a", Value: nil, HasValue: true}},
