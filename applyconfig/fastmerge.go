@@ -78,11 +78,11 @@ func validMap(t *pmap, m map[string]any, allowDuplicates bool) bool {
 
 func validList(t *plist, l []any, allowDuplicates bool) bool {
 	if t.associative {
-		keys, ok := listKeys(t, l)
-		if !ok {
-			return false
-		}
-		if !allowDuplicates && keys.hasDuplicates() {
+		if allowDuplicates {
+			if !keysValid(t, l) {
+				return false
+			}
+		} else if keys, ok := listKeys(t, l); !ok || keys.hasDuplicates() {
 			return false
 		}
 	}
@@ -138,41 +138,12 @@ const smallList = 8
 // SMD refuses (null or non-map items of a keyed list, items without any key
 // field, maps or lists in a set) and what is not modelled.
 func listKeys(t *plist, l []any) (listKeyIndex, bool) {
-	keyed := len(t.keys) > 0
-	if keyed && !t.keysOK {
+	if len(t.keys) > 0 && !t.keysOK {
 		return listKeyIndex{}, false
 	}
 	idx := listKeyIndex{keys: make([]itemKey, len(l))}
 	for i, item := range l {
-		k := &idx.keys[i]
-		if !keyed {
-			kv, ok := makeKeyVal(item)
-			if !ok {
-				return idx, false
-			}
-			k.n, k.vals[0] = 1, kv
-			continue
-		}
-		m, ok := item.(map[string]any)
-		if !ok {
-			return idx, false
-		}
-		k.n = len(t.keys)
-		present := false
-		for j, name := range t.keys {
-			v, ok := m[name]
-			if !ok {
-				if v = t.keyDefaults[j]; v == nil {
-					continue // absent
-				}
-			}
-			kv, ok := makeKeyVal(v)
-			if !ok {
-				return idx, false
-			}
-			k.vals[j], present = kv, true
-		}
-		if !present {
+		if !itemKeyOf(t, item, &idx.keys[i]) {
 			return idx, false
 		}
 	}
@@ -183,6 +154,55 @@ func listKeys(t *plist, l []any) (listKeyIndex, bool) {
 		}
 	}
 	return idx, true
+}
+
+// keysValid is listKeys' answer (ok) without the keys: what validation
+// with duplicates allowed needs, without allocating.
+func keysValid(t *plist, l []any) bool {
+	if len(t.keys) > 0 && !t.keysOK {
+		return false
+	}
+	var k itemKey
+	for _, item := range l {
+		if !itemKeyOf(t, item, &k) {
+			return false
+		}
+	}
+	return true
+}
+
+// itemKeyOf sets k to the key of item, an item of the associative list t,
+// or answers false as listKeys does.
+func itemKeyOf(t *plist, item any, k *itemKey) bool {
+	if len(t.keys) == 0 {
+		kv, ok := makeKeyVal(item)
+		if !ok {
+			return false
+		}
+		k.n, k.vals[0] = 1, kv
+		return true
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return false
+	}
+	k.n = len(t.keys)
+	present := false
+	for j, name := range t.keys {
+		v, ok := m[name]
+		if !ok {
+			if v = t.keyDefaults[j]; v == nil {
+				k.vals[j] = keyVal{}
+				continue // absent
+			}
+		}
+		kv, ok := makeKeyVal(v)
+		if !ok {
+			return false
+		}
+		k.vals[j], present = kv, true
+	}
+	return present
 }
 
 // find returns the first position of k, or -1.

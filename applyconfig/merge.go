@@ -95,6 +95,11 @@ type rootType struct {
 	s    *smdschema.Schema
 	tr   smdschema.TypeRef
 	plan *ptype
+	// gvk is the kind probed; apiVersion and kind are its values as
+	// SetGroupVersionKind writes them, held as interfaces so that setting
+	// them on a patch does not allocate.
+	gvk              schema.GroupVersionKind
+	apiVersion, kind any
 }
 
 // NewMerger returns the Merger of objects of kind gvk with tc.
@@ -111,7 +116,7 @@ func probeRoot(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) *roo
 		return nil
 	}
 	s, tr := tv.Schema(), tv.TypeRef()
-	return &rootType{s: s, tr: tr, plan: newPlan(s, tr)}
+	return &rootType{s: s, tr: tr, plan: newPlan(s, tr), gvk: gvk, apiVersion: gvk.GroupVersion().String(), kind: gvk.Kind}
 }
 
 // TypeConverter is the converter the Merger merges with.
@@ -159,7 +164,12 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 	// copy of the top level gives the same object without touching the caller's map.
 	p := copyWithRoom(patch, 2)
 	patchObj := &unstructured.Unstructured{Object: p}
-	patchObj.SetGroupVersionKind(gvk)
+	if root != nil && root.gvk == gvk {
+		// SetGroupVersionKind(gvk), without allocating.
+		p["apiVersion"], p["kind"] = root.apiVersion, root.kind
+	} else {
+		patchObj.SetGroupVersionKind(gvk)
+	}
 
 	if pgvk := patchObj.GroupVersionKind(); pgvk != gvk {
 		return nil, fmt.Errorf("patch (%v) and original object (%v) are not of the same gvk", pgvk.String(), gvk.String())
