@@ -481,6 +481,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 				copied = cloneMap(m)
 			}
 		}
+		nPresent := 0 // keys of m that are fields in n.unsetPresent
 		for k, item := range m {
 			f := n.fields[k]
 			if strict && (f == nil || item == nil && !f.node.nullIsZero) {
@@ -494,6 +495,9 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 				change()
 				delete(copied, k)
 				continue
+			}
+			if f.present {
+				nPresent++
 			}
 			if item == nil {
 				// null reads as the zero value.
@@ -519,6 +523,9 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			}
 		}
 		for _, f := range n.unsetPresent {
+			if nPresent == len(n.unsetPresent) {
+				break // all there
+			}
 			if _, ok := m[f.name]; !ok {
 				change()
 				copied[f.name] = runtime.DeepCopyJSONValue(f.unset)
