@@ -31,7 +31,8 @@ import (
 
 const haNamespace = "mutatis-system"
 
-// writeLog records the cluster writes of one replica, in order.
+// writeLog records the cluster writes of one replica, in order, each once
+// its call has returned: what a logged write did is visible to the test.
 type writeLog struct {
 	mu      sync.Mutex
 	writes  []string
@@ -102,18 +103,21 @@ type webhookConfigurationWrites struct {
 }
 
 func (w webhookConfigurationWrites) Create(ctx context.Context, o *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.CreateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	out, err := w.MutatingWebhookConfigurationInterface.Create(ctx, o, opts)
 	w.log.add("create mutatingwebhookconfigurations " + o.Name)
-	return w.MutatingWebhookConfigurationInterface.Create(ctx, o, opts)
+	return out, err
 }
 
 func (w webhookConfigurationWrites) Update(ctx context.Context, o *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.UpdateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	out, err := w.MutatingWebhookConfigurationInterface.Update(ctx, o, opts)
 	w.log.add("update mutatingwebhookconfigurations " + o.Name)
-	return w.MutatingWebhookConfigurationInterface.Update(ctx, o, opts)
+	return out, err
 }
 
 func (w webhookConfigurationWrites) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	err := w.MutatingWebhookConfigurationInterface.Delete(ctx, name, opts)
 	w.log.add("delete mutatingwebhookconfigurations " + name)
-	return w.MutatingWebhookConfigurationInterface.Delete(ctx, name, opts)
+	return err
 }
 
 type dynamicWrites struct {
@@ -135,8 +139,9 @@ type resourceWrites struct {
 }
 
 func (r resourceWrites) UpdateStatus(ctx context.Context, u *unstructured.Unstructured, opts metav1.UpdateOptions) (*unstructured.Unstructured, error) {
+	out, err := r.NamespaceableResourceInterface.UpdateStatus(ctx, u, opts)
 	r.log.add("update " + r.resource + "/status " + u.GetName())
-	return r.NamespaceableResourceInterface.UpdateStatus(ctx, u, opts)
+	return out, err
 }
 
 // haCluster is a fake cluster that several replicas share.
@@ -352,7 +357,7 @@ func TestOnlyTheLeaderWritesAndAFollowerTakesOver(t *testing.T) {
 		b.writes.waitFor(t, cl.ctx, "create mutatingwebhookconfigurations mutatis-ignore")
 		b.writes.waitFor(t, cl.ctx, "update mutatingadmissionpolicies/status best-effort")
 		if _, err := cl.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(cl.ctx, "mutatis-ignore", metav1.GetOptions{}); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v; b wrote %v", err, b.writes.all())
 		}
 		if n := len(a.writes.all()); n != aWrites {
 			t.Fatalf("the stopped replica wrote %v", a.writes.all()[aWrites:])
