@@ -273,10 +273,11 @@ func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 // map order, so with several atomics its message order varies; here the walk is
 // repeated with sorted keys to give one deterministic, upstream-possible order.
 func findAtomics(t *ptype, v any) []string {
-	var w atomicWalker
+	var buf [128]byte // the paths of a patch fit, most of the time
+	w := atomicWalker{path: buf[:0]}
 	w.walk(t, v)
 	if len(w.found) > 1 {
-		w = atomicWalker{sorted: true}
+		w = atomicWalker{sorted: true, path: buf[:0]}
 		w.walk(t, v)
 	}
 	return w.found
