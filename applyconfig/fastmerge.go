@@ -138,10 +138,23 @@ const smallList = 8
 // SMD refuses (null or non-map items of a keyed list, items without any key
 // field, maps or lists in a set) and what is not modelled.
 func listKeys(t *plist, l []any) (listKeyIndex, bool) {
+	return listKeysInto(t, l, nil)
+}
+
+// listKeysInto is listKeys holding the keys in buf when it has room (a
+// caller's array for short lists).
+func listKeysInto(t *plist, l []any, buf []itemKey) (listKeyIndex, bool) {
 	if len(t.keys) > 0 && !t.keysOK {
 		return listKeyIndex{}, false
 	}
-	idx := listKeyIndex{keys: make([]itemKey, len(l))}
+	keys := buf[:0]
+	if cap(keys) < len(l) {
+		keys = make([]itemKey, len(l))
+	} else {
+		keys = keys[:len(l)]
+		clear(keys)
+	}
+	idx := listKeyIndex{keys: keys}
 	for i, item := range l {
 		if !itemKeyOf(t, item, &idx.keys[i]) {
 			return idx, false
@@ -324,11 +337,12 @@ func copyWithRoom(m map[string]any, extra int) map[string]any {
 // them relative to each other, left-only items kept in place, new items
 // after the shared item they follow).
 func mergeLists(t *plist, lhs, rhs []any) (any, bool) {
-	lk, ok := listKeys(t, lhs)
+	var lbuf, rbuf [smallList]itemKey // short lists: keys on the stack
+	lk, ok := listKeysInto(t, lhs, lbuf[:])
 	if !ok || lk.hasDuplicates() {
 		return nil, false
 	}
-	rk, ok := listKeys(t, rhs)
+	rk, ok := listKeysInto(t, rhs, rbuf[:])
 	if !ok || rk.hasDuplicates() {
 		return nil, false
 	}
