@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -154,13 +155,7 @@ func perturbJSON(r *rand.Rand, v any) (any, string) {
 		for k, item := range x {
 			y[k] = item
 		}
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range y {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(y))
 		switch op := r.IntN(10); {
 		case len(keys) == 0 || op == 0:
 			k := []string{"bogus", "app\xff", "team\uFFFD", "Name"}[r.IntN(4)]
@@ -225,13 +220,7 @@ func randomPointer(r *rand.Rand, v any) (string, any) {
 		}
 		switch c := cur.(type) {
 		case map[string]any:
-			keys := slices.Sorted(func(yield func(string) bool) {
-				for k := range c {
-					if !yield(k) {
-						return
-					}
-				}
-			})
+			keys := slices.Sorted(maps.Keys(c))
 			if len(keys) == 0 || r.IntN(8) == 0 {
 				k := []string{"team", "bogus", "app\uFFFD", "x/y", "t~n", "replicas", "Name"}[r.IntN(7)]
 				b.WriteString("/" + escapePointer(k))

@@ -439,13 +439,7 @@ var oddValues = []func() any{
 func perturb(r *rand.Rand, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range x {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(x))
 		switch op := r.IntN(10); {
 		case len(keys) == 0 || op == 0:
 			x["bogus"] = oddValues[r.IntN(len(oddValues))]()

@@ -3,6 +3,7 @@ package jsonpatch
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -225,13 +226,7 @@ func perturbOdd(r *rand.Rand, v any) any {
 		for k, e := range x {
 			y[k] = e
 		}
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range y {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(y))
 		switch op := r.IntN(6); {
 		case len(keys) == 0 || op == 0:
 			y[oddKeys[r.IntN(len(oddKeys))]] = oddValues[r.IntN(len(oddValues))]()
