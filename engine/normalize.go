@@ -91,6 +91,8 @@ type node struct {
 	// fields are a struct's fields by JSON name, inlined structs flattened
 	// (nodeStruct).
 	fields map[string]*field
+	// table is the lookup of fields the walk uses.
+	table fieldTable
 	// unsetPresent are the fields that the converter writes even when they
 	// are unset (no omitempty, or a struct), with their output.
 	unsetPresent []*field
@@ -415,6 +417,17 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			return nil, false, false, false
 		}
 		var copied map[string]any
+		if n.elem.kind == nodeString {
+			// map[string]string (labels, annotations, selectors, data):
+			// nothing to change, only to check.
+			for k, item := range m {
+				str, isString := item.(string)
+				if !isString || strict && (!utf8.ValidString(k) || !utf8.ValidString(str)) {
+					return nil, false, false, false
+				}
+			}
+			return v, len(m) == 0, false, true
+		}
 		bm, _ := base.(map[string]any)
 		for k, item := range m {
 			if item == nil || strict && !utf8.ValidString(k) {
@@ -483,7 +496,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 		}
 		nPresent := 0 // keys of m that are fields in n.unsetPresent
 		for k, item := range m {
-			f := n.fields[k]
+			f := n.table.get(k)
 			if strict && (f == nil || item == nil && !f.node.nullIsZero) {
 				// An unknown field is an error of strict decoding; a null is
 				// handed to a custom type's UnmarshalJSON, which may refuse it
@@ -507,6 +520,18 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 				} else if f.unset != nil {
 					change()
 					copied[k] = runtime.DeepCopyJSONValue(f.unset)
+				}
+				continue
+			}
+			if f.node.kind == nodeString {
+				// The most common leaf, without the call (walk's nodeString).
+				str, isString := item.(string)
+				if !isString || strict && !utf8.ValidString(str) {
+					return nil, false, false, false
+				}
+				if f.omitempty && str == "" {
+					change()
+					delete(copied, k)
 				}
 				continue
 			}
@@ -828,7 +853,7 @@ func (nz *normalizer) buildStruct(n *node, t reflect.Type) {
 			n.unsetPresent = append(n.unsetPresent, f)
 		}
 	}
-	n.kind, n.fields = nodeStruct, fields
+	n.kind, n.fields, n.table = nodeStruct, fields, newFieldTable(fields)
 }
 
 // collectFields adds the JSON fields of struct type t to fields, reading

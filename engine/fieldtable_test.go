@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// TestFieldTableIsTheMap checks every struct plan of the built-in kinds:
+// the table finds each field by its name, and finds nothing for names that
+// are not fields (case variants, prefixes, names of other structs' fields,
+// the empty name), as the map of fields does.
+func TestFieldTableIsTheMap(t *testing.T) {
+	nz := &normalizer{}
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		nz.plan(scheme.Scheme, gvk)
+	}
+	var all []string
+	for _, n := range nz.types {
+		for name := range n.fields {
+			all = append(all, name)
+		}
+	}
+	structs, perfect := 0, 0
+	for typ, n := range nz.types {
+		if n.kind != nodeStruct {
+			continue
+		}
+		structs++
+		if n.table.slots != nil {
+			perfect++
+		}
+		probe := func(k string) {
+			if got, want := n.table.get(k), n.fields[k]; got != want {
+				t.Fatalf("%v: get(%q) = %v, want %v", typ, k, got, want)
+			}
+		}
+		for name := range n.fields {
+			probe(name)
+			probe(strings.ToUpper(name))
+			probe(name[:len(name)-1])
+			probe(name + "x")
+		}
+		for _, k := range all {
+			probe(k)
+		}
+		probe("")
+	}
+	// Nearly all get a perfect hash; the rest use the map (and were probed
+	// the same way above).
+	if structs < 1000 || perfect < structs*95/100 {
+		t.Errorf("%d of %d struct plans have a perfect table", perfect, structs)
+	}
+}
