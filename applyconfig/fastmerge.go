@@ -62,7 +62,7 @@ func validMap(t *pmap, m map[string]any, allowDuplicates bool) bool {
 		return true // without starting an iteration
 	}
 	for k, fv := range m {
-		ft, ok := t.fields[k]
+		ft, ok := t.fields.Get(k)
 		if !ok {
 			if t.elemZero {
 				return false
@@ -301,7 +301,7 @@ func mergeMaps(t *pmap, lhs, rhs map[string]any) (any, bool) {
 			out[k] = rv
 			continue
 		}
-		ft, ok := t.fields[k]
+		ft, ok := t.fields.Get(k)
 		if !ok {
 			ft = t.elem
 		}

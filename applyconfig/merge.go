@@ -365,7 +365,7 @@ func (w *atomicWalker) atomic(atomic bool) {
 }
 
 func (w *atomicWalker) field(m *pmap, key string, v any) {
-	ft, ok := m.fields[key]
+	ft, ok := m.fields.Get(key)
 	if !ok {
 		return
 	}

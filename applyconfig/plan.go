@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mutatis-dev/mutatis/internal/fieldtable"
 	"sigs.k8s.io/structured-merge-diff/v6/schema"
 )
 
@@ -122,8 +123,9 @@ type pmap struct {
 	// atomic is ElementRelationship == schema.Atomic.
 	atomic bool
 	// fields maps each struct field's name to its type, as FindField does
-	// (the last of fields with the same name wins).
-	fields map[string]*ptype
+	// (the last of fields with the same name wins), through a
+	// fieldtable.Table.
+	fields fieldtable.Table[*ptype]
 	// elem is the ptype of ElementType, the type of keys that are not
 	// fields; elemZero is ElementType == schema.TypeRef{}.
 	elem     *ptype
@@ -187,17 +189,18 @@ func (t *ptype) compile() {
 	if a.Map != nil {
 		m := &pmap{
 			atomic:   a.Map.ElementRelationship == schema.Atomic,
-			fields:   make(map[string]*ptype, len(a.Map.Fields)),
 			elem:     p.ref(a.Map.ElementType),
 			elemZero: a.Map.ElementType == schema.TypeRef{},
 		}
 		// The last field of a name wins, as in FindField's index.
+		fields := make(map[string]*ptype, len(a.Map.Fields))
 		for i := len(a.Map.Fields) - 1; i >= 0; i-- {
 			f := &a.Map.Fields[i]
-			if _, dup := m.fields[f.Name]; !dup {
-				m.fields[f.Name] = p.ref(f.Type)
+			if _, dup := fields[f.Name]; !dup {
+				fields[f.Name] = p.ref(f.Type)
 			}
 		}
+		m.fields = fieldtable.New(fields)
 		t.m = m
 	}
 	if a.List != nil {

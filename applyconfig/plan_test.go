@@ -279,7 +279,7 @@ func TestPlanIsResolve(t *testing.T) {
 				comparePlanWithResolve(t, k.s, pt)
 				if pt.m != nil {
 					queue = append(queue, pt.m.elem)
-					for _, f := range pt.m.fields {
+					for _, f := range pt.m.fields.All() {
 						queue = append(queue, f)
 					}
 				}
@@ -344,13 +344,13 @@ func comparePlanWithResolve(t *testing.T, s *smdschema.Schema, pt *ptype) {
 		for _, f := range a.Map.Fields {
 			names[f.Name] = true
 			sf, _ := a.Map.FindField(f.Name)
-			ft, ok := m.fields[f.Name]
+			ft, ok := m.fields.Get(f.Name)
 			if !ok || !sameResolution(ft.tr, sf.Type) || ft.plan != pt.plan {
 				fail("field %q differs", f.Name)
 			}
 		}
-		if len(names) != len(m.fields) {
-			fail("%d fields, want %d", len(m.fields), len(names))
+		if len(names) != m.fields.Len() {
+			fail("%d fields, want %d", m.fields.Len(), len(names))
 		}
 	}
 	if (pt.l != nil) != (a.List != nil) {
@@ -601,7 +601,7 @@ func TestPlanConcurrentCompilation(t *testing.T) {
 func TestPlanOverrides(t *testing.T) {
 	s, tr := parsePlanTestSchema(t)
 	root := newPlan(s, tr).get()
-	field := func(name string) *ptype { return root.m.fields[name].get() }
+	field := func(name string) *ptype { return fieldOf(root.m, name).get() }
 	if f := field("atomicProps"); !f.m.atomic || field("schema").m.atomic {
 		t.Error("atomicProps: the override is not applied, or applied to props itself")
 	}
@@ -642,7 +642,7 @@ func TestPlanOverrides(t *testing.T) {
 	}
 	// The recursion closes: props' items is props.
 	props := field("schema")
-	if props.m.fields["items"].get() != props || props.m.fields["properties"].get().m.elem.get() != props {
+	if fieldOf(props.m, "items").get() != props || fieldOf(props.m, "properties").get().m.elem.get() != props {
 		t.Error("props is not memoized")
 	}
 }
@@ -771,4 +771,10 @@ func TestCopyWithRoom(t *testing.T) {
 	if !gotOK || !wantOK || !reflect.DeepEqual(got, want) {
 		t.Fatalf("merge into a nil map: %v %#v, reference %v %#v", gotOK, got, wantOK, want)
 	}
+}
+
+// fieldOf is the type of m's field name, nil when there is none.
+func fieldOf(m *pmap, name string) *ptype {
+	ft, _ := m.fields.Get(name)
+	return ft
 }

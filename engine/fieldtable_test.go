@@ -28,12 +28,12 @@ func TestFieldTableIsTheMap(t *testing.T) {
 			continue
 		}
 		structs++
-		if n.table.slots != nil {
+		if n.table.Perfect() {
 			perfect++
 		}
 		probe := func(k string) {
-			if got, want := n.table.get(k), n.fields[k]; got != want {
-				t.Fatalf("%v: get(%q) = %v, want %v", typ, k, got, want)
+			if got, _ := n.table.Get(k); got != n.fields[k] {
+				t.Fatalf("%v: Get(%q) = %v, want %v", typ, k, got, n.fields[k])
 			}
 		}
 		for name := range n.fields {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
+	"github.com/mutatis-dev/mutatis/internal/fieldtable"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
@@ -92,7 +93,7 @@ type node struct {
 	// (nodeStruct).
 	fields map[string]*field
 	// table is the lookup of fields the walk uses.
-	table fieldTable
+	table fieldtable.Table[*field]
 	// unsetPresent are the fields that the converter writes even when they
 	// are unset (no omitempty, or a struct), with their output.
 	unsetPresent []*field
@@ -496,7 +497,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 		}
 		nPresent := 0 // keys of m that are fields in n.unsetPresent
 		for k, item := range m {
-			f := n.table.get(k)
+			f, _ := n.table.Get(k)
 			if strict && (f == nil || item == nil && !f.node.nullIsZero) {
 				// An unknown field is an error of strict decoding; a null is
 				// handed to a custom type's UnmarshalJSON, which may refuse it
@@ -853,7 +854,7 @@ func (nz *normalizer) buildStruct(n *node, t reflect.Type) {
 			n.unsetPresent = append(n.unsetPresent, f)
 		}
 	}
-	n.kind, n.fields, n.table = nodeStruct, fields, newFieldTable(fields)
+	n.kind, n.fields, n.table = nodeStruct, fields, fieldtable.New(fields)
 }
 
 // collectFields adds the JSON fields of struct type t to fields, reading
