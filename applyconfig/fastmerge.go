@@ -69,6 +69,15 @@ func validMap(t *pmap, m map[string]any, allowDuplicates bool) bool {
 			}
 			ft = t.elem
 		}
+		if _, isString := fv.(string); isString {
+			// The most common leaf, without the call (validValue's string
+			// case).
+			ft = ft.get()
+			if !ft.ok || ft.scalar&acceptsString == 0 {
+				return false
+			}
+			continue
+		}
 		if !validValue(ft, fv, allowDuplicates) {
 			return false
 		}
