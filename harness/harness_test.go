@@ -267,3 +267,43 @@ func TestReports(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareMetrics checks Compare on measurements with known figures: a
+// run twice as slow (the same cost) regresses on time and not on cost, a
+// costlier run on cost; both looks at each; measurements without a
+// counterpart, and time baselines of zero, are not compared.
+func TestCompareMetrics(t *testing.T) {
+	m := func(path string, cost int64, ns float64) Measurement {
+		return Measurement{Fixture: "pod.yaml", Scale: 1, Policy: "p", Path: path, RuntimeCost: cost, NsPerOp: ns}
+	}
+	base := []Measurement{m("a", 100, 1000), m("b", 100, 1000), m("c", 100, 0)}
+	for _, tc := range []struct {
+		name    string
+		current []Measurement
+		metric  Metric
+		maxPct  float64
+		want    []string
+	}{
+		{"twice as slow fails on time", []Measurement{m("a", 100, 2000)}, MetricTime, 50,
+			[]string{"pod.yaml|p||a|1: time 1000 → 2000 ns/op (+100.0%)"}},
+		{"twice as slow passes a 150% threshold", []Measurement{m("a", 100, 2000)}, MetricTime, 150, nil},
+		{"twice as slow passes on cost", []Measurement{m("a", 100, 2000)}, MetricCost, 10, nil},
+		{"costlier fails on cost only", []Measurement{m("b", 130, 1000)}, MetricBoth, 10,
+			[]string{"pod.yaml|p||b|1: cost 100 → 130 cost units (+30.0%)"}},
+		{"both regress", []Measurement{m("a", 130, 3000)}, MetricBoth, 10,
+			[]string{"pod.yaml|p||a|1: cost 100 → 130 cost units (+30.0%)", "pod.yaml|p||a|1: time 1000 → 3000 ns/op (+200.0%)"}},
+		{"faster is no regression", []Measurement{m("a", 50, 10)}, MetricBoth, 0, nil},
+		{"no counterpart", []Measurement{m("new", 1e6, 1e9)}, MetricBoth, 0, nil},
+		{"no time baseline", []Measurement{m("c", 100, 5000)}, MetricTime, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range Compare(base, tc.current, tc.maxPct, tc.metric) {
+				got = append(got, r.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("regressions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}

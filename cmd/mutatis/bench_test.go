@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -41,12 +42,35 @@ func TestBench(t *testing.T) {
 		t.Fatalf("baseline %s: %v", saved, err)
 	}
 
+	// The same baseline as if measured on a machine a thousand times faster:
+	// any run here is far slower, whatever the load, on time alone.
+	var raw map[string]any
+	dec := json.NewDecoder(bytes.NewReader(saved))
+	dec.UseNumber() // static costs are uint64
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range raw["measurements"].([]any) {
+		m := m.(map[string]any)
+		ns, err := m["nsPerOp"].(json.Number).Float64()
+		if err != nil || ns <= 0 {
+			t.Fatalf("nsPerOp %v: %v", m["nsPerOp"], err)
+		}
+		m["nsPerOp"] = ns / 1000
+	}
+	fast := filepath.Join(dir, "fast.json")
+	if b, err := json.Marshal(raw); err != nil || os.WriteFile(fast, b, 0o600) != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name, policy string
 		extra        []string
 		wantCode     int
 		wantStderr   string
 	}{
+		{name: "a slower run fails on time", policy: "policy-x1.yaml", extra: []string{"--baseline", fast, "--metric", "time", "--max-regression", "100"}, wantCode: 1, wantStderr: "2 measurement(s) regressed by more than 100%"},
+		{name: "a slower run passes on cost", policy: "policy-x1.yaml", extra: []string{"--baseline", fast, "--metric", "cost"}},
 		{name: "the same policy passes against its baseline", policy: "policy-x1.yaml", extra: []string{"--metric", "cost"}},
 		// Filtering twice: cost 137 → 164 at ×1 (+20%), 308 → 506 at ×10 (+64%).
 		{name: "a policy twice as costly fails", policy: "policy-x2.yaml", extra: []string{"--metric", "cost", "--max-regression", "15"}, wantCode: 1, wantStderr: "2 measurement(s) regressed by more than 15%"},
