@@ -1,18 +1,21 @@
 // Package fieldtable looks struct fields up by name with one probe: a
-// perfect hash over the name's length and first and last bytes, searched
-// for once, when the table is built. The walks over objects that check
+// perfect hash over the name's length and first and last eight bytes,
+// searched for once, when the table is built. The walks over objects that check
 // every key against a schema or a Go type (the engine's normalizer, the
 // applyconfig validation and merge) look up one field per key of every
 // object; a Go map hashes the whole key each time.
 package fieldtable
 
-import "iter"
+import (
+	"iter"
+	"math/bits"
+)
 
 // Table maps field names to values of type V. A Table is immutable once
 // built and safe for concurrent use. The zero Table is empty.
 type Table[V any] struct {
 	slots []slot[V] // nil: use byName
-	mult  uint32
+	mult  uint64
 	shift uint8
 	// byName is the map lookup, for the field sets no perfect hash was
 	// found for.
@@ -33,41 +36,76 @@ func New[V any](fields map[string]V) Table[V] {
 	if len(fields) == 0 {
 		return t
 	}
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		if name == "" {
+			return t // hash 0 is shared with other names; keep the map
+		}
+		names = append(names, name)
+	}
 	bits := uint8(1)
 	for 1<<bits < 2*len(fields) {
 		bits++
 	}
+	// taken[i] == round marks slot i used in the current candidate, so that
+	// one buffer serves every candidate without clearing.
+	var taken []uint16
+	round := uint16(0)
 	for ; bits <= 12 && 1<<bits <= 16*len(fields); bits++ {
-		mult := uint32(0x9E3779B1)
+		taken = make([]uint16, 1<<bits)
+		round = 0
+		mult := uint64(0x9E3779B97F4A7C15)
 	candidates:
 		for range 256 {
-			mult = mult*1664525 + 1013904223 | 1 // odd multipliers from an LCG
-			slots := make([]slot[V], 1<<bits)
-			for name, v := range fields {
-				if name == "" {
-					return t // hash 0 is shared with other names; keep the map
-				}
-				s := &slots[hash(name, mult, 32-bits)]
-				if s.used {
+			mult = mult*6364136223846793005 + 1442695040888963407 | 1 // odd multipliers from an LCG
+			round++
+			for _, name := range names {
+				i := hash(name, mult, 64-bits)
+				if taken[i] == round {
 					continue candidates
 				}
-				*s = slot[V]{name, v, true}
+				taken[i] = round
 			}
-			t.slots, t.mult, t.shift = slots, mult, 32-bits
+			slots := make([]slot[V], 1<<bits)
+			for _, name := range names {
+				slots[hash(name, mult, 64-bits)] = slot[V]{name, fields[name], true}
+			}
+			t.slots, t.mult, t.shift = slots, mult, 64-bits
 			return t
 		}
 	}
 	return t
 }
 
-// hash hashes a name into 32-shift bits (multiplicative hashing of its
-// length and first and last bytes).
-func hash(k string, mult uint32, shift uint8) uint32 {
+// hash hashes a name into 64-shift bits: multiplicative hashing of a word
+// made of its length and of its first and last eight bytes (all of its
+// bytes, for names of up to 16).
+func hash(k string, mult uint64, shift uint8) uint32 {
 	n := len(k)
-	if n == 0 {
-		return 0
+	var x uint64
+	switch {
+	case n >= 8:
+		x = le64(k) ^ bits.RotateLeft64(le64(k[n-8:]), 31)
+	case n >= 4:
+		x = uint64(le32(k)) | uint64(le32(k[n-4:]))<<32
+	case n > 0:
+		x = uint64(k[0]) | uint64(k[n/2])<<8 | uint64(k[n-1])<<16
 	}
-	return ((uint32(n)<<16 | uint32(k[0])<<8 | uint32(k[n-1])) * mult) >> shift
+	x ^= uint64(n) << 56
+	return uint32((x * mult) >> shift)
+}
+
+// le32 reads the first four bytes of s, little-endian.
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// le64 reads the first eight bytes of s, little-endian.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // Get returns the value of the field named k, and whether there is one.

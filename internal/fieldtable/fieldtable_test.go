@@ -1,11 +1,15 @@
 package fieldtable
 
 import (
+	"reflect"
+
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestTableIsTheMap builds tables of many field sets — real Kubernetes
@@ -18,8 +22,8 @@ func TestTableIsTheMap(t *testing.T) {
 		"ownerReferences", "finalizers", "managedFields", "containers", "initContainers", "volumes",
 		"image", "imagePullPolicy", "env", "envFrom", "ports", "resources", "command", "args", "workingDir"}
 	sets := [][]string{nil, {"a"}, {""}, {"", "spec"}, real[:5], real,
-		{"aXb", "aYb", "aZb"},               // same length, first and last byte: no perfect hash
-		{"spec", "status", "sXXc", "stXXs"}, // partial collisions
+		{"aaaaaaaaXbbbbbbbb", "aaaaaaaaYbbbbbbbb", "aaaaaaaaZbbbbbbbb"}, // same length, first and last eight bytes: no perfect hash
+		{"spec", "status", "sXXc", "stXXs", "minReplicas", "maxReplicas", "forZones", "forNodes"},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
@@ -42,6 +46,9 @@ func TestTableIsTheMap(t *testing.T) {
 		tab := New(m)
 		if tab.Perfect() {
 			perfect++
+		}
+		if i == 6 && tab.Perfect() {
+			t.Errorf("%v: a perfect table for names that hash alike", names)
 		}
 		probe := func(k string) {
 			v, ok := tab.Get(k)
@@ -97,7 +104,7 @@ func BenchmarkGet(b *testing.B) {
 // TestAllAndLen checks All and Len against the map a table is built from,
 // perfect or not.
 func TestAllAndLen(t *testing.T) {
-	for _, m := range []map[string]int{nil, {"spec": 1, "status": 2, "metadata": 3}, {"aXb": 1, "aYb": 2, "aZb": 3}, {"": 1, "kind": 2}} {
+	for _, m := range []map[string]int{nil, {"spec": 1, "status": 2, "metadata": 3}, {"aaaaaaaaXbbbbbbbb": 1, "aaaaaaaaYbbbbbbbb": 2}, {"": 1, "kind": 2}} {
 		tab := New(m)
 		got := map[string]int{}
 		for k, v := range tab.All() {
@@ -109,5 +116,32 @@ func TestAllAndLen(t *testing.T) {
 		for range tab.All() {
 			break // stopping early must not panic
 		}
+	}
+}
+
+// BenchmarkNew is building the table of the fields of PodSpec (a perfect
+// hash is found) and of a field set where none is (all names share their
+// length and first and last eight bytes): done once per type, on first use.
+func BenchmarkNew(b *testing.B) {
+	podSpec := map[string]int{}
+	t := reflect.TypeFor[corev1.PodSpec]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		podSpec[name] = i
+	}
+	colliding := map[string]int{}
+	for i := range 40 {
+		colliding[fmt.Sprintf("prefix__%02dsuffix__", i)] = i
+	}
+	for _, c := range []struct {
+		name   string
+		fields map[string]int
+	}{{"PodSpec", podSpec}, {"colliding", colliding}} {
+		b.Run("fields="+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				New(c.fields)
+			}
+		})
 	}
 }
