@@ -152,12 +152,13 @@ func (c *Cluster) Namespaced(gvk schema.GroupVersionKind) (namespaced, known boo
 
 // Config returns the engine configuration over this cluster.
 func (c *Cluster) Config() engine.Config {
+	pt := c.Patcher()
 	return engine.Config{
 		Authorizer: c.Authorizer,
 		Matcher:    matching.NewMatcher(c, c.Table),
 		Namespaces: c,
-		Params:     &params.Collector{Source: c.Params, Scopes: c, Scheme: scheme.Scheme},
-		Patcher:    c.Patcher(),
+		Params:     &params.Collector{Source: c.Params, Scopes: c, Scheme: scheme.Scheme, Normalize: pt.Normalize},
+		Patcher:    pt,
 	}
 }
 

@@ -524,11 +524,12 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 // engineConfig is the engine configuration over the controller's caches.
 func (c *Controller) engineConfig() engine.Config {
 	ns := matching.NamespaceGetterFunc(c.namespace)
+	pt := &engine.Patcher{Schemas: c.schemas, Scheme: scheme.Scheme}
 	return engine.Config{
 		Matcher:    matching.NewMatcher(ns, c.table),
 		Namespaces: ns,
-		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}, Scheme: scheme.Scheme},
-		Patcher:    &engine.Patcher{Schemas: c.schemas, Scheme: scheme.Scheme},
+		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}, Scheme: scheme.Scheme, Normalize: pt.Normalize},
+		Patcher:    pt,
 		Metrics:    c.cfg.Metrics,
 		Authorizer: c.authz,
 	}

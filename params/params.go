@@ -53,6 +53,12 @@ type Collector struct {
 	// typed and without apiVersion/kind, so CEL sees them that way
 	// (has(params.kind) is false); the Collector presents them identically.
 	Scheme *runtime.Scheme
+	// Normalize, when set, computes the typed round trip of an object of a
+	// kind Scheme knows (FromUnstructured into its Go type, then
+	// ToUnstructured with apiVersion and kind those of gvk), as
+	// engine.(*Patcher).Normalize does without building the Go object.
+	// nil: the Collector makes the round trip itself.
+	Normalize func(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error)
 }
 
 // CheckKind reports whether a policy's paramKind resolves to a served
@@ -163,6 +169,13 @@ func (c *Collector) present(gvk schema.GroupVersionKind, o *unstructured.Unstruc
 	if c.Scheme == nil || !c.Scheme.Recognizes(gvk) {
 		return o.Object, nil
 	}
+	if c.Normalize != nil {
+		m, err := c.Normalize(o.Object, gvk)
+		if err != nil {
+			return nil, fmt.Errorf("failed to convert param %v to typed object: %w", gvk, err)
+		}
+		return withoutTypeMeta(m), nil
+	}
 	typed, err := c.Scheme.New(gvk)
 	if err != nil {
 		return nil, err
@@ -172,6 +185,23 @@ func (c *Collector) present(gvk schema.GroupVersionKind, o *unstructured.Unstruc
 	}
 	typed.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+}
+
+// withoutTypeMeta is m without apiVersion and kind, copied when it has
+// either (m may be shared with the source object).
+func withoutTypeMeta(m map[string]any) map[string]any {
+	_, av := m["apiVersion"]
+	_, k := m["kind"]
+	if !av && !k {
+		return m
+	}
+	out := make(map[string]any, len(m))
+	for key, v := range m {
+		if key != "apiVersion" && key != "kind" {
+			out[key] = v
+		}
+	}
+	return out
 }
 
 // Memory is an in-memory Source over a set of objects, for offline use

@@ -394,11 +394,12 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 		return dispatchOutcome{}, engine.Result{}, err
 	}
 	nsGetter := namespaceGetter(w.namespaces)
+	pt := &engine.Patcher{Schemas: w.schemas, Scheme: scheme.Scheme}
 	ev := engine.NewEvaluator(engine.Config{
 		Matcher:    matching.NewMatcher(nsGetter, w.table),
 		Namespaces: nsGetter,
-		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}, Scheme: scheme.Scheme},
-		Patcher:    &engine.Patcher{Schemas: w.schemas, Scheme: scheme.Scheme},
+		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}, Scheme: scheme.Scheme, Normalize: pt.Normalize},
+		Patcher:    pt,
 		Authorizer: w.authz,
 	}, hooks)
 	res, err := ev.Admit(ctx, matching.AttributesFrom(r.attributes()))
