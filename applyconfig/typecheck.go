@@ -68,35 +68,58 @@ func (c *typeNameChecker) check(v ref.Val, path string) {
 		c.errs = append(c.errs, fmt.Errorf("unexpected type name %q, expected %q, which matches field name path from root Object type", tn, path))
 	}
 	for k, f := range objectValFields(ov) {
-		if _, isObject := f.(*dynamic.ObjectVal); isObject {
-			c.check(f, path+"."+k)
+		if child, isObject := f.(*dynamic.ObjectVal); isObject {
+			if tn := child.Type().TypeName(); isFieldPath(tn, path, k) {
+				c.check(f, tn) // path.k, without building it
+			} else {
+				c.check(f, path+"."+k)
+			}
 			continue
 		}
 		c.checkItems(f, path, k, true)
 	}
 }
 
+// isFieldPath reports whether s is parent + "." + key.
+func isFieldPath(s, parent, key string) bool {
+	return len(s) == len(parent)+1+len(key) && s[len(parent)] == '.' && s[:len(parent)] == parent && s[len(parent)+1:] == key
+}
+
+// isScalar tells the values check has nothing to look at in: neither
+// Objects nor lists or maps.
+func isScalar(v ref.Val) bool {
+	switch v.(type) {
+	case types.String, types.Int, types.Uint, types.Double, types.Bool, types.Bytes, types.Null:
+		return true
+	}
+	return false
+}
+
 // checkItems checks the items of v when it is a list or a map of CEL
 // values, under the path of field key of parent (of parent itself when v
 // is not a field).
 func (c *typeNameChecker) checkItems(v ref.Val, parent, key string, field bool) {
-	var items []ref.Val
-	switch value := v.Value().(type) {
-	case []ref.Val:
-		items = value
-	case map[ref.Val]ref.Val:
-		for _, item := range value {
-			items = append(items, item)
-		}
-	}
-	if len(items) == 0 {
+	if isScalar(v) {
 		return
 	}
-	path := parent
-	if field {
-		path = parent + "." + key
-	}
-	for _, item := range items {
+	path, built := parent, !field
+	visit := func(item ref.Val) {
+		if isScalar(item) {
+			return // check would find nothing
+		}
+		if !built {
+			path, built = parent+"."+key, true
+		}
 		c.check(item, path)
+	}
+	switch value := v.Value().(type) {
+	case []ref.Val:
+		for _, item := range value {
+			visit(item)
+		}
+	case map[ref.Val]ref.Val:
+		for _, item := range value {
+			visit(item)
+		}
 	}
 }

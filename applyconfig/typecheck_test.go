@@ -48,6 +48,11 @@ func TestCheckTypeNamesAsUpstream(t *testing.T) {
 		"map values":         obj("Object", "spec", obj("Object.spec", "m", mapOf(types.String("k"), obj("Object.spec.m"), types.String("j"), obj("Object.spec")))),
 		"native list":        obj("Object", "spec", obj("Object.spec", "args", types.DefaultTypeAdapter.NativeToValue([]string{"a"}))),
 		"scalars":            obj("Object", "a", types.String("x"), "b", types.True, "c", types.Double(1.5), "d", types.NullValue),
+		"wrong separator":    obj("Object", "spec", obj("Objectxspec")),
+		"wrong prefix":       obj("Object", "spec", obj("Xbject.spec", "a", obj("Xbject.spec.a"))),
+		"wrong suffix":       obj("Object", "spec", obj("Object.spek")),
+		"items with fields":  obj("Object", "spec", obj("Object.spec", "containers", list(obj("Object.spec.containers", "env", list(obj("Object.spec.containers.env"), obj("Object.env"))), types.String("s")))),
+		"scalar map values":  obj("Object", "m", mapOf(types.String("a"), types.Int(1), types.String("b"), list(obj("Object.m")))),
 	}
 	lines := func(err error) []string {
 		if err == nil {
