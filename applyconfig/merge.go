@@ -128,8 +128,8 @@ func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, pr
 		return nil, errors.New("error applying patch: live object must not be nil")
 	}
 	root := m.root
-	if live.GroupVersionKind() != m.gvk {
-		root = probeRoot(m.tc, live.GroupVersionKind())
+	if gvk := live.GroupVersionKind(); gvk != m.gvk {
+		root = probeRoot(m.tc, gvk)
 	}
 	return mergeChained(m.tc, root, live, patch, prev)
 }
@@ -165,15 +165,17 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 	p := copyWithRoom(patch, 2)
 	patchObj := &unstructured.Unstructured{Object: p}
 	if root != nil && root.gvk == gvk {
-		// SetGroupVersionKind(gvk), without allocating.
+		// SetGroupVersionKind(gvk), without allocating; root's apiVersion and
+		// kind are gvk's, so the check below would pass.
 		p["apiVersion"], p["kind"] = root.apiVersion, root.kind
 	} else {
 		patchObj.SetGroupVersionKind(gvk)
+		if pgvk := patchObj.GroupVersionKind(); pgvk != gvk {
+			return nil, fmt.Errorf("patch (%v) and original object (%v) are not of the same gvk", pgvk.String(), gvk.String())
+		}
 	}
 
-	if pgvk := patchObj.GroupVersionKind(); pgvk != gvk {
-		return nil, fmt.Errorf("patch (%v) and original object (%v) are not of the same gvk", pgvk.String(), gvk.String())
-	} else if tc == nil {
+	if tc == nil {
 		return nil, errors.New("type converter must not be nil")
 	}
 
