@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -466,6 +468,44 @@ func TestPatchFromTheRequestAsSent(t *testing.T) {
 			want["apiVersion"], want["kind"] = "v1", "ConfigMap"
 			want["metadata"].(map[string]any)["labels"] = map[string]any{"example.com/mutated": "true"}
 			checkPatchOracle(t, []byte(tc.object), rv.Response.Patch, want)
+		})
+	}
+}
+
+// TestReadBody reads bodies whose Content-Length is right, missing, too
+// small, too large or beyond the limit: always the whole body, as
+// io.ReadAll, and MaxBytesReader's error past the limit.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	for _, tc := range []struct {
+		name          string
+		contentLength int64
+		limit         int64
+		wantErr       bool
+	}{
+		{"exact", 3000, 1 << 20, false},
+		{"unknown", -1, 1 << 20, false},
+		{"announced smaller", 100, 1 << 20, false},
+		{"announced larger", 5000, 1 << 20, false},
+		{"announced beyond the limit", 1 << 30, 1 << 20, false},
+		{"body beyond the limit", 3000, 1000, true},
+		{"body beyond the limit, announced within it", 500, 1000, true},
+		{"empty announced", 0, 1 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			r := http.MaxBytesReader(rec, io.NopCloser(iotest.HalfReader(strings.NewReader(body))), tc.limit)
+			got, err := readBody(r, tc.contentLength, tc.limit)
+			var tooLarge *http.MaxBytesError
+			if tc.wantErr {
+				if !errors.As(err, &tooLarge) {
+					t.Fatalf("error %v, want *http.MaxBytesError", err)
+				}
+				return
+			}
+			if err != nil || string(got) != body {
+				t.Fatalf("read %d bytes, %v; want %d", len(got), err, len(body))
+			}
 		})
 	}
 }
