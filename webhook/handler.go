@@ -185,14 +185,20 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, me
 	_, _ = w.Write(body)
 }
 
+// presizeLimit bounds the buffer readBody allocates before any byte has
+// arrived: a client announcing a large body and sending nothing holds no
+// more than this.
+const presizeLimit = 64 << 10
+
 // readBody is io.ReadAll of r, into a buffer sized from the request's
 // Content-Length when it is known and within limit (io.ReadAll starts at
-// 512 bytes and grows the buffer several times for a typical review).
+// 512 bytes and grows the buffer several times for a typical review), up
+// to presizeLimit; a larger body grows it as io.ReadAll does.
 func readBody(r io.Reader, contentLength, limit int64) ([]byte, error) {
 	if contentLength <= 0 || contentLength > limit {
 		return io.ReadAll(r)
 	}
-	b := make([]byte, 0, contentLength+1) // room for the read that sees EOF
+	b := make([]byte, 0, min(contentLength, presizeLimit)+1) // room for the read that sees EOF
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

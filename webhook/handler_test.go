@@ -476,23 +476,25 @@ func TestPatchFromTheRequestAsSent(t *testing.T) {
 // small, too large or beyond the limit: always the whole body, as
 // io.ReadAll, and MaxBytesReader's error past the limit.
 func TestReadBody(t *testing.T) {
-	body := strings.Repeat("x", 3000)
 	for _, tc := range []struct {
 		name          string
+		size          int
 		contentLength int64
 		limit         int64
 		wantErr       bool
 	}{
-		{"exact", 3000, 1 << 20, false},
-		{"unknown", -1, 1 << 20, false},
-		{"announced smaller", 100, 1 << 20, false},
-		{"announced larger", 5000, 1 << 20, false},
-		{"announced beyond the limit", 1 << 30, 1 << 20, false},
-		{"body beyond the limit", 3000, 1000, true},
-		{"body beyond the limit, announced within it", 500, 1000, true},
-		{"empty announced", 0, 1 << 20, false},
+		{"exact", 3000, 3000, 1 << 20, false},
+		{"exact, beyond the presized buffer", 3*presizeLimit + 7, 3*presizeLimit + 7, 1 << 20, false},
+		{"unknown", 3000, -1, 1 << 20, false},
+		{"announced smaller", 3000, 100, 1 << 20, false},
+		{"announced larger", 3000, 5000, 1 << 20, false},
+		{"announced beyond the limit", 3000, 1 << 30, 1 << 20, false},
+		{"body beyond the limit", 3000, 3000, 1000, true},
+		{"body beyond the limit, announced within it", 3000, 500, 1000, true},
+		{"empty announced", 3000, 0, 1 << 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			body := strings.Repeat("x", tc.size)
 			rec := httptest.NewRecorder()
 			r := http.MaxBytesReader(rec, io.NopCloser(iotest.HalfReader(strings.NewReader(body))), tc.limit)
 			got, err := readBody(r, tc.contentLength, tc.limit)
