@@ -23,7 +23,6 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -32,6 +31,7 @@ import (
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/rbac"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Cluster is the state of a simulated cluster. Build one with New; it is
@@ -41,6 +41,9 @@ type Cluster struct {
 	Table *matching.Table
 	// Schemas are the structural schemas for ApplyConfiguration merges.
 	Schemas *applyconfig.Schemas
+	// Scheme is kube-apiserver's scheme: the typed form, defaulting,
+	// conversion and validation of the objects.
+	Scheme *scheme.Scheme
 	// Params holds every object (params are looked up here).
 	Params *params.Memory
 	// Authorizer evaluates the RBAC objects; system:masters is allowed all.
@@ -59,6 +62,7 @@ func New(objects []manifest.Object) (*Cluster, error) {
 	c := &Cluster{
 		Table:      matching.DefaultTable(),
 		Schemas:    applyconfig.NewSchemas(),
+		Scheme:     scheme.New(),
 		Params:     params.NewMemory(),
 		namespaces: map[string]*corev1.Namespace{},
 	}
@@ -157,14 +161,14 @@ func (c *Cluster) Config() engine.Config {
 		Authorizer: c.Authorizer,
 		Matcher:    matching.NewMatcher(c, c.Table),
 		Namespaces: c,
-		Params:     &params.Collector{Source: c.Params, Scopes: c, Scheme: scheme.Scheme, Normalize: pt.Normalize},
+		Params:     &params.Collector{Source: c.Params, Scopes: c, Scheme: pt.Scheme},
 		Patcher:    pt,
 	}
 }
 
 // Patcher returns a Patcher over the cluster's schemas.
 func (c *Cluster) Patcher() *engine.Patcher {
-	return &engine.Patcher{Schemas: c.Schemas, Scheme: scheme.Scheme}
+	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme}
 }
 
 // Evaluator compiles policies and bindings (with comp; nil for a new

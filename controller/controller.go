@@ -34,6 +34,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 )
 
 // The policy sources (Config.Source).
@@ -162,6 +163,7 @@ type Controller struct {
 	compiler *compiler.Compiler
 	table    *matching.Table
 	schemas  *applyconfig.Schemas
+	scheme   *kubescheme.Scheme
 	authz    authorizer.Authorizer
 	recorder record.EventRecorder
 	events   record.EventBroadcaster // nil when cfg.Recorder was given
@@ -231,6 +233,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg:       cfg,
 		table:     matching.DefaultTable(),
 		schemas:   applyconfig.NewSchemas(),
+		scheme:    kubescheme.New(),
 		converted: map[string]convertedObject{},
 		reported:  map[string]string{},
 		compiled:  map[string]bool{},
@@ -524,11 +527,11 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 // engineConfig is the engine configuration over the controller's caches.
 func (c *Controller) engineConfig() engine.Config {
 	ns := matching.NamespaceGetterFunc(c.namespace)
-	pt := &engine.Patcher{Schemas: c.schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: c.schemas, Scheme: c.scheme}
 	return engine.Config{
 		Matcher:    matching.NewMatcher(ns, c.table),
 		Namespaces: ns,
-		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}, Scheme: scheme.Scheme, Normalize: pt.Normalize},
+		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}, Scheme: c.scheme},
 		Patcher:    pt,
 		Metrics:    c.cfg.Metrics,
 		Authorizer: c.authz,

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -76,8 +77,8 @@ func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdm
 	return NewEvaluator(Config{
 		Matcher:    matching.NewMatcher(namespaces, table),
 		Namespaces: namespaces,
-		Params:     &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}, Scheme: scheme.Scheme},
-		Patcher:    &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: scheme.Scheme},
+		Params:     &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}, Scheme: kubescheme.New()},
+		Patcher:    &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()},
 	}, hooks)
 }
 
@@ -304,7 +305,7 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 		denied bool
 	}{{admissionregistrationv1.Fail, true}, {admissionregistrationv1.Ignore, false}} {
 		ev := newEvaluator(t, mapPolicy("p", never, tc.fp, counter))
-		ev.cfg.Patcher = &Patcher{Scheme: scheme.Scheme} // no Schemas: the lookup panics
+		ev.cfg.Patcher = &Patcher{Scheme: kubescheme.New()} // no Schemas: the lookup panics
 		res, err := ev.Admit(context.Background(), createConfigMap())
 		if err != nil {
 			t.Fatal(err)

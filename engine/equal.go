@@ -49,3 +49,8 @@ func jsonEqual(a, b any) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// sameMap reports whether a and b are the very same map.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
+
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
 
@@ -33,26 +35,26 @@ func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
 		}
 	}
 
-	inputs := normalizeInputs(t)
+	inputs := testobjects.Inputs(t)
 	r := rand.New(rand.NewPCG(11, 2026))
 	equal := 0
 	for i := 0; i < 2000; i++ {
 		in := inputs[r.IntN(len(inputs))]
-		a := deepCopy(in.obj)
+		a := testobjects.DeepCopy(in.Obj)
 		var b any = a
 		switch r.IntN(3) {
 		case 0:
-			b = deepCopy(a)
+			b = testobjects.DeepCopy(a)
 		case 1:
 			for k := r.IntN(2); k >= 0; k-- {
-				b = perturbShared(r, b)
+				b = testobjects.PerturbShared(r, b)
 			}
 		default:
-			b = perturb(r, deepCopy(a))
+			b = testobjects.Perturb(r, testobjects.DeepCopy(a))
 		}
 		got, want := jsonEqual(a, b), apiequality.Semantic.DeepEqual(a, b)
 		if got != want {
-			t.Fatalf("%d %s: jsonEqual = %v, Semantic.DeepEqual = %v\na: %#v\nb: %#v", i, in.name, got, want, a, b)
+			t.Fatalf("%d %s: jsonEqual = %v, Semantic.DeepEqual = %v\na: %#v\nb: %#v", i, in.Name, got, want, a, b)
 		}
 		if got {
 			equal++

@@ -12,9 +12,12 @@ import (
 	"strings"
 	"testing"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
@@ -53,11 +56,11 @@ func oracleJSONPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.G
 // unchanged. It reports whether the fast path answered.
 func checkJSONPatch(t *testing.T, pt *Patcher, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
-	before := deepCopy(obj)
+	before := testobjects.DeepCopy(obj)
 	want, wantSkipped, wantErr := pt.jsonPatchExact(obj, ops, gvk)
 	got, skipped, err := pt.jsonPatch(obj, ops, gvk)
 	fastOut, fast := pt.jsonPatchFast(obj, ops, gvk)
-	oracle, oracleSkipped, oracleErr := oracleJSONPatch(obj, ops, gvk, pt.Scheme)
+	oracle, oracleSkipped, oracleErr := oracleJSONPatch(obj, ops, gvk, pt.Scheme.Types())
 	if !valuetest.BitsEqual(obj, before) {
 		t.Fatalf("the object was modified: %#v, was %#v", obj, before)
 	}
@@ -136,7 +139,7 @@ var jpOddValues = []func() any{
 	func() any { return map[string]string{"a": "b"} },
 }
 
-// perturbJSON plants one odd value (or one of oddValues) at a random place
+// perturbJSON plants one odd value (or one of testobjects.OddValues) at a random place
 // of v, copying the maps and slices on the way: v is not modified. It
 // returns the JSON pointer of that place too.
 func perturbJSON(r *rand.Rand, v any) (any, string) {
@@ -144,7 +147,7 @@ func perturbJSON(r *rand.Rand, v any) (any, string) {
 		if r.IntN(2) == 0 {
 			return jpOddValues[r.IntN(len(jpOddValues))]()
 		}
-		return oddValues[r.IntN(len(oddValues))]()
+		return testobjects.OddValues[r.IntN(len(testobjects.OddValues))]()
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -366,24 +369,24 @@ func randomPatch(r *rand.Rand, obj map[string]any) []jsonpatch.Operation {
 
 // jpObjects are the real objects of the property test, and the custom
 // resource.
-func jpObjects(t testing.TB) []normalizeInput {
-	return normalizeInputs(t)
+func jpObjects(t testing.TB) []testobjects.Input {
+	return testobjects.Inputs(t)
 }
 
 // TestJSONPatchFastPathIsExact compares Patcher.jsonPatch with the exact
 // path and the oracle on chosen cases, and checks which take the fast
 // path.
 func TestJSONPatchFastPathIsExact(t *testing.T) {
-	pt := &Patcher{Scheme: scheme.Scheme}
-	inputs := map[string]normalizeInput{}
+	pt := &Patcher{Scheme: kubescheme.New()}
+	inputs := map[string]testobjects.Input{}
 	for _, in := range jpObjects(t) {
-		inputs[in.name] = in
+		inputs[in.Name] = in
 	}
 	deploy := inputs["Deployment (ToUnstructured)"]
 	pod := inputs["Pod (JSON)"]
 	cm := inputs["ConfigMap (JSON)"]
 	with := func(obj map[string]any, path string, v any) map[string]any {
-		obj = deepCopy(obj).(map[string]any)
+		obj = testobjects.DeepCopy(obj).(map[string]any)
 		parts := strings.Split(path, "/")[1:]
 		var cur any = obj
 		for _, p := range parts[:len(parts)-1] {
@@ -407,8 +410,8 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 	negZero := math.Copysign(0, -1)
 	tests := []struct {
 		name string
-		in   normalizeInput
-		obj  map[string]any // in.obj when nil
+		in   testobjects.Input
+		obj  map[string]any // in.Obj when nil
 		ops  []jsonpatch.Operation
 		fast bool
 	}{
@@ -429,26 +432,26 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 		{name: "unknown field", in: deploy, ops: []jsonpatch.Operation{op("add", "/metadata/bogus", "shop")}},
 		{name: "wrong type", in: deploy, ops: []jsonpatch.Operation{op("replace", "/spec/replicas", "5")}},
 		{name: "root replaced by a list", in: deploy, ops: []jsonpatch.Operation{op("replace", "", []any{})}},
-		{name: "kept whole float", in: deploy, obj: with(deploy.obj, "/spec/replicas", 3.0), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop")}},
-		{name: "replaced whole float", in: deploy, obj: with(deploy.obj, "/spec/replicas", 3.0), ops: []jsonpatch.Operation{op("replace", "/spec/replicas", int64(4))}, fast: true},
-		{name: "kept -0", in: deploy, obj: with(deploy.obj, "/spec/replicas", negZero), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop")}},
-		{name: "kept -0 with a null", in: deploy, obj: with(deploy.obj, "/spec/replicas", negZero), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop"), op("add", "/metadata/annotations", nil)}, fast: true},
-		{name: "removed whole float", in: pod, obj: with(pod.obj, "/metadata/bogus", 3.0), ops: []jsonpatch.Operation{op("remove", "/metadata/bogus")}, fast: true},
-		{name: "kept whole float quantity", in: pod, obj: with(pod.obj, "/spec/containers/0/resources/limits/cpu", 2.0), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
-		{name: "kept -0 quantity", in: pod, obj: with(pod.obj, "/spec/containers/0/resources/limits/cpu", negZero), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
-		{name: "kept fractional quantity", in: pod, obj: with(pod.obj, "/spec/containers/0/resources/limits/cpu", 1.5), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}, fast: true},
-		{name: "kept whole float port", in: pod, obj: with(pod.obj, "/spec/containers/0/livenessProbe/tcpSocket/port", 8080.0), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
-		{name: "kept whole float in managed fields", in: pod, obj: with(pod.obj, "/metadata/managedFields/0/fieldsV1", map[string]any{"f:a": 1.0}), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
-		{name: "removed NaN", in: pod, obj: with(pod.obj, "/metadata/bogus", math.NaN()), ops: []jsonpatch.Operation{op("remove", "/metadata/bogus")}},
-		{name: "replaced NaN label", in: pod, obj: with(pod.obj, "/metadata/labels/app", math.Inf(1)), ops: []jsonpatch.Operation{op("replace", "/metadata/labels/app", "x")}},
-		{name: "kept NaN", in: pod, obj: with(pod.obj, "/metadata/labels/app", math.NaN()), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
-		{name: "invalid label key", in: pod, obj: with(pod.obj, "/metadata/labels/app\xff", "x"), ops: []jsonpatch.Operation{op("add", "/metadata/labels/app\uFFFD", "y")}},
-		{name: "invalid label value", in: pod, obj: with(pod.obj, "/metadata/labels/app", "\xff"), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "y")}},
-		{name: "replaced invalid label value", in: pod, obj: with(pod.obj, "/metadata/labels/app", "\xff"), ops: []jsonpatch.Operation{op("replace", "/metadata/labels/app", "y")}, fast: true},
-		{name: "nil labels", in: pod, obj: with(pod.obj, "/metadata/labels", map[string]any(nil)), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop")}},
-		{name: "replaced nil labels", in: pod, obj: with(pod.obj, "/metadata/labels", map[string]any(nil)), ops: []jsonpatch.Operation{op("add", "/metadata/labels", map[string]any{"a": "b"})}, fast: true},
+		{name: "kept whole float", in: deploy, obj: with(deploy.Obj, "/spec/replicas", 3.0), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop")}},
+		{name: "replaced whole float", in: deploy, obj: with(deploy.Obj, "/spec/replicas", 3.0), ops: []jsonpatch.Operation{op("replace", "/spec/replicas", int64(4))}, fast: true},
+		{name: "kept -0", in: deploy, obj: with(deploy.Obj, "/spec/replicas", negZero), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop")}},
+		{name: "kept -0 with a null", in: deploy, obj: with(deploy.Obj, "/spec/replicas", negZero), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop"), op("add", "/metadata/annotations", nil)}, fast: true},
+		{name: "removed whole float", in: pod, obj: with(pod.Obj, "/metadata/bogus", 3.0), ops: []jsonpatch.Operation{op("remove", "/metadata/bogus")}, fast: true},
+		{name: "kept whole float quantity", in: pod, obj: with(pod.Obj, "/spec/containers/0/resources/limits/cpu", 2.0), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
+		{name: "kept -0 quantity", in: pod, obj: with(pod.Obj, "/spec/containers/0/resources/limits/cpu", negZero), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
+		{name: "kept fractional quantity", in: pod, obj: with(pod.Obj, "/spec/containers/0/resources/limits/cpu", 1.5), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}, fast: true},
+		{name: "kept whole float port", in: pod, obj: with(pod.Obj, "/spec/containers/0/livenessProbe/tcpSocket/port", 8080.0), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
+		{name: "kept whole float in managed fields", in: pod, obj: with(pod.Obj, "/metadata/managedFields/0/fieldsV1", map[string]any{"f:a": 1.0}), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
+		{name: "removed NaN", in: pod, obj: with(pod.Obj, "/metadata/bogus", math.NaN()), ops: []jsonpatch.Operation{op("remove", "/metadata/bogus")}},
+		{name: "replaced NaN label", in: pod, obj: with(pod.Obj, "/metadata/labels/app", math.Inf(1)), ops: []jsonpatch.Operation{op("replace", "/metadata/labels/app", "x")}},
+		{name: "kept NaN", in: pod, obj: with(pod.Obj, "/metadata/labels/app", math.NaN()), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "x")}},
+		{name: "invalid label key", in: pod, obj: with(pod.Obj, "/metadata/labels/app\xff", "x"), ops: []jsonpatch.Operation{op("add", "/metadata/labels/app\uFFFD", "y")}},
+		{name: "invalid label value", in: pod, obj: with(pod.Obj, "/metadata/labels/app", "\xff"), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "y")}},
+		{name: "replaced invalid label value", in: pod, obj: with(pod.Obj, "/metadata/labels/app", "\xff"), ops: []jsonpatch.Operation{op("replace", "/metadata/labels/app", "y")}, fast: true},
+		{name: "nil labels", in: pod, obj: with(pod.Obj, "/metadata/labels", map[string]any(nil)), ops: []jsonpatch.Operation{op("add", "/metadata/labels/team", "shop")}},
+		{name: "replaced nil labels", in: pod, obj: with(pod.Obj, "/metadata/labels", map[string]any(nil)), ops: []jsonpatch.Operation{op("add", "/metadata/labels", map[string]any{"a": "b"})}, fast: true},
 		{name: "colliding keys, then removed", in: pod,
-			obj: with(pod.obj, "/metadata/bogus", map[string]any{"k\uFFFD": map[string]any{}, "k\xff": "s"}),
+			obj: with(pod.Obj, "/metadata/bogus", map[string]any{"k\uFFFD": map[string]any{}, "k\xff": "s"}),
 			ops: []jsonpatch.Operation{op("add", "/metadata/bogus/k\uFFFD/b", int64(1)), op("remove", "/metadata/bogus")}},
 		{name: "custom resource", in: inputs["custom resource"], ops: []jsonpatch.Operation{op("add", "/metadata/labels", map[string]any{"a": "b"})}},
 	}
@@ -456,9 +459,9 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := tt.obj
 			if obj == nil {
-				obj = tt.in.obj
+				obj = tt.in.Obj
 			}
-			if fast := checkJSONPatch(t, pt, obj, tt.ops, tt.in.gvk); fast != tt.fast {
+			if fast := checkJSONPatch(t, pt, obj, tt.ops, tt.in.GVK); fast != tt.fast {
 				t.Errorf("fast path taken: %v, want %v", fast, tt.fast)
 			}
 		})
@@ -471,7 +474,7 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 // result or error with the fast path as with the exact path and the
 // oracle.
 func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
-	pt := &Patcher{Scheme: scheme.Scheme}
+	pt := &Patcher{Scheme: kubescheme.New()}
 	inputs := jpObjects(t)
 	r := rand.New(rand.NewPCG(11, 2026))
 	n := 5000
@@ -481,7 +484,7 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 	fast, cleanFast, clean, perturbedFast := 0, 0, 0, 0
 	for i := 0; i < n; i++ {
 		in := inputs[r.IntN(len(inputs))]
-		var obj any = in.obj
+		var obj any = in.Obj
 		perturbed := r.IntN(5) < 3
 		var planted []string
 		if perturbed {
@@ -507,8 +510,8 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 				ops = slices.Insert(ops, r.IntN(len(ops)+1), dropOp(r, path))
 			}
 		}
-		t.Run(fmt.Sprintf("%d %s", i, in.name), func(t *testing.T) {
-			f := checkJSONPatch(t, pt, m, ops, in.gvk)
+		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
+			f := checkJSONPatch(t, pt, m, ops, in.GVK)
 			if f {
 				fast++
 			}

@@ -8,12 +8,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Patcher applies one compiled mutation to an object, as kube-apiserver's
@@ -24,12 +24,9 @@ type Patcher struct {
 	// Schemas gives the type converter of the object's kind.
 	Schemas *applyconfig.Schemas
 	// Scheme knows the built-in (typed) kinds; objects of those kinds are
-	// normalized through their Go types after every mutation, as
-	// kube-apiserver holds them typed.
-	Scheme *runtime.Scheme
-
-	// normalizer holds the per-kind plans of Normalize.
-	normalizer normalizer
+	// presented in their typed form after every mutation, as kube-apiserver
+	// holds them typed.
+	Scheme *scheme.Scheme
 }
 
 // MutationOutcome describes one evaluated mutation.
@@ -147,7 +144,7 @@ func (pt *Patcher) jsonPatchExact(obj map[string]any, ops []jsonpatch.Operation,
 	if errors.As(err, &notObject) {
 		// The patch replaced the root with a non-object: upstream fails
 		// decoding that JSON.
-		_, err := jsonpatch.DecodeJSON(notObject.JSON, gvk, pt.Scheme)
+		_, err := pt.decodeJSON(notObject.JSON, gvk)
 		return nil, false, err
 	}
 	if err != nil {
@@ -173,60 +170,39 @@ func (pt *Patcher) jsonPatchFast(obj map[string]any, ops []jsonpatch.Operation, 
 	if !ok {
 		return nil, false
 	}
-	return pt.normalizer.decodeFixed(pt.Scheme, patched, gvk)
+	return pt.Scheme.DecodeFixed(patched, gvk)
 }
 
-// Normalize presents an object of a built-in kind as kube-apiserver holds it
-// after a mutation: converted to its Go type (ConvertToVersion of the
-// unstructured patch result) and back, which drops unknown fields and
-// omitempty zero values, adds the fields Go types always serialize (a Pod's
-// spec.containers, as null when unset) and canonicalizes quantities and
-// timestamps. Objects of other kinds come back as they are.
-//
-// The result is what runtime.DefaultUnstructuredConverter's FromUnstructured
-// and ToUnstructured give (and their error), computed without the typed
-// object: an object already in that form is returned as it is, without
-// allocating, and otherwise the result shares the unchanged parts of obj.
-// Neither obj nor the result may be modified in place afterwards.
+// Normalize presents an object of a built-in kind in its typed form, as
+// kube-apiserver holds it after a mutation (scheme.Scheme.Normalize);
+// objects of other kinds come back as they are.
 func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	return pt.normalize(obj, nil, gvk)
 }
 
 // normalize is Normalize; base, when not nil, is an object of kind gvk in
-// normalized form, whose maps and slices obj shares (at the same places)
-// need no walk (normalizer.normalize).
+// typed form, whose maps and slices obj shares (at the same places) need no
+// walk (scheme.Scheme.NormalizeFrom).
 func (pt *Patcher) normalize(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
+	if pt.Scheme == nil {
 		return obj, nil
 	}
-	if out, ok := pt.normalizer.normalize(pt.Scheme, obj, base, gvk); ok {
-		return out, nil
-	}
-	return pt.normalizeTyped(obj, gvk)
-}
-
-// normalizeTyped is Normalize through the typed object: the definition of
-// the result, and the fallback for the inputs the normalizer does not model.
-func (pt *Patcher) normalizeTyped(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	typed, err := pt.Scheme.New(gvk)
-	if err != nil {
-		return nil, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
-		return nil, err
-	}
-	typed.GetObjectKind().SetGroupVersionKind(gvk)
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	return pt.Scheme.NormalizeFrom(obj, base, gvk)
 }
 
 // decode is jsonpatch.Decode of a patched object (strict decoding into the
-// kind's Go type and back), computed by the normalizer when the object has
-// nothing the decoder could refuse or read differently.
+// kind's Go type and back).
 func (pt *Patcher) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.Scheme != nil && pt.Scheme.Recognizes(gvk) {
-		if out, ok := pt.normalizer.decode(pt.Scheme, doc, gvk); ok {
-			return out, nil
-		}
+	if pt.Scheme == nil {
+		return jsonpatch.Decode(doc, gvk, nil)
 	}
-	return jsonpatch.Decode(doc, gvk, pt.Scheme)
+	return pt.Scheme.Decode(doc, gvk)
+}
+
+// decodeJSON is decode of a patch result that is not an object.
+func (pt *Patcher) decodeJSON(data []byte, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if pt.Scheme == nil {
+		return jsonpatch.DecodeJSON(data, gvk, nil)
+	}
+	return pt.Scheme.DecodeJSON(data, gvk)
 }

@@ -12,10 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 type namespaced struct{}
@@ -23,7 +22,7 @@ type namespaced struct{}
 func (namespaced) Namespaced(schema.GroupVersionKind) (bool, bool) { return true, true }
 
 // TestNormalizeIsTheTypedRoundTrip checks that a Collector presenting
-// params through engine.(*Patcher).Normalize (as the engine is wired)
+// params through scheme.Scheme.Normalize (as the engine is wired)
 // gives what the typed round trip gives — the same objects, the same
 // errors — on real param objects of built-in kinds, as the API server
 // stores them and with what a hand-written param may hold (unknown fields,
@@ -68,9 +67,8 @@ func TestNormalizeIsTheTypedRoundTrip(t *testing.T) {
 			src := params.NewMemory(&unstructured.Unstructured{Object: tc.obj})
 			kind := &admissionregistrationv1.ParamKind{APIVersion: tc.gvk.GroupVersion().String(), Kind: tc.gvk.Kind}
 			ref := &admissionregistrationv1.ParamRef{Name: "p"}
-			typed := &params.Collector{Source: src, Scopes: namespaced{}, Scheme: scheme.Scheme}
-			pt := &engine.Patcher{Scheme: scheme.Scheme}
-			planned := &params.Collector{Source: src, Scopes: namespaced{}, Scheme: scheme.Scheme, Normalize: pt.Normalize}
+			planned := &params.Collector{Source: src, Scopes: namespaced{}, Scheme: scheme.New()}
+			typed := params.ReferenceCollector(planned)
 			want, wantErr := typed.Collect(context.Background(), kind, ref, "shop")
 			if (wantErr != nil) != tc.wantErr {
 				t.Fatalf("typed round trip: error %v, want one: %v", wantErr, tc.wantErr)

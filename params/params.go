@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Source gives access to the objects that can serve as params.
@@ -51,14 +53,13 @@ type Collector struct {
 	Scopes Scopes
 	// Scheme knows the built-in kinds. kube-apiserver's informers hold those
 	// typed and without apiVersion/kind, so CEL sees them that way
-	// (has(params.kind) is false); the Collector presents them identically.
-	Scheme *runtime.Scheme
-	// Normalize, when set, computes the typed round trip of an object of a
-	// kind Scheme knows (FromUnstructured into its Go type, then
-	// ToUnstructured with apiVersion and kind those of gvk), as
-	// engine.(*Patcher).Normalize does without building the Go object.
-	// nil: the Collector makes the round trip itself.
-	Normalize func(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error)
+	// (has(params.kind) is false); the Collector presents them identically,
+	// through the typed form (scheme.Scheme.Normalize).
+	Scheme *scheme.Scheme
+
+	// reference makes the Collector present params through the typed round
+	// trip itself (presentReference), for tests.
+	reference bool
 }
 
 // CheckKind reports whether a policy's paramKind resolves to a served
@@ -163,19 +164,24 @@ func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.P
 }
 
 // present converts a param to the form kube-apiserver's informer holds:
-// built-in kinds typed (normalized through their Go type) without
-// apiVersion and kind; other kinds unstructured as stored.
+// built-in kinds typed (in their typed form) without apiVersion and kind;
+// other kinds unstructured as stored.
 func (c *Collector) present(gvk schema.GroupVersionKind, o *unstructured.Unstructured) (map[string]any, error) {
 	if c.Scheme == nil || !c.Scheme.Recognizes(gvk) {
 		return o.Object, nil
 	}
-	if c.Normalize != nil {
-		m, err := c.Normalize(o.Object, gvk)
-		if err != nil {
-			return nil, fmt.Errorf("failed to convert param %v to typed object: %w", gvk, err)
-		}
-		return withoutTypeMeta(m), nil
+	if c.reference {
+		return c.presentReference(gvk, o)
 	}
+	m, err := c.Scheme.Normalize(o.Object, gvk)
+	if err != nil {
+		return nil, fmt.Errorf("failed to convert param %v to typed object: %w", gvk, err)
+	}
+	return withoutTypeMeta(m), nil
+}
+
+// presentReference is present through the typed object: the definition.
+func (c *Collector) presentReference(gvk schema.GroupVersionKind, o *unstructured.Unstructured) (map[string]any, error) {
 	typed, err := c.Scheme.New(gvk)
 	if err != nil {
 		return nil, err

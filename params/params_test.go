@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/scheme"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 )
 
 type scopes map[schema.GroupVersionKind]bool
@@ -47,7 +47,7 @@ func TestCollect(t *testing.T) {
 		obj("v1", "ConfigMap", "ops", "defaults", nil),
 		obj("example.com/v1", "Setting", "", "global", map[string]any{"tier": "a"}),
 	)
-	c := &Collector{Source: src, Scopes: scopes{configMapGVK: true, settingGVK: false}, Scheme: scheme.Scheme}
+	c := &Collector{Source: src, Scopes: scopes{configMapGVK: true, settingGVK: false}, Scheme: scheme.New()}
 	cases := []struct {
 		name      string
 		kind      *admissionregistrationv1.ParamKind
@@ -107,7 +107,7 @@ func TestCollect(t *testing.T) {
 func TestBuiltinParamsHaveNoTypeMeta(t *testing.T) {
 	withStray := obj("v1", "ConfigMap", "shop", "defaults", nil)
 	withStray.Object["stray"] = "dropped by the Go type"
-	c := &Collector{Source: NewMemory(withStray), Scopes: scopes{configMapGVK: true}, Scheme: scheme.Scheme}
+	c := &Collector{Source: NewMemory(withStray), Scopes: scopes{configMapGVK: true}, Scheme: scheme.New()}
 	got, err := c.Collect(context.Background(), &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}, &admissionregistrationv1.ParamRef{Name: "defaults"}, "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestBuiltinParamsHaveNoTypeMeta(t *testing.T) {
 		t.Fatalf("built-in param is not normalized through its Go type: %v", got[0].Object)
 	}
 
-	cr := &Collector{Source: NewMemory(obj("example.com/v1", "Setting", "", "global", nil)), Scopes: scopes{settingGVK: false}, Scheme: scheme.Scheme}
+	cr := &Collector{Source: NewMemory(obj("example.com/v1", "Setting", "", "global", nil)), Scopes: scopes{settingGVK: false}, Scheme: scheme.New()}
 	got, err = cr.Collect(context.Background(), &admissionregistrationv1.ParamKind{APIVersion: "example.com/v1", Kind: "Setting"}, &admissionregistrationv1.ParamRef{Name: "global"}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestBuiltinParamsHaveNoTypeMeta(t *testing.T) {
 }
 
 func TestCheckKind(t *testing.T) {
-	c := &Collector{Source: NewMemory(), Scopes: scopes{configMapGVK: true, settingGVK: false}, Scheme: scheme.Scheme}
+	c := &Collector{Source: NewMemory(), Scopes: scopes{configMapGVK: true, settingGVK: false}, Scheme: scheme.New()}
 	for _, tc := range []struct {
 		name     string
 		kind     *admissionregistrationv1.ParamKind

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -33,7 +35,7 @@ func BenchmarkMutation(b *testing.B) {
 	}
 	schemas := applyconfig.NewSchemas()
 	upstreamTC := applyconfigurations.NewTypeConverter(scheme.Scheme)
-	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	comp, err := compiler.New()
 	if err != nil {
 		b.Fatal(err)
@@ -159,7 +161,7 @@ func TestMutationCasesAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	schemas := applyconfig.NewSchemas()
-	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	comp, err := compiler.New()
 	if err != nil {
 		t.Fatal(err)

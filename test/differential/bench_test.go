@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
@@ -24,7 +26,7 @@ func BenchmarkMutation(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	dep := deployment()
 	gvk := dep.GroupVersionKind()
 	tconv, err := schemas.TypeConverter(gvk)

@@ -23,6 +23,8 @@ import (
 	"os"
 	"testing"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -394,11 +396,11 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 		return dispatchOutcome{}, engine.Result{}, err
 	}
 	nsGetter := namespaceGetter(w.namespaces)
-	pt := &engine.Patcher{Schemas: w.schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: w.schemas, Scheme: kubescheme.New()}
 	ev := engine.NewEvaluator(engine.Config{
 		Matcher:    matching.NewMatcher(nsGetter, w.table),
 		Namespaces: nsGetter,
-		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}, Scheme: scheme.Scheme, Normalize: pt.Normalize},
+		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}, Scheme: pt.Scheme},
 		Patcher:    pt,
 		Authorizer: w.authz,
 	}, hooks)

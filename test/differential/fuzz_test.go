@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -33,7 +35,7 @@ func FuzzCELResultConversion(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	tconv, err := schemas.TypeConverter(widgetGVK)
 	if err != nil {
 		f.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -261,7 +263,7 @@ func TestPatchersMatchUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt := &engine.Patcher{Schemas: schemas, Scheme: scheme.Scheme}
+	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	cases := patcherCases()
 	if len(cases) < 80 {
 		t.Fatalf("the differential table must hold at least 80 cases, has %d", len(cases))

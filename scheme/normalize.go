@@ -1,4 +1,4 @@
-package engine
+package scheme
 
 import (
 	"encoding/json"

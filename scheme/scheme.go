@@ -1,0 +1,134 @@
+// Package scheme is kube-apiserver's view of an object: the typed form of
+// built-in kinds (what decoding into their Go types and back gives), their
+// defaulting, conversion between versions and API validation, and the
+// structural defaulting, pruning and validation of custom resources.
+//
+// It is the one package of mutatis that imports k8s.io/kubernetes: the
+// defaulters, conversions and registry strategies there are the
+// implementation of what kube-apiserver does, used as they are. What a run
+// does not use is never built: the scheme of kube-apiserver's API groups is
+// registered on first use of defaulting, conversion or validation.
+//
+// Objects are unstructured (map[string]any, as JSON decodes them). No
+// function modifies its input; a result may share unchanged subtrees with
+// the input, so neither may be modified in place afterwards.
+package scheme
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+)
+
+// Scheme is kube-apiserver's scheme for the objects of one run. The zero
+// value is not usable: use New. A Scheme is safe for concurrent use.
+type Scheme struct {
+	// types holds the Go types of the built-in kinds (client-go's scheme):
+	// the typed form.
+	types *runtime.Scheme
+	// nz holds the per-kind plans of the typed form's fast path.
+	nz normalizer
+}
+
+// New returns the Scheme of kube-apiserver 1.37's built-in kinds.
+func New() *Scheme {
+	return &Scheme{types: clientgoscheme.Scheme}
+}
+
+// Types is the runtime.Scheme of the built-in kinds' Go types.
+func (s *Scheme) Types() *runtime.Scheme { return s.types }
+
+// Recognizes tells whether gvk is a built-in kind (one with a Go type).
+func (s *Scheme) Recognizes(gvk schema.GroupVersionKind) bool {
+	return s.types.Recognizes(gvk)
+}
+
+// Normalize presents an object of a built-in kind in its typed form:
+// converted to its Go type and back (FromUnstructured, ToUnstructured), which
+// drops unknown fields and omitempty zero values, adds the fields Go types
+// always serialize (a Pod's spec.containers, as null when unset) and
+// canonicalizes quantities and timestamps. Objects of other kinds come back
+// as they are.
+//
+// The result is NormalizeReference's, computed without the typed object
+// where the fast path models the input: an object already in typed form is
+// returned as it is, without allocating, and otherwise the result shares the
+// unchanged parts of obj.
+func (s *Scheme) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.NormalizeFrom(obj, nil, gvk)
+}
+
+// NormalizeFrom is Normalize; base, when not nil, is an object of kind gvk
+// in typed form whose maps and slices obj shares (at the same places): those
+// need no walk. A merge result shares all but the patched paths with the
+// object it was merged into.
+func (s *Scheme) NormalizeFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if !s.types.Recognizes(gvk) {
+		return obj, nil
+	}
+	if out, ok := s.nz.normalize(s.types, obj, base, gvk); ok {
+		return out, nil
+	}
+	return s.NormalizeReference(obj, gvk)
+}
+
+// NormalizeReference is Normalize through the typed object: the definition
+// of the result, and the fallback for the inputs the fast path does not
+// model.
+func (s *Scheme) NormalizeReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if !s.types.Recognizes(gvk) {
+		return obj, nil
+	}
+	typed, err := s.types.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return nil, err
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+}
+
+// Decode is jsonpatch.Decode of a JSON patch result of kind gvk (a strict
+// JSON decoding into the kind's Go type, then ToUnstructured), computed
+// without encoding and decoding JSON when the object has nothing the
+// decoder could refuse or read differently.
+func (s *Scheme) Decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if s.types.Recognizes(gvk) {
+		if out, ok := s.nz.decode(s.types, doc, gvk); ok {
+			return out, nil
+		}
+	}
+	return jsonpatch.Decode(doc, gvk, s.types)
+}
+
+// DecodeFixed is Decode for a result of jsonpatch.ApplyUnnormalized: it
+// answers ok=false unless doc is also a fixed point of jsonpatch.Apply's
+// normalization of its input, so that the result is what jsonpatch.Apply
+// followed by Decode gives. ok=false means it cannot tell.
+func (s *Scheme) DecodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	if !s.types.Recognizes(gvk) {
+		return nil, false
+	}
+	return s.nz.decodeFixed(s.types, doc, gvk)
+}
+
+// DecodeJSON strictly decodes data, a JSON patch result that is not an
+// object, as kube-apiserver's JSONPatch patcher does (its error).
+func (s *Scheme) DecodeJSON(data []byte, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return jsonpatch.DecodeJSON(data, gvk, s.types)
+}
+
+// New returns a new typed object of the built-in kind gvk.
+func (s *Scheme) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	obj, err := s.types.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a built-in kind: %w", gvk, err)
+	}
+	return obj, nil
+}
