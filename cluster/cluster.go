@@ -49,6 +49,13 @@ type Cluster struct {
 	// Authorizer evaluates the RBAC objects; system:masters is allowed all.
 	Authorizer authorizer.Authorizer
 
+	// NoDefaults evaluates objects exactly as written: no decoding as
+	// kube-apiserver decodes a request body, no defaulting after mutations.
+	// Set it before Config, Patcher or Evaluator.
+	NoDefaults bool
+	// NoValidate skips the API validation of the admitted object (Admit).
+	NoValidate bool
+
 	// OnSynthesize, when set, is called when a request names a namespace
 	// that was not supplied and one is synthesized for it.
 	OnSynthesize func(name string)
@@ -168,7 +175,7 @@ func (c *Cluster) Config() engine.Config {
 
 // Patcher returns a Patcher over the cluster's schemas.
 func (c *Cluster) Patcher() *engine.Patcher {
-	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme}
+	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.NoDefaults}
 }
 
 // Evaluator compiles policies and bindings (with comp; nil for a new
@@ -211,10 +218,46 @@ func DefaultUser() user.Info {
 	return &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 }
 
-// Attributes resolves r against the cluster's resource table. The
+// Attributes resolves r against the cluster's resource table and decodes
+// its objects as kube-apiserver decodes a request body (Decode). The
 // object's namespace is set when it is namespaced and has none (r.Object
 // is modified).
 func (c *Cluster) Attributes(r Request) (*matching.Attributes, error) {
+	a, _, err := c.Decode(r)
+	return a, err
+}
+
+// Decode is Attributes with the warnings of the decoder. Unless
+// NoDefaults is set, the object and the old object are presented as
+// kube-apiserver's handler decodes a request body before admission: for
+// built-in kinds, strict decoding into the Go type (unknown fields are
+// warnings, as under fieldValidation Warn), defaulting and conversion
+// through the internal version. A body kube-apiserver refuses to decode is
+// its 400, an *apierrors.StatusError.
+func (c *Cluster) Decode(r Request) (*matching.Attributes, []string, error) {
+	a, err := c.attributes(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.NoDefaults {
+		return a, nil, nil
+	}
+	var warnings []string
+	for _, o := range []*unstructured.Unstructured{a.Object, a.OldObject} {
+		if o == nil {
+			continue
+		}
+		out, w, err := c.Scheme.DecodeRequest(o.Object, a.Kind)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Object = out
+		warnings = append(warnings, w...)
+	}
+	return a, warnings, nil
+}
+
+func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {
 	obj := r.Object
 	if obj == nil {
 		obj = r.OldObject

@@ -29,6 +29,7 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
 )
@@ -456,7 +457,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			return before, nil, apierrors.NewInternalError(err)
 		}
 		res.Invocations = append(res.Invocations, trace)
-		if !jsonEqual(before, object) {
+		if !jsonvalue.SemanticEqual(before, object) {
 			st.requireReinvokingPrevious()
 			st.shouldReinvokeChain = true
 		}

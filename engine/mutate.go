@@ -12,6 +12,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 	"github.com/mutatis-dev/mutatis/scheme"
 )
@@ -25,8 +26,12 @@ type Patcher struct {
 	Schemas *applyconfig.Schemas
 	// Scheme knows the built-in (typed) kinds; objects of those kinds are
 	// presented in their typed form after every mutation, as kube-apiserver
-	// holds them typed.
+	// holds them typed, and defaulted.
 	Scheme *scheme.Scheme
+	// SkipDefaulting leaves the result of a mutation undefaulted (the
+	// dispatcher defaults it before the next mutation): for users who want
+	// objects evaluated exactly as written.
+	SkipDefaulting bool
 }
 
 // MutationOutcome describes one evaluated mutation.
@@ -104,7 +109,10 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 			base = in.Object
 		}
 		out, err := pt.normalize(merged.Object.Object, base, gvk)
-		if chain != nil && err == nil && sameMap(out, merged.Object.Object) {
+		if err == nil {
+			out, err = pt.defaults(out, gvk)
+		}
+		if chain != nil && err == nil && jsonvalue.SameMap(out, merged.Object.Object) {
 			// Normalizing changed nothing: the typed value is out's.
 			*chain = merged
 		}
@@ -116,6 +124,11 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		}
 		out, skipped, err := pt.jsonPatch(in.Object, ops, gvk)
 		outcome.Skipped = skipped
+		if err == nil {
+			// dispatchOne defaults whatever the patcher returns, the object
+			// a failed "test" left unchanged included.
+			out, err = pt.defaults(out, gvk)
+		}
 		return out, outcome, err
 	}
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
@@ -205,4 +218,17 @@ func (pt *Patcher) decodeJSON(data []byte, gvk schema.GroupVersionKind) (map[str
 		return jsonpatch.DecodeJSON(data, gvk, nil)
 	}
 	return pt.Scheme.DecodeJSON(data, gvk)
+}
+
+// defaults applies kube-apiserver's defaulting to the result of a mutation,
+// as the dispatcher does before the next mutation (dispatchOne).
+func (pt *Patcher) defaults(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if pt.SkipDefaulting || pt.Scheme == nil {
+		return obj, nil
+	}
+	out, err := pt.Scheme.Default(obj, gvk)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("defaulting %s: %w", gvk.Kind, err))
+	}
+	return out, nil
 }

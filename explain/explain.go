@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/engine"
@@ -50,6 +51,21 @@ func Trace(w io.Writer, r engine.Result) {
 	}
 	if r.Reinvoke {
 		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
+	}
+}
+
+// Validation writes the validation stage of an admission: the API
+// validation of the admitted object that kube-apiserver's registry runs
+// after mutating admission. invalid is its refusal, or nil.
+func Validation(w io.Writer, invalid *apierrors.StatusError, warnings []string) {
+	switch {
+	case invalid != nil:
+		fmt.Fprintf(w, "explain: validation: refused (%d %s): %s\n", invalid.ErrStatus.Code, invalid.ErrStatus.Reason, invalid.ErrStatus.Message)
+	default:
+		fmt.Fprintln(w, "explain: validation: the admitted object is valid")
+	}
+	for _, text := range warnings {
+		fmt.Fprintf(w, "explain: validation: warning: %s\n", text)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"gomodules.xyz/jsonpatch/v2"
 	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,6 +53,10 @@ type outcome struct {
 	// normalize presents an expected whole object as the engine holds
 	// objects of its kind.
 	normalize func(map[string]any) (map[string]any, error)
+	// invalid is the refusal of the admitted object by API validation.
+	invalid *apierrors.StatusError
+	// warnings are the decoder's and the registry strategy's.
+	warnings []string
 }
 
 // expectations are the resolved expectations of a case (files read).
@@ -60,6 +66,7 @@ type expectations struct {
 	hasPatch               bool
 	unchanged              bool
 	denied                 *Denial
+	invalid                *regexp.Regexp
 	applied, notApplied    []string
 	maxRuntimeCost         map[string]int64
 }
@@ -94,6 +101,14 @@ func (e *expectations) check(o outcome) []Failure {
 	}
 	if r.Denied != nil {
 		return append(fs, Failure{Expectation: "admitted", Message: "the request was denied: " + r.Denied.ErrStatus.Message})
+	}
+	switch {
+	case e.invalid != nil && o.invalid == nil:
+		fs = append(fs, Failure{Expectation: "invalid", Message: fmt.Sprintf("the admitted object is valid, want a refusal matching %q", e.invalid)})
+	case e.invalid != nil && !e.invalid.MatchString(o.invalid.ErrStatus.Message):
+		fs = append(fs, Failure{Expectation: "invalid", Message: fmt.Sprintf("the validation refusal does not match %q:\n%s", e.invalid, o.invalid.ErrStatus.Message)})
+	case e.invalid == nil && o.invalid != nil:
+		fs = append(fs, Failure{Expectation: "valid", Message: "kube-apiserver would refuse the admitted object: " + o.invalid.ErrStatus.Message})
 	}
 	if e.object != nil {
 		want := e.object

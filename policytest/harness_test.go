@@ -85,7 +85,7 @@ func TestHarnessFailuresShowTheDiff(t *testing.T) {
 		{"not applied", func(a *policytest.Admission) { a.ExpectNotApplied("pod-security-defaults") },
 			[]string{"notApplied: pod-security-defaults applied"}},
 		{"a wrong patch", func(a *policytest.Admission) { a.ExpectPatch(`[]`) },
-			[]string{"patch: the final object is not the input with the expected patch applied", `actual patch: [{"op":"add","path":"/spec/securityContext"`}},
+			[]string{"patch: the final object is not the input with the expected patch applied", `actual patch: [{"op":"add","path":"/spec/securityContext/runAsNonRoot"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -279,10 +280,12 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	caseObjs, files, rerrs := loadManifests(ctx, l.File, p.Child("resources"), c.Resources)
 	errs = append(errs, rerrs...)
 	all := append(append([]manifest.Object{}, l.objects...), caseObjs...)
-	if len(caseObjs) > 0 && len(rerrs) == 0 {
+	if (len(caseObjs) > 0 || c.NoDefaults) && len(rerrs) == 0 {
 		cl, err := cluster.New(all)
 		if err != nil {
 			errs = append(errs, field.Invalid(p.Child("resources"), nil, err.Error()))
+		} else {
+			cl.NoDefaults = c.NoDefaults
 		}
 		lc.cluster = cl
 	}
@@ -328,6 +331,13 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 		applied: e.Applied, notApplied: e.NotApplied, maxRuntimeCost: e.MaxRuntimeCost,
 	}
 	ep := p.Child("expect")
+	if e.Invalid != "" {
+		re, err := regexp.Compile(e.Invalid)
+		if err != nil {
+			errs = append(errs, field.Invalid(ep.Child("invalid"), e.Invalid, err.Error()))
+		}
+		lc.expect.invalid = re
+	}
 	for _, x := range []struct {
 		name string
 		m    *Manifest
@@ -373,6 +383,21 @@ func (lc *loadedCase) attributes(object *unstructured.Unstructured) (*matching.A
 		req.OldObject = lc.oldObject.DeepCopy()
 	}
 	return lc.cluster.Attributes(req)
+}
+
+// decode is attributes with the decoder's warnings (cluster.Decode).
+func (lc *loadedCase) decode(object *unstructured.Unstructured) (*matching.Attributes, []string, error) {
+	if object == nil {
+		object = lc.object
+	}
+	req := cluster.Request{
+		Object: object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
+		Namespace: lc.namespace, User: lc.user, DryRun: lc.c.DryRun,
+	}
+	if lc.oldObject != nil {
+		req.OldObject = lc.oldObject.DeepCopy()
+	}
+	return lc.cluster.Decode(req)
 }
 
 // CaseRequest is the admission request of one case and the simulated

@@ -39,6 +39,8 @@ type Options struct {
 	// Idempotence re-admits every final object with the case's request and
 	// fails the cases where a policy changes it again.
 	Idempotence bool
+	// NoValidate skips the API validation of the admitted objects.
+	NoValidate bool
 }
 
 // Status is the outcome of a case.
@@ -246,29 +248,48 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 }
 
 // admit runs the case's request (with object instead of the case's object
-// when set) through ev.
+// when set) through ev in the case's cluster: decoded as kube-apiserver
+// decodes a request body, admitted, then converted and validated as its
+// registry would before storing the object. The outcome's result holds the
+// object kube-apiserver would store.
 func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *unstructured.Unstructured) (outcome, error) {
-	attrs, err := lc.attributes(object)
+	attrs, warnings, err := lc.decode(object)
 	if err != nil {
 		return outcome{}, err
 	}
 	patcher := lc.cluster.Patcher()
-	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas}
+	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: warnings}
 	if attrs.Object != nil {
 		if o.before, err = patcher.Normalize(attrs.Object.DeepCopy().Object, attrs.Kind); err != nil {
 			return o, err
 		}
 	}
 	ns := attrs.Namespace
+	cl := lc.cluster
 	o.normalize = func(want map[string]any) (map[string]any, error) {
 		u := (&unstructured.Unstructured{Object: want}).DeepCopy()
 		if ns != "" && u.GetNamespace() == "" {
 			u.SetNamespace(ns)
 		}
+		if !cl.NoDefaults {
+			// An expected object is read as kube-apiserver would store it:
+			// decoded, defaulted, through its internal version.
+			out, _, err := cl.Scheme.DecodeRequest(u.Object, attrs.Kind)
+			return out, err
+		}
 		return patcher.Normalize(u.Object, attrs.Kind)
 	}
-	o.result, err = ev.Admit(ctx, attrs)
-	return o, err
+	adm, err := lc.cluster.Admit(ctx, ev, attrs)
+	if err != nil {
+		return o, err
+	}
+	o.result = adm.Result
+	if adm.Object != nil {
+		o.result.Object = adm.Object
+	}
+	o.invalid = adm.Invalid
+	o.warnings = append(o.warnings, adm.Warnings...)
+	return o, nil
 }
 
 func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr *CaseResult) {

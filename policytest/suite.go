@@ -74,6 +74,11 @@ type Case struct {
 	Namespace   string `json:"namespace,omitempty"`
 	User        *User  `json:"user,omitempty"`
 	DryRun      bool   `json:"dryRun,omitempty"`
+	// NoDefaults evaluates the case's objects exactly as written: no
+	// decoding and defaulting as kube-apiserver does to a request body, no
+	// defaulting after mutations, no conversion through the internal
+	// version.
+	NoDefaults bool `json:"noDefaults,omitempty"`
 	// Object is the object under admission, inline or a file; ObjectRef
 	// names one of the resources instead.
 	Object    *Manifest  `json:"object,omitempty"`
@@ -119,6 +124,11 @@ type Expect struct {
 	Unchanged bool `json:"unchanged,omitempty"`
 	// Denied expects a denial.
 	Denied *Denial `json:"denied,omitempty"`
+	// Invalid is a regular expression the message of kube-apiserver's
+	// refusal of the admitted object by API validation (422 `<Kind> "<name>"
+	// is invalid: …`) must match. Without it, a case whose admitted object
+	// is invalid fails.
+	Invalid string `json:"invalid,omitempty"`
 	// Applied and NotApplied name policies ("policy") or policy bindings
 	// ("policy/binding") that must have, or must not have, run their
 	// mutations.

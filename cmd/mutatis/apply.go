@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"gomodules.xyz/jsonpatch/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -29,6 +30,7 @@ type applyOptions struct {
 	groups                 []string
 	namespace              string
 	dryRun, explain        bool
+	noDefaults, noValidate bool
 	output                 string
 }
 
@@ -41,9 +43,16 @@ func newApplyCommand() *cobra.Command {
 --policies, with everything else that exists in the simulated cluster
 (Namespaces, params, CRDs) from --resources, and prints the result.
 
+The object (and the old object) is decoded and defaulted as kube-apiserver
+decodes a request body, every mutation's result is defaulted as its
+dispatcher does, and the admitted object is converted through its internal
+version and validated as the registry would before storing it; the output
+is the object kube-apiserver would store. --no-defaults evaluates the
+objects exactly as written; --no-validate skips the validation.
+
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
-1 denied (stderr: the denial message exactly as kube-apiserver's
-Status.message); 2 bad input.`,
+1 denied, refused by decoding (400) or by validation (422) (stderr: the
+message exactly as kube-apiserver's Status.message); 2 bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, o) },
 	}
@@ -61,6 +70,8 @@ Status.message); 2 bad input.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
 	f.BoolVar(&o.explain, "explain", false, "print the evaluation trace on stderr")
+	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding or defaulting")
+	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd
@@ -110,6 +121,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
+	sim.NoDefaults, sim.NoValidate = o.noDefaults, o.noValidate
 	sim.OnSynthesize = func(name string) {
 		fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
 	}
@@ -122,14 +134,20 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
 		}
 	}
-	attrs, err := sim.Attributes(cluster.Request{
+	attrs, warnings, err := sim.Decode(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
 		User: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
 	})
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		// kube-apiserver refuses to decode the request body (400).
+		return &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
+	}
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
+	printWarnings(stderr, warnings)
 	gvk := attrs.Kind
 
 	policies, bindings := policySet.APIObjects()
@@ -137,22 +155,33 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	patcher := sim.Patcher()
-	before, err := patcher.Normalize(object.DeepCopy().Object, gvk)
+	before, err := sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
-	result, err := ev.Admit(ctx, attrs)
+	adm, err := sim.Admit(ctx, ev, attrs)
 	if err != nil {
 		return err
 	}
 	if o.explain {
-		explain.Trace(stderr, result)
+		explain.Trace(stderr, adm.Result)
+		explain.Validation(stderr, adm.Invalid, adm.Warnings)
 	}
-	if result.Denied != nil {
-		return &exitError{code: exitProblem, err: errors.New(result.Denied.ErrStatus.Message)}
+	if adm.Result.Denied != nil {
+		return &exitError{code: exitProblem, err: errors.New(adm.Result.Denied.ErrStatus.Message)}
 	}
-	return printResult(cmd.OutOrStdout(), o.output, before, result.Object)
+	printWarnings(stderr, adm.Warnings)
+	if adm.Invalid != nil {
+		return &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
+	}
+	return printResult(cmd.OutOrStdout(), o.output, before, adm.Object)
+}
+
+// printWarnings prints warnings as kubectl does.
+func printWarnings(w io.Writer, warnings []string) {
+	for _, text := range warnings {
+		fmt.Fprintf(w, "Warning: %s\n", text)
+	}
 }
 
 func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructured.Unstructured, error) {

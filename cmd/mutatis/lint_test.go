@@ -99,7 +99,7 @@ func TestApply(t *testing.T) {
 		{name: "the example policies mutate a pod (patch output)",
 			args:     []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "-o", "patch"},
 			wantCode: exitOK,
-			wantOut:  []string{`{"op":"replace","path":"/spec/containers/0/image","value":"mirror.example.com/library/nginx:1.27"}`, `"name":"log-shipper"`, `"seccompProfile":{"type":"RuntimeDefault"}`}},
+			wantOut:  []string{`{"op":"replace","path":"/spec/containers/0/image","value":"mirror.example.com/library/nginx:1.27"}`, `"name":"log-shipper"`, `{"op":"add","path":"/spec/securityContext/seccompProfile","value":{"type":"RuntimeDefault"}}`}},
 		{name: "params from --resources give default requests",
 			args:     []string{"apply", "-f", "testdata/apply/deployment.yaml", "--policies", "../../examples/default-resources/policy.yaml", "--resources", "../../examples/default-resources/resources.yaml"},
 			wantCode: exitOK,

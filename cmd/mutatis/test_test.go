@@ -184,10 +184,10 @@ func TestTestCoverage(t *testing.T) {
 		wantStdout []string
 	}{
 		{name: "the examples reach 90% and more", args: []string{"test", "../../examples", "--coverage-min", "90", "--coverage-html", html}, wantStdout: []string{
-			"TOTAL                        5/5        5/5       4/4              1/1        34/36     96.1%",
+			"TOTAL                        5/5        5/5       4/4              1/1        32/36     92.2%",
 			"coverage report written to " + html,
 		}},
-		{name: "a minimum above the coverage fails", args: []string{"test", "../../examples", "--coverage-min", "99"}, wantCode: 1, wantStdout: []string{"FAIL: coverage 96.1% is below --coverage-min 99%"}},
+		{name: "a minimum above the coverage fails", args: []string{"test", "../../examples", "--coverage-min", "99"}, wantCode: 1, wantStdout: []string{"FAIL: coverage 92.2% is below --coverage-min 99%"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "", tc.args...)

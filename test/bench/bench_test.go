@@ -40,7 +40,7 @@ func BenchmarkMutation(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	o := admission.NewObjectInterfacesFromScheme(kubeScheme())
 	dryRun := false
 	req := &admissionv1.AdmissionRequest{
 		Kind: metav1.GroupVersionKind(deploymentGVK), Resource: metav1.GroupVersionResource(deploymentGVR),
@@ -166,7 +166,7 @@ func TestMutationCasesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	o := admission.NewObjectInterfacesFromScheme(kubeScheme())
 	for _, mc := range mutationCases {
 		t.Run(mc.name, func(t *testing.T) {
 			p, _ := policy("bench", "apps", "deployments", mc.m)

@@ -143,7 +143,7 @@ func newWorld(tb testing.TB, objects []runtime.Object, crdFiles ...string) (*wor
 	w.restMapper = mapper
 	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: c.Schemas}
 	w.dispatcher = mutating.NewDispatcher(authorizerfactory.NewAlwaysDenyAuthorizer(), upstreammatching.NewMatcher(nsLister, client), tcm)
-	w.objectIfaces = admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	w.objectIfaces = admission.NewObjectInterfacesFromScheme(kubeScheme())
 	return w, func() { cancel(); w.informers.Shutdown() }
 }
 

@@ -6,8 +6,6 @@ import (
 
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 
-	"k8s.io/client-go/kubernetes/scheme"
-
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
@@ -63,7 +61,7 @@ func BenchmarkMutation(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for i := 0; i < b.N; i++ {
-				if _, err := upstreamMutate(ctx, bc.m, dep, gvk, deploymentGVR, scheme.Scheme, tconv); err != nil {
+				if _, err := upstreamMutate(ctx, bc.m, dep, gvk, deploymentGVR, kubeScheme(), tconv); err != nil {
 					b.Fatal(err)
 				}
 			}

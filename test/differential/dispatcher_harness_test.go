@@ -281,7 +281,7 @@ func newDispatchWorld(t testing.TB) *dispatchWorld {
 	w.restMapper = mapper
 	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: w.schemas}
 	w.dispatcher = mutating.NewDispatcher(w.authz, upstreammatching.NewMatcher(nsLister, client), tcm)
-	w.objectIfaces = admission.NewObjectInterfacesFromScheme(scheme.Scheme)
+	w.objectIfaces = admission.NewObjectInterfacesFromScheme(kubeScheme())
 
 	// mutatis: the same objects in memory.
 	w.memory = params.NewMemory()

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -276,7 +275,7 @@ func TestPatchersMatchUpstream(t *testing.T) {
 			if tcErr != nil {
 				tconv = nil
 			}
-			theirs, theirErr := upstreamMutate(ctx, tc.m, tc.object, gvk, tc.gvr, scheme.Scheme, tconv)
+			theirs, theirErr := upstreamMutate(ctx, tc.m, tc.object, gvk, tc.gvr, kubeScheme(), tconv)
 
 			policy, err := comp.Compile(tc.m.policy())
 			if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package jsonvalue
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
 
-// TestJSONEqualIsSemanticDeepEqual compares jsonEqual with
+// TestJSONEqualIsSemanticDeepEqual compares SemanticEqual with
 // apiequality.Semantic.DeepEqual on real objects, their shared-structure
 // perturbations (as mutation results) and deep copies, and on odd pairs.
 func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
@@ -30,8 +30,8 @@ func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
 		{int(1), int64(1)},
 		{map[string]any{"a": nil}, map[string]any{"b": nil}},
 	} {
-		if got, want := jsonEqual(c.a, c.b), apiequality.Semantic.DeepEqual(c.a, c.b); got != want {
-			t.Errorf("case %d: jsonEqual(%#v, %#v) = %v, Semantic.DeepEqual says %v", i, c.a, c.b, got, want)
+		if got, want := SemanticEqual(c.a, c.b), apiequality.Semantic.DeepEqual(c.a, c.b); got != want {
+			t.Errorf("case %d: SemanticEqual(%#v, %#v) = %v, Semantic.DeepEqual says %v", i, c.a, c.b, got, want)
 		}
 	}
 
@@ -52,7 +52,7 @@ func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
 		default:
 			b = testobjects.Perturb(r, testobjects.DeepCopy(a))
 		}
-		got, want := jsonEqual(a, b), apiequality.Semantic.DeepEqual(a, b)
+		got, want := SemanticEqual(a, b), apiequality.Semantic.DeepEqual(a, b)
 		if got != want {
 			t.Fatalf("%d %s: jsonEqual = %v, Semantic.DeepEqual = %v\na: %#v\nb: %#v", i, in.Name, got, want, a, b)
 		}

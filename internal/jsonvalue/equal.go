@@ -1,0 +1,106 @@
+// Package jsonvalue holds the operations on JSON-shaped values
+// (map[string]any, []any, string, bool, int64, float64 and nil, as
+// unstructured objects hold them) that the engine and the scheme share.
+//
+// The contract the engine relies on: a function here never modifies its
+// inputs, and maps and slices that are the very same are equal without a
+// walk, so comparing an object with a successor that shares every subtree a
+// mutation did not touch costs the touched paths only.
+package jsonvalue
+
+import (
+	"reflect"
+)
+
+// SemanticEqual is apiequality.Semantic.DeepEqual for JSON-shaped values
+// (map[string]any, []any and scalars, as unstructured objects hold them),
+// without reflection on the common path. Semantic's custom equalities
+// (quantities, times, selectors) never apply to such values; like
+// Semantic, nil and empty maps and slices are equal, int64(1) and
+// float64(1) differ, and NaN differs from itself unless it is the same map
+// or slice that holds it. Maps and slices that are the very same are equal
+// without a walk: reinvocation compares an object with its successor,
+// which shares everything a mutation did not touch.
+func SemanticEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
+			return true
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !SemanticEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		if len(x) > 0 && &x[0] == &y[0] {
+			return true
+		}
+		for i := range x {
+			if !SemanticEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, int64, float64, nil:
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// SameMap reports whether a and b are the very same map.
+func SameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// Equal tells whether a and b are the same JSON value with the same Go
+// representation: like SemanticEqual, but nil and empty maps and slices
+// differ (they encode as null and as {} or []), so a value Equal to another
+// can stand for it in any output. The very same maps and slices are equal
+// without a walk.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
+			return true
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !Equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		if len(x) > 0 && &x[0] == &y[0] {
+			return true
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, int64, float64, nil:
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
+}

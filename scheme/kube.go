@@ -1,0 +1,368 @@
+package scheme
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilfield "k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// kube is kube-apiserver's own scheme: legacyscheme.Scheme with every API
+// group of kube-apiserver 1.37 registered, internal and versioned, with
+// their defaulters, conversions and declarative validations, and the
+// registry strategies of the built-in resources.
+type kube struct {
+	scheme *runtime.Scheme
+	// decoder decodes request bodies as kube-apiserver's handlers do with
+	// fieldValidation Warn (the default): the strict JSON serializer, whose
+	// strict errors become warnings.
+	strict runtime.Serializer
+	codecs serializer.CodecFactory
+	// strategies maps the kind of a request to its registry strategy.
+	strategies map[schema.GroupKind]strategy
+}
+
+// kubeOnce guards the registration of kube-apiserver's API groups into
+// legacyscheme.Scheme. That scheme is k8s.io/kubernetes's process-wide one
+// (the registry strategies hold it for declarative validation), so it is
+// registered once per process, on the first use of defaulting, conversion
+// or validation, never at start-up.
+var kubeOnce = sync.OnceValues(func() (*kube, error) {
+	s := legacyscheme.Scheme
+	for _, install := range installers() {
+		if err := install(s); err != nil {
+			return nil, fmt.Errorf("registering kube-apiserver's API groups: %w", err)
+		}
+	}
+	k := &kube{
+		scheme:     s,
+		codecs:     serializer.NewCodecFactory(s),
+		strict:     jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, s, s, jsonserializer.SerializerOptions{Strict: true}),
+		strategies: map[schema.GroupKind]strategy{},
+	}
+	for _, rs := range strategies() {
+		k.strategies[rs.kind] = rs.strategy
+	}
+	return k, nil
+})
+
+// kube returns kube-apiserver's scheme, registered on first use.
+func (s *Scheme) kube() (*kube, error) { return kubeOnce() }
+
+// typed converts obj, of built-in kind gvk, to its Go type as
+// kube-apiserver's ObjectConvertor converts an unstructured object
+// (ConvertToVersion: FromUnstructured into the kind's type).
+func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	typed, err := k.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return nil, err
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return typed, nil
+}
+
+// unstructured is the unstructured content of a typed object of kind gvk.
+func unstructuredOf(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+}
+
+// internalVersion is the internal version of gvk's group.
+func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
+	return schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal}
+}
+
+// Default applies kube-apiserver's defaulters to obj, of kind gvk, as the
+// MutatingAdmissionPolicy dispatcher does after every mutation
+// (dispatchOne: ConvertToVersion of the patch result to the kind's Go type,
+// then the ObjectDefaulter), and returns the object as the next policy sees
+// it (ToUnstructured). Kinds without a Go type come back as they are.
+func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if obj == nil || !s.Recognizes(gvk) {
+		return obj, nil
+	}
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	typed, err := k.typed(obj, gvk)
+	if err != nil {
+		return nil, err
+	}
+	k.scheme.Default(typed)
+	out, err := unstructuredOf(typed, gvk)
+	if err != nil {
+		return nil, err
+	}
+	if jsonvalue.Equal(out, obj) {
+		// Nothing to default: the input stands for the result, and keeps
+		// sharing its subtrees with whatever it shared them with.
+		return obj, nil
+	}
+	return out, nil
+}
+
+// DecodeRequest decodes obj, the body of a request for built-in kind gvk,
+// as kube-apiserver's create and update handlers do: strict JSON decoding
+// into the kind's Go type, whose strict errors (unknown and duplicate
+// fields) are warnings under fieldValidation Warn, the server's default;
+// defaulting; conversion to the internal version. The object comes back
+// in version gvk, as admission presents it to policies of that version.
+//
+// A body the decoder refuses (a value of the wrong type, an integer out of
+// its field's range) is kube-apiserver's 400: "<Kind> in version "<v>"
+// cannot be handled as a <Kind>: <error>".
+func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, warnings []string, err error) {
+	if obj == nil || !s.Recognizes(gvk) {
+		return obj, nil, nil
+	}
+	k, err := s.kube()
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	decoder := k.codecs.DecoderToVersion(k.strict, internalVersion(gvk))
+	internal, _, err := decoder.Decode(data, &gvk, nil)
+	if err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		if !isStrict || internal == nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+		}
+		for _, e := range strictErr.Errors() {
+			warnings = append(warnings, strictWarnings(e.Error())...)
+		}
+	}
+	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	out, err = unstructuredOf(versioned, gvk)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	return out, warnings, nil
+}
+
+// strictWarnings is upstream's parseYAMLWarnings for a JSON body: one
+// warning per strict decoding error.
+func strictWarnings(msg string) []string {
+	const yamlPrefix = "error converting YAML to JSON: yaml: unmarshal errors:\n"
+	if rest, ok := strings.CutPrefix(msg, yamlPrefix); ok {
+		var out []string
+		for _, line := range strings.Split(rest, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	return []string{msg}
+}
+
+// Convert presents obj, of built-in kind from, in the version of kind to,
+// through the internal version, as kube-apiserver converts objects between
+// versions of a group (and between groups that share an internal type, as
+// Event does). from == to gives the round trip through the internal version
+// that an admitted object makes before storage.
+func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	if obj == nil {
+		return nil, nil
+	}
+	if !s.Recognizes(from) || !s.Recognizes(to) {
+		return nil, fmt.Errorf("converting %s to %s: not built-in kinds", from, to)
+	}
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	typed, err := k.typed(obj, from)
+	if err != nil {
+		return nil, err
+	}
+	internal, err := k.scheme.ConvertToVersion(typed, internalVersion(from))
+	if err != nil {
+		return nil, err
+	}
+	versioned, err := k.scheme.ConvertToVersion(internal, to.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	return unstructuredOf(versioned, to)
+}
+
+// Request describes the request whose admitted object Validate checks.
+type Request struct {
+	// Operation is admission.Create or admission.Update; other operations
+	// are not validated.
+	Operation admission.Operation
+	// Kind is the kind of the request (and of the objects).
+	Kind schema.GroupVersionKind
+	// Resource and Subresource are the request's.
+	Resource    schema.GroupVersionResource
+	Subresource string
+	// Namespace and Name are the request's.
+	Namespace, Name string
+}
+
+// Validate checks obj, the object admission leaves for req (old: the stored
+// object of an UPDATE), as kube-apiserver's registry does before storing it:
+// for built-in kinds, the resource's strategy through rest.BeforeCreate or
+// rest.BeforeUpdate (PrepareForCreate/PrepareForUpdate, Validate or
+// ValidateUpdate with declarative validation, the metadata checks, the
+// warnings). The error is kube-apiserver's answer (a 422
+// `<Kind> "<name>" is invalid: …` for an invalid object); warnings are the
+// strategy's. Subresource requests, kinds without a registry and
+// operations other than CREATE and UPDATE are not validated.
+//
+// Neither obj nor old is modified: the strategy works on their internal
+// forms.
+func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]any) (warnings []string, err error) {
+	if obj == nil || req.Subresource != "" || !s.Recognizes(req.Kind) {
+		return nil, nil
+	}
+	if req.Operation != admission.Create && req.Operation != admission.Update {
+		return nil, nil
+	}
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := k.strategies[req.Kind.GroupKind()]
+	if !ok {
+		return nil, nil
+	}
+	internal, err := k.internal(obj, req.Kind)
+	if err != nil {
+		return nil, err
+	}
+	rec := &warningRecorder{}
+	ctx = warning.WithWarningRecorder(ctx, rec)
+	ctx = genericapirequest.WithNamespace(ctx, req.Namespace)
+	verb := "create"
+	if req.Operation == admission.Update {
+		verb = "update"
+	}
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: verb, APIPrefix: "apis",
+		APIGroup: req.Resource.Group, APIVersion: req.Resource.Version,
+		Namespace: req.Namespace, Resource: req.Resource.Resource, Name: req.Name,
+	})
+	if req.Operation == admission.Create {
+		// The store fills the system fields and generates the name before
+		// the strategy (genericregistry.Store.Create).
+		m, err := meta.Accessor(internal)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		rest.FillObjectMetaSystemFields(m)
+		if m.GetGenerateName() != "" && m.GetName() == "" {
+			m.SetName(st.GenerateName(m.GetGenerateName()))
+		}
+		err = rest.BeforeCreate(st, ctx, internal)
+		return rec.warnings, err
+	}
+	if old == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("validating an UPDATE of %s without the old object", req.Kind.Kind))
+	}
+	oldInternal, err := k.internal(old, req.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := resourceVersions(ctx, st, req, internal, oldInternal); err != nil {
+		return nil, err
+	}
+	err = rest.BeforeUpdate(st, ctx, internal, oldInternal)
+	return rec.warnings, err
+}
+
+// resourceVersions does what genericregistry.Store.Update does with the
+// resourceVersion of an update before the strategy: an object without one
+// gets the stored object's when the strategy allows unconditional updates,
+// and is refused otherwise; one that differs is a conflict. A stored object
+// always has a resourceVersion: an old object given without one (a file)
+// is taken to have "1".
+func resourceVersions(ctx context.Context, st strategy, req Request, obj, old runtime.Object) error {
+	objMeta, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	oldMeta, err := meta.Accessor(old)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if oldMeta.GetResourceVersion() == "" {
+		oldMeta.SetResourceVersion("1")
+	}
+	switch rv := objMeta.GetResourceVersion(); {
+	case rv == "" && st.AllowUnconditionalUpdate(ctx):
+		objMeta.SetResourceVersion(oldMeta.GetResourceVersion())
+	case rv == "":
+		// Upstream names the resource where the kind belongs (#18526).
+		qualified := schema.GroupKind{Group: req.Resource.Group, Kind: req.Resource.Resource}
+		return apierrors.NewInvalid(qualified, req.Name, utilfield.ErrorList{utilfield.Invalid(utilfield.NewPath("metadata").Child("resourceVersion"), uint64(0), "must be specified for an update")})
+	case rv != oldMeta.GetResourceVersion():
+		return apierrors.NewConflict(req.Resource.GroupResource(), req.Name, errors.New(genericregistry.OptimisticLockErrorMsg))
+	}
+	return nil
+}
+
+// internal is obj, of kind gvk, in its group's internal version.
+func (k *kube) internal(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	typed, err := k.typed(obj, gvk)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
+	internal, err := k.scheme.ConvertToVersion(typed, internalVersion(gvk))
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return internal, nil
+}
+
+// warningRecorder collects the warnings of one request.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (r *warningRecorder) AddWarning(_, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings = append(r.warnings, text)
+}
+
+// Kube returns kube-apiserver's own runtime.Scheme (legacyscheme.Scheme of
+// k8s.io/kubernetes with every API group registered), for oracles that run
+// upstream code with kube-apiserver's defaulters and conversions (e.g.
+// admission.NewObjectInterfacesFromScheme). It must not be modified.
+func Kube() (*runtime.Scheme, error) {
+	k, err := kubeOnce()
+	if err != nil {
+		return nil, err
+	}
+	return k.scheme, nil
+}

@@ -1,0 +1,143 @@
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	regmutatingwebhookconfiguration "k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration"
+	regvalidatingadmissionpolicybinding "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicybinding"
+	regvalidatingwebhookconfiguration "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration"
+	regstorageversion "k8s.io/kubernetes/pkg/registry/apiserverinternal/storageversion"
+	regcontrollerrevision "k8s.io/kubernetes/pkg/registry/apps/controllerrevision"
+	regdaemonset "k8s.io/kubernetes/pkg/registry/apps/daemonset"
+	regdeployment "k8s.io/kubernetes/pkg/registry/apps/deployment"
+	regreplicaset "k8s.io/kubernetes/pkg/registry/apps/replicaset"
+	regstatefulset "k8s.io/kubernetes/pkg/registry/apps/statefulset"
+	reghorizontalpodautoscaler "k8s.io/kubernetes/pkg/registry/autoscaling/horizontalpodautoscaler"
+	regcronjob "k8s.io/kubernetes/pkg/registry/batch/cronjob"
+	regjob "k8s.io/kubernetes/pkg/registry/batch/job"
+	regcertificates "k8s.io/kubernetes/pkg/registry/certificates/certificates"
+	regclustertrustbundle "k8s.io/kubernetes/pkg/registry/certificates/clustertrustbundle"
+	reglease "k8s.io/kubernetes/pkg/registry/coordination/lease"
+	regleasecandidate "k8s.io/kubernetes/pkg/registry/coordination/leasecandidate"
+	regconfigmap "k8s.io/kubernetes/pkg/registry/core/configmap"
+	regendpoint "k8s.io/kubernetes/pkg/registry/core/endpoint"
+	regevent "k8s.io/kubernetes/pkg/registry/core/event"
+	reglimitrange "k8s.io/kubernetes/pkg/registry/core/limitrange"
+	regnamespace "k8s.io/kubernetes/pkg/registry/core/namespace"
+	regnode "k8s.io/kubernetes/pkg/registry/core/node"
+	regpersistentvolume "k8s.io/kubernetes/pkg/registry/core/persistentvolume"
+	regpersistentvolumeclaim "k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim"
+	regpod "k8s.io/kubernetes/pkg/registry/core/pod"
+	regpodtemplate "k8s.io/kubernetes/pkg/registry/core/podtemplate"
+	regreplicationcontroller "k8s.io/kubernetes/pkg/registry/core/replicationcontroller"
+	regresourcequota "k8s.io/kubernetes/pkg/registry/core/resourcequota"
+	regsecret "k8s.io/kubernetes/pkg/registry/core/secret"
+	regservice "k8s.io/kubernetes/pkg/registry/core/service"
+	regserviceaccount "k8s.io/kubernetes/pkg/registry/core/serviceaccount"
+	regendpointslice "k8s.io/kubernetes/pkg/registry/discovery/endpointslice"
+	regflowschema "k8s.io/kubernetes/pkg/registry/flowcontrol/flowschema"
+	regprioritylevelconfiguration "k8s.io/kubernetes/pkg/registry/flowcontrol/prioritylevelconfiguration"
+	regingress "k8s.io/kubernetes/pkg/registry/networking/ingress"
+	regingressclass "k8s.io/kubernetes/pkg/registry/networking/ingressclass"
+	regipaddress "k8s.io/kubernetes/pkg/registry/networking/ipaddress"
+	regnetworkpolicy "k8s.io/kubernetes/pkg/registry/networking/networkpolicy"
+	regservicecidr "k8s.io/kubernetes/pkg/registry/networking/servicecidr"
+	regruntimeclass "k8s.io/kubernetes/pkg/registry/node/runtimeclass"
+	regpoddisruptionbudget "k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
+	regclusterrole "k8s.io/kubernetes/pkg/registry/rbac/clusterrole"
+	regclusterrolebinding "k8s.io/kubernetes/pkg/registry/rbac/clusterrolebinding"
+	regrole "k8s.io/kubernetes/pkg/registry/rbac/role"
+	regrolebinding "k8s.io/kubernetes/pkg/registry/rbac/rolebinding"
+	regdeviceclass "k8s.io/kubernetes/pkg/registry/resource/deviceclass"
+	regresourceslice "k8s.io/kubernetes/pkg/registry/resource/resourceslice"
+	regpriorityclass "k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
+	regworkload "k8s.io/kubernetes/pkg/registry/scheduling/workload"
+	regcsidriver "k8s.io/kubernetes/pkg/registry/storage/csidriver"
+	regcsinode "k8s.io/kubernetes/pkg/registry/storage/csinode"
+	regcsistoragecapacity "k8s.io/kubernetes/pkg/registry/storage/csistoragecapacity"
+	regstorageclass "k8s.io/kubernetes/pkg/registry/storage/storageclass"
+	regvolumeattachment "k8s.io/kubernetes/pkg/registry/storage/volumeattachment"
+	regvolumeattributesclass "k8s.io/kubernetes/pkg/registry/storage/volumeattributesclass"
+	regstoragemigration "k8s.io/kubernetes/pkg/registry/storagemigration/storagemigration"
+)
+
+// strategy is what the registry of a built-in resource does to an object
+// before storing it: PrepareForCreate/Update, Validate/ValidateUpdate,
+// warnings and Canonicalize (rest.BeforeCreate, rest.BeforeUpdate).
+type strategy interface {
+	rest.RESTCreateStrategy
+	rest.RESTUpdateStrategy
+}
+
+// registryStrategy is the strategy of the main resource of one kind.
+type registryStrategy struct {
+	kind     schema.GroupKind
+	strategy strategy
+}
+
+// strategies are the registry strategies of kube-apiserver 1.37's built-in
+// resources (k8s.io/kubernetes/pkg/registry/<group>/<resource>), for their
+// main resource, by the kind of the request (Event has two groups and one
+// registry).
+func strategies() []registryStrategy {
+	return []registryStrategy{
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}, regmutatingwebhookconfiguration.Strategy},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}, &regvalidatingadmissionpolicybinding.Strategy},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}, regvalidatingwebhookconfiguration.Strategy},
+		{schema.GroupKind{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}, regstorageversion.Strategy},
+		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, regcontrollerrevision.Strategy},
+		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, regdaemonset.Strategy},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, regdeployment.Strategy},
+		{schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, regreplicaset.Strategy},
+		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, regstatefulset.Strategy},
+		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, reghorizontalpodautoscaler.Strategy},
+		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, regcronjob.Strategy},
+		{schema.GroupKind{Group: "batch", Kind: "Job"}, regjob.Strategy},
+		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}, regcertificates.Strategy},
+		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}, regclustertrustbundle.Strategy},
+		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, reglease.Strategy},
+		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}, regleasecandidate.Strategy},
+		{schema.GroupKind{Group: "", Kind: "ConfigMap"}, regconfigmap.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Endpoints"}, regendpoint.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Event"}, regevent.Strategy},
+		{schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, regevent.Strategy},
+		{schema.GroupKind{Group: "", Kind: "LimitRange"}, reglimitrange.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Namespace"}, regnamespace.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Node"}, regnode.Strategy},
+		{schema.GroupKind{Group: "", Kind: "PersistentVolume"}, regpersistentvolume.Strategy},
+		{schema.GroupKind{Group: "", Kind: "PersistentVolumeClaim"}, regpersistentvolumeclaim.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Pod"}, regpod.Strategy},
+		{schema.GroupKind{Group: "", Kind: "PodTemplate"}, regpodtemplate.Strategy},
+		{schema.GroupKind{Group: "", Kind: "ReplicationController"}, regreplicationcontroller.Strategy},
+		{schema.GroupKind{Group: "", Kind: "ResourceQuota"}, regresourcequota.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Secret"}, regsecret.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Service"}, regservice.Strategy},
+		{schema.GroupKind{Group: "", Kind: "ServiceAccount"}, regserviceaccount.Strategy},
+		{schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}, regendpointslice.Strategy},
+		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}, regflowschema.Strategy},
+		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}, regprioritylevelconfiguration.Strategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, regingress.Strategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "IngressClass"}, regingressclass.Strategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "IPAddress"}, regipaddress.Strategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "NetworkPolicy"}, regnetworkpolicy.Strategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"}, regservicecidr.Strategy},
+		{schema.GroupKind{Group: "node.k8s.io", Kind: "RuntimeClass"}, regruntimeclass.Strategy},
+		{schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}, regpoddisruptionbudget.Strategy},
+		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, regclusterrole.Strategy},
+		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}, regclusterrolebinding.Strategy},
+		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}, regrole.Strategy},
+		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}, regrolebinding.Strategy},
+		{schema.GroupKind{Group: "resource.k8s.io", Kind: "DeviceClass"}, regdeviceclass.Strategy},
+		{schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceSlice"}, regresourceslice.Strategy},
+		{schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}, regpriorityclass.Strategy},
+		{schema.GroupKind{Group: "scheduling.k8s.io", Kind: "Workload"}, regworkload.Strategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSIDriver"}, regcsidriver.Strategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSINode"}, regcsinode.Strategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSIStorageCapacity"}, regcsistoragecapacity.Strategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"}, regstorageclass.Strategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "VolumeAttachment"}, regvolumeattachment.Strategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}, regvolumeattributesclass.Strategy},
+		{schema.GroupKind{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}, regstoragemigration.Strategy},
+	}
+}
