@@ -30,10 +30,12 @@ files, directories (recursively: .yaml, .yml, .json) or stdin ("-"), validates
 them as kube-apiserver's API validation does, compiles every CEL expression,
 and prints every problem with file, document, field path and, for CEL, the
 line:column with a caret. It then prints the static cost estimate of every
-expression against the per-call limit.
+expression against the per-call limit, after a warning for every expression
+whose estimate is bounded and above it. Only regular files are read; pipe
+input through "-".
 
-Exit status: 0 no problems, 1 problems found (unreadable or malformed files
-included), 2 bad flags.`,
+Exit status: 0 no problems (warnings included), 1 problems found (unreadable
+or malformed files included), 2 bad flags.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLint(cmd, args, !noCost)
