@@ -258,27 +258,24 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	spec := field.NewPath("spec")
 	plainKey := envKey{hasParams: hasParams}
 
-	// Each variable compiles in the environment of the variables before it
-	// and is then visible, with its checked type, to the expressions after
-	// it, exactly as upstream's composited compiler adds the field after
-	// compiling (a reference to a later variable is an undefined field).
-	var vars varSignature
+	// Each variable compiles in an environment where the variables before
+	// it are visible and is then visible, with its checked type, to the
+	// expressions after it, exactly as upstream's composited compiler adds
+	// the field after compiling (a reference to a later variable, or to the
+	// variable itself, is an undefined field).
+	vars := newVarScope(c.envs, plainKey, mode, len(p.Spec.Variables))
 	for i, v := range p.Spec.Variables {
 		e := &Expression{Kind: KindVariable, Name: v.Name, Index: i, Source: v.Expression,
 			Path: spec.Child("variables").Index(i).Child("expression")}
-		env, err := c.envs.get(plainKey, mode, vars)
+		env, err := vars.env()
 		if err != nil {
 			return nil, err
 		}
 		c.compileExpression(env.env, e, nil, out.observer != nil)
-		vars = vars.with(v.Name, declTypeOf(e.OutputType))
+		vars.declare(v.Name, declTypeOf(e.OutputType))
 		out.Variables = append(out.Variables, e)
 	}
-	plainEnv, err := c.envs.get(plainKey, mode, vars)
-	if err != nil {
-		return nil, err
-	}
-	patchEnv, err := c.envs.get(envKey{hasParams: hasParams, hasPatchTypes: true}, mode, vars)
+	plainEnv, patchEnv, err := vars.complete()
 	if err != nil {
 		return nil, err
 	}

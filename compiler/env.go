@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -124,6 +125,13 @@ const maxCachedEnvs = 512
 // agree on these share an environment, and so its checker declarations and
 // its program dispatcher, which are most of the cost of building one.
 // Cached environments are never changed, so sharing them is safe.
+//
+// A policy's first sharedVariableEnvs variables compile in cached
+// environments, one per number of variables in scope; the later ones in
+// one environment of the policy's own whose variables type grows as they
+// compile, as upstream's does (see varScope). An environment per variable
+// for every variable would make compiling quadratic in the number of
+// variables, which API validation does not bound.
 type envCache struct {
 	base *baseEnvs
 	max  int // maxCachedEnvs; smaller in tests
@@ -136,7 +144,7 @@ type envCache struct {
 type envSig struct {
 	envKey
 	mode environment.Type
-	// vars is the varSignature of the variables in scope.
+	// vars is the sigKey of the variables in scope.
 	vars string
 }
 
@@ -147,6 +155,13 @@ type policyEnv struct {
 	varType *apiservercel.DeclType
 }
 
+// declare adds a variable to the variables type, as upstream's
+// compositionState.AddField does. Only an environment no other goroutine
+// can see yet may be changed.
+func (e *policyEnv) declare(v varDecl) {
+	e.varType.Fields[v.name] = apiservercel.NewDeclField(v.name, v.typ, true, nil, nil)
+}
+
 // varDecl is one variable in scope: its name and its type as later
 // expressions see it (declTypeOf of its checked type).
 type varDecl struct {
@@ -154,32 +169,28 @@ type varDecl struct {
 	typ  *apiservercel.DeclType
 }
 
-// varSignature is the cache key of a list of variables in scope: the quoted
+// sigKey is the cache key of a list of variables in scope: the quoted
 // names and the types, in declaration order. declTypeOf only yields types
 // whose CEL names tell them apart (primitives, dyn, any, lists and maps of
 // those), so the CEL name is an exact key for the type.
-type varSignature struct {
-	decls []varDecl
-	key   string
-}
-
-func (s varSignature) with(name string, t *apiservercel.DeclType) varSignature {
-	decls := make([]varDecl, len(s.decls), len(s.decls)+1)
-	copy(decls, s.decls)
-	return varSignature{
-		decls: append(decls, varDecl{name: name, typ: t}),
-		key:   s.key + strconv.Quote(name) + " " + t.CelType().String() + ";",
+func sigKey(decls []varDecl) string {
+	var b strings.Builder
+	for _, d := range decls {
+		b.WriteString(strconv.Quote(d.name))
+		b.WriteByte(' ')
+		b.WriteString(d.typ.CelType().String())
+		b.WriteByte(';')
 	}
+	return b.String()
 }
 
 func newEnvCache(base *baseEnvs) *envCache {
 	return &envCache{base: base, max: maxCachedEnvs, envs: map[envSig]*policyEnv{}}
 }
 
-// get returns the environment of the key and mode in which the variables
-// of vars are visible, building it on first use.
-func (c *envCache) get(k envKey, mode environment.Type, vars varSignature) (*policyEnv, error) {
-	sig := envSig{envKey: k, mode: mode, vars: vars.key}
+// get returns the environment of sig, in which the variables of decls
+// (whose sigKey is sig.vars) are visible, building it on first use.
+func (c *envCache) get(sig envSig, decls []varDecl) (*policyEnv, error) {
 	c.mu.Lock()
 	env, ok := c.envs[sig]
 	c.mu.Unlock()
@@ -189,14 +200,20 @@ func (c *envCache) get(k envKey, mode environment.Type, vars varSignature) (*pol
 	// Built outside the lock: building takes milliseconds and compilations
 	// of other signatures need not wait. Two goroutines may build the same
 	// environment; the first one stored is shared from then on.
-	env, err := c.base.build(k, mode, vars.decls)
+	env, err := c.base.build(sig.envKey, sig.mode, decls)
 	if err != nil {
 		return nil, err
 	}
+	return c.store(sig, env), nil
+}
+
+// store keeps env under sig unless an environment is stored there already,
+// and returns the one stored. env must not change afterwards.
+func (c *envCache) store(sig envSig, env *policyEnv) *policyEnv {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if stored, ok := c.envs[sig]; ok {
-		return stored, nil
+		return stored
 	}
 	if len(c.envs) >= c.max {
 		for old := range c.envs {
@@ -205,7 +222,80 @@ func (c *envCache) get(k envKey, mode environment.Type, vars varSignature) (*pol
 		}
 	}
 	c.envs[sig] = env
-	return env, nil
+	return env
+}
+
+// sharedVariableEnvs is the number of leading variables of a policy that
+// compile in cached environments (one per number of variables in scope),
+// shared with every policy whose leading variables have the same names and
+// types. Most policies declare fewer; the environments of a policy with
+// more cost this many builds, not one per variable.
+const sharedVariableEnvs = 8
+
+// varScope hands out the environments of one policy's compilation, in
+// which exactly the variables declared so far are visible. It is used by
+// one goroutine.
+type varScope struct {
+	cache *envCache
+	key   envKey // the variables' environment (no patch types)
+	mode  environment.Type
+	decls []varDecl
+	// grown is the policy's own environment once more than
+	// sharedVariableEnvs variables are in scope: its variables type gains
+	// each variable as it compiles, exactly as upstream's composited
+	// environment does. No other goroutine sees it until complete hands it
+	// to the cache.
+	grown *policyEnv
+}
+
+func newVarScope(cache *envCache, k envKey, mode environment.Type, n int) *varScope {
+	return &varScope{cache: cache, key: k, mode: mode, decls: make([]varDecl, 0, n)}
+}
+
+// env returns the environment the next variable compiles in.
+func (s *varScope) env() (*policyEnv, error) {
+	if s.grown != nil {
+		return s.grown, nil
+	}
+	if len(s.decls) < sharedVariableEnvs {
+		return s.cache.get(envSig{envKey: s.key, mode: s.mode, vars: sigKey(s.decls)}, s.decls)
+	}
+	grown, err := s.cache.base.build(s.key, s.mode, s.decls)
+	if err != nil {
+		return nil, err
+	}
+	s.grown = grown
+	return grown, nil
+}
+
+// declare makes a compiled variable visible to the expressions compiled
+// after it.
+func (s *varScope) declare(name string, t *apiservercel.DeclType) {
+	v := varDecl{name: name, typ: t}
+	s.decls = append(s.decls, v)
+	if s.grown != nil {
+		s.grown.declare(v)
+	}
+}
+
+// complete returns the environments in which all the declared variables
+// are visible: plain (for matchConditions) and with the patch types (for
+// mutations), from the cache. The grown environment, if any, holds all the
+// variables now and is cached as the plain one when the cache has none.
+// The scope may not be used afterwards.
+func (s *varScope) complete() (plain, patch *policyEnv, err error) {
+	sig := envSig{envKey: s.key, mode: s.mode, vars: sigKey(s.decls)}
+	if s.grown != nil {
+		plain = s.cache.store(sig, s.grown)
+		s.grown = nil
+	} else if plain, err = s.cache.get(sig, s.decls); err != nil {
+		return nil, nil, err
+	}
+	sig.hasPatchTypes = true
+	if patch, err = s.cache.get(sig, s.decls); err != nil {
+		return nil, nil, err
+	}
+	return plain, patch, nil
 }
 
 // build extends the base environment of k with a "variables" object type
@@ -229,8 +319,9 @@ func (b *baseEnvs) build(k envKey, mode environment.Type, vars []varDecl) (*poli
 	if err != nil {
 		return nil, fmt.Errorf("unexpected error loading CEL environment: %w", err)
 	}
+	pe := &policyEnv{env: env, varType: varType}
 	for _, v := range vars {
-		varType.Fields[v.name] = apiservercel.NewDeclField(v.name, v.typ, true, nil, nil)
+		pe.declare(v)
 	}
-	return &policyEnv{env: env, varType: varType}, nil
+	return pe, nil
 }

@@ -77,7 +77,9 @@ const (
 
 // Load reads every path: a file (whatever its extension), a directory
 // (recursively, only *.yaml, *.yml and *.json, in lexical order) or "-"
-// for stdin. It returns every object it could read and, when anything was
+// for stdin. Only regular files (and symbolic links to them) are read: a
+// named pipe, socket or device, named on the command line or found in a
+// directory, is reported as a problem of that path without being read. It returns every object it could read and, when anything was
 // wrong, an ErrorList with every problem of every file. Policies and
 // bindings that fail decoding or validation are left out of the Set, as
 // kube-apiserver would refuse them; so are later policies or bindings that
@@ -118,7 +120,7 @@ func Load(ctx context.Context, paths []string, stdin io.Reader) (*Set, error) {
 			if err := ctx.Err(); err != nil {
 				return set, append(errs, &Error{Source: Source{File: f, Item: -1}, Err: err})
 			}
-			data, err := os.ReadFile(f)
+			data, err := readRegularFile(f)
 			if err != nil {
 				errs = append(errs, &Error{Source: Source{File: f, Item: -1}, Err: err})
 				continue
@@ -132,7 +134,48 @@ func Load(ctx context.Context, paths []string, stdin io.Reader) (*Set, error) {
 	return set, errs.err()
 }
 
-// expand lists the manifest files of a path.
+// readRegularFile reads a regular file (or a symbolic link to one). Anything
+// else is an error naming what it is: reading a named pipe with no writer,
+// or a device, would block or never end. The file is opened without
+// blocking (see openFlags) and checked once open, so that a pipe swapped in
+// after a directory walk listed the path cannot block either.
+func readRegularFile(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): only regular files are read", fileKind(info.Mode()))
+	}
+	return io.ReadAll(f)
+}
+
+// fileKind names the type of a file that is not a regular file.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "an irregular file"
+}
+
+// expand lists the manifest files of a path: the path itself when it is
+// not a directory, else the files of the directory tree whose names end in
+// .yaml, .yml or .json, whatever their type (Load reports those that are
+// not regular files).
 func expand(p string) ([]string, error) {
 	info, err := os.Stat(p)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -29,10 +30,12 @@ files, directories (recursively: .yaml, .yml, .json) or stdin ("-"), validates
 them as kube-apiserver's API validation does, compiles every CEL expression,
 and prints every problem with file, document, field path and, for CEL, the
 line:column with a caret. It then prints the static cost estimate of every
-expression against the per-call limit.
+expression against the per-call limit, after a warning for every expression
+whose estimate is bounded and above it. Only regular files are read; pipe
+input through "-".
 
-Exit status: 0 no problems, 1 problems found (unreadable or malformed files
-included), 2 bad flags.`,
+Exit status: 0 no problems (warnings included), 1 problems found (unreadable
+or malformed files included), 2 bad flags.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLint(cmd, args, !noCost)
@@ -94,10 +97,26 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 			}
 		}
 	}
+	// The estimates of every compiled expression, with the schema of the
+	// target kind when one bounds them.
+	var estimates []estimated
+	for _, c := range all {
+		object := targetDeclType(schemas, crdKinds, c.src.Policy)
+		for _, e := range c.policy.Expressions() {
+			if e.Err != nil {
+				continue
+			}
+			est := e.Cost
+			if object != nil {
+				est = e.EstimateWithSchema(object, nil)
+			}
+			estimates = append(estimates, estimated{src: c.src, expr: e, cost: est})
+		}
+	}
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
 	}
-	warnings := bindingWarnings(set)
+	warnings := append(bindingWarnings(set), costWarnings(estimates)...)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}
@@ -107,22 +126,12 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POLICY\tEXPRESSION\tESTIMATED COST\tOF PER-CALL LIMIT\tSCHEMA")
-		for _, c := range all {
-			object := targetDeclType(schemas, crdKinds, c.src.Policy)
-			for _, e := range c.policy.Expressions() {
-				if e.Err != nil {
-					continue
-				}
-				est := e.Cost
-				if object != nil {
-					est = e.EstimateWithSchema(object, nil)
-				}
-				label := e.Path.String()
-				if e.Name != "" {
-					label += " (" + e.Name + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.policy.Name, label, formatCost(est), formatShare(est), schemaNote(est))
+		for _, r := range estimates {
+			label := r.expr.Path.String()
+			if r.expr.Name != "" {
+				label += " (" + r.expr.Name + ")"
 			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.src.Policy.Name, label, formatCost(r.cost), formatShare(r.cost), schemaNote(r.cost))
 		}
 		tw.Flush()
 	}
@@ -131,6 +140,36 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		return &exitError{code: exitProblem}
 	}
 	return nil
+}
+
+// estimated is the static cost estimate of one compiled expression.
+type estimated struct {
+	src  manifest.Policy
+	expr *compiler.Expression
+	cost compiler.CostEstimate
+}
+
+// costWarnings reports the expressions whose bounded estimate exceeds the
+// per-call limit: kube-apiserver accepts them (MAP enforces no static
+// limit) but cancels every evaluation that costs what the estimate allows,
+// so on inputs of the sizes it assumes they can only fail. An unbounded
+// estimate (some input without a size limit) says nothing of the sort and
+// is only shown in the cost table.
+func costWarnings(estimates []estimated) []string {
+	var out []string
+	for _, r := range estimates {
+		if r.cost.Unbounded() || r.cost.Max <= compiler.PerCallLimit {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: MutatingAdmissionPolicy %q: %s: estimated cost %d exceeds the per-call limit %d (%s): evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"",
+			r.src.Source, r.src.Policy.Name, r.expr.Path, r.cost.Max, uint64(compiler.PerCallLimit), overLimit(r.cost.Max)))
+	}
+	return out
+}
+
+// overLimit formats how many times the per-call limit a cost is.
+func overLimit(cost uint64) string {
+	return strconv.FormatFloat(float64(cost)/float64(compiler.PerCallLimit), 'f', 1, 64) + "x"
 }
 
 func countProblems(l manifest.ErrorList) int {

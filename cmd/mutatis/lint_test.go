@@ -74,6 +74,22 @@ func TestLint(t *testing.T) {
 			want:     []string{"0 policies, 1 bindings, 0 problems"},
 		},
 		{
+			name:     "a bounded estimate over the per-call limit is a warning, not a problem",
+			args:     []string{"lint", "testdata/lint/expensive.yaml"},
+			wantCode: exitOK,
+			want: []string{
+				"warning: testdata/lint/expensive.yaml#0: MutatingAdmissionPolicy \"expensive\": spec.matchConditions[0].expression: estimated cost 16555551 exceeds the per-call limit 1000000 (16.6x): evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"\n",
+				"expensive  spec.matchConditions[0].expression (nested)      41..16555551    1655.6% (over)     -\n",
+				"\n1 policies, 0 bindings, 0 problems, 1 warnings\n",
+			},
+		},
+		{
+			name:     "the warning does not depend on the cost table",
+			args:     []string{"lint", "--no-cost", "testdata/lint/expensive.yaml"},
+			wantCode: exitOK,
+			want:     []string{"spec.matchConditions[0].expression: estimated cost 16555551 exceeds the per-call limit 1000000", "0 problems, 1 warnings"},
+		},
+		{
 			name:     "a missing file is bad input",
 			args:     []string{"lint", "testdata/lint/nope.yaml"},
 			wantCode: exitProblem,
@@ -86,6 +102,15 @@ func TestLint(t *testing.T) {
 			checkCLI(t, code, out, errOut, tc.wantCode, tc.want, nil)
 		})
 	}
+}
+
+// TestLintUnboundedIsNoWarning: an unbounded estimate (an input without a
+// size limit) is shown in the table only; lint still exits 0.
+func TestLintUnboundedIsNoWarning(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "lint", "testdata/lint/unbounded.yaml")
+	checkCLI(t, code, out, errOut, exitOK,
+		[]string{"122..unbounded  unbounded", "1 policies, 0 bindings, 0 problems, 0 warnings"},
+		[]string{"warning:", "exceeds the per-call limit"})
 }
 
 func TestApply(t *testing.T) {
