@@ -77,9 +77,11 @@ const (
 
 // Load reads every path: a file (whatever its extension), a directory
 // (recursively, only *.yaml, *.yml and *.json, in lexical order) or "-"
-// for stdin. Only regular files (and symbolic links to them) are read: a
-// named pipe, socket or device, named on the command line or found in a
-// directory, is reported as a problem of that path without being read. It returns every object it could read and, when anything was
+// for stdin. A path named is read whatever it is (a named pipe of process
+// substitution too); of the files found in a directory only regular files
+// (and symbolic links to them) are read: a named pipe, socket or device
+// there is reported as a problem of that path without being read. It
+// returns every object it could read and, when anything was
 // wrong, an ErrorList with every problem of every file. Policies and
 // bindings that fail decoding or validation are left out of the Set, as
 // kube-apiserver would refuse them; so are later policies or bindings that
@@ -120,7 +122,13 @@ func Load(ctx context.Context, paths []string, stdin io.Reader) (*Set, error) {
 			if err := ctx.Err(); err != nil {
 				return set, append(errs, &Error{Source: Source{File: f, Item: -1}, Err: err})
 			}
-			data, err := readRegularFile(f)
+			read := readRegularFile
+			if f == p {
+				// Named on the command line: read whatever it is, as cat
+				// would (a pipe of process substitution, /dev/stdin).
+				read = os.ReadFile
+			}
+			data, err := read(f)
 			if err != nil {
 				errs = append(errs, &Error{Source: Source{File: f, Item: -1}, Err: err})
 				continue
