@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
@@ -27,6 +26,11 @@ type Admission struct {
 	// Invalid is kube-apiserver's refusal of the admitted object by API
 	// validation (a 422 for an invalid object), or nil.
 	Invalid *apierrors.StatusError
+	// Stored is the object as the registry would store it, after its
+	// strategy (PrepareForCreate or PrepareForUpdate), without the system
+	// fields the store sets (uid, creationTimestamp, resourceVersion); nil
+	// when the object was not validated or is invalid.
+	Stored map[string]any
 }
 
 // Admit runs a (from Attributes or Decode) through ev, then, unless the
@@ -61,13 +65,12 @@ func (c *Cluster) Admit(ctx context.Context, ev engine.Admitter, a *matching.Att
 	if a.Operation != admission.Create && a.Operation != admission.Update {
 		return out, nil
 	}
-	out.Warnings, err = c.Scheme.Validate(ctx, req, out.Object, old)
-	var status *apierrors.StatusError
-	switch {
-	case errors.As(err, &status):
-		out.Invalid = status
-	case err != nil:
+	v, err := c.Scheme.Validate(ctx, req, out.Object, old)
+	if err != nil {
 		return nil, err
+	}
+	if v != nil {
+		out.Warnings, out.Invalid, out.Stored = v.Warnings, v.Invalid, v.Stored
 	}
 	return out, nil
 }

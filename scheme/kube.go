@@ -233,14 +233,16 @@ type Request struct {
 // for built-in kinds, the resource's strategy through rest.BeforeCreate or
 // rest.BeforeUpdate (PrepareForCreate/PrepareForUpdate, Validate or
 // ValidateUpdate with declarative validation, the metadata checks, the
-// warnings). The error is kube-apiserver's answer (a 422
-// `<Kind> "<name>" is invalid: …` for an invalid object); warnings are the
-// strategy's. Subresource requests, kinds without a registry and
-// operations other than CREATE and UPDATE are not validated.
+// warnings, Canonicalize), after what genericregistry.Store does first
+// (system fields, generated names, resourceVersion checks). The outcome
+// holds kube-apiserver's refusal (a 422 `<Kind> "<name>" is invalid: …` for
+// an invalid object) or the object it would store. Subresource requests,
+// kinds without a registry strategy and operations other than CREATE and
+// UPDATE are not validated: the outcome is nil.
 //
 // Neither obj nor old is modified: the strategy works on their internal
-// forms.
-func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]any) (warnings []string, err error) {
+// forms. A returned error is one of the simulation, not a refusal.
+func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]any) (*Validation, error) {
 	if obj == nil || req.Subresource != "" || !s.Recognizes(req.Kind) {
 		return nil, nil
 	}
@@ -259,6 +261,69 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if err != nil {
 		return nil, err
 	}
+	v, err := k.validate(ctx, st, req, internal, old)
+	if err != nil {
+		return nil, err
+	}
+	if v.Invalid == nil {
+		if v.Stored, err = k.stored(internal, req.Kind); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
+	return v, nil
+}
+
+// Validation is the outcome of Validate.
+type Validation struct {
+	// Invalid is kube-apiserver's refusal of the object (a 422 for an
+	// invalid one), or nil.
+	Invalid *apierrors.StatusError
+	// Warnings are the strategy's.
+	Warnings []string
+	// Stored is the object as the registry would store it (after
+	// PrepareForCreate or PrepareForUpdate and Canonicalize), in the
+	// request's version, without the system fields the store sets (uid,
+	// creationTimestamp, resourceVersion); nil when Invalid is set.
+	Stored map[string]any
+}
+
+// stored is internal, as the strategy left it, in version gvk without the
+// system fields.
+func (k *kube) stored(internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	out, err := unstructuredOf(versioned, gvk)
+	if err != nil {
+		return nil, err
+	}
+	if md, ok := out["metadata"].(map[string]any); ok {
+		delete(md, "uid")
+		delete(md, "creationTimestamp")
+		delete(md, "resourceVersion")
+	}
+	return out, nil
+}
+
+// validate runs the strategy on internal (and old, for an UPDATE) and
+// sorts kube-apiserver's refusals from the errors of the simulation.
+func (k *kube) validate(ctx context.Context, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
+	warnings, err := k.beforeStore(ctx, st, req, internal, old)
+	v := &Validation{Warnings: warnings}
+	var status *apierrors.StatusError
+	switch {
+	case errors.As(err, &status):
+		v.Invalid = status
+	case err != nil:
+		return nil, err
+	}
+	return v, nil
+}
+
+// beforeStore is what genericregistry.Store does to the object of a create
+// or an update before it reaches storage, through the strategy.
+func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
 	rec := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, rec)
 	ctx = genericapirequest.WithNamespace(ctx, req.Namespace)
