@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -453,11 +454,25 @@ func transformDecodeError(baseErr error, scopeKind schema.GroupVersionKind, gvk 
 	if gvk != nil && len(gvk.Kind) > 0 {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, scopeKind.Kind, baseErr))
 	}
-	summary := string(body)
-	if len(body) > 30 {
-		summary = string(body[:30]) + "..."
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", scopeKind.Kind, baseErr, summarizeData(body, 30)))
+}
+
+// summarizeData is endpoints/handlers.summarizeData.
+func summarizeData(data []byte, maxLength int) string {
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		if len(data) > maxLength {
+			return string(data[:maxLength]) + " ..."
+		}
+		return string(data)
+	default:
+		if len(data) > maxLength {
+			return hex.EncodeToString(data[:maxLength]) + " ..."
+		}
+		return hex.EncodeToString(data)
 	}
-	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", scopeKind.Kind, baseErr, summary))
 }
 
 // Default is the request scope's ObjectDefaulter (the CRD handler's
