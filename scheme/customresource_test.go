@@ -191,8 +191,8 @@ func TestDecodeRequest(t *testing.T) {
 	}, {
 		name: "v2 has its own defaults and fields",
 		gvk:  widgetV2, file: "widgets.yaml",
-		in:   `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w"},"spec":{"mode":"a","color":"red"}}`,
-		want: `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w"},"spec":{"mode":"a","size":2,"v2only":"fromv2"}}`,
+		in:       `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w"},"spec":{"mode":"a","color":"red"}}`,
+		want:     `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w"},"spec":{"mode":"a","size":2,"v2only":"fromv2"}}`,
 		warnings: []string{`unknown field "spec.color"`},
 	}, {
 		name: "body of another version than the URL's",
@@ -212,8 +212,8 @@ func TestDecodeRequest(t *testing.T) {
 	}, {
 		name: "cluster-scoped kind preserving unknown fields at the root",
 		gvk:  thingV1, file: "clusterthings.yaml",
-		in:   `{"apiVersion":"example.com/v1","kind":"ClusterThing","metadata":{"name":"t"},"spec":{"tier":"gold","free":1},"anything":{"a":null}}`,
-		want: `{"apiVersion":"example.com/v1","kind":"ClusterThing","metadata":{"name":"t"},"spec":{"tier":"gold","replicas":2},"anything":{"a":null}}`,
+		in:       `{"apiVersion":"example.com/v1","kind":"ClusterThing","metadata":{"name":"t"},"spec":{"tier":"gold","free":1},"anything":{"a":null}}`,
+		want:     `{"apiVersion":"example.com/v1","kind":"ClusterThing","metadata":{"name":"t"},"spec":{"tier":"gold","replicas":2},"anything":{"a":null}}`,
 		warnings: []string{`unknown field "spec.free"`},
 	}, {
 		name: "bad fieldValidation",
@@ -661,7 +661,7 @@ func TestBadInputIsAnError(t *testing.T) {
 	ctx := context.Background()
 	bad := []map[string]any{
 		nil,
-		{"apiVersion": "example.com/v1", "kind": "Widget", "spec": map[string]any{"size": 3}},           // int, not JSON's int64
+		{"apiVersion": "example.com/v1", "kind": "Widget", "spec": map[string]any{"size": 3}},             // int, not JSON's int64
 		{"apiVersion": "example.com/v1", "kind": "Widget", "spec": map[string]any{"tags": []string{"a"}}}, // typed slice
 		{"apiVersion": "example.com/v1", "kind": "Widget", "spec": func() {}},
 		{"apiVersion": 3, "kind": []any{}, "metadata": map[string]any{"name": 1}},
