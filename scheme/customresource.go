@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -630,12 +631,7 @@ func (c *CustomResources) StorageVersion(gvk schema.GroupVersionKind) (string, e
 func (c *CustomResources) CRDs() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	names := make([]string, 0, len(c.crds))
-	for n := range c.crds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(c.crds))
 }
 
 type warningRecorder struct {

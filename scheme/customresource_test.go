@@ -331,6 +331,22 @@ func withSpec(fields string) string {
 
 const blocked = `, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`
 
+// checkErr fails unless err's message is want (no error if want is
+// empty); it tells whether an error was expected.
+func checkErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("unexpected error %v", err)
+		}
+		return false
+	}
+	if err == nil || err.Error() != want {
+		t.Fatalf("error\n%v\nwant\n%s", err, want)
+	}
+	return true
+}
+
 func TestValidateCreate(t *testing.T) {
 	c := newTestCRs(t)
 	ctx := context.Background()
@@ -452,14 +468,8 @@ func TestValidateCreate(t *testing.T) {
 			if !reflect.DeepEqual(warnings, tc.warnings) {
 				t.Fatalf("warnings %q, want %q", warnings, tc.warnings)
 			}
-			if tc.err == "" {
-				if err != nil {
-					t.Fatalf("unexpected error %v", err)
-				}
+			if !checkErr(t, err, tc.err) {
 				return
-			}
-			if err == nil || err.Error() != tc.err {
-				t.Fatalf("error\n%v\nwant\n%s", err, tc.err)
 			}
 			code := tc.code
 			if code == 0 {
@@ -514,15 +524,7 @@ func TestValidateUpdateRatchets(t *testing.T) {
 			updated := runtime.DeepCopyJSON(old)
 			tc.change(updated["spec"].(map[string]any))
 			_, err := c.Validate(ctx, admission.Update, updated, old, widgetV1, "default")
-			if tc.err == "" {
-				if err != nil {
-					t.Fatalf("unexpected error %v", err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tc.err {
-				t.Fatalf("error\n%v\nwant\n%s", err, tc.err)
-			}
+			checkErr(t, err, tc.err)
 		})
 	}
 
