@@ -28,8 +28,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimejson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/versioning"
+	fielderrors "k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/warning"
@@ -68,6 +70,8 @@ func NewCustomResources() *CustomResources { return &CustomResources{} }
 type customResourceDefinition struct {
 	name string
 	gk   schema.GroupKind
+	// resource is the plural resource, as Store.Update qualifies its errors.
+	resource schema.GroupResource
 	// structural holds the structural schema of every version with a
 	// schema, defaults pruned (nil values are versions without a schema,
 	// as upstream; with preserveUnknownFields the schema as it is).
@@ -224,6 +228,7 @@ func newCustomResourceDefinition(crd *apiextensionsv1.CustomResourceDefinition) 
 	info := &customResourceDefinition{
 		name:                  crd.Name,
 		gk:                    schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind},
+		resource:              schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural},
 		structural:            map[string]*structuralschema.Structural{},
 		preserveUnknownFields: crd.Spec.PreserveUnknownFields,
 		storageVersion:        storageVersion,
@@ -501,7 +506,9 @@ func (c *CustomResources) Default(obj map[string]any, gvk schema.GroupVersionKin
 // strategy (PrepareForCreate/PrepareForUpdate, then OpenAPI schema
 // validation, embedded metadata, list-type invariants and
 // x-kubernetes-validations under the per-request CEL cost budget, with
-// ratcheting on UPDATE). The error is the *apierrors.StatusError
+// ratcheting on UPDATE), preceded on UPDATE by Store.Update's
+// resourceVersion check when old has one (422 without a resourceVersion,
+// 409 when it is not old's). The error is the *apierrors.StatusError
 // kube-apiserver answers (422 `<Kind>.<group> "<name>" is invalid: …`,
 // 400 for a namespace mismatch). namespace is the request's.
 func (c *CustomResources) Validate(ctx context.Context, op admission.Operation, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (warnings []string, err error) {
@@ -571,11 +578,38 @@ func (c *CustomResources) prepare(ctx context.Context, op admission.Operation, o
 		if old == nil {
 			return nil, nil, fmt.Errorf("validating %s: UPDATE without an old object", gvk)
 		}
-		err = rest.BeforeUpdate(v.strategy, ctx, u, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(old)})
+		oldU := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(old)}
+		if err := v.crd.checkResourceVersion(u, oldU); err != nil {
+			return nil, nil, err
+		}
+		err = rest.BeforeUpdate(v.strategy, ctx, u, oldU)
 	default:
 		return nil, nil, fmt.Errorf("validating %s: operation %s is neither CREATE nor UPDATE", gvk, op)
 	}
 	return u.Object, rec.warnings, err
+}
+
+// checkResourceVersion is Store.Update's optimistic concurrency check
+// (custom resources do not allow unconditional updates), made only when the
+// old object has a resourceVersion: offline objects often have none.
+func (d *customResourceDefinition) checkResourceVersion(obj, old *unstructured.Unstructured) error {
+	versioner := storage.APIObjectVersioner{}
+	existing, err := versioner.ObjectResourceVersion(old)
+	if err != nil || existing == 0 {
+		return nil
+	}
+	rv, err := versioner.ObjectResourceVersion(obj)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if rv == 0 {
+		qualifiedKind := schema.GroupKind{Group: d.resource.Group, Kind: d.resource.Resource}
+		return apierrors.NewInvalid(qualifiedKind, obj.GetName(), fielderrors.ErrorList{fielderrors.Invalid(fielderrors.NewPath("metadata").Child("resourceVersion"), rv, "must be specified for an update")})
+	}
+	if rv != existing {
+		return apierrors.NewConflict(d.resource, obj.GetName(), errors.New(genericregistry.OptimisticLockErrorMsg))
+	}
+	return nil
 }
 
 // Store is the round trip of an object of kind gvk through the CRD's

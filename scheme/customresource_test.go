@@ -528,6 +528,19 @@ func TestValidateUpdateRatchets(t *testing.T) {
 		})
 	}
 
+	// Store.Update's optimistic concurrency.
+	noRV := runtime.DeepCopyJSON(old)
+	delete(noRV["metadata"].(map[string]any), "resourceVersion")
+	_, err := c.Validate(ctx, admission.Update, noRV, old, widgetV1, "default")
+	checkErr(t, err, `widgets.example.com "w" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`)
+	staleRV := runtime.DeepCopyJSON(old)
+	staleRV["metadata"].(map[string]any)["resourceVersion"] = "8"
+	_, err = c.Validate(ctx, admission.Update, staleRV, old, widgetV1, "default")
+	checkErr(t, err, `Operation cannot be fulfilled on widgets.example.com "w": the object has been modified; please apply your changes to the latest version and try again`)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("%v is not a 409", err)
+	}
+
 	// CEL ratcheting: a rule failing on an unchanged value is not
 	// re-checked.
 	badOld := obj(t, strings.Replace(validWidget, `"minReplicas":1`, `"minReplicas":5`, 1))
