@@ -770,3 +770,26 @@ func FuzzCustomResourceDefault(f *testing.F) {
 		}
 	})
 }
+
+func TestWebhookConversionIsNotSimulated(t *testing.T) {
+	crd := loadCRD(t, "widgets.yaml")
+	crd.Object["spec"].(map[string]any)["conversion"] = map[string]any{
+		"strategy": "Webhook",
+		"webhook": map[string]any{
+			"clientConfig":             map[string]any{"url": "https://convert.example.com/convert"},
+			"conversionReviewVersions": []any{"v1"},
+		},
+	}
+	c := NewCustomResources()
+	if err := c.Add(crd); err != nil {
+		t.Fatal(err)
+	}
+	// The storage version needs no conversion.
+	if _, returned, err := c.Store(obj(t, withSpec(`"bogus":1`)), widgetV1); err != nil || returned["spec"].(map[string]any)["bogus"] != nil {
+		t.Fatalf("%v %v", returned, err)
+	}
+	_, _, err := c.Store(obj(t, `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w"},"spec":{}}`), widgetV2)
+	if err == nil || !strings.Contains(err.Error(), "CustomResourceDefinition widgets.example.com: conversion from example.com/v2 to example.com/v1 needs the conversion webhook, which is not simulated") {
+		t.Fatalf("error %v", err)
+	}
+}
