@@ -793,3 +793,39 @@ func TestWebhookConversionIsNotSimulated(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestAroundMutatingAdmission follows a CREATE through the CRD handler as
+// kube-apiserver runs it around a mutating admission policy: decoding,
+// a JSON patch that removes a defaulted field and adds an undeclared one,
+// the dispatcher's defaulting, then the registry and storage.
+func TestAroundMutatingAdmission(t *testing.T) {
+	c := newTestCRs(t)
+	ctx := context.Background()
+	decoded, warnings, err := c.DecodeRequest(obj(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"default"},"spec":{"mode":"a","typo":1}}`), widgetV1, "")
+	if err != nil || !reflect.DeepEqual(warnings, []string{`unknown field "spec.typo"`}) {
+		t.Fatalf("%v %q", err, warnings)
+	}
+	// The policy's patch: remove /spec/size, add /spec/fromPolicy.
+	patched := runtime.DeepCopyJSON(decoded)
+	delete(patched["spec"].(map[string]any), "size")
+	patched["spec"].(map[string]any)["fromPolicy"] = "x"
+	admitted, err := c.Default(patched, widgetV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := admitted["spec"].(map[string]any)
+	if spec["size"] != int64(1) || spec["fromPolicy"] != "x" {
+		t.Fatalf("admitted %s", mustJSON(admitted))
+	}
+	p, err := c.Persist(ctx, admission.Create, admitted, nil, widgetV1, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Stored["spec"].(map[string]any)["fromPolicy"] != "x" {
+		t.Fatalf("stored %s: the storage version is written without conversion, so unpruned", mustJSON(p.Stored))
+	}
+	want := obj(t, strings.Replace(validWidget, `"namespace":"default"`, `"namespace":"default","generation":1`, 1))
+	if !reflect.DeepEqual(p.Returned, want) {
+		t.Fatalf("returned %s\nwant     %s", mustJSON(p.Returned), mustJSON(want))
+	}
+}
