@@ -668,17 +668,6 @@ func (c *CustomResources) CRDs() []string {
 	return slices.Sorted(maps.Keys(c.crds))
 }
 
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (r *warningRecorder) AddWarning(_, text string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.warnings = append(r.warnings, text)
-}
-
 func nestedField(obj map[string]any, path ...string) (any, bool) {
 	var cur any = obj
 	for _, p := range path {
