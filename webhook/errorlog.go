@@ -65,4 +65,3 @@ func (l *serverErrorLog) due() (suppressed int, ok bool) {
 	suppressed, l.suppressed, l.last = l.suppressed, 0, now
 	return suppressed, true
 }
-
