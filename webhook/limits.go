@@ -164,6 +164,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength > g.limit {
 		g.metrics.bodyRejected("too_large")
+		closeAfterAnswer(w, r)
 		writeStatus(w, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is larger than %d bytes (--max-request-bytes)", r.ContentLength, g.limit))
 		return
 	}
@@ -174,6 +175,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, errBodyBudget):
 			g.metrics.bodyRejected("budget")
+			closeAfterAnswer(w, r)
 			w.Header().Set("Retry-After", "1")
 			writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, fmt.Sprintf("%v (%d bytes, --max-body-bytes-in-flight)", err, g.budget.max))
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -194,4 +196,14 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	g.h.review(w, r, body)
+}
+
+// closeAfterAnswer ends an HTTP/1.x connection after an answer given
+// before the body was read to the end: otherwise net/http reads what is
+// left of the body before it writes the answer, and a client that stalled
+// would see it only at the body's deadline.
+func closeAfterAnswer(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 }
