@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -289,6 +290,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.onShutdown != nil {
 		srv.RegisterOnShutdown(s.onShutdown)
 	}
+	pending := &unanswered{}
+	srv.ConnState = pending.connState
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	srv.Handler = pending.reached(srv.Handler)
+	ln = &closeOnce{Listener: ln}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	select {
@@ -304,12 +312,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case err := <-errc:
 			return err
 		}
+		// net/http's Shutdown drops a request it reads after it began
+		// (it closes the connection unanswered): stop accepting first, and
+		// let the connections already accepted bring their requests in.
+		_ = ln.Close()
+		pending.settle(acceptSettle)
 	}
 	s.log.Info("shutting down: waiting for in-flight reviews", "timeout", s.opts.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
-	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && serveErr != nil && err == nil {
+	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, net.ErrClosed) && serveErr != nil && err == nil {
 		err = serveErr
 	}
 	if err != nil {
@@ -364,3 +377,74 @@ func (d *drainWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (d *drainWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// acceptSettle bounds the wait, at the end of a drain, for the connections
+// accepted to bring in their requests: a client sends its request right
+// after the TLS handshake, and one that sends nothing must not hold the
+// shutdown for ReadHeaderTimeout.
+const acceptSettle = time.Second
+
+type connKey struct{}
+
+// unanswered tracks the HTTP/1.x connections whose request may have been
+// read but has not reached a handler: accepted and not yet through their
+// first request, or active with a request being read. HTTP/2 connections
+// are not tracked: Shutdown's GOAWAY tells their clients which streams it
+// did not serve.
+type unanswered struct {
+	conns sync.Map // net.Conn → struct{}
+}
+
+func (u *unanswered) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		u.conns.Store(c, struct{}{})
+	case http.StateActive:
+		if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+			u.conns.Delete(c)
+			return
+		}
+		u.conns.Store(c, struct{}{})
+	default:
+		u.conns.Delete(c)
+	}
+}
+
+// reached marks the connection of a request that got to a handler: net/http
+// answers it also once Shutdown began.
+func (u *unanswered) reached(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
+			u.conns.Delete(c)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// settle waits until no tracked connection is left, at most max.
+func (u *unanswered) settle(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		empty := true
+		u.conns.Range(func(any, any) bool {
+			empty = false
+			return false
+		})
+		if empty {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closeOnce is a listener that can be closed before Shutdown closes it.
+type closeOnce struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (c *closeOnce) Close() error {
+	c.once.Do(func() { c.err = c.Listener.Close() })
+	return c.err
+}
