@@ -279,4 +279,3 @@ func TestGracefulShutdownLosesNoRequests(t *testing.T) {
 		})
 	}
 }
-
