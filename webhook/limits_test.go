@@ -45,6 +45,16 @@ var protocols = []struct {
 	}},
 }
 
+// passThroughServer is a Server that admits every review unchanged, with
+// adjust applied to its options.
+func passThroughServer(t *testing.T, f *tlsFixture, adjust func(*Options)) *Server {
+	t.Helper()
+	return newServer(t, nil, f, func(o *Options) {
+		o.Admitter = passThrough
+		adjust(o)
+	})
+}
+
 // stalls are n requests that announce contentLength bytes, send prefix and
 // wait for ctx: a client that stops sending its body.
 type stalls struct {
@@ -133,8 +143,7 @@ func TestStalledBodiesDoNotStarveReviews(t *testing.T) {
 		t.Run(proto.name, func(t *testing.T) {
 			f := newTLS(t)
 			bodyTimeout := 10 * time.Second
-			s := newServer(t, nil, f, func(o *Options) {
-				o.Admitter = passThrough
+			s := passThroughServer(t, f, func(o *Options) {
 				o.MaxInFlight = DefaultMaxInFlight
 				o.BodyReadTimeout = bodyTimeout
 			})
@@ -185,8 +194,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
 			f := newTLS(t)
-			s := newServer(t, nil, f, func(o *Options) {
-				o.Admitter = passThrough
+			s := passThroughServer(t, f, func(o *Options) {
 				o.BodyReadTimeout = 200 * time.Millisecond
 			})
 			srv := start(t, s)
@@ -221,8 +229,7 @@ func TestStalledBodiesStayWithinTheBudget(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
 			f := newTLS(t)
-			s := newServer(t, nil, f, func(o *Options) {
-				o.Admitter = passThrough
+			s := passThroughServer(t, f, func(o *Options) {
 				o.MaxRequestBytes = limit
 				o.MaxBodyBytesInFlight = budget
 				o.BodyReadTimeout = 20 * time.Second
@@ -268,8 +275,7 @@ func TestStalledBodiesStayWithinTheBudget(t *testing.T) {
 // TestAnnouncedBodyOverTheLimit: a Content-Length over --max-request-bytes
 // is refused with 413 before a byte of the body is read.
 func TestAnnouncedBodyOverTheLimit(t *testing.T) {
-	s := newServer(t, nil, newTLS(t), func(o *Options) {
-		o.Admitter = passThrough
+	s := passThroughServer(t, newTLS(t), func(o *Options) {
 		o.MaxRequestBytes = 1024
 	})
 	var read atomic.Int64

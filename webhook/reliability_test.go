@@ -82,8 +82,7 @@ func TestPanicIsAnsweredNotDropped(t *testing.T) {
 func TestServerErrorsAreLogged(t *testing.T) {
 	f := newTLS(t)
 	log, buf := infoLogger()
-	s := newServer(t, nil, f, func(o *Options) {
-		o.Admitter = passThrough
+	s := passThroughServer(t, f, func(o *Options) {
 		o.Log = log
 	})
 	s.handshakeLogInterval = time.Hour
@@ -196,8 +195,7 @@ func TestGracefulShutdownLosesNoRequests(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
 			f := newTLS(t)
-			s := newServer(t, nil, f, func(o *Options) {
-				o.Admitter = passThrough
+			s := passThroughServer(t, f, func(o *Options) {
 				o.DrainPeriod = 300 * time.Millisecond
 				o.ShutdownTimeout = 10 * time.Second
 			})
