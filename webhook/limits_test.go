@@ -142,10 +142,11 @@ func TestStalledBodiesDoNotStarveReviews(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
 			f := newTLS(t)
-			bodyTimeout := 10 * time.Second
 			s := passThroughServer(t, f, func(o *Options) {
 				o.MaxInFlight = DefaultMaxInFlight
-				o.BodyReadTimeout = bodyTimeout
+				// Longer than the 400 handshakes take on a loaded machine
+				// under -race (11s seen): the stalls must outlast them.
+				o.BodyReadTimeout = time.Minute
 			})
 			srv := start(t, s)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -163,7 +164,9 @@ func TestStalledBodiesDoNotStarveReviews(t *testing.T) {
 
 			took := validReview(t, f.client(), srv.url)
 			t.Logf("a valid review was answered in %v during the stall", took)
-			if a := st.answered.Load(); a != 0 || time.Since(began) >= bodyTimeout {
+			// Answered before the stalls' body timeout: none of them has
+			// been answered yet.
+			if a := st.answered.Load(); a != 0 {
 				t.Fatalf("%d stalled requests answered (after %v), want the valid review answered while all stall", a, time.Since(began))
 			}
 			text := scrape(t, s)
