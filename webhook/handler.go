@@ -168,6 +168,12 @@ func (h *Handler) deadline(r *http.Request) (context.Context, context.CancelFunc
 // the webhook's failurePolicy), logged with its stack and counted, rather
 // than dropping the connection.
 func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
+	ctx, cancel, err := h.deadline(r)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+		return
+	}
+	defer cancel()
 	if h.InFlight != nil {
 		select {
 		case h.InFlight <- struct{}{}:
@@ -192,12 +198,6 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf("internal error answering the review: %v", p))
 		}
 	}()
-	ctx, cancel, err := h.deadline(r)
-	if err != nil {
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
-		return
-	}
-	defer cancel()
 	review, err := Decode(body)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
