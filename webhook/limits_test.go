@@ -16,6 +16,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 // The tests of this file drive a real Server (NewServer, as `mutatis serve`
@@ -348,3 +351,36 @@ type iotestTimeout struct{}
 func (iotestTimeout) Read([]byte) (int, error) { return 0, errors.New("i/o timeout") }
 
 func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+// TestEvaluationHoldsItsWeight: a review read and being evaluated holds
+// EvaluationWeight times its body of the budget, until it is answered; one
+// whose weight does not fit is refused with 429 before it is decoded.
+func TestEvaluationHoldsItsWeight(t *testing.T) {
+	body := []byte(minimalReview)
+	weight := EvaluationWeight * int64(len(body))
+	held := make(chan int64, 1)
+	var s *Server
+	s = newServer(t, nil, newTLS(t), func(o *Options) {
+		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+			held <- s.budget.used.Load()
+			return passThrough(ctx, a)
+		})
+		o.MaxRequestBytes = 1 << 20
+		o.MaxBodyBytesInFlight = weight
+	})
+	if rec := serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", body); rec.Code != http.StatusOK {
+		t.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+	}
+	if got := <-held; got != weight {
+		t.Errorf("the review held %d bytes while evaluated, want %d", got, weight)
+	}
+	if used := s.budget.used.Load(); used != 0 {
+		t.Errorf("%d bytes still held after the answer", used)
+	}
+	// One byte less: the review is read but not evaluated.
+	s.budget.max = weight - 1
+	rec := serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", body)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "--max-body-bytes-in-flight") || len(held) != 0 {
+		t.Errorf("HTTP %d %s, want 429 without evaluation", rec.Code, rec.Body)
+	}
+}

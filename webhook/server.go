@@ -79,10 +79,12 @@ type Options struct {
 	// byte of its body (408 past it); zero means DefaultBodyReadTimeout,
 	// negative no bound.
 	BodyReadTimeout time.Duration
-	// MaxBodyBytesInFlight bounds the bytes of review bodies held at once
-	// (being read, or read and not yet answered); a body that would take
-	// them past it gets HTTP 429. Zero means DefaultBodyBudgetFactor times
-	// MaxRequestBytes, negative no bound.
+	// MaxBodyBytesInFlight bounds the bytes of reviews held at once: the
+	// buffers of bodies being read, and EvaluationWeight times the body of
+	// a review read and not yet answered; a review that would take them
+	// past it gets HTTP 429. Zero means DefaultBodyBudgetFactor times
+	// MaxRequestBytes, negative no bound. Less than EvaluationWeight times
+	// MaxRequestBytes refuses the largest reviews.
 	MaxBodyBytesInFlight int64
 	// MaxReviewTimeout is the deadline of a review without ?timeout and
 	// the largest a ?timeout may ask for; zero means

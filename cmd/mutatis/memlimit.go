@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mutatis-dev/mutatis/webhook"
 )
 
 // memoryLimitShare is the part of the container's memory limit given to
@@ -59,27 +61,53 @@ func parseMemoryLimit(s string) (int64, error) {
 	return n, nil
 }
 
+// containerLimit is the container's memory limit: --memory-limit, else
+// the cgroup's.
+func (o *serveOptions) containerLimit() (limit int64, source string, ok bool) {
+	if o.memoryLimitBytes > 0 {
+		return o.memoryLimitBytes, "--memory-limit", true
+	}
+	return containerMemoryLimit(o.cgroupRoot)
+}
+
 // applyMemoryLimit gives the Go runtime a soft memory limit of
-// memoryLimitShare of the container's: --memory-limit, else the cgroup's.
-// A GOMEMLIMIT in the environment wins (the runtime already applied it). It
-// returns the limit set, 0 when none was.
+// memoryLimitShare of the container's. A GOMEMLIMIT in the environment
+// wins (the runtime already applied it). It returns the limit set, 0 when
+// none was.
 func (o *serveOptions) applyMemoryLimit(log *slog.Logger) int64 {
 	if v := os.Getenv("GOMEMLIMIT"); v != "" {
 		log.Info("memory limit: GOMEMLIMIT is set; using it", "GOMEMLIMIT", v)
 		return 0
 	}
-	limit, source := o.memoryLimitBytes, "--memory-limit"
-	if limit == 0 {
-		var ok bool
-		if limit, source, ok = containerMemoryLimit(o.cgroupRoot); !ok {
-			log.Info("memory limit: none found (no --memory-limit, GOMEMLIMIT or cgroup limit); the Go runtime has no soft limit")
-			return 0
-		}
+	limit, source, ok := o.containerLimit()
+	if !ok {
+		log.Info("memory limit: none found (no --memory-limit, GOMEMLIMIT or cgroup limit); the Go runtime has no soft limit")
+		return 0
 	}
 	soft := int64(float64(limit) * memoryLimitShare)
 	o.setMemoryLimit(soft)
 	log.Info("memory limit: set the Go runtime's soft limit (GOMEMLIMIT) to 90% of the container's", "container", limit, "source", source, "GOMEMLIMIT", soft)
 	return soft
+}
+
+// bodyBudgetShare is the part of the container's memory limit the
+// body-bytes budget gets by default.
+const bodyBudgetShare = 4
+
+// bodyBudget is --max-body-bytes-in-flight, or its default: a quarter of
+// the container's memory limit when it is known, never less than one
+// review of --max-request-bytes being evaluated
+// (webhook.DefaultBodyBudgetFactor times it, also the default without a
+// limit).
+func (o *serveOptions) bodyBudget() int64 {
+	if o.maxBodyBytes > 0 {
+		return o.maxBodyBytes
+	}
+	least := webhook.DefaultBodyBudgetFactor * o.maxRequestBytes
+	if limit, _, ok := o.containerLimit(); ok {
+		return max(limit/bodyBudgetShare, least)
+	}
+	return least
 }
 
 // setRuntimeMemoryLimit is debug.SetMemoryLimit (serveOptions.setMemoryLimit).

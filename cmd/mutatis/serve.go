@@ -241,7 +241,7 @@ See docs/webhook.md.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
 	f.DurationVar(&o.shutdownDrain, "shutdown-drain", defaultShutdownDrain, "how long a shutdown drains before it stops accepting connections: /readyz fails, HTTP/1.1 answers close their connection (0: no drain)")
 	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", webhook.DefaultBodyReadTimeout, "the longest a review's body may take to arrive after its headers; a slower one gets HTTP 408")
-	f.Int64Var(&o.maxBodyBytes, "max-body-bytes-in-flight", 0, "the bytes of review bodies held at once; a body that does not fit gets HTTP 429 (0: 16 x --max-request-bytes)")
+	f.Int64Var(&o.maxBodyBytes, "max-body-bytes-in-flight", 0, "the bytes of reviews held at once (the buffers of bodies being read, 16 times the body of a review being evaluated); one that does not fit gets HTTP 429 (0: a quarter of the container's memory limit, at least 16 x --max-request-bytes)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "", "the container's memory limit (bytes or a quantity like 512Mi); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set (default: the cgroup's limit, when there is one)")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
 	f.BoolVar(&o.nativePluginDisabled, "native-plugin-disabled", false, "informer mode, --source native: acknowledge that kube-apiserver's own MutatingAdmissionPolicy plugin is disabled (otherwise every policy would mutate twice)")
@@ -286,18 +286,19 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return badInput(err)
 	}
 	opts := webhook.Options{
-		GetCertificate:  getCertificate,
-		MaxRequestBytes: o.maxRequestBytes,
-		MaxInFlight:     o.maxInFlight,
-		ExplainDryRun:   o.explainDryRun,
-		ShutdownTimeout: o.shutdownTimeout,
-		DrainPeriod:     o.shutdownDrain,
-		BodyReadTimeout: o.bodyReadTimeout,
-		// Zero: webhook.DefaultBodyBudgetFactor x MaxRequestBytes.
-		MaxBodyBytesInFlight: o.maxBodyBytes,
+		GetCertificate:       getCertificate,
+		MaxRequestBytes:      o.maxRequestBytes,
+		MaxInFlight:          o.maxInFlight,
+		ExplainDryRun:        o.explainDryRun,
+		ShutdownTimeout:      o.shutdownTimeout,
+		DrainPeriod:          o.shutdownDrain,
+		BodyReadTimeout:      o.bodyReadTimeout,
+		MaxBodyBytesInFlight: o.bodyBudget(),
 		Metrics:              webhook.NewMetrics(),
 		Log:                  log,
 	}
+	log.Info("review limits", "max-request-bytes", o.maxRequestBytes, "max-body-bytes-in-flight", opts.MaxBodyBytesInFlight,
+		"max-in-flight", o.maxInFlight, "body-read-timeout", o.bodyReadTimeout.String())
 	if o.clientCAFile != "" {
 		if opts.ClientCAs, err = certs.LoadPool(o.clientCAFile); err != nil {
 			return badInput(fmt.Errorf("--client-ca-file: %w", err))
@@ -428,7 +429,7 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 	case o.maxBodyBytes < 0:
 		return false, errors.New("--max-body-bytes-in-flight must not be negative")
 	case o.maxBodyBytes > 0 && o.maxBodyBytes < o.maxRequestBytes:
-		return false, errors.New("--max-body-bytes-in-flight must hold at least one body of --max-request-bytes")
+		return false, errors.New("--max-body-bytes-in-flight must hold at least one body of --max-request-bytes (16 for a review of that size to be evaluated)")
 	case static && cmd.Flags().Changed("exclude-system-namespaces"):
 		return false, errors.New("--exclude-system-namespaces applies to informer mode (it shapes the webhook configurations mutatis manages)")
 	case o.reloadInterval < 0:

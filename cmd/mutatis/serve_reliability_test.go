@@ -118,3 +118,34 @@ func TestContainerMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestBodyBudgetDefault(t *testing.T) {
+	write := func(content string) string {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, "memory.max"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	const maxRequest = 3 << 20
+	for _, tc := range []struct {
+		name        string
+		flag        int64
+		cgroup      string
+		memoryLimit int64
+		want        int64
+	}{
+		{"the flag", 100 << 20, "536870912", 0, 100 << 20},
+		{"a quarter of the cgroup's limit", 0, "536870912", 0, 128 << 20},
+		{"a quarter of --memory-limit", 0, "max", 1 << 30, 256 << 20},
+		{"at least one review of the largest size", 0, "134217728", 0, 16 * maxRequest},
+		{"no limit known", 0, "max", 0, 16 * maxRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &serveOptions{maxBodyBytes: tc.flag, maxRequestBytes: maxRequest, memoryLimitBytes: tc.memoryLimit, cgroupRoot: write(tc.cgroup)}
+			if got := o.bodyBudget(); got != tc.want {
+				t.Errorf("budget %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
