@@ -57,7 +57,9 @@ func main() {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pem)
 	tlsConfig := &tls.Config{RootCAs: roots}
-	transport := &http.Transport{TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 10000, ForceAttemptHTTP2: *h2}
+	// Each transport gets its own tls.Config: an HTTP/2 transport adds "h2"
+	// to the NextProtos of the one it is given.
+	transport := &http.Transport{TLSClientConfig: tlsConfig.Clone(), MaxIdleConnsPerHost: 10000, ForceAttemptHTTP2: *h2}
 	if !*h2 {
 		transport.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
@@ -71,7 +73,7 @@ func main() {
 	began := time.Now()
 	if *idle > 0 {
 		for range *idle {
-			c, err := tls.Dial("tcp", u.Host, tlsConfig)
+			c, err := tls.Dial("tcp", u.Host, tlsConfig.Clone())
 			if err != nil {
 				codes["dial: "+err.Error()]++
 				continue
@@ -112,7 +114,7 @@ func main() {
 	}
 	fmt.Printf("attack: %d stalled requests (Content-Length %d, %d bytes sent, HTTP/2 %v), %d idle connections\n", n, *contentLength, *send, *h2, *idle)
 
-	probe := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true}, Timeout: 5 * time.Second}
+	probe := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig.Clone(), ForceAttemptHTTP2: true}, Timeout: 5 * time.Second}
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	for ctx.Err() == nil {
