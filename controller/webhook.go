@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,7 +35,17 @@ type WebhookOptions struct {
 	CABundle []byte
 	// TimeoutSeconds of both webhooks (1..30, default 10).
 	TimeoutSeconds int32
+	// ExcludeNamespaces are excluded from both webhooks too, after
+	// Namespace (e.g. SystemNamespaces). kube-apiserver's own MAP plugin
+	// excludes none: policies do not apply in them.
+	ExcludeNamespaces []string
 }
+
+// SystemNamespaces are the namespaces `mutatis serve
+// --exclude-system-namespaces` adds to the webhooks' exclusion: with a
+// broad Fail policy and mutatis unavailable, kube-apiserver would reject
+// the system pods and the node Leases in them.
+var SystemNamespaces = []string{metav1.NamespaceSystem, corev1.NamespaceNodeLease}
 
 // managed reports whether the controller manages webhook configurations.
 func (o WebhookOptions) managed() bool { return o.Service != nil || o.URL != "" }
@@ -177,9 +188,15 @@ func webhookConfiguration(o WebhookOptions, fp admissionregistrationv1.FailurePo
 		cc.URL = &url
 	}
 	nsSelector := &metav1.LabelSelector{}
-	if o.Namespace != "" {
+	var excluded []string
+	for _, ns := range append([]string{o.Namespace}, o.ExcludeNamespaces...) {
+		if ns != "" && !slices.Contains(excluded, ns) {
+			excluded = append(excluded, ns)
+		}
+	}
+	if len(excluded) > 0 {
 		nsSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{
-			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{o.Namespace},
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: excluded,
 		}}
 	}
 	name := "fail.webhook." + ShadowGroup

@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	certutil "k8s.io/client-go/util/cert"
 )
@@ -194,5 +195,42 @@ func TestEnsureSelfSignedCertificate(t *testing.T) {
 	}
 	if string(second.CertPEM) != string(first.CertPEM) {
 		t.Fatal("a second replica made another certificate instead of reading the Secret")
+	}
+}
+
+// TestWebhookConfigurationsExcludeSystemNamespaces: with
+// ExcludeNamespaces (serve --exclude-system-namespaces), kube-apiserver
+// calls neither webhook for kube-system and kube-node-lease, besides
+// mutatis' own namespace; without, only mutatis' own is excluded.
+func TestWebhookConfigurationsExcludeSystemNamespaces(t *testing.T) {
+	policies := []*admissionregistrationv1.MutatingAdmissionPolicy{
+		mapWithRules("a", admissionregistrationv1.Fail, namedRule([]string{"CREATE"}, "", "pods")),
+		mapWithRules("b", admissionregistrationv1.Ignore, namedRule([]string{"UPDATE"}, "coordination.k8s.io", "leases")),
+	}
+	for _, tc := range []struct {
+		name     string
+		exclude  []string
+		excluded map[string]bool
+	}{
+		{"by default only mutatis' namespace", nil, map[string]bool{"mutatis-system": true}},
+		{"with the system namespaces", SystemNamespaces, map[string]bool{"mutatis-system": true, "kube-system": true, "kube-node-lease": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := WebhookOptions{Name: "mutatis", Namespace: "mutatis-system", URL: "https://127.0.0.1:8443/mutate", TimeoutSeconds: 10, ExcludeNamespaces: tc.exclude}
+			fail, ignore := WebhookConfigurations(policies, o)
+			for _, c := range []*admissionregistrationv1.MutatingWebhookConfiguration{fail, ignore} {
+				sel, err := metav1.LabelSelectorAsSelector(c.Webhooks[0].NamespaceSelector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ns := range []string{"mutatis-system", "kube-system", "kube-node-lease", "kube-public", "default"} {
+					// kube-apiserver matches the namespace's labels, which
+					// always include its name.
+					if got := sel.Matches(labels.Set{corev1.LabelMetadataName: ns}); got == tc.excluded[ns] {
+						t.Errorf("%s: namespace %s called: %v, want excluded %v", c.Name, ns, got, tc.excluded[ns])
+					}
+				}
+			}
+		})
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -454,5 +456,66 @@ spec: {policyName: p, paramRef: {name: x, namespace: default, parameterNotFoundA
 		if err != nil || d != authorizer.DecisionAllow {
 			t.Errorf("RBAC does not allow %s %s/%s %q in namespace %q: %s %v", c.verb, c.resource.GroupResource(), c.subresource, c.name, c.namespace, reason, err)
 		}
+	}
+}
+
+// TestDeploymentHardening checks what the Deployment sets for the webhook's
+// reliability: the system namespaces excluded from the webhooks, the Go
+// runtime's memory limit from the container's (downward API), and a grace
+// period that covers serve's drain and shutdown.
+func TestDeploymentHardening(t *testing.T) {
+	for _, dir := range overlays {
+		t.Run(dir, func(t *testing.T) {
+			var dep *appsv1.Deployment
+			for _, u := range render(t, dir) {
+				if u.GetKind() != "Deployment" {
+					continue
+				}
+				dep = &appsv1.Deployment{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, dep); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if dep == nil {
+				t.Fatal("no Deployment")
+			}
+			spec := dep.Spec.Template.Spec
+			c := spec.Containers[0]
+			if !slices.Contains(c.Args, "--exclude-system-namespaces") {
+				t.Errorf("args %v lack --exclude-system-namespaces", c.Args)
+			}
+			// --memory-limit=$(VAR) with VAR the container's memory limit
+			// in bytes.
+			var limitVar string
+			for _, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "--memory-limit=$("); ok {
+					limitVar = strings.TrimSuffix(v, ")")
+				}
+			}
+			var env *corev1.EnvVar
+			for i := range c.Env {
+				if c.Env[i].Name == limitVar {
+					env = &c.Env[i]
+				}
+			}
+			switch {
+			case limitVar == "" || env == nil:
+				t.Errorf("no --memory-limit from an environment variable (args %v)", c.Args)
+			case env.ValueFrom == nil || env.ValueFrom.ResourceFieldRef == nil:
+				t.Errorf("%s is not from the downward API: %+v", limitVar, env)
+			default:
+				ref := env.ValueFrom.ResourceFieldRef
+				if ref.Resource != "limits.memory" || (ref.ContainerName != "" && ref.ContainerName != c.Name) || ref.Divisor.Value() != 1 {
+					t.Errorf("%s: %+v, want limits.memory of %s in bytes", limitVar, ref, c.Name)
+				}
+			}
+			if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+				t.Error("the container has no memory limit for GOMEMLIMIT to follow")
+			}
+			// serve's shutdown: 5s drain + 1s settle + 30s --shutdown-timeout.
+			if g := spec.TerminationGracePeriodSeconds; g == nil || *g < 36 {
+				t.Errorf("terminationGracePeriodSeconds %v, want at least 36", g)
+			}
+		})
 	}
 }

@@ -11,8 +11,12 @@
 //   - response.go: turning the engine's Result into an AdmissionResponse,
 //     with the RFC 6902 patch from the request object to the result
 //     (Respond);
-//   - handler.go and server.go: the HTTP layer — decode, call the engine,
-//     encode — with limits, deadlines, TLS, metrics and graceful shutdown.
+//   - handler.go: the review layer — decode, call the engine, encode —
+//     with the review's deadline, the in-flight slots and panic recovery;
+//   - limits.go and server.go: the transport layer — what a client
+//     controls bounded in time and bytes before the review layer sees it
+//     (body read timeout, body size, the body-bytes budget), TLS, metrics,
+//     net/http's error log (errorlog.go) and the draining shutdown.
 //
 // See docs/webhook.md for the endpoints, flags and the mapping of MAP
 // semantics onto a webhook.

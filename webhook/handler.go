@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +19,11 @@ import (
 // DefaultMaxRequestBytes is the default limit of a review's body: 3 MiB,
 // kube-apiserver's limit of a request body.
 const DefaultMaxRequestBytes = 3 << 20
+
+// DefaultMaxReviewTimeout is the deadline of a review served by a Server
+// when kube-apiserver sends no ?timeout, and the largest one it may ask
+// for: kube-apiserver's largest webhook timeoutSeconds.
+const DefaultMaxReviewTimeout = 30 * time.Second
 
 // DefaultMaxInFlight is `mutatis serve --max-in-flight`'s default: the
 // default of kube-apiserver's --max-requests-inflight.
@@ -53,11 +58,20 @@ type Handler struct {
 	// Log receives evaluator failures; nil discards.
 	Log *slog.Logger
 	// InFlight, when set, is a semaphore shared by the handlers of a
-	// server: a review holds a slot from reading its body to writing its
-	// answer, and a review that finds every slot taken gets HTTP 429 at
-	// once (kube-apiserver then applies the webhook's failurePolicy) rather
-	// than queueing behind work it would time out on.
+	// server: a review holds a slot from the end of its body read to
+	// writing its answer (a slow or stalled body holds none), and a review
+	// that finds every slot taken gets HTTP 429 at once (kube-apiserver
+	// then applies the webhook's failurePolicy) rather than queueing behind
+	// work it would time out on.
 	InFlight chan struct{}
+	// MaxTimeout, when positive, is the deadline of a review without
+	// ?timeout and the largest one a ?timeout may ask for (a Server sets
+	// DefaultMaxReviewTimeout); zero applies ?timeout as sent, and none
+	// without it.
+	MaxTimeout time.Duration
+
+	// metrics, when set, counts panics and evaluations in flight.
+	metrics *Metrics
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -67,64 +81,123 @@ func (h *Handler) log() *slog.Logger {
 	return h.Log
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: the header checks, the body read in
+// full (up to MaxRequestBytes), then the review. A Server puts its
+// transport layer (gate) in front instead, which bounds the body read in
+// time and bytes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.admitHeaders(w, r) {
+		return
+	}
+	limit := h.maxRequestBytes()
+	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	if err != nil {
+		h.bodyError(w, err)
+		return
+	}
+	h.review(w, r, body)
+}
+
+func (h *Handler) maxRequestBytes() int64 {
+	if h.MaxRequestBytes <= 0 {
+		return DefaultMaxRequestBytes
+	}
+	return h.MaxRequestBytes
+}
+
+// admitHeaders answers the requests that fail on their method, client
+// certificate, readiness or Content-Type, before a byte of the body is
+// read, and tells whether the request may go on.
+func (h *Handler) admitHeaders(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "an AdmissionReview must be POSTed")
-		return
+		return false
 	}
 	if h.RequireClientCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "a client certificate signed by the client CA is required")
-		return
+		return false
 	}
 	if h.Ready != nil {
 		if err := h.Ready(); err != nil {
 			writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "not ready: "+err.Error())
-			return
+			return false
 		}
 	}
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type")))
+		return false
+	}
+	return true
+}
+
+// bodyError answers a body that could not be read.
+func (h *Handler) bodyError(w http.ResponseWriter, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("request body larger than %d bytes (--max-request-bytes)", tooLarge.Limit))
 		return
 	}
+	writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "reading request body: "+err.Error())
+}
+
+// deadline is the context a review is evaluated under: kube-apiserver's
+// ?timeout, at most MaxTimeout; MaxTimeout when there is none.
+func (h *Handler) deadline(r *http.Request) (context.Context, context.CancelFunc, error) {
+	d := h.MaxTimeout
+	if t := r.URL.Query().Get("timeout"); t != "" {
+		// kube-apiserver sends the webhook's timeoutSeconds (or what is left
+		// of the request's deadline) as ?timeout=10s.
+		td, err := time.ParseDuration(t)
+		if err != nil || td <= 0 {
+			return nil, nil, fmt.Errorf("invalid timeout %q: want a positive duration like 10s", t)
+		}
+		if d <= 0 || td < d {
+			d = td
+		}
+	}
+	if d <= 0 {
+		return r.Context(), func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	return ctx, cancel, nil
+}
+
+// review is the review layer: an in-flight slot, decode, evaluate, encode.
+// A panic in any of them is answered with HTTP 500 (kube-apiserver applies
+// the webhook's failurePolicy), logged with its stack and counted, rather
+// than dropping the connection.
+func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
+	ctx, cancel, err := h.deadline(r)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
+		return
+	}
+	defer cancel()
 	if h.InFlight != nil {
 		select {
 		case h.InFlight <- struct{}{}:
-			defer func() { <-h.InFlight }()
+			h.metrics.evaluationStarted()
+			defer func() {
+				<-h.InFlight
+				h.metrics.evaluationDone()
+			}()
 		default:
 			w.Header().Set("Retry-After", "1")
 			writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, fmt.Sprintf("too many reviews in flight (%d, --max-in-flight)", cap(h.InFlight)))
 			return
 		}
 	}
-	ctx := r.Context()
-	if t := r.URL.Query().Get("timeout"); t != "" {
-		// kube-apiserver sends the webhook's timeoutSeconds (or what is left
-		// of the request's deadline) as ?timeout=10s.
-		d, err := time.ParseDuration(t)
-		if err != nil || d <= 0 {
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("invalid timeout %q: want a positive duration like 10s", t))
-			return
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.metrics.panicked()
+			h.log().Error("panic answering a review", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf("internal error answering the review: %v", p))
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	limit := h.MaxRequestBytes
-	if limit <= 0 {
-		limit = DefaultMaxRequestBytes
-	}
-	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("request body larger than %d bytes (--max-request-bytes)", limit))
-			return
-		}
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "reading request body: "+err.Error())
-		return
-	}
+	}()
 	review, err := Decode(body)
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
@@ -183,33 +256,4 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, me
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
-}
-
-// presizeLimit bounds the buffer readBody allocates before any byte has
-// arrived: a client announcing a large body and sending nothing holds no
-// more than this.
-const presizeLimit = 64 << 10
-
-// readBody is io.ReadAll of r, into a buffer sized from the request's
-// Content-Length when it is known and within limit (io.ReadAll starts at
-// 512 bytes and grows the buffer several times for a typical review), up
-// to presizeLimit; a larger body grows it as io.ReadAll does.
-func readBody(r io.Reader, contentLength, limit int64) ([]byte, error) {
-	if contentLength <= 0 || contentLength > limit {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, 0, min(contentLength, presizeLimit)+1) // room for the read that sees EOF
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // more than announced: grow as io.ReadAll does
-		}
-	}
 }

@@ -28,6 +28,14 @@ import (
 //	mutatis_webhook_request_duration_seconds
 //	mutatis_webhook_requests_in_flight
 //
+// and those of saturation and server errors:
+//
+//	mutatis_webhook_evaluations_in_flight, mutatis_webhook_evaluation_slots
+//	mutatis_webhook_body_bytes_in_use, mutatis_webhook_body_bytes_budget
+//	mutatis_webhook_body_reads_rejected_total{reason}
+//	mutatis_webhook_panics_total
+//	mutatis_webhook_tls_handshake_errors_total
+//
 // plus the Go runtime and process collectors.
 type Metrics struct {
 	registry *prometheus.Registry
@@ -38,6 +46,14 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec // no labels: promhttp wants a vector
 	inFlight prometheus.Gauge
+
+	evaluations     prometheus.Gauge
+	slots           prometheus.Gauge
+	bodyBytes       prometheus.Gauge
+	bodyBudget      prometheus.Gauge
+	bodiesRejected  *prometheus.CounterVec
+	panics          prometheus.Counter
+	handshakeErrors prometheus.Counter
 }
 
 var _ engine.Metrics = (*Metrics)(nil)
@@ -81,7 +97,29 @@ func NewMetrics() *Metrics {
 			Help:      "/mutate requests being served.",
 		}),
 	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "mutatis", Subsystem: "webhook", Name: name, Help: help})
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "mutatis", Subsystem: "webhook", Name: name, Help: help})
+	}
+	m.evaluations = gauge("evaluations_in_flight", "Reviews holding an in-flight slot (--max-in-flight): decoded, evaluated or encoded; bodies being read hold none.")
+	m.slots = gauge("evaluation_slots", "In-flight slots (--max-in-flight; 0: no bound).")
+	m.bodyBytes = gauge("body_bytes_in_use", "Bytes of request body buffers held, reserved from the body-bytes budget.")
+	m.bodyBudget = gauge("body_bytes_budget", "The body-bytes budget (--max-body-bytes-in-flight).")
+	m.bodiesRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "mutatis",
+		Subsystem: "webhook",
+		Name:      "body_reads_rejected_total",
+		Help:      "Review bodies not read to the end, by reason: too_large (413, or 400 past the limit), timeout (408, --body-read-timeout), budget (429, --max-body-bytes-in-flight), error.",
+	}, []string{"reason"})
+	for _, reason := range []string{"too_large", "timeout", "budget", "error"} {
+		m.bodiesRejected.WithLabelValues(reason)
+	}
+	m.panics = counter("panics_total", "Panics recovered while answering a review (answered with HTTP 500).")
+	m.handshakeErrors = counter("tls_handshake_errors_total", "TLS handshakes that failed.")
 	m.registry.MustRegister(m.policyCheck, m.policyLatency, m.requests, m.latency, m.inFlight,
+		m.evaluations, m.slots, m.bodyBytes, m.bodyBudget, m.bodiesRejected, m.panics, m.handshakeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -105,4 +143,37 @@ func (m *Metrics) instrument(path string, h http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerInFlight(m.inFlight,
 		promhttp.InstrumentHandlerDuration(m.latency,
 			promhttp.InstrumentHandlerCounter(m.requests.MustCurryWith(prometheus.Labels{"path": path}), h)))
+}
+
+// The methods below are no-ops on a nil *Metrics (a Handler used without a
+// Server).
+
+func (m *Metrics) evaluationStarted() {
+	if m != nil {
+		m.evaluations.Inc()
+	}
+}
+
+func (m *Metrics) evaluationDone() {
+	if m != nil {
+		m.evaluations.Dec()
+	}
+}
+
+func (m *Metrics) panicked() {
+	if m != nil {
+		m.panics.Inc()
+	}
+}
+
+func (m *Metrics) bodyRejected(reason string) {
+	if m != nil {
+		m.bodiesRejected.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) handshakeFailed() {
+	if m != nil {
+		m.handshakeErrors.Inc()
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -73,6 +75,27 @@ type Options struct {
 	// MaxInFlight bounds the reviews evaluated at once over all review
 	// paths; more get HTTP 429 at once. Zero means no bound.
 	MaxInFlight int
+	// BodyReadTimeout bounds the time from a review's headers to the last
+	// byte of its body (408 past it); zero means DefaultBodyReadTimeout,
+	// negative no bound.
+	BodyReadTimeout time.Duration
+	// MaxBodyBytesInFlight bounds the bytes of reviews held at once: the
+	// buffers of bodies being read, and EvaluationWeight times the body of
+	// a review read and not yet answered; a review that would take them
+	// past it gets HTTP 429. Zero means DefaultBodyBudgetFactor times
+	// MaxRequestBytes, negative no bound. Less than EvaluationWeight times
+	// MaxRequestBytes refuses the largest reviews.
+	MaxBodyBytesInFlight int64
+	// MaxReviewTimeout is the deadline of a review without ?timeout and
+	// the largest a ?timeout may ask for; zero means
+	// DefaultMaxReviewTimeout.
+	MaxReviewTimeout time.Duration
+	// DrainPeriod is how long a shutdown drains before it stops accepting
+	// connections: /readyz answers 503 so that the pod leaves the Service,
+	// and every HTTP/1.1 answer carries Connection: close so that no
+	// client is left with a keep-alive connection that Shutdown would
+	// close under a request it just sent. Zero skips the drain.
+	DrainPeriod time.Duration
 	// Status, when set, is served as JSON on /statusz: what the policy
 	// sources have put into the Admitter (controller.Status in informer
 	// mode), so that a client can wait until a change it made is in
@@ -87,8 +110,14 @@ type Server struct {
 	metrics *Metrics
 	log     *slog.Logger
 	handler http.Handler
+	// budget holds the bytes of review bodies (MaxBodyBytesInFlight).
+	budget *byteBudget
+	// draining is set as a shutdown's drain begins.
+	draining atomic.Bool
 	// onShutdown, when set, is called as shutdown begins (tests).
 	onShutdown func()
+	// handshakeLogInterval: DefaultHandshakeLogInterval when zero (tests).
+	handshakeLogInterval time.Duration
 }
 
 // NewServer checks o and returns a Server.
@@ -102,6 +131,18 @@ func NewServer(o Options) (*Server, error) {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.BodyReadTimeout == 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if o.MaxBodyBytesInFlight == 0 {
+		o.MaxBodyBytesInFlight = DefaultBodyBudgetFactor * o.MaxRequestBytes
+	}
+	if o.MaxReviewTimeout <= 0 {
+		o.MaxReviewTimeout = DefaultMaxReviewTimeout
+	}
 	s := &Server{opts: o, metrics: o.Metrics, log: o.Log}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
@@ -114,15 +155,29 @@ func NewServer(o Options) (*Server, error) {
 	if o.MaxInFlight > 0 {
 		inFlight = make(chan struct{}, o.MaxInFlight)
 	}
+	s.metrics.slots.Set(float64(o.MaxInFlight))
+	if o.MaxBodyBytesInFlight > 0 {
+		s.budget = newByteBudget(o.MaxBodyBytesInFlight, func(n int64) { s.metrics.bodyBytes.Set(float64(n)) })
+		s.metrics.bodyBudget.Set(float64(o.MaxBodyBytesInFlight))
+	}
+	bodyTimeout := max(o.BodyReadTimeout, 0)
 	handler := func(path string, a Admitter) http.Handler {
-		return s.metrics.instrument(path, &Handler{
-			Admitter:          a,
-			Ready:             o.Ready,
-			MaxRequestBytes:   o.MaxRequestBytes,
-			ExplainDryRun:     o.ExplainDryRun,
-			RequireClientCert: o.ClientCAs != nil,
-			InFlight:          inFlight,
-			Log:               s.log,
+		return s.metrics.instrument(path, &gate{
+			h: &Handler{
+				Admitter:          a,
+				Ready:             o.Ready,
+				MaxRequestBytes:   o.MaxRequestBytes,
+				ExplainDryRun:     o.ExplainDryRun,
+				RequireClientCert: o.ClientCAs != nil,
+				InFlight:          inFlight,
+				MaxTimeout:        o.MaxReviewTimeout,
+				Log:               s.log,
+				metrics:           s.metrics,
+			},
+			limit:   o.MaxRequestBytes,
+			timeout: bodyTimeout,
+			budget:  s.budget,
+			metrics: s.metrics,
 		})
 	}
 	mux.Handle(PathMutate, handler(PathMutate, o.Admitter))
@@ -138,6 +193,11 @@ func NewServer(o Options) (*Server, error) {
 	})
 	mux.HandleFunc(PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if s.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: shutting down\n"))
+			return
+		}
 		if o.Ready != nil {
 			if err := o.Ready(); err != nil {
 				w.WriteHeader(http.StatusServiceUnavailable)
@@ -169,7 +229,7 @@ func NewServer(o Options) (*Server, error) {
 			_, _ = w.Write(append(body, '\n'))
 		})
 	}
-	s.handler = mux
+	s.handler = s.closeWhenDraining(mux)
 	return s, nil
 }
 
@@ -205,23 +265,40 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	return s.Serve(ctx, ln)
 }
 
+// readHeaderTimeout bounds the time to read a request's headers.
+const readHeaderTimeout = 10 * time.Second
+
 // Serve serves HTTPS on ln until ctx is done, then shuts down gracefully:
-// it stops accepting connections and waits, up to ShutdownTimeout, for the
-// reviews in flight to be answered. It returns nil after a graceful
-// shutdown. ln is closed on return.
+// it drains for DrainPeriod (readiness down, HTTP/1.1 keep-alives ended
+// answer by answer), then stops accepting connections and waits, up to
+// ShutdownTimeout, for the reviews in flight to be answered. It returns
+// nil after a graceful shutdown. ln is closed on return.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         s.TLSConfig(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          newServerErrorLog(s.log, s.metrics, s.handshakeLogInterval),
 		// Request contexts do not derive from ctx: cancelling ctx must let
 		// in-flight reviews finish.
+	}
+	if s.opts.BodyReadTimeout > 0 {
+		// The review paths bound their bodies themselves (gate); this
+		// bounds the other paths' (the server discards up to 256 KiB of a
+		// body its handler left unread).
+		srv.ReadTimeout = readHeaderTimeout + s.opts.BodyReadTimeout
 	}
 	if s.onShutdown != nil {
 		srv.RegisterOnShutdown(s.onShutdown)
 	}
+	pending := &unanswered{}
+	srv.ConnState = pending.connState
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	srv.Handler = pending.reached(srv.Handler)
+	ln = &closeOnce{Listener: ln}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	select {
@@ -229,11 +306,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	if d := s.opts.DrainPeriod; d > 0 {
+		s.draining.Store(true)
+		s.log.Info("shutting down: draining (readiness down, HTTP/1.1 keep-alives closed after each answer)", "drain", d.String())
+		select {
+		case <-time.After(d):
+		case err := <-errc:
+			return err
+		}
+		// net/http's Shutdown drops a request it reads after it began
+		// (it closes the connection unanswered): stop accepting first, and
+		// let the connections already accepted bring their requests in.
+		_ = ln.Close()
+		pending.settle(acceptSettle)
+	}
 	s.log.Info("shutting down: waiting for in-flight reviews", "timeout", s.opts.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
-	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && serveErr != nil && err == nil {
+	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, net.ErrClosed) && serveErr != nil && err == nil {
 		err = serveErr
 	}
 	if err != nil {
@@ -241,4 +332,121 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// closeWhenDraining makes every HTTP/1.x answer written during a drain
+// carry Connection: close, also of requests that began before it: the
+// server then closes the connection after the answer, and the client opens
+// a new one for its next request instead of sending it on a connection
+// Shutdown closes as idle (net/http clients do not retry a POST).
+// SetKeepAlivesEnabled(false) would close the idle connections at once,
+// under requests already on their way. HTTP/2 needs none of it: Shutdown
+// sends GOAWAY, which tells clients which streams were not served.
+func (s *Server) closeWhenDraining(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 1 {
+			w = &drainWriter{ResponseWriter: w, draining: &s.draining}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// drainWriter adds Connection: close to an answer written while draining.
+type drainWriter struct {
+	http.ResponseWriter
+	draining *atomic.Bool
+	written  bool
+}
+
+func (d *drainWriter) header() {
+	if !d.written {
+		d.written = true
+		if d.draining.Load() {
+			d.ResponseWriter.Header().Set("Connection", "close")
+		}
+	}
+}
+
+func (d *drainWriter) WriteHeader(code int) {
+	d.header()
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *drainWriter) Write(b []byte) (int, error) {
+	d.header()
+	return d.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (d *drainWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// acceptSettle bounds the wait, at the end of a drain, for the connections
+// accepted to bring in their requests: a client sends its request right
+// after the TLS handshake, and one that sends nothing must not hold the
+// shutdown for ReadHeaderTimeout.
+const acceptSettle = time.Second
+
+type connKey struct{}
+
+// unanswered tracks the HTTP/1.x connections whose request may have been
+// read but has not reached a handler: accepted and not yet through their
+// first request, or active with a request being read. HTTP/2 connections
+// are not tracked: Shutdown's GOAWAY tells their clients which streams it
+// did not serve.
+type unanswered struct {
+	conns sync.Map // net.Conn → struct{}
+}
+
+func (u *unanswered) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		u.conns.Store(c, struct{}{})
+	case http.StateActive:
+		if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+			u.conns.Delete(c)
+			return
+		}
+		u.conns.Store(c, struct{}{})
+	default:
+		u.conns.Delete(c)
+	}
+}
+
+// reached marks the connection of a request that got to a handler: net/http
+// answers it also once Shutdown began.
+func (u *unanswered) reached(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
+			u.conns.Delete(c)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// settle waits until no tracked connection is left, at most max.
+func (u *unanswered) settle(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		empty := true
+		u.conns.Range(func(any, any) bool {
+			empty = false
+			return false
+		})
+		if empty {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closeOnce is a listener that can be closed before Shutdown closes it.
+type closeOnce struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (c *closeOnce) Close() error {
+	c.once.Do(func() { c.err = c.Listener.Close() })
+	return c.err
 }

@@ -51,7 +51,16 @@ type serveOptions struct {
 	maxRequestBytes     int64
 	explainDryRun       bool
 	shutdownTimeout     time.Duration
+	shutdownDrain       time.Duration
 	reloadInterval      time.Duration
+	bodyReadTimeout     time.Duration
+	maxBodyBytes        int64
+	memoryLimit         string
+	memoryLimitBytes    int64 // memoryLimit parsed
+	// cgroupRoot is where the container's memory limit is read; tests
+	// change it, and setMemoryLimit, which is debug.SetMemoryLimit.
+	cgroupRoot     string
+	setMemoryLimit func(int64)
 
 	// Informer mode: the controller's settings.
 	nativePluginDisabled  bool
@@ -61,6 +70,7 @@ type serveOptions struct {
 	webhookService        string
 	webhookCAFile         string
 	webhookTimeout        int32
+	excludeSystemNS       bool
 	maxInFlight           int
 	selfSignedCertSecret  string
 	leaderElect           bool
@@ -72,6 +82,11 @@ type serveOptions struct {
 	// informers runs informer mode (runController; tests may replace it).
 	informers informerRunner
 }
+
+// defaultShutdownDrain is --shutdown-drain's default: enough for the
+// endpoints controller and kube-proxy to take the pod out of the Service
+// once /readyz fails, so that new connections go to other replicas.
+const defaultShutdownDrain = 5 * time.Second
 
 // informerConfig is what informer mode gets from serve.
 type informerConfig struct {
@@ -103,11 +118,7 @@ type informerRunner func(ctx context.Context, cfg informerConfig) error
 // with --webhook-url or --webhook-service, the webhook configurations.
 func runController(ctx context.Context, c informerConfig) error {
 	o := c.Options
-	wh := controller.WebhookOptions{Name: o.webhookName, URL: o.webhookURL, CABundle: o.caBundle, TimeoutSeconds: o.webhookTimeout}
-	if o.webhookService != "" {
-		path := webhook.PathMutate
-		wh.Service = &admissionregistrationv1.ServiceReference{Namespace: o.namespace, Name: o.webhookService, Path: &path}
-	}
+	wh := o.webhookOptions()
 	if (wh.URL != "" || wh.Service != nil) && len(wh.CABundle) == 0 {
 		return errors.New("managing webhook configurations needs the CA of the serving certificate: --webhook-ca-file, or a certificate from --self-signed-dir or --self-signed-cert-secret")
 	}
@@ -131,6 +142,20 @@ func runController(ctx context.Context, c informerConfig) error {
 		}
 	}()
 	return ctl.Run(ctx)
+}
+
+// webhookOptions are the webhook configurations the flags ask the
+// controller to keep current.
+func (o *serveOptions) webhookOptions() controller.WebhookOptions {
+	wh := controller.WebhookOptions{Name: o.webhookName, URL: o.webhookURL, CABundle: o.caBundle, TimeoutSeconds: o.webhookTimeout}
+	if o.excludeSystemNS {
+		wh.ExcludeNamespaces = controller.SystemNamespaces
+	}
+	if o.webhookService != "" {
+		path := webhook.PathMutate
+		wh.Service = &admissionregistrationv1.ServiceReference{Namespace: o.namespace, Name: o.webhookService, Path: &path}
+	}
+	return wh
 }
 
 // leaderElection is the controller's leader election of the flags: with
@@ -177,7 +202,7 @@ func defaultNamespace() string {
 }
 
 func newServeCommand() *cobra.Command {
-	o := &serveOptions{informers: runController}
+	o := &serveOptions{informers: runController, cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: setRuntimeMemoryLimit}
 	cmd := &cobra.Command{
 		Use:   "serve [--policies PATH…] [--resources PATH…] [--kubeconfig FILE] --listen ADDR [TLS flags]",
 		Short: "Serve MutatingAdmissionPolicies as a mutating admission webhook",
@@ -214,6 +239,10 @@ See docs/webhook.md.`,
 	f.IntVar(&o.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "reviews evaluated at once; more get HTTP 429 at once (0: no bound)")
 	f.BoolVar(&o.explainDryRun, "explain-dry-run", false, "summarize the evaluation trace of dry-run requests in warnings")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
+	f.DurationVar(&o.shutdownDrain, "shutdown-drain", defaultShutdownDrain, "how long a shutdown drains before it stops accepting connections: /readyz fails, HTTP/1.1 answers close their connection (0: no drain)")
+	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", webhook.DefaultBodyReadTimeout, "the longest a review's body may take to arrive after its headers; a slower one gets HTTP 408")
+	f.Int64Var(&o.maxBodyBytes, "max-body-bytes-in-flight", 0, "the bytes of reviews held at once (the buffers of bodies being read, 16 times the body of a review being evaluated); one that does not fit gets HTTP 429 (0: a quarter of the container's memory limit, at least 16 x --max-request-bytes)")
+	f.StringVar(&o.memoryLimit, "memory-limit", "", "the container's memory limit (bytes or a quantity like 512Mi); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set (default: the cgroup's limit, when there is one)")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
 	f.BoolVar(&o.nativePluginDisabled, "native-plugin-disabled", false, "informer mode, --source native: acknowledge that kube-apiserver's own MutatingAdmissionPolicy plugin is disabled (otherwise every policy would mutate twice)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace(), "informer mode: the namespace mutatis runs in; its webhooks never see requests in it (default $POD_NAMESPACE, else mutatis-system)")
@@ -222,6 +251,7 @@ See docs/webhook.md.`,
 	f.StringVar(&o.webhookService, "webhook-service", "", "informer mode: manage webhook configurations that call this Service of --namespace on port 443, path /mutate")
 	f.StringVar(&o.webhookCAFile, "webhook-ca-file", "", "the CA bundle of the webhook configurations (default: the CA of --self-signed-dir or --self-signed-cert-secret, or ca.crt next to --tls-cert-file)")
 	f.Int32Var(&o.webhookTimeout, "webhook-timeout-seconds", 10, "informer mode: timeoutSeconds of the webhook configurations (1-30)")
+	f.BoolVar(&o.excludeSystemNS, "exclude-system-namespaces", false, "informer mode: the webhook configurations also exclude kube-system and kube-node-lease, so that an unavailable mutatis never blocks system pods and node leases (policies then do not apply there: the one difference to native MAP)")
 	f.StringVar(&o.selfSignedCertSecret, "self-signed-cert-secret", "", "informer mode: serve with the certificate in this Secret of --namespace, filling it with a self-signed one for the --webhook-service name first if it is empty")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "informer mode: only the replica holding a Lease in --namespace writes the webhook configurations, status conditions and Events; every replica serves")
 	f.StringVar(&o.leaderElectLeaseName, "leader-elect-lease-name", "", "informer mode: the name of the leader election Lease (default: --webhook-name)")
@@ -236,6 +266,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
+	o.applyMemoryLimit(log)
 	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 	defer stop()
@@ -255,14 +286,19 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return badInput(err)
 	}
 	opts := webhook.Options{
-		GetCertificate:  getCertificate,
-		MaxRequestBytes: o.maxRequestBytes,
-		MaxInFlight:     o.maxInFlight,
-		ExplainDryRun:   o.explainDryRun,
-		ShutdownTimeout: o.shutdownTimeout,
-		Metrics:         webhook.NewMetrics(),
-		Log:             log,
+		GetCertificate:       getCertificate,
+		MaxRequestBytes:      o.maxRequestBytes,
+		MaxInFlight:          o.maxInFlight,
+		ExplainDryRun:        o.explainDryRun,
+		ShutdownTimeout:      o.shutdownTimeout,
+		DrainPeriod:          o.shutdownDrain,
+		BodyReadTimeout:      o.bodyReadTimeout,
+		MaxBodyBytesInFlight: o.bodyBudget(),
+		Metrics:              webhook.NewMetrics(),
+		Log:                  log,
 	}
+	log.Info("review limits", "max-request-bytes", o.maxRequestBytes, "max-body-bytes-in-flight", opts.MaxBodyBytesInFlight,
+		"max-in-flight", o.maxInFlight, "body-read-timeout", o.bodyReadTimeout.String())
 	if o.clientCAFile != "" {
 		if opts.ClientCAs, err = certs.LoadPool(o.clientCAFile); err != nil {
 			return badInput(fmt.Errorf("--client-ca-file: %w", err))
@@ -386,10 +422,25 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 		return false, errors.New("--max-in-flight must not be negative")
 	case o.shutdownTimeout <= 0:
 		return false, errors.New("--shutdown-timeout must be positive")
+	case o.shutdownDrain < 0:
+		return false, errors.New("--shutdown-drain must not be negative")
+	case o.bodyReadTimeout <= 0:
+		return false, errors.New("--body-read-timeout must be positive")
+	case o.maxBodyBytes < 0:
+		return false, errors.New("--max-body-bytes-in-flight must not be negative")
+	case o.maxBodyBytes > 0 && o.maxBodyBytes < o.maxRequestBytes:
+		return false, errors.New("--max-body-bytes-in-flight must hold at least one body of --max-request-bytes (16 for a review of that size to be evaluated)")
+	case static && cmd.Flags().Changed("exclude-system-namespaces"):
+		return false, errors.New("--exclude-system-namespaces applies to informer mode (it shapes the webhook configurations mutatis manages)")
 	case o.reloadInterval < 0:
 		return false, errors.New("--reload-interval must not be negative")
 	case slices.Contains(o.policies, "-") || slices.Contains(o.resources, "-"):
 		return false, errors.New("serve reads files, not stdin (-)")
+	}
+	if o.memoryLimit != "" {
+		if o.memoryLimitBytes, err = parseMemoryLimit(o.memoryLimit); err != nil {
+			return false, err
+		}
 	}
 	return static, nil
 }

@@ -63,7 +63,8 @@ func startServe(t *testing.T, args ...string) (addr string, stderr *lockedBuffer
 	codec := make(chan int, 1)
 	go func() {
 		var out strings.Builder
-		code := run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &out, pw)
+		// No drain: the tests stop serve at once.
+		code := run(ctx, append([]string{"serve", "--shutdown-drain=0"}, args...), strings.NewReader(""), &out, pw)
 		pw.Close()
 		codec <- code
 	}()
