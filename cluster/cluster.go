@@ -103,6 +103,9 @@ func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
 		if err := c.Schemas.AddCRD(u); err != nil {
 			return err
 		}
+		if err := c.Scheme.AddCRD(u); err != nil {
+			return err
+		}
 	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Namespace":
 		ns := &corev1.Namespace{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {

@@ -512,6 +512,7 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 	}
 	if deleted {
 		c.schemas.RemoveCRD(crd.Name)
+		c.scheme.RemoveCRD(crd.Name)
 		c.table.RemoveCRD(crd.Name)
 	} else {
 		if err := c.table.AddCRD(crd); err != nil {
@@ -519,6 +520,11 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 		}
 		if err := c.schemas.AddCRD(crd); err != nil {
 			klog.FromContext(ctx).Error(err, "adding CustomResourceDefinition schema", "crd", crd.Name)
+		}
+		if err := c.scheme.AddCRD(crd); err != nil {
+			// Its objects are still merged and patched; they are not
+			// defaulted after mutations.
+			klog.FromContext(ctx).Error(err, "adding CustomResourceDefinition defaulting", "crd", crd.Name)
 		}
 	}
 	c.queue.Add(syncKey)

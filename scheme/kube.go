@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -99,6 +100,9 @@ func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
 // then the ObjectDefaulter), and returns the object as the next policy sees
 // it (ToUnstructured). Kinds without a Go type come back as they are.
 func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if obj != nil && s.crs.Recognizes(gvk) {
+		return s.crs.Default(obj, gvk)
+	}
 	if obj == nil || !s.Recognizes(gvk) {
 		return obj, nil
 	}
@@ -134,6 +138,9 @@ func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[s
 // its field's range) is kube-apiserver's 400: "<Kind> in version "<v>"
 // cannot be handled as a <Kind>: <error>".
 func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, warnings []string, err error) {
+	if obj != nil && s.crs.Recognizes(gvk) {
+		return s.crs.DecodeRequest(obj, gvk, metav1.FieldValidationWarn)
+	}
 	if obj == nil || !s.Recognizes(gvk) {
 		return obj, nil, nil
 	}
@@ -243,10 +250,24 @@ type Request struct {
 // Neither obj nor old is modified: the strategy works on their internal
 // forms. A returned error is one of the simulation, not a refusal.
 func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]any) (*Validation, error) {
-	if obj == nil || req.Subresource != "" || !s.Recognizes(req.Kind) {
+	if obj == nil || req.Subresource != "" {
 		return nil, nil
 	}
 	if req.Operation != admission.Create && req.Operation != admission.Update {
+		return nil, nil
+	}
+	if s.crs.Recognizes(req.Kind) {
+		p, err := s.crs.Persist(ctx, req.Operation, obj, old, req.Kind, req.Namespace)
+		var status *apierrors.StatusError
+		if errors.As(err, &status) {
+			return &Validation{Invalid: status, Warnings: p.Warnings}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Validation{Warnings: p.Warnings, Stored: p.Returned}, nil
+	}
+	if !s.Recognizes(req.Kind) {
 		return nil, nil
 	}
 	k, err := s.kube()

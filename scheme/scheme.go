@@ -32,12 +32,25 @@ type Scheme struct {
 	types *runtime.Scheme
 	// nz holds the per-kind plans of the typed form's fast path.
 	nz normalizer
+	// crs are the custom resources of the run.
+	crs *CustomResources
 }
 
-// New returns the Scheme of kube-apiserver 1.37's built-in kinds.
+// New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
+// custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources()}
 }
+
+// AddCRD adds (or replaces) a CustomResourceDefinition, typed or
+// unstructured; a CRD kube-apiserver would refuse is refused with its 422.
+func (s *Scheme) AddCRD(crd runtime.Object) error { return s.crs.Add(crd) }
+
+// RemoveCRD removes the CustomResourceDefinition named name.
+func (s *Scheme) RemoveCRD(name string) { s.crs.Remove(name) }
+
+// CustomResources are the custom resources of the scheme.
+func (s *Scheme) CustomResources() *CustomResources { return s.crs }
 
 // Types is the runtime.Scheme of the built-in kinds' Go types.
 func (s *Scheme) Types() *runtime.Scheme { return s.types }
