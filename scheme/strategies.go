@@ -4,9 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	regmutatingwebhookconfiguration "k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration"
-	regvalidatingadmissionpolicybinding "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicybinding"
-	regvalidatingwebhookconfiguration "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration"
 	regstorageversion "k8s.io/kubernetes/pkg/registry/apiserverinternal/storageversion"
 	regcontrollerrevision "k8s.io/kubernetes/pkg/registry/apps/controllerrevision"
 	regdaemonset "k8s.io/kubernetes/pkg/registry/apps/daemonset"
@@ -21,7 +18,6 @@ import (
 	reglease "k8s.io/kubernetes/pkg/registry/coordination/lease"
 	regleasecandidate "k8s.io/kubernetes/pkg/registry/coordination/leasecandidate"
 	regconfigmap "k8s.io/kubernetes/pkg/registry/core/configmap"
-	regendpoint "k8s.io/kubernetes/pkg/registry/core/endpoint"
 	regevent "k8s.io/kubernetes/pkg/registry/core/event"
 	reglimitrange "k8s.io/kubernetes/pkg/registry/core/limitrange"
 	regnamespace "k8s.io/kubernetes/pkg/registry/core/namespace"
@@ -35,9 +31,6 @@ import (
 	regsecret "k8s.io/kubernetes/pkg/registry/core/secret"
 	regservice "k8s.io/kubernetes/pkg/registry/core/service"
 	regserviceaccount "k8s.io/kubernetes/pkg/registry/core/serviceaccount"
-	regendpointslice "k8s.io/kubernetes/pkg/registry/discovery/endpointslice"
-	regflowschema "k8s.io/kubernetes/pkg/registry/flowcontrol/flowschema"
-	regprioritylevelconfiguration "k8s.io/kubernetes/pkg/registry/flowcontrol/prioritylevelconfiguration"
 	regingress "k8s.io/kubernetes/pkg/registry/networking/ingress"
 	regingressclass "k8s.io/kubernetes/pkg/registry/networking/ingressclass"
 	regipaddress "k8s.io/kubernetes/pkg/registry/networking/ipaddress"
@@ -80,11 +73,16 @@ type registryStrategy struct {
 // resources (k8s.io/kubernetes/pkg/registry/<group>/<resource>), for their
 // main resource, by the kind of the request (Event has two groups and one
 // registry).
+//
+// Left out: Endpoints, EndpointSlice, FlowSchema,
+// PriorityLevelConfiguration, Mutating/ValidatingWebhookConfiguration and
+// ValidatingAdmissionPolicyBinding, whose registry packages import
+// controllers and API-group install packages that register into
+// legacyscheme at init, a cost every run of every command would pay
+// (docs/performance.md, "Start-up"); their objects are not validated
+// (docs/fidelity.md).
 func strategies() []registryStrategy {
 	return []registryStrategy{
-		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}, regmutatingwebhookconfiguration.Strategy},
-		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}, &regvalidatingadmissionpolicybinding.Strategy},
-		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}, regvalidatingwebhookconfiguration.Strategy},
 		{schema.GroupKind{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}, regstorageversion.Strategy},
 		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, regcontrollerrevision.Strategy},
 		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, regdaemonset.Strategy},
@@ -99,7 +97,6 @@ func strategies() []registryStrategy {
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, reglease.Strategy},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}, regleasecandidate.Strategy},
 		{schema.GroupKind{Group: "", Kind: "ConfigMap"}, regconfigmap.Strategy},
-		{schema.GroupKind{Group: "", Kind: "Endpoints"}, regendpoint.Strategy},
 		{schema.GroupKind{Group: "", Kind: "Event"}, regevent.Strategy},
 		{schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, regevent.Strategy},
 		{schema.GroupKind{Group: "", Kind: "LimitRange"}, reglimitrange.Strategy},
@@ -114,9 +111,6 @@ func strategies() []registryStrategy {
 		{schema.GroupKind{Group: "", Kind: "Secret"}, regsecret.Strategy},
 		{schema.GroupKind{Group: "", Kind: "Service"}, regservice.Strategy},
 		{schema.GroupKind{Group: "", Kind: "ServiceAccount"}, regserviceaccount.Strategy},
-		{schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}, regendpointslice.Strategy},
-		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}, regflowschema.Strategy},
-		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}, regprioritylevelconfiguration.Strategy},
 		{schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, regingress.Strategy},
 		{schema.GroupKind{Group: "networking.k8s.io", Kind: "IngressClass"}, regingressclass.Strategy},
 		{schema.GroupKind{Group: "networking.k8s.io", Kind: "IPAddress"}, regipaddress.Strategy},
