@@ -54,7 +54,9 @@ func (c *Cluster) Admit(ctx context.Context, ev engine.Admitter, a *matching.Att
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
-	if c.NoValidate {
+	if c.NoValidate || c.NoDefaults {
+		// An object that was never defaulted is not what the registry
+		// validates: validation needs the defaults.
 		return out, nil
 	}
 	var old map[string]any

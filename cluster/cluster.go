@@ -50,8 +50,9 @@ type Cluster struct {
 	Authorizer authorizer.Authorizer
 
 	// NoDefaults evaluates objects exactly as written: no decoding as
-	// kube-apiserver decodes a request body, no defaulting after mutations.
-	// Set it before Config, Patcher or Evaluator.
+	// kube-apiserver decodes a request body, no defaulting after mutations,
+	// and (validation needs the defaults) no validation. Set it before
+	// Config, Patcher or Evaluator.
 	NoDefaults bool
 	// NoValidate skips the API validation of the admitted object (Admit).
 	NoValidate bool

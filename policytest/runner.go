@@ -234,6 +234,7 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}}
 	var jobs []func()
 	for _, lc := range l.cases {
+		lc.cluster.NoValidate = r.opts.NoValidate
 		if r.opts.Run != nil && !r.opts.Run.MatchString(l.Name+"/"+lc.c.Name) {
 			continue
 		}

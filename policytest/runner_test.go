@@ -72,6 +72,17 @@ func TestRunnerAcceptance(t *testing.T) {
 			want:   []string{"ok   sidecar-injection\t../examples/sidecar-injection/sidecar-injection.mutatis-test.yaml\t3 cases\n", "PASS: 3 cases in 1 suites"}},
 		{name: "an invalid suite is bad input naming file and field", path: "testdata/invalid", bad: 1,
 			want: []string{"BAD  testdata/invalid/invalid.mutatis-test.yaml\n", `testdata/invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "DELETE"`}},
+		{name: "the admitted object is validated as kube-apiserver's registry would", path: "testdata/stored",
+			passed: 3, failed: 2,
+			want: []string{
+				"--- FAIL: stored/an unexpected refusal by validation fails",
+				`    valid: kube-apiserver would refuse the admitted object: Pod "long" is invalid: metadata.labels: Invalid value: "` + strings.Repeat("a", 70) + `": must be no more than 63 bytes`,
+				"--- FAIL: stored/an expected refusal that does not come fails",
+				`    invalid: the admitted object is valid, want a refusal matching "is invalid"`,
+			}},
+		{name: "--no-validate skips the validation of admitted objects", path: "testdata/stored",
+			opts: Options{NoValidate: true}, passed: 2, failed: 3,
+			want: []string{`--- FAIL: stored/an expected refusal by validation passes`, `invalid: the admitted object is valid, want a refusal matching`}},
 		{name: "the examples pass with both checks", path: "../examples", opts: Options{Shuffle: true, Seed: 1, Idempotence: true},
 			passed: 38, want: []string{"PASS: 38 cases in 5 suites"}},
 	}
@@ -159,11 +170,11 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	if len(all) != 0 {
 		t.Errorf("found %v under ., want nothing (suites here are in testdata)", all)
 	}
-	named, err := Discover([]string{"testdata", "testdata/order/order.mutatis-test.yaml"})
+	named, err := Discover([]string{"testdata", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml"}
+	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
 	if strings.Join(named, ",") != strings.Join(want, ",") {
 		t.Errorf("found %v, want %v", named, want)
 	}

@@ -70,7 +70,7 @@ message exactly as kube-apiserver's Status.message); 2 bad input.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
 	f.BoolVar(&o.explain, "explain", false, "print the evaluation trace on stderr")
-	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding or defaulting")
+	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")

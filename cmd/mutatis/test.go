@@ -26,6 +26,7 @@ type testOptions struct {
 	interval    time.Duration
 	shuffle     string
 	idempotence bool
+	noValidate  bool
 	color       bool
 	verbose     bool
 	parallel    int
@@ -57,6 +58,7 @@ unreadable or invalid suite, named with file and field path, or bad flags).`,
 	f.StringVar(&o.shuffle, "shuffle", "", "re-run every case with the policies in other orders and fail order-dependent cases; =SEED repeats an earlier run")
 	f.Lookup("shuffle").NoOptDefVal = "random"
 	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again")
+	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate admitted objects as kube-apiserver's registry would (expect.invalid then fails)")
 	f.BoolVar(&o.color, "color", false, "color diffs even when stdout is not a terminal")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list passing cases too")
 	f.IntVar(&o.parallel, "parallel", 0, "cases evaluated at once (default GOMAXPROCS)")
@@ -74,7 +76,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	default:
 		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
 	}
-	opts := policytest.Options{Idempotence: o.idempotence, Parallel: o.parallel}
+	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Parallel: o.parallel}
 	if o.run != "" {
 		re, err := regexp.Compile(o.run)
 		if err != nil {
