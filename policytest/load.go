@@ -372,17 +372,8 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 // its objects (the engine's inputs are never shared between runs).
 // A non-nil object replaces the case's object.
 func (lc *loadedCase) attributes(object *unstructured.Unstructured) (*matching.Attributes, error) {
-	if object == nil {
-		object = lc.object
-	}
-	req := cluster.Request{
-		Object: object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
-		Namespace: lc.namespace, User: lc.user, DryRun: lc.c.DryRun,
-	}
-	if lc.oldObject != nil {
-		req.OldObject = lc.oldObject.DeepCopy()
-	}
-	return lc.cluster.Attributes(req)
+	a, _, err := lc.decode(object)
+	return a, err
 }
 
 // decode is attributes with the decoder's warnings (cluster.Decode).

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/mutatis-dev/mutatis/internal/fieldtable"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
@@ -232,7 +233,7 @@ func (nz *normalizer) normalize(s *runtime.Scheme, obj, base map[string]any, gvk
 	// SetGroupVersionKind on the typed object: apiVersion and kind are those
 	// of gvk whatever the input said (both fields are omitempty).
 	if av, _ := m["apiVersion"].(string); av != p.apiVersion || m["kind"] != any(p.kind) {
-		if sameMap(m, obj) {
+		if jsonvalue.SameMap(m, obj) {
 			m = cloneMap(obj)
 		}
 		setOmitEmpty(m, "apiVersion", p.apiVersion)
@@ -249,17 +250,13 @@ func setOmitEmpty(m map[string]any, k, v string) {
 	m[k] = v
 }
 
-func sameMap(a, b map[string]any) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
 // sameRef reports whether a and b are the very same map or slice (the
 // same map, or slices with the same first element and length).
 func sameRef(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
-		return ok && sameMap(x, y)
+		return ok && jsonvalue.SameMap(x, y)
 	case []any:
 		y, ok := b.([]any)
 		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -114,7 +116,7 @@ func TestNormalizeReturnsNormalizedObjectsAsTheyAre(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !sameMap(got, normalized) {
+			if !jsonvalue.SameMap(got, normalized) {
 				t.Fatal("a normalized object was copied")
 			}
 			allocs := testing.AllocsPerRun(20, func() { _, _ = pt.Normalize(normalized, in.GVK) })
