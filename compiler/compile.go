@@ -12,7 +12,6 @@ import (
 	celtypes "github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
@@ -70,9 +69,11 @@ type Expression struct {
 	// Cost is the static cost estimate of the expression.
 	Cost CostEstimate
 
-	program cel.Program
-	ast     *cel.Ast
-	env     *cel.Env
+	// prog is the program, built on first evaluation (see planCheck); nil
+	// when the expression did not compile.
+	prog *lazyProgram
+	ast  *cel.Ast
+	env  *cel.Env
 
 	decisions []Decision
 	// instrumented is the program with probes on the decisions, built only
@@ -271,7 +272,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		if err != nil {
 			return nil, err
 		}
-		c.compileExpression(env.env, e, nil, out.observer != nil)
+		c.compileExpression(env, e, nil, out.observer != nil)
 		vars.declare(v.Name, declTypeOf(e.OutputType))
 		out.Variables = append(out.Variables, e)
 	}
@@ -280,8 +281,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		return nil, err
 	}
 	out.varType = plainEnv.varType
-	plain, patch := plainEnv.env, patchEnv.env
-	conditionEnv := plain
+	conditionEnv := plainEnv
 	if validation {
 		if conditionEnv, err = c.base.plainEnv(hasParams, mode); err != nil {
 			return nil, err
@@ -311,7 +311,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 			out.Mutations = append(out.Mutations, e)
 			continue
 		}
-		c.compileExpression(patch, e, []*cel.Type{want}, out.observer != nil)
+		c.compileExpression(patchEnv, e, []*cel.Type{want}, out.observer != nil)
 		out.Mutations = append(out.Mutations, e)
 	}
 	return out, nil
@@ -321,7 +321,8 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 // against want (any type when want is nil), recording errors with the exact
 // texts of k8s.io/apiserver's CompileCELExpression. With observe, it also
 // builds the instrumented program an Observer's outcomes come from.
-func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Type, observe bool) {
+func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel.Type, observe bool) {
+	env := penv.env
 	fail := func(t apiservercel.ErrorType, detail string, cause error) {
 		e.Err = &apiservercel.Error{Type: t, Detail: detail, Cause: cause}
 	}
@@ -343,12 +344,18 @@ func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Ty
 			return
 		}
 	}
-	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
-	if err != nil {
-		fail(apiservercel.ErrorTypeInternal, "program instantiation failed: "+err.Error(), nil)
-		return
+	// The program is built on first evaluation when the plan check shows
+	// that building it cannot fail; otherwise now, for its error.
+	lazy := &lazyProgram{}
+	if !penv.check.plans(env, ast) {
+		prog, err := env.Program(ast, programOptions()...)
+		if err != nil {
+			e.Err = programError(err)
+			return
+		}
+		lazy.prog = prog
 	}
-	e.program = prog
+	e.prog = lazy
 	e.ast = ast
 	e.env = env
 	e.OutputType = ast.OutputType()
