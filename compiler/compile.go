@@ -258,6 +258,15 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	}
 	spec := field.NewPath("spec")
 	plainKey := envKey{hasParams: hasParams}
+	// API validation keeps only the errors: no cost estimate, decisions or
+	// instrumented program, none of which can make an expression fail.
+	detail := compileFull
+	switch {
+	case validation:
+		detail = compileErrorsOnly
+	case out.observer != nil:
+		detail = compileObserved
+	}
 
 	// Each variable compiles in an environment where the variables before
 	// it are visible and is then visible, with its checked type, to the
@@ -272,7 +281,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		if err != nil {
 			return nil, err
 		}
-		c.compileExpression(env, e, nil, out.observer != nil)
+		c.compileExpression(env, e, nil, detail)
 		vars.declare(v.Name, declTypeOf(e.OutputType))
 		out.Variables = append(out.Variables, e)
 	}
@@ -290,7 +299,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	for i, m := range p.Spec.MatchConditions {
 		e := &Expression{Kind: KindMatchCondition, Name: m.Name, Index: i, Source: m.Expression,
 			Path: spec.Child("matchConditions").Index(i).Child("expression")}
-		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType}, out.observer != nil)
+		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType}, detail)
 		out.MatchConditions = append(out.MatchConditions, e)
 	}
 	for i, m := range p.Spec.Mutations {
@@ -311,20 +320,33 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 			out.Mutations = append(out.Mutations, e)
 			continue
 		}
-		c.compileExpression(patchEnv, e, []*cel.Type{want}, out.observer != nil)
+		c.compileExpression(patchEnv, e, []*cel.Type{want}, detail)
 		out.Mutations = append(out.Mutations, e)
 	}
 	return out, nil
 }
 
+// compileDetail is what compileExpression records beside the errors.
+type compileDetail int
+
+const (
+	// compileFull records the cost estimate and the decisions.
+	compileFull compileDetail = iota
+	// compileObserved also builds the instrumented program.
+	compileObserved
+	// compileErrorsOnly records the errors, the output type and the
+	// program (built lazily) only.
+	compileErrorsOnly
+)
+
 // compileExpression compiles e.Source in env and checks its result type
 // against want (any type when want is nil), recording errors with the exact
-// texts of k8s.io/apiserver's CompileCELExpression. With observe, it also
-// builds the instrumented program an Observer's outcomes come from.
-func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel.Type, observe bool) {
+// texts of k8s.io/apiserver's CompileCELExpression. With compileObserved, it
+// also builds the instrumented program an Observer's outcomes come from.
+func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel.Type, detail compileDetail) {
 	env := penv.env
-	fail := func(t apiservercel.ErrorType, detail string, cause error) {
-		e.Err = &apiservercel.Error{Type: t, Detail: detail, Cause: cause}
+	fail := func(t apiservercel.ErrorType, msg string, cause error) {
+		e.Err = &apiservercel.Error{Type: t, Detail: msg, Cause: cause}
 	}
 	ast, issues := env.Compile(e.Source)
 	if issues != nil {
@@ -359,9 +381,12 @@ func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel
 	e.ast = ast
 	e.env = env
 	e.OutputType = ast.OutputType()
+	if detail == compileErrorsOnly {
+		return
+	}
 	e.Cost = c.estimator.estimate(env, ast)
 	e.decisions = decisionsOf(ast.NativeRep(), e.Source)
-	if observe {
+	if detail == compileObserved {
 		// Without it the expression is still evaluated and observed, with
 		// no branch outcomes (TestDecisions plans every decision
 		// kind in every position).
