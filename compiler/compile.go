@@ -12,7 +12,6 @@ import (
 	celtypes "github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
@@ -70,9 +69,11 @@ type Expression struct {
 	// Cost is the static cost estimate of the expression.
 	Cost CostEstimate
 
-	program cel.Program
-	ast     *cel.Ast
-	env     *cel.Env
+	// prog is the program, built on first evaluation (see planCheck); nil
+	// when the expression did not compile.
+	prog *lazyProgram
+	ast  *cel.Ast
+	env  *cel.Env
 
 	decisions []Decision
 	// instrumented is the program with probes on the decisions, built only
@@ -257,6 +258,15 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	}
 	spec := field.NewPath("spec")
 	plainKey := envKey{hasParams: hasParams}
+	// API validation keeps only the errors: no cost estimate, decisions or
+	// instrumented program, none of which can make an expression fail.
+	detail := compileFull
+	switch {
+	case validation:
+		detail = compileErrorsOnly
+	case out.observer != nil:
+		detail = compileObserved
+	}
 
 	// Each variable compiles in an environment where the variables before
 	// it are visible and is then visible, with its checked type, to the
@@ -271,7 +281,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		if err != nil {
 			return nil, err
 		}
-		c.compileExpression(env.env, e, nil, out.observer != nil)
+		c.compileExpression(env, e, nil, detail)
 		vars.declare(v.Name, declTypeOf(e.OutputType))
 		out.Variables = append(out.Variables, e)
 	}
@@ -280,8 +290,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		return nil, err
 	}
 	out.varType = plainEnv.varType
-	plain, patch := plainEnv.env, patchEnv.env
-	conditionEnv := plain
+	conditionEnv := plainEnv
 	if validation {
 		if conditionEnv, err = c.base.plainEnv(hasParams, mode); err != nil {
 			return nil, err
@@ -290,7 +299,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	for i, m := range p.Spec.MatchConditions {
 		e := &Expression{Kind: KindMatchCondition, Name: m.Name, Index: i, Source: m.Expression,
 			Path: spec.Child("matchConditions").Index(i).Child("expression")}
-		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType}, out.observer != nil)
+		c.compileExpression(conditionEnv, e, []*cel.Type{cel.BoolType}, detail)
 		out.MatchConditions = append(out.MatchConditions, e)
 	}
 	for i, m := range p.Spec.Mutations {
@@ -311,19 +320,33 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 			out.Mutations = append(out.Mutations, e)
 			continue
 		}
-		c.compileExpression(patch, e, []*cel.Type{want}, out.observer != nil)
+		c.compileExpression(patchEnv, e, []*cel.Type{want}, detail)
 		out.Mutations = append(out.Mutations, e)
 	}
 	return out, nil
 }
 
+// compileDetail is what compileExpression records beside the errors.
+type compileDetail int
+
+const (
+	// compileFull records the cost estimate and the decisions.
+	compileFull compileDetail = iota
+	// compileObserved also builds the instrumented program.
+	compileObserved
+	// compileErrorsOnly records the errors, the output type and the
+	// program (built lazily) only.
+	compileErrorsOnly
+)
+
 // compileExpression compiles e.Source in env and checks its result type
 // against want (any type when want is nil), recording errors with the exact
-// texts of k8s.io/apiserver's CompileCELExpression. With observe, it also
-// builds the instrumented program an Observer's outcomes come from.
-func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Type, observe bool) {
-	fail := func(t apiservercel.ErrorType, detail string, cause error) {
-		e.Err = &apiservercel.Error{Type: t, Detail: detail, Cause: cause}
+// texts of k8s.io/apiserver's CompileCELExpression. With compileObserved, it
+// also builds the instrumented program an Observer's outcomes come from.
+func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel.Type, detail compileDetail) {
+	env := penv.env
+	fail := func(t apiservercel.ErrorType, msg string, cause error) {
+		e.Err = &apiservercel.Error{Type: t, Detail: msg, Cause: cause}
 	}
 	ast, issues := env.Compile(e.Source)
 	if issues != nil {
@@ -343,18 +366,27 @@ func (c *Compiler) compileExpression(env *cel.Env, e *Expression, want []*cel.Ty
 			return
 		}
 	}
-	prog, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency))
-	if err != nil {
-		fail(apiservercel.ErrorTypeInternal, "program instantiation failed: "+err.Error(), nil)
-		return
+	// The program is built on first evaluation when the plan check shows
+	// that building it cannot fail; otherwise now, for its error.
+	lazy := &lazyProgram{}
+	if !penv.check.plans(env, ast) {
+		prog, err := env.Program(ast, programOptions()...)
+		if err != nil {
+			e.Err = programError(err)
+			return
+		}
+		lazy.prog = prog
 	}
-	e.program = prog
+	e.prog = lazy
 	e.ast = ast
 	e.env = env
 	e.OutputType = ast.OutputType()
+	if detail == compileErrorsOnly {
+		return
+	}
 	e.Cost = c.estimator.estimate(env, ast)
 	e.decisions = decisionsOf(ast.NativeRep(), e.Source)
-	if observe {
+	if detail == compileObserved {
 		// Without it the expression is still evaluated and observed, with
 		// no branch outcomes (TestDecisions plans every decision
 		// kind in every position).

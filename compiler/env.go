@@ -45,6 +45,9 @@ type envKey struct {
 // version kube-apiserver uses (binary minor − 1).
 type baseEnvs struct {
 	envs map[envKey]*environment.EnvSet
+	// checks are the plan checks of the environments (see planCheck),
+	// shared by the environments extended from them.
+	checks planChecks
 }
 
 var (
@@ -107,8 +110,12 @@ func newBaseEnvs(compat *version.Version) (*baseEnvs, error) {
 
 // plainEnv returns the environment without the "variables" declaration, in
 // the given mode. API validation compiles matchConditions in it.
-func (b *baseEnvs) plainEnv(hasParams bool, mode environment.Type) (*cel.Env, error) {
-	return b.envs[envKey{hasParams: hasParams}].Env(mode)
+func (b *baseEnvs) plainEnv(hasParams bool, mode environment.Type) (*policyEnv, error) {
+	env, err := b.envs[envKey{hasParams: hasParams}].Env(mode)
+	if err != nil {
+		return nil, err
+	}
+	return &policyEnv{env: env, check: b.checks.get(env)}, nil
 }
 
 // maxCachedEnvs bounds the environments one Compiler keeps for sharing. A
@@ -153,6 +160,8 @@ type envSig struct {
 type policyEnv struct {
 	env     *cel.Env
 	varType *apiservercel.DeclType
+	// check is the plan check of the base environment env extends.
+	check *planCheck
 }
 
 // declare adds a variable to the variables type, as upstream's
@@ -319,7 +328,11 @@ func (b *baseEnvs) build(k envKey, mode environment.Type, vars []varDecl) (*poli
 	if err != nil {
 		return nil, fmt.Errorf("unexpected error loading CEL environment: %w", err)
 	}
-	pe := &policyEnv{env: env, varType: varType}
+	baseEnv, err := b.envs[k].Env(mode)
+	if err != nil {
+		return nil, fmt.Errorf("unexpected error loading CEL environment: %w", err)
+	}
+	pe := &policyEnv{env: env, varType: varType, check: b.checks.get(baseEnv)}
 	for _, v := range vars {
 		pe.declare(v)
 	}

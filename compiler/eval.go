@@ -166,7 +166,14 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if v.Err != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
-	val, details, err := a.run(v.program)
+	program, progErr := v.program()
+	if progErr != nil {
+		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, progErr)
+	}
+	if program == nil {
+		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, missingProgram())
+	}
+	val, details, err := a.run(program)
 	if a.observing == nil {
 		return a.chargeVariable(v, val, details, err)
 	}
@@ -247,15 +254,23 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 			Detail: fmt.Sprintf("compilation error: %v", e.Err), Cause: e.Err}
 		return res, budget, nil
 	}
-	if e.program == nil {
-		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: "unexpected internal error compiling expression"}
+	program, progErr := e.program()
+	if progErr != nil {
+		// As if compiling had failed, which building the program does in
+		// kube-apiserver. Compiling has established that it cannot.
+		res.Err = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("compilation error: %v", progErr), Cause: progErr}
+		return res, budget, nil
+	}
+	if program == nil {
+		res.Err = missingProgram()
 		return res, budget, nil
 	}
 	if a.observing == nil {
-		res, remaining, _, err := a.eval(e, budget)
+		res, remaining, _, err := a.eval(e, program, budget)
 		return res, remaining, err
 	}
-	res, remaining, evalErr, err := a.eval(e, budget)
+	res, remaining, evalErr, err := a.eval(e, program, budget)
 	resErr := res.Err
 	if resErr == nil {
 		resErr = err
@@ -266,9 +281,9 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 
 // eval is Eval of a compiled expression. It also returns the error of the
 // program's own evaluation (before formatting), which observing needs.
-func (a *Activation) eval(e *Expression, budget int64) (res Result, remaining int64, evalErr, err error) {
+func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res Result, remaining int64, evalErr, err error) {
 	start := time.Now()
-	val, details, evalErr := a.run(e.program)
+	val, details, evalErr := a.run(program)
 	variableCost := a.variableCost
 	a.variableCost = 0
 	if variableCost > budget {
@@ -299,6 +314,12 @@ func (a *Activation) eval(e *Expression, budget int64) (res Result, remaining in
 	}
 	res.Value = val
 	return res, budget, nil, nil
+}
+
+// missingProgram is the error of evaluating an expression that has neither
+// a compile error nor a program (one not made by a Compiler).
+func missingProgram() *apiservercel.Error {
+	return &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: "unexpected internal error compiling expression"}
 }
 
 func outOfBudget() error {

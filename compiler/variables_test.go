@@ -131,20 +131,8 @@ func TestCompileMemoryIsLinearInVariables(t *testing.T) {
 		t.Skip("compiles 5,000 expressions")
 	}
 	allocated := func(n int) uint64 {
-		p := manyVariables(n)
-		c, err := New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		compiled, err := c.Compile(p)
-		runtime.ReadMemStats(&after)
-		if err != nil || len(compiled.Errors()) > 0 {
-			t.Fatal(err, compiled.Errors())
-		}
-		return after.TotalAlloc - before.TotalAlloc
+		a, _ := measureCompile(t, n)
+		return a
 	}
 	small, large := allocated(1000), allocated(4000)
 	t.Logf("1,000 variables: %d bytes, 4,000: %d bytes (%.2fx)", small, large, float64(large)/float64(small))
@@ -178,5 +166,48 @@ func BenchmarkCompileVariables(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// measureCompile compiles manyVariables(n) with a new Compiler and returns
+// the bytes allocated while compiling and the heap the compiled policy keeps.
+func measureCompile(t *testing.T, n int) (allocated uint64, kept int64) {
+	t.Helper()
+	p := manyVariables(n)
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after, afterGC runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	compiled, err := c.Compile(p)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(compiled.Errors()) > 0 {
+		t.Fatal(err, compiled.Errors())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&afterGC)
+	runtime.KeepAlive(compiled)
+	return after.TotalAlloc - before.TotalAlloc, int64(afterGC.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// TestCompileTenThousandVariablesMemory bounds the memory of compiling
+// 10,000 variables: the bytes allocated while compiling (TotalAlloc; 514 MB
+// when every expression built its cel-go program at compile time) and the
+// heap the compiled policy keeps. Bytes, not time: they do not depend on the
+// machine's load.
+func TestCompileTenThousandVariablesMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles 10,000 expressions")
+	}
+	allocated, live := measureCompile(t, 10000)
+	t.Logf("10,000 variables: %.1f MB allocated, %.1f MB kept", float64(allocated)/1e6, float64(live)/1e6)
+	const maxAllocated, maxKept = 250e6, 100e6
+	if allocated > maxAllocated {
+		t.Errorf("compiling 10,000 variables allocated %.1f MB, more than %.0f MB", float64(allocated)/1e6, maxAllocated/1e6)
+	}
+	if live > maxKept {
+		t.Errorf("the compiled policy of 10,000 variables keeps %.1f MB, more than %.0f MB", float64(live)/1e6, maxKept/1e6)
 	}
 }
