@@ -191,7 +191,11 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 	if a.Object != nil {
 		// kube-apiserver decodes the request into the kind's Go type before
 		// admission: present built-in objects the same way.
-		obj, err := e.cfg.Patcher.Normalize(a.Object.Object, a.Kind)
+		obj, err := e.cfg.Patcher.NormalizeRequest(a.Object.Object, a.Kind)
+		var status *apierrors.StatusError
+		if errors.As(err, &status) {
+			return res, status
+		}
 		if err != nil {
 			return res, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", a.Kind.Kind, err))
 		}

@@ -193,6 +193,16 @@ func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (m
 	return pt.normalize(obj, nil, gvk)
 }
 
+// NormalizeRequest presents the object of a request as Normalize does, but
+// refuses what kube-apiserver's request decoder refuses
+// (scheme.Scheme.NormalizeRequest).
+func (pt *Patcher) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if pt.Scheme == nil {
+		return obj, nil
+	}
+	return pt.Scheme.NormalizeRequest(obj, gvk)
+}
+
 // normalize is Normalize; base, when not nil, is an object of kind gvk in
 // typed form, whose maps and slices obj shares (at the same places) need no
 // walk (scheme.Scheme.NormalizeFrom).

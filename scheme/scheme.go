@@ -15,7 +15,11 @@
 package scheme
 
 import (
+	"encoding/json"
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,6 +91,37 @@ func (s *Scheme) NormalizeFrom(obj, base map[string]any, gvk schema.GroupVersion
 		return out, nil
 	}
 	return s.NormalizeReference(obj, gvk)
+}
+
+// NormalizeRequest is Normalize for an object received in a request (an
+// AdmissionReview's object): where the fast path cannot tell, the object is
+// decoded as kube-apiserver's handler decodes a body (JSON into the Go type,
+// unknown fields dropped), so that what that decoder refuses — an integer
+// out of its field's range, a value of the wrong type — is refused with its
+// 400 ("Pod in version "v1" cannot be handled as a Pod: json: cannot
+// unmarshal number 3000000000 into Go struct field PodSpec.spec.priority of
+// type int32") instead of being converted (FromUnstructured wraps integers
+// around).
+func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if !s.types.Recognizes(gvk) {
+		return obj, nil
+	}
+	if out, ok := s.nz.normalize(s.types, obj, nil, gvk); ok {
+		return out, nil
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	typed, err := s.types.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := utiljson.Unmarshal(data, typed); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
 
 // NormalizeReference is Normalize through the typed object: the definition

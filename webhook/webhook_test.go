@@ -238,3 +238,38 @@ func TestDenial(t *testing.T) {
 		t.Errorf("details %+v, want the engine's causes", st.Details)
 	}
 }
+
+// TestIntegerOutOfRangeIsRefused: a review whose object holds an integer
+// that does not fit its field (no API server sends one: its decoder refuses
+// such a body) is answered with that decoder's 400, not admitted with the
+// integer wrapped around into the patch.
+func TestIntegerOutOfRangeIsRefused(t *testing.T) {
+	w := newWorld(t)
+	f := newTLS(t)
+	srv := start(t, newServer(t, w, f, nil))
+	uid, body, into, _ := w.review(t, request{op: admission.Create, object: podYAML})
+	var rv map[string]any
+	if err := json.Unmarshal(body, &rv); err != nil {
+		t.Fatal(err)
+	}
+	rv["request"].(map[string]any)["object"].(map[string]any)["spec"].(map[string]any)["priority"] = 3000000000
+	body, err := json.Marshal(rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := post(t, f.client(), srv.url+PathMutate, body)
+	if code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", code, out)
+	}
+	if err := json.Unmarshal(out, into); err != nil {
+		t.Fatal(err)
+	}
+	got, err := webhookrequest.VerifyAdmissionResponse(types.UID(uid), true, into)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 3000000000 into Go struct field PodSpec.spec.priority of type int32`
+	if got.Allowed || len(got.Patch) != 0 || got.Result == nil || got.Result.Code != http.StatusBadRequest || got.Result.Message != want {
+		t.Fatalf("allowed=%v patch=%s status=%+v, want the 400 %q", got.Allowed, got.Patch, got.Result, want)
+	}
+}
