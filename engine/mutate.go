@@ -14,6 +14,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
+	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme"
 )
 
@@ -94,6 +95,14 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		patch, err := applyconfig.FromCEL(res.Value)
 		if err != nil {
 			return nil, outcome, err
+		}
+		if defined, builtin := matching.BuiltinSchema(gvk); builtin && !defined {
+			// kube-apiserver's type converter for a built-in group/version
+			// is built from that group/version's OpenAPI document
+			// (patch.typeConverterManager), which lacks the kinds of
+			// subresources served by other groups (autoscaling/v1 Scale):
+			// ApplyStructuredMergeDiff cannot type the patch.
+			return nil, outcome, fmt.Errorf("error applying patch: failed to convert patch object to typed object: no corresponding type for %v", gvk)
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
 		var prev *applyconfig.Merged
