@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/utils/ptr"
 )
 
@@ -89,7 +91,7 @@ func eventsEvent(labels map[string]string) *eventsv1.Event {
 // internal version, as kube-apiserver's handlers admit them; the final
 // object is converted back to the request's version, as the handler
 // encodes the response.
-func (w *dispatchWorld) runUpstreamInternal(t *testing.T, ctx context.Context, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, r dispatchRequest) dispatchOutcome {
+func (w *dispatchWorld) runUpstreamInternal(t *testing.T, ctx context.Context, d generic.Dispatcher[mutating.PolicyHook], policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, r dispatchRequest) dispatchOutcome {
 	t.Helper()
 	s := kubeScheme()
 	internal := func(obj runtime.Object) runtime.Object {
@@ -109,10 +111,10 @@ func (w *dispatchWorld) runUpstreamInternal(t *testing.T, ctx context.Context, p
 	// kube-apiserver's ObjectInterfaces know the equivalent resources (its
 	// EquivalentResourceRegistry): the table answers for it.
 	oi := &admission.RuntimeObjectInterfaces{ObjectCreater: s, ObjectTyper: s, ObjectDefaulter: s, ObjectConvertor: s, EquivalentResourceMapper: w.table}
-	err := w.dispatcher.Dispatch(ctx, attrs, oi, hooks)
+	err := d.Dispatch(ctx, attrs, oi, hooks)
 	if rc := attrs.GetReinvocationContext(); err == nil && rc.ShouldReinvoke() {
 		rc.SetIsReinvoke()
-		err = w.dispatcher.Dispatch(ctx, attrs, oi, hooks)
+		err = d.Dispatch(ctx, attrs, oi, hooks)
 	}
 	var obj runtime.Object
 	if err == nil && attrs.GetObject() != nil {
@@ -202,7 +204,7 @@ func TestEquivalentBuiltinKindsMatchUpstream(t *testing.T) {
 	for _, c := range equivalentCases() {
 		t.Run(c.name, func(t *testing.T) {
 			bindings := bound(c.policies...)
-			theirs := w.runUpstreamInternal(t, ctx, c.policies, bindings, c.request)
+			theirs := w.runUpstreamInternal(t, ctx, w.dispatcher, c.policies, bindings, c.request)
 			ours, _, err := w.runOurs(ctx, c.policies, bindings, c.request)
 			if err != nil {
 				t.Fatal(err)
