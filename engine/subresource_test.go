@@ -68,7 +68,7 @@ func TestEquivalentBuiltinKindAsKubeAPIServer(t *testing.T) {
 			"minReplicas": int64(1), "maxReplicas": int64(5), "targetCPUUtilizationPercentage": int64(70)}}}
 	a := &matching.Attributes{Operation: admission.Create, Kind: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler"},
 		Resource: schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"},
-		Name: "web", Namespace: "shop", Object: hpa, UserInfo: &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}}
+		Name:     "web", Namespace: "shop", Object: hpa, UserInfo: &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}}
 	policy := func(fp admissionregistrationv1.FailurePolicyType) *admissionregistrationv1.MutatingAdmissionPolicy {
 		// The policy sees the v2 object (matchCondition), and its mutation
 		// fails in the dispatcher's conversion of the result.

@@ -200,11 +200,18 @@ func equivalentCases() []equivalentCase {
 
 func TestEquivalentBuiltinKindsMatchUpstream(t *testing.T) {
 	w := newDispatchWorld(t)
+	w.runCasesInternal(t, w.dispatcher, equivalentCases())
+}
+
+// runCasesInternal runs every case through upstream's dispatcher d (with
+// internal objects) and through mutatis, and requires the same outcome,
+// which must contain the case's want.
+func (w *dispatchWorld) runCasesInternal(t *testing.T, d generic.Dispatcher[mutating.PolicyHook], cases []equivalentCase) {
 	ctx := context.Background()
-	for _, c := range equivalentCases() {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			bindings := bound(c.policies...)
-			theirs := w.runUpstreamInternal(t, ctx, w.dispatcher, c.policies, bindings, c.request)
+			theirs := w.runUpstreamInternal(t, ctx, d, c.policies, bindings, c.request)
 			ours, _, err := w.runOurs(ctx, c.policies, bindings, c.request)
 			if err != nil {
 				t.Fatal(err)

@@ -131,23 +131,5 @@ func subresourceCases() []equivalentCase {
 
 func TestSubresourcesMatchUpstream(t *testing.T) {
 	w := newDispatchWorld(t)
-	d := w.kubeAPIServerDispatcher(t)
-	ctx := context.Background()
-	for _, c := range subresourceCases() {
-		t.Run(c.name, func(t *testing.T) {
-			bindings := bound(c.policies...)
-			theirs := w.runUpstreamInternal(t, ctx, d, c.policies, bindings, c.request)
-			ours, _, err := w.runOurs(ctx, c.policies, bindings, c.request)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := compareOutcomes(ours, theirs); err != nil {
-				t.Fatal(err)
-			}
-			t.Log(theirs)
-			if !strings.Contains(theirs.String(), c.want) {
-				t.Fatalf("upstream answered %s\nwant it to contain %q", theirs, c.want)
-			}
-		})
-	}
+	w.runCasesInternal(t, w.kubeAPIServerDispatcher(t), subresourceCases())
 }

@@ -61,17 +61,15 @@ func runEquivalentCase(t *testing.T, ctx context.Context, c *Cluster, b *barrier
 		t.Fatal(err)
 	}
 	object := docs[len(docs)-1]
-	var resources, policies, bindings []*unstructured.Unstructured
+	byRole := map[string][]*unstructured.Unstructured{}
 	for _, d := range docs[:len(docs)-1] {
-		switch {
-		case isPolicy(d):
-			policies = append(policies, d)
-		case isBinding(d):
-			bindings = append(bindings, d)
-		default:
-			resources = append(resources, d)
+		role := "resource"
+		if isPolicy(d) || isBinding(d) {
+			role = d.GetKind()
 		}
+		byRole[role] = append(byRole[role], d)
 	}
+	resources, policies, bindings := byRole["resource"], byRole[mapGVK.Kind], byRole[mapbGVK.Kind]
 	set, err := manifest.Parse(file, data)
 	if err != nil {
 		t.Fatal(err)
@@ -161,30 +159,32 @@ func isAPIStatus(err error) bool {
 	return ok
 }
 
-// admitEquivalentByMutatis admits req with mutatis' offline engine over the
-// case's objects (those before the request's object).
+// admitEquivalentByMutatis admits req as `mutatis apply` does (decoding,
+// the engine, the registry's conversion) over the case's objects (those
+// before the request's object).
 func admitEquivalentByMutatis(t *testing.T, ctx context.Context, set *manifest.Set, req cluster.Request) outcome {
 	t.Helper()
 	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
+	sim.NoValidate = true
 	pols, binds := set.APIObjects()
 	ev, err := sim.Evaluator(nil, pols, binds)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}
-	attrs, err := sim.Attributes(req)
+	attrs, _, err := sim.Decode(req)
 	if err != nil {
+		t.Fatalf("mutatis: decoding the request: %v", err)
+	}
+	adm, err := sim.Admit(ctx, ev, attrs)
+	switch {
+	case err != nil:
 		t.Fatalf("mutatis: %v", err)
+	case adm.Result.Denied != nil:
+		st := adm.Result.Denied.ErrStatus
+		return outcome{Error: &statusOutcome{Code: st.Code, Reason: string(st.Reason), Message: st.Message}}
 	}
-	res, err := ev.Admit(ctx, attrs)
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
-	if res.Denied != nil {
-		s := res.Denied.ErrStatus
-		return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
-	}
-	return outcome{Object: res.Object}
+	return outcome{Object: adm.Object}
 }
