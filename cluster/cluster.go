@@ -270,11 +270,10 @@ func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {
 		return nil, fmt.Errorf("the request has no object")
 	}
 	gvk := obj.GroupVersionKind()
-	rs := c.Table.ResourcesForKind(gvk)
-	if len(rs) == 0 {
-		return nil, fmt.Errorf("kind %s is not served by Kubernetes 1.37 nor by a supplied CRD", gvk)
+	res, subresource, err := c.resolve(gvk, r.Subresource)
+	if err != nil {
+		return nil, err
 	}
-	res := rs[0]
 	namespace := ""
 	if res.Namespaced {
 		namespace = r.Namespace
@@ -313,10 +312,78 @@ func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {
 		u = DefaultUser()
 	}
 	return &matching.Attributes{
-		Operation: op, Kind: gvk, Resource: res.GroupVersionResource(), Subresource: r.Subresource,
+		Operation: op, Kind: gvk, Resource: res.GroupVersionResource(), Subresource: subresource,
 		Name: obj.GetName(), Namespace: namespace, Object: r.Object, OldObject: r.OldObject, DryRun: r.DryRun,
 		UserInfo: u, Options: r.Options,
 	}, nil
+}
+
+// resolve finds the resource (and subresource) of a request for an object
+// of kind gvk on subresource sub, as kube-apiserver's URL names them. sub
+// is a subresource name ("status", "scale") or RESOURCE/SUBRESOURCE, with
+// RESOURCE a plural, optionally qualified by its group
+// ("deployments.apps/scale"). Without a subresource, or with one whose
+// kind is the resource's own (pods/status), the resource is the one
+// serving gvk. A subresource of another kind (deployments/scale:
+// autoscaling/v1 Scale, pods/eviction: policy/v1 Eviction, pods/binding:
+// v1 Binding) is looked up among the subresources that serve gvk; several
+// resources serving such a subresource (scale) must be told apart by
+// RESOURCE.
+func (c *Cluster) resolve(gvk schema.GroupVersionKind, sub string) (matching.Resource, string, error) {
+	resource := ""
+	if i := strings.LastIndex(sub, "/"); i >= 0 {
+		resource, sub = sub[:i], sub[i+1:]
+	}
+	named := func(r matching.Resource) bool {
+		return resource == "" || resource == r.Resource || resource == r.Resource+"."+r.Group
+	}
+	var own []matching.Resource
+	for _, r := range c.Table.ResourcesForKind(gvk) {
+		if named(r) {
+			own = append(own, r)
+		}
+	}
+	if sub == "" {
+		if resource != "" {
+			return matching.Resource{}, "", fmt.Errorf("subresource %q: no subresource after %q", resource+"/", resource)
+		}
+		if len(own) == 0 {
+			return matching.Resource{}, "", fmt.Errorf("kind %s is not served by Kubernetes 1.37 nor by a supplied CRD", gvk)
+		}
+		return own[0], "", nil
+	}
+	// A subresource of the resource's own kind (pods/status), or one the
+	// table does not list for it: the resource serving the kind.
+	for _, r := range own {
+		if s, ok := r.Subresource(sub); ok && s.Kind == gvk {
+			return r, sub, nil
+		}
+	}
+	var found []matching.Resource
+	for _, r := range c.Table.Resources() {
+		if s, ok := r.Subresource(sub); ok && s.Kind == gvk && named(r) {
+			found = append(found, r)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], sub, nil
+	case len(found) > 1:
+		var names []string
+		for _, r := range found {
+			name := r.Resource
+			if r.Group != "" {
+				name += "." + r.Group
+			}
+			names = append(names, name+"/"+sub)
+		}
+		return matching.Resource{}, "", fmt.Errorf("subresource %q of kind %s is served by several resources (%s): name one as RESOURCE/%s", sub, gvk, strings.Join(names, ", "), sub)
+	case len(own) > 0 && resource == "":
+		// Kept for subresources the table does not know (the request is
+		// evaluated as given).
+		return own[0], sub, nil
+	}
+	return matching.Resource{}, "", fmt.Errorf("no resource of Kubernetes 1.37 nor of a supplied CRD serves subresource %q with kind %s", sub, gvk)
 }
 
 // rbacSet collects the RBAC objects of the cluster.

@@ -151,3 +151,50 @@ func TestAttributes(t *testing.T) {
 		})
 	}
 }
+
+func TestAttributesOfSubresources(t *testing.T) {
+	c, err := New(load(t, world))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func(apiVersion, kind string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": "web", "namespace": "shop"}}}
+	}
+	for _, tc := range []struct {
+		apiVersion, kind, sub string
+		resource              schema.GroupVersionResource
+		subresource, err      string
+	}{
+		{"autoscaling/v1", "Scale", "deployments/scale", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "scale", ""},
+		{"autoscaling/v1", "Scale", "statefulsets.apps/scale", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, "scale", ""},
+		{"autoscaling/v1", "Scale", "replicationcontrollers/scale", schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, "scale", ""},
+		{"autoscaling/v1", "Scale", "scale", schema.GroupVersionResource{}, "",
+			`subresource "scale" of kind autoscaling/v1, Kind=Scale is served by several resources (replicationcontrollers/scale, deployments.apps/scale, replicasets.apps/scale, statefulsets.apps/scale): name one as RESOURCE/scale`},
+		{"autoscaling/v1", "Scale", "pods/scale", schema.GroupVersionResource{}, "", `no resource of Kubernetes 1.37 nor of a supplied CRD serves subresource "scale" with kind autoscaling/v1, Kind=Scale`},
+		{"policy/v1", "Eviction", "eviction", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "eviction", ""},
+		{"v1", "Binding", "binding", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "binding", ""},
+		{"v1", "Binding", "", schema.GroupVersionResource{Version: "v1", Resource: "bindings"}, "", ""},
+		{"v1", "Pod", "ephemeralcontainers", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "ephemeralcontainers", ""},
+		{"v1", "Pod", "resize", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "resize", ""},
+		{"v1", "Pod", "status", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "status", ""},
+		{"apps/v1", "Deployment", "status", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "status", ""},
+		{"autoscaling/v2", "HorizontalPodAutoscaler", "status", schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, "status", ""},
+	} {
+		t.Run(tc.kind+"_"+tc.sub, func(t *testing.T) {
+			a, err := c.Attributes(Request{Object: obj(tc.apiVersion, tc.kind), Operation: admission.Update, OldObject: obj(tc.apiVersion, tc.kind), Subresource: tc.sub})
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err = %v, want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Resource != tc.resource || a.Subresource != tc.subresource || a.Kind.Kind != tc.kind || a.Name != "web" || a.Namespace != "shop" {
+				t.Fatalf("got %v %q %v %s/%s", a.Resource, a.Subresource, a.Kind, a.Namespace, a.Name)
+			}
+		})
+	}
+}

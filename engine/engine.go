@@ -253,12 +253,13 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 	if object != nil {
 		cur.Object = &unstructured.Unstructured{Object: object}
 	}
-	invocations, errs := e.collect(ctx, &cur, pass, res)
+	views := map[schema.GroupVersionKind]*versionedView{}
+	invocations, errs := e.collect(ctx, &cur, pass, res, views)
 
 	if len(invocations) > 0 {
 		var statusErr *apierrors.StatusError
 		var more []policyError
-		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res)
+		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res, views)
 		if statusErr != nil {
 			return object, statusErr
 		}
@@ -270,7 +271,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 // collect returns the invocations (policy × binding × param) whose policy
 // and binding match cur, and the configuration errors met on the way; the
 // trace records why the others were skipped.
-func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass int, res *Result) ([]invocation, []policyError) {
+func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass int, res *Result, views map[schema.GroupVersionKind]*versionedView) ([]invocation, []policyError) {
 	var errs []policyError
 	cands := e.candidates(cur)
 	invocations := make([]invocation, 0, len(cands))
@@ -303,6 +304,15 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 			}
 			if !ok {
 				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding matchResources do not select the request"})
+				continue
+			}
+			// Upstream converts the request's objects to the matched kind
+			// here, once per kind and pass (generic Dispatch:
+			// versionedAttrAccessor.VersionedAttribute(matchGVK)), before
+			// any mutation: every view starts from the pass's object.
+			if err := e.view(cur, m.Kind, views); err != nil {
+				errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "conversion to the matched kind", Err: err})
 				continue
 			}
 			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
@@ -374,15 +384,58 @@ func (e *Evaluator) deny(a *matching.Attributes, errs []policyError) *apierrors.
 	return status
 }
 
-// invoke runs matched invocations in order (dispatchInvocations).
-func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocationState, res *Result) (map[string]any, []policyError, *apierrors.StatusError) {
+// versionedView is the request's object and old object as the policies
+// matched through one kind see them: upstream's admission.VersionedAttributes
+// of that kind, one per kind and pass.
+type versionedView struct {
+	// kind is the matched kind (VersionedKind).
+	kind schema.GroupVersionKind
+	// object is the current object of the view, of kind objectKind, and
+	// oldObject the old object (of kind kind, never mutated).
+	object, oldObject map[string]any
+	objectKind        schema.GroupVersionKind
+	// dirty tells a mutation changed object since the view was made.
+	dirty bool
+}
+
+// view makes the view of cur's objects in kind, unless it exists
+// (admission.NewVersionedAttributes: both objects converted with
+// ConvertToGVK).
+func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind, views map[schema.GroupVersionKind]*versionedView) error {
+	if _, ok := views[kind]; ok {
+		return nil
+	}
+	v := &versionedView{kind: kind, objectKind: kind}
+	var err error
+	if cur.OldObject != nil {
+		if v.oldObject, err = e.toVersion(cur.OldObject.Object, cur.Kind, kind); err != nil {
+			return err
+		}
+	}
+	if cur.Object != nil {
+		if v.object, err = e.toVersion(cur.Object.Object, cur.Kind, kind); err != nil {
+			return err
+		}
+	}
+	views[kind] = v
+	return nil
+}
+
+// invoke runs matched invocations in order (dispatchInvocations). Each
+// invocation sees and mutates the view of its matched kind; at the end, the
+// view of the last invocation that ran mutations becomes the request's
+// object if a mutation changed it, as upstream converts
+// lastVersionedAttr's object into the request's. (With every invocation
+// matched in the request's kind, that is the object threaded through all
+// of them.)
+func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocationState, res *Result, views map[schema.GroupVersionKind]*versionedView) (map[string]any, []policyError, *apierrors.StatusError) {
 	var errs []policyError
 	namespace, statusErr := e.namespaceObject(ctx, a)
 	if statusErr != nil {
 		return object, nil, statusErr
 	}
 	admissionAttrs := a.AdmissionAttributes()
-	dirty := false
+	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
 	var request *admissionv1.AdmissionRequest
 	for _, inv := range invs {
@@ -391,21 +444,14 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			key.param = inv.param.Namespace + "/" + inv.param.Name
 		}
 		trace := Invocation{Policy: key.policy, Binding: key.binding, Param: key.param, Pass: pass}
-		var oldObject map[string]any
-		if a.OldObject != nil {
-			oldObject = a.OldObject.Object
-		}
-		// The policy sees the object in the version its rules matched
-		// (matchPolicy Equivalent), as kube-apiserver converts it.
-		versioned, err := e.toVersion(object, a.Kind, inv.kind)
-		if err != nil {
-			return object, nil, apierrors.NewInternalError(err)
-		}
-		if oldObject, err = e.toVersion(oldObject, a.Kind, inv.kind); err != nil {
-			return object, nil, apierrors.NewInternalError(err)
+		// The policy sees the objects in the kind its rules matched
+		// (matchPolicy Equivalent), as kube-apiserver converts them.
+		view := views[inv.kind]
+		if view == nil {
+			return object, nil, apierrors.NewInternalError(fmt.Errorf("no versioned attributes for %s", inv.kind))
 		}
 		in := compiler.Input{
-			Object: versioned, OldObject: oldObject, Params: inv.param.Object,
+			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
 		if matched, err := e.matchConditions(ctx, inv, a, in); err != nil {
@@ -423,7 +469,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			res.Invocations = append(res.Invocations, trace)
 			continue
 		}
-		before := object
+		before := view.object
 		if request == nil || request.Resource != metav1.GroupVersionResource(inv.resource) || request.Kind != metav1.GroupVersionKind(inv.kind) {
 			// Invocations matched through the same resource and kind see
 			// the same request (read-only): build it once.
@@ -435,11 +481,16 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			trace.Mutations = make([]MutationOutcome, 0, n)
 		}
 		for i, m := range inv.hook.Compiled.Mutations {
-			if versioned == nil {
+			last = view
+			if view.object == nil {
 				continue
 			}
-			in.Object = versioned
-			out, outcome, err := e.cfg.Patcher.mutate(ctx, inv.hook.Compiled, m, in, inv.kind, &st.typed)
+			in.Object = view.object
+			out, outcome, err := e.cfg.Patcher.mutate(ctx, inv.hook.Compiled, m, in, view.objectKind, &st.typed)
+			outKind := view.objectKind
+			if err == nil {
+				out, outKind, err = e.backToRequestVersion(out, view.objectKind, a.Kind)
+			}
 			trace.Mutations = append(trace.Mutations, outcome)
 			if e.cfg.Metrics != nil {
 				e.cfg.Metrics.ObserveMutation(ctx, outcome.Elapsed, inv.hook.Policy.Name, inv.binding.Name, ErrorType(err))
@@ -454,14 +505,10 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
 				continue
 			}
-			versioned = out
-			dirty = true
-		}
-		if object, err = e.toVersion(versioned, inv.kind, a.Kind); err != nil {
-			return before, nil, apierrors.NewInternalError(err)
+			view.object, view.objectKind, view.dirty = out, outKind, true
 		}
 		res.Invocations = append(res.Invocations, trace)
-		if !jsonvalue.SemanticEqual(before, object) {
+		if !jsonvalue.SemanticEqual(before, view.object) {
 			st.requireReinvokingPrevious()
 			st.shouldReinvokeChain = true
 		}
@@ -469,25 +516,31 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			st.previous[key] = true
 		}
 	}
-	if dirty {
+	if last != nil && last.object != nil && last.dirty {
 		// Upstream marks the object dirty after any successful mutation,
 		// even one that changed nothing.
 		st.requireReinvokingPrevious()
 		st.shouldReinvokeChain = true
+		out, err := e.toVersion(last.object, last.objectKind, a.Kind)
+		if err != nil {
+			return object, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+		}
+		object = out
 	}
 	return object, errs, nil
 }
 
-// toVersion presents obj, of kind from, in the version of kind to. Custom
-// resources convert as the CRD "None" strategy does (only apiVersion
-// changes); built-in kinds would need kube-apiserver's internal conversion
-// functions, which mutatis does not have: that is an error.
+// toVersion presents obj, of kind from, in the version of kind to, as
+// upstream's ConvertToGVK does. Built-in kinds convert through their
+// internal version with kube-apiserver's own conversions (scheme.Convert);
+// custom resources convert as the CRD "None" strategy does (only
+// apiVersion changes).
 func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
 	if obj == nil || from == to {
 		return obj, nil
 	}
 	if s := e.cfg.Patcher.Scheme; s != nil && s.Recognizes(from) {
-		return nil, fmt.Errorf("converting %s to %s for an Equivalent match is not supported offline", from, to)
+		return s.Convert(obj, from, to)
 	}
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {
@@ -495,6 +548,21 @@ func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKi
 	}
 	out["apiVersion"] = to.GroupVersion().String()
 	return out, nil
+}
+
+// backToRequestVersion is what upstream's dispatchOne does to the result of
+// a mutation of a built-in kind before defaulting it:
+// ObjectConvertor.ConvertToVersion to the group/version of the request's
+// kind. For a view in another kind (an Equivalent match) kube-apiserver's
+// scheme has no conversion between two external versions and answers its
+// own error (docs/fidelity.md), which is the policy's error. Custom
+// resources are not converted there.
+func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schema.GroupVersionKind) (map[string]any, schema.GroupVersionKind, error) {
+	s := e.cfg.Patcher.Scheme
+	if obj == nil || kind == request || s == nil || !s.Recognizes(kind) {
+		return obj, kind, nil
+	}
+	return s.ConvertToVersion(obj, kind, request.GroupVersion())
 }
 
 // matchConditions evaluates a policy's matchConditions as upstream's

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -28,7 +30,8 @@ type InvocationInput struct {
 // evaluates single expressions with them, exactly as Admit would.
 func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]InvocationInput, error) {
 	var res Result
-	invs, errs := e.collect(ctx, a, 1, &res)
+	views := map[schema.GroupVersionKind]*versionedView{}
+	invs, errs := e.collect(ctx, a, 1, &res, views)
 	if st := e.deny(a, errs); st != nil {
 		return nil, st
 	}
@@ -36,26 +39,12 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 	if st != nil {
 		return nil, st
 	}
-	var object, oldObject map[string]any
-	if a.Object != nil {
-		object = a.Object.Object
-	}
-	if a.OldObject != nil {
-		oldObject = a.OldObject.Object
-	}
 	admissionAttrs := a.AdmissionAttributes()
 	out := make([]InvocationInput, 0, len(invs))
 	for _, inv := range invs {
-		versioned, err := e.toVersion(object, a.Kind, inv.kind)
-		if err != nil {
-			return nil, err
-		}
-		oldVersioned, err := e.toVersion(oldObject, a.Kind, inv.kind)
-		if err != nil {
-			return nil, err
-		}
+		view := views[inv.kind]
 		in := compiler.Input{
-			Object: versioned, OldObject: oldVersioned, Params: inv.param.Object,
+			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
 		ii := InvocationInput{Policy: inv.hook.Policy.Name, Binding: inv.binding.Name, Compiled: inv.hook.Compiled}

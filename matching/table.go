@@ -142,6 +142,32 @@ func BuiltinResources() []Resource {
 	return out
 }
 
+// BuiltinSchema tells, for a kind of a built-in group/version, whether
+// kube-apiserver's OpenAPI v3 document of that group/version
+// (/openapi/v3/apis/<group>/<version>) defines it: the document holds the
+// kinds of the group/version's own resources, not the kinds its group
+// lends to subresources of other groups (autoscaling/v1 Scale is served by
+// apps/v1 deployments/scale, policy/v1 Eviction by core/v1 pods/eviction,
+// neither is in its own group/version's document). builtin is false for
+// a group/version that is not built in.
+func BuiltinSchema(gvk schema.GroupVersionKind) (defined, builtin bool) {
+	for _, gv := range builtinGroupVersions {
+		if gv.Group == gvk.Group && gv.Version == gvk.Version {
+			builtin = true
+			break
+		}
+	}
+	if !builtin {
+		return false, false
+	}
+	for _, r := range builtinResources {
+		if r.Group == gvk.Group && r.Version == gvk.Version && r.Kind == gvk.Kind {
+			return true, true
+		}
+	}
+	return false, true
+}
+
 // builtinStorageKey is kube-apiserver's DefaultStorageFactory.ResourcePrefix: the resource is
 // stored with the first cohabitating resource whose group is served, under its special
 // prefix or its lower-cased plural.

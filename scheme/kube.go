@@ -221,6 +221,32 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	return unstructuredOf(versioned, to)
 }
 
+// ConvertToVersion converts obj, of built-in kind from, to the group/version
+// to as kube-apiserver's ObjectConvertor (its scheme's ConvertToVersion)
+// converts the typed object: the MutatingAdmissionPolicy dispatcher does so
+// with every mutation's result, to the group/version of the request's kind
+// (dispatchOne). The scheme converts between a version and its group's
+// internal version only: between two external versions (an object seen
+// through an Equivalent match) it answers its own error, returned as it is.
+// The result's kind is returned with it.
+func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKind, to schema.GroupVersion) (map[string]any, schema.GroupVersionKind, error) {
+	k, err := s.kube()
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, err
+	}
+	typed, err := k.typed(obj, from)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, err
+	}
+	out, err := k.scheme.ConvertToVersion(typed, to)
+	if err != nil {
+		return nil, schema.GroupVersionKind{}, err
+	}
+	gvk := out.GetObjectKind().GroupVersionKind()
+	m, err := unstructuredOf(out, gvk)
+	return m, gvk, err
+}
+
 // Request describes the request whose admitted object Validate checks.
 type Request struct {
 	// Operation is admission.Create or admission.Update; other operations

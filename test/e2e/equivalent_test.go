@@ -1,0 +1,190 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// equivalentRequests says how the last object of a testdata/equivalent case
+// is sent: by default a CREATE of the object itself; these go to a
+// subresource of the object named like it.
+var equivalentRequests = map[string]struct {
+	resource    schema.GroupVersionResource
+	subresource string
+	op          admission.Operation
+}{
+	"deployments-scale-applyconfiguration": {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "scale", admission.Update},
+	"deployments-scale-jsonpatch":          {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "scale", admission.Update},
+	"pods-eviction-applyconfiguration":     {schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "eviction", admission.Create},
+}
+
+// TestEquivalentAndSubresources sends requests that reach native
+// MutatingAdmissionPolicies through matchPolicy Equivalent in another
+// version of a built-in kind (HorizontalPodAutoscalers, Events), and
+// requests on subresources of another kind (deployments/scale,
+// pods/eviction), to a real kube-apiserver v1.37.1 and to mutatis, and
+// requires the same outcome: the same refusal (code, reason, message), or
+// for an admitted scale update, the same replicas.
+func TestEquivalentAndSubresources(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "equivalent", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no case files: %v", err)
+	}
+	c := StartCluster(t, NativeMAP)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	b := &barrier{c: c}
+	b.sync(t, ctx)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) { runEquivalentCase(t, ctx, c, b, f, name) })
+	}
+}
+
+func runEquivalentCase(t *testing.T, ctx context.Context, c *Cluster, b *barrier, file, name string) {
+	docs, data, err := readDocs(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	object := docs[len(docs)-1]
+	byRole := map[string][]*unstructured.Unstructured{}
+	for _, d := range docs[:len(docs)-1] {
+		role := "resource"
+		if isPolicy(d) || isBinding(d) {
+			role = d.GetKind()
+		}
+		byRole[role] = append(byRole[role], d)
+	}
+	resources, policies, bindings := byRole["resource"], byRole[mapGVK.Kind], byRole[mapbGVK.Kind]
+	set, err := manifest.Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resources {
+		if err := c.Apply(ctx, r); err != nil {
+			t.Fatalf("creating %s: %v", kindKey(r), err)
+		}
+	}
+	sub, onSubresource := equivalentRequests[name]
+
+	// The request as the MAP plugin receives it, for mutatis.
+	req := cluster.Request{User: adminInfo()}
+	switch {
+	case !onSubresource:
+		d0, err := c.Create(ctx, object, true)
+		if err != nil {
+			t.Fatalf("dry-run create of %s without policies: %v", kindKey(object), err)
+		}
+		req.Object = &unstructured.Unstructured{Object: normalize(d0.Object)}
+	case sub.op == admission.Update:
+		old, err := c.Dynamic.Resource(sub.resource).Namespace(object.GetNamespace()).Get(ctx, object.GetName(), metav1.GetOptions{}, sub.subresource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		object.SetResourceVersion(old.GetResourceVersion())
+		req.Object, req.OldObject, req.Operation = object.DeepCopy(), old, admission.Update
+		req.Subresource = sub.resource.Resource + "/" + sub.subresource
+	default:
+		req.Object, req.Subresource = object.DeepCopy(), sub.resource.Resource+"/"+sub.subresource
+	}
+	got := admitEquivalentByMutatis(t, ctx, set, req)
+
+	// The policies, natively.
+	t.Cleanup(func() {
+		for _, o := range append(append([]*unstructured.Unstructured{}, bindings...), policies...) {
+			if err := c.Delete(ctx, o); err != nil {
+				t.Errorf("deleting %s: %v", kindKey(o), err)
+			}
+		}
+		if !onSubresource {
+			if err := c.Delete(ctx, object); err != nil {
+				t.Errorf("deleting %s: %v", kindKey(object), err)
+			}
+		}
+		b.sync(t, ctx)
+	})
+	for _, o := range append(append([]*unstructured.Unstructured{}, policies...), bindings...) {
+		if _, err := c.Create(ctx, o, false); err != nil {
+			t.Fatalf("creating %s: %v", kindKey(o), err)
+		}
+	}
+	b.sync(t, ctx)
+	var s *unstructured.Unstructured
+	switch {
+	case !onSubresource:
+		s, err = c.Create(ctx, object, false)
+	case sub.op == admission.Update:
+		s, err = c.Dynamic.Resource(sub.resource).Namespace(object.GetNamespace()).Update(ctx, object, metav1.UpdateOptions{}, sub.subresource)
+	default:
+		s, err = c.Dynamic.Resource(sub.resource).Namespace(object.GetNamespace()).Create(ctx, object, metav1.CreateOptions{}, sub.subresource)
+	}
+	if err != nil && !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !isAPIStatus(err) {
+		t.Fatalf("request: %v", err)
+	}
+	want, err := outcomeOf(s, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver: %s", want.yaml())
+	if want.Object != nil && got.Object != nil {
+		// An admitted scale: the replicas kube-apiserver stored.
+		w, _, _ := unstructured.NestedInt64(want.Object, "spec", "replicas")
+		g, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+		if w != g {
+			t.Errorf("spec.replicas: kube-apiserver %d, mutatis %d", w, g)
+		}
+		return
+	}
+	if d := diff("kube-apiserver", want, "mutatis", got); d != "" {
+		t.Errorf("mutatis differs from kube-apiserver on %s:\n%s", name, d)
+	}
+}
+
+func isAPIStatus(err error) bool {
+	_, ok := err.(apierrors.APIStatus)
+	return ok
+}
+
+// admitEquivalentByMutatis admits req as `mutatis apply` does (decoding,
+// the engine, the registry's conversion) over the case's objects (those
+// before the request's object).
+func admitEquivalentByMutatis(t *testing.T, ctx context.Context, set *manifest.Set, req cluster.Request) outcome {
+	t.Helper()
+	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.NoValidate = true
+	pols, binds := set.APIObjects()
+	ev, err := sim.Evaluator(nil, pols, binds)
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	attrs, _, err := sim.Decode(req)
+	if err != nil {
+		t.Fatalf("mutatis: decoding the request: %v", err)
+	}
+	adm, err := sim.Admit(ctx, ev, attrs)
+	switch {
+	case err != nil:
+		t.Fatalf("mutatis: %v", err)
+	case adm.Result.Denied != nil:
+		st := adm.Result.Denied.ErrStatus
+		return outcome{Error: &statusOutcome{Code: st.Code, Reason: string(st.Reason), Message: st.Message}}
+	}
+	return outcome{Object: adm.Object}
+}
