@@ -279,7 +279,10 @@ func newDispatchWorld(t testing.TB) *dispatchWorld {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	w.restMapper = mapper
-	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: w.schemas}
+	// Kinds client-go's static converter does not know (options objects,
+	// subresource kinds) get the converter of their group/version's OpenAPI
+	// document, as kube-apiserver's plugin does.
+	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: w.schemas, Discovery: kubeTypeConverters(t)}
 	w.dispatcher = mutating.NewDispatcher(w.authz, upstreammatching.NewMatcher(nsLister, client), tcm)
 	w.objectIfaces = admission.NewObjectInterfacesFromScheme(kubeScheme())
 

@@ -58,6 +58,13 @@ func (c kubeOpenAPI) Paths() (map[string]openapi.GroupVersion, error) {
 // type converter manager.
 func (w *dispatchWorld) kubeAPIServerDispatcher(t *testing.T) generic.Dispatcher[mutating.PolicyHook] {
 	t.Helper()
+	return mutating.NewDispatcher(w.authz, upstreammatching.NewMatcher(w.informerFactory.Core().V1().Namespaces().Lister(), fake.NewClientset()), kubeTypeConverters(t))
+}
+
+// kubeTypeConverters is kube-apiserver's type converter manager: no static
+// converter, the OpenAPI documents of every group/version it serves.
+func kubeTypeConverters(t testing.TB) patch.TypeConverterManager {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
 	if err != nil {
 		t.Fatalf("locating k8s.io/kubernetes: %v", err)
@@ -74,7 +81,7 @@ func (w *dispatchWorld) kubeAPIServerDispatcher(t *testing.T) generic.Dispatcher
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return mutating.NewDispatcher(w.authz, upstreammatching.NewMatcher(w.informerFactory.Core().V1().Namespaces().Lister(), fake.NewClientset()), tcm)
+	return tcm
 }
 
 var (

@@ -75,6 +75,10 @@ func Compile(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.P
 type TypeConverters struct {
 	Static managedfields.TypeConverter
 	CRDs   *applyconfig.Schemas
+	// Discovery, when set, is asked last, as kube-apiserver's manager asks
+	// the OpenAPI documents of every served group/version (e.g. a
+	// patch.NewTypeConverterManager over kube-apiserver's documents).
+	Discovery patch.TypeConverterManager
 	cache  sync.Map // schema.GroupVersionKind → managedfields.TypeConverter (nil: none)
 }
 
@@ -95,6 +99,9 @@ func (m *TypeConverters) GetTypeConverter(gvk schema.GroupVersionKind) managedfi
 		if crd, err := m.CRDs.TypeConverter(gvk); err == nil {
 			tc = crd
 		}
+	}
+	if tc == nil && m.Discovery != nil {
+		tc = m.Discovery.GetTypeConverter(gvk)
 	}
 	m.cache.Store(gvk, tc)
 	return tc
