@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 	"sync"
 
@@ -148,7 +150,7 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := json.Marshal(obj)
+	data, err := json.Marshal(requestJSON(obj))
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -172,6 +174,75 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 		return nil, nil, apierrors.NewInternalError(err)
 	}
 	return out, warnings, nil
+}
+
+// requestJSON is v, a decoded request body, to be encoded again for the
+// request decoder. Kubernetes' JSON decoding (k8s.io/apimachinery's
+// util/json) keeps an integer beyond int64's range as a float64, which
+// encoding/json writes in its shortest form (9223372036854775808 becomes
+// 9223372036854776000): such numbers are written as the integer they are,
+// so that the decoder's refusal names the number of the body, as
+// kube-apiserver's does ("cannot unmarshal number 9223372036854775808 into
+// Go struct field PodSpec.spec.terminationGracePeriodSeconds of type
+// int64"). v is returned as it is when it holds none.
+func requestJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		var out map[string]any
+		for k, e := range v {
+			if r := requestJSON(e); !sameJSONRef(r, e) {
+				if out == nil {
+					out = make(map[string]any, len(v))
+					for k, e := range v {
+						out[k] = e
+					}
+				}
+				out[k] = r
+			}
+		}
+		if out == nil {
+			return v
+		}
+		return out
+	case []any:
+		var out []any
+		for i, e := range v {
+			if r := requestJSON(e); !sameJSONRef(r, e) {
+				if out == nil {
+					out = append([]any(nil), v...)
+				}
+				out[i] = r
+			}
+		}
+		if out == nil {
+			return v
+		}
+		return out
+	case float64:
+		// An integer-syntax number decodes to a float64 only outside
+		// int64's range (-2^63 itself among them: the float of
+		// -9223372036854775809). From 1e21 on, encoding/json writes an
+		// exponent, as a body that large most likely had.
+		if a := math.Abs(v); a >= 1<<63 && a < 1e21 && v == math.Trunc(v) {
+			return json.Number(new(big.Float).SetFloat64(v).Text('f', 0))
+		}
+	}
+	return v
+}
+
+// sameJSONRef tells whether requestJSON left e as it is (r is e).
+func sameJSONRef(r, e any) bool {
+	switch r := r.(type) {
+	case map[string]any:
+		e, ok := e.(map[string]any)
+		return ok && sameMap(r, e)
+	case []any:
+		e, ok := e.([]any)
+		return ok && len(r) == len(e) && (len(r) == 0 || &r[0] == &e[0])
+	case json.Number:
+		return false
+	}
+	return true
 }
 
 // strictWarnings is upstream's parseYAMLWarnings for a JSON body: one

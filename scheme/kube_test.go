@@ -1,12 +1,20 @@
 package scheme
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
@@ -369,5 +377,353 @@ func TestDefaultIsUpstreamDefaultingOnRealObjects(t *testing.T) {
 	// Most of them have defaults to fill.
 	if changed < 15 {
 		t.Errorf("only %d of %d real objects were defaulted", changed, len(realObjects))
+	}
+}
+
+// missing stands for a field a result must not have.
+var missing = &struct{ missing bool }{true}
+
+// at is the value at path in m (dot-separated fields, [i] for list
+// items), or missing.
+func at(m map[string]any, path string) any {
+	var v any = m
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			mm, ok := v.(map[string]any)
+			if !ok {
+				return missing
+			}
+			if v, ok = mm[name]; !ok {
+				return missing
+			}
+		}
+		for rest != "" {
+			var idx string
+			idx, rest, _ = strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(rest, "[")
+			l, ok := v.([]any)
+			i, err := strconv.Atoi(idx)
+			if !ok || err != nil || i >= len(l) {
+				return missing
+			}
+			v = l[i]
+		}
+	}
+	return v
+}
+
+// checkFields fails unless each path of want has its value in got.
+func checkFields(t *testing.T, got map[string]any, want map[string]any) {
+	t.Helper()
+	paths := make([]string, 0, len(want))
+	for p := range want {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if g := at(got, p); !reflect.DeepEqual(g, want[p]) {
+			if want[p] == missing {
+				t.Errorf("%s: %#v, want it absent", p, g)
+			} else {
+				t.Errorf("%s: %#v, want %#v", p, g, want[p])
+			}
+		}
+	}
+}
+
+// golden compares got with testdata/<name>.json, or writes it there under
+// -update.
+func golden(t *testing.T, name string, got any) {
+	t.Helper()
+	data, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, '\n')
+	path := filepath.Join("testdata", filepath.FromSlash(name)+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if string(want) != string(data) {
+		t.Errorf("%s differs from %s:\n%s", name, path, data)
+	}
+}
+
+// slug is a test name as a file name.
+func slug(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, name)
+}
+
+// realObjectNamed is the real object of that name.
+func realObjectNamed(t testing.TB, name string) realObject {
+	for _, ro := range realObjects {
+		if ro.name == name {
+			return ro
+		}
+	}
+	t.Fatalf("no real object %q", name)
+	return realObject{}
+}
+
+const podWith = `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop"}, "spec": %s}`
+
+// TestDecodeRequestOfBuiltInKinds decodes request bodies as kube-apiserver's
+// create handler does: kube-apiserver's defaults, the internal round trip,
+// unknown fields as warnings, and its 400 for bodies the decoder refuses.
+func TestDecodeRequestOfBuiltInKinds(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		name     string
+		gvk      schema.GroupVersionKind
+		body     string
+		fields   map[string]any
+		warnings []string
+		err      string
+	}{{
+		name: "a pod gets kube-apiserver's defaults and serviceAccountName from serviceAccount",
+		gvk:  podV1, body: realObjectNamed(t, "a pod with two containers, ports and a volume").json,
+		fields: map[string]any{
+			"spec.dnsPolicy":                     "ClusterFirst",
+			"spec.restartPolicy":                 "Always",
+			"spec.terminationGracePeriodSeconds": int64(30),
+			"spec.schedulerName":                 "default-scheduler",
+			"spec.enableServiceLinks":            true,
+			"spec.securityContext":               map[string]any{},
+			"spec.serviceAccount":                "builder",
+			"spec.serviceAccountName":            "builder",
+			"spec.priority":                      missing, // the Priority admission plugin's, not a default
+			// An untagged image and :latest are pulled Always, a tag IfNotPresent.
+			"spec.containers[0].imagePullPolicy":          "Always",
+			"spec.containers[1].imagePullPolicy":          "IfNotPresent",
+			"spec.initContainers[0].imagePullPolicy":      "Always",
+			"spec.containers[0].terminationMessagePath":   "/dev/termination-log",
+			"spec.containers[0].terminationMessagePolicy": "File",
+			"spec.containers[0].ports[0].protocol":        "TCP",
+			"spec.containers[1].ports[0].protocol":        "TCP",
+			// Requests default to the limits.
+			"spec.containers[0].resources.requests": map[string]any{"cpu": "500m", "memory": "128Mi"},
+			"spec.containers[0].readinessProbe": map[string]any{
+				"httpGet":        map[string]any{"path": "/healthz", "port": "http", "scheme": "HTTP"},
+				"timeoutSeconds": int64(1), "periodSeconds": int64(10),
+				"successThreshold": int64(1), "failureThreshold": int64(3),
+			},
+			"spec.containers[1].env[0].valueFrom.fieldRef.apiVersion":  "v1",
+			"spec.volumes[1].configMap.defaultMode":                    int64(0o644),
+			"spec.volumes[2].projected.sources[0].serviceAccountToken": map[string]any{"path": "token", "expirationSeconds": int64(3600)},
+			"status": map[string]any{},
+		},
+	}, {
+		name: "a pod naming only serviceAccountName gets serviceAccount too",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"serviceAccountName": "deployer", "containers": [{"name": "web", "image": "nginx:1.27"}]}`),
+		fields: map[string]any{"spec.serviceAccount": "deployer", "spec.serviceAccountName": "deployer"},
+	}, {
+		name: "a pod on the host network gets host ports equal to its container ports",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"hostNetwork": true, "containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 8080}]}]}`),
+		fields: map[string]any{"spec.containers[0].ports[0]": map[string]any{"containerPort": int64(8080), "hostPort": int64(8080), "protocol": "TCP"}},
+	}, {
+		name: "a deployment gets replicas, a rolling update strategy, history and deadline, and pod template defaults",
+		gvk:  deploymentV1, body: realObjectNamed(t, "a deployment with a rolling update").json,
+		fields: map[string]any{
+			"spec.replicas":                                           int64(1),
+			"spec.strategy":                                           map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": "25%"}},
+			"spec.revisionHistoryLimit":                               int64(10),
+			"spec.progressDeadlineSeconds":                            int64(600),
+			"spec.template.spec.dnsPolicy":                            "ClusterFirst",
+			"spec.template.spec.restartPolicy":                        "Always",
+			"spec.template.spec.containers[0].imagePullPolicy":        "IfNotPresent",
+			"spec.template.spec.containers[0].ports[0].protocol":      "TCP",
+			"spec.template.spec.terminationGracePeriodSeconds":        int64(30),
+			"spec.template.spec.enableServiceLinks":                   missing, // a Pod's default, not a PodSpec's
+			"spec.template.spec.containers[0].terminationMessagePath": "/dev/termination-log",
+		},
+	}, {
+		name: "a service gets session affinity, type, traffic policy and target ports from its ports",
+		gvk:  serviceV1, body: realObjectNamed(t, "a service with a named and a numbered port").json,
+		fields: map[string]any{
+			"spec.sessionAffinity":       "None",
+			"spec.type":                  "ClusterIP",
+			"spec.internalTrafficPolicy": "Cluster",
+			"spec.ipFamilyPolicy":        missing, // the registry's, at allocation
+			"spec.clusterIP":             missing,
+			"spec.ports[0]":              map[string]any{"name": "http", "port": int64(80), "targetPort": int64(80), "protocol": "TCP"},
+			"spec.ports[1].targetPort":   "metrics",
+			"status":                     map[string]any{"loadBalancer": map[string]any{}},
+		},
+	}, {
+		name: "a load balancer service gets its external traffic policy and node port allocation",
+		gvk:  serviceV1, body: `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+			"spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"port": 443, "targetPort": 8443}]}}`,
+		fields: map[string]any{
+			"spec.externalTrafficPolicy":         "Cluster",
+			"spec.allocateLoadBalancerNodePorts": true,
+			"spec.ports[0].targetPort":           int64(8443),
+		},
+	}, {
+		name: "a job gets its completions, parallelism, backoff limit and modes",
+		gvk:  jobV1, body: realObjectNamed(t, "a job").json,
+		fields: map[string]any{
+			"spec.completions":                                 int64(1),
+			"spec.parallelism":                                 int64(1),
+			"spec.backoffLimit":                                int64(6),
+			"spec.completionMode":                              "NonIndexed",
+			"spec.suspend":                                     false,
+			"spec.manualSelector":                              false,
+			"spec.podReplacementPolicy":                        "TerminatingOrFailed",
+			"spec.selector":                                    missing, // the registry's, at PrepareForCreate
+			"spec.template.spec.restartPolicy":                 "Never",
+			"spec.template.spec.containers[0].imagePullPolicy": "IfNotPresent",
+		},
+	}, {
+		name: "a cron job gets its concurrency policy and history limits, and its job template the pod defaults",
+		gvk:  cronJobV1, body: realObjectNamed(t, "a cron job").json,
+		fields: map[string]any{
+			"spec.concurrencyPolicy":          "Allow",
+			"spec.suspend":                    false,
+			"spec.successfulJobsHistoryLimit": int64(3),
+			"spec.failedJobsHistoryLimit":     int64(1),
+			"spec.jobTemplate.spec.template.spec.containers[0].imagePullPolicy": "Always",
+			"spec.jobTemplate.spec.template.spec.dnsPolicy":                     "ClusterFirst",
+			// The job defaults are the Job's, not the template's.
+			"spec.jobTemplate.spec.backoffLimit": missing,
+		},
+	}, {
+		name: "unknown fields are dropped with a warning each",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"foo": 1, "containers": [{"name": "web", "image": "nginx:1.27", "bar": {"baz": true}}]}`),
+		fields:   map[string]any{"spec.foo": missing, "spec.containers[0].bar": missing, "spec.containers[0].name": "web"},
+		warnings: []string{`unknown field "spec.containers[0].bar"`, `unknown field "spec.foo"`},
+	}, {
+		name: "an unknown field of the metadata is dropped with a warning",
+		gvk:  configMapV1, body: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config", "namespace": "shop", "label": {"app": "web"}}, "data": {"a": "1"}}`,
+		fields:   map[string]any{"metadata": map[string]any{"name": "web-config", "namespace": "shop"}, "data.a": "1"},
+		warnings: []string{`unknown field "metadata.label"`},
+	}, {
+		name: "an int32 out of range is refused with the number of the body",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"priority": 3000000000, "containers": [{"name": "web", "image": "nginx"}]}`),
+		err: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 3000000000 into Go struct field PodSpec.spec.priority of type int32`,
+	}, {
+		name: "an int64 out of range is refused with the number of the body",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"terminationGracePeriodSeconds": 9223372036854775808, "containers": [{"name": "web", "image": "nginx"}]}`),
+		err: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 9223372036854775808 into Go struct field PodSpec.spec.terminationGracePeriodSeconds of type int64`,
+	}, {
+		name: "a negative int64 out of range is refused with the number of the body",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"activeDeadlineSeconds": -18446744073709551616, "containers": [{"name": "web", "image": "nginx"}]}`),
+		err: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number -18446744073709551616 into Go struct field PodSpec.spec.activeDeadlineSeconds of type int64`,
+	}, {
+		name: "a fraction where an integer belongs is refused",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"priority": 1.5, "containers": [{"name": "web", "image": "nginx"}]}`),
+		err: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 1.5 into Go struct field PodSpec.spec.priority of type int32`,
+	}, {
+		name: "a string where an integer belongs is refused",
+		gvk:  deploymentV1, body: `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": "3"}}`,
+		err: `Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`,
+	}, {
+		name: "a string where a service port belongs is refused",
+		gvk:  serviceV1, body: `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": [{"port": "80"}]}}`,
+		err: `Service in version "v1" cannot be handled as a Service: json: cannot unmarshal string into Go struct field ServicePort.spec.ports.port of type int32`,
+	}, {
+		name: "a number where an environment value belongs is refused",
+		gvk:  deploymentV1, body: `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"template": {"spec": {"containers": [{"name": "web", "env": [{"name": "PORT", "value": 8080}]}]}}}}`,
+		err: `Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value of type string`,
+	}, {
+		name: "an object where the containers belong is refused",
+		gvk:  deploymentV1, body: `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"template": {"spec": {"containers": {"name": "web"}}}}}`,
+		err: `Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers of type []v1.Container`,
+	}, {
+		name: "an object where a config map value belongs is refused",
+		gvk:  configMapV1, body: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config"}, "data": {"nginx.conf": {"worker_processes": 1}}}`,
+		err: `ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal object into Go struct field ConfigMap.data of type string`,
+	}, {
+		name: "a refusal wins over unknown fields",
+		gvk:  podV1, body: fmt.Sprintf(podWith, `{"foo": 1, "priority": "high", "containers": [{"name": "web", "image": "nginx"}]}`),
+		err: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := obj(t, tc.body)
+			before := runtime.DeepCopyJSON(in)
+			out, warnings, err := s.DecodeRequest(in, tc.gvk)
+			if !reflect.DeepEqual(in, before) {
+				t.Fatalf("DecodeRequest modified its input")
+			}
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error\n%v\nwant\n%s", err, tc.err)
+				}
+				if !apierrors.IsBadRequest(err) || apierrors.ReasonForError(err) != metav1.StatusReasonBadRequest {
+					t.Fatalf("%v is not a 400", err)
+				}
+				if out != nil || warnings != nil {
+					t.Fatalf("a refusal with an object %v or warnings %q", out, warnings)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(warnings, tc.warnings) {
+				t.Errorf("warnings %q, want %q", warnings, tc.warnings)
+			}
+			checkFields(t, out, tc.fields)
+			golden(t, "kube/decode/"+slug(tc.name), out)
+			// The object is as admission presents it: decoding it again
+			// changes nothing and warns of nothing.
+			again, w, err := s.DecodeRequest(out, tc.gvk)
+			if err != nil || w != nil || !reflect.DeepEqual(again, out) {
+				t.Errorf("decoding the result again: %v, %q,\n%s", err, w, mustJSON(again))
+			}
+		})
+	}
+}
+
+// TestRequestJSONWritesOverflowingIntegersAsTheyWere checks the encoding of
+// a decoded body for the request decoder: integers beyond int64's range
+// (float64 after Kubernetes' JSON decoding) as the integers they are,
+// everything else as encoding/json writes it, and a body without such
+// numbers as it is.
+func TestRequestJSONWritesOverflowingIntegersAsTheyWere(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"2^63 is written in full", `{"a": 9223372036854775808}`, `{"a":9223372036854775808}`},
+		{"2^64 in a list is written in full", `{"a": [1, 18446744073709551616]}`, `{"a":[1,18446744073709551616]}`},
+		{"-2^63-1 (the float -2^63) is written in full", `{"a": {"b": -9223372036854775809}}`, `{"a":{"b":-9223372036854775808}}`},
+		{"1e19 is written as the integer", `{"a": 1e19}`, `{"a":10000000000000000000}`},
+		{"fractions are written as encoding/json writes them", `{"a": 1.5, "b": 1e300}`, `{"a":1.5,"b":1e+300}`},
+		{"int64 bounds stay integers", `{"a": 9223372036854775807, "b": -9223372036854775808}`, `{"a":9223372036854775807,"b":-9223372036854775808}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := obj(t, tc.body)
+			before := runtime.DeepCopyJSON(in)
+			data, err := json.Marshal(requestJSON(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(data) != tc.want {
+				t.Errorf("%s, want %s", data, tc.want)
+			}
+			if !reflect.DeepEqual(in, before) {
+				t.Errorf("requestJSON modified its input")
+			}
+		})
+	}
+	pod := obj(t, realObjectNamed(t, "a pod with two containers, ports and a volume").json)
+	if out, ok := requestJSON(pod).(map[string]any); !ok || !sameMap(out, pod) {
+		t.Errorf("a body without overflowing integers was copied")
 	}
 }
