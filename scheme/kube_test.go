@@ -1,6 +1,7 @@
 package scheme
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/admission"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -725,5 +728,248 @@ func TestRequestJSONWritesOverflowingIntegersAsTheyWere(t *testing.T) {
 	pod := obj(t, realObjectNamed(t, "a pod with two containers, ports and a volume").json)
 	if out, ok := requestJSON(pod).(map[string]any); !ok || !sameMap(out, pod) {
 		t.Errorf("a body without overflowing integers was copied")
+	}
+}
+
+// withLabels etc.
+func podSpecWith(spec string) string { return fmt.Sprintf(podWith, spec) }
+
+const nginx = `{"name": "web", "image": "nginx:1.27"}`
+
+func deploymentWith(spec string) string {
+	return `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}, "spec": ` + spec + `}`
+}
+
+func serviceWith(spec string) string {
+	return `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"}, "spec": ` + spec + `}`
+}
+
+func jobWith(spec string) string {
+	return `{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate", "namespace": "shop"}, "spec": ` + spec + `}`
+}
+
+func cronJobWith(name, spec string) string {
+	return `{"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "` + name + `", "namespace": "shop"}, "spec": ` + spec + `}`
+}
+
+func ingressWith(spec string) string {
+	return `{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web", "namespace": "shop"}, "spec": ` + spec + `}`
+}
+
+const (
+	webTemplate = `{"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}`
+	jobTemplate = `{"spec": {"restartPolicy": "Never", "containers": [{"name": "migrate", "image": "migrate:2.3"}]}}`
+	webSelector = `{"matchLabels": {"app": "web"}}`
+	webBackend  = `{"service": {"name": "web", "port": {"number": 80}}}`
+)
+
+// The explanations of kube-apiserver's name and key formats.
+const (
+	rfc1123Label     = `a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`
+	rfc1123Subdomain = `a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`
+	configKey        = `a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')`
+)
+
+// invalidObject is an object kube-apiserver refuses on create, with its
+// 422 message verbatim.
+type invalidObject struct {
+	name, body, want string
+}
+
+var invalidObjects = []invalidObject{
+	{name: "a pod with a label value longer than 63 characters", body: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "` + strings.Repeat("w", 64) + `"}}, "spec": {"containers": [` + nginx + `]}}`,
+		want: `Pod "web" is invalid: metadata.labels: Invalid value: "` + strings.Repeat("w", 64) + `": must be no more than 63 bytes`},
+	{name: "a pod with an invalid label key", body: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop", "labels": {"app/web/tier": "front"}}, "spec": {"containers": [` + nginx + `]}}`,
+		want: `Pod "web" is invalid: metadata.labels: Invalid value: "app/web/tier": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`},
+	{name: "a pod with an invalid annotation key", body: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop", "annotations": {"-note": "x"}}, "spec": {"containers": [` + nginx + `]}}`,
+		want: `Pod "web" is invalid: metadata.annotations: Invalid value: "-note": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
+	{name: "a pod with an invalid container name", body: podSpecWith(`{"containers": [{"name": "Bad_Name", "image": "nginx:1.27"}]}`),
+		want: `Pod "web" is invalid: spec.containers[0].name: Invalid value: "Bad_Name": ` + rfc1123Label},
+	{name: "a pod with two containers of the same name", body: podSpecWith(`{"containers": [` + nginx + `, {"name": "web", "image": "envoy:1.31"}]}`),
+		want: `Pod "web" is invalid: spec.containers[1].name: Duplicate value: "web"`},
+	{name: "a pod with a container without an image", body: podSpecWith(`{"containers": [{"name": "web"}]}`),
+		want: `Pod "web" is invalid: spec.containers[0].image: Required value`},
+	{name: "a pod with a container port out of range", body: podSpecWith(`{"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 70000}]}]}`),
+		want: `Pod "web" is invalid: spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`},
+	{name: "a pod with an unsupported restart policy", body: podSpecWith(`{"restartPolicy": "Sometimes", "containers": [` + nginx + `]}`),
+		want: `Pod "web" is invalid: spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`},
+	{name: "a pod with an unsupported dns policy", body: podSpecWith(`{"dnsPolicy": "Google", "containers": [` + nginx + `]}`),
+		want: `Pod "web" is invalid: spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"`},
+	{name: "a pod requesting more cpu than its limit", body: podSpecWith(`{"containers": [{"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}`),
+		want: `Pod "web" is invalid: spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1`},
+	{name: "a pod with a name longer than 253 characters", body: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "` + strings.Repeat("w", 254) + `", "namespace": "shop"}, "spec": {"containers": [` + nginx + `]}}`,
+		want: `Pod "` + strings.Repeat("w", 254) + `" is invalid: metadata.name: Invalid value: "` + strings.Repeat("w", 254) + `": must be no more than 253 characters`},
+	{name: "a pod whose name is not a DNS subdomain", body: `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Web_1", "namespace": "shop"}, "spec": {"containers": [` + nginx + `]}}`,
+		want: `Pod "Web_1" is invalid: metadata.name: Invalid value: "Web_1": ` + rfc1123Subdomain},
+	{name: "a pod with a bad container name and no image has both errors", body: podSpecWith(`{"containers": [{"name": "Bad_Name"}]}`),
+		want: `Pod "web" is invalid: [spec.containers[0].name: Invalid value: "Bad_Name": ` + rfc1123Label + `, spec.containers[0].image: Required value]`},
+	{name: "a pod mounting a volume it does not have", body: podSpecWith(`{"containers": [{"name": "web", "image": "nginx:1.27", "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]}]}`),
+		want: `Pod "web" is invalid: spec.containers[0].volumeMounts[0].name: Not found: "cache"`},
+	{name: "a pod with a negative active deadline", body: podSpecWith(`{"activeDeadlineSeconds": -1, "containers": [` + nginx + `]}`),
+		want: `Pod "web" is invalid: spec.activeDeadlineSeconds: Invalid value: -1: must be between 1 and 2147483647, inclusive`},
+	{name: "a deployment with negative replicas", body: deploymentWith(`{"replicas": -1, "selector": ` + webSelector + `, "template": ` + webTemplate + `}`),
+		want: `Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0`},
+	{name: "a deployment whose selector does not match its template labels", body: deploymentWith(`{"selector": {"matchLabels": {"app": "api"}}, "template": ` + webTemplate + `}`),
+		want: "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`"},
+	{name: "a deployment without a selector", body: deploymentWith(`{"template": ` + webTemplate + `}`),
+		want: "Deployment.apps \"web\" is invalid: [spec.selector: Required value, spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`]"},
+	{name: "a deployment whose rolling update can neither surge nor be unavailable", body: deploymentWith(`{"selector": ` + webSelector + `, "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}, "template": ` + webTemplate + `}`),
+		want: "Deployment.apps \"web\" is invalid: spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0"},
+	{name: "a deployment with a negative revision history limit", body: deploymentWith(`{"revisionHistoryLimit": -1, "selector": ` + webSelector + `, "template": ` + webTemplate + `}`),
+		want: `Deployment.apps "web" is invalid: spec.revisionHistoryLimit: Invalid value: -1: must be greater than or equal to 0`},
+	{name: "a deployment whose template restarts never", body: deploymentWith(`{"selector": ` + webSelector + `, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"restartPolicy": "Never", "containers": [` + nginx + `]}}}`),
+		want: `Deployment.apps "web" is invalid: spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"`},
+	{name: "a service with a port out of range", body: serviceWith(`{"selector": {"app": "web"}, "ports": [{"port": 70000}]}`),
+		want: `Service "web" is invalid: [spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive, spec.ports[0].targetPort: Invalid value: 70000: must be between 1 and 65535, inclusive]`},
+	{name: "a service with a port of zero", body: serviceWith(`{"selector": {"app": "web"}, "ports": [{"port": 0, "targetPort": 80}]}`),
+		want: `Service "web" is invalid: spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive`},
+	{name: "a service with the same port twice", body: serviceWith(`{"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}, {"name": "alt", "port": 80}]}`),
+		want: `Service "web" is invalid: spec.ports[1]: Duplicate value: {"Name":"","Protocol":"TCP","AppProtocol":null,"Port":80,"TargetPort":0,"NodePort":0}`},
+	{name: "a service with two unnamed ports", body: serviceWith(`{"selector": {"app": "web"}, "ports": [{"port": 80}, {"port": 443}]}`),
+		want: `Service "web" is invalid: [spec.ports[0].name: Required value, spec.ports[1].name: Required value]`},
+	{name: "a service of an unsupported type", body: serviceWith(`{"type": "Internal", "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		want: `Service "web" is invalid: spec.type: Unsupported value: "Internal": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`},
+	{name: "a cluster IP service with a node port", body: serviceWith(`{"selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}`),
+		want: "Service \"web\" is invalid: spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"},
+	{name: "a service with an invalid target port name", body: serviceWith(`{"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "Http_Port"}]}`),
+		want: `Service "web" is invalid: spec.ports[0].targetPort: Invalid value: "Http_Port": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)`},
+	{name: "a config map with an invalid key", body: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config", "namespace": "shop"}, "data": {"nginx conf": "worker_processes 1;"}}`,
+		want: `ConfigMap "web-config" is invalid: data[nginx conf]: Invalid value: "nginx conf": ` + configKey},
+	{name: "a config map whose name is not a DNS subdomain", body: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Web_Config", "namespace": "shop"}, "data": {"a": "1"}}`,
+		want: `ConfigMap "Web_Config" is invalid: metadata.name: Invalid value: "Web_Config": ` + rfc1123Subdomain},
+	{name: "a config map with a key in both data and binary data", body: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config", "namespace": "shop"}, "data": {"a": "1"}, "binaryData": {"a": "MQ=="}}`,
+		want: `ConfigMap "web-config" is invalid: data[a]: Invalid value: "a": duplicate of key present in binaryData`},
+	{name: "a secret with an invalid key", body: `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop"}, "data": {"pass word": "aHVudGVyMg=="}}`,
+		want: `Secret "db" is invalid: data[pass word]: Invalid value: "pass word": ` + configKey},
+	{name: "a namespace whose name is not a DNS label", body: `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop.eu"}}`,
+		want: `Namespace "shop.eu" is invalid: metadata.name: Invalid value: "shop.eu": must not contain dots`},
+	{name: "a namespace with an upper case name", body: `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Shop"}}`,
+		want: `Namespace "Shop" is invalid: metadata.name: Invalid value: "Shop": ` + rfc1123Label},
+	{name: "a namespace with a name longer than 63 characters", body: `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "` + strings.Repeat("s", 64) + `"}}`,
+		want: `Namespace "` + strings.Repeat("s", 64) + `" is invalid: [metadata.name: Invalid value: "` + strings.Repeat("s", 64) + `": must be no more than 63 characters, metadata.labels: Invalid value: "` + strings.Repeat("s", 64) + `": must be no more than 63 bytes]`},
+	{name: "a job with negative completions", body: jobWith(`{"completions": -1, "template": ` + jobTemplate + `}`),
+		want: `Job.batch "migrate" is invalid: spec.completions: Invalid value: -1: must be greater than or equal to 0`},
+	{name: "a job with negative parallelism", body: jobWith(`{"parallelism": -1, "template": ` + jobTemplate + `}`),
+		want: `Job.batch "migrate" is invalid: spec.parallelism: Invalid value: -1: must be greater than or equal to 0`},
+	{name: "a job with a negative backoff limit", body: jobWith(`{"backoffLimit": -1, "template": ` + jobTemplate + `}`),
+		want: `Job.batch "migrate" is invalid: spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0`},
+	{name: "a job whose pods restart always", body: jobWith(`{"template": {"spec": {"containers": [{"name": "migrate", "image": "migrate:2.3"}]}}}`),
+		want: `Job.batch "migrate" is invalid: spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"`},
+	{name: "a cron job with an invalid schedule", body: cronJobWith("nightly", `{"schedule": "every night", "jobTemplate": {"spec": {"template": `+jobTemplate+`}}}`),
+		want: `CronJob.batch "nightly" is invalid: spec.schedule: Invalid value: "every night": expected exactly 5 fields, found 2: [every night]`},
+	{name: "a cron job with a time zone in its schedule", body: cronJobWith("nightly", `{"schedule": "TZ=Europe/Paris 0 3 * * *", "jobTemplate": {"spec": {"template": `+jobTemplate+`}}}`),
+		want: `CronJob.batch "nightly" is invalid: spec.schedule: Invalid value: "TZ=Europe/Paris 0 3 * * *": cannot use TZ or CRON_TZ in schedule, use timeZone field instead`},
+	{name: "a cron job with an unknown time zone", body: cronJobWith("nightly", `{"schedule": "0 3 * * *", "timeZone": "Mars/Olympus", "jobTemplate": {"spec": {"template": `+jobTemplate+`}}}`),
+		want: `CronJob.batch "nightly" is invalid: spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus`},
+	{name: "a cron job with a name longer than 52 characters", body: cronJobWith(strings.Repeat("n", 53), `{"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": `+jobTemplate+`}}}`),
+		want: `CronJob.batch "` + strings.Repeat("n", 53) + `" is invalid: metadata.name: Invalid value: "` + strings.Repeat("n", 53) + `": must be no more than 52 characters`},
+	{name: "an ingress path without a path type", body: ingressWith(`{"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/", "backend": ` + webBackend + `}]}}]}`),
+		want: `Ingress.extensions "web" is invalid: spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified`},
+	{name: "an ingress path with an unsupported path type", body: ingressWith(`{"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/", "pathType": "Regex", "backend": ` + webBackend + `}]}}]}`),
+		want: `Ingress.extensions "web" is invalid: spec.rules[0].http.paths[0].pathType: Unsupported value: "Regex": supported values: "Exact", "ImplementationSpecific", "Prefix"`},
+	{name: "an ingress path that is not absolute", body: ingressWith(`{"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "cart", "pathType": "Prefix", "backend": ` + webBackend + `}]}}]}`),
+		want: `Ingress.extensions "web" is invalid: spec.rules[0].http.paths[0].path: Invalid value: "cart": must be an absolute path`},
+	{name: "an ingress backend without a service or resource", body: ingressWith(`{"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {}}]}}]}`),
+		want: `Ingress.extensions "web" is invalid: spec.rules[0].http.paths[0].backend: Invalid value: "": resource or service backend is required`},
+	{name: "an ingress backend with a service and a resource", body: ingressWith(`{"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}, "resource": {"kind": "Bucket", "name": "static"}}}`),
+		want: `Ingress.extensions "web" is invalid: spec.defaultBackend: Invalid value: "": cannot set both resource and service backends`},
+	{name: "an ingress with a wildcard host of two labels", body: ingressWith(`{"rules": [{"host": "*.*.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": ` + webBackend + `}]}}]}`),
+		want: `Ingress.extensions "web" is invalid: spec.rules[0].host: Invalid value: "*.*.example.com": a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character (e.g. '*.example.com', regex used for validation is '\*\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+	{name: "an ingress backend port with a name and a number", body: ingressWith(`{"defaultBackend": {"service": {"name": "web", "port": {"name": "http", "number": 80}}}}`),
+		want: `Ingress.extensions "web" is invalid: spec.defaultBackend: Invalid value: "": cannot set both port name & port number`},
+	{name: "a pod disruption budget with both min available and max unavailable", body: `{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "shop"}, "spec": {"minAvailable": 1, "maxUnavailable": 1, "selector": ` + webSelector + `}}`,
+		want: `PodDisruptionBudget.policy "web" is invalid: spec: Invalid value: {"MinAvailable":1,"Selector":{"matchLabels":{"app":"web"}},"MaxUnavailable":1,"UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set`},
+	{name: "a horizontal pod autoscaler with max replicas below min replicas", body: `{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": "shop"}, "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 5, "maxReplicas": 2}}`,
+		want: "HorizontalPodAutoscaler.autoscaling \"web\" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`"},
+	{name: "a priority class with a reserved name", body: `{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "system-high"}, "value": 1000}`,
+		want: `PriorityClass.scheduling.k8s.io "system-high" is invalid: metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-high is not a known system priority class`},
+	{name: "a network policy with an unsupported protocol", body: `{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "web", "namespace": "shop"}, "spec": {"podSelector": {}, "ingress": [{"ports": [{"protocol": "ICMP", "port": 80}]}]}}`,
+		want: `NetworkPolicy.extensions "web" is invalid: spec.ingress[0].ports[0].protocol: Unsupported value: "ICMP": supported values: "TCP", "UDP", "SCTP"`},
+	{name: "a stateful set without a selector", body: `{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "shop"}, "spec": {"serviceName": "db", "template": ` + webTemplate + `}}`,
+		want: "StatefulSet.apps \"db\" is invalid: [spec.selector: Required value, spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`]"},
+}
+
+func gvkOfBody(t testing.TB, m map[string]any) schema.GroupVersionKind {
+	gv, err := schema.ParseGroupVersion(m["apiVersion"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gv.WithKind(m["kind"].(string))
+}
+
+// resourceOf is the resource of a built-in kind (its lower-case plural).
+func resourceOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural
+}
+
+// decoded is body as admission leaves it for the registry: decoded as
+// kube-apiserver decodes a request body.
+func decoded(t *testing.T, s *Scheme, body string) (map[string]any, schema.GroupVersionKind) {
+	t.Helper()
+	in := obj(t, body)
+	gvk := gvkOfBody(t, in)
+	out, _, err := s.DecodeRequest(in, gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, gvk
+}
+
+// requestFor is the request of op on o, of kind gvk.
+func requestFor(op admission.Operation, o map[string]any, gvk schema.GroupVersionKind) Request {
+	md, _ := o["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	ns, _ := md["namespace"].(string)
+	return Request{Operation: op, Kind: gvk, Resource: resourceOf(gvk), Namespace: ns, Name: name}
+}
+
+// validateCreate is Validate of a CREATE of o, which must not fail as a
+// simulation.
+func validateCreate(t *testing.T, s *Scheme, o map[string]any, gvk schema.GroupVersionKind) *Validation {
+	t.Helper()
+	before := runtime.DeepCopyJSON(o)
+	v, err := s.Validate(context.Background(), requestFor(admission.Create, o, gvk), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v == nil {
+		t.Fatalf("%s: not validated", gvk)
+	}
+	if !reflect.DeepEqual(o, before) {
+		t.Fatalf("Validate modified the object")
+	}
+	return v
+}
+
+// checkInvalid fails unless v is kube-apiserver's 422 with message want.
+func checkInvalid(t *testing.T, v *Validation, want string) {
+	t.Helper()
+	if v.Invalid == nil {
+		t.Fatalf("accepted, want\n%s", want)
+	}
+	if got := v.Invalid.Error(); got != want {
+		t.Fatalf("refused with\n%s\nwant\n%s", got, want)
+	}
+	if !apierrors.IsInvalid(v.Invalid) || v.Invalid.Status().Code != 422 {
+		t.Fatalf("%v is not a 422", v.Invalid)
+	}
+	if v.Stored != nil {
+		t.Fatalf("a refusal with a stored object")
+	}
+}
+
+// TestValidateRefusesInvalidBuiltInObjects creates invalid objects of
+// built-in kinds: kube-apiserver's 422, message verbatim.
+func TestValidateRefusesInvalidBuiltInObjects(t *testing.T) {
+	s := New()
+	if len(invalidObjects) < 30 {
+		t.Fatalf("only %d invalid objects", len(invalidObjects))
+	}
+	for _, tc := range invalidObjects {
+		t.Run(tc.name, func(t *testing.T) {
+			o, gvk := decoded(t, s, tc.body)
+			checkInvalid(t, validateCreate(t, s, o, gvk), tc.want)
+		})
 	}
 }
