@@ -312,7 +312,8 @@ type Request struct {
 // rest.BeforeUpdate (PrepareForCreate/PrepareForUpdate, Validate or
 // ValidateUpdate with declarative validation, the metadata checks, the
 // warnings, Canonicalize), after what genericregistry.Store does first
-// (system fields, generated names, resourceVersion checks). The outcome
+// (system fields, generated names, resourceVersion checks, and the
+// Service store's begin hooks but for allocation: beginService). The outcome
 // holds kube-apiserver's refusal (a 422 `<Kind> "<name>" is invalid: …` for
 // an invalid object) or the object it would store. Subresource requests,
 // kinds without a registry strategy and operations other than CREATE and
@@ -439,6 +440,8 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 		if m.GetGenerateName() != "" && m.GetName() == "" {
 			m.SetName(st.GenerateName(m.GetGenerateName()))
 		}
+		// Then its BeginCreate hook (a Service's cluster IPs).
+		beginService(internal, nil)
 		err = rest.BeforeCreate(st, ctx, internal)
 		return rec.warnings, err
 	}
@@ -452,6 +455,8 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 	if err := resourceVersions(ctx, st, req, internal, oldInternal); err != nil {
 		return nil, err
 	}
+	// Then its BeginUpdate hook (a Service's allocated values).
+	beginService(internal, oldInternal)
 	err = rest.BeforeUpdate(st, ctx, internal, oldInternal)
 	return rec.warnings, err
 }

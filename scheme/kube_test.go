@@ -973,3 +973,351 @@ func TestValidateRefusesInvalidBuiltInObjects(t *testing.T) {
 		})
 	}
 }
+
+// set sets the value at path in m (as at reads it), creating maps on the
+// way.
+func set(t testing.TB, m map[string]any, path string, v any) {
+	t.Helper()
+	parts := strings.Split(path, ".")
+	parent := at(m, strings.Join(parts[:len(parts)-1], "."))
+	if len(parts) == 1 {
+		parent = m
+	}
+	pm, ok := parent.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: no object at its parent", path)
+	}
+	last := parts[len(parts)-1]
+	if name, idx, ok := strings.Cut(last, "["); ok {
+		l, _ := pm[name].([]any)
+		i, err := strconv.Atoi(strings.TrimSuffix(idx, "]"))
+		if err != nil || i >= len(l) {
+			t.Fatalf("%s: no such item", path)
+		}
+		l[i] = v
+		return
+	}
+	if v == missing {
+		delete(pm, last)
+		return
+	}
+	pm[last] = v
+}
+
+// stored is the object the registry stores for body (a valid create).
+func stored(t *testing.T, s *Scheme, body string) (map[string]any, schema.GroupVersionKind) {
+	t.Helper()
+	o, gvk := decoded(t, s, body)
+	v := validateCreate(t, s, o, gvk)
+	if v.Invalid != nil {
+		t.Fatalf("creating %s: %v", gvk.Kind, v.Invalid)
+	}
+	return v.Stored, gvk
+}
+
+// jobUID is the uid a stored Job's generated selector names, made the same
+// every run: the store gives a new object a random uid.
+const jobUID = "0b7c2b5e-6a43-4c1e-9a7e-2f2a4d1c8e11"
+
+// withFixedJobUID is a stored Job with its selector's uid set to jobUID.
+func withFixedJobUID(t *testing.T, job map[string]any) map[string]any {
+	t.Helper()
+	sel, _ := at(job, "spec.selector.matchLabels").(map[string]any)
+	uid, _ := sel["batch.kubernetes.io/controller-uid"].(string)
+	if uid == "" {
+		t.Fatalf("a stored job without a generated selector: %s", mustJSON(job))
+	}
+	return obj(t, strings.ReplaceAll(mustJSON(job), uid, jobUID))
+}
+
+// TestValidateRefusesUpdatesOfImmutableFields updates stored objects of
+// built-in kinds: kube-apiserver's 422 for the fields it keeps, and the
+// updates it allows.
+func TestValidateRefusesUpdatesOfImmutableFields(t *testing.T) {
+	s := New()
+	const immutableConfigMap = `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-config", "namespace": "shop"}, "immutable": true, "data": {"nginx.conf": "worker_processes 1;"}}`
+	for _, tc := range []struct {
+		name   string
+		body   string
+		change map[string]any
+		// want is the refusal (golden: in testdata/kube/update/, for the
+		// messages that print whole internal objects); "" accepts.
+		want string
+	}{{
+		name: "a job's selector cannot change", body: realObjectNamed(t, "a job").json,
+		change: map[string]any{"spec.selector": map[string]any{"matchLabels": map[string]any{"app": "migrate"}}},
+		want:   `Job.batch "migrate" is invalid: [spec.template.metadata.labels: Invalid value: {"batch.kubernetes.io/controller-uid":"` + jobUID + `","batch.kubernetes.io/job-name":"migrate","controller-uid":"` + jobUID + `","job-name":"migrate"}: ` + "`selector` does not match template `labels`" + `, spec.selector: Invalid value: {"matchLabels":{"app":"migrate"}}: field is immutable]`,
+	}, {
+		name: "a running job's pod template cannot change", body: realObjectNamed(t, "a job").json,
+		change: map[string]any{"spec.template.spec.containers[0].image": "registry.example.com/shop/migrate:2.4"},
+		want:   "golden",
+	}, {
+		name: "a job's completions cannot change", body: realObjectNamed(t, "a job").json,
+		change: map[string]any{"spec.completions": int64(3)},
+		want:   `Job.batch "migrate" is invalid: spec.completions: Invalid value: 3: field is immutable`,
+	}, {
+		name: "a job's parallelism can change", body: realObjectNamed(t, "a job").json,
+		change: map[string]any{"spec.parallelism": int64(3)},
+	}, {
+		name:   "a service's cluster IP cannot change",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		change: map[string]any{"spec.clusterIP": "10.96.0.20"},
+		// clusterIPs follows clusterIP before validation (the store's
+		// normalizeClusterIPs).
+		want: `Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.20"]: may not change once set`,
+	}, {
+		name:   "a service's cluster IPs cannot change",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		change: map[string]any{"spec.clusterIP": "10.96.0.20", "spec.clusterIPs": []any{"10.96.0.20"}},
+		want:   `Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.20"]: may not change once set`,
+	}, {
+		name:   "a service updated without its cluster IP keeps it",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		change: map[string]any{"spec.clusterIP": missing, "spec.clusterIPs": missing, "spec.selector": map[string]any{"app": "web", "tier": "front"}},
+	}, {
+		name:   "a node port service updated without its node port keeps it",
+		body:   serviceWith(`{"type": "NodePort", "clusterIP": "10.96.0.10", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}`),
+		change: map[string]any{"spec.ports": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "TCP", "targetPort": int64(8080)}}},
+	}, {
+		name:   "a service's type can become a node port",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		change: map[string]any{"spec.type": "NodePort"},
+	}, {
+		name: "a deployment's selector cannot change", body: realObjectNamed(t, "a deployment with a rolling update").json,
+		change: map[string]any{
+			"spec.selector":                 map[string]any{"matchLabels": map[string]any{"app": "web", "tier": "front"}},
+			"spec.template.metadata.labels": map[string]any{"app": "web", "tier": "front"},
+		},
+		want: `Deployment.apps "web" is invalid: spec.selector: Invalid value: {"matchLabels":{"app":"web","tier":"front"}}: field is immutable`,
+	}, {
+		name: "a deployment's replicas and image can change", body: realObjectNamed(t, "a deployment with a rolling update").json,
+		change: map[string]any{"spec.replicas": int64(5), "spec.template.spec.containers[0].image": "nginx:1.28"},
+	}, {
+		name: "a stateful set's service name cannot change", body: realObjectNamed(t, "a stateful set with a volume claim template").json,
+		change: map[string]any{"spec.serviceName": "postgres"},
+		want:   `StatefulSet.apps "db" is invalid: spec.serviceName: Invalid value: "postgres": field is immutable`,
+	}, {
+		name: "an immutable config map's data cannot change", body: immutableConfigMap,
+		change: map[string]any{"data.nginx.conf": "worker_processes 2;"},
+		want:   "ConfigMap \"web-config\" is invalid: data: Forbidden: field is immutable when `immutable` is set",
+	}, {
+		name: "an immutable config map cannot become mutable", body: immutableConfigMap,
+		change: map[string]any{"immutable": false},
+		want:   "ConfigMap \"web-config\" is invalid: immutable: Forbidden: field is immutable when `immutable` is set",
+	}, {
+		name: "an immutable config map's labels can change", body: immutableConfigMap,
+		change: map[string]any{"metadata.labels": map[string]any{"app": "web"}},
+	}, {
+		name:   "a secret's type cannot change",
+		body:   `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop"}, "type": "Opaque", "data": {"password": "aHVudGVyMg=="}}`,
+		change: map[string]any{"type": "kubernetes.io/tls"},
+		want:   `Secret "db" is invalid: [type: Invalid value: "kubernetes.io/tls": field is immutable, data[tls.crt]: Required value, data[tls.key]: Required value]`,
+	}, {
+		name: "a pod's image can change", body: realObjectNamed(t, "a pod with two containers, ports and a volume").json,
+		change: map[string]any{"spec.containers[0].image": "nginx:1.27"},
+	}, {
+		name: "a pod's restart policy cannot change", body: realObjectNamed(t, "a pod with two containers, ports and a volume").json,
+		change: map[string]any{"spec.restartPolicy": "Never"},
+		want:   "golden",
+	}, {
+		name: "a namespace cannot be renamed", body: realObjectNamed(t, "a namespace").json,
+		change: map[string]any{"metadata.name": "store"},
+		want:   `Namespace "store" is invalid: metadata.name: Invalid value: "store": field is immutable`,
+	}, {
+		name: "a bound claim's access modes cannot change", body: realObjectNamed(t, "a persistent volume claim").json,
+		change: map[string]any{"spec.accessModes": []any{"ReadWriteMany"}},
+		want:   "golden",
+	}, {
+		name: "a cron job's schedule must stay valid", body: realObjectNamed(t, "a cron job").json,
+		change: map[string]any{"spec.schedule": "61 * * * *"},
+		want:   `CronJob.batch "nightly" is invalid: spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, gvk := stored(t, s, tc.body)
+			if gvk == jobV1 {
+				old = withFixedJobUID(t, old)
+			}
+			nu := runtime.DeepCopyJSON(old)
+			for p, v := range tc.change {
+				if p == "data.nginx.conf" {
+					nu["data"].(map[string]any)["nginx.conf"] = v
+					continue
+				}
+				set(t, nu, p, v)
+			}
+			// The object as the request's decoding leaves it.
+			nu, err := s.Default(nu, gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, oldBefore := runtime.DeepCopyJSON(nu), runtime.DeepCopyJSON(old)
+			v, err := s.Validate(context.Background(), requestFor(admission.Update, nu, gvk), nu, old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(nu, before) || !reflect.DeepEqual(old, oldBefore) {
+				t.Fatalf("Validate modified its objects")
+			}
+			switch tc.want {
+			case "":
+				if v.Invalid != nil {
+					t.Fatalf("refused: %v", v.Invalid)
+				}
+			case "golden":
+				if v.Invalid == nil {
+					t.Fatalf("accepted")
+				}
+				golden(t, "kube/update/"+slug(tc.name), v.Invalid.Error())
+				checkInvalid(t, v, v.Invalid.Error())
+			default:
+				checkInvalid(t, v, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidateStoresWhatTheRegistryStores creates valid objects: the
+// object the registry would store, after PrepareForCreate (and the Service
+// store's hook), without the fields the store sets from its state.
+func TestValidateStoresWhatTheRegistryStores(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		name   string
+		body   string
+		fields map[string]any
+	}{{
+		name: "a pod is pending, with its quality of service class and generation 1",
+		body: realObjectNamed(t, "a pod with two containers, ports and a volume").json,
+		fields: map[string]any{
+			"status":                     map[string]any{"phase": "Pending", "qosClass": "Burstable"},
+			"metadata.generation":        int64(1),
+			"metadata.uid":               missing,
+			"metadata.creationTimestamp": missing,
+			"metadata.resourceVersion":   missing,
+			"spec.serviceAccountName":    "builder",
+		},
+	}, {
+		name:   "a pod with equal requests and limits is guaranteed",
+		body:   podSpecWith(`{"containers": [{"name": "web", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}`),
+		fields: map[string]any{"status": map[string]any{"phase": "Pending", "qosClass": "Guaranteed"}},
+	}, {
+		name:   "a deployment has generation 1 and an empty status",
+		body:   realObjectNamed(t, "a deployment with a rolling update").json,
+		fields: map[string]any{"metadata.generation": int64(1), "status": map[string]any{}, "spec.replicas": int64(1)},
+	}, {
+		name: "a daemon set has generation 1 and template generation 1",
+		body: realObjectNamed(t, "a daemon set for a node agent").json,
+		fields: map[string]any{
+			"metadata.generation":  int64(1),
+			"metadata.annotations": map[string]any{"deprecated.daemonset.template.generation": "1"},
+		},
+	}, {
+		name: "a job gets a selector of its uid and its pods the job's labels",
+		body: realObjectNamed(t, "a job").json,
+		fields: map[string]any{
+			"metadata.generation": int64(1),
+			"spec.selector":       map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": jobUID}},
+			"spec.template.metadata.labels": map[string]any{
+				"batch.kubernetes.io/controller-uid": jobUID, "batch.kubernetes.io/job-name": "migrate",
+				"controller-uid": jobUID, "job-name": "migrate",
+			},
+		},
+	}, {
+		name: "a namespace gets its finalizer, its name label and is active",
+		body: realObjectNamed(t, "a namespace").json,
+		fields: map[string]any{
+			"spec":            map[string]any{"finalizers": []any{"kubernetes"}},
+			"status":          map[string]any{"phase": "Active"},
+			"metadata.labels": map[string]any{"kubernetes.io/metadata.name": "shop", "team": "storefront"},
+		},
+	}, {
+		name:   "a headless service gets its cluster IPs from its cluster IP",
+		body:   serviceWith(`{"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}`),
+		fields: map[string]any{"spec.clusterIP": "None", "spec.clusterIPs": []any{"None"}},
+	}, {
+		name:   "a service naming only its cluster IP gets it as its cluster IPs",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		fields: map[string]any{"spec.clusterIP": "10.96.0.10", "spec.clusterIPs": []any{"10.96.0.10"}},
+	}, {
+		// PrepareForCreate resets the status that decoding defaulted (reads
+		// default it to Pending again).
+		name:   "a persistent volume claim is stored without a status",
+		body:   realObjectNamed(t, "a persistent volume claim").json,
+		fields: map[string]any{"status": map[string]any{}, "spec.volumeMode": "Filesystem"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, gvk := decoded(t, s, tc.body)
+			v := validateCreate(t, s, o, gvk)
+			if v.Invalid != nil {
+				t.Fatalf("refused: %v", v.Invalid)
+			}
+			got := v.Stored
+			if gvk == jobV1 {
+				got = withFixedJobUID(t, got)
+			}
+			checkFields(t, got, tc.fields)
+		})
+	}
+}
+
+// TestValidateWarnsAsTheStrategiesDo creates objects the strategies warn
+// about: their warnings, verbatim and in order.
+func TestValidateWarnsAsTheStrategiesDo(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		name, body string
+		warnings   []string
+	}{{
+		name:     "a pod with a port defined twice",
+		body:     podSpecWith(`{"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}, {"containerPort": 80}]}]}`),
+		warnings: []string{"spec.containers[0].ports[1]: duplicate port definition with spec.containers[0].ports[0]"},
+	}, {
+		name:     "a pod with two containers naming a port the same",
+		body:     podSpecWith(`{"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"name": "http", "containerPort": 80}]}, {"name": "proxy", "image": "envoy:1.31", "ports": [{"name": "http", "containerPort": 8080}]}]}`),
+		warnings: []string{`spec.containers[1].ports[0]: duplicate port name "http" with spec.containers[0].ports[0], services and probes that select ports by name will use spec.containers[0].ports[0]`},
+	}, {
+		name: "a pod with deprecated node labels, a git repo volume, fractional memory and a hidden variable",
+		body: podSpecWith(`{"volumes": [{"name": "src", "gitRepo": {"repository": "https://example.com/shop.git"}}], "nodeSelector": {"beta.kubernetes.io/arch": "amd64"}, "containers": [{"name": "web", "image": "nginx:1.27", "resources": {"limits": {"memory": "0.5"}}, "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}], "volumeMounts": [{"name": "src", "mountPath": "/src"}]}]}`),
+		warnings: []string{
+			`spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" instead`,
+			`spec.volumes[0].gitRepo: deprecated in v1.11, and disabled by default in v1.33+`,
+			`spec.containers[0].resources.limits[memory]: fractional byte value "500m" is invalid, must be an integer`,
+			`spec.containers[0].resources.requests[memory]: fractional byte value "500m" is invalid, must be an integer`,
+			`spec.containers[0].env[1]: hides previous definition of "A", which may be dropped when using apply`,
+		},
+	}, {
+		name:     "a pod with an image pull secret named twice",
+		body:     podSpecWith(`{"imagePullSecrets": [{"name": "registry"}, {"name": "registry"}], "containers": [` + nginx + `]}`),
+		warnings: []string{`spec.imagePullSecrets[1].name: duplicate name "registry"`},
+	}, {
+		name:     "a pod with the seccomp annotation",
+		body:     `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop", "annotations": {"seccomp.security.alpha.kubernetes.io/pod": "runtime/default"}}, "spec": {"containers": [` + nginx + `]}}`,
+		warnings: []string{`metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]: non-functional in v1.27+; use the "seccompProfile" field instead`},
+	}, {
+		name:     "a pod with node affinity on a deprecated zone label",
+		body:     podSpecWith(`{"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "failure-domain.beta.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]}]}]}}}, "containers": [` + nginx + `]}`),
+		warnings: []string{`spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key: failure-domain.beta.kubernetes.io/zone is deprecated since v1.17; use "topology.kubernetes.io/zone" instead`},
+	}, {
+		name:     "a deployment whose pods have a negative grace period",
+		body:     deploymentWith(`{"selector": ` + webSelector + `, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"terminationGracePeriodSeconds": -1, "containers": [` + nginx + `]}}}`),
+		warnings: []string{"spec.template.spec.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will be treated as 1"},
+	}, {
+		name:     "an ingress with the ingress class annotation",
+		body:     `{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web", "namespace": "shop", "annotations": {"kubernetes.io/ingress.class": "nginx"}}, "spec": {"defaultBackend": ` + webBackend + `}}`,
+		warnings: []string{`annotation "kubernetes.io/ingress.class" is deprecated, please use 'spec.ingressClassName' instead`},
+	}, {
+		name: "a valid pod has no warnings",
+		body: realObjectNamed(t, "a pod with two containers, ports and a volume").json,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, gvk := decoded(t, s, tc.body)
+			v := validateCreate(t, s, o, gvk)
+			if v.Invalid != nil {
+				t.Fatalf("refused: %v", v.Invalid)
+			}
+			if !reflect.DeepEqual(v.Warnings, tc.warnings) {
+				t.Errorf("warnings\n%q\nwant\n%q", v.Warnings, tc.warnings)
+			}
+		})
+	}
+}
