@@ -1079,6 +1079,15 @@ func TestValidateRefusesUpdatesOfImmutableFields(t *testing.T) {
 		body:   serviceWith(`{"type": "NodePort", "clusterIP": "10.96.0.10", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}`),
 		change: map[string]any{"spec.ports": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "TCP", "targetPort": int64(8080)}}},
 	}, {
+		name:   "a service becomes an external name by clearing its cluster IP alone",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		change: map[string]any{"spec.type": "ExternalName", "spec.externalName": "web.example.com", "spec.clusterIP": "", "spec.selector": missing, "spec.internalTrafficPolicy": missing},
+	}, {
+		// The strategy drops the allocated fields a type no longer needs.
+		name:   "a service becomes an external name keeping its cluster IP",
+		body:   serviceWith(`{"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
+		change: map[string]any{"spec.type": "ExternalName", "spec.externalName": "web.example.com", "spec.selector": missing, "spec.internalTrafficPolicy": missing},
+	}, {
 		name:   "a service's type can become a node port",
 		body:   serviceWith(`{"clusterIP": "10.96.0.10", "selector": {"app": "web"}, "ports": [{"port": 80}]}`),
 		change: map[string]any{"spec.type": "NodePort"},
