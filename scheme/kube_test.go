@@ -1330,3 +1330,156 @@ func TestValidateWarnsAsTheStrategiesDo(t *testing.T) {
 		})
 	}
 }
+
+// upstreamConvert is the oracle of Convert: u as the typed object of kind
+// from, converted by kube-apiserver's scheme to its internal version and
+// from there to the version of to.
+func upstreamConvert(t *testing.T, u map[string]any, from, to schema.GroupVersionKind) map[string]any {
+	t.Helper()
+	ks := kubeScheme(t)
+	internal, err := ks.ConvertToVersion(typedOf(t, u, from), schema.GroupVersion{Group: from.Group, Version: runtime.APIVersionInternal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ks.ConvertToVersion(internal, to.GroupVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toUnstructured(t, out, to)
+}
+
+// TestConvertIsUpstreamConversion converts real objects between versions
+// and groups through the internal version, against kube-apiserver's
+// conversions on the typed objects, and back.
+func TestConvertIsUpstreamConversion(t *testing.T) {
+	s := New()
+	const hpaV2WithMemoryAndBehavior = `{
+	"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+	"metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+	"spec": {
+		"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 2, "maxReplicas": 10,
+		"metrics": [
+			{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}},
+			{"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}}
+		],
+		"behavior": {"scaleDown": {"stabilizationWindowSeconds": 120, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}
+	}
+}`
+	for _, tc := range []struct {
+		name        string
+		body        string
+		to          schema.GroupVersionKind
+		fields      map[string]any
+		annotations []string // annotations the result carries
+		// back: converting the result back gives the object again;
+		// backFields: it gives an object with these fields.
+		back       bool
+		backFields map[string]any
+	}{{
+		name: "an autoscaling/v2 autoscaler keeps what v1 lacks in annotations, and comes back whole",
+		body: hpaV2WithMemoryAndBehavior, to: hpaV1,
+		fields: map[string]any{
+			"spec.targetCPUUtilizationPercentage": int64(70),
+			"spec.minReplicas":                    int64(2),
+			"spec.maxReplicas":                    int64(10),
+			"spec.metrics":                        missing,
+			"spec.behavior":                       missing,
+		},
+		annotations: []string{"autoscaling.alpha.kubernetes.io/behavior", "autoscaling.alpha.kubernetes.io/metrics"},
+		// Back in v2, the metrics and the behavior are restored from the
+		// annotations, which are gone; the cpu metric, v1's own field,
+		// comes after those of the annotation.
+		backFields: map[string]any{
+			"metadata.annotations": missing,
+			"spec.metrics": []any{
+				map[string]any{"type": "Resource", "resource": map[string]any{"name": "memory", "target": map[string]any{"type": "AverageValue", "averageValue": "1Gi"}}},
+				map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu", "target": map[string]any{"type": "Utilization", "averageUtilization": int64(70)}}},
+			},
+			"spec.behavior.scaleDown.stabilizationWindowSeconds": int64(120),
+			"spec.behavior.scaleDown.policies":                   []any{map[string]any{"type": "Pods", "value": int64(1), "periodSeconds": int64(60)}},
+		},
+	}, {
+		name: "an autoscaling/v1 autoscaler becomes a v2 cpu utilization metric",
+		body: `{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": "shop"},
+			"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 10, "targetCPUUtilizationPercentage": 80}}`,
+		to: hpaV2,
+		fields: map[string]any{
+			"spec.metrics":                        []any{map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu", "target": map[string]any{"type": "Utilization", "averageUtilization": int64(80)}}}},
+			"spec.targetCPUUtilizationPercentage": missing,
+			"metadata.annotations":                missing,
+		},
+		back: true,
+	}, {
+		name: "a core/v1 event becomes an events.k8s.io/v1 event",
+		body: realObjectNamed(t, "a core/v1 event").json, to: eventsV1,
+		fields: map[string]any{
+			"regarding":        map[string]any{"kind": "Pod", "namespace": "shop", "name": "web", "apiVersion": "v1"},
+			"note":             `Successfully pulled image "nginx"`,
+			"reason":           "Pulled",
+			"type":             "Normal",
+			"deprecatedSource": map[string]any{"component": "kubelet", "host": "node-1"},
+			"deprecatedCount":  int64(1),
+			"message":          missing,
+			"involvedObject":   missing,
+		},
+		back: true,
+	}, {
+		name: "an events.k8s.io/v1 event becomes a core/v1 event",
+		body: realObjectNamed(t, "an events.k8s.io/v1 event").json, to: eventV1,
+		fields: map[string]any{
+			"involvedObject":     map[string]any{"kind": "Pod", "namespace": "shop", "name": "web"},
+			"message":            `Pulling image "nginx"`,
+			"reportingComponent": "kubelet",
+			"reportingInstance":  "node-1",
+			"eventTime":          "2026-11-23T10:00:00.000000Z",
+			"action":             "Pulling",
+			"note":               missing,
+		},
+		back: true,
+	}, {
+		name: "an apps/v1 deployment comes back from the internal version as it was",
+		body: realObjectNamed(t, "a deployment with a rolling update").json, to: deploymentV1,
+		fields: map[string]any{"spec.replicas": int64(1), "spec.strategy.type": "RollingUpdate"},
+		back:   true,
+	}, {
+		name: "an apps/v1 daemon set comes back with its template generation annotation",
+		body: realObjectNamed(t, "a daemon set for a node agent").json, to: daemonSetV1,
+		fields: map[string]any{"metadata.annotations": map[string]any{"deprecated.daemonset.template.generation": "0"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, from := decoded(t, s, tc.body)
+			before := runtime.DeepCopyJSON(in)
+			got, err := s.Convert(in, from, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(in, before) {
+				t.Fatalf("Convert modified its input")
+			}
+			if want := upstreamConvert(t, in, from, tc.to); !reflect.DeepEqual(got, want) {
+				t.Fatalf("Convert\n got %s\nwant %s", mustJSON(got), mustJSON(want))
+			}
+			if at(got, "apiVersion") != tc.to.GroupVersion().String() || at(got, "kind") != tc.to.Kind {
+				t.Errorf("converted to %v %v", at(got, "apiVersion"), at(got, "kind"))
+			}
+			checkFields(t, got, tc.fields)
+			annotations, _ := at(got, "metadata.annotations").(map[string]any)
+			for _, a := range tc.annotations {
+				if _, ok := annotations[a]; !ok {
+					t.Errorf("no annotation %s: %v", a, annotations)
+				}
+			}
+			again, err := s.Convert(got, tc.to, from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := upstreamConvert(t, got, tc.to, from); !reflect.DeepEqual(again, want) {
+				t.Fatalf("converting back\n got %s\nwant %s", mustJSON(again), mustJSON(want))
+			}
+			if tc.back && !reflect.DeepEqual(again, in) {
+				t.Errorf("converting back\n got %s\nwant %s", mustJSON(again), mustJSON(in))
+			}
+			checkFields(t, again, tc.backFields)
+		})
+	}
+}
