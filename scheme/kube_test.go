@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	randv2 "math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,8 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
 )
 
 // update rewrites the golden files under testdata/ with what the tests
@@ -1482,4 +1486,128 @@ func TestConvertIsUpstreamConversion(t *testing.T) {
 			checkFields(t, again, tc.backFields)
 		})
 	}
+}
+
+// fuzzKinds are the kinds the fuzz targets decode and default bodies as.
+var fuzzKinds = []schema.GroupVersionKind{podV1, deploymentV1, serviceV1, jobV1, cronJobV1, configMapV1, hpaV2, ingressV1}
+
+// fuzzObject is a random object of one of fuzzKinds (chosen by k): body
+// when it is a JSON object, or else a real object of the kind with n
+// random changes (seeded by seed); nil when there is none.
+func fuzzObject(t *testing.T, k uint8, seed uint64, n uint8, body []byte) (map[string]any, schema.GroupVersionKind) {
+	gvk := fuzzKinds[int(k)%len(fuzzKinds)]
+	var m map[string]any
+	if err := utiljson.Unmarshal(body, &m); err != nil || m == nil {
+		for _, ro := range realObjects {
+			if ro.gvk == gvk {
+				m = obj(t, ro.json)
+				break
+			}
+		}
+		if m == nil {
+			return nil, gvk
+		}
+		r := randv2.New(randv2.NewPCG(seed, uint64(n)))
+		for range int(n%8) + 1 {
+			m = testobjects.Perturb(r, m).(map[string]any)
+		}
+	}
+	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	return m, gvk
+}
+
+// addFuzzSeeds seeds f with the real objects and the bodies the tests
+// refuse.
+func addFuzzSeeds(f *testing.F) {
+	for _, ro := range realObjects {
+		for k, gvk := range fuzzKinds {
+			if gvk == ro.gvk {
+				f.Add(uint8(k), uint64(k), uint8(0), []byte(ro.json))
+				f.Add(uint8(k), uint64(k), uint8(3), []byte(nil))
+			}
+		}
+	}
+	f.Add(uint8(0), uint64(0), uint8(0), []byte(fmt.Sprintf(podWith, `{"priority": 3000000000, "terminationGracePeriodSeconds": 9223372036854775808, "containers": [{"name": "web", "image": "nginx"}]}`)))
+	f.Add(uint8(0), uint64(0), uint8(0), []byte(fmt.Sprintf(podWith, `{"foo": 1, "containers": [{"name": "web", "bar": {"x": [1, 2.5, "s", null]}}]}`)))
+	f.Add(uint8(1), uint64(0), uint8(0), []byte(`{"spec": {"replicas": "3", "template": {"spec": {"containers": {"name": "web"}}}}}`))
+	f.Add(uint8(2), uint64(0), uint8(0), []byte(`{"spec": {"type": "LoadBalancer", "clusterIP": "None", "ports": [{"port": 80, "targetPort": "http"}, {"port": 1e3}]}}`))
+	f.Add(uint8(5), uint64(0), uint8(0), []byte(`{"data": {"a": {"b": 1}}, "binaryData": {"x": "not base64!"}}`))
+	f.Add(uint8(6), uint64(0), uint8(0), []byte(`{"spec": {"metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"averageValue": "1.5Gi"}}}], "behavior": {}}}`))
+}
+
+// FuzzDecodeRequest decodes random bodies of a few built-in kinds: no
+// panic, a refusal is kube-apiserver's 400, and an accepted object decodes
+// to itself again without warnings.
+func FuzzDecodeRequest(f *testing.F) {
+	addFuzzSeeds(f)
+	s := New()
+	f.Fuzz(func(t *testing.T, k uint8, seed uint64, n uint8, body []byte) {
+		in, gvk := fuzzObject(t, k, seed, n, body)
+		if in == nil {
+			return
+		}
+		before := testobjects.DeepCopy(in)
+		out, _, err := s.DecodeRequest(in, gvk)
+		if !reflect.DeepEqual(in, before) {
+			t.Fatalf("DecodeRequest modified its input")
+		}
+		if err != nil {
+			prefix := fmt.Sprintf("%s in version %q cannot be handled as a %s: ", gvk.Kind, gvk.Version, gvk.Kind)
+			if !apierrors.IsBadRequest(err) || !strings.HasPrefix(err.Error(), prefix) {
+				t.Fatalf("not kube-apiserver's 400: %v", err)
+			}
+			return
+		}
+		again, warnings, err := s.DecodeRequest(out, gvk)
+		if err != nil || warnings != nil {
+			t.Fatalf("decoding %s again: %v %q", mustJSON(out), err, warnings)
+		}
+		if !reflect.DeepEqual(again, out) {
+			t.Fatalf("decoding again changed\n%s\ninto\n%s", mustJSON(out), mustJSON(again))
+		}
+	})
+}
+
+// FuzzDefault defaults random bodies of a few built-in kinds: no panic,
+// the input untouched, the result kube-apiserver's defaulters' on the
+// typed object, and a defaulted object returned as it is.
+func FuzzDefault(f *testing.F) {
+	addFuzzSeeds(f)
+	s := New()
+	ks, err := Kube()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, k uint8, seed uint64, n uint8, body []byte) {
+		in, gvk := fuzzObject(t, k, seed, n, body)
+		if in == nil {
+			return
+		}
+		before := testobjects.DeepCopy(in)
+		got, err := s.Default(in, gvk)
+		if !reflect.DeepEqual(in, before) {
+			t.Fatalf("Default modified its input")
+		}
+		typed, _ := ks.New(gvk)
+		if oerr := runtime.DefaultUnstructuredConverter.FromUnstructured(in, typed); oerr != nil {
+			if err == nil {
+				t.Fatalf("defaulted %s, which does not convert: %v", mustJSON(in), oerr)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks.Default(typed)
+		want := toUnstructured(t, typed, gvk)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Default\n got %s\nwant %s", mustJSON(got), mustJSON(want))
+		}
+		if again := upstreamDefault(t, want, gvk); reflect.DeepEqual(again, want) {
+			copied := runtime.DeepCopyJSON(want)
+			if out, err := s.Default(copied, gvk); err != nil || !sameMap(out, copied) {
+				t.Fatalf("a defaulted object was not returned as it is: %v", err)
+			}
+		}
+	})
 }
