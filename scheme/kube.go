@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"sync"
 
@@ -150,7 +152,8 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := json.Marshal(requestJSON(obj))
+	body, _ := requestJSON(obj)
+	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -184,65 +187,45 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 // so that the decoder's refusal names the number of the body, as
 // kube-apiserver's does ("cannot unmarshal number 9223372036854775808 into
 // Go struct field PodSpec.spec.terminationGracePeriodSeconds of type
-// int64"). v is returned as it is when it holds none.
-func requestJSON(v any) any {
+// int64"). v is returned as it is when it holds none (changed is false).
+func requestJSON(v any) (out any, changed bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		var out map[string]any
+		var m map[string]any
 		for k, e := range v {
-			if r := requestJSON(e); !sameJSONRef(r, e) {
-				if out == nil {
-					out = make(map[string]any, len(v))
-					for k, e := range v {
-						out[k] = e
-					}
+			if r, ok := requestJSON(e); ok {
+				if m == nil {
+					m = maps.Clone(v)
 				}
-				out[k] = r
+				m[k] = r
 			}
 		}
-		if out == nil {
-			return v
+		if m != nil {
+			return m, true
 		}
-		return out
 	case []any:
-		var out []any
+		var l []any
 		for i, e := range v {
-			if r := requestJSON(e); !sameJSONRef(r, e) {
-				if out == nil {
-					out = append([]any(nil), v...)
+			if r, ok := requestJSON(e); ok {
+				if l == nil {
+					l = slices.Clone(v)
 				}
-				out[i] = r
+				l[i] = r
 			}
 		}
-		if out == nil {
-			return v
+		if l != nil {
+			return l, true
 		}
-		return out
 	case float64:
 		// An integer-syntax number decodes to a float64 only outside
 		// int64's range (-2^63 itself among them: the float of
 		// -9223372036854775809). From 1e21 on, encoding/json writes an
 		// exponent, as a body that large most likely had.
 		if a := math.Abs(v); a >= 1<<63 && a < 1e21 && v == math.Trunc(v) {
-			return json.Number(new(big.Float).SetFloat64(v).Text('f', 0))
+			return json.Number(new(big.Float).SetFloat64(v).Text('f', 0)), true
 		}
 	}
-	return v
-}
-
-// sameJSONRef tells whether requestJSON left e as it is (r is e).
-func sameJSONRef(r, e any) bool {
-	switch r := r.(type) {
-	case map[string]any:
-		e, ok := e.(map[string]any)
-		return ok && sameMap(r, e)
-	case []any:
-		e, ok := e.([]any)
-		return ok && len(r) == len(e) && (len(r) == 0 || &r[0] == &e[0])
-	case json.Number:
-		return false
-	}
-	return true
+	return v, false
 }
 
 // strictWarnings is upstream's parseYAMLWarnings for a JSON body: one
