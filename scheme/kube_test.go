@@ -809,6 +809,8 @@ var invalidObjects = []invalidObject{
 		want: `Pod "web" is invalid: spec.containers[0].volumeMounts[0].name: Not found: "cache"`},
 	{name: "a pod with a negative active deadline", body: podSpecWith(`{"activeDeadlineSeconds": -1, "containers": [` + nginx + `]}`),
 		want: `Pod "web" is invalid: spec.activeDeadlineSeconds: Invalid value: -1: must be between 1 and 2147483647, inclusive`},
+	{name: "a pod with a nameserver with leading zeros and an IPv4-mapped host alias", body: podSpecWith(`{"hostAliases": [{"ip": "::ffff:1.2.3.4", "hostnames": ["db"]}], "dnsPolicy": "None", "dnsConfig": {"nameservers": ["05.06.07.08"]}, "containers": [` + nginx + `]}`),
+		want: `Pod "web" is invalid: [spec.dnsConfig.nameservers[0]: Invalid value: "05.06.07.08": must not have leading 0s, spec.hostAliases[0].ip: Invalid value: "::ffff:1.2.3.4": must not be an IPv4-mapped IPv6 address]`},
 	{name: "a deployment with negative replicas", body: deploymentWith(`{"replicas": -1, "selector": ` + webSelector + `, "template": ` + webTemplate + `}`),
 		want: `Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0`},
 	{name: "a deployment whose selector does not match its template labels", body: deploymentWith(`{"selector": {"matchLabels": {"app": "api"}}, "template": ` + webTemplate + `}`),
