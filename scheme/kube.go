@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"math/big"
+	"slices"
 	"strings"
 	"sync"
 
@@ -148,7 +152,8 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := json.Marshal(obj)
+	body, _ := requestJSON(obj)
+	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -172,6 +177,55 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 		return nil, nil, apierrors.NewInternalError(err)
 	}
 	return out, warnings, nil
+}
+
+// requestJSON is v, a decoded request body, to be encoded again for the
+// request decoder. Kubernetes' JSON decoding (k8s.io/apimachinery's
+// util/json) keeps an integer beyond int64's range as a float64, which
+// encoding/json writes in its shortest form (9223372036854775808 becomes
+// 9223372036854776000): such numbers are written as the integer they are,
+// so that the decoder's refusal names the number of the body, as
+// kube-apiserver's does ("cannot unmarshal number 9223372036854775808 into
+// Go struct field PodSpec.spec.terminationGracePeriodSeconds of type
+// int64"). v is returned as it is when it holds none (changed is false).
+func requestJSON(v any) (out any, changed bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		var m map[string]any
+		for k, e := range v {
+			if r, ok := requestJSON(e); ok {
+				if m == nil {
+					m = maps.Clone(v)
+				}
+				m[k] = r
+			}
+		}
+		if m != nil {
+			return m, true
+		}
+	case []any:
+		var l []any
+		for i, e := range v {
+			if r, ok := requestJSON(e); ok {
+				if l == nil {
+					l = slices.Clone(v)
+				}
+				l[i] = r
+			}
+		}
+		if l != nil {
+			return l, true
+		}
+	case float64:
+		// An integer-syntax number decodes to a float64 only outside
+		// int64's range (-2^63 itself among them: the float of
+		// -9223372036854775809). From 1e21 on, encoding/json writes an
+		// exponent, as a body that large most likely had.
+		if a := math.Abs(v); a >= 1<<63 && a < 1e21 && v == math.Trunc(v) {
+			return json.Number(new(big.Float).SetFloat64(v).Text('f', 0)), true
+		}
+	}
+	return v, false
 }
 
 // strictWarnings is upstream's parseYAMLWarnings for a JSON body: one
@@ -267,7 +321,8 @@ type Request struct {
 // rest.BeforeUpdate (PrepareForCreate/PrepareForUpdate, Validate or
 // ValidateUpdate with declarative validation, the metadata checks, the
 // warnings, Canonicalize), after what genericregistry.Store does first
-// (system fields, generated names, resourceVersion checks). The outcome
+// (system fields, generated names, resourceVersion checks, and the
+// Service store's begin hooks but for allocation: beginService). The outcome
 // holds kube-apiserver's refusal (a 422 `<Kind> "<name>" is invalid: …` for
 // an invalid object) or the object it would store. Subresource requests,
 // kinds without a registry strategy and operations other than CREATE and
@@ -394,6 +449,8 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 		if m.GetGenerateName() != "" && m.GetName() == "" {
 			m.SetName(st.GenerateName(m.GetGenerateName()))
 		}
+		// Then its BeginCreate hook (a Service's cluster IPs).
+		beginService(internal, nil)
 		err = rest.BeforeCreate(st, ctx, internal)
 		return rec.warnings, err
 	}
@@ -407,6 +464,8 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 	if err := resourceVersions(ctx, st, req, internal, oldInternal); err != nil {
 		return nil, err
 	}
+	// Then its BeginUpdate hook (a Service's allocated values).
+	beginService(internal, oldInternal)
 	err = rest.BeforeUpdate(st, ctx, internal, oldInternal)
 	return rec.warnings, err
 }
