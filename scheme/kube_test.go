@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,7 +129,7 @@ func checkDefault(t *testing.T, s *Scheme, u map[string]any, gvk schema.GroupVer
 		if err != nil {
 			t.Fatalf("%s: Default of a defaulted object: %v", gvk, err)
 		}
-		if !sameMap(got2, defaulted) {
+		if !jsonvalue.SameMap(got2, defaulted) {
 			t.Fatalf("%s: Default of an already defaulted object allocated a new one", gvk)
 		}
 	}
@@ -728,7 +730,7 @@ func TestRequestJSONWritesOverflowingIntegersAsTheyWere(t *testing.T) {
 		})
 	}
 	pod := obj(t, realObjectNamed(t, "a pod with two containers, ports and a volume").json)
-	if out, changed := requestJSON(pod); changed || !sameMap(out.(map[string]any), pod) {
+	if out, changed := requestJSON(pod); changed || !jsonvalue.SameMap(out.(map[string]any), pod) {
 		t.Errorf("a body without overflowing integers was copied")
 	}
 }
@@ -1605,7 +1607,7 @@ func FuzzDefault(f *testing.F) {
 		}
 		if again := upstreamDefault(t, want, gvk); reflect.DeepEqual(again, want) {
 			copied := runtime.DeepCopyJSON(want)
-			if out, err := s.Default(copied, gvk); err != nil || !sameMap(out, copied) {
+			if out, err := s.Default(copied, gvk); err != nil || !jsonvalue.SameMap(out, copied) {
 				t.Fatalf("a defaulted object was not returned as it is: %v", err)
 			}
 		}

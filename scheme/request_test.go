@@ -25,12 +25,8 @@ func TestNormalizeRequestRefusesWhatTheDecoderRefuses(t *testing.T) {
 	}{
 		{name: "an int32 out of range", spec: map[string]any{"priority": int64(3000000000), "containers": []any{}},
 			want: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 3000000000 into Go struct field PodSpec.spec.priority of type int32`},
-		// An integer past int64 reaches mutatis as a float64 (JSON and YAML
-		// decoders alike), so the number is quoted as Go prints that float
-		// where kube-apiserver, which has the body's bytes, quotes the
-		// digits sent (…775808): docs/fidelity.md.
 		{name: "an int64 out of range", spec: map[string]any{"terminationGracePeriodSeconds": 9223372036854775808.0, "containers": []any{}},
-			want: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 9223372036854776000 into Go struct field PodSpec.spec.terminationGracePeriodSeconds of type int64`},
+			want: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 9223372036854775808 into Go struct field PodSpec.spec.terminationGracePeriodSeconds of type int64`},
 		{name: "a string where an integer belongs", spec: map[string]any{"priority": "high", "containers": []any{}},
 			want: `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32`},
 	} {

@@ -109,7 +109,8 @@ func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKin
 	if out, ok := s.nz.normalize(s.types, obj, nil, gvk); ok {
 		return out, nil
 	}
-	data, err := json.Marshal(obj)
+	body, _ := requestJSON(obj)
+	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
