@@ -192,12 +192,8 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 		// kube-apiserver decodes the request into the kind's Go type before
 		// admission: present built-in objects the same way.
 		obj, err := e.cfg.Patcher.NormalizeRequest(a.Object.Object, a.Kind)
-		var status *apierrors.StatusError
-		if errors.As(err, &status) {
-			return res, status
-		}
 		if err != nil {
-			return res, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", a.Kind.Kind, err))
+			return res, decodingError(a.Kind, err)
 		}
 		res.Object = obj
 	}
@@ -219,6 +215,16 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 	}
 	res.Reinvoke = st.shouldReinvokeChain
 	return res, nil
+}
+
+// decodingError is the answer to a request whose object does not decode:
+// the decoder's own status (kube-apiserver's 400), or a 400 naming it.
+func decodingError(kind schema.GroupVersionKind, err error) error {
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return status
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", kind.Kind, err))
 }
 
 // reinvocationState mirrors upstream's policyReinvokeContext.

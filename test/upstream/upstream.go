@@ -79,7 +79,7 @@ type TypeConverters struct {
 	// the OpenAPI documents of every served group/version (e.g. a
 	// patch.NewTypeConverterManager over kube-apiserver's documents).
 	Discovery patch.TypeConverterManager
-	cache  sync.Map // schema.GroupVersionKind → managedfields.TypeConverter (nil: none)
+	cache     sync.Map // schema.GroupVersionKind → managedfields.TypeConverter (nil: none)
 }
 
 var _ patch.TypeConverterManager = &TypeConverters{}
