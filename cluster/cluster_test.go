@@ -151,3 +151,42 @@ func TestAttributes(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeAdmissionPlugins: Decode presents a Pod as the MAP plugin
+// receives it, after kube-apiserver's Priority plugin (resolving the
+// cluster's PriorityClasses) and DefaultTolerationSeconds.
+func TestDecodeAdmissionPlugins(t *testing.T) {
+	c, err := New(load(t, `
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch}
+value: 50
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "shop"},
+		"spec": map[string]any{"priorityClassName": "batch", "containers": []any{map[string]any{"name": "c", "image": "i"}}},
+	}}
+	a, _, err := c.Decode(Request{Object: pod.DeepCopy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := a.Object.Object["spec"].(map[string]any)
+	if spec["priority"] != int64(50) || spec["preemptionPolicy"] != "PreemptLowerPriority" {
+		t.Errorf("priority %v, preemptionPolicy %v; want 50 from the PriorityClass, PreemptLowerPriority", spec["priority"], spec["preemptionPolicy"])
+	}
+	if tol, _ := spec["tolerations"].([]any); len(tol) != 2 {
+		t.Errorf("tolerations %v, want DefaultTolerationSeconds' two", spec["tolerations"])
+	}
+	// NoDefaults: the object as written.
+	c.NoDefaults = true
+	a, _, err = c.Decode(Request{Object: pod.DeepCopy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Object.Object["spec"].(map[string]any)["priority"]; ok {
+		t.Errorf("NoDefaults: the plugins ran")
+	}
+}
