@@ -153,6 +153,12 @@ func outcomeOf(u *unstructured.Unstructured, err error) (outcome, error) {
 	return outcome{Object: normalize(u.Object)}, nil
 }
 
+// outcomeOfStatus is the outcome of a refusal.
+func outcomeOfStatus(e *apierrors.StatusError) outcome {
+	s := e.ErrStatus
+	return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
+}
+
 func (o outcome) yaml() string {
 	b, err := yaml.Marshal(o)
 	if err != nil {
