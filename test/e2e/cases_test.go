@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
