@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -40,8 +39,8 @@ func adminInfo() user.Info {
 // MutatingAdmissionPolicies and bindings (admissionregistration.k8s.io/v1),
 // and last the object whose CREATE is admitted.
 //
-// Built-in defaulting (docs/fidelity.md difference #2) is normalized away
-// rigorously, by the API server itself, with the policies absent:
+// Two comparisons. The first normalizes kube-apiserver's decoding and
+// defaulting away with the API server itself, with the policies absent:
 //
 //  1. in = dry-run CREATE of the case object: the object as decoded and
 //     defaulted by the API server (and its other admission plugins), which
@@ -52,12 +51,14 @@ func adminInfo() user.Info {
 //  3. the policies are created and made effective (barrier);
 //     S = the real CREATE of the case object;
 //  4. S and N are compared after dropping uid, resourceVersion,
-//     creationTimestamp, managedFields and generation.
+//     creationTimestamp and managedFields.
 //
-// Defaulting is idempotent and the MAP plugin defaults after every
-// mutation, so N == S whenever mutatis' M equals the plugin's output up to
-// defaulting; a policy that reads a field defaulted after an earlier
-// mutation would show up here as a difference (that is difference #2).
+// The second takes no help from the API server: mutatis decodes the case
+// object as written (cluster.Decode: defaulting, the admission plugins
+// before MAP; pruning and structural defaults for custom resources),
+// admits it and runs the registry strategy (cluster.Admit); its stored
+// object (Admission.Stored) or refusal (the denial, the 422 of validation)
+// must be S or kube-apiserver's refusal, message for message.
 func TestDifferential(t *testing.T) {
 	cases := caseFiles(t)
 	c := StartCluster(t, NativeMAP)
@@ -106,11 +107,7 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		t.Fatalf("mutatis loaded %d policies (%d rejected), %d bindings, %d objects from %s", len(set.Policies), len(set.Rejected), len(set.Bindings), len(set.Objects), file)
 	}
 
-	for _, r := range resources {
-		if _, err := c.Create(ctx, r, false); err != nil {
-			t.Fatalf("creating %s: %v", kindKey(r), err)
-		}
-	}
+	createResources(t, ctx, c, resources)
 
 	// 1. The object as the MAP plugin receives it.
 	d0, err := c.Create(ctx, object, true)
@@ -125,6 +122,8 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	if !refused {
 		got = admitByMutatis(t, ctx, c, set, in)
 	}
+	// And the stronger one: mutatis alone, from the case object as written.
+	raw, _ := admitRawByMutatis(t, set)
 
 	// 3. The policies, natively.
 	t.Cleanup(func() {
@@ -157,6 +156,7 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	}
 	if want.Refused == "" {
 		b.sync(t, ctx)
+		waitTypeConverter(t, ctx, c, object)
 		s, err := c.Create(ctx, object, false)
 		if want, err = outcomeOf(s, err); err != nil {
 			t.Fatalf("create of %s: %v", kindKey(object), err)
@@ -171,21 +171,18 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		if err := os.WriteFile(golden, []byte(header+want.yaml()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else if data, err := os.ReadFile(golden); err != nil {
-		t.Errorf("no golden file (%v); run with -update and review it", err)
 	} else {
-		var g outcome
-		if err := yaml.Unmarshal(data, &g); err != nil {
-			t.Fatalf("%s: %v", golden, err)
-		}
-		if d := diff("golden", g, "kube-apiserver", want); d != "" {
+		if d := diff("golden", readGolden(t, file), "kube-apiserver", want); d != "" {
 			t.Errorf("kube-apiserver's outcome differs from %s (a behaviour change of the API server, or a stale golden file):\n%s", golden, d)
 		}
 	}
 
 	// 4. mutatis against kube-apiserver.
 	if d := diff("kube-apiserver", want, "mutatis", got); d != "" {
-		t.Errorf("mutatis differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+		t.Errorf("mutatis (admitting kube-apiserver's decoded object, then a dry-run create) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+	}
+	if d := diff("kube-apiserver", want, "mutatis", raw); d != "" {
+		t.Errorf("mutatis (from the case object: Decode, Admit, the stored object) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if want.Object != nil && diff("", outcome{Object: in}, "", want) == "" {
 		t.Logf("note: the policies left %s unchanged", kindKey(object))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -112,7 +113,8 @@ func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error
 
 // serverFields are the metadata fields the API server sets on every
 // stored object; they differ between two creations of the same object.
-var serverFields = []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}
+// (generation is set by the registry strategies, and compared.)
+var serverFields = []string{"uid", "resourceVersion", "creationTimestamp", "managedFields"}
 
 // normalize returns a copy of obj without serverFields.
 func normalize(obj map[string]any) map[string]any {
@@ -202,3 +204,36 @@ func quickCtx(parent context.Context) (context.Context, context.CancelFunc) {
 }
 
 func trimYAML(s string) string { return strings.TrimSpace(s) + "\n" }
+
+// createResources creates a case's Namespaces, params and
+// CustomResourceDefinitions, in order; a CRD is waited for until
+// established and discovery is refreshed.
+func createResources(t *testing.T, ctx context.Context, c *Cluster, resources []*unstructured.Unstructured) {
+	t.Helper()
+	for _, r := range resources {
+		if _, err := c.Create(ctx, r, false); err != nil {
+			t.Fatalf("creating %s: %v", kindKey(r), err)
+		}
+		if r.GetKind() == "CustomResourceDefinition" {
+			waitEstablished(t, ctx, c, r)
+			c.Mapper.Reset()
+		}
+	}
+}
+
+// waitTypeConverter waits until kube-apiserver's MAP plugin can mutate
+// object's kind: its type converters come from the server's
+// /openapi/v3, polled every 5 s, so a custom resource whose CRD was just
+// created is refused with a 503 until then (which the barrier does not
+// cover). Dry-run creates of object tell.
+func waitTypeConverter(t *testing.T, ctx context.Context, c *Cluster, object *unstructured.Unstructured) {
+	t.Helper()
+	var last error
+	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		_, last = c.Create(ctx, object, true)
+		return !(apierrors.IsServiceUnavailable(last) && strings.Contains(last.Error(), "CustomResourceDefinitions")), nil
+	})
+	if err != nil {
+		t.Fatalf("the MAP plugin has no type converter for %s: %v (last: %v)", kindKey(object), err, last)
+	}
+}
