@@ -37,13 +37,26 @@ func caseFiles(t *testing.T) []string {
 // mutatis (or, in a *refused* case, is refused as kube-apiserver refuses
 // it), its object is admitted offline without an internal error, it
 // respects the barrier's rules (no policy matches podtemplates, params are
-// ConfigMaps), and it has a golden file.
+// ConfigMaps), its CustomResourceDefinitions are its own (CRDs, like
+// namespaces, are never deleted: no other case, nor TestPolyfill, may
+// create one of the same name), and it has a golden file. mutatis' outcome
+// from the case object (admitRawByMutatis) must be the golden one.
 func TestDifferentialCasesAreValid(t *testing.T) {
+	crds := map[string]string{"widgets.e2e.mutatis.dev": "TestPolyfill"}
 	for _, f := range caseFiles(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
-			_, data, err := readDocs(f)
+			docs, data, err := readDocs(f)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, d := range docs[:len(docs)-1] {
+				if d.GetKind() != "CustomResourceDefinition" {
+					continue
+				}
+				if other, ok := crds[d.GetName()]; ok {
+					t.Errorf("CustomResourceDefinition %s is also created by %s", d.GetName(), other)
+				}
+				crds[d.GetName()] = filepath.Base(f)
 			}
 			set, err := manifest.Parse(f, data)
 			if err != nil {
@@ -88,7 +101,9 @@ func TestDifferentialCasesAreValid(t *testing.T) {
 			}
 			// The golden file is kube-apiserver's reviewed outcome: the
 			// stronger comparison of TestDifferential, without a server.
-			if d := diff("golden (kube-apiserver)", readGolden(t, f), "mutatis", got); d != "" {
+			if _, _, err := readDocs(golden); err != nil {
+				t.Logf("mutatis' outcome:\n%s", got.yaml())
+			} else if d := diff("golden (kube-apiserver)", readGolden(t, f), "mutatis", got); d != "" {
 				t.Errorf("mutatis (from the case object, as kube-apiserver decodes, admits and stores it) differs from the golden file:\n%s", d)
 			}
 		})
