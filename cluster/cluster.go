@@ -309,6 +309,12 @@ func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {
 	}
 	res := rs[0]
 	namespace := ""
+	if gvr := res.GroupVersionResource(); gvr.Group == "" && gvr.Resource == "namespaces" {
+		// A Namespace's requests are in the namespace itself: the request
+		// path /api/v1/namespaces/{name} names it, and a CREATE gets its
+		// name (handlers.createHandler: namespace = name).
+		namespace = obj.GetName()
+	}
 	if res.Namespaced {
 		namespace = r.Namespace
 		if namespace == "" {

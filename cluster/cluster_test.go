@@ -190,3 +190,29 @@ value: 50
 		t.Errorf("NoDefaults: the plugins ran")
 	}
 }
+
+// TestNamespaceRequestNamespace: kube-apiserver's requests on a Namespace
+// are in the namespace itself, CREATE included (handlers.createHandler
+// sets the request namespace to the name); other cluster-scoped kinds
+// have none.
+func TestNamespaceRequestNamespace(t *testing.T) {
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		obj  map[string]any
+		want string
+	}{
+		{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team"}}, "team"},
+		{map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": map[string]any{"name": "high"}, "value": int64(1)}, ""},
+	} {
+		a, err := c.Attributes(Request{Object: &unstructured.Unstructured{Object: tc.obj}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Namespace != tc.want || a.Name != tc.obj["metadata"].(map[string]any)["name"] {
+			t.Errorf("%s: namespace %q, name %q; want %q", tc.obj["kind"], a.Namespace, a.Name, tc.want)
+		}
+	}
+}
