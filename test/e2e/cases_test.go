@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -121,15 +122,7 @@ func admitRawByMutatis(t *testing.T, set *manifest.Set) (outcome, *cluster.Admis
 	if o, refused := refusedByMutatis(t, set); refused {
 		return o, &cluster.Admission{}
 	}
-	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols, binds := set.APIObjects()
-	ev, err := sim.Evaluator(nil, pols, binds)
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
+	sim, ev := simulate(t, set)
 	obj := set.Objects[len(set.Objects)-1].Object.DeepCopy()
 	attrs, _, err := sim.Decode(cluster.Request{Object: obj, User: adminInfo()})
 	if err != nil {
@@ -151,4 +144,20 @@ func admitRawByMutatis(t *testing.T, set *manifest.Set) (outcome, *cluster.Admis
 		return outcome{Object: normalize(adm.Stored)}, adm
 	}
 	return outcome{Object: normalize(adm.Object)}, adm
+}
+
+// simulate is the simulated cluster of a policy set (every object but the
+// last, the case object) and the evaluator of its policies.
+func simulate(t *testing.T, set *manifest.Set) (*cluster.Cluster, *engine.Evaluator) {
+	t.Helper()
+	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, binds := set.APIObjects()
+	ev, err := sim.Evaluator(nil, pols, binds)
+	if err != nil {
+		t.Fatalf("mutatis: %v", err)
+	}
+	return sim, ev
 }

@@ -221,15 +221,7 @@ func refusedByMutatis(t *testing.T, set *manifest.Set) (outcome, bool) {
 // post-admission defaulting (a dry-run create of the result).
 func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest.Set, in map[string]any) outcome {
 	t.Helper()
-	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols, binds := set.APIObjects()
-	ev, err := sim.Evaluator(nil, pols, binds)
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
+	sim, ev := simulate(t, set)
 	attrs, err := sim.Attributes(cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()})
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
@@ -239,8 +231,7 @@ func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest
 		t.Fatalf("mutatis: %v", err)
 	}
 	if res.Denied != nil {
-		s := res.Denied.ErrStatus
-		return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
+		return outcomeOfStatus(res.Denied)
 	}
 	n, err := c.Create(ctx, &unstructured.Unstructured{Object: res.Object}, true)
 	got, err := outcomeOf(n, err)
