@@ -13,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 
@@ -107,12 +108,26 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		t.Fatalf("mutatis loaded %d policies (%d rejected), %d bindings, %d objects from %s", len(set.Policies), len(set.Rejected), len(set.Bindings), len(set.Objects), file)
 	}
 
-	createResources(t, ctx, c, resources)
+	redefined := createResources(t, ctx, c, resources)
+	// An UPDATE set: the stored object it updates.
+	var stored *unstructured.Unstructured
+	if old := oldObjectOf(docs); old != nil {
+		if redefined {
+			waitRefused(t, ctx, c, old)
+		}
+		ri, err := c.resourceFor(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored, err = ri.Get(ctx, old.GetName(), metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// 1. The object as the MAP plugin receives it.
-	d0, err := c.Create(ctx, object, true)
+	d0, err := c.write(ctx, object, stored, true)
 	if err != nil {
-		t.Fatalf("dry-run create of %s without policies: %v", kindKey(object), err)
+		t.Fatalf("dry-run write of %s without policies: %v", kindKey(object), err)
 	}
 	in := normalize(d0.Object)
 
@@ -120,10 +135,11 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	// mutatis refuses a policy as kube-apiserver would on create.
 	got, refused := refusedByMutatis(t, set)
 	if !refused {
-		got = admitByMutatis(t, ctx, c, set, in)
+		got = admitByMutatis(t, ctx, c, set, in, stored)
 	}
-	// And the stronger one: mutatis alone, from the case object as written.
-	raw, _ := admitRawByMutatis(t, set)
+	// And the stronger one: mutatis alone, from the case object as written
+	// (and the stored object an UPDATE updates).
+	raw, _ := admitRawByMutatis(t, set, stored)
 
 	// 3. The policies, natively.
 	t.Cleanup(func() {
@@ -156,8 +172,8 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	}
 	if want.Refused == "" {
 		b.sync(t, ctx)
-		waitTypeConverter(t, ctx, c, object)
-		s, err := c.Create(ctx, object, false)
+		waitTypeConverter(t, ctx, c, object, stored)
+		s, err := c.write(ctx, object, stored, false)
 		if want, err = outcomeOf(s, err); err != nil {
 			t.Fatalf("create of %s: %v", kindKey(object), err)
 		}
@@ -219,10 +235,14 @@ func refusedByMutatis(t *testing.T, set *manifest.Set) (outcome, bool) {
 // admitByMutatis admits in (the object as the MAP plugin receives it) with
 // mutatis' offline engine and returns the outcome after the API server's
 // post-admission defaulting (a dry-run create of the result).
-func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest.Set, in map[string]any) outcome {
+func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest.Set, in map[string]any, stored *unstructured.Unstructured) outcome {
 	t.Helper()
 	sim, ev := simulate(t, set)
-	attrs, err := sim.Attributes(cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()})
+	req := cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()}
+	if stored != nil {
+		req.OldObject = stored.DeepCopy()
+	}
+	attrs, err := sim.Attributes(req)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}
@@ -233,10 +253,10 @@ func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest
 	if res.Denied != nil {
 		return outcomeOfStatus(res.Denied)
 	}
-	n, err := c.Create(ctx, &unstructured.Unstructured{Object: res.Object}, true)
+	n, err := c.write(ctx, &unstructured.Unstructured{Object: res.Object}, stored, true)
 	got, err := outcomeOf(n, err)
 	if err != nil {
-		t.Fatalf("dry-run create of mutatis' result: %v", err)
+		t.Fatalf("dry-run write of mutatis' result: %v", err)
 	}
 	return got
 }
