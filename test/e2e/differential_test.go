@@ -38,7 +38,9 @@ func adminInfo() user.Info {
 //
 // A case file is a multi-document YAML: Namespaces and ConfigMap params,
 // MutatingAdmissionPolicies and bindings (admissionregistration.k8s.io/v1),
-// and last the object whose CREATE is admitted.
+// and last the object whose CREATE is admitted. In an UPDATE set, an
+// earlier document has the object's kind, namespace and name: it is
+// created first, then updated to the object (oldObjectOf).
 //
 // Two comparisons. The first normalizes kube-apiserver's decoding and
 // defaulting away with the API server itself, with the policies absent:
