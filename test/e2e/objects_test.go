@@ -71,11 +71,15 @@ func (c *Cluster) Create(ctx context.Context, u *unstructured.Unstructured, dryR
 	if err != nil {
 		return nil, err
 	}
-	opts := metav1.CreateOptions{}
+	return ri.Create(ctx, u.DeepCopy(), metav1.CreateOptions{DryRun: dryRunAll(dryRun)})
+}
+
+// dryRunAll is the dryRun option of a request.
+func dryRunAll(dryRun bool) []string {
 	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
+		return []string{metav1.DryRunAll}
 	}
-	return ri.Create(ctx, u.DeepCopy(), opts)
+	return nil
 }
 
 // Delete deletes u, ignoring NotFound.
@@ -256,13 +260,9 @@ func (c *Cluster) write(ctx context.Context, u, old *unstructured.Unstructured, 
 	if err != nil {
 		return nil, err
 	}
-	opts := metav1.UpdateOptions{}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
 	n := u.DeepCopy()
 	n.SetResourceVersion(old.GetResourceVersion())
-	return ri.Update(ctx, n, opts)
+	return ri.Update(ctx, n, metav1.UpdateOptions{DryRun: dryRunAll(dryRun)})
 }
 
 // waitRefused waits until a dry-run create of a copy of old (under another
