@@ -8,7 +8,6 @@ import (
 
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Admission is the outcome of one request in the simulated cluster: the
@@ -63,11 +62,10 @@ func (c *Cluster) Admit(ctx context.Context, ev engine.Admitter, a *matching.Att
 	if a.OldObject != nil {
 		old = a.OldObject.Object
 	}
-	req := scheme.Request{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name}
 	if a.Operation != admission.Create && a.Operation != admission.Update {
 		return out, nil
 	}
-	v, err := c.Scheme.Validate(ctx, req, out.Object, old)
+	v, err := c.Scheme.Validate(ctx, schemeRequest(a), out.Object, old)
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,10 @@ func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
 		if err := c.Scheme.AddCRD(u); err != nil {
 			return err
 		}
+	case gvk.Group == "scheduling.k8s.io" && gvk.Version == "v1" && gvk.Kind == "PriorityClass":
+		if err := c.Scheme.AddPriorityClass(u.Object); err != nil {
+			return err
+		}
 	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Namespace":
 		ns := &corev1.Namespace{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
@@ -237,7 +241,10 @@ func (c *Cluster) Attributes(r Request) (*matching.Attributes, error) {
 // built-in kinds, strict decoding into the Go type (unknown fields are
 // warnings, as under fieldValidation Warn), defaulting and conversion
 // through the internal version. A body kube-apiserver refuses to decode is
-// its 400, an *apierrors.StatusError.
+// its 400, an *apierrors.StatusError. The object of a CREATE or UPDATE then
+// goes through kube-apiserver's default admission plugins that precede
+// MutatingAdmissionPolicy (scheme.AdmitPlugins: a Pod's priority and
+// default tolerations), whose refusals are *apierrors.StatusErrors too.
 func (c *Cluster) Decode(r Request) (*matching.Attributes, []string, error) {
 	a, err := c.attributes(r)
 	if err != nil {
@@ -258,7 +265,34 @@ func (c *Cluster) Decode(r Request) (*matching.Attributes, []string, error) {
 		o.Object = out
 		warnings = append(warnings, w...)
 	}
+	if a.Object != nil {
+		out, err := c.AdmitPlugins(context.Background(), a, a.Object.Object)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.Object.Object = out
+	}
 	return a, warnings, nil
+}
+
+// AdmitPlugins runs obj, a decoded object for the request a, through
+// kube-apiserver's default admission plugins that precede
+// MutatingAdmissionPolicy (scheme.AdmitPlugins) when a is a CREATE or an
+// UPDATE, and returns it as the MAP plugin receives it.
+func (c *Cluster) AdmitPlugins(ctx context.Context, a *matching.Attributes, obj map[string]any) (map[string]any, error) {
+	if a.Operation != admission.Create && a.Operation != admission.Update {
+		return obj, nil
+	}
+	var old map[string]any
+	if a.OldObject != nil {
+		old = a.OldObject.Object
+	}
+	return c.Scheme.AdmitPlugins(ctx, schemeRequest(a), obj, old, a.UserInfo, a.DryRun)
+}
+
+// schemeRequest is the scheme's view of the request a.
+func schemeRequest(a *matching.Attributes) scheme.Request {
+	return scheme.Request{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name}
 }
 
 func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {
@@ -275,6 +309,12 @@ func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {
 		return nil, err
 	}
 	namespace := ""
+	if gvr := res.GroupVersionResource(); gvr.Group == "" && gvr.Resource == "namespaces" {
+		// A Namespace's requests are in the namespace itself: the request
+		// path /api/v1/namespaces/{name} names it, and a CREATE gets its
+		// name (handlers.createHandler: namespace = name).
+		namespace = obj.GetName()
+	}
 	if res.Namespaced {
 		namespace = r.Namespace
 		if namespace == "" {

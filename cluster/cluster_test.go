@@ -198,3 +198,68 @@ func TestAttributesOfSubresources(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeAdmissionPlugins: Decode presents a Pod as the MAP plugin
+// receives it, after kube-apiserver's Priority plugin (resolving the
+// cluster's PriorityClasses) and DefaultTolerationSeconds.
+func TestDecodeAdmissionPlugins(t *testing.T) {
+	c, err := New(load(t, `
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch}
+value: 50
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "shop"},
+		"spec": map[string]any{"priorityClassName": "batch", "containers": []any{map[string]any{"name": "c", "image": "i"}}},
+	}}
+	a, _, err := c.Decode(Request{Object: pod.DeepCopy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := a.Object.Object["spec"].(map[string]any)
+	if spec["priority"] != int64(50) || spec["preemptionPolicy"] != "PreemptLowerPriority" {
+		t.Errorf("priority %v, preemptionPolicy %v; want 50 from the PriorityClass, PreemptLowerPriority", spec["priority"], spec["preemptionPolicy"])
+	}
+	if tol, _ := spec["tolerations"].([]any); len(tol) != 2 {
+		t.Errorf("tolerations %v, want DefaultTolerationSeconds' two", spec["tolerations"])
+	}
+	// NoDefaults: the object as written.
+	c.NoDefaults = true
+	a, _, err = c.Decode(Request{Object: pod.DeepCopy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Object.Object["spec"].(map[string]any)["priority"]; ok {
+		t.Errorf("NoDefaults: the plugins ran")
+	}
+}
+
+// TestNamespaceRequestNamespace: kube-apiserver's requests on a Namespace
+// are in the namespace itself, CREATE included (handlers.createHandler
+// sets the request namespace to the name); other cluster-scoped kinds
+// have none.
+func TestNamespaceRequestNamespace(t *testing.T) {
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		obj  map[string]any
+		want string
+	}{
+		{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team"}}, "team"},
+		{map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": map[string]any{"name": "high"}, "value": int64(1)}, ""},
+	} {
+		a, err := c.Attributes(Request{Object: &unstructured.Unstructured{Object: tc.obj}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Namespace != tc.want || a.Name != tc.obj["metadata"].(map[string]any)["name"] {
+			t.Errorf("%s: namespace %q, name %q; want %q", tc.obj["kind"], a.Namespace, a.Name, tc.want)
+		}
+	}
+}

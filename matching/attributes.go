@@ -12,8 +12,9 @@ import (
 //
 // Fill them the way kube-apiserver does: Resource and Kind as requested (before any
 // equivalence), Subresource without the parent, Namespace empty for cluster-scoped resources.
-// For requests on a Namespace other than CREATE, kube-apiserver sets Namespace to the
-// namespace's own name (the request path is /api/v1/namespaces/{name}); on CREATE it is empty.
+// For requests on a Namespace, kube-apiserver sets Namespace to the namespace's own name:
+// the request path is /api/v1/namespaces/{name}, and a CREATE gets the name of the object
+// (handlers.createHandler). namespaceObject is null for them all the same.
 type Attributes struct {
 	// Operation is CREATE, UPDATE, DELETE or CONNECT.
 	Operation admission.Operation

@@ -274,9 +274,14 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 		}
 		if !cl.NoDefaults {
 			// An expected object is read as kube-apiserver would store it:
-			// decoded, defaulted, through its internal version.
+			// decoded, defaulted, through its internal version, and through
+			// the admission plugins that precede MAP (a Pod's priority and
+			// default tolerations).
 			out, _, err := cl.Scheme.DecodeRequest(u.Object, attrs.Kind)
-			return out, err
+			if err != nil {
+				return nil, err
+			}
+			return cl.AdmitPlugins(ctx, attrs, out)
 		}
 		return patcher.Normalize(u.Object, attrs.Kind)
 	}

@@ -449,8 +449,11 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 		if m.GetGenerateName() != "" && m.GetName() == "" {
 			m.SetName(st.GenerateName(m.GetGenerateName()))
 		}
-		// Then its BeginCreate hook (a Service's cluster IPs).
-		beginService(internal, nil)
+		// Then the registry's hook (a Service's IP families and
+		// allocations).
+		if err := beginCreate(ctx, req.Kind.GroupKind(), internal); err != nil {
+			return rec.warnings, err
+		}
 		err = rest.BeforeCreate(st, ctx, internal)
 		return rec.warnings, err
 	}
@@ -464,8 +467,9 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 	if err := resourceVersions(ctx, st, req, internal, oldInternal); err != nil {
 		return nil, err
 	}
-	// Then its BeginUpdate hook (a Service's allocated values).
-	beginService(internal, oldInternal)
+	if err := beginUpdate(ctx, req.Kind.GroupKind(), internal, oldInternal); err != nil {
+		return rec.warnings, err
+	}
 	err = rest.BeforeUpdate(st, ctx, internal, oldInternal)
 	return rec.warnings, err
 }

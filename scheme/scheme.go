@@ -38,12 +38,14 @@ type Scheme struct {
 	nz normalizer
 	// crs are the custom resources of the run.
 	crs *CustomResources
+	// plugins are kube-apiserver's admission plugins before MAP.
+	plugins *plugins
 }
 
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources()}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), plugins: newPlugins()}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or

@@ -13,9 +13,9 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -38,10 +38,12 @@ func adminInfo() user.Info {
 //
 // A case file is a multi-document YAML: Namespaces and ConfigMap params,
 // MutatingAdmissionPolicies and bindings (admissionregistration.k8s.io/v1),
-// and last the object whose CREATE is admitted.
+// and last the object whose CREATE is admitted. In an UPDATE set, an
+// earlier document has the object's kind, namespace and name: it is
+// created first, then updated to the object (oldObjectOf).
 //
-// Built-in defaulting (docs/fidelity.md difference #2) is normalized away
-// rigorously, by the API server itself, with the policies absent:
+// Two comparisons. The first normalizes kube-apiserver's decoding and
+// defaulting away with the API server itself, with the policies absent:
 //
 //  1. in = dry-run CREATE of the case object: the object as decoded and
 //     defaulted by the API server (and its other admission plugins), which
@@ -52,12 +54,14 @@ func adminInfo() user.Info {
 //  3. the policies are created and made effective (barrier);
 //     S = the real CREATE of the case object;
 //  4. S and N are compared after dropping uid, resourceVersion,
-//     creationTimestamp, managedFields and generation.
+//     creationTimestamp and managedFields.
 //
-// Defaulting is idempotent and the MAP plugin defaults after every
-// mutation, so N == S whenever mutatis' M equals the plugin's output up to
-// defaulting; a policy that reads a field defaulted after an earlier
-// mutation would show up here as a difference (that is difference #2).
+// The second takes no help from the API server: mutatis decodes the case
+// object as written (cluster.Decode: defaulting, the admission plugins
+// before MAP; pruning and structural defaults for custom resources),
+// admits it and runs the registry strategy (cluster.Admit); its stored
+// object (Admission.Stored) or refusal (the denial, the 422 of validation)
+// must be S or kube-apiserver's refusal, message for message.
 func TestDifferential(t *testing.T) {
 	cases := caseFiles(t)
 	c := StartCluster(t, NativeMAP)
@@ -106,16 +110,26 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		t.Fatalf("mutatis loaded %d policies (%d rejected), %d bindings, %d objects from %s", len(set.Policies), len(set.Rejected), len(set.Bindings), len(set.Objects), file)
 	}
 
-	for _, r := range resources {
-		if _, err := c.Create(ctx, r, false); err != nil {
-			t.Fatalf("creating %s: %v", kindKey(r), err)
+	redefined := createResources(t, ctx, c, resources)
+	// An UPDATE set: the stored object it updates.
+	var stored *unstructured.Unstructured
+	if old := oldObjectOf(docs); old != nil {
+		if redefined {
+			waitRefused(t, ctx, c, old)
+		}
+		ri, err := c.resourceFor(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored, err = ri.Get(ctx, old.GetName(), metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	}
 
 	// 1. The object as the MAP plugin receives it.
-	d0, err := c.Create(ctx, object, true)
+	d0, err := c.write(ctx, object, stored, true)
 	if err != nil {
-		t.Fatalf("dry-run create of %s without policies: %v", kindKey(object), err)
+		t.Fatalf("dry-run write of %s without policies: %v", kindKey(object), err)
 	}
 	in := normalize(d0.Object)
 
@@ -123,8 +137,11 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	// mutatis refuses a policy as kube-apiserver would on create.
 	got, refused := refusedByMutatis(t, set)
 	if !refused {
-		got = admitByMutatis(t, ctx, c, set, in)
+		got = admitByMutatis(t, ctx, c, set, in, stored)
 	}
+	// And the stronger one: mutatis alone, from the case object as written
+	// (and the stored object an UPDATE updates).
+	raw, _ := admitRawByMutatis(t, set, stored)
 
 	// 3. The policies, natively.
 	t.Cleanup(func() {
@@ -157,7 +174,8 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	}
 	if want.Refused == "" {
 		b.sync(t, ctx)
-		s, err := c.Create(ctx, object, false)
+		waitTypeConverter(t, ctx, c, object, stored)
+		s, err := c.write(ctx, object, stored, false)
 		if want, err = outcomeOf(s, err); err != nil {
 			t.Fatalf("create of %s: %v", kindKey(object), err)
 		}
@@ -171,21 +189,18 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		if err := os.WriteFile(golden, []byte(header+want.yaml()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else if data, err := os.ReadFile(golden); err != nil {
-		t.Errorf("no golden file (%v); run with -update and review it", err)
 	} else {
-		var g outcome
-		if err := yaml.Unmarshal(data, &g); err != nil {
-			t.Fatalf("%s: %v", golden, err)
-		}
-		if d := diff("golden", g, "kube-apiserver", want); d != "" {
+		if d := diff("golden", readGolden(t, file), "kube-apiserver", want); d != "" {
 			t.Errorf("kube-apiserver's outcome differs from %s (a behaviour change of the API server, or a stale golden file):\n%s", golden, d)
 		}
 	}
 
 	// 4. mutatis against kube-apiserver.
 	if d := diff("kube-apiserver", want, "mutatis", got); d != "" {
-		t.Errorf("mutatis differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+		t.Errorf("mutatis (admitting kube-apiserver's decoded object, then a dry-run create) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+	}
+	if d := diff("kube-apiserver", want, "mutatis", raw); d != "" {
+		t.Errorf("mutatis (from the case object: Decode, Admit, the stored object) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if want.Object != nil && diff("", outcome{Object: in}, "", want) == "" {
 		t.Logf("note: the policies left %s unchanged", kindKey(object))
@@ -222,18 +237,14 @@ func refusedByMutatis(t *testing.T, set *manifest.Set) (outcome, bool) {
 // admitByMutatis admits in (the object as the MAP plugin receives it) with
 // mutatis' offline engine and returns the outcome after the API server's
 // post-admission defaulting (a dry-run create of the result).
-func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest.Set, in map[string]any) outcome {
+func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest.Set, in map[string]any, stored *unstructured.Unstructured) outcome {
 	t.Helper()
-	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
-	if err != nil {
-		t.Fatal(err)
+	sim, ev := simulate(t, set)
+	req := cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()}
+	if stored != nil {
+		req.OldObject = stored.DeepCopy()
 	}
-	pols, binds := set.APIObjects()
-	ev, err := sim.Evaluator(nil, pols, binds)
-	if err != nil {
-		t.Fatalf("mutatis: %v", err)
-	}
-	attrs, err := sim.Attributes(cluster.Request{Object: &unstructured.Unstructured{Object: in}, User: adminInfo()})
+	attrs, err := sim.Attributes(req)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}
@@ -242,13 +253,12 @@ func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest
 		t.Fatalf("mutatis: %v", err)
 	}
 	if res.Denied != nil {
-		s := res.Denied.ErrStatus
-		return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
+		return outcomeOfStatus(res.Denied)
 	}
-	n, err := c.Create(ctx, &unstructured.Unstructured{Object: res.Object}, true)
+	n, err := c.write(ctx, &unstructured.Unstructured{Object: res.Object}, stored, true)
 	got, err := outcomeOf(n, err)
 	if err != nil {
-		t.Fatalf("dry-run create of mutatis' result: %v", err)
+		t.Fatalf("dry-run write of mutatis' result: %v", err)
 	}
 	return got
 }

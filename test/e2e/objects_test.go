@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -70,11 +71,15 @@ func (c *Cluster) Create(ctx context.Context, u *unstructured.Unstructured, dryR
 	if err != nil {
 		return nil, err
 	}
-	opts := metav1.CreateOptions{}
+	return ri.Create(ctx, u.DeepCopy(), metav1.CreateOptions{DryRun: dryRunAll(dryRun)})
+}
+
+// dryRunAll is the dryRun option of a request.
+func dryRunAll(dryRun bool) []string {
 	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
+		return []string{metav1.DryRunAll}
 	}
-	return ri.Create(ctx, u.DeepCopy(), opts)
+	return nil
 }
 
 // Delete deletes u, ignoring NotFound.
@@ -112,7 +117,8 @@ func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error
 
 // serverFields are the metadata fields the API server sets on every
 // stored object; they differ between two creations of the same object.
-var serverFields = []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}
+// (generation is set by the registry strategies, and compared.)
+var serverFields = []string{"uid", "resourceVersion", "creationTimestamp", "managedFields"}
 
 // normalize returns a copy of obj without serverFields.
 func normalize(obj map[string]any) map[string]any {
@@ -151,6 +157,12 @@ func outcomeOf(u *unstructured.Unstructured, err error) (outcome, error) {
 		return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}, nil
 	}
 	return outcome{Object: normalize(u.Object)}, nil
+}
+
+// outcomeOfStatus is the outcome of a refusal.
+func outcomeOfStatus(e *apierrors.StatusError) outcome {
+	s := e.ErrStatus
+	return outcome{Error: &statusOutcome{Code: s.Code, Reason: string(s.Reason), Message: s.Message}}
 }
 
 func (o outcome) yaml() string {
@@ -196,3 +208,93 @@ func quickCtx(parent context.Context) (context.Context, context.CancelFunc) {
 }
 
 func trimYAML(s string) string { return strings.TrimSpace(s) + "\n" }
+
+// createResources creates a case's Namespaces, params,
+// CustomResourceDefinitions and the object an UPDATE set updates, in
+// order; a CRD is waited for until established and discovery is
+// refreshed. A CRD defined a second time is updated: it reports true.
+func createResources(t *testing.T, ctx context.Context, c *Cluster, resources []*unstructured.Unstructured) (redefined bool) {
+	t.Helper()
+	crds := map[string]bool{}
+	for _, r := range resources {
+		crd := r.GetKind() == "CustomResourceDefinition"
+		var err error
+		if crd && crds[r.GetName()] {
+			err, redefined = c.Apply(ctx, r), true
+		} else {
+			_, err = c.Create(ctx, r, false)
+		}
+		if err != nil {
+			t.Fatalf("creating %s: %v", kindKey(r), err)
+		}
+		if crd {
+			crds[r.GetName()] = true
+			waitEstablished(t, ctx, c, r)
+			c.Mapper.Reset()
+		}
+	}
+	return redefined
+}
+
+// oldObjectOf returns the document of docs (before the last, the case
+// object) that has the case object's kind, namespace and name: the object
+// an UPDATE set creates first and then updates to the case object. nil
+// for a CREATE set.
+func oldObjectOf(docs []*unstructured.Unstructured) *unstructured.Unstructured {
+	object := docs[len(docs)-1]
+	for _, d := range docs[:len(docs)-1] {
+		if d.GroupVersionKind() == object.GroupVersionKind() && d.GetNamespace() == object.GetNamespace() && d.GetName() == object.GetName() {
+			return d
+		}
+	}
+	return nil
+}
+
+// write creates u or, when old (the stored object) is not nil, updates old
+// to u (at old's resourceVersion).
+func (c *Cluster) write(ctx context.Context, u, old *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	if old == nil {
+		return c.Create(ctx, u, dryRun)
+	}
+	ri, err := c.resourceFor(u)
+	if err != nil {
+		return nil, err
+	}
+	n := u.DeepCopy()
+	n.SetResourceVersion(old.GetResourceVersion())
+	return ri.Update(ctx, n, metav1.UpdateOptions{DryRun: dryRunAll(dryRun)})
+}
+
+// waitRefused waits until a dry-run create of a copy of old (under another
+// name) is refused: an UPDATE set that redefines a CRD makes its old object
+// invalid (the ratchet it tests), and kube-apiserver's CRD handler picks
+// the new definition up asynchronously.
+func waitRefused(t *testing.T, ctx context.Context, c *Cluster, old *unstructured.Unstructured) {
+	t.Helper()
+	probe := old.DeepCopy()
+	probe.SetName(old.GetName() + "-probe")
+	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		_, err := c.Create(ctx, probe, true)
+		return apierrors.IsInvalid(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the redefined CRD of %s did not take effect: %v", kindKey(old), err)
+	}
+}
+
+// waitTypeConverter waits until kube-apiserver's MAP plugin can mutate
+// object's kind: its type converters come from the server's
+// /openapi/v3, polled every 5 s, so a custom resource whose CRD was just
+// created is refused with a 503 until then (which the barrier does not
+// cover). Dry-run writes of object tell.
+func waitTypeConverter(t *testing.T, ctx context.Context, c *Cluster, object, old *unstructured.Unstructured) {
+	t.Helper()
+	var last error
+	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		_, last = c.write(ctx, object, old, true)
+		return !(apierrors.IsServiceUnavailable(last) && strings.Contains(last.Error(), "CustomResourceDefinitions")), nil
+	})
+	if err != nil {
+		t.Fatalf("the MAP plugin has no type converter for %s: %v (last: %v)", kindKey(object), err, last)
+	}
+}

@@ -92,6 +92,9 @@ func runPolyfillCase(t *testing.T, ctx context.Context, c *Cluster, s *served, f
 		t.Fatal(err)
 	}
 	object := docs[len(docs)-1]
+	if oldObjectOf(docs) != nil {
+		t.Skip("an UPDATE set: the polyfill scenario checks CREATEs (updates: custom-resources-and-updates)")
+	}
 	var resources, policies, bindings []*unstructured.Unstructured
 	for _, d := range docs[:len(docs)-1] {
 		switch {
@@ -104,11 +107,7 @@ func runPolyfillCase(t *testing.T, ctx context.Context, c *Cluster, s *served, f
 		}
 	}
 	golden := readGolden(t, file)
-	for _, r := range resources {
-		if _, err := c.Create(ctx, r, false); err != nil {
-			t.Fatalf("creating %s: %v", kindKey(r), err)
-		}
-	}
+	createResources(t, ctx, c, resources)
 	// The object as stored without any policy: what a policy kube-apiserver
 	// refuses to create leaves.
 	plain, err := c.Create(ctx, object, true)
@@ -174,8 +173,9 @@ func runPolyfillCase(t *testing.T, ctx context.Context, c *Cluster, s *served, f
 		t.Fatalf("create of %s: %v", kindKey(object), err)
 	}
 	want := golden
-	if want.Error != nil {
-		// The denying policy's webhook is named in the prefix.
+	if want.Error != nil && want.Error.Code != 422 {
+		// The denying policy's webhook is named in the prefix (a 422 is
+		// the registry's, after admission: no prefix).
 		var fps []admissionregistrationv1.FailurePolicyType
 		for _, p := range policies {
 			if strings.Contains(want.Error.Message, fmt.Sprintf("policy '%s'", p.GetName())) {
