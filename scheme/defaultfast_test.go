@@ -1,0 +1,358 @@
+package scheme
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/randfill"
+
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
+)
+
+// exactly reports whether a and b are the same value bit for bit: the same
+// Go types all the way down, floats by their bits (no NaN leniency: the
+// fast path declines NaN).
+func exactly(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !exactly(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !exactly(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.DeepEqual(a, b)
+}
+
+// checkDefault defaults obj both ways (Default and DefaultReference) and
+// fails unless results (bit for bit) and errors agree, obj is left as it
+// was, and an unchanged result is obj itself in both. It reports whether
+// the fast path answered.
+func checkDefault(t testing.TB, s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
+	t.Helper()
+	before := testobjects.DeepCopy(obj)
+	want, wantErr := s.DefaultReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+	wantSame := wantErr == nil && want != nil && obj != nil && jsonEqualsInput(s, obj, gvk)
+	got, err := s.Default(obj, gvk)
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		seen := false
+		for i := 0; i < 100 && !seen && err != nil && wantErr != nil; i++ {
+			_, again := s.DefaultReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+			seen = fmt.Sprint(again) == fmt.Sprint(err)
+		}
+		if !seen {
+			t.Fatalf("%s: error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
+		}
+	}
+	if !exactly(got, want) {
+		t.Fatalf("%s: defaulted differently from the typed round trip\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, before, got, want)
+	}
+	if !exactly(obj, before) {
+		t.Fatalf("%s: the input was modified: %#v, was %#v", gvk.Kind, obj, before)
+	}
+	if wantSame && !sameMap(got, obj) {
+		t.Fatalf("%s: the reference returns the input itself, Default a copy", gvk.Kind)
+	}
+	if obj != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
+		k, err := s.kube()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fast = s.df.defaultFast(k, obj, gvk)
+	}
+	return fast
+}
+
+// jsonEqualsInput reports whether DefaultReference returns obj itself.
+func jsonEqualsInput(s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) bool {
+	out, err := s.DefaultReference(obj, gvk)
+	return err == nil && out != nil && sameMap(out, obj)
+}
+
+func TestDefaultIsTheReference(t *testing.T) {
+	s := New()
+	for _, in := range testobjects.Inputs(t) {
+		t.Run(in.Name, func(t *testing.T) {
+			fast := checkDefault(t, s, in.Obj, in.GVK)
+			if in.GVK != testobjects.CRGVK && !fast {
+				t.Error("a real object took the reference: the fast path should model it")
+			}
+			// The defaulted object, as the next mutation's input: a fixed
+			// point, returned as it is.
+			d, err := s.DefaultReference(in.Obj, in.GVK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDefault(t, s, d, in.GVK)
+			if in.GVK == testobjects.CRGVK {
+				return
+			}
+			got, err := s.Default(d, in.GVK)
+			if err != nil || !sameMap(got, d) {
+				t.Fatalf("a defaulted object was not returned as it is (err %v)", err)
+			}
+		})
+	}
+}
+
+// TestDefaultOnEveryKind defaults, both ways, the zero object and randomly
+// filled objects of every external kind of kube-apiserver's scheme.
+func TestDefaultOnEveryKind(t *testing.T) {
+	s := New()
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gvks []schema.GroupVersionKind
+	for gvk := range ks.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || !s.Recognizes(gvk) {
+			continue
+		}
+		gvks = append(gvks, gvk)
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	fills := 3
+	if testing.Short() {
+		fills = 1
+	}
+	var slow []string
+	fastCount := 0
+	for _, gvk := range gvks {
+		typed, err := ks.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero["apiVersion"], zero["kind"] = gvk.GroupVersion().String(), gvk.Kind
+		if checkDefault(t, s, zero, gvk) {
+			fastCount++
+		} else {
+			slow = append(slow, gvk.String())
+		}
+		for seed := range fills {
+			f := randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...)
+			obj, err := ks.New(gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Fill(obj)
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				continue // random bytes where JSON goes
+			}
+			checkDefault(t, s, u, gvk)
+		}
+	}
+	t.Logf("%d kinds, %d through the fast path; the reference for: %s", len(gvks), fastCount, strings.Join(slow, ", "))
+	if len(slow) > 0 {
+		t.Errorf("kinds the fast path does not model: %s", strings.Join(slow, ", "))
+	}
+}
+
+// fillFuncs keep randfill's values within what a JSON object holds.
+var fillFuncs = []any{
+	func(s *string, c randfill.Continue) { *s = []string{"", "a", "Always", "TCP", "10%", "1"}[c.Intn(6)] },
+	func(f *float64, c randfill.Continue) { *f = float64(c.Intn(5)) / 2 },
+	func(f *float32, c randfill.Continue) { *f = float32(c.Intn(5)) / 2 },
+	func(r *runtime.RawExtension, c randfill.Continue) {
+		if c.Intn(2) == 0 {
+			r.Raw = []byte(`{"a":1}`)
+		}
+	},
+	func(r *runtime.Object, c randfill.Continue) {},
+}
+
+// TestDefaultAgreesOnPerturbedObjects is the property test: real objects,
+// defaulted or not, with one to three random changes (unknown fields,
+// nulls, wrong types, numbers, empty values), in place or shared as in a
+// merge result.
+func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
+	s := New()
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	var ins []testobjects.Input
+	for _, in := range testobjects.Inputs(t) {
+		ins = append(ins, in)
+		if d, err := s.DefaultReference(in.Obj, in.GVK); err == nil && in.GVK != testobjects.CRGVK {
+			ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: d})
+		}
+	}
+	fast := 0
+	for i := range n {
+		in := ins[r.IntN(len(ins))]
+		var obj any
+		if i%2 == 0 {
+			obj = testobjects.DeepCopy(in.Obj)
+			for range 1 + r.IntN(3) {
+				obj = testobjects.Perturb(r, obj)
+			}
+		} else {
+			obj = in.Obj
+			for range 1 + r.IntN(3) {
+				obj = testobjects.PerturbShared(r, obj)
+			}
+		}
+		m, ok := obj.(map[string]any)
+		if !ok {
+			continue
+		}
+		if checkDefault(t, s, m, in.GVK) {
+			fast++
+		}
+	}
+	t.Logf("%d of %d perturbed objects through the fast path", fast, n)
+}
+
+// TestDefaultOddInputs covers inputs the conversions change or refuse.
+func TestDefaultOddInputs(t *testing.T) {
+	s := New()
+	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	depGVK := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	pod := func(spec any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": spec}
+	}
+	container := func(kv ...any) map[string]any {
+		c := map[string]any{"name": "c", "image": "i"}
+		for i := 0; i < len(kv); i += 2 {
+			c[kv[i].(string)] = kv[i+1]
+		}
+		return pod(map[string]any{"containers": []any{c}})
+	}
+	cases := map[string]map[string]any{
+		"empty object":             {},
+		"unknown field":            {"apiVersion": "v1", "kind": "Pod", "bogus": "x"},
+		"null spec":                pod(nil),
+		"null list item":           pod(map[string]any{"containers": []any{nil}}),
+		"typed nil labels":         {"metadata": map[string]any{"labels": map[string]any(nil)}},
+		"null label":               {"metadata": map[string]any{"labels": map[string]any{"a": nil}}},
+		"int32 overflow":           container("ports", []any{map[string]any{"containerPort": int64(math.MaxInt32) + 1}}),
+		"whole float for an int":   container("ports", []any{map[string]any{"containerPort": float64(80)}}),
+		"Go int":                   container("ports", []any{map[string]any{"containerPort": 80}}),
+		"negative zero":            pod(map[string]any{"containers": []any{}, "overhead": map[string]any{"cpu": math.Copysign(0, -1)}}),
+		"limits into requests":     container("resources", map[string]any{"limits": map[string]any{"cpu": "500m", "memory": "1Gi"}}),
+		"quantity as number":       container("resources", map[string]any{"limits": map[string]any{"cpu": int64(2), "memory": 1.5}}),
+		"bad quantity":             container("resources", map[string]any{"limits": map[string]any{"cpu": "lots"}}),
+		"non-canonical quantity":   container("resources", map[string]any{"requests": map[string]any{"cpu": "0.5"}}),
+		"int-or-string":            container("livenessProbe", map[string]any{"httpGet": map[string]any{"port": int64(80)}}),
+		"int-or-string as float":   container("livenessProbe", map[string]any{"httpGet": map[string]any{"port": 80.0}}),
+		"timestamp":                {"metadata": map[string]any{"creationTimestamp": "2026-11-23T10:00:00+02:00"}},
+		"bad timestamp":            {"metadata": map[string]any{"creationTimestamp": "yesterday"}},
+		"host network ports":       pod(map[string]any{"hostNetwork": true, "containers": []any{map[string]any{"name": "c", "ports": []any{map[string]any{"containerPort": int64(80)}}}}}),
+		"NaN":                      container("resources", map[string]any{"limits": map[string]any{"cpu": math.NaN()}}),
+		"managed fields":           {"metadata": map[string]any{"managedFields": []any{map[string]any{"manager": "m", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:metadata": map[string]any{}}}}}},
+		"list for a struct":        {"spec": []any{}},
+		"patched kind":             {"apiVersion": "v1", "kind": "Service"},
+		"no apiVersion":            {"kind": "Pod", "metadata": map[string]any{"name": "p"}},
+		"empty containers":         pod(map[string]any{"containers": []any{}}),
+		"ephemeral containers":     pod(map[string]any{"ephemeralContainers": []any{map[string]any{"name": "e"}}}),
+		"init containers":          pod(map[string]any{"initContainers": []any{map[string]any{"name": "i", "restartPolicy": "Always"}}}),
+		"volumes":                  pod(map[string]any{"volumes": []any{map[string]any{"name": "s", "secret": map[string]any{"secretName": "x"}}, map[string]any{"name": "h", "hostPath": map[string]any{"path": "/"}}}}),
+		"status conditions":        {"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "lastTransitionTime": nil}}}},
+		"security context":         container("securityContext", map[string]any{"privileged": false}),
+		"empty string for pointer": pod(map[string]any{"schedulerName": "", "runtimeClassName": ""}),
+	}
+	for name, obj := range cases {
+		t.Run("Pod/"+name, func(t *testing.T) { checkDefault(t, s, obj, podGVK) })
+	}
+	depCases := map[string]map[string]any{
+		"empty":       {},
+		"strategy":    {"spec": map[string]any{"strategy": map[string]any{"type": "RollingUpdate"}}},
+		"recreate":    {"spec": map[string]any{"strategy": map[string]any{"type": "Recreate", "rollingUpdate": map[string]any{}}}},
+		"percentages": {"spec": map[string]any{"strategy": map[string]any{"rollingUpdate": map[string]any{"maxSurge": "50%", "maxUnavailable": int64(0)}}}},
+		"replicas 0":  {"spec": map[string]any{"replicas": int64(0)}},
+	}
+	for name, obj := range depCases {
+		t.Run("Deployment/"+name, func(t *testing.T) { checkDefault(t, s, obj, depGVK) })
+	}
+	cmCases := map[string]map[string]any{
+		"binary data":          {"binaryData": map[string]any{"a": "AAECAw==", "b": ""}},
+		"non-canonical base64": {"binaryData": map[string]any{"a": "AAECAx=="}},
+		"not base64":           {"binaryData": map[string]any{"a": "!!!!"}},
+		"null data value":      {"data": map[string]any{"a": nil}},
+	}
+	for name, obj := range cmCases {
+		t.Run("ConfigMap/"+name, func(t *testing.T) { checkDefault(t, s, obj, cmGVK) })
+	}
+}
+
+// TestDefaultFixedPointDoesNotAllocateMuch guards the point of the fast
+// path: an object the defaulters leave alone comes back as it is.
+func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
+	s := New()
+	for _, in := range testobjects.Inputs(t) {
+		if in.GVK == testobjects.CRGVK {
+			continue
+		}
+		d, err := s.DefaultReference(in.Obj, in.GVK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := s.kube()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, ok := s.df.defaultFast(k, d, in.GVK)
+		if !ok || !sameMap(out, d) {
+			t.Errorf("%s: a defaulted object did not come back as it is (fast path %v)", in.Name, ok)
+		}
+	}
+}
+
+// FuzzDefault: any JSON object, as any of the real objects' kinds, defaults
+// through the fast path as through the reference.
+func FuzzDefault(f *testing.F) {
+	s := New()
+	var gvks []schema.GroupVersionKind
+	for _, in := range testobjects.Inputs(f) {
+		data, err := json.Marshal(in.Obj)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(len(gvks)), data)
+		gvks = append(gvks, in.GVK)
+	}
+	f.Add(uint8(0), []byte(`{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1"}}}]}}`))
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		var obj map[string]any
+		if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
+			return
+		}
+		checkDefault(t, s, obj, gvks[int(kind)%len(gvks)])
+	})
+}
