@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
@@ -82,6 +84,11 @@ type tnode struct {
 	entry      *value.TypeReflectCacheEntry
 	fromCustom bool
 	toCustom   bool
+	// plainConverter tells that the entry's ToUnstructured is the type's
+	// own value-receiver ToUnstructured() (value.UnstructuredConverter,
+	// and no ToUnstructuredWithError to take precedence): emit calls it
+	// through a pointer, which does not copy the value into an interface.
+	plainConverter bool
 	// bits is the size of a numeric type.
 	bits int
 	elem *tnode
@@ -157,6 +164,9 @@ func (d *defaulter) plan(t reflect.Type) *tnode {
 	}
 	entry := value.TypeReflectEntryOf(t)
 	n := &tnode{t: t, entry: entry, toCustom: entry.CanConvertToUnstructured()}
+	n.plainConverter = t.Kind() != reflect.Pointer && t.Implements(unstructuredConverterType) &&
+		!t.Implements(unstructuredConverterWithErrorType) &&
+		!reflect.PointerTo(t).Implements(unstructuredConverterWithErrorType)
 	d.types[t] = n
 	switch t.Kind() {
 	case reflect.String:
@@ -471,8 +481,8 @@ type entry struct {
 // ok=false a conversion the plan leaves to the reference (errors).
 func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) {
 	if n.toCustom {
-		v, err := n.entry.ToUnstructured(sv)
-		if err != nil {
+		v, ok := customOut(sv, n)
+		if !ok {
 			return nil, false
 		}
 		if identical(v, prev) {
@@ -588,6 +598,35 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 	}
 	return nil, false
 }
+
+// customOut is the entry's ToUnstructured of sv, of a custom type.
+func customOut(sv reflect.Value, n *tnode) (any, bool) {
+	switch {
+	case n.plainConverter && sv.CanAddr():
+		// What the entry does (getUnstructuredConverter, case
+		// isUnstructuredConverter), the method called through *T.
+		return sv.Addr().Interface().(value.UnstructuredConverter).ToUnstructured(), true
+	case n.t == intOrStringType && sv.CanAddr():
+		// IntOrString.MarshalJSON is json.Marshal of IntVal or StrVal,
+		// which the entry decodes back: the int64, or the string when
+		// valid UTF-8 (json.Marshal would replace invalid bytes).
+		x := sv.Addr().Interface().(*intstr.IntOrString)
+		switch {
+		case x.Type == intstr.Int:
+			return int64(x.IntVal), true
+		case x.Type == intstr.String && utf8.ValidString(x.StrVal):
+			return x.StrVal, true
+		}
+	}
+	v, err := n.entry.ToUnstructured(sv)
+	return v, err == nil
+}
+
+var (
+	unstructuredConverterType          = reflect.TypeFor[value.UnstructuredConverter]()
+	unstructuredConverterWithErrorType = reflect.TypeFor[value.UnstructuredConverterWithError]()
+	intOrStringType                    = reflect.TypeFor[intstr.IntOrString]()
+)
 
 // fields appends the entries structToUnstructured writes for struct sv to
 // e.scratch; same tells that each is bit for bit prev's entry.

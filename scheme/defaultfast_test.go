@@ -9,9 +9,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/randfill"
 
@@ -355,4 +359,39 @@ func FuzzDefault(f *testing.F) {
 		}
 		checkDefault(t, s, obj, gvks[int(kind)%len(gvks)])
 	})
+}
+
+// TestCustomOutIsTheEntry checks emit's shortcuts for custom types (the
+// type's own ToUnstructured through a pointer, IntOrString) against the
+// converter's entry, on random values.
+func TestCustomOutIsTheEntry(t *testing.T) {
+	d := &defaulter{types: map[reflect.Type]*tnode{}}
+	r := rand.New(rand.NewPCG(3, 4))
+	strs := []string{"", "0", "25%", "a\xffb", "\u2028<&>", "80", "x y"}
+	for i := range 2000 {
+		var v any
+		switch i % 4 {
+		case 0:
+			v = &intstr.IntOrString{Type: intstr.Type(r.IntN(3)), IntVal: r.Int32() - 1<<30, StrVal: strs[r.IntN(len(strs))]}
+		case 1:
+			v = &metav1.Time{}
+			if r.IntN(2) == 0 {
+				v = &metav1.Time{Time: time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).In(time.FixedZone("z", 3600*(r.IntN(5)-2)))}
+			}
+		case 2:
+			q := resource.MustParse([]string{"0", "100m", "1.5Gi", "2", "1e3", "0.1"}[r.IntN(6)])
+			v = &q
+		case 3:
+			v = &metav1.MicroTime{Time: time.Unix(r.Int64N(1<<34), r.Int64N(1e9))}
+		}
+		sv := reflect.ValueOf(v).Elem()
+		d.mu.Lock()
+		n := d.plan(sv.Type())
+		d.mu.Unlock()
+		got, gotOK := customOut(sv, n)
+		want, err := n.entry.ToUnstructured(sv)
+		if gotOK != (err == nil) || !exactly(got, want) {
+			t.Fatalf("%#v: got %#v (%v), want %#v (%v)", v, got, gotOK, want, err)
+		}
+	}
 }
