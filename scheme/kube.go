@@ -104,20 +104,7 @@ func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
 // when it can tell (defaultFast), DefaultReference otherwise; the result
 // may then share the subtrees the defaulters left alone with obj.
 func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if obj != nil && s.crs.Recognizes(gvk) {
-		return s.crs.Default(obj, gvk)
-	}
-	if obj == nil || !s.Recognizes(gvk) {
-		return obj, nil
-	}
-	k, err := s.kube()
-	if err != nil {
-		return nil, err
-	}
-	if out, ok := s.df.defaultFast(k, obj, gvk); ok {
-		return out, nil
-	}
-	return k.defaultTyped(obj, gvk)
+	return s.defaults(obj, gvk, true)
 }
 
 // DefaultReference is Default through the typed round trip, the
@@ -126,6 +113,11 @@ func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[s
 // scheme's defaulters, ToUnstructured, and the input itself when that
 // changed nothing.
 func (s *Scheme) DefaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.defaults(obj, gvk, false)
+}
+
+// defaults is Default, through the fast path when fast is set.
+func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast bool) (map[string]any, error) {
 	if obj != nil && s.crs.Recognizes(gvk) {
 		return s.crs.Default(obj, gvk)
 	}
@@ -135,6 +127,11 @@ func (s *Scheme) DefaultReference(obj map[string]any, gvk schema.GroupVersionKin
 	k, err := s.kube()
 	if err != nil {
 		return nil, err
+	}
+	if fast {
+		if out, ok := s.df.defaultFast(k, obj, gvk); ok {
+			return out, nil
+		}
 	}
 	return k.defaultTyped(obj, gvk)
 }
