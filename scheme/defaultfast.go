@@ -480,6 +480,16 @@ type entry struct {
 // bit for bit prev; has=false is ToUnstructured writing nothing (nil), and
 // ok=false a conversion the plan leaves to the reference (errors).
 func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) {
+	if n.kind == tPtr && n.toCustom && n.elem.toCustom {
+		// The entry of *T writes nothing for nil and otherwise calls the
+		// same method as the entry of T on the (addressable) element, in
+		// the same order of precedence (ToUnstructuredWithError,
+		// ToUnstructured, MarshalJSON, whichever receiver).
+		if sv.IsNil() {
+			return nil, true
+		}
+		return e.emit(sv.Elem(), n.elem, prev)
+	}
 	if n.toCustom {
 		v, ok := customOut(sv, n)
 		if !ok {

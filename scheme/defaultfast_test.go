@@ -361,5 +361,18 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
 			t.Fatalf("%#v: got %#v (%v), want %#v (%v)", v, got, gotOK, want, err)
 		}
+		// The pointer, as in a field of type *T, nil or not.
+		pv := reflect.ValueOf(v)
+		if r.IntN(4) == 0 {
+			pv = reflect.Zero(pv.Type())
+		}
+		d.mu.Lock()
+		pn := d.plan(pv.Type())
+		d.mu.Unlock()
+		got, gotOK = (&emitter{}).emit(pv, pn, nil)
+		want, err = pn.entry.ToUnstructured(pv)
+		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
+			t.Fatalf("%#v (pointer): got %#v (%v), want %#v (%v)", pv, got, gotOK, want, err)
+		}
 	}
 }
