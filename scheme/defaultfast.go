@@ -334,6 +334,23 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 		dv.SetFloat(x)
 		return true
 	}
+	if n.kind == tCustom && n.t == intOrStringType && dv.CanAddr() {
+		// IntOrString.UnmarshalJSON of json.Marshal(v): a string (valid
+		// UTF-8, which the JSON round trip keeps) or an int32.
+		x := dv.Addr().Interface().(*intstr.IntOrString)
+		switch y := v.(type) {
+		case string:
+			if utf8.ValidString(y) {
+				x.Type, x.StrVal = intstr.String, y
+				return true
+			}
+		case int64:
+			if y >= math.MinInt32 && y <= math.MaxInt32 {
+				x.Type, x.IntVal = intstr.Int, int32(y)
+				return true
+			}
+		}
+	}
 	if n.kind == tCustom {
 		// The type's own UnmarshalJSON, through its entry, as the converter
 		// does; its errors are the reference's to report.
@@ -377,8 +394,11 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 		}
 		out := reflect.MakeMapWithSize(n.t, len(m))
 		key := reflect.New(n.t.Key()).Elem()
+		// One element value for all entries: zeroed before each, as a
+		// fresh one is, and copied into the map by SetMapIndex.
+		ev := reflect.New(n.elem.t).Elem()
 		for k, item := range m {
-			ev := reflect.New(n.elem.t).Elem()
+			ev.SetZero()
 			if !build(item, ev, n.elem) {
 				return false
 			}
@@ -392,13 +412,19 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 		if !ok || l == nil {
 			return false
 		}
-		out := reflect.MakeSlice(n.t, len(l), len(l))
+		// dv is a nil slice in place: growing it allocates only the array
+		// (reflect.MakeSlice would also put a slice header on the heap).
+		if len(l) == 0 {
+			dv.Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
+			return true
+		}
+		dv.Grow(len(l))
+		dv.SetLen(len(l))
 		for i, item := range l {
-			if !build(item, out.Index(i), n.elem) {
+			if !build(item, dv.Index(i), n.elem) {
 				return false
 			}
 		}
-		dv.Set(out)
 		return true
 	case tPtr:
 		p := reflect.New(n.elem.t)

@@ -306,6 +306,31 @@ func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
 	}
 }
 
+// TestCustomBuildIsTheEntry checks build's shortcut for IntOrString
+// against the converter's entry (json.Marshal, then UnmarshalJSON), on
+// odd and ordinary values.
+func TestCustomBuildIsTheEntry(t *testing.T) {
+	d := &defaulter{types: map[reflect.Type]*tnode{}}
+	d.mu.Lock()
+	n := d.plan(reflect.TypeFor[intstr.IntOrString]())
+	d.mu.Unlock()
+	values := []any{"", "25%", "a\xffb", "\u2028<&>", "80", int64(0), int64(80), int64(-1),
+		int64(math.MaxInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32), int64(math.MinInt32) - 1,
+		1.5, 80.0, true, map[string]any{}, []any{}}
+	for _, v := range values {
+		got := reflect.New(n.t).Elem()
+		ok := build(v, got, n)
+		want := reflect.New(n.t).Elem()
+		err := n.entry.FromUnstructured(reflect.ValueOf(v), want)
+		if ok && (err != nil || !reflect.DeepEqual(got.Interface(), want.Interface())) {
+			t.Errorf("%#v: built %#v, the entry gives %#v (%v)", v, got.Interface(), want.Interface(), err)
+		}
+		if !ok && err == nil && isJSONValue(v, 0) {
+			t.Errorf("%#v: build declined what the entry converts", v)
+		}
+	}
+}
+
 // FuzzDefault: any JSON object, as any of the real objects' kinds, defaults
 // through the fast path as through the reference.
 func FuzzDefault(f *testing.F) {
@@ -373,6 +398,40 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 		want, err = pn.entry.ToUnstructured(pv)
 		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
 			t.Fatalf("%#v (pointer): got %#v (%v), want %#v (%v)", pv, got, gotOK, want, err)
+		}
+	}
+}
+
+// BenchmarkDefault defaults the real Deployment and Pod, as written
+// (undefaulted) and defaulted (a fixed point), through Default and
+// DefaultReference.
+func BenchmarkDefault(b *testing.B) {
+	s := New()
+	for _, in := range testobjects.Inputs(b) {
+		if in.GVK.Kind != "Deployment" && in.GVK.Kind != "Pod" || !strings.HasSuffix(in.Name, "(ToUnstructured)") {
+			continue
+		}
+		d, err := s.DefaultReference(in.Obj, in.GVK)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			obj  map[string]any
+		}{{"undefaulted", in.Obj}, {"defaulted", d}} {
+			for _, impl := range []struct {
+				name string
+				f    func(map[string]any, schema.GroupVersionKind) (map[string]any, error)
+			}{{"fast", s.Default}, {"reference", s.DefaultReference}} {
+				b.Run(in.GVK.Kind+"/"+c.name+"/impl="+impl.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := impl.f(c.obj, in.GVK); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		}
 	}
 }
