@@ -4,10 +4,14 @@ import (
 	"encoding/base64"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -351,6 +355,11 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 			}
 		}
 	}
+	if n.kind == tCustom && dv.CanAddr() {
+		if ok, done := buildKnown(v, dv, n); done {
+			return ok
+		}
+	}
 	if n.kind == tCustom {
 		// The type's own UnmarshalJSON, through its entry, as the converter
 		// does; its errors are the reference's to report.
@@ -451,6 +460,67 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 	}
 	return false
 }
+
+// buildKnown is the entry's FromUnstructured (UnmarshalJSON of
+// json.Marshal(v)) for Quantity and Time values whose JSON text is known
+// without encoding it; done=false leaves v to the entry.
+func buildKnown(v any, dv reflect.Value, n *tnode) (ok, done bool) {
+	switch n.t {
+	case quantityType:
+		// UnmarshalJSON strips the quotes and parses the text, which
+		// json.Marshal leaves as it is for printable ASCII other than
+		// the characters it escapes (" \ < > &); an int64 is its digits.
+		var text string
+		switch x := v.(type) {
+		case string:
+			if !plainJSONText(x) {
+				return false, false
+			}
+			text = x
+		case int64:
+			text = strconv.FormatInt(x, 10)
+		default:
+			return false, false
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(text))
+		if err != nil {
+			return false, true // the reference reports the error
+		}
+		*dv.Addr().Interface().(*resource.Quantity) = q
+		return true, true
+	case timeType:
+		// UnmarshalJSON decodes the JSON string (a valid UTF-8 string comes
+		// back as it is) and parses it as RFC 3339, in local time.
+		x, isString := v.(string)
+		if !isString || !utf8.ValidString(x) {
+			return false, false
+		}
+		pt, err := time.Parse(time.RFC3339, x)
+		if err != nil {
+			return false, true
+		}
+		dv.Addr().Interface().(*metav1.Time).Time = pt.Local()
+		return true, true
+	}
+	return false, false
+}
+
+// plainJSONText reports whether json.Marshal writes s between quotes as it
+// is: printable ASCII without the characters it escapes.
+func plainJSONText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	quantityType = reflect.TypeFor[resource.Quantity]()
+	timeType     = reflect.TypeFor[metav1.Time]()
+)
 
 var stringMapType = reflect.TypeOf(map[string]string{})
 

@@ -311,22 +311,27 @@ func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
 // odd and ordinary values.
 func TestCustomBuildIsTheEntry(t *testing.T) {
 	d := &defaulter{types: map[reflect.Type]*tnode{}}
-	d.mu.Lock()
-	n := d.plan(reflect.TypeFor[intstr.IntOrString]())
-	d.mu.Unlock()
-	values := []any{"", "25%", "a\xffb", "\u2028<&>", "80", int64(0), int64(80), int64(-1),
-		int64(math.MaxInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32), int64(math.MinInt32) - 1,
-		1.5, 80.0, true, map[string]any{}, []any{}}
-	for _, v := range values {
-		got := reflect.New(n.t).Elem()
-		ok := build(v, got, n)
-		want := reflect.New(n.t).Elem()
-		err := n.entry.FromUnstructured(reflect.ValueOf(v), want)
-		if ok && (err != nil || !reflect.DeepEqual(got.Interface(), want.Interface())) {
-			t.Errorf("%#v: built %#v, the entry gives %#v (%v)", v, got.Interface(), want.Interface(), err)
-		}
-		if !ok && err == nil && isJSONValue(v, 0) {
-			t.Errorf("%#v: build declined what the entry converts", v)
+	odd := []any{"", "null", "a\xffb", "\u2028<&>", " 1", "1 ", "\"1\"", "\\1", "<1>", "1&", "\t1", 1.5, 80.0, true, map[string]any{}, []any{}}
+	cases := map[reflect.Type][]any{
+		reflect.TypeFor[intstr.IntOrString](): {"25%", "80", int64(0), int64(80), int64(-1), int64(math.MaxInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32), int64(math.MinInt32) - 1},
+		reflect.TypeFor[resource.Quantity](): {"0", "100m", "1.5Gi", "2", "1e3", "0.1", "-1", "1E3", "lots", "1Ki ", "+5", int64(0), int64(7), int64(math.MaxInt64), int64(math.MinInt64)},
+		reflect.TypeFor[metav1.Time](): {"2026-11-23T10:00:00Z", "2026-11-23T10:00:00+02:00", "2026-11-23T10:00:00.123456789Z", "2026-11-23", "yesterday", int64(0)},
+	}
+	for typ, values := range cases {
+		d.mu.Lock()
+		n := d.plan(typ)
+		d.mu.Unlock()
+		for _, v := range append(values, odd...) {
+			got := reflect.New(n.t).Elem()
+			ok := build(v, got, n)
+			want := reflect.New(n.t).Elem()
+			err := n.entry.FromUnstructured(reflect.ValueOf(v), want)
+			if ok && (err != nil || !reflect.DeepEqual(got.Interface(), want.Interface())) {
+				t.Errorf("%v %#v: built %#v, the entry gives %#v (%v)", typ, v, got.Interface(), want.Interface(), err)
+			}
+			if !ok && err == nil && isJSONValue(v, 0) {
+				t.Errorf("%v %#v: build declined what the entry converts", typ, v)
+			}
 		}
 	}
 }
