@@ -314,8 +314,8 @@ func TestCustomBuildIsTheEntry(t *testing.T) {
 	odd := []any{"", "null", "a\xffb", "\u2028<&>", " 1", "1 ", "\"1\"", "\\1", "<1>", "1&", "\t1", 1.5, 80.0, true, map[string]any{}, []any{}}
 	cases := map[reflect.Type][]any{
 		reflect.TypeFor[intstr.IntOrString](): {"25%", "80", int64(0), int64(80), int64(-1), int64(math.MaxInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32), int64(math.MinInt32) - 1},
-		reflect.TypeFor[resource.Quantity](): {"0", "100m", "1.5Gi", "2", "1e3", "0.1", "-1", "1E3", "lots", "1Ki ", "+5", int64(0), int64(7), int64(math.MaxInt64), int64(math.MinInt64)},
-		reflect.TypeFor[metav1.Time](): {"2026-11-23T10:00:00Z", "2026-11-23T10:00:00+02:00", "2026-11-23T10:00:00.123456789Z", "2026-11-23", "yesterday", int64(0)},
+		reflect.TypeFor[resource.Quantity]():  {"0", "100m", "1.5Gi", "2", "1e3", "0.1", "-1", "1E3", "lots", "1Ki ", "+5", int64(0), int64(7), int64(math.MaxInt64), int64(math.MinInt64)},
+		reflect.TypeFor[metav1.Time]():        {"2026-11-23T10:00:00Z", "2026-11-23T10:00:00+02:00", "2026-11-23T10:00:00.123456789Z", "2026-11-23", "yesterday", int64(0)},
 	}
 	for typ, values := range cases {
 		d.mu.Lock()
