@@ -440,3 +440,29 @@ func BenchmarkDefault(b *testing.B) {
 		}
 	}
 }
+
+// TestDefaultConcurrently defaults the real objects from several
+// goroutines on a fresh scheme, so that the plans are built concurrently
+// (run with -race).
+func TestDefaultConcurrently(t *testing.T) {
+	s := New()
+	ins := testobjects.Inputs(t)
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for i := range ins {
+				in := ins[(i+g)%len(ins)]
+				if _, e := s.Default(in.Obj, in.GVK); e != nil && err == nil {
+					err = e
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
