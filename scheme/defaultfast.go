@@ -46,9 +46,11 @@ import (
 // unknown keys ignored, inlined structs read from and written to the same
 // map; types whose TypeReflectEntry converts them (custom JSON marshalers:
 // quantities, times, int-or-strings, raw extensions) go through that entry
-// in both directions, as the converter does; omitempty, omitzero and "-"
-// decide what is written. Types the plan does not model (interfaces, maps
-// with non-string keys, inlined non-structs, JSON names repeated through
+// in both directions, as the converter does, but for a few shortcuts that
+// call what the entry would end up calling (buildKnown, customOut, each
+// tested against the entry); omitempty, omitzero and "-" decide what is
+// written. Types the plan does not model (interfaces, maps with non-string
+// keys, inlined non-structs, unexported fields, JSON names repeated through
 // inlining) make the whole kind take the reference.
 
 // defaulter holds the plans of the fast path; the zero value is ready.
@@ -573,7 +575,7 @@ type entry struct {
 
 // emit returns ToUnstructured's output for sv (a value outside a struct
 // field of scalar kind: toUnstructured), prev itself when that is
-// bit for bit prev; has=false is ToUnstructured writing nothing (nil), and
+// bit for bit prev; nil is ToUnstructured writing nothing (null), and
 // ok=false a conversion the plan leaves to the reference (errors).
 func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) {
 	if n.kind == tPtr && n.toCustom && n.elem.toCustom {
