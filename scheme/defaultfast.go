@@ -934,12 +934,12 @@ func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVer
 	if n == nil {
 		return nil, false
 	}
-	typed, err := k.scheme.New(gvk)
-	if err != nil {
-		return nil, false
-	}
-	rv := reflect.ValueOf(typed)
-	if rv.Type().Elem() != n.t || !build(obj, rv.Elem(), n) {
+	// What k.scheme.New(gvk) returns (reflect.New of the type registered
+	// for gvk, which planKind took from it; a scheme refuses to register
+	// another type under a kind), without its lookups.
+	rv := reflect.New(n.t)
+	typed, isObject := rv.Interface().(runtime.Object)
+	if !isObject || !build(obj, rv.Elem(), n) {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
