@@ -103,7 +103,25 @@ func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
 // (dispatchOne: ConvertToVersion of the patch result to the kind's Go type,
 // then the ObjectDefaulter), and returns the object as the next policy sees
 // it (ToUnstructured). Kinds without a Go type come back as they are.
+//
+// Built-in kinds take a planned conversion around the same defaulters
+// when it can tell (defaultFast), DefaultReference otherwise; the result
+// may then share the subtrees the defaulters left alone with obj.
 func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.defaults(obj, gvk, true)
+}
+
+// DefaultReference is Default through the typed round trip, the
+// definition of its result and the fallback of its fast path
+// (defaultfast.go): FromUnstructured into the kind's Go type, the
+// scheme's defaulters, ToUnstructured, and the input itself when that
+// changed nothing.
+func (s *Scheme) DefaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.defaults(obj, gvk, false)
+}
+
+// defaults is Default, through the fast path when fast is set.
+func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast bool) (map[string]any, error) {
 	if obj != nil && s.crs.Recognizes(gvk) {
 		return s.crs.Default(obj, gvk)
 	}
@@ -114,6 +132,16 @@ func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[s
 	if err != nil {
 		return nil, err
 	}
+	if fast {
+		if out, ok := s.df.defaultFast(k, obj, gvk); ok {
+			return out, nil
+		}
+	}
+	return k.defaultTyped(obj, gvk)
+}
+
+// defaultTyped is DefaultReference of a built-in kind.
+func (k *kube) defaultTyped(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed, err := k.typed(obj, gvk)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,8 @@ type Scheme struct {
 	types *runtime.Scheme
 	// nz holds the per-kind plans of the typed form's fast path.
 	nz normalizer
+	// df holds the per-kind plans of Default's fast path.
+	df defaulter
 	// crs are the custom resources of the run.
 	crs *CustomResources
 	// plugins are kube-apiserver's admission plugins before MAP.

@@ -1,0 +1,967 @@
+package scheme
+
+import (
+	"encoding/base64"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// This file is the fast path of Scheme.Default (defaultFast), beside its
+// definition (DefaultReference: FromUnstructured, the scheme's defaulters,
+// ToUnstructured, and the input when that changed nothing).
+//
+// It runs the very same defaulters on the very same typed object; only the
+// two conversions around them are planned:
+//
+//   - build is runtime.DefaultUnstructuredConverter.FromUnstructured
+//     specialized per Go type (fields found by name through a map built
+//     once instead of the converter's per-field reflection and cache), for
+//     JSON-shaped input of the right Go types only: anything the converter
+//     would convert, truncate, refuse or read through a type's own
+//     UnmarshalJSON in a way the plan does not model makes it answer
+//     ok=false, and the reference runs;
+//   - emit is ToUnstructured specialized per Go type, that compares the
+//     typed value, field by field, with the input it was built from and
+//     returns the input's own maps, slices and scalars wherever they are
+//     bit for bit what ToUnstructured writes: an object the defaulters left
+//     alone comes back as the input itself, without allocating, and a
+//     changed one shares every untouched subtree with it.
+//
+// Both mirror converter.go (k8s.io/apimachinery/pkg/runtime) case by case:
+// null reads as the zero value; struct fields are read by their JSON name,
+// unknown keys ignored, inlined structs read from and written to the same
+// map; types whose TypeReflectEntry converts them (custom JSON marshalers:
+// quantities, times, int-or-strings, raw extensions) go through that entry
+// in both directions, as the converter does, but for a few shortcuts that
+// call what the entry would end up calling (buildKnown, customOut, each
+// tested against the entry); omitempty, omitzero and "-" decide what is
+// written. Types the plan does not model (interfaces, maps with non-string
+// keys, inlined non-structs, unexported fields, JSON names repeated through
+// inlining) make the whole kind take the reference.
+
+// defaulter holds the plans of the fast path; the zero value is ready.
+type defaulter struct {
+	mu    sync.Mutex
+	kinds sync.Map // schema.GroupVersionKind -> *tnode (nil: not planned)
+	types map[reflect.Type]*tnode
+}
+
+type tkind uint8
+
+const (
+	tUnsupported tkind = iota
+	tString
+	tBool
+	tInt
+	tUint
+	tFloat
+	tBytes
+	tMap
+	tSlice
+	tPtr
+	tStruct
+	// tCustom is a type the converter converts through its
+	// TypeReflectEntry both ways (custom JSON marshalers).
+	tCustom
+)
+
+// tnode is the plan of one Go type.
+type tnode struct {
+	kind tkind
+	t    reflect.Type
+	// entry is the type's TypeReflectEntry; fromCustom and toCustom tell
+	// that the converter hands values to it (FromUnstructured for maps,
+	// slices, pointers and structs; ToUnstructured for any type outside a
+	// struct field of a scalar kind).
+	entry      *value.TypeReflectCacheEntry
+	fromCustom bool
+	toCustom   bool
+	// plainConverter tells that the entry's ToUnstructured is the type's
+	// own value-receiver ToUnstructured() (value.UnstructuredConverter,
+	// and no ToUnstructuredWithError to take precedence): emit calls it
+	// through a pointer, which does not copy the value into an interface.
+	plainConverter bool
+	// bits is the size of a numeric type.
+	bits int
+	elem *tnode
+	// fields are a struct's fields in order (emit); byName finds them by
+	// JSON name with inlined structs flattened (build).
+	fields []tfield
+	byName map[string]*tfield
+	// unsupported is set on every node that reaches a type the plan does
+	// not model (computed after building).
+	unsupported bool
+}
+
+// tfield is one field of a struct.
+type tfield struct {
+	index []int // from the struct whose byName holds it
+	i     int   // in its own struct
+	name  string
+	// inline is an inlined struct: its fields are written to the same map.
+	inline    bool
+	omitempty bool
+	omitzero  func(reflect.Value) bool
+	node      *tnode
+}
+
+// planKind returns the plan of gvk's Go type, or nil.
+func (d *defaulter) planKind(s *runtime.Scheme, gvk schema.GroupVersionKind) *tnode {
+	if p, ok := d.kinds.Load(gvk); ok {
+		return p.(*tnode)
+	}
+	var n *tnode
+	if obj, err := s.New(gvk); err == nil {
+		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+			d.mu.Lock()
+			if d.types == nil {
+				d.types = map[reflect.Type]*tnode{}
+			}
+			n = d.plan(t.Elem())
+			markUnsupported(n, map[*tnode]bool{})
+			d.mu.Unlock()
+			if n.unsupported || n.kind != tStruct {
+				n = nil
+			}
+		}
+	}
+	d.kinds.Store(gvk, n)
+	return n
+}
+
+// markUnsupported propagates unsupported up from the types the plan does
+// not model; it reports whether n is unsupported.
+func markUnsupported(n *tnode, seen map[*tnode]bool) bool {
+	if seen[n] {
+		return n.unsupported
+	}
+	seen[n] = true
+	if n.kind == tUnsupported {
+		n.unsupported = true
+	}
+	if n.elem != nil && markUnsupported(n.elem, seen) {
+		n.unsupported = true
+	}
+	for i := range n.fields {
+		if markUnsupported(n.fields[i].node, seen) {
+			n.unsupported = true
+		}
+	}
+	return n.unsupported
+}
+
+func (d *defaulter) plan(t reflect.Type) *tnode {
+	if n, ok := d.types[t]; ok {
+		return n
+	}
+	entry := value.TypeReflectEntryOf(t)
+	n := &tnode{t: t, entry: entry, toCustom: entry.CanConvertToUnstructured()}
+	n.plainConverter = t.Kind() != reflect.Pointer && t.Implements(unstructuredConverterType) &&
+		!t.Implements(unstructuredConverterWithErrorType) &&
+		!reflect.PointerTo(t).Implements(unstructuredConverterWithErrorType)
+	d.types[t] = n
+	switch t.Kind() {
+	case reflect.String:
+		n.kind = tString
+	case reflect.Bool:
+		n.kind = tBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n.kind, n.bits = tInt, t.Bits()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n.kind, n.bits = tUint, t.Bits()
+	case reflect.Float32, reflect.Float64:
+		n.kind, n.bits = tFloat, t.Bits()
+	case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Struct:
+		// The converter hands values of these kinds to the type's entry
+		// when it unmarshals them itself (FromUnstructured), and values of
+		// any kind when it marshals them (ToUnstructured).
+		n.fromCustom = entry.CanConvertFromUnstructured()
+		switch {
+		case n.fromCustom && n.toCustom:
+			n.kind = tCustom
+		case n.fromCustom:
+			// Read through the type's own conversion, written by
+			// reflection: not modelled.
+		case t.Kind() == reflect.Map:
+			if t.Key().Kind() == reflect.String {
+				n.kind = tMap
+				n.elem = d.plan(t.Elem())
+			}
+		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+			n.kind = tBytes
+		case t.Kind() == reflect.Slice:
+			n.kind = tSlice
+			n.elem = d.plan(t.Elem())
+		case t.Kind() == reflect.Pointer:
+			// A pointer to a custom type (*metav1.Time) marshals through its
+			// entry (emit handles toCustom) and unmarshals its element.
+			n.kind = tPtr
+			n.elem = d.plan(t.Elem())
+		case n.toCustom:
+			// Written by the type's own conversion, read by reflection.
+		default:
+			n.kind = tStruct
+			n.byName = map[string]*tfield{}
+			if !d.planStruct(n, t) {
+				n.kind = tUnsupported
+			}
+		}
+	}
+	return n
+}
+
+// planStruct fills the fields of struct node n, as the converter's
+// fieldInfoFromField reads them.
+func (d *defaulter) planStruct(n *tnode, t reflect.Type) bool {
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		f := tfield{i: i, index: []int{i}}
+		jsonTag, exists := sf.Tag.Lookup("json")
+		if !exists || len(jsonTag) == 0 {
+			if !sf.Anonymous {
+				f.name = sf.Name
+			}
+		} else {
+			items := strings.Split(jsonTag, ",")
+			f.name = items[0]
+			if isInlinedTag(sf, items[0], items[1:]) {
+				f.name = ""
+			} else if len(f.name) == 0 && !sf.Anonymous {
+				f.name = sf.Name
+			}
+			for j := range items {
+				if j > 0 && items[j] == "omitempty" {
+					f.omitempty = true
+				}
+				if j > 0 && items[j] == "omitzero" {
+					f.omitzero = value.OmitZeroFunc(sf.Type)
+				}
+			}
+		}
+		if !sf.IsExported() && f.name != "-" {
+			return false // the converter would panic or skip: not modelled
+		}
+		// A field named "-" is read (FromUnstructured looks the key "-"
+		// up) but never written.
+		f.inline = f.name == ""
+		f.node = d.plan(sf.Type)
+		n.fields = append(n.fields, f)
+	}
+	for i := range n.fields {
+		f := &n.fields[i]
+		if f.inline {
+			in := f.node
+			if in.kind != tStruct || in.toCustom || in.fromCustom || in == n {
+				return false
+			}
+			for name, sub := range in.byName {
+				if _, dup := n.byName[name]; dup {
+					return false
+				}
+				c := *sub
+				c.index = append([]int{f.i}, sub.index...)
+				n.byName[name] = &c
+			}
+			continue
+		}
+		if _, dup := n.byName[f.name]; dup {
+			return false
+		}
+		n.byName[f.name] = f
+	}
+	return true
+}
+
+// isInlinedTag is the converter's isInlinedFromTag.
+func isInlinedTag(sf reflect.StructField, name string, opts []string) bool {
+	if sf.Anonymous && name == "" {
+		return true
+	}
+	for _, o := range opts {
+		if o == "inline" {
+			return true
+		}
+	}
+	return false
+}
+
+// build sets dv (zero, settable) to what FromUnstructured reads from v, or
+// answers false when the plan cannot tell.
+func build(v any, dv reflect.Value, n *tnode) bool {
+	if v == nil {
+		return true // null reads as the zero value, which dv is
+	}
+	switch n.kind {
+	case tString:
+		s, ok := v.(string)
+		if ok {
+			dv.SetString(s)
+		}
+		return ok
+	case tBool:
+		b, ok := v.(bool)
+		if ok {
+			dv.SetBool(b)
+		}
+		return ok
+	case tInt:
+		x, ok := v.(int64)
+		if !ok || n.bits < 64 && (x < -1<<(n.bits-1) || x > 1<<(n.bits-1)-1) {
+			return false
+		}
+		dv.SetInt(x)
+		return true
+	case tUint:
+		x, ok := v.(int64)
+		if !ok || x < 0 || n.bits < 64 && x > 1<<n.bits-1 {
+			return false
+		}
+		dv.SetUint(uint64(x))
+		return true
+	case tFloat:
+		x, ok := v.(float64)
+		if !ok || n.bits != 64 || math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+		dv.SetFloat(x)
+		return true
+	}
+	if n.kind == tCustom && n.t == intOrStringType && dv.CanAddr() {
+		// IntOrString.UnmarshalJSON of json.Marshal(v): a string (valid
+		// UTF-8, which the JSON round trip keeps) or an int32.
+		x := dv.Addr().Interface().(*intstr.IntOrString)
+		switch y := v.(type) {
+		case string:
+			if utf8.ValidString(y) {
+				x.Type, x.StrVal = intstr.String, y
+				return true
+			}
+		case int64:
+			if y >= math.MinInt32 && y <= math.MaxInt32 {
+				x.Type, x.IntVal = intstr.Int, int32(y)
+				return true
+			}
+		}
+	}
+	if n.kind == tCustom && dv.CanAddr() {
+		if ok, done := buildKnown(v, dv, n); done {
+			return ok
+		}
+	}
+	if n.kind == tCustom {
+		// The type's own UnmarshalJSON, through its entry, as the converter
+		// does; its errors are the reference's to report.
+		return isJSONValue(v, 0) && n.entry.FromUnstructured(reflect.ValueOf(v), dv) == nil
+	}
+	switch n.kind {
+	case tBytes:
+		s, ok := v.(string)
+		if !ok || !canonicalBase64(s) {
+			return false
+		}
+		if s == "" {
+			dv.Set(reflect.MakeSlice(n.t, 0, 0))
+			return true
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return false
+		}
+		dv.SetBytes(b)
+		return true
+	case tMap:
+		m, ok := v.(map[string]any)
+		if !ok || m == nil {
+			return false
+		}
+		if n.t == stringMapType {
+			out := make(map[string]string, len(m))
+			for k, item := range m {
+				switch x := item.(type) {
+				case string:
+					out[k] = x
+				case nil:
+					out[k] = ""
+				default:
+					return false
+				}
+			}
+			dv.Set(reflect.ValueOf(out))
+			return true
+		}
+		out := reflect.MakeMapWithSize(n.t, len(m))
+		key := reflect.New(n.t.Key()).Elem()
+		// One element value for all entries: zeroed before each, as a
+		// fresh one is, and copied into the map by SetMapIndex.
+		ev := reflect.New(n.elem.t).Elem()
+		for k, item := range m {
+			ev.SetZero()
+			if !build(item, ev, n.elem) {
+				return false
+			}
+			key.SetString(k)
+			out.SetMapIndex(key, ev)
+		}
+		dv.Set(out)
+		return true
+	case tSlice:
+		l, ok := v.([]any)
+		if !ok || l == nil {
+			return false
+		}
+		// dv is a nil slice in place: growing it allocates only the array
+		// (reflect.MakeSlice would also put a slice header on the heap).
+		if len(l) == 0 {
+			dv.Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
+			return true
+		}
+		dv.Grow(len(l))
+		dv.SetLen(len(l))
+		for i, item := range l {
+			if !build(item, dv.Index(i), n.elem) {
+				return false
+			}
+		}
+		return true
+	case tPtr:
+		p := reflect.New(n.elem.t)
+		if !build(v, p.Elem(), n.elem) {
+			return false
+		}
+		dv.Set(p)
+		return true
+	case tStruct:
+		m, ok := v.(map[string]any)
+		if !ok || m == nil {
+			return false
+		}
+		for k, item := range m {
+			f := n.byName[k]
+			if f == nil {
+				continue // the converter reads only the type's fields
+			}
+			if !build(item, fieldAt(dv, f.index), f.node) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// buildKnown is the entry's FromUnstructured (UnmarshalJSON of
+// json.Marshal(v)) for Quantity and Time values whose JSON text is known
+// without encoding it; done=false leaves v to the entry.
+func buildKnown(v any, dv reflect.Value, n *tnode) (ok, done bool) {
+	switch n.t {
+	case quantityType:
+		// UnmarshalJSON strips the quotes and parses the text, which
+		// json.Marshal leaves as it is for printable ASCII other than
+		// the characters it escapes (" \ < > &); an int64 is its digits.
+		var text string
+		switch x := v.(type) {
+		case string:
+			if !plainJSONText(x) {
+				return false, false
+			}
+			text = x
+		case int64:
+			text = strconv.FormatInt(x, 10)
+		default:
+			return false, false
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(text))
+		if err != nil {
+			return false, true // the reference reports the error
+		}
+		*dv.Addr().Interface().(*resource.Quantity) = q
+		return true, true
+	case timeType:
+		// UnmarshalJSON decodes the JSON string (a valid UTF-8 string comes
+		// back as it is) and parses it as RFC 3339, in local time.
+		x, isString := v.(string)
+		if !isString || !utf8.ValidString(x) {
+			return false, false
+		}
+		pt, err := time.Parse(time.RFC3339, x)
+		if err != nil {
+			return false, true
+		}
+		dv.Addr().Interface().(*metav1.Time).Time = pt.Local()
+		return true, true
+	}
+	return false, false
+}
+
+// plainJSONText reports whether json.Marshal writes s between quotes as it
+// is: printable ASCII without the characters it escapes.
+func plainJSONText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	quantityType = reflect.TypeFor[resource.Quantity]()
+	timeType     = reflect.TypeFor[metav1.Time]()
+)
+
+var stringMapType = reflect.TypeOf(map[string]string{})
+
+func fieldAt(v reflect.Value, index []int) reflect.Value {
+	for _, i := range index {
+		v = v.Field(i)
+	}
+	return v
+}
+
+// isJSONValue reports whether v holds only the Go types of JSON values,
+// which json.Marshal encodes without surprises (no NaN, no infinities).
+func isJSONValue(v any, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, string, bool, int64:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, item := range x {
+			if !isJSONValue(item, depth+1) {
+				return false
+			}
+		}
+		return x != nil
+	case []any:
+		for _, item := range x {
+			if !isJSONValue(item, depth+1) {
+				return false
+			}
+		}
+		return x != nil
+	}
+	return false
+}
+
+// emitter writes typed values back as ToUnstructured does.
+type emitter struct {
+	// scratch holds the entries of the structs being written.
+	scratch []entry
+}
+
+type entry struct {
+	name string
+	v    any
+}
+
+// emit returns ToUnstructured's output for sv (a value outside a struct
+// field of scalar kind: toUnstructured), prev itself when that is
+// bit for bit prev; nil is ToUnstructured writing nothing (null), and
+// ok=false a conversion the plan leaves to the reference (errors).
+func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) {
+	if n.kind == tPtr && n.toCustom && n.elem.toCustom {
+		// The entry of *T writes nothing for nil and otherwise calls the
+		// same method as the entry of T on the (addressable) element, in
+		// the same order of precedence (ToUnstructuredWithError,
+		// ToUnstructured, MarshalJSON, whichever receiver).
+		if sv.IsNil() {
+			return nil, true
+		}
+		return e.emit(sv.Elem(), n.elem, prev)
+	}
+	if n.toCustom {
+		v, ok := customOut(sv, n)
+		if !ok {
+			return nil, false
+		}
+		if identical(v, prev) {
+			return prev, true
+		}
+		return v, true
+	}
+	switch n.kind {
+	case tString, tBool, tInt, tUint, tFloat:
+		return scalarOut(sv, n, prev)
+	case tBytes:
+		if sv.IsNil() {
+			return nil, true
+		}
+		s := base64.StdEncoding.EncodeToString(sv.Bytes())
+		if p, isString := prev.(string); isString && p == s {
+			return prev, true
+		}
+		return s, true
+	case tMap:
+		if sv.IsNil() {
+			return nil, true
+		}
+		if ss, isStrings := sv.Interface().(map[string]string); isStrings && !n.elem.toCustom {
+			return stringMapOut(ss, prev), true
+		}
+		pm, _ := prev.(map[string]any)
+		same := pm != nil && len(pm) == sv.Len()
+		var it reflect.MapIter
+		it.Reset(sv)
+		for same && it.Next() {
+			pv, had := pm[it.Key().String()]
+			o, ok := e.emit(it.Value(), n.elem, pv)
+			if !ok {
+				return nil, false
+			}
+			same = had && sameValue(o, pv)
+		}
+		if same {
+			return prev, true
+		}
+		// Something differs: the whole map, sharing what emit shares.
+		out := make(map[string]any, sv.Len())
+		it.Reset(sv)
+		for it.Next() {
+			k := it.Key().String()
+			var pv any
+			if pm != nil {
+				pv = pm[k]
+			}
+			o, ok := e.emit(it.Value(), n.elem, pv)
+			if !ok {
+				return nil, false
+			}
+			out[k] = o
+		}
+		return out, true
+	case tSlice:
+		if sv.IsNil() {
+			return nil, true
+		}
+		pl, _ := prev.([]any)
+		same := pl != nil && len(pl) == sv.Len()
+		var out []any
+		if !same {
+			out = make([]any, sv.Len())
+		}
+		for i := 0; i < sv.Len(); i++ {
+			var pv any
+			if i < len(pl) {
+				pv = pl[i]
+			}
+			o, ok := e.emit(sv.Index(i), n.elem, pv)
+			if !ok {
+				return nil, false
+			}
+			if same && !sameValue(o, pv) {
+				same = false
+				out = make([]any, sv.Len())
+				copy(out, pl[:i])
+			}
+			if !same {
+				out[i] = o
+			}
+		}
+		if same {
+			return prev, true
+		}
+		return out, true
+	case tPtr:
+		if sv.IsNil() {
+			return nil, true
+		}
+		return e.emit(sv.Elem(), n.elem, prev)
+	case tStruct:
+		pm, _ := prev.(map[string]any)
+		start := len(e.scratch)
+		same, ok := e.fields(sv, n, pm)
+		if !ok {
+			e.scratch = e.scratch[:start]
+			return nil, false
+		}
+		if same && pm != nil && len(pm) == len(e.scratch)-start {
+			e.scratch = e.scratch[:start]
+			return prev, true
+		}
+		out := make(map[string]any, len(e.scratch)-start)
+		for _, en := range e.scratch[start:] {
+			out[en.name] = en.v
+		}
+		e.scratch = e.scratch[:start]
+		return out, true
+	}
+	return nil, false
+}
+
+// customOut is the entry's ToUnstructured of sv, of a custom type.
+func customOut(sv reflect.Value, n *tnode) (any, bool) {
+	switch {
+	case n.plainConverter && sv.CanAddr():
+		// What the entry does (getUnstructuredConverter, case
+		// isUnstructuredConverter), the method called through *T.
+		return sv.Addr().Interface().(value.UnstructuredConverter).ToUnstructured(), true
+	case n.t == intOrStringType && sv.CanAddr():
+		// IntOrString.MarshalJSON is json.Marshal of IntVal or StrVal,
+		// which the entry decodes back: the int64, or the string when
+		// valid UTF-8 (json.Marshal would replace invalid bytes).
+		x := sv.Addr().Interface().(*intstr.IntOrString)
+		switch {
+		case x.Type == intstr.Int:
+			return int64(x.IntVal), true
+		case x.Type == intstr.String && utf8.ValidString(x.StrVal):
+			return x.StrVal, true
+		}
+	}
+	v, err := n.entry.ToUnstructured(sv)
+	return v, err == nil
+}
+
+var (
+	unstructuredConverterType          = reflect.TypeFor[value.UnstructuredConverter]()
+	unstructuredConverterWithErrorType = reflect.TypeFor[value.UnstructuredConverterWithError]()
+	intOrStringType                    = reflect.TypeFor[intstr.IntOrString]()
+)
+
+// fields appends the entries structToUnstructured writes for struct sv to
+// e.scratch; same tells that each is bit for bit prev's entry.
+func (e *emitter) fields(sv reflect.Value, n *tnode, pm map[string]any) (same, ok bool) {
+	same = true
+	for i := range n.fields {
+		f := &n.fields[i]
+		fv := sv.Field(f.i)
+		if f.name == "-" {
+			continue
+		}
+		if f.omitempty && isEmptyValue(fv) {
+			continue
+		}
+		if f.omitzero != nil && f.omitzero(fv) {
+			continue
+		}
+		if f.inline {
+			s, ok := e.fields(fv, f.node, pm)
+			if !ok {
+				return false, false
+			}
+			same = same && s
+			continue
+		}
+		var pv any
+		var had bool
+		if pm != nil {
+			pv, had = pm[f.name]
+		}
+		var o any
+		switch f.node.kind {
+		case tString, tBool, tInt, tUint, tFloat:
+			// structToUnstructured writes scalar kinds directly, whatever
+			// their type's own conversions.
+			o, ok = scalarOut(fv, f.node, pv)
+		default:
+			o, ok = e.emit(fv, f.node, pv)
+		}
+		if !ok {
+			return false, false
+		}
+		if !had || !sameValue(o, pv) {
+			same = false
+		}
+		e.scratch = append(e.scratch, entry{f.name, o})
+	}
+	return same, true
+}
+
+// scalarOut is ToUnstructured of a value of scalar kind: prev when it is
+// that very value (same Go type, floats bit for bit).
+func scalarOut(sv reflect.Value, n *tnode, prev any) (any, bool) {
+	switch n.kind {
+	case tString:
+		s := sv.String()
+		if p, ok := prev.(string); ok && p == s {
+			return prev, true
+		}
+		return s, true
+	case tBool:
+		b := sv.Bool()
+		if p, ok := prev.(bool); ok && p == b {
+			return prev, true
+		}
+		return b, true
+	case tInt:
+		x := sv.Int()
+		if p, ok := prev.(int64); ok && p == x {
+			return prev, true
+		}
+		return x, true
+	case tUint:
+		u := sv.Uint()
+		if u > math.MaxInt64 {
+			return nil, false
+		}
+		if p, ok := prev.(int64); ok && p == int64(u) {
+			return prev, true
+		}
+		return int64(u), true
+	case tFloat:
+		x := sv.Float()
+		if p, ok := prev.(float64); ok && math.Float64bits(p) == math.Float64bits(x) {
+			return prev, true
+		}
+		return x, true
+	}
+	return nil, false
+}
+
+// stringMapOut is ToUnstructured of a map[string]string: prev when it
+// holds exactly those strings.
+func stringMapOut(m map[string]string, prev any) any {
+	if pm, ok := prev.(map[string]any); ok && pm != nil && len(pm) == len(m) {
+		same := true
+		for k, v := range m {
+			if p, ok := pm[k].(string); !ok || p != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return prev
+		}
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// isEmptyValue is the converter's isEmpty.
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Map, reflect.Slice:
+		return v.IsNil() || v.Len() == 0
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// sameValue reports whether emit returned prev itself (or an equal
+// scalar of the same type, which emit returns as prev).
+func sameValue(o, prev any) bool {
+	switch x := o.(type) {
+	case map[string]any:
+		y, ok := prev.(map[string]any)
+		return ok && (x == nil) == (y == nil) && (x == nil || jsonvalue.SameMap(x, y))
+	case []any:
+		y, ok := prev.([]any)
+		return ok && (x == nil) == (y == nil) && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	case nil:
+		return prev == nil
+	case string, bool, int64:
+		return o == prev
+	case float64:
+		y, ok := prev.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return false
+}
+
+// identical reports whether a and b are the same JSON value bit for bit:
+// the same Go types, floats by their bits.
+func identical(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !identical(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for i := range x {
+			if !identical(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case nil, string, bool, int64:
+		return a == b
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return false
+}
+
+// defaultFast is DefaultReference for built-in kind gvk (already checked by
+// the caller: recognized, not a custom resource, obj not nil), or ok=false
+// when the plan cannot tell.
+func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	n := d.planKind(k.scheme, gvk)
+	if n == nil {
+		return nil, false
+	}
+	// What k.scheme.New(gvk) returns (reflect.New of the type registered
+	// for gvk, which planKind took from it; a scheme refuses to register
+	// another type under a kind), without its lookups.
+	rv := reflect.New(n.t)
+	typed, isObject := rv.Interface().(runtime.Object)
+	if !isObject || !build(obj, rv.Elem(), n) {
+		return nil, false
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	k.scheme.Default(typed)
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	e := emitterPool.Get().(*emitter)
+	out, ok := e.emit(rv.Elem(), n, obj)
+	e.scratch = e.scratch[:0]
+	emitterPool.Put(e)
+	if !ok {
+		return nil, false
+	}
+	m, isMap := out.(map[string]any)
+	if !isMap || m == nil {
+		return nil, false
+	}
+	if !jsonvalue.SameMap(m, obj) && jsonvalue.Equal(m, obj) {
+		// DefaultReference's last step: an output equal to the input is the
+		// input.
+		return obj, true
+	}
+	return m, true
+}
+
+var emitterPool = sync.Pool{New: func() any { return &emitter{} }}

@@ -1,0 +1,469 @@
+package scheme
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/randfill"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
+)
+
+// checkDefault defaults obj both ways (Default and DefaultReference) and
+// fails unless results (bit for bit) and errors agree, obj is left as it
+// was, and an unchanged result is obj itself in both. It reports whether
+// the fast path answered.
+func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
+	t.Helper()
+	before := testobjects.DeepCopy(obj)
+	want, wantErr := s.DefaultReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+	wantSame := wantErr == nil && want != nil && obj != nil && jsonEqualsInput(s, obj, gvk)
+	got, err := s.Default(obj, gvk)
+	if !oneOfTheErrors(err, wantErr, func() error {
+		_, again := s.DefaultReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+		return again
+	}) {
+		t.Fatalf("%s: error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
+	}
+	if !valuetest.BitsEqual(got, want) {
+		t.Fatalf("%s: defaulted differently from the typed round trip\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, before, got, want)
+	}
+	if !valuetest.BitsEqual(obj, before) {
+		t.Fatalf("%s: the input was modified: %#v, was %#v", gvk.Kind, obj, before)
+	}
+	if wantSame && !jsonvalue.SameMap(got, obj) {
+		t.Fatalf("%s: the reference returns the input itself, Default a copy", gvk.Kind)
+	}
+	if obj != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
+		k, err := s.kube()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fast = s.df.defaultFast(k, obj, gvk)
+	}
+	return fast
+}
+
+// jsonEqualsInput reports whether DefaultReference returns obj itself.
+func jsonEqualsInput(s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) bool {
+	out, err := s.DefaultReference(obj, gvk)
+	return err == nil && out != nil && jsonvalue.SameMap(out, obj)
+}
+
+func TestDefaultIsTheReference(t *testing.T) {
+	s := New()
+	for _, in := range testobjects.Inputs(t) {
+		t.Run(in.Name, func(t *testing.T) {
+			fast := checkDefaultFast(t, s, in.Obj, in.GVK)
+			if in.GVK != testobjects.CRGVK && !fast {
+				t.Error("a real object took the reference: the fast path should model it")
+			}
+			// The defaulted object, as the next mutation's input: a fixed
+			// point, returned as it is.
+			d, err := s.DefaultReference(in.Obj, in.GVK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDefaultFast(t, s, d, in.GVK)
+			if in.GVK == testobjects.CRGVK {
+				return
+			}
+			got, err := s.Default(d, in.GVK)
+			if err != nil || !jsonvalue.SameMap(got, d) {
+				t.Fatalf("a defaulted object was not returned as it is (err %v)", err)
+			}
+		})
+	}
+}
+
+// TestDefaultOnEveryKind defaults, both ways, the zero object and randomly
+// filled objects of every external kind of kube-apiserver's scheme.
+func TestDefaultOnEveryKind(t *testing.T) {
+	s := New()
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gvks []schema.GroupVersionKind
+	for gvk := range ks.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || !s.Recognizes(gvk) {
+			continue
+		}
+		gvks = append(gvks, gvk)
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	fills := 3
+	if testing.Short() {
+		fills = 1
+	}
+	var slow []string
+	fastCount := 0
+	for _, gvk := range gvks {
+		typed, err := ks.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero["apiVersion"], zero["kind"] = gvk.GroupVersion().String(), gvk.Kind
+		if checkDefaultFast(t, s, zero, gvk) {
+			fastCount++
+		} else {
+			slow = append(slow, gvk.String())
+		}
+		for seed := range fills {
+			f := randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...)
+			obj, err := ks.New(gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Fill(obj)
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				continue // random bytes where JSON goes
+			}
+			checkDefaultFast(t, s, u, gvk)
+		}
+	}
+	t.Logf("%d kinds, %d through the fast path; the reference for: %s", len(gvks), fastCount, strings.Join(slow, ", "))
+	if len(slow) > 0 {
+		t.Errorf("kinds the fast path does not model: %s", strings.Join(slow, ", "))
+	}
+}
+
+// fillFuncs keep randfill's values within what a JSON object holds.
+var fillFuncs = []any{
+	func(s *string, c randfill.Continue) { *s = []string{"", "a", "Always", "TCP", "10%", "1"}[c.Intn(6)] },
+	func(f *float64, c randfill.Continue) { *f = float64(c.Intn(5)) / 2 },
+	func(f *float32, c randfill.Continue) { *f = float32(c.Intn(5)) / 2 },
+	func(r *runtime.RawExtension, c randfill.Continue) {
+		if c.Intn(2) == 0 {
+			r.Raw = []byte(`{"a":1}`)
+		}
+	},
+	func(r *runtime.Object, c randfill.Continue) {},
+}
+
+// TestDefaultAgreesOnPerturbedObjects is the property test: real objects,
+// defaulted or not, with one to three random changes (unknown fields,
+// nulls, wrong types, numbers, empty values), in place or shared as in a
+// merge result.
+func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
+	s := New()
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	var ins []testobjects.Input
+	for _, in := range testobjects.Inputs(t) {
+		ins = append(ins, in)
+		if d, err := s.DefaultReference(in.Obj, in.GVK); err == nil && in.GVK != testobjects.CRGVK {
+			ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: d})
+		}
+	}
+	fast := 0
+	for i := range n {
+		in := ins[r.IntN(len(ins))]
+		var obj any
+		if i%2 == 0 {
+			obj = testobjects.DeepCopy(in.Obj)
+			for range 1 + r.IntN(3) {
+				obj = testobjects.Perturb(r, obj)
+			}
+		} else {
+			obj = in.Obj
+			for range 1 + r.IntN(3) {
+				obj = testobjects.PerturbShared(r, obj)
+			}
+		}
+		m, ok := obj.(map[string]any)
+		if !ok {
+			continue
+		}
+		if checkDefaultFast(t, s, m, in.GVK) {
+			fast++
+		}
+	}
+	t.Logf("%d of %d perturbed objects through the fast path", fast, n)
+}
+
+// testPod is a Pod named p with spec.
+func testPod(spec map[string]any) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": spec}
+}
+
+// testPodContainer is a Pod with one container c (image i) that also has
+// the fields kv (name, value, ...).
+func testPodContainer(kv ...any) map[string]any {
+	c := map[string]any{"name": "c", "image": "i"}
+	for i := 0; i < len(kv); i += 2 {
+		c[kv[i].(string)] = kv[i+1]
+	}
+	return testPod(map[string]any{"containers": []any{c}})
+}
+
+// TestDefaultOddInputs covers inputs the conversions change or refuse.
+func TestDefaultOddInputs(t *testing.T) {
+	s := New()
+	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	depGVK := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	pod, container := testPod, testPodContainer
+	cases := map[string]map[string]any{
+		"empty object":             {},
+		"unknown field":            {"apiVersion": "v1", "kind": "Pod", "bogus": "x"},
+		"null spec":                {"apiVersion": "v1", "kind": "Pod", "spec": nil},
+		"typed nil spec":           pod(nil),
+		"null list item":           pod(map[string]any{"containers": []any{nil}}),
+		"typed nil labels":         {"metadata": map[string]any{"labels": map[string]any(nil)}},
+		"null label":               {"metadata": map[string]any{"labels": map[string]any{"a": nil}}},
+		"int32 overflow":           container("ports", []any{map[string]any{"containerPort": int64(math.MaxInt32) + 1}}),
+		"whole float for an int":   container("ports", []any{map[string]any{"containerPort": float64(80)}}),
+		"Go int":                   container("ports", []any{map[string]any{"containerPort": 80}}),
+		"negative zero":            pod(map[string]any{"containers": []any{}, "overhead": map[string]any{"cpu": math.Copysign(0, -1)}}),
+		"limits into requests":     container("resources", map[string]any{"limits": map[string]any{"cpu": "500m", "memory": "1Gi"}}),
+		"quantity as number":       container("resources", map[string]any{"limits": map[string]any{"cpu": int64(2), "memory": 1.5}}),
+		"bad quantity":             container("resources", map[string]any{"limits": map[string]any{"cpu": "lots"}}),
+		"non-canonical quantity":   container("resources", map[string]any{"requests": map[string]any{"cpu": "0.5"}}),
+		"int-or-string":            container("livenessProbe", map[string]any{"httpGet": map[string]any{"port": int64(80)}}),
+		"int-or-string as float":   container("livenessProbe", map[string]any{"httpGet": map[string]any{"port": 80.0}}),
+		"timestamp":                {"metadata": map[string]any{"creationTimestamp": "2026-11-23T10:00:00+02:00"}},
+		"bad timestamp":            {"metadata": map[string]any{"creationTimestamp": "yesterday"}},
+		"host network ports":       pod(map[string]any{"hostNetwork": true, "containers": []any{map[string]any{"name": "c", "ports": []any{map[string]any{"containerPort": int64(80)}}}}}),
+		"NaN":                      container("resources", map[string]any{"limits": map[string]any{"cpu": math.NaN()}}),
+		"managed fields":           {"metadata": map[string]any{"managedFields": []any{map[string]any{"manager": "m", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:metadata": map[string]any{}}}}}},
+		"list for a struct":        {"spec": []any{}},
+		"patched kind":             {"apiVersion": "v1", "kind": "Service"},
+		"no apiVersion":            {"kind": "Pod", "metadata": map[string]any{"name": "p"}},
+		"empty containers":         pod(map[string]any{"containers": []any{}}),
+		"ephemeral containers":     pod(map[string]any{"ephemeralContainers": []any{map[string]any{"name": "e"}}}),
+		"init containers":          pod(map[string]any{"initContainers": []any{map[string]any{"name": "i", "restartPolicy": "Always"}}}),
+		"volumes":                  pod(map[string]any{"volumes": []any{map[string]any{"name": "s", "secret": map[string]any{"secretName": "x"}}, map[string]any{"name": "h", "hostPath": map[string]any{"path": "/"}}}}),
+		"status conditions":        {"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "lastTransitionTime": nil}}}},
+		"security context":         container("securityContext", map[string]any{"privileged": false}),
+		"empty string for pointer": pod(map[string]any{"schedulerName": "", "runtimeClassName": ""}),
+	}
+	for name, obj := range cases {
+		t.Run("Pod/"+name, func(t *testing.T) { checkDefaultFast(t, s, obj, podGVK) })
+	}
+	depCases := map[string]map[string]any{
+		"empty":       {},
+		"strategy":    {"spec": map[string]any{"strategy": map[string]any{"type": "RollingUpdate"}}},
+		"recreate":    {"spec": map[string]any{"strategy": map[string]any{"type": "Recreate", "rollingUpdate": map[string]any{}}}},
+		"percentages": {"spec": map[string]any{"strategy": map[string]any{"rollingUpdate": map[string]any{"maxSurge": "50%", "maxUnavailable": int64(0)}}}},
+		"replicas 0":  {"spec": map[string]any{"replicas": int64(0)}},
+	}
+	for name, obj := range depCases {
+		t.Run("Deployment/"+name, func(t *testing.T) { checkDefaultFast(t, s, obj, depGVK) })
+	}
+	cmCases := map[string]map[string]any{
+		"binary data":          {"binaryData": map[string]any{"a": "AAECAw==", "b": ""}},
+		"non-canonical base64": {"binaryData": map[string]any{"a": "AAECAx=="}},
+		"not base64":           {"binaryData": map[string]any{"a": "!!!!"}},
+		"null data value":      {"data": map[string]any{"a": nil}},
+	}
+	for name, obj := range cmCases {
+		t.Run("ConfigMap/"+name, func(t *testing.T) { checkDefaultFast(t, s, obj, cmGVK) })
+	}
+}
+
+// TestDefaultFixedPointDoesNotAllocateMuch guards the point of the fast
+// path: an object the defaulters leave alone comes back as it is.
+func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
+	s := New()
+	for _, in := range testobjects.Inputs(t) {
+		if in.GVK == testobjects.CRGVK {
+			continue
+		}
+		d, err := s.DefaultReference(in.Obj, in.GVK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := s.kube()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, ok := s.df.defaultFast(k, d, in.GVK)
+		if !ok || !jsonvalue.SameMap(out, d) {
+			t.Errorf("%s: a defaulted object did not come back as it is (fast path %v)", in.Name, ok)
+		}
+	}
+}
+
+// TestCustomBuildIsTheEntry checks build's shortcut for IntOrString
+// against the converter's entry (json.Marshal, then UnmarshalJSON), on
+// odd and ordinary values.
+func TestCustomBuildIsTheEntry(t *testing.T) {
+	d := &defaulter{types: map[reflect.Type]*tnode{}}
+	odd := []any{"", "null", "a\xffb", "\u2028<&>", " 1", "1 ", "\"1\"", "\\1", "<1>", "1&", "\t1", 1.5, 80.0, true, map[string]any{}, []any{}}
+	cases := map[reflect.Type][]any{
+		reflect.TypeFor[intstr.IntOrString](): {"25%", "80", int64(0), int64(80), int64(-1), int64(math.MaxInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32), int64(math.MinInt32) - 1},
+		reflect.TypeFor[resource.Quantity]():  {"0", "100m", "1.5Gi", "2", "1e3", "0.1", "-1", "1E3", "lots", "1Ki ", "+5", int64(0), int64(7), int64(math.MaxInt64), int64(math.MinInt64)},
+		reflect.TypeFor[metav1.Time]():        {"2026-11-23T10:00:00Z", "2026-11-23T10:00:00+02:00", "2026-11-23T10:00:00.123456789Z", "2026-11-23", "yesterday", int64(0)},
+	}
+	for typ, values := range cases {
+		d.mu.Lock()
+		n := d.plan(typ)
+		d.mu.Unlock()
+		for _, v := range append(values, odd...) {
+			got := reflect.New(n.t).Elem()
+			ok := build(v, got, n)
+			want := reflect.New(n.t).Elem()
+			err := n.entry.FromUnstructured(reflect.ValueOf(v), want)
+			if ok && (err != nil || !reflect.DeepEqual(got.Interface(), want.Interface())) {
+				t.Errorf("%v %#v: built %#v, the entry gives %#v (%v)", typ, v, got.Interface(), want.Interface(), err)
+			}
+			if !ok && err == nil && isJSONValue(v, 0) {
+				t.Errorf("%v %#v: build declined what the entry converts", typ, v)
+			}
+		}
+	}
+}
+
+// FuzzDefault: any JSON object, as any of the real objects' kinds, defaults
+// through the fast path as through the reference.
+func FuzzDefaultFast(f *testing.F) {
+	s := New()
+	var gvks []schema.GroupVersionKind
+	for _, in := range testobjects.Inputs(f) {
+		data, err := json.Marshal(in.Obj)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(len(gvks)), data)
+		gvks = append(gvks, in.GVK)
+	}
+	f.Add(uint8(0), []byte(`{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1"}}}]}}`))
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		var obj map[string]any
+		if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
+			return
+		}
+		checkDefaultFast(t, s, obj, gvks[int(kind)%len(gvks)])
+	})
+}
+
+// TestCustomOutIsTheEntry checks emit's shortcuts for custom types (the
+// type's own ToUnstructured through a pointer, IntOrString) against the
+// converter's entry, on random values.
+func TestCustomOutIsTheEntry(t *testing.T) {
+	d := &defaulter{types: map[reflect.Type]*tnode{}}
+	r := rand.New(rand.NewPCG(3, 4))
+	strs := []string{"", "0", "25%", "a\xffb", "\u2028<&>", "80", "x y"}
+	for i := range 2000 {
+		var v any
+		switch i % 4 {
+		case 0:
+			v = &intstr.IntOrString{Type: intstr.Type(r.IntN(3)), IntVal: r.Int32() - 1<<30, StrVal: strs[r.IntN(len(strs))]}
+		case 1:
+			v = &metav1.Time{}
+			if r.IntN(2) == 0 {
+				v = &metav1.Time{Time: time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).In(time.FixedZone("z", 3600*(r.IntN(5)-2)))}
+			}
+		case 2:
+			q := resource.MustParse([]string{"0", "100m", "1.5Gi", "2", "1e3", "0.1"}[r.IntN(6)])
+			v = &q
+		case 3:
+			v = &metav1.MicroTime{Time: time.Unix(r.Int64N(1<<34), r.Int64N(1e9))}
+		}
+		sv := reflect.ValueOf(v).Elem()
+		d.mu.Lock()
+		n := d.plan(sv.Type())
+		d.mu.Unlock()
+		got, gotOK := customOut(sv, n)
+		want, err := n.entry.ToUnstructured(sv)
+		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
+			t.Fatalf("%#v: got %#v (%v), want %#v (%v)", v, got, gotOK, want, err)
+		}
+		// The pointer, as in a field of type *T, nil or not.
+		pv := reflect.ValueOf(v)
+		if r.IntN(4) == 0 {
+			pv = reflect.Zero(pv.Type())
+		}
+		d.mu.Lock()
+		pn := d.plan(pv.Type())
+		d.mu.Unlock()
+		got, gotOK = (&emitter{}).emit(pv, pn, nil)
+		want, err = pn.entry.ToUnstructured(pv)
+		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
+			t.Fatalf("%#v (pointer): got %#v (%v), want %#v (%v)", pv, got, gotOK, want, err)
+		}
+	}
+}
+
+// BenchmarkDefault defaults the real Deployment and Pod, as written
+// (undefaulted) and defaulted (a fixed point), through Default and
+// DefaultReference.
+func BenchmarkDefault(b *testing.B) {
+	s := New()
+	for _, in := range testobjects.Inputs(b) {
+		if in.GVK.Kind != "Deployment" && in.GVK.Kind != "Pod" || !strings.HasSuffix(in.Name, "(ToUnstructured)") {
+			continue
+		}
+		d, err := s.DefaultReference(in.Obj, in.GVK)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			obj  map[string]any
+		}{{"undefaulted", in.Obj}, {"defaulted", d}} {
+			for _, impl := range []struct {
+				name string
+				f    func(map[string]any, schema.GroupVersionKind) (map[string]any, error)
+			}{{"fast", s.Default}, {"reference", s.DefaultReference}} {
+				b.Run(in.GVK.Kind+"/"+c.name+"/impl="+impl.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := impl.f(c.obj, in.GVK); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDefaultConcurrently defaults the real objects from several
+// goroutines on a fresh scheme, so that the plans are built concurrently
+// (run with -race).
+func TestDefaultConcurrently(t *testing.T) {
+	s := New()
+	ins := testobjects.Inputs(t)
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for i := range ins {
+				in := ins[(i+g)%len(ins)]
+				if _, e := s.Default(in.Obj, in.GVK); e != nil && err == nil {
+					err = e
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
