@@ -16,10 +16,21 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
 	api "k8s.io/kubernetes/pkg/apis/core"
-	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/kubernetes/pkg/registry/core/service/ipallocator"
 	"k8s.io/kubernetes/pkg/registry/core/service/portallocator"
 	servicestorage "k8s.io/kubernetes/pkg/registry/core/service/storage"
+)
+
+// defaultServiceIPCIDR and defaultServiceNodePortRange are kube-apiserver's
+// defaults (k8s.io/kubernetes/pkg/kubeapiserver/options
+// DefaultServiceIPCIDR, DefaultServiceNodePortRange; TestServiceDefaults
+// holds them equal). That package is not imported: its own imports
+// register API groups and admission plugins at init, which every run would
+// pay for.
+var (
+	defaultServiceIPCIDR        = net.IPNet{IP: net.ParseIP("10.0.0.0"), Mask: net.CIDRMask(24, 32)}
+	defaultServiceNodePortRange = utilnet.PortRange{Base: 30000, Size: 2768}
 )
 
 // serviceKind is the kind whose registry has create and update hooks
@@ -38,7 +49,7 @@ var serviceKind = schema.GroupKind{Kind: "Service"}
 // of the range and a node port the dry run's dummy (32769), not the ones a
 // cluster would pick (docs/fidelity.md).
 var serviceStore = sync.OnceValues(func() (*genericregistry.Store, error) {
-	return newServiceStore(api.IPv4Protocol, map[api.IPFamily]net.IPNet{api.IPv4Protocol: kubeoptions.DefaultServiceIPCIDR})
+	return newServiceStore(api.IPv4Protocol, map[api.IPFamily]net.IPNet{api.IPv4Protocol: defaultServiceIPCIDR})
 })
 
 // newServiceStore is the Service registry with IP ranges cidrs, primary
@@ -52,7 +63,7 @@ func newServiceStore(primary api.IPFamily, cidrs map[api.IPFamily]net.IPNet) (*g
 		}
 		allocs[family] = ips
 	}
-	ports, err := portallocator.NewInMemory(kubeoptions.DefaultServiceNodePortRange)
+	ports, err := portallocator.NewInMemory(defaultServiceNodePortRange)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +112,7 @@ func serviceStoreFor(objs ...runtime.Object) (*genericregistry.Store, error) {
 		}
 	}
 	if primary == api.IPv4Protocol && len(cidrs) == 1 {
-		if d := kubeoptions.DefaultServiceIPCIDR; d.Contains(named[0]) {
+		if d := defaultServiceIPCIDR; d.Contains(named[0]) {
 			return serviceStore()
 		}
 	}
