@@ -404,23 +404,78 @@ func TestShadowMode(t *testing.T) {
 		{"no-reinvocation", "False", ReasonInvalid},
 	} {
 		t.Run(tc.policy+" has Ready="+tc.status, func(t *testing.T) {
-			u, err := f.dyn.Resource(f.policies).Get(f.ctx, tc.policy, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			var conds []metav1.Condition
-			for _, r := range raw {
-				var c metav1.Condition
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]any), &c); err != nil {
-					t.Fatal(err)
-				}
-				conds = append(conds, c)
-			}
-			c := apimeta.FindStatusCondition(conds, ConditionReady)
+			c, conds := f.readyCondition(t, tc.policy)
 			if c == nil || string(c.Status) != tc.status || c.Reason != tc.reason {
 				t.Fatalf("conditions %+v", conds)
 			}
 		})
+	}
+}
+
+// readyCondition returns the Ready condition of the shadow policy name (nil
+// when it has none) and all its conditions.
+func (f *fixture) readyCondition(t *testing.T, name string) (*metav1.Condition, []metav1.Condition) {
+	t.Helper()
+	u, err := f.dyn.Resource(f.policies).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var conds []metav1.Condition
+	for _, r := range raw {
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]any), &c); err != nil {
+			t.Fatal(err)
+		}
+		conds = append(conds, c)
+	}
+	return apimeta.FindStatusCondition(conds, ConditionReady), conds
+}
+
+// TestShadowModeLeavesOutWhatTheAPIServerRefuses: a shadow policy whose
+// expressions kube-apiserver's create-time validation refuses (here a
+// variable the policy does not declare: 422 natively, so the policy never
+// exists) is left out of the set — it neither appears in the status nor
+// denies under its failurePolicy — and is reported not Ready with the
+// refusal's field error (test/e2e case 29-refused-undefined-variable).
+func TestShadowModeLeavesOutWhatTheAPIServerRefuses(t *testing.T) {
+	const shadow = ShadowGroup + "/" + ShadowVersion
+	refused := object(t, `
+apiVersion: `+shadow+`
+kind: MutatingAdmissionPolicy
+metadata: {name: undefined-variable, uid: uid-undefined-variable, resourceVersion: "1"}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  variables:
+  - {name: owner, expression: '"platform"'}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"owner": variables.team}}}'
+`)
+	f := start(t, SourceShadow, "", WebhookOptions{},
+		refused, bindingObject(t, shadow, "undefined-variable", "undefined-variable"),
+		policy(t, shadow, "add-team", "1", "team", "a"), bindingObject(t, shadow, "add-team", "add-team"))
+	st := f.waitFor("the valid policy and both bindings", func(s Status) bool {
+		return s.Policies["add-team"] == "1" && len(s.Bindings) == 2
+	})
+	if _, ok := st.Policies["undefined-variable"]; ok {
+		t.Fatalf("the status lists the refused policy: %+v", st)
+	}
+	// Kept, it would deny the ConfigMap under failurePolicy Fail.
+	if got := f.admitConfigMap("x")["team"]; got != "a" {
+		t.Fatalf("label team = %q, want a", got)
+	}
+	const fieldErr = `spec.mutations[0].applyConfiguration.expression: Invalid value: "Object{metadata: Object.metadata{labels: {\"owner\": variables.team}}}": compilation failed: ERROR: <input>:1:61: undefined field 'team'`
+	if ev := f.nextEvent(); !strings.Contains(ev, "Warning "+ReasonInvalid) || !strings.Contains(ev, fieldErr) {
+		t.Fatalf("event %q, want a warning %s with %q", ev, ReasonInvalid, fieldErr)
+	}
+	c, conds := f.readyCondition(t, "undefined-variable")
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalid || !strings.Contains(c.Message, fieldErr) {
+		t.Fatalf("conditions %+v, want Ready=False %s with %q", conds, ReasonInvalid, fieldErr)
 	}
 }

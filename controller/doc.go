@@ -48,8 +48,11 @@
 // from the informer caches. Conversions are cached per object revision and
 // compilations by the compiler (UID and resourceVersion; deleted policies
 // are forgotten), so a rebuild only recompiles what changed. A policy that
-// does not convert or validate is left out and reported; a policy whose CEL
-// does not compile stays in (kube-apiserver reports such errors when the
+// does not convert or validate is left out and reported; in shadow mode that
+// includes kube-apiserver's create-time compilation of its expressions
+// (compiler.Validate: natively the policy would be refused with a 422 and
+// never exist). A policy whose CEL does not compile at admission time
+// (compiler.Compile) stays in (kube-apiserver reports such errors when the
 // policy is invoked, under its failure policy) and is reported. Reports are
 // Kubernetes Events on the object and, in shadow mode, a Ready condition in
 // the object's status. The new Evaluator is swapped into the Engine

@@ -163,6 +163,8 @@ func (c *Controller) sync(ctx context.Context) error {
 }
 
 // convertCached converts u, reusing the conversion of the same revision.
+// In shadow mode a policy is also validated as kube-apiserver validates it
+// on create (refused below).
 func (c *Controller) convertCached(u *unstructured.Unstructured, seen map[string]bool) convertedObject {
 	key := revisionKey(u)
 	seen[key] = true
@@ -170,8 +172,36 @@ func (c *Controller) convertCached(u *unstructured.Unstructured, seen map[string
 		return conv
 	}
 	conv := convert(u)
+	if conv.policy != nil && c.cfg.Source == SourceShadow {
+		conv = c.refuseInvalid(conv)
+	}
 	c.converted[key] = conv
 	return conv
+}
+
+// refuseInvalid leaves out a shadow policy that kube-apiserver would refuse
+// to create (HTTP 422: compiler.Validate, the create-time compilation of its
+// expressions, as cluster.ValidatePolicies for files): natively it would
+// never exist, so it joins no policy set and is reported Invalid with the
+// refusal's field errors. A policy that passes and yet fails the
+// admission-time compilation (Compile) stays in, as kube-apiserver keeps a
+// stored policy, and fails under its failurePolicy. Native policies were
+// validated by the API server itself (and a stored one is never validated
+// again), so they are not checked here.
+func (c *Controller) refuseInvalid(conv convertedObject) convertedObject {
+	errs, err := c.compiler.Validate(conv.policy)
+	if err != nil {
+		// An internal failure refuses this policy only.
+		return convertedObject{err: fmt.Errorf("validating: %w", err)}
+	}
+	if len(errs) == 0 {
+		return conv
+	}
+	lines := make([]string, 0, len(errs))
+	for _, fe := range errs {
+		lines = append(lines, fe.Error())
+	}
+	return convertedObject{err: errors.New(strings.Join(lines, "; "))}
 }
 
 // listUnstructured lists an informer's objects in name order.
@@ -188,8 +218,9 @@ func listUnstructured(inf cache.SharedIndexInformer) []*unstructured.Unstructure
 
 // report tells the object's owner what became of it: an Event when the
 // outcome of a revision is new, and in shadow mode the Ready condition of
-// policies. invalid is a conversion or validation error (the object is left
-// out); problems are CEL compilation errors (the policy stays in). Only the
+// policies. invalid is a conversion or validation error, in shadow mode also
+// a create-time CEL compilation error (the object is left out); problems are
+// admission-time CEL compilation errors (the policy stays in). Only the
 // leader reports.
 func (c *Controller) report(ctx context.Context, u *unstructured.Unstructured, invalid error, problems []string) {
 	if u == nil || c.writeCtx == nil {

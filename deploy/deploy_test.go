@@ -328,6 +328,9 @@ func TestRBACCoversTheController(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mutatis-system", Name: "mutatis-tls"}},
 	)
 	shadow := controller.ShadowGroup + "/" + controller.ShadowVersion
+	// The policy must pass kube-apiserver's create-time validation, or the
+	// controller leaves it out (a JSONPatch expression of type list(dyn),
+	// such as [], is refused).
 	policy := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(`
 apiVersion: `+shadow+`
@@ -341,7 +344,7 @@ spec:
   reinvocationPolicy: Never
   mutations:
   - patchType: JSONPatch
-    jsonPatch: {expression: '[]'}
+    jsonPatch: {expression: '[JSONPatch{op: "test", path: "/kind", value: "Pod"}]'}
 `), &policy.Object); err != nil {
 		t.Fatal(err)
 	}
