@@ -11,6 +11,7 @@ import (
 	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
@@ -209,17 +210,7 @@ func TestDenial(t *testing.T) {
 	f := newTLS(t)
 	srv := start(t, newServer(t, w, f, nil))
 	uid, body, into, attrs := w.review(t, request{op: admission.Create, object: secretYAML})
-	code, out := post(t, f.client(), srv.url+PathMutate, body)
-	if code != http.StatusOK {
-		t.Fatalf("HTTP %d: %s", code, out)
-	}
-	if err := json.Unmarshal(out, into); err != nil {
-		t.Fatal(err)
-	}
-	got, err := webhookrequest.VerifyAdmissionResponse(types.UID(uid), true, into)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := answer(t, f, srv, uid, body, into)
 	want, err := w.engine.Admit(context.Background(), matching.AttributesFrom(attrs))
 	if err != nil || want.Denied == nil {
 		t.Fatalf("the engine should deny: %v", err)
@@ -257,6 +248,17 @@ func TestIntegerOutOfRangeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := answer(t, f, srv, uid, body, into)
+	want := `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 3000000000 into Go struct field PodSpec.spec.priority of type int32`
+	if got.Allowed || len(got.Patch) != 0 || got.Result == nil || got.Result.Code != http.StatusBadRequest || got.Result.Message != want {
+		t.Fatalf("allowed=%v patch=%s status=%+v, want the 400 %q", got.Allowed, got.Patch, got.Result, want)
+	}
+}
+
+// answer posts a review body to srv's mutating path and returns the
+// response as kube-apiserver reads it (VerifyAdmissionResponse).
+func answer(t *testing.T, f *tlsFixture, srv *running, uid string, body []byte, into runtime.Object) *webhookrequest.AdmissionResponse {
+	t.Helper()
 	code, out := post(t, f.client(), srv.url+PathMutate, body)
 	if code != http.StatusOK {
 		t.Fatalf("HTTP %d: %s", code, out)
@@ -268,8 +270,5 @@ func TestIntegerOutOfRangeIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number 3000000000 into Go struct field PodSpec.spec.priority of type int32`
-	if got.Allowed || len(got.Patch) != 0 || got.Result == nil || got.Result.Code != http.StatusBadRequest || got.Result.Message != want {
-		t.Fatalf("allowed=%v patch=%s status=%+v, want the 400 %q", got.Allowed, got.Patch, got.Result, want)
-	}
+	return got
 }
