@@ -593,7 +593,7 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 		if !ok {
 			return nil, false
 		}
-		if identical(v, prev) {
+		if jsonvalue.Identical(v, prev) {
 			return prev, true
 		}
 		return v, true
@@ -885,42 +885,6 @@ func sameValue(o, prev any) bool {
 		return o == prev
 	case float64:
 		y, ok := prev.(float64)
-		return ok && math.Float64bits(x) == math.Float64bits(y)
-	}
-	return false
-}
-
-// identical reports whether a and b are the same JSON value bit for bit:
-// the same Go types, floats by their bits.
-func identical(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !identical(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for i := range x {
-			if !identical(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case nil, string, bool, int64:
-		return a == b
-	case float64:
-		y, ok := b.(float64)
 		return ok && math.Float64bits(x) == math.Float64bits(y)
 	}
 	return false

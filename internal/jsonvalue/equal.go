@@ -9,6 +9,7 @@
 package jsonvalue
 
 import (
+	"math"
 	"reflect"
 )
 
@@ -103,4 +104,41 @@ func Equal(a, b any) bool {
 		return a == b
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// Identical reports whether a and b are the same JSON value bit for bit:
+// the same Go types, nil and empty maps and slices told apart, floats by
+// their bits (so -0 is not 0, and NaN is itself).
+func Identical(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !Identical(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for i := range x {
+			if !Identical(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case nil, string, bool, int64:
+		return a == b
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return false
 }

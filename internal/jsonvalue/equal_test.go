@@ -64,3 +64,26 @@ func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
 		t.Fatalf("%d of 2000 pairs equal: the test does not exercise both answers", equal)
 	}
 }
+
+// TestIdentical: the same JSON value bit for bit, where SemanticEqual and
+// Equal see equal values.
+func TestIdentical(t *testing.T) {
+	nan := math.NaN()
+	for i, c := range []struct {
+		a, b any
+		want bool
+	}{
+		{map[string]any{"a": []any{int64(1), "x", nil}}, map[string]any{"a": []any{int64(1), "x", nil}}, true},
+		{math.Copysign(0, -1), 0.0, false},
+		{nan, nan, true},
+		{map[string]any(nil), map[string]any{}, false},
+		{[]any(nil), []any{}, false},
+		{int64(1), 1.0, false},
+		{map[string]any{"a": 1.5}, map[string]any{"a": 1.5}, true},
+		{[]byte("a"), []byte("a"), false},
+	} {
+		if got := Identical(c.a, c.b); got != c.want {
+			t.Errorf("case %d: Identical(%#v, %#v) = %v, want %v", i, c.a, c.b, got, c.want)
+		}
+	}
+}
