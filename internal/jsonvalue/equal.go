@@ -69,7 +69,17 @@ func SameMap(a, b map[string]any) bool {
 // differ (they encode as null and as {} or []), so a value Equal to another
 // can stand for it in any output. The very same maps and slices are equal
 // without a walk.
-func Equal(a, b any) bool {
+func Equal(a, b any) bool { return sameTree(a, b, false) }
+
+// Identical reports whether a and b are the same JSON value bit for bit:
+// the same Go types, nil and empty maps and slices told apart, floats by
+// their bits (so -0 is not 0, and NaN is itself); values of other Go types
+// are never identical.
+func Identical(a, b any) bool { return sameTree(a, b, true) }
+
+// sameTree is Equal, or Identical when bits is set: the two differ only in
+// their leaves.
+func sameTree(a, b any, bits bool) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -81,7 +91,7 @@ func Equal(a, b any) bool {
 		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !Equal(xv, yv) {
+			if !ok || !sameTree(xv, yv, bits) {
 				return false
 			}
 		}
@@ -95,50 +105,19 @@ func Equal(a, b any) bool {
 			return true
 		}
 		for i := range x {
-			if !Equal(x[i], y[i]) {
+			if !sameTree(x[i], y[i], bits) {
 				return false
 			}
 		}
 		return true
-	case string, bool, int64, float64, nil:
-		return a == b
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-// Identical reports whether a and b are the same JSON value bit for bit:
-// the same Go types, nil and empty maps and slices told apart, floats by
-// their bits (so -0 is not 0, and NaN is itself).
-func Identical(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !Identical(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for i := range x {
-			if !Identical(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case nil, string, bool, int64:
-		return a == b
 	case float64:
-		y, ok := b.(float64)
-		return ok && math.Float64bits(x) == math.Float64bits(y)
+		if bits {
+			y, ok := b.(float64)
+			return ok && math.Float64bits(x) == math.Float64bits(y)
+		}
+		return a == b
+	case string, bool, int64, nil:
+		return a == b
 	}
-	return false
+	return !bits && reflect.DeepEqual(a, b)
 }
