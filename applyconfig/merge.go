@@ -3,11 +3,11 @@ package applyconfig
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -137,7 +137,7 @@ func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, pr
 func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
 	var liveTyped *typed.TypedValue
 	liveValid := false
-	if prev != nil && prev.tc == tc && prev.Object != nil && sameMap(prev.Object.Object, live.Object) {
+	if prev != nil && prev.tc == tc && prev.Object != nil && prev.Object.Object != nil && jsonvalue.SameMap(prev.Object.Object, live.Object) {
 		liveTyped, liveValid = prev.typed, prev.valid || prev.typed != nil
 	}
 	out, err := merge(tc, root, live, liveTyped, liveValid, patch)
@@ -145,11 +145,6 @@ func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstruct
 		return nil, fmt.Errorf("error applying patch: %w", err)
 	}
 	return out, nil
-}
-
-// sameMap tells whether a and b are the same map (not equal ones).
-func sameMap(a, b map[string]any) bool {
-	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // merge is Merge. When liveTyped is not nil it is live's typed value; when
@@ -223,7 +218,7 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		return nil, err
 	}
 	m := &Merged{Object: u}
-	if uo, ok := obj.(*unstructured.Unstructured); ok && sameMap(uo.Object, mergedValueMap(mergedTyped)) {
+	if uo, ok := obj.(*unstructured.Unstructured); ok && uo.Object != nil && jsonvalue.SameMap(uo.Object, mergedValueMap(mergedTyped)) {
 		// The typed value wraps the very map of the object: it is the object's
 		// typed value.
 		m.tc, m.typed, m.valid = tc, mergedTyped, true

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -54,6 +55,17 @@ func mapPolicy(name string, reinvoke admissionregistrationv1.ReinvocationPolicyT
 func bindingFor(p string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: p + "-binding"},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: p}}
+}
+
+// admitFrozen is ev.Admit(a), failing t if Admit modified the request's
+// objects (it must never modify its input).
+func admitFrozen(t testing.TB, ev *Evaluator, a *matching.Attributes) (Result, error) {
+	t.Helper()
+	frozenObj, frozenOld := valuetest.FreezeObject(a.Object), valuetest.FreezeObject(a.OldObject)
+	res, err := ev.Admit(context.Background(), a)
+	frozenObj.Check(t, "the request's object")
+	frozenOld.Check(t, "the request's old object")
+	return res, err
 }
 
 func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Evaluator {
@@ -119,7 +131,7 @@ func TestReinvocationCountsAsKubeAPIServer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := newEvaluator(t, tc.policies...).Admit(context.Background(), createConfigMap())
+			res, err := admitFrozen(t, newEvaluator(t, tc.policies...), createConfigMap())
 			if err != nil || res.Denied != nil {
 				t.Fatalf("err %v denied %v", err, res.Denied)
 			}
@@ -150,7 +162,7 @@ func TestFailurePolicyAndMatchConditions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := newEvaluator(t, tc.policy).Admit(context.Background(), createConfigMap())
+			res, err := admitFrozen(t, newEvaluator(t, tc.policy), createConfigMap())
 			if err != nil {
 				t.Fatal(err)
 			}

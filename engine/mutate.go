@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -145,7 +144,7 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, skipped, err := pt.jsonPatch(in.Object, ops, gvk)
+		out, skipped, err := jsonpatch.Patch(in.Object, ops, gvk, pt.decoder())
 		outcome.Skipped = skipped
 		if err == nil {
 			// dispatchOne defaults whatever the patcher returns, the object
@@ -157,56 +156,13 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
 }
 
-// jsonPatch applies ops to obj (of kind gvk) and decodes the result as
-// kube-apiserver's JSONPatch patcher does: jsonPatchExact, through
-// jsonPatchFast when it can tell.
-func (pt *Patcher) jsonPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
-	if out, ok := pt.jsonPatchFast(obj, ops, gvk); ok {
-		return out, false, nil
+// decoder is the decoder of JSON patch results: the scheme's, or
+// client-go's (nil).
+func (pt *Patcher) decoder() jsonpatch.Decoder {
+	if pt.Scheme == nil {
+		return nil
 	}
-	return pt.jsonPatchExact(obj, ops, gvk)
-}
-
-// jsonPatchExact is the definition of jsonPatch: jsonpatch.Apply, which
-// normalizes the whole of obj first, then decode. skipped reports a failed
-// "test" operation, which leaves the object (returned as it is) unchanged
-// without error.
-func (pt *Patcher) jsonPatchExact(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
-	patched, err := jsonpatch.Apply(obj, ops)
-	if errors.Is(err, jsonpatch.ErrTestFailed) {
-		return obj, true, nil
-	}
-	var notObject *jsonpatch.NotObjectError
-	if errors.As(err, &notObject) {
-		// The patch replaced the root with a non-object: upstream fails
-		// decoding that JSON.
-		_, err := pt.decodeJSON(notObject.JSON, gvk)
-		return nil, false, err
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("JSON Patch: %w", err)
-	}
-	out, err = pt.decode(patched, gvk)
-	return out, false, err
-}
-
-// jsonPatchFast is jsonPatchExact for patches that succeed on objects of
-// built-in kinds, without the walk of the whole object that normalizing it
-// for jsonpatch.Apply takes: jsonpatch.ApplyUnnormalized, whose result is
-// Apply's when it is a fixed point of that normalization, which the strict
-// decode walk checks on its way (normalizer.decodeFixed). ok=false means
-// it cannot tell (the patch has a "test", "copy" or "move", fails, the
-// object has something the normalization or the strict decoding would
-// change or refuse, ...), and nothing is returned.
-func (pt *Patcher) jsonPatchFast(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	if pt.Scheme == nil || !pt.Scheme.Recognizes(gvk) {
-		return nil, false
-	}
-	patched, ok := jsonpatch.ApplyUnnormalized(obj, ops)
-	if !ok {
-		return nil, false
-	}
-	return pt.Scheme.DecodeFixed(patched, gvk)
+	return pt.Scheme
 }
 
 // Normalize presents an object of a built-in kind in its typed form, as
@@ -234,23 +190,6 @@ func (pt *Patcher) normalize(obj, base map[string]any, gvk schema.GroupVersionKi
 		return obj, nil
 	}
 	return pt.Scheme.NormalizeFrom(obj, base, gvk)
-}
-
-// decode is jsonpatch.Decode of a patched object (strict decoding into the
-// kind's Go type and back).
-func (pt *Patcher) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.Scheme == nil {
-		return jsonpatch.Decode(doc, gvk, nil)
-	}
-	return pt.Scheme.Decode(doc, gvk)
-}
-
-// decodeJSON is decode of a patch result that is not an object.
-func (pt *Patcher) decodeJSON(data []byte, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.Scheme == nil {
-		return jsonpatch.DecodeJSON(data, gvk, nil)
-	}
-	return pt.Scheme.DecodeJSON(data, gvk)
 }
 
 // defaults applies kube-apiserver's defaulting to the result of a mutation,

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -40,7 +39,7 @@ func TestScaleSubresourceAsKubeAPIServer(t *testing.T) {
 	applyConfiguration := admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
 		ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{spec: Object.spec{replicas: 2}}`}}
 	for _, resource := range []string{"deployments/scale", "*/scale"} {
-		res, err := newEvaluator(t, scalePolicy(resource, jsonPatch)).Admit(context.Background(), scaleUpdate(5, 1))
+		res, err := admitFrozen(t, newEvaluator(t, scalePolicy(resource, jsonPatch)), scaleUpdate(5, 1))
 		if err != nil || res.Denied != nil {
 			t.Fatalf("%s: err %v denied %v", resource, err, res.Denied)
 		}
@@ -49,12 +48,12 @@ func TestScaleSubresourceAsKubeAPIServer(t *testing.T) {
 		}
 	}
 	// A rule on deployments does not match deployments/scale.
-	res, err := newEvaluator(t, scalePolicy("deployments", jsonPatch)).Admit(context.Background(), scaleUpdate(5, 1))
+	res, err := admitFrozen(t, newEvaluator(t, scalePolicy("deployments", jsonPatch)), scaleUpdate(5, 1))
 	if r, _, _ := unstructured.NestedInt64(res.Object, "spec", "replicas"); err != nil || r != 5 {
 		t.Fatalf("deployments rule: err %v replicas %d", err, r)
 	}
 	// kube-apiserver's type converter of autoscaling/v1 has no Scale.
-	res, err = newEvaluator(t, scalePolicy("deployments/scale", applyConfiguration)).Admit(context.Background(), scaleUpdate(5, 1))
+	res, err = admitFrozen(t, newEvaluator(t, scalePolicy("deployments/scale", applyConfiguration)), scaleUpdate(5, 1))
 	want := "policy 'cap' with binding 'cap-binding' denied request: error applying patch: failed to convert patch object to typed object: no corresponding type for autoscaling/v1, Kind=Scale"
 	if err != nil || res.Denied == nil || res.Denied.ErrStatus.Message != want || res.Denied.ErrStatus.Code != 403 {
 		t.Fatalf("err %v denied %v, want %q", err, res.Denied, want)
@@ -78,12 +77,12 @@ func TestEquivalentBuiltinKindAsKubeAPIServer(t *testing.T) {
 		r.APIGroups, r.APIVersions, r.Resources = []string{"autoscaling"}, []string{"v2"}, []string{"horizontalpodautoscalers"}
 		return p
 	}
-	res, err := newEvaluator(t, policy(admissionregistrationv1.Fail)).Admit(context.Background(), a)
+	res, err := admitFrozen(t, newEvaluator(t, policy(admissionregistrationv1.Fail)), a)
 	want := "policy 'v2' with binding 'v2-binding' denied request: converting (v2.HorizontalPodAutoscaler) to (v1.HorizontalPodAutoscaler): unknown conversion"
 	if err != nil || res.Denied == nil || res.Denied.ErrStatus.Message != want {
 		t.Fatalf("err %v denied %v, want %q", err, res.Denied, want)
 	}
-	res, err = newEvaluator(t, policy(admissionregistrationv1.Ignore)).Admit(context.Background(), a)
+	res, err = admitFrozen(t, newEvaluator(t, policy(admissionregistrationv1.Ignore)), a)
 	if err != nil || res.Denied != nil || res.Object["apiVersion"] != "autoscaling/v1" {
 		t.Fatalf("Ignore: err %v denied %v object %v", err, res.Denied, res.Object)
 	}

@@ -12,39 +12,13 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
-// copyTree copies maps and slices (keeping nil ones nil), whatever their
-// leaves.
-func copyTree(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return x
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyTree(e)
-		}
-		return out
-	case []any:
-		if x == nil {
-			return x
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyTree(e)
-		}
-		return out
-	}
-	return v
-}
-
 // checkUnnormalized runs Apply and ApplyUnnormalized on doc and fails
 // unless ApplyUnnormalized's result, when ok and IsNormalized, is Apply's
 // (Apply succeeding), and doc is left unchanged. It reports whether
 // ApplyUnnormalized vouched for its result.
 func checkUnnormalized(t testing.TB, doc map[string]any, ops []Operation) (vouched bool) {
 	t.Helper()
-	before := copyTree(doc)
+	before := valuetest.DeepCopy(doc)
 	want, wantErr := Apply(doc, ops)
 	got, ok := ApplyUnnormalized(doc, ops)
 	if !valuetest.BitsEqual(doc, before) {

@@ -12,8 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mutatis-dev/mutatis/internal/testobjects"
-
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -223,7 +222,7 @@ func TestDecodeRequest(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := obj(t, tc.in)
-			before := testobjects.DeepCopy(in)
+			before := valuetest.DeepCopy(in)
 			got, warnings, err := c.DecodeRequest(in, tc.gvk, tc.fieldValidation)
 			if !reflect.DeepEqual(in, before) {
 				t.Fatalf("input modified")
@@ -746,7 +745,7 @@ func FuzzCustomResourceDefault(f *testing.F) {
 		if thing {
 			gvk = thingV1
 		}
-		before := testobjects.DeepCopy(in)
+		before := valuetest.DeepCopy(in)
 		out, err := c.Default(in, gvk)
 		if err != nil {
 			t.Fatalf("Default: %v", err)

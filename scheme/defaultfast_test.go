@@ -29,12 +29,12 @@ import (
 // the fast path answered.
 func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
-	before := testobjects.DeepCopy(obj)
-	want, wantErr := s.DefaultReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+	before := valuetest.DeepCopy(obj)
+	want, wantErr := s.DefaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	wantSame := wantErr == nil && want != nil && obj != nil && jsonEqualsInput(s, obj, gvk)
 	got, err := s.Default(obj, gvk)
 	if !oneOfTheErrors(err, wantErr, func() error {
-		_, again := s.DefaultReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+		_, again := s.DefaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		return again
 	}) {
 		t.Fatalf("%s: error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
@@ -183,7 +183,7 @@ func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
 		in := ins[r.IntN(len(ins))]
 		var obj any
 		if i%2 == 0 {
-			obj = testobjects.DeepCopy(in.Obj)
+			obj = valuetest.DeepCopy(in.Obj)
 			for range 1 + r.IntN(3) {
 				obj = testobjects.Perturb(r, obj)
 			}

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -1548,7 +1549,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if in == nil {
 			return
 		}
-		before := testobjects.DeepCopy(in)
+		before := valuetest.DeepCopy(in)
 		out, _, err := s.DecodeRequest(in, gvk)
 		if !reflect.DeepEqual(in, before) {
 			t.Fatalf("DecodeRequest modified its input")
@@ -1585,7 +1586,7 @@ func FuzzDefault(f *testing.F) {
 		if in == nil {
 			return
 		}
-		before := testobjects.DeepCopy(in)
+		before := valuetest.DeepCopy(in)
 		got, err := s.Default(in, gvk)
 		if !reflect.DeepEqual(in, before) {
 			t.Fatalf("Default modified its input")

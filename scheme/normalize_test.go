@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 
@@ -23,14 +24,14 @@ import (
 // (exact Go values) and errors agree and obj is left unchanged.
 func checkAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
-	before := testobjects.DeepCopy(obj)
-	want, wantErr := pt.NormalizeReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+	before := valuetest.DeepCopy(obj)
+	want, wantErr := pt.NormalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	if !pt.Recognizes(gvk) {
 		want, wantErr = obj, nil
 	}
 	got, err := pt.Normalize(obj, gvk)
 	if !oneOfTheErrors(err, wantErr, func() error {
-		_, again := pt.NormalizeReference(testobjects.DeepCopy(obj).(map[string]any), gvk)
+		_, again := pt.NormalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		return again
 	}) {
 		t.Fatalf("error %v, want %v\ninput: %#v", err, wantErr, before)
@@ -64,8 +65,8 @@ func oneOfTheErrors(err, wantErr error, reference func() error) bool {
 // agree and obj is left unchanged.
 func checkDecodeAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
-	before := testobjects.DeepCopy(obj)
-	want, wantErr := jsonpatch.Decode(testobjects.DeepCopy(obj).(map[string]any), gvk, pt.types)
+	before := valuetest.DeepCopy(obj)
+	want, wantErr := jsonpatch.Decode(valuetest.DeepCopy(obj).(map[string]any), gvk, pt.types)
 	got, err := pt.Decode(obj, gvk)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 		t.Fatalf("error %v, want %v\ninput: %#v", err, wantErr, before)
@@ -246,7 +247,7 @@ func TestNormalizeAgreesOnPerturbedObjects(t *testing.T) {
 	fast, fastDecode := 0, 0
 	for i := 0; i < n; i++ {
 		in := inputs[r.IntN(len(inputs))]
-		obj := testobjects.DeepCopy(in.Obj)
+		obj := valuetest.DeepCopy(in.Obj)
 		for k := r.IntN(3); k >= 0; k-- {
 			obj = testobjects.Perturb(r, obj)
 		}
@@ -311,11 +312,11 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 		if !pt.Recognizes(in.GVK) {
 			continue
 		}
-		base, err := pt.Normalize(testobjects.DeepCopy(in.Obj).(map[string]any), in.GVK)
+		base, err := pt.Normalize(valuetest.DeepCopy(in.Obj).(map[string]any), in.GVK)
 		if err != nil {
 			continue
 		}
-		baseBefore := testobjects.DeepCopy(base)
+		baseBefore := valuetest.DeepCopy(base)
 		var obj any = base
 		for k := r.IntN(3); k >= 0; k-- {
 			obj = testobjects.PerturbShared(r, obj)
@@ -325,12 +326,12 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
-			want, wantErr := pt.NormalizeReference(testobjects.DeepCopy(m).(map[string]any), in.GVK)
+			want, wantErr := pt.NormalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
 			got, err := pt.NormalizeFrom(m, base, in.GVK)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				seen := false
 				for i := 0; i < 100 && !seen && err != nil && wantErr != nil; i++ {
-					_, again := pt.NormalizeReference(testobjects.DeepCopy(m).(map[string]any), in.GVK)
+					_, again := pt.NormalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
 					seen = fmt.Sprint(again) == fmt.Sprint(err)
 				}
 				if !seen {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
 // TestNormalizeRequestRefusesWhatTheDecoderRefuses: an object received in a
@@ -49,7 +50,7 @@ func TestNormalizeRequestRefusesWhatTheDecoderRefuses(t *testing.T) {
 func TestNormalizeRequestIsNormalizeOnRealObjects(t *testing.T) {
 	s := New()
 	for _, in := range testobjects.Inputs(t) {
-		want, wantErr := s.Normalize(testobjects.DeepCopy(in.Obj).(map[string]any), in.GVK)
+		want, wantErr := s.Normalize(valuetest.DeepCopy(in.Obj).(map[string]any), in.GVK)
 		got, err := s.NormalizeRequest(in.Obj, in.GVK)
 		if err != nil || wantErr != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: NormalizeRequest = %v, %v; Normalize = %v, %v", in.Name, got, err, want, wantErr)

@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -31,25 +32,32 @@ func FuzzReview(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
-		if a.Object == nil {
-			return engine.Result{}, nil
-		}
-		obj := a.Object.DeepCopy()
-		labels := obj.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels["fuzzed"] = "true"
-		obj.SetLabels(labels)
-		return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []engine.MutationOutcome{{}}}}}, nil
-	})
-	h := &Handler{Admitter: labeler, ExplainDryRun: true}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		// The object the Handler decoded is shared with Respond's diff: the
+		// admitter (the engine) and Respond must never modify it.
+		var frozen []valuetest.Frozen
+		labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+			if a.Object == nil {
+				return engine.Result{}, nil
+			}
+			frozen = append(frozen, valuetest.Freeze(a.Object.Object))
+			obj := a.Object.DeepCopy()
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels["fuzzed"] = "true"
+			obj.SetLabels(labels)
+			return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []engine.MutationOutcome{{}}}}}, nil
+		})
+		h := &Handler{Admitter: labeler, ExplainDryRun: true}
 		r := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
+		for _, fr := range frozen {
+			fr.Check(t, "the request's object")
+		}
 		switch rec.Code {
 		case http.StatusBadRequest:
 			return

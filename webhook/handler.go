@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -248,7 +249,7 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, me
 		Reason:   reason,
 		Message:  message,
 	}
-	body, err := jsonMarshal(&st)
+	body, err := jsonvalue.Marshal(&st)
 	if err != nil {
 		http.Error(w, message, code)
 		return

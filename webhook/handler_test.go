@@ -14,6 +14,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -467,7 +469,7 @@ func TestPatchFromTheRequestAsSent(t *testing.T) {
 			want := decodeJSON(t, []byte(tc.object)).(map[string]any)
 			want["apiVersion"], want["kind"] = "v1", "ConfigMap"
 			want["metadata"].(map[string]any)["labels"] = map[string]any{"example.com/mutated": "true"}
-			checkPatchOracle(t, []byte(tc.object), rv.Response.Patch, want)
+			valuetest.CheckPatch(t, []byte(tc.object), rv.Response.Patch, want)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -143,7 +144,7 @@ func decodeObject(field string, raw []byte, gvk schema.GroupVersionKind) (u *uns
 
 // encodeReview is the JSON of the AdmissionReview answering r with resp.
 func encodeReview(apiVersion string, resp *admissionv1.AdmissionResponse) ([]byte, error) {
-	return jsonMarshal(&admissionv1.AdmissionReview{
+	return jsonvalue.Marshal(&admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: reviewKind},
 		Response: resp,
 	})

@@ -29,7 +29,7 @@ func SemanticEqual(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
-		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
+		if SameMap(x, y) {
 			return true
 		}
 		for k, xv := range x {
@@ -44,7 +44,7 @@ func SemanticEqual(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
-		if len(x) > 0 && &x[0] == &y[0] {
+		if SameSlice(x, y) {
 			return true
 		}
 		for i := range x {
@@ -59,9 +59,19 @@ func SemanticEqual(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// SameMap reports whether a and b are the very same map.
+// SameMap reports whether a and b are the very same map (one map, or both
+// nil), without looking inside: the sharing rule every walk of this
+// package and its callers use. A caller that needs a map to exist checks
+// for nil itself.
 func SameMap(a, b map[string]any) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// SameSlice reports whether a and b are the same elements of the same
+// array (equal lengths and, unless empty, the same first element), without
+// looking inside. Two empty slices are the same, nil or not.
+func SameSlice(a, b []any) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Equal tells whether a and b are the same JSON value with the same Go
@@ -86,7 +96,7 @@ func sameTree(a, b any, bits bool) bool {
 		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
 			return false
 		}
-		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
+		if SameMap(x, y) {
 			return true
 		}
 		for k, xv := range x {
@@ -101,7 +111,7 @@ func sameTree(a, b any, bits bool) bool {
 		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
 			return false
 		}
-		if len(x) > 0 && &x[0] == &y[0] {
+		if SameSlice(x, y) {
 			return true
 		}
 		for i := range x {
@@ -120,4 +130,98 @@ func sameTree(a, b any, bits bool) bool {
 		return a == b
 	}
 	return !bits && reflect.DeepEqual(a, b)
+}
+
+// IsNull tells whether v is written as JSON null: nil, or a nil map or
+// slice.
+func IsNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return x == nil
+	case []any:
+		return x == nil
+	}
+	return false
+}
+
+// JSONEqual tells whether a and b, JSON-shaped values, decode to the same
+// value once written as JSON (integral numbers as int64, others as
+// float64): nil and nil maps and slices are all null, an integral float64
+// equals the int64 it is written as, -0 equals 0. Values of other Go types
+// are never equal. It is the equality of a JSON patch's result with the
+// object it must give (jsonpatch.CreatePatch), where only the JSON text
+// counts.
+func JSONEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return IsNull(b)
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return floatIsInt(y, x)
+		}
+		return false
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x == y
+		case int64:
+			return floatIsInt(x, y)
+		}
+		return false
+	case map[string]any:
+		if x == nil {
+			return IsNull(b)
+		}
+		y, ok := b.(map[string]any)
+		if !ok || y == nil || len(x) != len(y) {
+			return false
+		}
+		if SameMap(x, y) {
+			return true
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !JSONEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return IsNull(b)
+		}
+		y, ok := b.([]any)
+		if !ok || y == nil || len(x) != len(y) {
+			return false
+		}
+		if SameSlice(x, y) {
+			return true
+		}
+		for i := range x {
+			if !JSONEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// floatIsInt tells whether f is written as the JSON text of i.
+func floatIsInt(f float64, i int64) bool {
+	if f != math.Trunc(f) || f < -9223372036854775808.0 || f >= 9223372036854775808.0 {
+		return false
+	}
+	return int64(f) == i
 }

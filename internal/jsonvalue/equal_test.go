@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
@@ -40,17 +41,17 @@ func TestJSONEqualIsSemanticDeepEqual(t *testing.T) {
 	equal := 0
 	for i := 0; i < 2000; i++ {
 		in := inputs[r.IntN(len(inputs))]
-		a := testobjects.DeepCopy(in.Obj)
+		a := valuetest.DeepCopy(in.Obj)
 		var b any = a
 		switch r.IntN(3) {
 		case 0:
-			b = testobjects.DeepCopy(a)
+			b = valuetest.DeepCopy(a)
 		case 1:
 			for k := r.IntN(2); k >= 0; k-- {
 				b = testobjects.PerturbShared(r, b)
 			}
 		default:
-			b = testobjects.Perturb(r, testobjects.DeepCopy(a))
+			b = testobjects.Perturb(r, valuetest.DeepCopy(a))
 		}
 		got, want := SemanticEqual(a, b), apiequality.Semantic.DeepEqual(a, b)
 		if got != want {
@@ -84,6 +85,50 @@ func TestIdentical(t *testing.T) {
 	} {
 		if got := Identical(c.a, c.b); got != c.want {
 			t.Errorf("case %d: Identical(%#v, %#v) = %v, want %v", i, c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestValueEqual: JSONEqual on pairs that differ as Go values only, as
+// JSON texts, and values that are not JSON-shaped.
+func TestValueEqual(t *testing.T) {
+	m := map[string]any{"a": int64(1)}
+	l := []any{"x"}
+	cases := []struct {
+		a, b any
+		want bool
+	}{
+		{nil, nil, true},
+		{nil, map[string]any(nil), true},
+		{[]any(nil), nil, true},
+		{map[string]any(nil), []any(nil), true},
+		{map[string]any{}, nil, false},
+		{[]any{}, nil, false},
+		{map[string]any{}, []any{}, false},
+		{int64(1), 1.0, true},
+		{1.0, int64(1), true},
+		{int64(0), math.Copysign(0, -1), true},
+		{int64(1), 1.5, false},
+		{int64(9007199254740993), 9007199254740992.0, false},
+		{1e19, int64(math.MaxInt64), false},
+		{"1", int64(1), false},
+		{true, "true", false},
+		{m, m, true},
+		{m, map[string]any{"a": 1.0}, true},
+		{m, map[string]any{"a": int64(1), "b": nil}, false},
+		{map[string]any{"a": nil}, map[string]any{"b": nil}, false},
+		{l, l, true},
+		{l, []any{"x"}, true},
+		{l, []any{"x", "y"}, false},
+		{l[:0], []any{}, true},
+		{1, 1, false}, // not a JSON-shaped value
+	}
+	for _, tc := range cases {
+		if got := JSONEqual(tc.a, tc.b); got != tc.want {
+			t.Errorf("JSONEqual(%#v, %#v) = %v", tc.a, tc.b, got)
+		}
+		if got := JSONEqual(tc.b, tc.a); got != tc.want {
+			t.Errorf("JSONEqual(%#v, %#v) = %v", tc.b, tc.a, got)
 		}
 	}
 }

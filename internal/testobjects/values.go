@@ -15,31 +15,6 @@ func SameValue(a, b any) bool {
 	return reflect.DeepEqual(a, b) || fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
 }
 
-// DeepCopy copies maps and slices, whatever their leaves.
-func DeepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return x
-		}
-		out := make(map[string]any, len(x))
-		for k, item := range x {
-			out[k] = DeepCopy(item)
-		}
-		return out
-	case []any:
-		if x == nil {
-			return x
-		}
-		out := make([]any, len(x))
-		for i, item := range x {
-			out[i] = DeepCopy(item)
-		}
-		return out
-	}
-	return v
-}
-
 // OddValues are what the property test plants in real objects.
 var OddValues = []func() any{
 	func() any { return nil },

@@ -23,6 +23,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -407,7 +408,12 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 		Patcher:    pt,
 		Authorizer: w.authz,
 	}, hooks)
-	res, err := ev.Admit(ctx, matching.AttributesFrom(r.attributes()))
+	attrs := matching.AttributesFrom(r.attributes())
+	frozenObj, frozenOld := valuetest.FreezeObject(attrs.Object), valuetest.FreezeObject(attrs.OldObject)
+	res, err := ev.Admit(ctx, attrs)
+	if frozenObj.Modified() || frozenOld.Modified() {
+		return dispatchOutcome{}, res, errors.New("mutatis' Admit modified the request's objects")
+	}
 	if err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) {

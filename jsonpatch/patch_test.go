@@ -1,4 +1,4 @@
-package engine
+package jsonpatch_test
 
 import (
 	"encoding/json"
@@ -49,18 +49,18 @@ func oracleJSONPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.G
 	return out, false, err
 }
 
-// checkJSONPatch applies ops to obj with Patcher.jsonPatch (the fast path
-// when it can tell), the exact path it replaces (jsonPatchExact) and the
+// checkJSONPatch applies ops to obj with jsonpatch.Patch (the fast path
+// when it can tell), the exact path it replaces (PatchReference) and the
 // oracle (jsonpatch.Apply and jsonpatch.Decode), and fails unless the
 // results (bit for bit), skips and error texts agree and obj is left
 // unchanged. It reports whether the fast path answered.
-func checkJSONPatch(t *testing.T, pt *Patcher, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast bool) {
+func checkJSONPatch(t *testing.T, d *kubescheme.Scheme, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
-	before := testobjects.DeepCopy(obj)
-	want, wantSkipped, wantErr := pt.jsonPatchExact(obj, ops, gvk)
-	got, skipped, err := pt.jsonPatch(obj, ops, gvk)
-	fastOut, fast := pt.jsonPatchFast(obj, ops, gvk)
-	oracle, oracleSkipped, oracleErr := oracleJSONPatch(obj, ops, gvk, pt.Scheme.Types())
+	before := valuetest.DeepCopy(obj)
+	want, wantSkipped, wantErr := jsonpatch.PatchReference(obj, ops, gvk, d)
+	got, skipped, err := jsonpatch.Patch(obj, ops, gvk, d)
+	fastOut, fast := jsonpatch.PatchFast(obj, ops, gvk, d)
+	oracle, oracleSkipped, oracleErr := oracleJSONPatch(obj, ops, gvk, d.Types())
 	if !valuetest.BitsEqual(obj, before) {
 		t.Fatalf("the object was modified: %#v, was %#v", obj, before)
 	}
@@ -74,7 +74,7 @@ func checkJSONPatch(t *testing.T, pt *Patcher, obj map[string]any, ops []jsonpat
 			return true
 		}
 		for i := 0; i < 50 && err != nil && want != nil; i++ {
-			if _, _, again := pt.jsonPatchExact(obj, ops, gvk); errText(again) == errText(err) {
+			if _, _, again := jsonpatch.PatchReference(obj, ops, gvk, d); errText(again) == errText(err) {
 				return true
 			}
 		}
@@ -373,11 +373,11 @@ func jpObjects(t testing.TB) []testobjects.Input {
 	return testobjects.Inputs(t)
 }
 
-// TestJSONPatchFastPathIsExact compares Patcher.jsonPatch with the exact
+// TestJSONPatchFastPathIsExact compares jsonpatch.Patch with the exact
 // path and the oracle on chosen cases, and checks which take the fast
 // path.
 func TestJSONPatchFastPathIsExact(t *testing.T) {
-	pt := &Patcher{Scheme: kubescheme.New()}
+	d := kubescheme.New()
 	inputs := map[string]testobjects.Input{}
 	for _, in := range jpObjects(t) {
 		inputs[in.Name] = in
@@ -386,7 +386,7 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 	pod := inputs["Pod (JSON)"]
 	cm := inputs["ConfigMap (JSON)"]
 	with := func(obj map[string]any, path string, v any) map[string]any {
-		obj = testobjects.DeepCopy(obj).(map[string]any)
+		obj = valuetest.DeepCopy(obj).(map[string]any)
 		parts := strings.Split(path, "/")[1:]
 		var cur any = obj
 		for _, p := range parts[:len(parts)-1] {
@@ -461,7 +461,7 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 			if obj == nil {
 				obj = tt.in.Obj
 			}
-			if fast := checkJSONPatch(t, pt, obj, tt.ops, tt.in.GVK); fast != tt.fast {
+			if fast := checkJSONPatch(t, d, obj, tt.ops, tt.in.GVK); fast != tt.fast {
 				t.Errorf("fast path taken: %v, want %v", fast, tt.fast)
 			}
 		})
@@ -474,7 +474,7 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 // result or error with the fast path as with the exact path and the
 // oracle.
 func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
-	pt := &Patcher{Scheme: kubescheme.New()}
+	d := kubescheme.New()
 	inputs := jpObjects(t)
 	r := rand.New(rand.NewPCG(11, 2026))
 	n := 5000
@@ -511,7 +511,7 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 			}
 		}
 		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
-			f := checkJSONPatch(t, pt, m, ops, in.GVK)
+			f := checkJSONPatch(t, d, m, ops, in.GVK)
 			if f {
 				fast++
 			}

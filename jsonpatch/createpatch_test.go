@@ -1,9 +1,11 @@
-package webhook
+package jsonpatch
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
@@ -53,7 +55,7 @@ func TestPatchGivesExactlyTheMutatedObject(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			patch, err := Patch([]byte(tc.original), tc.want)
+			patch, err := CreatePatch([]byte(tc.original), nil, tc.want)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,11 +73,11 @@ func TestPatchGivesExactlyTheMutatedObject(t *testing.T) {
 			if err != nil {
 				t.Fatalf("applying %s: %v", patch, err)
 			}
-			wantJSON, err := jsonMarshal(tc.want)
+			wantJSON, err := jsonvalue.Marshal(tc.want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := decodeJSON(t, out), decodeJSON(t, wantJSON); !reflect.DeepEqual(got, want) {
+			if got, want := valuetest.Decode(t, out), valuetest.Decode(t, wantJSON); !reflect.DeepEqual(got, want) {
 				t.Errorf("patch %s gives\n%s\nwant\n%s", patch, out, wantJSON)
 			}
 		})
@@ -89,11 +91,11 @@ func TestTopLevelDiffIsAValidFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patch, err := jsonMarshal(ops)
+	patch, err := jsonvalue.Marshal(ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantValue := decodeJSON(t, mustJSON(t, want))
+	wantValue := valuetest.Decode(t, mustJSON(t, want))
 	if err := check([]byte(original), patch, wantValue); err != nil {
 		t.Fatalf("%s: %v", patch, err)
 	}
@@ -101,7 +103,7 @@ func TestTopLevelDiffIsAValidFallback(t *testing.T) {
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := jsonMarshal(v)
+	b, err := jsonvalue.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

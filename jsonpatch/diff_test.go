@@ -1,4 +1,4 @@
-package webhook
+package jsonpatch
 
 import (
 	"bytes"
@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
-	sigsjson "sigs.k8s.io/json"
 
-	"github.com/mutatis-dev/mutatis/jsonpatch"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // pod is a Pod as kube-apiserver sends it to mutating admission.
@@ -21,7 +22,7 @@ const pod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespa
 // with it.
 func edit(t *testing.T, doc string, f func(m map[string]any)) map[string]any {
 	t.Helper()
-	m := decodeJSON(t, []byte(doc)).(map[string]any)
+	m := valuetest.Decode(t, []byte(doc)).(map[string]any)
 	f(m)
 	return m
 }
@@ -33,7 +34,7 @@ func at(m map[string]any, path ...string) map[string]any {
 	return m
 }
 
-func container(m map[string]any, i int) map[string]any {
+func podContainer(m map[string]any, i int) map[string]any {
 	return at(m, "spec")["containers"].([]any)[i].(map[string]any)
 }
 
@@ -59,10 +60,10 @@ func TestNativePatch(t *testing.T) {
 						"resources":    map[string]any{"limits": map[string]any{"memory": "64Mi"}},
 					})
 					spec["volumes"] = []any{map[string]any{"name": "logs", "emptyDir": map[string]any{}}}
-					c := container(m, 0)
+					c := podContainer(m, 0)
 					c["env"] = append(c["env"].([]any), map[string]any{"name": "CLUSTER", "value": "prod"})
 					c["image"] = "mirror.example.com/library/web:1"
-					container(m, 1)["env"] = []any{map[string]any{"name": "CLUSTER", "value": "prod"}}
+					podContainer(m, 1)["env"] = []any{map[string]any{"name": "CLUSTER", "value": "prod"}}
 					spec["securityContext"] = map[string]any{"runAsNonRoot": true, "fsGroup": int64(2000), "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
 					spec["tolerations"] = append(spec["tolerations"].([]any), map[string]any{"key": "example.com/spot", "operator": "Exists"})
 					spec["terminationGracePeriodSeconds"] = int64(45)
@@ -263,21 +264,21 @@ func TestNativePatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.want(t)
 			for _, shared := range []bool{false, true} {
-				orig := decodeJSON(t, []byte(tc.original)).(map[string]any)
+				orig := valuetest.Decode(t, []byte(tc.original)).(map[string]any)
 				w := want
 				if shared {
 					// As the engine's result, which shares what it did not
 					// change with its input.
 					w = shareUnchanged(orig, want).(map[string]any)
 				}
-				patch, ok := nativePatch(orig, w)
+				patch, ok := CreatePatchFast(orig, w)
 				if !ok {
 					t.Fatalf("shared %v: no native patch", shared)
 				}
 				if tc.same != (patch == nil) {
 					t.Fatalf("shared %v: patch %s, want one: %v", shared, patch, !tc.same)
 				}
-				checkPatchOracle(t, []byte(tc.original), patch, w)
+				valuetest.CheckPatch(t, []byte(tc.original), patch, w)
 				if !hasIntegralFloats(w) {
 					// Exactly want, not only its JSON.
 					if got := applyEvanphx(t, []byte(tc.original), patch); !reflect.DeepEqual(got, any(w)) {
@@ -288,7 +289,7 @@ func TestNativePatch(t *testing.T) {
 					t.Errorf("shared %v: patch\n%s\nwant the operations, in this order,\n%s", shared, patch, strings.Join(tc.ops, "\n"))
 				}
 				// Patch and Respond's path give the same.
-				viaPatch, err := Patch([]byte(tc.original), w)
+				viaPatch, err := CreatePatch([]byte(tc.original), nil, w)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -343,7 +344,7 @@ func floatInt(f float64) (int64, bool) {
 func applyEvanphx(t *testing.T, original, patch []byte) any {
 	t.Helper()
 	if patch == nil {
-		return decodeJSON(t, original)
+		return valuetest.Decode(t, original)
 	}
 	p, err := evanphxjsonpatch.DecodePatch(patch)
 	if err != nil {
@@ -353,7 +354,7 @@ func applyEvanphx(t *testing.T, original, patch []byte) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return decodeJSON(t, out)
+	return valuetest.Decode(t, out)
 }
 
 // shareUnchanged returns want with every subtree equal to orig's subtree at
@@ -408,19 +409,19 @@ func TestNativePatchFallsBack(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			orig := decodeJSON(t, original).(map[string]any)
-			if _, ok := nativePatch(orig, tc.want); ok {
+			orig := valuetest.Decode(t, original).(map[string]any)
+			if _, ok := CreatePatchFast(orig, tc.want); ok {
 				t.Fatal("the native patch checked")
 			}
-			patch, err := Patch(original, tc.want)
+			patch, err := CreatePatch(original, nil, tc.want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkPatchOracle(t, original, patch, tc.want)
+			valuetest.CheckPatch(t, original, patch, tc.want)
 		})
 	}
 	// What no patch can give is still an error.
-	if _, err := Patch(original, map[string]any{"f": math.NaN()}); err == nil || !strings.Contains(err.Error(), "encoding the mutated object") {
+	if _, err := CreatePatch(original, nil, map[string]any{"f": math.NaN()}); err == nil || !strings.Contains(err.Error(), "encoding the mutated object") {
 		t.Errorf("NaN: error %v", err)
 	}
 }
@@ -441,7 +442,7 @@ func TestOpsEncodeAsJSONMarshal(t *testing.T) {
 		if err := e.value(v); err != nil {
 			t.Fatalf("%#v: %v", v, err)
 		}
-		want, err := jsonMarshal(v)
+		want, err := jsonvalue.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +450,7 @@ func TestOpsEncodeAsJSONMarshal(t *testing.T) {
 			t.Errorf("%#v encodes as %s, want %s", v, e.buf, want)
 		}
 	}
-	ops := []jsonpatch.Operation{
+	ops := []Operation{
 		{Op: "add", Path: "/a~1b/\"q\"", Value: nil, HasValue: true},
 		{Op: "remove", Path: "/x"},
 		{Op: "replace", Path: "/<>", Value: map[string]any{"k": []any{int64(1)}}, HasValue: true},
@@ -465,48 +466,6 @@ func TestOpsEncodeAsJSONMarshal(t *testing.T) {
 	var e jsonEncoder
 	if err := e.value(math.Inf(1)); err == nil {
 		t.Error("+Inf encoded")
-	}
-}
-
-func TestValueEqual(t *testing.T) {
-	m := map[string]any{"a": int64(1)}
-	l := []any{"x"}
-	cases := []struct {
-		a, b any
-		want bool
-	}{
-		{nil, nil, true},
-		{nil, map[string]any(nil), true},
-		{[]any(nil), nil, true},
-		{map[string]any(nil), []any(nil), true},
-		{map[string]any{}, nil, false},
-		{[]any{}, nil, false},
-		{map[string]any{}, []any{}, false},
-		{int64(1), 1.0, true},
-		{1.0, int64(1), true},
-		{int64(0), math.Copysign(0, -1), true},
-		{int64(1), 1.5, false},
-		{int64(9007199254740993), 9007199254740992.0, false},
-		{1e19, int64(math.MaxInt64), false},
-		{"1", int64(1), false},
-		{true, "true", false},
-		{m, m, true},
-		{m, map[string]any{"a": 1.0}, true},
-		{m, map[string]any{"a": int64(1), "b": nil}, false},
-		{map[string]any{"a": nil}, map[string]any{"b": nil}, false},
-		{l, l, true},
-		{l, []any{"x"}, true},
-		{l, []any{"x", "y"}, false},
-		{l[:0], []any{}, true},
-		{1, 1, false}, // not a JSON-shaped value
-	}
-	for _, tc := range cases {
-		if got := valueEqual(tc.a, tc.b); got != tc.want {
-			t.Errorf("valueEqual(%#v, %#v) = %v", tc.a, tc.b, got)
-		}
-		if got := valueEqual(tc.b, tc.a); got != tc.want {
-			t.Errorf("valueEqual(%#v, %#v) = %v", tc.b, tc.a, got)
-		}
 	}
 }
 
@@ -543,21 +502,21 @@ func FuzzNativePatch(f *testing.F) {
 		for len(ed.script) > 0 {
 			want = ed.edit(want, 0).(map[string]any)
 		}
-		patch, ok := nativePatch(orig, want)
+		patch, ok := CreatePatchFast(orig, want)
 		if !ok {
 			t.Fatalf("no native patch from\n%s\nto\n%s", doc, mustJSON(t, want))
 		}
-		checkPatchOracle(t, doc, patch, want)
+		valuetest.CheckPatch(t, doc, patch, want)
 		if !hasIntegralFloats(want) && !hasIntegralFloats(orig) {
 			if got := applyEvanphx(t, doc, patch); !reflect.DeepEqual(got, any(want)) {
 				t.Fatalf("patch %s gives %#v, want %#v", patch, got, want)
 			}
 		}
-		viaPatch, err := Patch(doc, want)
+		viaPatch, err := CreatePatch(doc, nil, want)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkPatchOracle(t, doc, viaPatch, want)
+		valuetest.CheckPatch(t, doc, viaPatch, want)
 		// The encoder writes what jsonMarshal writes.
 		var e jsonEncoder
 		if err := e.value(want); err != nil {

@@ -1,38 +1,39 @@
-package webhook
+package jsonpatch
 
 import (
 	"errors"
 	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mutatis-dev/mutatis/jsonpatch"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // The native diff: RFC 6902 operations computed directly on JSON-shaped Go
 // values (map[string]any, []any, string, bool, int64, float64, nil), as
 // held by the engine, instead of diffing two JSON documents.
 //
-// Values are compared as their JSON texts decode (valueEqual): an integral
+// Values are compared as their JSON texts decode (jsonvalue.JSONEqual): an integral
 // float64 equals the int64 of the same value, since both are written the
 // same way; -0 equals 0. Maps and slices that are the very same (the
 // engine's result shares the unchanged parts of its input) are equal
 // without being walked.
 
-// nativeDiff returns the operations that turn orig into want: objects key
-// by key in sorted key order, lists element by element (see differ.list).
-// orig and want are only read.
-func nativeDiff(orig, want map[string]any) []jsonpatch.Operation {
-	d := &differ{path: make([]byte, 0, 128), ops: make([]jsonpatch.Operation, 0, 16), keys: make([]diffKey, 0, 32)}
+// Diff returns the operations that turn orig into want: objects key by
+// key in sorted key order, lists element by element (see differ.list).
+// orig and want are only read. Diff is Apply's inverse: Apply(orig,
+// Diff(orig, want)) is want, as JSON carries it, for JSON-shaped values
+// (CreatePatch checks it).
+func Diff(orig, want map[string]any) []Operation {
+	d := &differ{path: make([]byte, 0, 128), ops: make([]Operation, 0, 16), keys: make([]diffKey, 0, 32)}
 	d.object(orig, want)
 	return d.ops
 }
 
 type differ struct {
-	ops  []jsonpatch.Operation
+	ops  []Operation
 	path []byte
 	// keys is a stack of key lists, one segment per object being diffed.
 	keys []diffKey
@@ -50,7 +51,7 @@ const (
 )
 
 func (d *differ) emit(op string, value any, hasValue bool) {
-	d.ops = append(d.ops, jsonpatch.Operation{Op: op, Path: string(d.path), Value: value, HasValue: hasValue})
+	d.ops = append(d.ops, Operation{Op: op, Path: string(d.path), Value: value, HasValue: hasValue})
 }
 
 func (d *differ) pushKey(k string) int {
@@ -81,7 +82,7 @@ func (d *differ) value(a, b any) {
 			return
 		}
 	}
-	if !valueEqual(a, b) {
+	if !jsonvalue.JSONEqual(a, b) {
 		d.emit("replace", b, true)
 	}
 }
@@ -89,7 +90,7 @@ func (d *differ) value(a, b any) {
 // object diffs two non-nil maps: the changed keys, in sorted order, are
 // recursed into (both have them), added or removed.
 func (d *differ) object(a, b map[string]any) {
-	if sameMap(a, b) {
+	if jsonvalue.SameMap(a, b) {
 		return
 	}
 	base := len(d.keys)
@@ -145,25 +146,25 @@ func (d *differ) object(a, b map[string]any) {
 // the end or removed from the end.
 func (d *differ) list(a, b []any) {
 	if len(a) == len(b) {
-		if sameSlice(a, b) {
+		if jsonvalue.SameSlice(a, b) {
 			return
 		}
 		d.pairs(a, b, 0, len(a))
 		return
 	}
 	p := 0
-	for p < len(a) && p < len(b) && valueEqual(a[p], b[p]) {
+	for p < len(a) && p < len(b) && jsonvalue.JSONEqual(a[p], b[p]) {
 		p++
 	}
 	s := 0
-	for s < len(a)-p && s < len(b)-p && valueEqual(a[len(a)-1-s], b[len(b)-1-s]) {
+	for s < len(a)-p && s < len(b)-p && jsonvalue.JSONEqual(a[len(a)-1-s], b[len(b)-1-s]) {
 		s++
 	}
 	am, bm := a[p:len(a)-s], b[p:len(b)-s]
 	if len(am) < len(bm) && isSubsequence(am, bm) {
 		i := 0
 		for j, v := range bm {
-			if i < len(am) && valueEqual(am[i], v) {
+			if i < len(am) && jsonvalue.JSONEqual(am[i], v) {
 				i++
 				continue
 			}
@@ -183,7 +184,7 @@ func (d *differ) list(a, b []any) {
 		}
 		j := 0
 		for _, v := range am {
-			m := j < len(bm) && valueEqual(v, bm[j])
+			m := j < len(bm) && jsonvalue.JSONEqual(v, bm[j])
 			if m {
 				j++
 			}
@@ -232,7 +233,7 @@ func isSubsequence(short, long []any) bool {
 		if i == len(short) {
 			return true
 		}
-		if valueEqual(short[i], v) {
+		if jsonvalue.JSONEqual(short[i], v) {
 			i++
 		}
 	}
@@ -246,112 +247,12 @@ func shallowSame(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
-		return ok && x != nil && sameMap(x, y)
+		return ok && x != nil && jsonvalue.SameMap(x, y)
 	case []any:
 		y, ok := b.([]any)
-		return ok && x != nil && sameSlice(x, y)
+		return ok && x != nil && jsonvalue.SameSlice(x, y)
 	}
-	return valueEqual(a, b)
-}
-
-// sameMap tells whether a and b are the same map (not merely equal ones).
-func sameMap(a, b map[string]any) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-// sameSlice tells whether a and b are the same elements of the same array.
-func sameSlice(a, b []any) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// isNull tells whether v is written as JSON null.
-func isNull(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return x == nil
-	case []any:
-		return x == nil
-	}
-	return false
-}
-
-// valueEqual tells whether a and b, JSON-shaped values, decode to the same
-// value once written as JSON (integral numbers as int64, others as
-// float64). Values of other Go types are never equal; the patch check
-// then fails and Patch falls back to the diff of JSON documents.
-func valueEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return isNull(b)
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case int64:
-		switch y := b.(type) {
-		case int64:
-			return x == y
-		case float64:
-			return floatIsInt(y, x)
-		}
-		return false
-	case float64:
-		switch y := b.(type) {
-		case float64:
-			return x == y
-		case int64:
-			return floatIsInt(x, y)
-		}
-		return false
-	case map[string]any:
-		if x == nil {
-			return isNull(b)
-		}
-		y, ok := b.(map[string]any)
-		if !ok || y == nil || len(x) != len(y) {
-			return false
-		}
-		if sameMap(x, y) {
-			return true
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !valueEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		if x == nil {
-			return isNull(b)
-		}
-		y, ok := b.([]any)
-		if !ok || y == nil || len(x) != len(y) {
-			return false
-		}
-		if sameSlice(x, y) {
-			return true
-		}
-		for i := range x {
-			if !valueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// floatIsInt tells whether f is written as the JSON text of i.
-func floatIsInt(f float64, i int64) bool {
-	if f != math.Trunc(f) || f < -9223372036854775808.0 || f >= 9223372036854775808.0 {
-		return false
-	}
-	return int64(f) == i
+	return jsonvalue.JSONEqual(a, b)
 }
 
 // appendPointerToken appends k escaped as a JSON pointer reference token
@@ -374,7 +275,7 @@ var errNotJSON = errors.New("value has no JSON encoding here")
 
 // appendOps appends the JSON encoding of ops (RFC 6902 operations with op,
 // path and, when they have one, value).
-func appendOps(dst []byte, ops []jsonpatch.Operation) ([]byte, error) {
+func appendOps(dst []byte, ops []Operation) ([]byte, error) {
 	e := jsonEncoder{buf: dst}
 	e.buf = append(e.buf, '[')
 	for i := range ops {
@@ -459,7 +360,7 @@ func (e *jsonEncoder) value(v any) error {
 		}
 		e.buf = append(e.buf, ']')
 	default:
-		b, err := jsonMarshal(v)
+		b, err := jsonvalue.Marshal(v)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,188 @@
+package jsonpatch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	gomodulesjsonpatch "gomodules.xyz/jsonpatch/v2"
+	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// CreatePatch returns the JSON patch that turns the JSON document original into
+// want, or nil when there is nothing to change. The patch is checked: applied
+// to original as kube-apiserver applies webhook patches (evanphx/json-patch
+// v4, which jsonpatch.Apply reproduces), it must give want, as JSON can
+// carry it (an integral float64 is the int64 it is written as).
+//
+// The patch is computed natively on the decoded values (Diff). Should
+// it not check, the diff of gomodules.xyz/jsonpatch is tried, then a coarser
+// patch replacing top-level fields, each checked with evanphx/json-patch v4
+// itself.
+//
+// orig, when not nil, is the decoding of original
+// (sigsjson.UnmarshalCaseSensitivePreserveInts), which the caller has
+// already: it is only read, and the maps want shares with it need no walk.
+// nil: original is decoded here.
+func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
+	if orig == nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
+			orig = nil
+		}
+	}
+	if orig != nil && want != nil {
+		if patch, ok := CreatePatchFast(orig, want); ok {
+			return patch, nil
+		}
+	}
+	return CreatePatchReference(original, want)
+}
+
+// CreatePatchFast is the patch of Diff from orig, the decoding of the
+// request's object, to want, checked by applying it to orig with
+// Apply (evanphx/json-patch v4's semantics on orig's JSON). ok is
+// false when the check fails or the patch has no JSON encoding.
+func CreatePatchFast(orig, want map[string]any) (patch []byte, ok bool) {
+	ops := Diff(orig, want)
+	if len(ops) == 0 {
+		// The diff found every value equal, as the check would.
+		return nil, true
+	}
+	got, err := Apply(orig, ops)
+	if err != nil || got == nil || !jsonvalue.JSONEqual(got, want) {
+		return nil, false
+	}
+	// Most operations of a mutating policy add a field or a small object.
+	patch, err = appendOps(make([]byte, 0, 256+128*len(ops)), ops)
+	if err != nil {
+		return nil, false
+	}
+	return patch, true
+}
+
+// CreatePatchReference is Patch by diffing JSON documents: the diff of
+// gomodules.xyz/jsonpatch is applied to original with evanphx/json-patch v4
+// (what kube-apiserver applies webhook patches with) and must give want;
+// if it does not, a coarser patch replacing top-level fields is tried and
+// checked the same way.
+func CreatePatchReference(original []byte, want map[string]any) ([]byte, error) {
+	wantJSON, err := jsonvalue.Marshal(want)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the mutated object: %w", err)
+	}
+	wantValue, err := decodeValue(wantJSON)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, diff := range []func([]byte, map[string]any, []byte) ([]gomodulesjsonpatch.Operation, error){fineDiff, topLevelDiff} {
+		ops, err := diff(original, want, wantJSON)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(ops) == 0 {
+			if err := check(original, nil, wantValue); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			return nil, nil
+		}
+		patch, err := jsonvalue.Marshal(ops)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(original, patch, wantValue); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return patch, nil
+	}
+	return nil, fmt.Errorf("no JSON patch reproduces the mutated object: %w", errors.Join(errs...))
+}
+
+func fineDiff(original []byte, _ map[string]any, wantJSON []byte) ([]gomodulesjsonpatch.Operation, error) {
+	return gomodulesjsonpatch.CreatePatch(original, wantJSON)
+}
+
+// topLevelDiff adds, replaces and removes whole top-level fields.
+func topLevelDiff(original []byte, want map[string]any, _ []byte) ([]gomodulesjsonpatch.Operation, error) {
+	var orig map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ops []gomodulesjsonpatch.Operation
+	for _, k := range keys {
+		path := "/" + escapePointer(k)
+		old, ok := orig[k]
+		switch {
+		case !ok:
+			ops = append(ops, gomodulesjsonpatch.NewOperation("add", path, want[k]))
+		case !jsonEqual(old, want[k]):
+			ops = append(ops, gomodulesjsonpatch.NewOperation("replace", path, want[k]))
+		}
+	}
+	var gone []string
+	for k := range orig {
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	sort.Strings(gone)
+	for _, k := range gone {
+		ops = append(ops, gomodulesjsonpatch.NewOperation("remove", "/"+escapePointer(k), nil))
+	}
+	return ops, nil
+}
+
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+func jsonEqual(a, b any) bool {
+	ja, errA := jsonvalue.Marshal(a)
+	jb, errB := jsonvalue.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// check applies patch to original as kube-apiserver does and compares the
+// result with want.
+func check(original, patch []byte, want any) error {
+	out := original
+	if patch != nil {
+		p, err := evanphxjsonpatch.DecodePatch(patch)
+		if err != nil {
+			return err
+		}
+		if out, err = p.Apply(original); err != nil {
+			return err
+		}
+	}
+	got, err := decodeValue(out)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(got, want) {
+		return errors.New("the patched object differs from the mutated object")
+	}
+	return nil
+}
+
+func decodeValue(data []byte) (any, error) {
+	var v any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
