@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync/atomic"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -128,12 +129,99 @@ type Invocation struct {
 	Param string
 	// Pass is 1 or 2 (reinvocation).
 	Pass int
-	// Skipped tells why the invocation did not mutate ("" if it ran).
-	Skipped string
+	// Skipped tells why the invocation did not run its mutations
+	// (NotSkipped if it ran).
+	Skipped SkipReason
+	// Condition names the matchCondition that was false
+	// (SkipMatchConditionFalse).
+	Condition string
 	// Mutations are the outcomes of the mutations that ran, in order.
 	Mutations []MutationOutcome
 	// Err is the invocation's error, if any (before the failure policy).
 	Err error
+}
+
+// Ran tells whether the invocation ran its mutations.
+func (inv Invocation) Ran() bool { return inv.Skipped == NotSkipped }
+
+// SkipMessage is why the invocation did not run its mutations, in words
+// ("matchCondition NAME is false"), or "" if it ran. Words are for people;
+// code reads Skipped and Condition.
+func (inv Invocation) SkipMessage() string {
+	if inv.Skipped == SkipMatchConditionFalse {
+		return "matchCondition " + inv.Condition + " is false"
+	}
+	return inv.Skipped.String()
+}
+
+// SkipReason tells why an invocation did not run its mutations.
+type SkipReason uint8
+
+// The reasons, in the order the evaluator meets them.
+const (
+	// NotSkipped: the invocation ran its mutations.
+	NotSkipped SkipReason = iota
+	// SkipPolicyConfigError: the policy cannot be evaluated (it does not
+	// compile, or its paramKind is not served); Err says why.
+	SkipPolicyConfigError
+	// SkipPolicyNotSelected: the policy's matchConstraints do not select
+	// the request.
+	SkipPolicyNotSelected
+	// SkipParamKindInactive: the policy's paramKind cannot be resolved;
+	// Err says why.
+	SkipParamKindInactive
+	// SkipBindingConfigError: the binding cannot be evaluated; Err says
+	// why.
+	SkipBindingConfigError
+	// SkipBindingNotSelected: the binding's matchResources do not select
+	// the request.
+	SkipBindingNotSelected
+	// SkipConversion: the objects could not be converted to the kind the
+	// policy matched (matchPolicy Equivalent); Err says why.
+	SkipConversion
+	// SkipParams: the binding's params could not be resolved; Err says
+	// why.
+	SkipParams
+	// SkipNoParams: no params were found under parameterNotFoundAction
+	// Allow.
+	SkipNoParams
+	// SkipMatchConditionsError: evaluating the matchConditions failed
+	// under failurePolicy Fail; Err says why.
+	SkipMatchConditionsError
+	// SkipMatchConditionsErrorIgnored: evaluating the matchConditions
+	// failed under failurePolicy Ignore.
+	SkipMatchConditionsErrorIgnored
+	// SkipMatchConditionFalse: the matchCondition named by
+	// Invocation.Condition is false.
+	SkipMatchConditionFalse
+	// SkipNotReinvoked: a second pass, and the invocation is not to be
+	// reinvoked.
+	SkipNotReinvoked
+)
+
+var skipReasons = [...]string{
+	NotSkipped:                      "",
+	SkipPolicyConfigError:           "policy configuration error",
+	SkipPolicyNotSelected:           "policy matchConstraints do not select the request",
+	SkipParamKindInactive:           "policy inactive: paramKind",
+	SkipBindingConfigError:          "binding configuration error",
+	SkipBindingNotSelected:          "binding matchResources do not select the request",
+	SkipConversion:                  "conversion to the matched kind",
+	SkipParams:                      "params",
+	SkipNoParams:                    "no params found (parameterNotFoundAction Allow)",
+	SkipMatchConditionsError:        "matchConditions error",
+	SkipMatchConditionsErrorIgnored: "matchConditions error ignored",
+	SkipMatchConditionFalse:         "a matchCondition is false",
+	SkipNotReinvoked:                "not reinvoked",
+}
+
+// String is the reason in words ("" for NotSkipped); for a false
+// matchCondition Invocation.SkipMessage names it.
+func (r SkipReason) String() string {
+	if int(r) < len(skipReasons) {
+		return skipReasons[r]
+	}
+	return "skip reason " + strconv.Itoa(int(r))
 }
 
 // Result is the outcome of one admission request.
@@ -286,30 +374,30 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 		m, err := e.cfg.Matcher.PolicyMatches(ctx, cur, h.Policy)
 		if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy configuration error", Err: err})
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: SkipPolicyConfigError, Err: err})
 			continue
 		}
 		if !m.Matches {
-			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy matchConstraints do not select the request"})
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: SkipPolicyNotSelected})
 			continue
 		}
 		if skip, err := e.cfg.Params.CheckKind(h.Policy.Spec.ParamKind); skip {
-			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy inactive: paramKind", Err: err})
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: SkipParamKindInactive, Err: err})
 			continue
 		} else if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: "policy configuration error", Err: err})
+			res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: SkipPolicyConfigError, Err: err})
 			continue
 		}
 		for _, b := range h.Bindings {
 			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, cur, b)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
-				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding configuration error", Err: err})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: SkipBindingConfigError, Err: err})
 				continue
 			}
 			if !ok {
-				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "binding matchResources do not select the request"})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: SkipBindingNotSelected})
 				continue
 			}
 			// Upstream converts the request's objects to the matched kind
@@ -318,17 +406,17 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 			// any mutation: every view starts from the pass's object.
 			if err := e.view(cur, m.Kind, views); err != nil {
 				errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "conversion to the matched kind", Err: err})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: SkipConversion, Err: err})
 				continue
 			}
 			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
-				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "params", Err: err})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: SkipParams, Err: err})
 				continue
 			}
 			if len(ps) == 0 {
-				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: "no params found (parameterNotFoundAction Allow)"})
+				res.Invocations = append(res.Invocations, Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: SkipNoParams})
 			}
 			for _, p := range ps {
 				invocations = append(invocations, invocation{hook: h, binding: b, param: p, resource: m.Resource, kind: m.Kind})
@@ -460,18 +548,18 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
-		if matched, err := e.matchConditions(ctx, inv, a, in); err != nil {
-			trace.Err, trace.Skipped = err, "matchConditions error"
+		if matched, condition, err := e.matchConditions(ctx, inv, a, in); err != nil {
+			trace.Err, trace.Skipped = err, SkipMatchConditionsError
 			errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
 			res.Invocations = append(res.Invocations, trace)
 			continue
-		} else if matched != "" {
-			trace.Skipped = matched
+		} else if matched != NotSkipped {
+			trace.Skipped, trace.Condition = matched, condition
 			res.Invocations = append(res.Invocations, trace)
 			continue
 		}
 		if pass == 2 && !st.reinvoke[key] {
-			trace.Skipped = "not reinvoked"
+			trace.Skipped = SkipNotReinvoked
 			res.Invocations = append(res.Invocations, trace)
 			continue
 		}
@@ -573,12 +661,13 @@ func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schem
 
 // matchConditions evaluates a policy's matchConditions as upstream's
 // matchconditions.Matcher: one activation, one 2,500,000 budget,
-// namespaceObject null. It returns the name of the first false condition,
-// or an error under failurePolicy Fail.
-func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input) (string, error) {
+// namespaceObject null. It returns why the invocation is skipped
+// (NotSkipped: it is not) with the name of the first false condition, or
+// an error under failurePolicy Fail.
+func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input) (SkipReason, string, error) {
 	conds := inv.hook.Compiled.MatchConditions
 	if len(conds) == 0 {
-		return "", nil
+		return NotSkipped, "", nil
 	}
 	fail := inv.hook.Policy.Spec.FailurePolicy == nil || *inv.hook.Policy.Spec.FailurePolicy == admissionregistrationv1.Fail
 	in.Request = AdmissionRequest(a, a.Resource, inv.kind)
@@ -589,9 +678,9 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 		r, remaining, err := act.Eval(c, budget)
 		if err != nil {
 			if fail {
-				return "", err
+				return NotSkipped, "", err
 			}
-			return "matchConditions error ignored", nil
+			return SkipMatchConditionsErrorIgnored, "", nil
 		}
 		budget = remaining
 		results[i] = r
@@ -602,16 +691,16 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 			errs = append(errs, r.Err)
 		}
 		if r.Value == celtypes.False {
-			return "matchCondition " + conds[i].Name + " is false", nil
+			return SkipMatchConditionFalse, conds[i].Name, nil
 		}
 	}
 	if len(errs) > 0 {
 		if fail {
-			return "", utilerrors.NewAggregate(errs)
+			return NotSkipped, "", utilerrors.NewAggregate(errs)
 		}
-		return "matchConditions error ignored", nil
+		return SkipMatchConditionsErrorIgnored, "", nil
 	}
-	return "", nil
+	return NotSkipped, "", nil
 }
 
 // AdmissionRequest builds the AdmissionRequest of a (without uid,

@@ -214,7 +214,7 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 	ran := func(r Result) []string {
 		var out []string
 		for _, inv := range r.Invocations {
-			if inv.Skipped != "policy matchConstraints do not select the request" {
+			if inv.Skipped != SkipPolicyNotSelected {
 				out = append(out, fmt.Sprintf("%d %s %s %q", inv.Pass, inv.Policy, inv.Binding, inv.Skipped))
 			}
 		}
@@ -365,5 +365,28 @@ func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
 	}
 	if _, err := NewEngine(nil).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
 		t.Errorf("an empty engine's view: %v, want a 503", err)
+	}
+}
+
+// TestSkipReasonsHaveWords: every reason but NotSkipped has its own words,
+// and a false matchCondition is named in the message.
+func TestSkipReasonsHaveWords(t *testing.T) {
+	seen := map[string]SkipReason{}
+	for r := NotSkipped + 1; r <= SkipNotReinvoked; r++ {
+		w := r.String()
+		if w == "" || strings.HasPrefix(w, "skip reason ") {
+			t.Errorf("reason %d has no words", r)
+		}
+		if other, ok := seen[w]; ok {
+			t.Errorf("reasons %d and %d both read %q", r, other, w)
+		}
+		seen[w] = r
+	}
+	if (Invocation{}).SkipMessage() != "" || !(Invocation{}).Ran() {
+		t.Error("an invocation that ran has a skip message")
+	}
+	inv := Invocation{Skipped: SkipMatchConditionFalse, Condition: "not-injected"}
+	if inv.Ran() || inv.SkipMessage() != "matchCondition not-injected is false" {
+		t.Errorf("Ran %v, SkipMessage %q", inv.Ran(), inv.SkipMessage())
 	}
 }

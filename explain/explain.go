@@ -36,8 +36,8 @@ func Trace(w io.Writer, r engine.Result) {
 		switch {
 		case inv.Err != nil:
 			fmt.Fprintf(w, ": error: %v\n", inv.Err)
-		case inv.Skipped != "":
-			fmt.Fprintf(w, ": skipped: %s\n", inv.Skipped)
+		case !inv.Ran():
+			fmt.Fprintf(w, ": skipped: %s\n", inv.SkipMessage())
 		default:
 			fmt.Fprintln(w, ": applied")
 		}

@@ -207,7 +207,7 @@ func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
 func applied(r engine.Result, name string) bool {
 	policy, bind, _ := strings.Cut(name, "/")
 	for _, inv := range r.Invocations {
-		if inv.Policy == policy && (bind == "" || inv.Binding == bind) && inv.Skipped == "" && inv.Binding != "" {
+		if inv.Policy == policy && (bind == "" || inv.Binding == bind) && inv.Ran() && inv.Binding != "" {
 			return true
 		}
 	}

@@ -113,7 +113,7 @@ func TestNoMutationNoPatch(t *testing.T) {
 	dropUnknown := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
 		obj := a.Object.DeepCopy()
 		delete(obj.Object, "futureField")
-		return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: "binding matchResources do not select the request"}}}, nil
+		return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: engine.SkipBindingNotSelected}}}, nil
 	})
 	body := strings.Replace(minimalReview, `"metadata":{"name":"c","namespace":"shop"}`, `"metadata":{"name":"c","namespace":"shop"},"futureField":"x"`, 1)
 	rec := serveOnce(&Handler{Admitter: dropUnknown}, http.MethodPost, PathMutate, "application/json", []byte(body))

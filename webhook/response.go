@@ -90,7 +90,7 @@ func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr erro
 // ranMutations tells whether any invocation ran mutations.
 func ranMutations(res engine.Result) bool {
 	for _, inv := range res.Invocations {
-		if inv.Skipped == "" && len(inv.Mutations) > 0 {
+		if inv.Ran() && len(inv.Mutations) > 0 {
 			return true
 		}
 	}
@@ -142,7 +142,7 @@ func auditAnnotations(res engine.Result) map[string]string {
 		switch {
 		case inv.Err != nil && res.Denied == nil:
 			add(&ignored, inv, true)
-		case inv.Err == nil && inv.Skipped == "" && inv.Binding != "":
+		case inv.Err == nil && inv.Ran() && inv.Binding != "":
 			add(&applied, inv, false)
 		}
 	}
@@ -185,8 +185,8 @@ func Explain(res engine.Result) []string {
 		switch {
 		case inv.Err != nil:
 			what = "error: " + inv.Err.Error()
-		case inv.Skipped != "":
-			what = "skipped: " + inv.Skipped
+		case !inv.Ran():
+			what = "skipped: " + inv.SkipMessage()
 		default:
 			var cost int64
 			dropped := 0

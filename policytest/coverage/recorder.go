@@ -11,7 +11,6 @@
 package coverage
 
 import (
-	"strings"
 	"sync"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -98,16 +97,11 @@ func (r *Recorder) ObserveEvaluation(ev compiler.Evaluation) {
 	}
 }
 
-// The engine's reasons for skipping a binding before its matchConditions.
-var notSelected = map[string]bool{
-	"binding matchResources do not select the request": true,
-	"binding configuration error":                      true,
+// notSelected are the engine's reasons for skipping a binding before its
+// matchConditions.
+func notSelected(r engine.SkipReason) bool {
+	return r == engine.SkipBindingNotSelected || r == engine.SkipBindingConfigError
 }
-
-const (
-	falseConditionPrefix = "matchCondition "
-	falseConditionSuffix = " is false"
-)
 
 // RecordResult records the bindings of one admission result: a binding is
 // exercised when an invocation through it ran its mutations; it is
@@ -120,7 +114,7 @@ func (r *Recorder) RecordResult(res engine.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, inv := range res.Invocations {
-		if inv.Binding == "" || notSelected[inv.Skipped] {
+		if inv.Binding == "" || notSelected(inv.Skipped) {
 			continue
 		}
 		key := bindingKey{policy: inv.Policy, binding: inv.Binding}
@@ -131,13 +125,13 @@ func (r *Recorder) RecordResult(res engine.Result) {
 		}
 		rec.selected++
 		switch {
-		case inv.Skipped == "":
+		case inv.Ran():
 			rec.invoked++
 			r.conditions[conditionKey{policy: inv.Policy}] |= compiler.OutcomeTrue
-		case inv.Skipped == "not reinvoked":
+		case inv.Skipped == engine.SkipNotReinvoked:
 			r.conditions[conditionKey{policy: inv.Policy}] |= compiler.OutcomeTrue
-		case strings.HasPrefix(inv.Skipped, falseConditionPrefix) && strings.HasSuffix(inv.Skipped, falseConditionSuffix):
-			name := strings.TrimSuffix(strings.TrimPrefix(inv.Skipped, falseConditionPrefix), falseConditionSuffix)
+		case inv.Skipped == engine.SkipMatchConditionFalse:
+			name := inv.Condition
 			rec.falseConditions[name] = true
 			r.conditions[conditionKey{policy: inv.Policy, condition: name}] |= compiler.OutcomeFalse
 		}
