@@ -276,14 +276,8 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 	case admission.Create, admission.Update, admission.Connect:
 		handled = !matching.PolicyExempt(a) && e.anyCandidate(a)
 	}
-	if a.Object != nil {
-		// kube-apiserver decodes the request into the kind's Go type before
-		// admission: present built-in objects the same way.
-		obj, err := e.cfg.Patcher.NormalizeRequest(a.Object.Object, a.Kind)
-		if err != nil {
-			return res, decodingError(a.Kind, err)
-		}
-		res.Object = obj
+	if res.Object, err = e.requestObject(a); err != nil {
+		return res, err
 	}
 	if !handled {
 		return res, nil
@@ -303,6 +297,19 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Resu
 	}
 	res.Reinvoke = st.shouldReinvokeChain
 	return res, nil
+}
+
+// requestObject is the request's object as kube-apiserver presents it to
+// admission: decoded into the kind's Go type (built-in kinds), or nil.
+func (e *Evaluator) requestObject(a *matching.Attributes) (map[string]any, error) {
+	if a.Object == nil {
+		return nil, nil
+	}
+	obj, err := e.cfg.Patcher.NormalizeRequest(a.Object.Object, a.Kind)
+	if err != nil {
+		return nil, decodingError(a.Kind, err)
+	}
+	return obj, nil
 }
 
 // decodingError is the answer to a request whose object does not decode:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 
@@ -388,5 +389,32 @@ func TestSkipReasonsHaveWords(t *testing.T) {
 	inv := Invocation{Skipped: SkipMatchConditionFalse, Condition: "not-injected"}
 	if inv.Ran() || inv.SkipMessage() != "matchCondition not-injected is false" {
 		t.Errorf("Ran %v, SkipMessage %q", inv.Ran(), inv.SkipMessage())
+	}
+}
+
+// TestInputsSeeWhatAdmitSees: Inputs presents the request's object as
+// Admit's first pass does (decoded into the kind's Go type), so the cost
+// harness evaluates expressions over the objects admission would.
+func TestInputsSeeWhatAdmitSees(t *testing.T) {
+	ev := newEvaluator(t, mapPolicy("p", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail, `Object{metadata: Object.metadata{labels: {"seen": "yes"}}}`))
+	a := createConfigMap()
+	// Empty maps the ConfigMap type omits: the typed form has neither.
+	a.Object.Object["data"] = map[string]any{}
+	unstructured.SetNestedMap(a.Object.Object, map[string]any{}, "metadata", "labels")
+	want, err := ev.cfg.Patcher.NormalizeRequest(a.Object.Object, a.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jsonvalue.Equal(want, a.Object.Object) {
+		t.Fatal("the test object is already in its typed form")
+	}
+	ins, err := ev.Inputs(context.Background(), a)
+	if err != nil || len(ins) != 1 {
+		t.Fatalf("Inputs: %d, %v", len(ins), err)
+	}
+	for name, got := range map[string]map[string]any{"matchConditions": ins[0].MatchConditions.Object, "mutations": ins[0].Mutations.Object} {
+		if !jsonvalue.Equal(got, want) {
+			t.Errorf("the %s' object is %#v, Admit's first pass sees %#v", name, got, want)
+		}
 	}
 }

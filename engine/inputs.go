@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -29,6 +30,16 @@ type InvocationInput struct {
 // Whether their matchConditions hold is not decided here. The cost harness
 // evaluates single expressions with them, exactly as Admit would.
 func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]InvocationInput, error) {
+	// The object as Admit presents it to the first pass.
+	obj, err := e.requestObject(a)
+	if err != nil {
+		return nil, err
+	}
+	cur := *a
+	if obj != nil {
+		cur.Object = &unstructured.Unstructured{Object: obj}
+	}
+	a = &cur
 	var res Result
 	views := map[schema.GroupVersionKind]*versionedView{}
 	invs, errs := e.collect(ctx, a, 1, &res, views)
