@@ -10,11 +10,11 @@ import (
 	"runtime/debug"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
-	"github.com/mutatis-dev/mutatis/matching"
 )
 
 // DefaultMaxRequestBytes is the default limit of a review's body: 3 MiB,
@@ -30,20 +30,14 @@ const DefaultMaxReviewTimeout = 30 * time.Second
 // default of kube-apiserver's --max-requests-inflight.
 const DefaultMaxInFlight = 400
 
-// Admitter evaluates one admission request; *engine.Engine is one. Admit
-// must not modify a (its objects in particular): the Handler diffs the
-// request's object as it decoded it with the result's object.
-type Admitter interface {
-	Admit(ctx context.Context, a *matching.Attributes) (engine.Result, error)
-}
-
-// Handler answers AdmissionReviews on /mutate: decode, call the engine,
-// encode. Malformed reviews get HTTP 400 with a Status saying why; every
-// well-formed review gets HTTP 200 with an AdmissionReview in the version
-// it came in.
+// Handler is the HTTP transport of a Reviewer on /mutate: method, client
+// certificate, readiness and Content-Type checks, the body, the deadline,
+// the in-flight bound and panics. Malformed reviews get HTTP 400 with a
+// Status saying why; every well-formed review gets HTTP 200 with an
+// AdmissionReview in the version it came in.
 type Handler struct {
-	// Admitter evaluates the requests.
-	Admitter Admitter
+	// Admitter evaluates the requests (the Reviewer's).
+	Admitter engine.Admitter
 	// Ready, when set, must return nil before reviews are evaluated; until
 	// then they get HTTP 503 (kube-apiserver applies the webhook's
 	// failurePolicy).
@@ -164,8 +158,8 @@ func (h *Handler) deadline(r *http.Request) (context.Context, context.CancelFunc
 	return ctx, cancel, nil
 }
 
-// review is the review layer: an in-flight slot, decode, evaluate, encode.
-// A panic in any of them is answered with HTTP 500 (kube-apiserver applies
+// review is the review layer: the deadline, an in-flight slot, then the
+// Reviewer (decode, evaluate, encode). A panic in any of them is answered with HTTP 500 (kube-apiserver applies
 // the webhook's failurePolicy), logged with its stack and counted, rather
 // than dropping the connection.
 func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -199,40 +193,14 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf("internal error answering the review: %v", p))
 		}
 	}()
-	review, err := Decode(body)
+	rv := Reviewer{Admitter: h.Admitter, ExplainDryRun: h.ExplainDryRun, Log: h.Log}
+	out, err := rv.Review(ctx, body)
 	if err != nil {
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
-		return
-	}
-	attrs, original, err := attributes(review.Request)
-	if err != nil {
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
-		return
-	}
-
-	if err := ctx.Err(); err != nil {
-		// The caller gave up (its timeout passed while the review waited):
-		// evaluating it would only take time from the reviews still wanted.
-		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonTimeout, "the review's deadline passed before it was evaluated: "+err.Error())
-		return
-	}
-	res, admitErr := h.Admitter.Admit(ctx, attrs)
-	if admitErr != nil {
-		h.log().Error("evaluating admission request", "uid", review.Request.UID, "kind", attrs.Kind.String(), "namespace", attrs.Namespace, "name", attrs.Name, "error", admitErr)
-	}
-	// The patch is diffed from the decoding the engine had: the Admitter
-	// only reads its attributes (engine.Result.Object shares the unchanged
-	// maps of a.Object).
-	resp, err := Respond(review.Request, res, admitErr, RespondOptions{Explain: h.ExplainDryRun && attrs.DryRun, original: original})
-	if err != nil {
-		// Never send a patch that would not give the engine's object.
-		h.log().Error("building the patch", "uid", review.Request.UID, "error", err)
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
-		return
-	}
-	out, err := encodeReview(review.APIVersion, resp)
-	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "encoding the response: "+err.Error())
+		var st *apierrors.StatusError
+		if !errors.As(err, &st) {
+			st = reviewError(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+		}
+		writeStatus(w, int(st.ErrStatus.Code), st.ErrStatus.Reason, st.ErrStatus.Message)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

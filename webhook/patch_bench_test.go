@@ -112,7 +112,7 @@ func TestLoadPodPatch(t *testing.T) {
 	if got, want := normalizeJSON(t, p.original), normalizeJSON(t, fresh); !reflect.DeepEqual(got, want) {
 		t.Fatal("the engine modified the request object it was given")
 	}
-	resp, err := Respond(p.req, p.res, nil, RespondOptions{original: p.original})
+	resp, err := respond(p.req, p.original, p.res, nil, RespondOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func BenchmarkPatch(b *testing.B) {
 	b.Run("respond", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := Respond(p.req, p.res, nil, RespondOptions{original: p.original}); err != nil {
+			if _, err := respond(p.req, p.original, p.res, nil, RespondOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -35,13 +35,6 @@ const (
 type RespondOptions struct {
 	// Explain puts a summary of the evaluation trace into the warnings.
 	Explain bool
-
-	// original, when not nil, is the request object's JSON decoded with
-	// sigsjson.UnmarshalCaseSensitivePreserveInts and never modified since
-	// (the Handler's decoding, which the engine only reads): Respond diffs
-	// it instead of decoding the JSON again, and shares its unchanged maps
-	// with the engine's object, so the diff need not walk them.
-	original map[string]any
 }
 
 // Respond builds the AdmissionResponse for req from the engine's answer:
@@ -51,6 +44,16 @@ type RespondOptions struct {
 // request's object with evanphx/json-patch v4's semantics, as kube-apiserver
 // does (see jsonpatch.CreatePatch); an error means no correct patch could be made.
 func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+	return respond(req, nil, res, admitErr, o)
+}
+
+// respond is Respond; original, when not nil, is the request object's JSON
+// decoded with sigsjson.UnmarshalCaseSensitivePreserveInts and never
+// modified since (the Reviewer's decoding, which the engine only reads):
+// the patch is diffed from it instead of decoding the JSON again, and it
+// shares its unchanged maps with res.Object, so the diff need not walk
+// them.
+func respond(req *admissionv1.AdmissionRequest, original map[string]any, res engine.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
@@ -76,7 +79,7 @@ func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr erro
 		// build's types do not know (a newer API server) is never removed.
 		return resp, nil
 	}
-	patch, err := jsonpatch.CreatePatch(req.Object.Raw, o.original, res.Object)
+	patch, err := jsonpatch.CreatePatch(req.Object.Raw, original, res.Object)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ type FailurePolicySplitter interface {
 // Options configure a Server.
 type Options struct {
 	// Admitter evaluates the reviews (required).
-	Admitter Admitter
+	Admitter engine.Admitter
 	// Ready tells whether the policy sources are synced and every policy
 	// compiled; nil means always ready. /readyz and /mutate consult it.
 	Ready func() error
@@ -161,7 +161,7 @@ func NewServer(o Options) (*Server, error) {
 		s.metrics.bodyBudget.Set(float64(o.MaxBodyBytesInFlight))
 	}
 	bodyTimeout := max(o.BodyReadTimeout, 0)
-	handler := func(path string, a Admitter) http.Handler {
+	handler := func(path string, a engine.Admitter) http.Handler {
 		return s.metrics.instrument(path, &gate{
 			h: &Handler{
 				Admitter:          a,

@@ -1,0 +1,75 @@
+package webhook
+
+import (
+	"context"
+	"log/slog"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mutatis-dev/mutatis/engine"
+)
+
+// Reviewer is the admission handler: an AdmissionReview in, the
+// AdmissionReview that answers it out, with the engine's decision and JSON
+// patch. It knows nothing of HTTP; Handler is its transport.
+type Reviewer struct {
+	// Admitter evaluates the requests. Admit must not modify the request's
+	// objects: the patch is diffed from the object as the Reviewer decoded
+	// it (engine.Result.Object shares its unchanged maps).
+	Admitter engine.Admitter
+	// ExplainDryRun puts a summary of the trace into the warnings of
+	// dry-run requests.
+	ExplainDryRun bool
+	// Log receives evaluator failures; nil discards.
+	Log *slog.Logger
+}
+
+func (rv *Reviewer) log() *slog.Logger {
+	if rv.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return rv.Log
+}
+
+// Review answers body, the JSON of an AdmissionReview (admission.k8s.io/v1
+// or v1beta1), with the JSON of the AdmissionReview in the same version.
+// A review it cannot answer gets an *apierrors.StatusError whose code is
+// the HTTP status to answer with: 400 for a malformed review, 503 when
+// ctx ended before the evaluation began, 500 when no correct patch or
+// response could be made.
+func (rv *Reviewer) Review(ctx context.Context, body []byte) ([]byte, error) {
+	review, err := Decode(body)
+	if err != nil {
+		return nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
+	}
+	attrs, original, err := attributes(review.Request)
+	if err != nil {
+		return nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller gave up (its timeout passed while the review waited):
+		// evaluating it would only take time from the reviews still wanted.
+		return nil, reviewError(503, metav1.StatusReasonTimeout, "the review's deadline passed before it was evaluated: "+err.Error())
+	}
+	res, admitErr := rv.Admitter.Admit(ctx, attrs)
+	if admitErr != nil {
+		rv.log().Error("evaluating admission request", "uid", review.Request.UID, "kind", attrs.Kind.String(), "namespace", attrs.Namespace, "name", attrs.Name, "error", admitErr)
+	}
+	resp, err := respond(review.Request, original, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
+	if err != nil {
+		// Never send a patch that would not give the engine's object.
+		rv.log().Error("building the patch", "uid", review.Request.UID, "error", err)
+		return nil, reviewError(500, metav1.StatusReasonInternalError, err.Error())
+	}
+	out, err := encodeReview(review.APIVersion, resp)
+	if err != nil {
+		return nil, reviewError(500, metav1.StatusReasonInternalError, "encoding the response: "+err.Error())
+	}
+	return out, nil
+}
+
+// reviewError is the refusal of a review, answered as a metav1.Status.
+func reviewError(code int32, reason metav1.StatusReason, message string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: message}}
+}
