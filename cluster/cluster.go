@@ -175,8 +175,7 @@ func (c *Cluster) Config() engine.Config {
 	return engine.Config{
 		Authorizer: c.Authorizer,
 		Matcher:    matching.NewMatcher(c, c.Table),
-		Namespaces: c,
-		Params:     &params.Collector{Source: c.Params, Scopes: c, Scheme: pt.Scheme},
+		Params:     &params.Collector{Source: c.Params, Scopes: c},
 		Patcher:    pt,
 	}
 }

@@ -157,16 +157,19 @@ type Status struct {
 // keeps an Engine and the webhook configurations current. Create it with New
 // and call Run once.
 type Controller struct {
-	cfg      Config
-	clients  Clients
-	engine   *engine.Engine
-	compiler *compiler.Compiler
-	table    *matching.Table
-	schemas  *applyconfig.Schemas
-	scheme   *kubescheme.Scheme
-	authz    authorizer.Authorizer
-	recorder record.EventRecorder
-	events   record.EventBroadcaster // nil when cfg.Recorder was given
+	cfg     Config
+	clients Clients
+	engine  *engine.Engine
+	// engineCfg is what every swapped-in Evaluator shares (engineConfig).
+	engineCfg     engine.Config
+	engineCfgOnce sync.Once
+	compiler      *compiler.Compiler
+	table         *matching.Table
+	schemas       *applyconfig.Schemas
+	scheme        *kubescheme.Scheme
+	authz         authorizer.Authorizer
+	recorder      record.EventRecorder
+	events        record.EventBroadcaster // nil when cfg.Recorder was given
 
 	params *paramInformers
 	queue  workqueue.TypedRateLimitingInterface[string]
@@ -530,14 +533,20 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 	c.queue.Add(syncKey)
 }
 
-// engineConfig is the engine configuration over the controller's caches.
+// engineConfig is the engine configuration over the controller's caches,
+// built once: every policy set the controller swaps in shares its matcher,
+// params collector and patcher (and their per-kind plans).
 func (c *Controller) engineConfig() engine.Config {
+	c.engineCfgOnce.Do(func() { c.engineCfg = c.newEngineConfig() })
+	return c.engineCfg
+}
+
+func (c *Controller) newEngineConfig() engine.Config {
 	ns := matching.NamespaceGetterFunc(c.namespace)
 	pt := &engine.Patcher{Schemas: c.schemas, Scheme: c.scheme}
 	return engine.Config{
 		Matcher:    matching.NewMatcher(ns, c.table),
-		Namespaces: ns,
-		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}, Scheme: c.scheme},
+		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}},
 		Patcher:    pt,
 		Metrics:    c.cfg.Metrics,
 		Authorizer: c.authz,

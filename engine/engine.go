@@ -56,12 +56,19 @@ func NewHooks(c *compiler.Compiler, policies []*admissionregistrationv1.Mutating
 	return hooks, nil
 }
 
-// Config is what an Evaluator needs besides the hooks.
+// Config is what an Evaluator needs besides the hooks: what lives as long
+// as the process or the simulated cluster, shared by every policy set
+// swapped in. Each collaborator is given once: the namespaces are the
+// Matcher's, and the params are presented with the Patcher's scheme
+// unless the Collector has its own.
 type Config struct {
-	Matcher    *matching.Matcher
-	Namespaces matching.NamespaceGetter
-	Params     *params.Collector
-	Patcher    *Patcher
+	// Matcher matches policies and bindings; its namespace getter also
+	// gives namespaceObject.
+	Matcher *matching.Matcher
+	// Params resolves the bindings' params.
+	Params *params.Collector
+	// Patcher applies mutations.
+	Patcher *Patcher
 	// Metrics, when set, observes every evaluated mutation.
 	Metrics Metrics
 	// Authorizer backs the CEL authorizer variables; nil denies every check.
@@ -78,12 +85,21 @@ type Evaluator struct {
 	// bruteForce makes every hook a candidate (tests prove the index never
 	// changes a result).
 	bruteForce bool
+	// only, when set, keeps the hooks whose policy has that failure policy
+	// (an unset one is Fail) and drops the others from the candidates: a
+	// view of the same hooks and index (subset).
+	only admissionregistrationv1.FailurePolicyType
 }
 
 // NewEvaluator returns an Evaluator over hooks. It is safe for concurrent use.
 func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
+	}
+	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Patcher != nil && cfg.Patcher.Scheme != nil {
+		p := *cfg.Params
+		p.Scheme = cfg.Patcher.Scheme
+		cfg.Params = &p
 	}
 	ix := matching.NewIndex[int](cfg.Matcher.Table())
 	for i := range hooks {
@@ -97,12 +113,16 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 	var out []int
 	if e.bruteForce {
 		for i := range e.hooks {
-			out = append(out, i)
+			if e.keeps(i) {
+				out = append(out, i)
+			}
 		}
 		return out
 	}
 	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
-		out = append(out, i)
+		if e.keeps(i) {
+			out = append(out, i)
+		}
 		return true
 	})
 	return out
@@ -111,15 +131,32 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 // anyCandidate tells whether any hook may match a (candidates would not be
 // empty), without allocating.
 func (e *Evaluator) anyCandidate(a *matching.Attributes) bool {
-	if e.bruteForce {
-		return len(e.hooks) > 0
-	}
 	found := false
-	e.index.Lookup(a.Operation, a.Resource, func(int) bool {
-		found = true
-		return false
+	if e.bruteForce {
+		for i := range e.hooks {
+			if found = e.keeps(i); found {
+				break
+			}
+		}
+		return found
+	}
+	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
+		found = e.keeps(i)
+		return !found
 	})
 	return found
+}
+
+// keeps tells whether hook i is one of the evaluator's (only).
+func (e *Evaluator) keeps(i int) bool {
+	if e.only == "" {
+		return true
+	}
+	fp := admissionregistrationv1.Fail
+	if p := e.hooks[i].Policy.Spec.FailurePolicy; p != nil {
+		fp = *p
+	}
+	return fp == e.only
 }
 
 // Invocation records one policy × binding × param evaluation.
@@ -443,7 +480,7 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 	if nsName == "" {
 		return nil, nil
 	}
-	ns, err := e.cfg.Namespaces.Namespace(ctx, nsName)
+	ns, err := e.cfg.Matcher.Namespace(ctx, nsName)
 	if err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) {
@@ -787,22 +824,12 @@ func (e *Engine) Swap(ev *Evaluator) {
 	})
 }
 
-// subset is an Evaluator over the hooks whose policy has failure policy fp
-// (an unset failurePolicy is Fail).
+// subset is the Evaluator of the hooks whose policy has failure policy fp
+// (an unset failurePolicy is Fail): a view sharing e's hooks and index.
 func (e *Evaluator) subset(fp admissionregistrationv1.FailurePolicyType) *Evaluator {
-	var hooks []Hook
-	for _, h := range e.hooks {
-		got := admissionregistrationv1.Fail
-		if h.Policy.Spec.FailurePolicy != nil {
-			got = *h.Policy.Spec.FailurePolicy
-		}
-		if got == fp {
-			hooks = append(hooks, h)
-		}
-	}
-	sub := NewEvaluator(e.cfg, hooks)
-	sub.bruteForce = e.bruteForce
-	return sub
+	sub := *e
+	sub.only = fp
+	return &sub
 }
 
 // Admit evaluates a with the current Evaluator.

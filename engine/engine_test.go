@@ -88,10 +88,9 @@ func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdm
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}, nil
 	})
 	return NewEvaluator(Config{
-		Matcher:    matching.NewMatcher(namespaces, table),
-		Namespaces: namespaces,
-		Params:     &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}, Scheme: kubescheme.New()},
-		Patcher:    &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()},
+		Matcher: matching.NewMatcher(namespaces, table),
+		Params:  &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}},
+		Patcher: &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()},
 	}, hooks)
 }
 

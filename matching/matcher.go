@@ -46,6 +46,16 @@ func NewMatcher(namespaces NamespaceGetter, table *Table) *Matcher {
 	return &Matcher{namespaces: namespaces, table: table}
 }
 
+// Namespace looks the namespace name up with the matcher's getter: the
+// namespace selectors and the engine's namespaceObject read the same
+// namespaces.
+func (m *Matcher) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	if m.namespaces == nil {
+		return nil, errors.New("no namespace getter configured")
+	}
+	return m.namespaces.Namespace(ctx, name)
+}
+
 // Table returns the resource table of the matcher (may be nil).
 func (m *Matcher) Table() *Table { return m.table }
 

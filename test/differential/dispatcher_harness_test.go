@@ -403,8 +403,7 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 	pt := &engine.Patcher{Schemas: w.schemas, Scheme: kubescheme.New()}
 	ev := engine.NewEvaluator(engine.Config{
 		Matcher:    matching.NewMatcher(nsGetter, w.table),
-		Namespaces: nsGetter,
-		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}, Scheme: pt.Scheme},
+		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}},
 		Patcher:    pt,
 		Authorizer: w.authz,
 	}, hooks)
