@@ -10,7 +10,6 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
-	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -150,29 +149,4 @@ func (ix *CRDIndex) TargetDeclType(p *admissionregistrationv1.MutatingAdmissionP
 		}
 	}
 	return found
-}
-
-// Estimate is the static cost estimate of one compiled expression.
-type Estimate struct {
-	Expression *compiler.Expression
-	Cost       compiler.CostEstimate
-}
-
-// Estimates returns the estimate of every expression of cp that compiled,
-// in policy order: with the sizes the schema of TargetDeclType(p) allows
-// when there is one, else e.Cost. This is the estimate mutatis lint shows.
-func (ix *CRDIndex) Estimates(p *admissionregistrationv1.MutatingAdmissionPolicy, cp *compiler.Policy) []Estimate {
-	object := ix.TargetDeclType(p)
-	var out []Estimate
-	for _, e := range cp.Expressions() {
-		if e.Err != nil {
-			continue
-		}
-		est := e.Cost
-		if object != nil {
-			est = EstimateWithSchema(e, object, nil)
-		}
-		out = append(out, Estimate{Expression: e, Cost: est})
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package costs
 
 import (
 	"github.com/google/cel-go/checker"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -22,6 +23,32 @@ func EstimateWithSchema(e *compiler.Expression, object, params *apiservercel.Dec
 	}
 	est.Schema = true
 	return est
+}
+
+// Estimate is the static cost estimate of one compiled expression.
+type Estimate struct {
+	Expression *compiler.Expression
+	// Cost is sized by the schema of the target kind when Cost.Schema.
+	Cost compiler.CostEstimate
+}
+
+// Estimates returns the estimate of every expression of cp that compiled,
+// in policy order: with the sizes the schema of TargetDeclType(p) allows
+// when there is one, else e.Cost. This is the estimate mutatis lint shows.
+func (ix *CRDIndex) Estimates(p *admissionregistrationv1.MutatingAdmissionPolicy, cp *compiler.Policy) []Estimate {
+	object := ix.TargetDeclType(p)
+	var out []Estimate
+	for _, e := range cp.Expressions() {
+		if e.Err != nil {
+			continue
+		}
+		est := e.Cost
+		if object != nil {
+			est = EstimateWithSchema(e, object, nil)
+		}
+		out = append(out, Estimate{Expression: e, Cost: est})
+	}
+	return out
 }
 
 // estimateForKind is EstimateWithSchema. It was EstimateWithSchema with

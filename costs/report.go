@@ -64,14 +64,18 @@ type Expression struct {
 	Name string `json:"name,omitempty"`
 	Kind string `json:"kind"`
 	// Target is the kind whose schema gives the worst case.
-	Target    string   `json:"target"`
-	Schema    bool     `json:"schema"`
-	Min       uint64   `json:"min"`
-	Max       *uint64  `json:"max"` // null when unbounded
-	Unbounded bool     `json:"unbounded"`
-	Limit     int64    `json:"limit"`
-	Percent   *float64 `json:"percentOfLimit"` // null when unbounded
-	Status    string   `json:"status"`
+	Target string `json:"target"`
+	// Schema tells whether a schema sized the estimate.
+	Schema bool `json:"schema"`
+	// Min and Max are the estimated range of runtime costs.
+	Min       uint64  `json:"min"`
+	Max       *uint64 `json:"max"` // null when unbounded
+	Unbounded bool    `json:"unbounded"`
+	// Limit is the per-call limit, Percent the share of it Max is.
+	Limit   int64    `json:"limit"`
+	Percent *float64 `json:"percentOfLimit"` // null when unbounded
+	// Status is StatusOK, StatusOverLimit or StatusOverFailOver.
+	Status string `json:"status"`
 	// Drivers explain a worst case that is not ok.
 	Drivers []Driver `json:"drivers,omitempty"`
 }
@@ -91,14 +95,21 @@ type Driver struct {
 // Budget is the worst case of one runtime budget: a mutation and the
 // variables it evaluates, or all matchConditions and theirs.
 type Budget struct {
-	Name        string   `json:"name"`
-	Target      string   `json:"target"`
+	// Name is "spec.mutations[i]" or "spec.matchConditions".
+	Name string `json:"name"`
+	// Target is the kind whose schemas give the worst sum.
+	Target string `json:"target"`
+	// Expressions are the paths of the expressions summed, variables as
+	// "variables.NAME".
 	Expressions []string `json:"expressions"`
-	Max         *uint64  `json:"max"`
-	Unbounded   bool     `json:"unbounded"`
-	Limit       int64    `json:"limit"`
-	Percent     *float64 `json:"percentOfLimit"`
-	Status      string   `json:"status"`
+	// Max is the worst sum (null when unbounded), Limit the budget and
+	// Percent the share of it Max is.
+	Max       *uint64  `json:"max"`
+	Unbounded bool     `json:"unbounded"`
+	Limit     int64    `json:"limit"`
+	Percent   *float64 `json:"percentOfLimit"`
+	// Status is StatusOK, StatusOverLimit or StatusOverFailOver.
+	Status string `json:"status"`
 }
 
 // Analyze compiles every policy and estimates its costs for every kind it
