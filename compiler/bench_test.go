@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,10 @@ func BenchmarkEvalObserved(b *testing.B) {
 }
 
 type recorderDiscard struct{}
+
+func (recorderDiscard) Probes(source string, checked *cel.Ast) []Probe {
+	return decisionProbes(source, checked)
+}
 
 func (recorderDiscard) ObserveEvaluation(Evaluation) {}
 

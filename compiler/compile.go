@@ -75,26 +75,16 @@ type Expression struct {
 	ast  *cel.Ast
 	env  *cel.Env
 
-	decisions []Decision
-	// instrumented is the program with probes on the decisions, built only
-	// for a Compiler with an observer.
+	// probes are the nodes the observer asked for (Observer.Probes);
+	// instrumented is the program with them, built only for a Compiler
+	// with an observer.
+	probes       []Probe
 	instrumented cel.Program
 }
 
 // AST returns the checked AST of the expression (nil when it did not
-// compile). Node ids are those of Decision.ID.
+// compile). Node ids are those of Probe.ID.
 func (e *Expression) AST() *cel.Ast { return e.ast }
-
-// Decisions returns the decisions of the expression (none when it did not
-// compile), in the order of a depth-first walk of its AST. Evaluation
-// outcomes reported to an Observer are indexed like this slice. The
-// returned slice is a copy.
-func (e *Expression) Decisions() []Decision {
-	if e.decisions == nil {
-		return nil
-	}
-	return append([]Decision(nil), e.decisions...)
-}
 
 // Policy is the compiled form of a MutatingAdmissionPolicy: every variable,
 // matchCondition and mutation expression, compiled once and reusable by any
@@ -258,8 +248,8 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	}
 	spec := field.NewPath("spec")
 	plainKey := envKey{hasParams: hasParams}
-	// API validation keeps only the errors: no cost estimate, decisions or
-	// instrumented program, none of which can make an expression fail.
+	// API validation keeps only the errors: no cost estimate or
+	// instrumented program, neither of which can make an expression fail.
 	detail := compileFull
 	switch {
 	case validation:
@@ -330,9 +320,10 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 type compileDetail int
 
 const (
-	// compileFull records the cost estimate and the decisions.
+	// compileFull records the cost estimate.
 	compileFull compileDetail = iota
-	// compileObserved also builds the instrumented program.
+	// compileObserved also asks the observer for its probes and builds
+	// the instrumented program.
 	compileObserved
 	// compileErrorsOnly records the errors, the output type and the
 	// program (built lazily) only.
@@ -385,12 +376,12 @@ func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel
 		return
 	}
 	e.Cost = c.estimator.estimate(env, ast)
-	e.decisions = decisionsOf(ast.NativeRep(), e.Source)
 	if detail == compileObserved {
+		e.probes = c.observer.Probes(e.Source, ast)
 		// Without it the expression is still evaluated and observed, with
-		// no branch outcomes (TestDecisions plans every decision
-		// kind in every position).
-		if prog, err := instrumentedProgram(env, ast, e.decisions); err == nil {
+		// no branch outcomes (coverage's TestDecisions plans a probe on
+		// every decision kind in every position).
+		if prog, err := instrumentedProgram(env, ast, e.probes); err == nil {
 			e.instrumented = prog
 		}
 	}

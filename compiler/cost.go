@@ -1,12 +1,12 @@
 package compiler
 
 import (
+	"errors"
 	"math"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -36,7 +36,7 @@ type CostEstimate struct {
 func (c CostEstimate) Unbounded() bool { return c.Max == math.MaxUint64 }
 
 // costEstimator computes static estimates with kube-apiserver's CEL cost
-// model (library.CostEstimator), optionally sized from a schema.
+// model (library.CostEstimator), every input unbounded.
 type costEstimator struct{}
 
 func newCostEstimator() *costEstimator { return &costEstimator{} }
@@ -49,46 +49,17 @@ func (c *costEstimator) estimate(env *cel.Env, ast *cel.Ast) CostEstimate {
 	return CostEstimate{Min: est.Min, Max: est.Max}
 }
 
-// EstimateWithSchema re-estimates the cost of e with the sizes that the
-// schema of the object's kind allows (maxItems, maxLength, maxProperties).
-// object is the DeclType of the target kind; params, when non-nil, the
-// DeclType of the paramKind. An expression that did not compile keeps its
-// estimate without a schema.
-func (e *Expression) EstimateWithSchema(object, params *apiservercel.DeclType) CostEstimate {
+// EstimateCost estimates the cost of e with kube-apiserver's CEL cost model
+// (library.CostEstimator), asking sizes for the sizes of its inputs (nil
+// leaves every input unbounded, as e.Cost does). It fails when e did not
+// compile or the cost checker fails.
+func (e *Expression) EstimateCost(sizes checker.CostEstimator) (CostEstimate, error) {
 	if e.ast == nil {
-		return e.Cost
+		return CostEstimate{}, errors.New("the expression did not compile")
 	}
-	est, err := e.env.EstimateCost(e.ast, &library.CostEstimator{SizeEstimator: &schemaSizes{roots: sizeRoots(object, params)}})
+	est, err := e.env.EstimateCost(e.ast, &library.CostEstimator{SizeEstimator: sizes})
 	if err != nil {
-		return e.Cost
+		return CostEstimate{}, err
 	}
-	return CostEstimate{Min: est.Min, Max: est.Max, Schema: true}
-}
-
-// schemaSizes answers the cost checker's size questions from DeclTypes: the
-// path of a node (root variable, then field names, @items, @keys, @values)
-// is walked through the schema (declAt), and its MaxElements is the size
-// bound. This is how kube-apiserver sizes CRD validation rules. "@keys" on a
-// list is its elements: the cost checker names the iteration variable of a
-// comprehension over a dynamically typed range (every field of "object")
-// "@keys", whether the range turns out to be a list or a map.
-type schemaSizes struct {
-	roots map[string]*apiservercel.DeclType
-}
-
-func (s *schemaSizes) EstimateSize(element checker.AstNode) *checker.SizeEstimate {
-	path := element.Path()
-	if len(path) == 0 {
-		return nil
-	}
-	t := declAt(s.roots, path)
-	if t == nil || t.MaxElements < 0 {
-		return nil
-	}
-	return &checker.SizeEstimate{Min: 0, Max: uint64(t.MaxElements)}
-}
-
-// EstimateCallCost defers to kube-apiserver's cost model for library calls.
-func (s *schemaSizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
-	return nil
+	return CostEstimate{Min: est.Min, Max: est.Max}, nil
 }

@@ -15,9 +15,9 @@
 // that uses them first, as kube-apiserver does.
 //
 // A Compiler created WithObserver also tells an Observer about every
-// evaluation, with the outcomes of each decision of the expression (the
-// operands of && and ||, ?: conditions, has() tests, optional selections,
-// orValue receivers, comprehension predicates: see Decision). Outcomes come
-// from a second, instrumented evaluation; the ordinary one, whose value and
-// cost count, is untouched. docs/coverage.md defines the decisions.
+// evaluation, with the outcomes of the nodes of the expression the
+// Observer asked to probe when it compiled (coverage probes its decisions:
+// package policytest/coverage/decisions). Outcomes come from a second,
+// instrumented evaluation; the ordinary one, whose value and cost count, is
+// untouched.
 package compiler

@@ -3,18 +3,34 @@ package compiler
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/mutatis-dev/mutatis/policytest/coverage/decisions"
 )
 
-// recorder is an Observer that keeps every evaluation.
+// recorder is an Observer that probes the decisions of every expression
+// (as coverage does) and keeps every evaluation.
 type recorder struct {
 	mu  sync.Mutex
 	evs []Evaluation
+}
+
+func (r *recorder) Probes(source string, checked *cel.Ast) []Probe {
+	return decisionProbes(source, checked)
+}
+
+// decisionProbes are the probes coverage asks for: one per decision.
+func decisionProbes(source string, checked *cel.Ast) []Probe {
+	var out []Probe
+	for _, d := range decisions.Of(checked.NativeRep(), source) {
+		out = append(out, Probe{ID: d.ID, Optional: d.Kind.OptionalValue()})
+	}
+	return out
 }
 
 func (r *recorder) ObserveEvaluation(ev Evaluation) {
@@ -39,73 +55,10 @@ func (r *recorder) of(e *Expression) []Evaluation {
 // describe renders decisions as "kind `text`" lines.
 func describe(e *Expression) []string {
 	var out []string
-	for _, d := range e.Decisions() {
+	for _, d := range decisions.Of(e.AST().NativeRep(), e.Source) {
 		out = append(out, fmt.Sprintf("%s `%s`", d.Kind, e.Source[d.Start:d.End]))
 	}
 	return out
-}
-
-func TestDecisions(t *testing.T) {
-	for _, tc := range []struct {
-		name, src string
-		want      []string
-	}{
-		{"an expression without decisions has none", `object.metadata.name`, nil},
-		{"operands of a mixed chain, with has() looked through its negation",
-			`object.metadata.name == "a" && !has(object.spec) || [1, 2, 3].all(x, x > 1)`,
-			[]string{"|| `object.metadata.name == \"a\" && !has(object.spec)`", "&& `object.metadata.name == \"a\"`",
-				"has() `has(object.spec)`", "|| `[1, 2, 3].all(x, x > 1)`", "predicate `x > 1`"}},
-		{"a chain of one operator is flattened",
-			`object.a && object.b && object.c && object.d`,
-			[]string{"&& `object.a`", "&& `object.b`", "&& `object.c`", "&& `object.d`"}},
-		{"a parenthesized operand is a decision of its own",
-			`(object.a || object.b) && object.c`,
-			[]string{"&& `object.a || object.b`", "|| `object.a`", "|| `object.b`", "&& `object.c`"}},
-		{"optional selections and orValue",
-			`object.?spec.?replicas.orValue(1) > 2 ? "big" : "small"`,
-			[]string{"?: `object.?spec.?replicas.orValue(1) > 2`", "optional `object.?spec.?replicas`", "optional `object.?spec`"}},
-		{"optional index and a zero-argument call",
-			`object.metadata.labels[?"team"].hasValue() ? 1 : 2`,
-			[]string{"?: `object.metadata.labels[?\"team\"].hasValue()`", "optional `object.metadata.labels[?\"team\"]`"}},
-		{"orValue on a non-optional-select receiver",
-			`optional.of(object.kind).orValue("x") == "Pod"`,
-			[]string{"orValue `optional.of(object.kind)`"}},
-		{"filter and exists_one predicates",
-			`object.spec.containers.filter(c, c.name.startsWith("x")).size() > 0 || object.spec.containers.exists_one(c, c.name == "a")`,
-			[]string{"|| `object.spec.containers.filter(c, c.name.startsWith(\"x\")).size() > 0`", "predicate `c.name.startsWith(\"x\")`",
-				"|| `object.spec.containers.exists_one(c, c.name == \"a\")`", "predicate `c.name == \"a\"`"}},
-		{"map with a filter", `object.spec.containers.map(c, has(c.image), c.name)`,
-			[]string{"has() `has(c.image)`"}},
-		{"brackets inside string literals do not confuse the spans",
-			`object.metadata.name == "a)" || object.kind == "(x"`,
-			[]string{"|| `object.metadata.name == \"a)\"`", "|| `object.kind == \"(x\"`"}},
-		{"global calls and non-ASCII text",
-			`int(object.spec.replicas) > 1 || string(object.kind) == "Pödé" || object.x`,
-			[]string{"|| `int(object.spec.replicas) > 1`", "|| `string(object.kind) == \"Pödé\"`", "|| `object.x`"}},
-		{"backquoted fields and a multi-line source",
-			"has(object.metadata.labels)\n  && object.metadata.labels.`app.kubernetes.io/name` == \"web\"",
-			[]string{"has() `has(object.metadata.labels)`", "&& `object.metadata.labels.`app.kubernetes.io/name` == \"web\"`"}},
-		{"two-variable comprehension", `object.metadata.labels.all(k, v, v != "")`, []string{"predicate `v != \"\"`"}},
-		{"decisions used as operands of selections and indexes",
-			`object.metadata.?annotations["skip"].orValue("") == "x" ? object.?spec.replicas : object.?spec.?containers[0]`,
-			[]string{"?: `object.metadata.?annotations[\"skip\"].orValue(\"\") == \"x\"`", "orValue `object.metadata.?annotations[\"skip\"]`",
-				"optional `object.metadata.?annotations`", "optional `object.?spec`", "optional `object.?spec.?containers`", "optional `object.?spec`"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, _ := New(WithObserver(&recorder{}))
-			p, _ := c.Compile(policySpec{variables: [][2]string{{"v", tc.src}}, ac: []string{"Object{}"}}.build())
-			e := p.Variables[0]
-			if e.Err != nil {
-				t.Fatal(e.Err)
-			}
-			if e.instrumented == nil {
-				t.Error("the instrumented program could not be planned")
-			}
-			if got := describe(e); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("decisions of %s:\n got %q\nwant %q", tc.src, got, tc.want)
-			}
-		})
-	}
 }
 
 func pod(labels map[string]any, images ...string) map[string]any {

@@ -4,12 +4,11 @@ package compiler
 type Option func(*Compiler)
 
 // WithObserver makes every evaluation of the compiled expressions known to
-// o, with the outcome of each of the expression's decisions (see
-// Expression.Decisions). Branch observation costs a second, instrumented
-// evaluation of each expression; the evaluation whose value, cost and
-// errors count is the ordinary one, so results, runtime costs, budgets and
-// the lazy evaluation of variables are exactly those of a Compiler without
-// an observer. A nil o is ignored.
+// o, with the outcomes of the nodes o probes (see Observer.Probes). Branch
+// observation costs a second, instrumented evaluation of each expression;
+// the evaluation whose value, cost and errors count is the ordinary one, so
+// results, runtime costs, budgets and the lazy evaluation of variables are
+// exactly those of a Compiler without an observer. A nil o is ignored.
 func WithObserver(o Observer) Option {
 	return func(c *Compiler) {
 		if o != nil {

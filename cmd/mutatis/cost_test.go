@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mutatis-dev/mutatis/costs"
 )
 
 func TestCost(t *testing.T) {
@@ -126,10 +128,10 @@ func TestCostJSON(t *testing.T) {
 		wantMutStatus string
 	}{
 		{name: "without maxItems the variable is over the limit because of spec.listeners",
-			crd: "testdata/cost/crd-unbounded.yaml", wantCode: exitProblem, wantStatus: costOverLimit,
-			wantDriver: "object.spec.listeners", wantBound: 241978, wantMax: 3629682, wantMutStatus: costOverLimit},
+			crd: "testdata/cost/crd-unbounded.yaml", wantCode: exitProblem, wantStatus: costs.StatusOverLimit,
+			wantDriver: "object.spec.listeners", wantBound: 241978, wantMax: 3629682, wantMutStatus: costs.StatusOverLimit},
 		{name: "with maxItems nothing is flagged",
-			crd: "testdata/cost/crd-bounded.yaml", wantCode: exitOK, wantStatus: costOK, wantMax: 972, wantMutStatus: costOK},
+			crd: "testdata/cost/crd-bounded.yaml", wantCode: exitOK, wantStatus: costs.StatusOK, wantMax: 972, wantMutStatus: costs.StatusOK},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,7 +139,7 @@ func TestCostJSON(t *testing.T) {
 			if code != tc.wantCode {
 				t.Fatalf("exit %d, want %d\n%s%s", code, tc.wantCode, out, errOut)
 			}
-			var r costReport
+			var r costs.Report
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatalf("decoding %s: %v", out, err)
 			}
@@ -161,22 +163,5 @@ func TestCostJSON(t *testing.T) {
 				t.Errorf("mutation budget = %+v", b)
 			}
 		})
-	}
-}
-
-func TestRenderPath(t *testing.T) {
-	cases := []struct {
-		path []string
-		want string
-	}{
-		{[]string{"object", "spec", "items"}, "object.spec.items"},
-		{[]string{"object", "spec", "items", "@items", "name"}, "object.spec.items[*].name"},
-		{[]string{"params", "data", "@values"}, "params.data[*]"},
-		{[]string{"object", "metadata", "labels", "@keys"}, "object.metadata.labels[*]"},
-	}
-	for _, tc := range cases {
-		if got := renderPath(tc.path); got != tc.want {
-			t.Errorf("renderPath(%v) = %q, want %q", tc.path, got, tc.want)
-		}
 	}
 }

@@ -5,18 +5,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"text/tabwriter"
-
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/costs"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -55,9 +50,8 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		}
 	}
 
-	crds, crdProblems := indexCRDs(set.Objects)
+	crds, crdProblems := costs.IndexCRDs(set.Objects)
 	problems = append(problems, crdProblems...)
-	schemas, crdKinds := crds.schemas, crds.kinds
 
 	comp, err := compiler.New()
 	if err != nil {
@@ -101,16 +95,8 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 	// target kind when one bounds them.
 	var estimates []estimated
 	for _, c := range all {
-		object := targetDeclType(schemas, crdKinds, c.src.Policy)
-		for _, e := range c.policy.Expressions() {
-			if e.Err != nil {
-				continue
-			}
-			est := e.Cost
-			if object != nil {
-				est = e.EstimateWithSchema(object, nil)
-			}
-			estimates = append(estimates, estimated{src: c.src, expr: e, cost: est})
+		for _, e := range crds.Estimates(c.src.Policy, c.policy) {
+			estimates = append(estimates, estimated{src: c.src, expr: e.Expression, cost: e.Cost})
 		}
 	}
 	for _, p := range problems {
@@ -197,37 +183,6 @@ func bindingWarnings(set *manifest.Set) []string {
 		out = append(out, w.String())
 	}
 	return out
-}
-
-// targetDeclType returns the schema type of the kind a policy targets when
-// it targets exactly one custom resource kind whose CRD was loaded; the cost
-// estimate then uses the schema's size limits.
-func targetDeclType(schemas *applyconfig.Schemas, crdKinds map[schema.GroupVersionResource]schema.GroupVersionKind, p *admissionregistrationv1.MutatingAdmissionPolicy) *apiservercel.DeclType {
-	if p.Spec.MatchConstraints == nil {
-		return nil
-	}
-	var found *apiservercel.DeclType
-	for _, r := range p.Spec.MatchConstraints.ResourceRules {
-		for _, g := range r.APIGroups {
-			for _, v := range r.APIVersions {
-				for _, res := range r.Resources {
-					gvk, ok := crdKinds[schema.GroupVersionResource{Group: g, Version: v, Resource: strings.Split(res, "/")[0]}]
-					if !ok {
-						continue
-					}
-					dt, err := schemas.DeclType(gvk)
-					if err != nil {
-						continue
-					}
-					if found != nil && found != dt {
-						return nil // several kinds: no single schema bounds the estimate
-					}
-					found = dt
-				}
-			}
-		}
-	}
-	return found
 }
 
 func formatCost(c compiler.CostEstimate) string {

@@ -13,10 +13,12 @@ package coverage
 import (
 	"sync"
 
+	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/policytest/coverage/decisions"
 )
 
 // Recorder accumulates coverage. It is safe for concurrent use: test cases
@@ -61,6 +63,16 @@ func NewRecorder() *Recorder {
 // evaluations to r: compiler.New(r.CompilerOption()).
 func (r *Recorder) CompilerOption() compiler.Option {
 	return compiler.WithObserver(r)
+}
+
+// Probes implements compiler.Observer: one probe per decision of the
+// expression (package decisions), in the order of decisions.Of.
+func (r *Recorder) Probes(source string, checked *cel.Ast) []compiler.Probe {
+	var out []compiler.Probe
+	for _, d := range decisions.Of(checked.NativeRep(), source) {
+		out = append(out, compiler.Probe{ID: d.ID, Optional: d.Kind.OptionalValue()})
+	}
+	return out
 }
 
 // ObserveEvaluation implements compiler.Observer.

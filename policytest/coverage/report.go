@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/policytest/coverage/decisions"
 )
 
 // Count is a number of covered items out of a total.
@@ -57,7 +58,7 @@ type Counts struct {
 	MatchConditions Count `json:"matchConditions"`
 	// Variables evaluated at least once.
 	Variables Count `json:"variables"`
-	// Branches: two per decision (see compiler.Decision), each outcome
+	// Branches: two per decision (see decisions.Decision), each outcome
 	// observed at least once.
 	Branches Count `json:"branches"`
 	// Total is the sum of the five above.
@@ -157,7 +158,7 @@ type ExpressionReport struct {
 
 // DecisionReport is one decision of an expression and what was observed.
 type DecisionReport struct {
-	// Kind is the decision kind (compiler.DecisionKind.String).
+	// Kind is the decision kind (decisions.Kind.String).
 	Kind string `json:"kind"`
 	// Start and End are byte offsets of the decision's text in Source.
 	Start int    `json:"start"`
@@ -263,7 +264,7 @@ func (r *Recorder) expressionReports(p *compiler.Policy, pr *PolicyReport) {
 			outcomes = rec.outcomes
 			results = rec.results
 		}
-		for i, d := range e.Decisions() {
+		for i, d := range decisionsOf(e) {
 			dr := DecisionReport{Kind: d.Kind.String(), Start: d.Start, End: d.End, Text: e.Source[d.Start:d.End],
 				TrueLabel: "true", FalseLabel: "false"}
 			if d.Kind.Presence() {
@@ -338,3 +339,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func formatPercent(p float64) string { return fmt.Sprintf("%.1f%%", p) }
+
+// decisionsOf lists the decisions of e (none when it did not compile), in
+// the order of the outcomes the Recorder's probes observed.
+func decisionsOf(e *compiler.Expression) []decisions.Decision {
+	if e.AST() == nil {
+		return nil
+	}
+	return decisions.Of(e.AST().NativeRep(), e.Source)
+}

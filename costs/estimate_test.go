@@ -1,11 +1,15 @@
-package compiler
+package costs
 
 import (
 	"testing"
 
 	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/mutatis-dev/mutatis/compiler"
 )
 
 // podSchema is the DeclType of a Pod-like kind whose spec.containers has at
@@ -24,19 +28,27 @@ func podSchema(maxItems int64) *apiservercel.DeclType {
 	})
 }
 
+// conditionPolicy is a policy with one matchCondition, c, and an
+// ApplyConfiguration mutation that changes nothing.
+func conditionPolicy(condition string) *admissionregistrationv1.MutatingAdmissionPolicy {
+	return &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "c", Expression: condition}},
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{}"}}},
+		}}
+}
+
 // TestEstimateWithSchemaSizesDynamicListElements: "object" is dyn, so the
 // cost checker names the iteration variable of a comprehension over one of
 // its lists "@keys". The schema's list elements must size it, or every
 // element access is unbounded (what mutatis lint reported).
 func TestEstimateWithSchemaSizesDynamicListElements(t *testing.T) {
-	c, err := New()
+	c, err := compiler.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Compile(policySpec{
-		conditions: [][2]string{{"c", `object.spec.containers.all(c, c.name.contains("istio"))`}},
-		ac:         []string{`Object{}`},
-	}.build())
+	p, err := c.Compile(conditionPolicy(`object.spec.containers.all(c, c.name.contains("istio"))`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +59,7 @@ func TestEstimateWithSchemaSizesDynamicListElements(t *testing.T) {
 	if !e.Cost.Unbounded() {
 		t.Fatalf("without a schema the estimate is %+v, want unbounded", e.Cost)
 	}
-	ten, twenty := e.EstimateWithSchema(podSchema(10), nil), e.EstimateWithSchema(podSchema(20), nil)
+	ten, twenty := EstimateWithSchema(e, podSchema(10), nil), EstimateWithSchema(e, podSchema(20), nil)
 	t.Logf("maxItems 10: %+v; maxItems 20: %+v", ten, twenty)
 	if ten.Unbounded() || !ten.Schema {
 		t.Fatalf("with maxItems 10 and names of at most 63 characters the estimate is %+v, want bounded", ten)
@@ -57,7 +69,7 @@ func TestEstimateWithSchemaSizesDynamicListElements(t *testing.T) {
 	if twenty.Max <= ten.Max {
 		t.Errorf("maxItems 20 estimates %d, maxItems 10 %d: the list bound is not used", twenty.Max, ten.Max)
 	}
-	if got := e.EstimateForKind(podSchema(10), nil); got != ten {
+	if got := estimateForKind(e, podSchema(10), nil); got != ten {
 		t.Errorf("EstimateForKind %+v, EstimateWithSchema %+v", got, ten)
 	}
 }

@@ -1,4 +1,10 @@
-package compiler
+// Package decisions finds the decisions of a checked CEL expression: the
+// nodes whose evaluation can go two ways (the operands of && and ||, ?:
+// conditions, has() tests, optional selections, orValue receivers,
+// comprehension predicates), with their text in the source.
+// docs/coverage.md defines them for users; package coverage counts their
+// outcomes, observed through the compiler's probes (compiler.Probe).
+package decisions
 
 import (
 	"unicode/utf8"
@@ -8,108 +14,81 @@ import (
 	celtypes "github.com/google/cel-go/common/types"
 )
 
-// DecisionKind tells why a node of an expression is a decision.
-type DecisionKind int
+// Kind tells why a node of an expression is a decision.
+type Kind int
 
 // The kinds of decisions, from the most specific: a node that is both, say,
-// a has() test and an operand of && is a DecisionHas.
+// a has() test and an operand of && is a Has.
 const (
-	// DecisionHas is a has() presence test: present or absent.
-	DecisionHas DecisionKind = iota
-	// DecisionOptional is an optional field selection or index (a.?b,
-	// a[?k]): present or absent.
-	DecisionOptional
-	// DecisionOrValue is the receiver of optional orValue() or or():
+	// Has is a has() presence test: present or absent.
+	Has Kind = iota
+	// Optional is an optional field selection or index (a.?b, a[?k]):
 	// present or absent.
-	DecisionOrValue
-	// DecisionConditional is the condition of c ? a : b: true or false.
-	DecisionConditional
-	// DecisionAnd is an operand of &&: true or false.
-	DecisionAnd
-	// DecisionOr is an operand of ||: true or false.
-	DecisionOr
-	// DecisionPredicate is the predicate of a comprehension macro (all,
-	// exists, exists_one, filter, the filter of map(x, p, f), and their
+	Optional
+	// OrValue is the receiver of optional orValue() or or(): present or
+	// absent.
+	OrValue
+	// Conditional is the condition of c ? a : b: true or false.
+	Conditional
+	// And is an operand of &&: true or false.
+	And
+	// Or is an operand of ||: true or false.
+	Or
+	// Predicate is the predicate of a comprehension macro (all, exists,
+	// exists_one, filter, the filter of map(x, p, f), and their
 	// two-variable forms): true or false, over all iterations.
-	DecisionPredicate
+	Predicate
 )
 
 // String names the kind as reports show it.
-func (k DecisionKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case DecisionHas:
+	case Has:
 		return "has()"
-	case DecisionOptional:
+	case Optional:
 		return "optional"
-	case DecisionOrValue:
+	case OrValue:
 		return "orValue"
-	case DecisionConditional:
+	case Conditional:
 		return "?:"
-	case DecisionAnd:
+	case And:
 		return "&&"
-	case DecisionOr:
+	case Or:
 		return "||"
-	case DecisionPredicate:
+	case Predicate:
 		return "predicate"
 	}
 	return "unknown"
 }
 
 // Presence reports whether the two outcomes of the kind are "present" and
-// "absent" (OutcomeTrue and OutcomeFalse) rather than true and false.
-func (k DecisionKind) Presence() bool {
-	return k == DecisionHas || k == DecisionOptional || k == DecisionOrValue
+// "absent" rather than true and false.
+func (k Kind) Presence() bool {
+	return k == Has || k == Optional || k == OrValue
+}
+
+// OptionalValue reports whether the value of a node of the kind is a CEL
+// optional whose presence is the outcome (optional selections and orValue
+// receivers), rather than a bool (has() included): what a compiler.Probe
+// of the node classifies.
+func (k Kind) OptionalValue() bool {
+	return k.Presence() && k != Has
 }
 
 // Decision is one node of an expression whose evaluation can go two ways.
 // Every node is at most one decision, whatever roles it plays.
 type Decision struct {
-	// ID is the node's id in the checked AST (Expression.AST).
+	// ID is the node's id in the checked AST.
 	ID int64
 	// Kind tells why the node is a decision.
-	Kind DecisionKind
-	// Start and End delimit the node's text in Expression.Source, as byte
-	// offsets: Source[Start:End].
+	Kind Kind
+	// Start and End delimit the node's text in the expression's source,
+	// as byte offsets: source[Start:End].
 	Start, End int
 }
 
-// Outcome is a set of outcomes of a decision observed during one
-// evaluation (a decision in a comprehension can be observed many times).
-type Outcome uint8
-
-// The outcomes of a decision.
-const (
-	// OutcomeTrue is true, or present for presence decisions.
-	OutcomeTrue Outcome = 1 << iota
-	// OutcomeFalse is false, or absent for presence decisions.
-	OutcomeFalse
-	// OutcomeOther is an error, an unknown or a value of another type:
-	// it covers neither branch.
-	OutcomeOther
-)
-
-// outcomeOf classifies the value a decision node evaluated to.
-func outcomeOf(k DecisionKind, v any) Outcome {
-	if k.Presence() && k != DecisionHas {
-		if opt, ok := v.(*celtypes.Optional); ok {
-			if opt.HasValue() {
-				return OutcomeTrue
-			}
-			return OutcomeFalse
-		}
-		return OutcomeOther
-	}
-	switch v {
-	case celtypes.True:
-		return OutcomeTrue
-	case celtypes.False:
-		return OutcomeFalse
-	}
-	return OutcomeOther
-}
-
-// decisionsOf lists the decisions of a checked expression, in source
-// order of their nodes' first appearance in a depth-first walk.
+// Of lists the decisions of a checked expression and its source text, in
+// the order of their nodes' first appearance in a depth-first walk.
 //
 // The rules, documented for users in docs/coverage.md:
 //   - operands of a chain of the same logical operator are flattened
@@ -117,7 +96,7 @@ func outcomeOf(k DecisionKind, v any) Outcome {
 //   - logical negations are looked through: the decision of !x is x;
 //   - the && / || / ?: that comprehension macros generate are not
 //     decisions (they combine the accumulator), their predicate is.
-func decisionsOf(a *ast.AST, source string) []Decision {
+func Of(a *ast.AST, source string) []Decision {
 	w := &decisionWalker{byID: map[int64]int{}, text: newSourceText(source, a)}
 	w.walk(a.Expr())
 	for i := range w.out {
@@ -135,9 +114,9 @@ type decisionWalker struct {
 }
 
 // rank orders the kinds a node can have: the smallest wins.
-func (k DecisionKind) rank() int { return int(k) }
+func (k Kind) rank() int { return int(k) }
 
-func (w *decisionWalker) add(e ast.Expr, k DecisionKind) {
+func (w *decisionWalker) add(e ast.Expr, k Kind) {
 	if w.isAccumulator(e) {
 		return
 	}
@@ -182,17 +161,17 @@ func (w *decisionWalker) walk(e ast.Expr) {
 		c := e.AsCall()
 		switch fn := c.FunctionName(); {
 		case fn == operators.LogicalAnd:
-			w.logical(e, fn, DecisionAnd)
+			w.logical(e, fn, And)
 			return
 		case fn == operators.LogicalOr:
-			w.logical(e, fn, DecisionOr)
+			w.logical(e, fn, Or)
 			return
 		case fn == operators.Conditional && len(c.Args()) == 3:
-			w.add(stripNot(c.Args()[0]), DecisionConditional)
+			w.add(stripNot(c.Args()[0]), Conditional)
 		case fn == operators.OptSelect || fn == operators.OptIndex:
-			w.add(e, DecisionOptional)
+			w.add(e, Optional)
 		case (fn == "orValue" || fn == "or") && c.IsMemberFunction() && len(c.Args()) == 1:
-			w.add(c.Target(), DecisionOrValue)
+			w.add(c.Target(), OrValue)
 		}
 		if c.IsMemberFunction() {
 			w.walk(c.Target())
@@ -203,7 +182,7 @@ func (w *decisionWalker) walk(e ast.Expr) {
 	case ast.SelectKind:
 		s := e.AsSelect()
 		if s.IsTestOnly() {
-			w.add(e, DecisionHas)
+			w.add(e, Has)
 		}
 		w.walk(s.Operand())
 	case ast.ListKind:
@@ -236,7 +215,7 @@ func (w *decisionWalker) walk(e ast.Expr) {
 }
 
 // logical adds the operands of a chain of fn (&& or ||) and walks them.
-func (w *decisionWalker) logical(e ast.Expr, fn string, k DecisionKind) {
+func (w *decisionWalker) logical(e ast.Expr, fn string, k Kind) {
 	for _, arg := range e.AsCall().Args() {
 		if isCallOf(arg, fn) {
 			w.logical(arg, fn, k)
@@ -260,13 +239,13 @@ func (w *decisionWalker) step(e ast.Expr) {
 			for i, arg := range args {
 				if w.isAccumulator(arg) {
 					other := args[1-i]
-					w.add(stripNot(other), DecisionPredicate)
+					w.add(stripNot(other), Predicate)
 					w.walk(other)
 					return
 				}
 			}
 		case fn == operators.Conditional && len(args) == 3 && w.isAccumulator(args[2]):
-			w.add(stripNot(args[0]), DecisionPredicate)
+			w.add(stripNot(args[0]), Predicate)
 			w.walk(args[0])
 			w.walk(args[1])
 			return

@@ -1,4 +1,4 @@
-package compiler
+package costs
 
 import (
 	"sort"
@@ -10,7 +10,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/parser"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/library"
+
+	"github.com/mutatis-dev/mutatis/compiler"
 )
 
 // SizeDriver is one input of an expression whose size drives its worst-case
@@ -50,12 +51,13 @@ const explainPlaceholder = 1 << 20
 const explainMinShare = 0.1
 
 // ExplainCost returns the inputs that drive the worst-case cost of e when
-// estimated as EstimateWithSchema(object, params) does, largest share first.
-// Each input of a variable size that the estimate asked about is limited, in
-// turn, to one element; those that remove at least a tenth of the worst case
-// are drivers. It returns nil when the expression did not compile.
-func (e *Expression) ExplainCost(object, params *apiservercel.DeclType) []SizeDriver {
-	if e.ast == nil {
+// estimated as EstimateWithSchema(e, object, params) does, largest share
+// first. Each input of a variable size that the estimate asked about is
+// limited, in turn, to one element; those that remove at least a tenth of
+// the worst case are drivers. It returns nil when the expression did not
+// compile.
+func ExplainCost(e *compiler.Expression, object, params *apiservercel.DeclType) []SizeDriver {
+	if e.AST() == nil {
 		return nil
 	}
 	roots := sizeRoots(object, params)
@@ -64,7 +66,7 @@ func (e *Expression) ExplainCost(object, params *apiservercel.DeclType) []SizeDr
 	if !ok || worst == 0 {
 		return nil
 	}
-	uses := e.sizeUses(base.nodes)
+	uses := sizeUses(e, base.nodes)
 	var out []SizeDriver
 	for _, key := range base.order {
 		p := base.seen[key]
@@ -80,7 +82,7 @@ func (e *Expression) ExplainCost(object, params *apiservercel.DeclType) []SizeDr
 		d := SizeDriver{Path: p.path, Kind: p.kind, Bound: p.bound, Share: share, Uses: uses[key]}
 		if len(p.path) == 0 {
 			d.Path = nil
-			if src, err := parser.Unparse(p.expr, e.ast.NativeRep().SourceInfo()); err == nil {
+			if src, err := parser.Unparse(p.expr, e.AST().NativeRep().SourceInfo()); err == nil {
 				d.Source = src
 			}
 		}
@@ -90,40 +92,21 @@ func (e *Expression) ExplainCost(object, params *apiservercel.DeclType) []SizeDr
 	return out
 }
 
-// EstimateForKind is EstimateWithSchema. It was EstimateWithSchema with
-// comprehensions over lists of a dynamic checked type sized by the list's
-// elements, which EstimateWithSchema now does too.
-func (e *Expression) EstimateForKind(object, params *apiservercel.DeclType) CostEstimate {
-	return e.EstimateWithSchema(object, params)
-}
-
-func sizeRoots(object, params *apiservercel.DeclType) map[string]*apiservercel.DeclType {
-	roots := map[string]*apiservercel.DeclType{}
-	if object != nil {
-		roots[ObjectVar] = object
-		roots[OldObjectVar] = object
-	}
-	if params != nil {
-		roots[ParamsVar] = params
-	}
-	return roots
-}
-
 // VariableReferences returns the names of the policy variables e refers to
 // (variables.NAME), in order of first use. It returns nil when e did not
 // compile.
-func (e *Expression) VariableReferences() []string {
-	if e.ast == nil {
+func VariableReferences(e *compiler.Expression) []string {
+	if e.AST() == nil {
 		return nil
 	}
 	var out []string
 	seen := map[string]bool{}
-	ast.PreOrderVisit(e.ast.NativeRep().Expr(), ast.NewExprVisitor(func(x ast.Expr) {
+	ast.PreOrderVisit(e.AST().NativeRep().Expr(), ast.NewExprVisitor(func(x ast.Expr) {
 		if x.Kind() != ast.SelectKind {
 			return
 		}
 		sel := x.AsSelect()
-		if op := sel.Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == VariablesVar && !seen[sel.FieldName()] {
+		if op := sel.Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == compiler.VariablesVar && !seen[sel.FieldName()] {
 			seen[sel.FieldName()] = true
 			out = append(out, sel.FieldName())
 		}
@@ -158,49 +141,12 @@ func newSizeProbe(roots map[string]*apiservercel.DeclType, placeholder uint64, o
 		seen: map[string]*probed{}, nodes: map[int64]string{}}
 }
 
-func (p *sizeProbe) estimateFull(e *Expression) (CostEstimate, bool) {
-	est, err := e.env.EstimateCost(e.ast, &library.CostEstimator{SizeEstimator: p})
+func (p *sizeProbe) estimate(e *compiler.Expression) (uint64, bool) {
+	est, err := e.EstimateCost(p)
 	if err != nil {
-		return CostEstimate{}, false
+		return 0, false
 	}
-	return CostEstimate{Min: est.Min, Max: est.Max}, true
-}
-
-func (p *sizeProbe) estimate(e *Expression) (uint64, bool) {
-	est, ok := p.estimateFull(e)
-	return est.Max, ok
-}
-
-// declAt walks path through the root variables' schemas. "@keys" on a list
-// is its elements: the cost checker names the iteration variable of a
-// comprehension over a dynamically typed range "@keys".
-func declAt(roots map[string]*apiservercel.DeclType, path []string) *apiservercel.DeclType {
-	t, ok := roots[path[0]]
-	if !ok {
-		return nil
-	}
-	for _, name := range path[1:] {
-		switch {
-		case name == "@items" || name == "@values":
-			t = t.ElemType
-		case name == "@keys" && t.IsList():
-			t = t.ElemType
-		case name == "@keys":
-			t = t.KeyType
-		case t.Fields != nil:
-			f, ok := t.Fields[name]
-			if !ok {
-				return nil
-			}
-			t = f.Type
-		default:
-			return nil
-		}
-		if t == nil {
-			return nil
-		}
-	}
-	return t
+	return est.Max, true
 }
 
 // EstimateSize implements checker.CostEstimator.
@@ -293,8 +239,8 @@ func sizedKind(t *types.Type) (string, bool) {
 // sizeUses walks the checked AST and names, per recorded path key, the
 // constructs whose cost depends on that input's size: comprehensions over
 // it, and calls with it as target or argument.
-func (e *Expression) sizeUses(nodes map[int64]string) map[string][]string {
-	native := e.ast.NativeRep()
+func sizeUses(e *compiler.Expression, nodes map[int64]string) map[string][]string {
+	native := e.AST().NativeRep()
 	out := map[string][]string{}
 	add := func(id int64, what string) {
 		key, ok := nodes[id]
