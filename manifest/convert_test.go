@@ -9,6 +9,7 @@ import (
 	"k8s.io/api/admissionregistration/v1alpha1"
 	"k8s.io/api/admissionregistration/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/randfill"
 )
 
@@ -39,6 +40,14 @@ func sameJSON(t *testing.T, in, out any) {
 	}
 }
 
+// toV1 is convertToV1 of in into out, which it returns.
+func toV1[O runtime.Object](in runtime.Object, out O, kind string) O {
+	if err := convertToV1(in, out, kind); err != nil {
+		panic(err)
+	}
+	return out
+}
+
 func TestConversionKeepsEveryField(t *testing.T) {
 	f := randfill.NewWithSeed(1).NilChance(0.2).NumElements(1, 3)
 	for i := 0; i < 200; i++ {
@@ -46,25 +55,25 @@ func TestConversionKeepsEveryField(t *testing.T) {
 		f.Fill(&pb)
 		pb.TypeMeta = metav1.TypeMeta{}
 		pb.ManagedFields = nil // random FieldsV1 bytes are not JSON
-		sameJSON(t, &pb, policyFromV1beta1(&pb))
+		sameJSON(t, &pb, toV1(&pb, &v1.MutatingAdmissionPolicy{}, kindPolicy))
 
 		var pa v1alpha1.MutatingAdmissionPolicy
 		f.Fill(&pa)
 		pa.TypeMeta = metav1.TypeMeta{}
 		pa.ManagedFields = nil // random FieldsV1 bytes are not JSON
-		sameJSON(t, &pa, policyFromV1alpha1(&pa))
+		sameJSON(t, &pa, toV1(&pa, &v1.MutatingAdmissionPolicy{}, kindPolicy))
 
 		var bb v1beta1.MutatingAdmissionPolicyBinding
 		f.Fill(&bb)
 		bb.TypeMeta = metav1.TypeMeta{}
 		bb.ManagedFields = nil // random FieldsV1 bytes are not JSON
-		sameJSON(t, &bb, bindingFromV1beta1(&bb))
+		sameJSON(t, &bb, toV1(&bb, &v1.MutatingAdmissionPolicyBinding{}, kindBinding))
 
 		var ba v1alpha1.MutatingAdmissionPolicyBinding
 		f.Fill(&ba)
 		ba.TypeMeta = metav1.TypeMeta{}
 		ba.ManagedFields = nil // random FieldsV1 bytes are not JSON
-		sameJSON(t, &ba, bindingFromV1alpha1(&ba))
+		sameJSON(t, &ba, toV1(&ba, &v1.MutatingAdmissionPolicyBinding{}, kindBinding))
 	}
 }
 
@@ -78,7 +87,7 @@ func TestConversionDoesNotAlias(t *testing.T) {
 			}},
 		},
 	}}
-	out := policyFromV1beta1(in)
+	out := toV1(in, &v1.MutatingAdmissionPolicy{}, kindPolicy)
 	out.Spec.MatchConstraints.NamespaceSelector.MatchLabels["a"] = "changed"
 	out.Spec.MatchConstraints.ResourceRules[0].ResourceNames[0] = "changed"
 	out.Spec.MatchConstraints.ResourceRules[0].Operations[0] = v1.Update

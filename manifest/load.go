@@ -507,13 +507,19 @@ func addObject(set *Set, src Source, js []byte, obj map[string]any) ErrorList {
 			if err := decodeStrict(js, in); err != nil {
 				return fail(err)
 			}
-			p = policyFromV1beta1(in)
+			p = &v1.MutatingAdmissionPolicy{}
+			if err := convertToV1(in, p, kind); err != nil {
+				return fail(err)
+			}
 		case "v1alpha1":
 			in := &v1alpha1.MutatingAdmissionPolicy{}
 			if err := decodeStrict(js, in); err != nil {
 				return fail(err)
 			}
-			p = policyFromV1alpha1(in)
+			p = &v1.MutatingAdmissionPolicy{}
+			if err := convertToV1(in, p, kind); err != nil {
+				return fail(err)
+			}
 		default:
 			return fail(notRegistered(kind, apiVersion))
 		}
@@ -536,13 +542,19 @@ func addObject(set *Set, src Source, js []byte, obj map[string]any) ErrorList {
 			if err := decodeStrict(js, in); err != nil {
 				return fail(err)
 			}
-			b = bindingFromV1beta1(in)
+			b = &v1.MutatingAdmissionPolicyBinding{}
+			if err := convertToV1(in, b, kind); err != nil {
+				return fail(err)
+			}
 		case "v1alpha1":
 			in := &v1alpha1.MutatingAdmissionPolicyBinding{}
 			if err := decodeStrict(js, in); err != nil {
 				return fail(err)
 			}
-			b = bindingFromV1alpha1(in)
+			b = &v1.MutatingAdmissionPolicyBinding{}
+			if err := convertToV1(in, b, kind); err != nil {
+				return fail(err)
+			}
 			defaultV1alpha1ParamRef(b)
 		default:
 			return fail(notRegistered(kind, apiVersion))

@@ -569,3 +569,23 @@ func Kube() (*runtime.Scheme, error) {
 	}
 	return k.scheme, nil
 }
+
+// ConvertTyped converts in, a typed object of a built-in kind, into out,
+// the same kind in another version of its group, as kube-apiserver does:
+// through the group's internal version, with k8s.io/kubernetes' conversion
+// functions. out shares nothing with in; its TypeMeta is left as it was.
+func ConvertTyped(in, out runtime.Object) error {
+	k, err := kubeOnce()
+	if err != nil {
+		return err
+	}
+	gvks, _, err := k.scheme.ObjectKinds(in)
+	if err != nil {
+		return err
+	}
+	internal, err := k.scheme.ConvertToVersion(in.DeepCopyObject(), internalVersion(gvks[0]))
+	if err != nil {
+		return err
+	}
+	return k.scheme.Convert(internal, out, nil)
+}
