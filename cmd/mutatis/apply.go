@@ -87,15 +87,9 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	default:
 		return badInput(fmt.Errorf("--output must be yaml, json, patch or diff, not %q", o.output))
 	}
-	object, err := readObject(ctx, o.object, cmd.InOrStdin())
+	object, oldObject, err := readObjects(ctx, o.object, o.oldObject, cmd.InOrStdin())
 	if err != nil {
 		return badInput(err)
-	}
-	var oldObject *unstructured.Unstructured
-	if o.oldObject != "" {
-		if oldObject, err = readObject(ctx, o.oldObject, cmd.InOrStdin()); err != nil {
-			return badInput(err)
-		}
 	}
 	policySet, err := manifest.Load(ctx, o.policies, cmd.InOrStdin())
 	if err != nil {
@@ -182,6 +176,16 @@ func printWarnings(w io.Writer, warnings []string) {
 	for _, text := range warnings {
 		fmt.Fprintf(w, "Warning: %s\n", text)
 	}
+}
+
+// readObjects reads the request's object from path and, when oldPath is
+// not empty, its old object.
+func readObjects(ctx context.Context, path, oldPath string, stdin io.Reader) (object, oldObject *unstructured.Unstructured, err error) {
+	if object, err = readObject(ctx, path, stdin); err != nil || oldPath == "" {
+		return object, nil, err
+	}
+	oldObject, err = readObject(ctx, oldPath, stdin)
+	return object, oldObject, err
 }
 
 func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructured.Unstructured, error) {

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
@@ -85,15 +84,9 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	if (o.cert == "") != (o.key == "") {
 		return badInput(errors.New("--cert and --key go together"))
 	}
-	object, err := readObject(ctx, o.object, cmd.InOrStdin())
+	object, oldObject, err := readObjects(ctx, o.object, o.oldObject, cmd.InOrStdin())
 	if err != nil {
 		return badInput(err)
-	}
-	var oldObject *unstructured.Unstructured
-	if o.oldObject != "" {
-		if oldObject, err = readObject(ctx, o.oldObject, cmd.InOrStdin()); err != nil {
-			return badInput(err)
-		}
 	}
 	sim, err := cluster.New(nil)
 	if err != nil {

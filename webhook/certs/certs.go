@@ -239,12 +239,21 @@ func parseKey(data []byte) (*ecdsa.PrivateKey, error) {
 	return nil, fmt.Errorf("unexpected PEM block %q", b.Type)
 }
 
-func newCA(p Paths, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+// newKeyAndSerial is a new P-256 key and a random certificate serial.
+func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	serial, err := serialNumber()
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, serial, nil
+}
+
+func newCA(p Paths, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -323,11 +332,7 @@ func ClientCertificate(dir, name string, validity time.Duration) (certPEM, keyPE
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
