@@ -218,6 +218,13 @@ func StartCluster(t *testing.T, mode Mode) *Cluster {
 		t.Fatalf("etcd %s did not become healthy: %v\n%s", bin.etcdVersion, err, tail(logFile, 100))
 	}
 
+	// The current kube-apiserver (restarts replace it) stops before etcd
+	// and after everything started later, such as mutatis.
+	t.Cleanup(func() {
+		if c.apiserver != nil {
+			c.apiserver.stop()
+		}
+	})
 	for attempt := 1; ; attempt++ {
 		c.port = freePort(t)
 		err := c.startAPIServer(ctx)
@@ -286,7 +293,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	case NoMAP:
 		args = append(args, "--disable-admission-plugins=ServiceAccount,MutatingAdmissionPolicy")
 	}
-	p := startProcess(c.t, "kube-apiserver", logFile, c.bin.kubeAPIServer, args...)
+	p := launchProcess(c.t, "kube-apiserver", logFile, c.bin.kubeAPIServer, args...)
 	c.Config = &rest.Config{
 		Host:            host,
 		BearerToken:     adminToken,
@@ -301,14 +308,18 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// StopAPIServer stops kube-apiserver (SIGTERM, as a rolling update does);
-// etcd keeps running.
+// apiserverStopGrace is the grace period of StopAPIServer: kube-apiserver
+// with clients' watches open often does not exit within stopGrace.
+const apiserverStopGrace = 5 * time.Second
+
+// StopAPIServer stops kube-apiserver (SIGTERM, as a rolling update does;
+// SIGKILL after apiserverStopGrace); etcd keeps running.
 func (c *Cluster) StopAPIServer() {
 	c.t.Helper()
 	if c.apiserver == nil {
 		c.t.Fatal("kube-apiserver is not running")
 	}
-	c.apiserver.stop()
+	c.apiserver.stopWithin(apiserverStopGrace)
 	c.apiserver = nil
 }
 
@@ -384,6 +395,14 @@ type process struct {
 
 func startProcess(t *testing.T, name, logFile, path string, args ...string) *process {
 	t.Helper()
+	p := launchProcess(t, name, logFile, path, args...)
+	t.Cleanup(p.stop)
+	return p
+}
+
+// launchProcess is startProcess without the cleanup: the caller stops it.
+func launchProcess(t *testing.T, name, logFile, path string, args ...string) *process {
+	t.Helper()
 	f, err := os.Create(logFile)
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +422,6 @@ func startProcess(t *testing.T, name, logFile, path string, args ...string) *pro
 		f.Close()
 		close(p.done)
 	}()
-	t.Cleanup(p.stop)
 	return p
 }
 
@@ -433,19 +451,22 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 
 // stop sends SIGTERM to the process group, then SIGKILL after stopGrace,
 // and waits for the process to exit.
-func (p *process) stop() {
+func (p *process) stop() { p.stopWithin(stopGrace) }
+
+// stopWithin is stop with another grace period.
+func (p *process) stopWithin(grace time.Duration) {
 	p.once.Do(func() {
 		pgid := p.cmd.Process.Pid
 		select {
 		case <-p.done:
 		default:
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			timer := time.NewTimer(stopGrace)
+			timer := time.NewTimer(grace)
 			defer timer.Stop()
 			select {
 			case <-p.done:
 			case <-timer.C:
-				p.t.Logf("%s did not exit %s after SIGTERM; killing", p.name, stopGrace)
+				p.t.Logf("%s did not exit %s after SIGTERM; killing", p.name, grace)
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 				<-p.done
 			}
