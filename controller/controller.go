@@ -68,6 +68,10 @@ const (
 	// --authorization-webhook-cache-unauthorized-ttl defaults.
 	DefaultAuthorizedTTL   = 5 * time.Minute
 	DefaultUnauthorizedTTL = 30 * time.Second
+	// DefaultWriteTimeout is Config.WriteTimeout's default: the leader
+	// election's renew deadline, the time a leader's writes may already
+	// take before it loses the Lease.
+	DefaultWriteTimeout = DefaultRenewDeadline
 )
 
 // ErrBuiltinPluginEnabled is returned by New in native mode without
@@ -127,6 +131,12 @@ type Config struct {
 	// LeaderElection makes the replicas elect the one that writes to the
 	// cluster (see LeaderElectionOptions). Off, this controller writes.
 	LeaderElection LeaderElectionOptions
+
+	// WriteTimeout bounds each cluster write of a sync (the webhook
+	// configurations; one Ready condition): the single worker that swaps
+	// policy sets in must not wait on an API server that does not answer.
+	// Zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
 
 	// ParamSyncTimeout bounds the wait for a new param informer to sync
 	// before a policy set that uses it is swapped in (lookups go to the API
@@ -230,6 +240,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if cfg.ParamSyncTimeout == 0 {
 		cfg.ParamSyncTimeout = 30 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 
 	c := &Controller{

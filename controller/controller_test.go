@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,12 @@ var listKinds = func() map[schema.GroupVersionResource]string {
 // serves MAP in nativeVersion.
 func start(t *testing.T, source, nativeVersion string, webhook WebhookOptions, objects ...*unstructured.Unstructured) *fixture {
 	t.Helper()
+	return startConfigured(t, source, nativeVersion, webhook, nil, objects...)
+}
+
+// startConfigured is start with configure applied to the Config first.
+func startConfigured(t *testing.T, source, nativeVersion string, webhook WebhookOptions, configure func(*Config), objects ...*unstructured.Unstructured) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	kube := kubefake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{corev1.LabelMetadataName: "default"}}},
@@ -80,14 +87,18 @@ func start(t *testing.T, source, nativeVersion string, webhook WebhookOptions, o
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(), objs...)
 	recorder := record.NewFakeRecorder(100)
-	c, err := New(Config{
+	cfg := Config{
 		Clients:                          &Clients{Kube: kube, Dynamic: dyn, APIExtensions: apiextensionsfake.NewClientset()},
 		Source:                           source,
 		AcknowledgeBuiltinPluginDisabled: true,
 		Namespace:                        "mutatis-system",
 		Recorder:                         recorder,
 		Webhook:                          webhook,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +117,8 @@ func start(t *testing.T, source, nativeVersion string, webhook WebhookOptions, o
 	case <-c.ReadyCh():
 	case err := <-done:
 		t.Fatalf("Run returned before ready: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("not ready after a minute")
 	}
 	if !c.Ready() || c.Generation() == 0 {
 		t.Fatalf("ReadyCh closed but Ready()=%v generation=%d", c.Ready(), c.Generation())

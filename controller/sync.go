@@ -150,7 +150,9 @@ func (c *Controller) sync(ctx context.Context) error {
 	var err error
 	if c.cfg.Webhook.managed() && c.writeCtx != nil {
 		fail, ignore := WebhookConfigurations(bound, c.cfg.Webhook)
-		err = applyWebhookConfigurations(c.writeCtx, c.clients.Kube, c.cfg.Webhook.Name, fail, ignore)
+		wctx, cancel := context.WithTimeout(c.writeCtx, c.cfg.WriteTimeout)
+		err = applyWebhookConfigurations(wctx, c.clients.Kube, c.cfg.Webhook.Name, fail, ignore)
+		cancel()
 		if err != nil && c.writeCtx.Err() != nil && ctx.Err() == nil {
 			// The lease was lost during the sync: the next leader writes.
 			logger.V(2).Info("lost the lease while writing webhook configurations", "error", err)
@@ -251,7 +253,10 @@ func (c *Controller) report(ctx context.Context, u *unstructured.Unstructured, i
 		}
 	}
 	if c.cfg.Source == SourceShadow && u.GetKind() == "MutatingAdmissionPolicy" {
-		if err := c.setReadyCondition(c.writeCtx, u, reason, message); err != nil && !errors.Is(err, context.Canceled) {
+		wctx, cancel := context.WithTimeout(c.writeCtx, c.cfg.WriteTimeout)
+		err := c.setReadyCondition(wctx, u, reason, message)
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
 			klog.FromContext(ctx).Error(err, "updating status", "policy", u.GetName())
 		}
 	}

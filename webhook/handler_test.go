@@ -255,6 +255,8 @@ func TestMetricsAfterAReview(t *testing.T) {
 		`mutatis_webhook_request_duration_seconds_count 1`,
 		`mutatis_webhook_requests_in_flight 0`,
 		`go_goroutines`,
+		`go_memstats_heap_inuse_bytes`,
+		"# TYPE go_gc_heap_live_bytes gauge\ngo_gc_heap_live_bytes ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,7 +37,9 @@ import (
 //	mutatis_webhook_panics_total
 //	mutatis_webhook_tls_handshake_errors_total
 //
-// plus the Go runtime and process collectors.
+// plus the Go runtime and process collectors; the runtime's live heap
+// after the last GC (go_gc_heap_live_bytes) is added to the default set,
+// as the memory a leak would grow.
 type Metrics struct {
 	registry *prometheus.Registry
 
@@ -120,7 +123,10 @@ func NewMetrics() *Metrics {
 	m.handshakeErrors = counter("tls_handshake_errors_total", "TLS handshakes that failed.")
 	m.registry.MustRegister(m.policyCheck, m.policyLatency, m.requests, m.latency, m.inFlight,
 		m.evaluations, m.slots, m.bodyBytes, m.bodyBudget, m.bodiesRejected, m.panics, m.handshakeErrors,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// go_gc_heap_live_bytes: the heap marked live by the last GC.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strconv"
@@ -13,14 +12,7 @@ import (
 	"testing"
 	"time"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // The churn scenario: one policy (ConfigMap params) and one binding are
@@ -171,53 +163,17 @@ func churnLabels(u map[string]any) map[string]string {
 	return out
 }
 
-// churnReview is a CREATE review of a subject ConfigMap as kube-apiserver
-// sends it.
-func churnReview(name string) (*admissionv1.AdmissionReview, []byte) {
-	obj := churnSubject(name).Object
-	obj["metadata"].(map[string]any)["creationTimestamp"] = nil
-	raw, _ := json.Marshal(obj) // plain maps always marshal
-	gvk := metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	gvr := metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	opts, _ := json.Marshal(metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}})
-	return &admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: gvr, RequestKind: &gvk, RequestResource: &gvr,
-			Name: name, Namespace: churnNS, Operation: admissionv1.Create,
-			UserInfo: authenticationv1.UserInfo{Username: adminUser, UID: adminUID, Groups: []string{"system:masters", "system:authenticated"}},
-			Object:   runtime.RawExtension{Raw: raw},
-			Options:  runtime.RawExtension{Raw: opts},
-		},
-	}, raw
-}
-
 // sendChurnReview reviews a subject ConfigMap and returns the churn labels
 // of the result.
 func sendChurnReview(ctx context.Context, s *served, name string) (map[string]string, error) {
-	r, raw := churnReview(name)
-	resp, err := s.review(ctx, "/mutate", r)
+	got, resp, err := s.admit(ctx, churnSubject(name), "configmaps")
 	if err != nil {
 		return nil, err
 	}
 	if !resp.Allowed {
 		return nil, fmt.Errorf("denied: %+v", resp.Result)
 	}
-	out := raw
-	if len(resp.Patch) > 0 {
-		p, err := jsonpatch.DecodePatch(resp.Patch)
-		if err != nil {
-			return nil, err
-		}
-		if out, err = p.Apply(raw); err != nil {
-			return nil, err
-		}
-	}
-	var m map[string]any
-	if err := json.Unmarshal(out, &m); err != nil {
-		return nil, err
-	}
-	return churnLabels(m), nil
+	return churnLabels(got.Object), nil
 }
 
 // TestChurn: see churnState. Runs `mutatis serve --source native` (the MAP
@@ -229,9 +185,7 @@ func TestChurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	if _, err := c.Create(ctx, mustObject(`{apiVersion: v1, kind: Namespace, metadata: {name: `+churnNS+`}}`), false); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(t, ctx, c, churnNS)
 	var log churnLog
 	st := churnState{policy: true, p: 1, binding: true}
 	for b := range churnParams {
@@ -242,16 +196,9 @@ func TestChurn(t *testing.T) {
 	policyRV, bindingRV := "", ""
 	write := func(u *unstructured.Unstructured) string {
 		t.Helper()
-		if err := c.Apply(ctx, u); err != nil {
+		got, err := c.ApplyObject(ctx, u)
+		if err != nil {
 			t.Fatalf("writing %s: %v", kindKey(u), err)
-		}
-		ri, err := c.resourceFor(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
 		}
 		return got.GetResourceVersion()
 	}

@@ -158,8 +158,17 @@ type Cluster struct {
 	Mapper     meta.ResettableRESTMapper
 	// Dir holds certificates, data and logs (under t.TempDir()).
 	Dir string
-	// APIServerLog is kube-apiserver's log file.
+	// APIServerLog is kube-apiserver's log file (of its latest start).
 	APIServerLog string
+
+	t         *testing.T
+	bin       binaries
+	etcdURL   string
+	certs     pkiFiles
+	port      int      // kube-apiserver's secure port, kept across restarts
+	logs      []string // every log file, printed on failure
+	apiserver *process
+	starts    int
 }
 
 // StartCluster starts etcd and kube-apiserver in mode and waits until the
@@ -169,10 +178,10 @@ func StartCluster(t *testing.T, mode Mode) *Cluster {
 	t.Helper()
 	bin := findBinaries(t)
 	dir := t.TempDir()
-	var logs []string
+	c := &Cluster{Mode: mode, Dir: dir, t: t, bin: bin}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, l := range logs {
+			for _, l := range c.logs {
 				t.Logf("==== %s (tail) ====\n%s", l, tail(l, 200))
 			}
 		}
@@ -180,26 +189,25 @@ func StartCluster(t *testing.T, mode Mode) *Cluster {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*startTimeout)
 	defer cancel()
-	certs := writePKI(t, dir)
+	c.certs = writePKI(t, dir)
 
 	// Free ports are picked by binding :0 and closing; another process may
 	// take one in between, so a start that fails to bind is retried.
-	var etcdURL string
 	for attempt := 1; ; attempt++ {
 		client, peer := freePort(t), freePort(t)
-		etcdURL = "http://127.0.0.1:" + strconv.Itoa(client)
+		c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(client)
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
 		logFile := filepath.Join(dir, fmt.Sprintf("etcd-%d.log", attempt))
-		logs = append(logs, logFile)
+		c.logs = append(c.logs, logFile)
 		p := startProcess(t, "etcd", logFile, bin.etcd,
 			"--name=e2e",
 			"--data-dir="+filepath.Join(dir, fmt.Sprintf("etcd-data-%d", attempt)),
-			"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+			"--listen-client-urls="+c.etcdURL, "--advertise-client-urls="+c.etcdURL,
 			"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 			"--initial-cluster=e2e="+peerURL,
 			"--unsafe-no-fsync", "--log-level=warn",
 		)
-		err := p.waitReady(ctx, func(ctx context.Context) error { return etcdHealthy(ctx, etcdURL) })
+		err := p.waitReady(ctx, func(ctx context.Context) error { return etcdHealthy(ctx, c.etcdURL) })
 		if err == nil {
 			break
 		}
@@ -210,79 +218,121 @@ func StartCluster(t *testing.T, mode Mode) *Cluster {
 		t.Fatalf("etcd %s did not become healthy: %v\n%s", bin.etcdVersion, err, tail(logFile, 100))
 	}
 
-	var cfg *rest.Config
-	var apiserverLog string
+	// The current kube-apiserver (restarts replace it) stops before etcd
+	// and after everything started later, such as mutatis.
+	t.Cleanup(func() {
+		if c.apiserver != nil {
+			c.apiserver.stop()
+		}
+	})
 	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		host := "https://127.0.0.1:" + strconv.Itoa(port)
-		logFile := filepath.Join(dir, fmt.Sprintf("kube-apiserver-%d.log", attempt))
-		logs = append(logs, logFile)
-		apiserverLog = logFile
-		args := []string{
-			"--etcd-servers=" + etcdURL,
-			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(port),
-			"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
-			"--tls-cert-file=" + certs.servingCert, "--tls-private-key-file=" + certs.servingKey,
-			"--token-auth-file=" + certs.tokenFile,
-			"--authorization-mode=RBAC",
-			"--service-account-key-file=" + certs.saPublic,
-			"--service-account-signing-key-file=" + certs.saPrivate,
-			"--service-account-issuer=https://kubernetes.default.svc",
-			"--service-cluster-ip-range=10.0.0.0/24",
-			// Without a kubelet or controllers the endpoints of the
-			// kubernetes Service would only produce errors.
-			"--endpoint-reconciler-type=none",
-			"--runtime-config=admissionregistration.k8s.io/v1=true",
-			"--enable-priority-and-fairness=false",
-			"--profiling=false",
-		}
-		// ServiceAccount admission needs the default ServiceAccount, which
-		// only kube-controller-manager creates, and adds token volumes with
-		// random names: off in both modes.
-		switch mode {
-		case NativeMAP:
-			args = append(args, "--enable-admission-plugins=MutatingAdmissionPolicy", "--disable-admission-plugins=ServiceAccount")
-		case NoMAP:
-			args = append(args, "--disable-admission-plugins=ServiceAccount,MutatingAdmissionPolicy")
-		}
-		p := startProcess(t, "kube-apiserver", logFile, bin.kubeAPIServer, args...)
-		cfg = &rest.Config{
-			Host:            host,
-			BearerToken:     adminToken,
-			TLSClientConfig: rest.TLSClientConfig{CAData: certs.caPEM},
-			QPS:             100, Burst: 200,
-		}
-		err := p.waitReady(ctx, func(ctx context.Context) error { return apiserverReady(ctx, cfg) })
+		c.port = freePort(t)
+		err := c.startAPIServer(ctx)
 		if err == nil {
 			break
 		}
-		p.stop()
-		if attempt < 3 && strings.Contains(tail(logFile, 50), "address already in use") {
+		if attempt < 3 && strings.Contains(tail(c.APIServerLog, 50), "address already in use") {
 			continue
 		}
-		t.Fatalf("kube-apiserver %s (%s) did not become ready: %v\n%s", bin.kubeVersion, mode, err, tail(logFile, 100))
+		t.Fatalf("kube-apiserver %s (%s) did not become ready: %v\n%s", bin.kubeVersion, mode, err, tail(c.APIServerLog, 100))
 	}
 
-	c := &Cluster{Mode: mode, Config: cfg, Dir: dir, APIServerLog: apiserverLog}
 	var err error
-	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
 		t.Fatal(err)
 	}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	if c.Dynamic, err = dynamic.NewForConfig(c.Config); err != nil {
 		t.Fatal(err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, cfg); err != nil {
+	if err := writeKubeconfig(c.Kubeconfig, c.Config); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("e2e: kube-apiserver %s (%s) ready at %s, etcd %s", bin.kubeVersion, mode, cfg.Host, bin.etcdVersion)
+	t.Logf("e2e: kube-apiserver %s (%s) ready at %s, etcd %s", bin.kubeVersion, mode, c.Config.Host, bin.etcdVersion)
 	return c
+}
+
+// startAPIServer starts kube-apiserver on c.port against c's etcd and waits
+// until it is ready; on failure the process is stopped.
+func (c *Cluster) startAPIServer(ctx context.Context) error {
+	c.starts++
+	host := "https://127.0.0.1:" + strconv.Itoa(c.port)
+	logFile := filepath.Join(c.Dir, fmt.Sprintf("kube-apiserver-%d.log", c.starts))
+	c.logs = append(c.logs, logFile)
+	c.APIServerLog = logFile
+	args := []string{
+		"--etcd-servers=" + c.etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.port),
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + c.certs.servingCert, "--tls-private-key-file=" + c.certs.servingKey,
+		"--token-auth-file=" + c.certs.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-key-file=" + c.certs.saPublic,
+		"--service-account-signing-key-file=" + c.certs.saPrivate,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// Without a kubelet or controllers the endpoints of the
+		// kubernetes Service would only produce errors.
+		"--endpoint-reconciler-type=none",
+		"--runtime-config=admissionregistration.k8s.io/v1=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+	}
+	// ServiceAccount admission needs the default ServiceAccount, which
+	// only kube-controller-manager creates, and adds token volumes with
+	// random names: off in both modes.
+	switch c.Mode {
+	case NativeMAP:
+		args = append(args, "--enable-admission-plugins=MutatingAdmissionPolicy", "--disable-admission-plugins=ServiceAccount")
+	case NoMAP:
+		args = append(args, "--disable-admission-plugins=ServiceAccount,MutatingAdmissionPolicy")
+	}
+	p := launchProcess(c.t, "kube-apiserver", logFile, c.bin.kubeAPIServer, args...)
+	c.Config = &rest.Config{
+		Host:            host,
+		BearerToken:     adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.certs.caPEM},
+		QPS:             100, Burst: 200,
+	}
+	if err := p.waitReady(ctx, func(ctx context.Context) error { return apiserverReady(ctx, c.Config) }); err != nil {
+		p.stop()
+		return err
+	}
+	c.apiserver = p
+	return nil
+}
+
+// apiserverStopGrace is the grace period of StopAPIServer: kube-apiserver
+// with clients' watches open often does not exit within stopGrace.
+const apiserverStopGrace = 5 * time.Second
+
+// StopAPIServer stops kube-apiserver (SIGTERM, as a rolling update does;
+// SIGKILL after apiserverStopGrace); etcd keeps running.
+func (c *Cluster) StopAPIServer() {
+	c.t.Helper()
+	if c.apiserver == nil {
+		c.t.Fatal("kube-apiserver is not running")
+	}
+	c.apiserver.stopWithin(apiserverStopGrace)
+	c.apiserver = nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same address with the same flags and etcd, and waits until it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) {
+	c.t.Helper()
+	if c.apiserver != nil {
+		c.t.Fatal("kube-apiserver is already running")
+	}
+	if err := c.startAPIServer(ctx); err != nil {
+		c.t.Fatalf("kube-apiserver did not restart: %v\n%s", err, tail(c.APIServerLog, 100))
+	}
 }
 
 func writeKubeconfig(path string, cfg *rest.Config) error {
@@ -345,6 +395,14 @@ type process struct {
 
 func startProcess(t *testing.T, name, logFile, path string, args ...string) *process {
 	t.Helper()
+	p := launchProcess(t, name, logFile, path, args...)
+	t.Cleanup(p.stop)
+	return p
+}
+
+// launchProcess is startProcess without the cleanup: the caller stops it.
+func launchProcess(t *testing.T, name, logFile, path string, args ...string) *process {
+	t.Helper()
 	f, err := os.Create(logFile)
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +422,6 @@ func startProcess(t *testing.T, name, logFile, path string, args ...string) *pro
 		f.Close()
 		close(p.done)
 	}()
-	t.Cleanup(p.stop)
 	return p
 }
 
@@ -394,19 +451,22 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 
 // stop sends SIGTERM to the process group, then SIGKILL after stopGrace,
 // and waits for the process to exit.
-func (p *process) stop() {
+func (p *process) stop() { p.stopWithin(stopGrace) }
+
+// stopWithin is stop with another grace period.
+func (p *process) stopWithin(grace time.Duration) {
 	p.once.Do(func() {
 		pgid := p.cmd.Process.Pid
 		select {
 		case <-p.done:
 		default:
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			timer := time.NewTimer(stopGrace)
+			timer := time.NewTimer(grace)
 			defer timer.Stop()
 			select {
 			case <-p.done:
 			case <-timer.C:
-				p.t.Logf("%s did not exit %s after SIGTERM; killing", p.name, stopGrace)
+				p.t.Logf("%s did not exit %s after SIGTERM; killing", p.name, grace)
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 				<-p.done
 			}

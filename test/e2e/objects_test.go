@@ -97,22 +97,34 @@ func (c *Cluster) Delete(ctx context.Context, u *unstructured.Unstructured) erro
 
 // Apply creates u or, if it exists, updates it to u.
 func (c *Cluster) Apply(ctx context.Context, u *unstructured.Unstructured) error {
+	_, err := c.ApplyObject(ctx, u)
+	return err
+}
+
+// ApplyObject is Apply returning the object the API server stored.
+func (c *Cluster) ApplyObject(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ri, err := c.resourceFor(u)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = ri.Create(ctx, u.DeepCopy(), metav1.CreateOptions{})
-		return err
+		return ri.Create(ctx, u.DeepCopy(), metav1.CreateOptions{})
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n := u.DeepCopy()
 	n.SetResourceVersion(cur.GetResourceVersion())
-	_, err = ri.Update(ctx, n, metav1.UpdateOptions{})
-	return err
+	return ri.Update(ctx, n, metav1.UpdateOptions{})
+}
+
+// createNamespace creates the Namespace name.
+func createNamespace(t *testing.T, ctx context.Context, c *Cluster, name string) {
+	t.Helper()
+	if _, err := c.Create(ctx, mustObject(`{apiVersion: v1, kind: Namespace, metadata: {name: `+name+`}}`), false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // serverFields are the metadata fields the API server sets on every

@@ -248,28 +248,8 @@ func checkRefusedShadowPolicy(t *testing.T, ctx context.Context, c *Cluster, s *
 	if !ok {
 		t.Fatalf("golden: refusal %q is not a field validation error", golden.Error.Message)
 	}
-	ri, err := c.resourceFor(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last string
-	pctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err = poll(pctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
-		got, err := ri.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, cond := range conds {
-			m, _ := cond.(map[string]any)
-			if m["type"] == controller.ConditionReady {
-				last = fmt.Sprintf("%v", m)
-				return m["status"] == "False" && strings.Contains(fmt.Sprint(m["message"]), fieldErrs), nil
-			}
-		}
-		last = "no Ready condition"
-		return false, nil
+	last, err := waitReadyCondition(ctx, c, policy, func(status, message string) bool {
+		return status == "False" && strings.Contains(message, fieldErrs)
 	})
 	if err != nil {
 		t.Fatalf("mutatis does not report %s as not Ready with %q: %v (last: %s)", kindKey(policy), fieldErrs, err, last)
@@ -281,6 +261,35 @@ func checkRefusedShadowPolicy(t *testing.T, ctx context.Context, c *Cluster, s *
 	if _, ok := st.Policies[name]; ok {
 		t.Errorf("/statusz lists the refused policy %s: %+v", name, st)
 	}
+}
+
+// waitReadyCondition polls the Ready condition mutatis writes on a shadow
+// policy until cond holds for its status and message (at most a minute),
+// and returns the last condition seen.
+func waitReadyCondition(ctx context.Context, c *Cluster, policy *unstructured.Unstructured, cond func(status, message string) bool) (string, error) {
+	ri, err := c.resourceFor(policy)
+	if err != nil {
+		return "", err
+	}
+	last := "no Ready condition"
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = poll(pctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		got, err := ri.Get(ctx, policy.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == controller.ConditionReady {
+				last = fmt.Sprintf("%v", m)
+				return cond(fmt.Sprint(m["status"]), fmt.Sprint(m["message"])), nil
+			}
+		}
+		return false, nil
+	})
+	return last, err
 }
 
 // polyfillWorld is the custom resource scenario of TestPolyfill: a CRD,

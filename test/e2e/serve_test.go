@@ -16,16 +16,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // The polyfill and churn scenarios run `mutatis serve` in informer mode as
@@ -84,6 +90,13 @@ type served struct {
 // fails t.
 func startServe(t *testing.T, bin string, c *Cluster, extra ...string) *served {
 	t.Helper()
+	return startServeWith(t, bin, c, c.Kubeconfig, extra...)
+}
+
+// startServeWith is startServe with mutatis reaching kube-apiserver through
+// kubeconfig (e.g. a faultProxy's).
+func startServeWith(t *testing.T, bin string, c *Cluster, kubeconfig string, extra ...string) *served {
+	t.Helper()
 	certDir := filepath.Join(c.Dir, "mutatis-certs")
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	logFile := filepath.Join(c.Dir, "mutatis-serve.log")
@@ -105,7 +118,7 @@ func startServe(t *testing.T, bin string, c *Cluster, extra ...string) *served {
 		t.Fatal(err)
 	}
 	s := &served{base: "https://" + addr, log: logFile}
-	args := append([]string{"serve", "--kubeconfig", c.Kubeconfig, "--listen", addr,
+	args := append([]string{"serve", "--kubeconfig", kubeconfig, "--listen", addr,
 		"--self-signed-dir", certDir, "--webhook-url", s.base + "/mutate"}, extra...)
 	p := startProcess(t, "mutatis serve", logFile, bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -181,10 +194,11 @@ func (s *served) waitStatus(ctx context.Context, policies, bindings map[string]s
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
-		last, lastErr = s.status(ctx)
-		if lastErr != nil {
+		st, err := s.status(ctx)
+		if lastErr = err; err != nil {
 			return false, nil
 		}
+		last = st
 		return maps.Equal(last.Policies, policies) && maps.Equal(last.Bindings, bindings), nil
 	})
 	if err != nil {
@@ -193,37 +207,68 @@ func (s *served) waitStatus(ctx context.Context, policies, bindings map[string]s
 	return last, nil
 }
 
-// requests returns mutatis_webhook_requests_total summed over the codes,
-// by path.
-func (s *served) requests(ctx context.Context) (map[string]float64, error) {
+// scanMetrics calls each for every sample of mutatis' /metrics: the
+// metric's name, its labels (the text between the braces) and value.
+func (s *served) scanMetrics(ctx context.Context, each func(name, labels string, value float64)) error {
 	body, err := s.get(ctx, "/metrics")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		labels, ok := strings.CutPrefix(line, "mutatis_webhook_requests_total{")
-		if !ok {
+		if strings.HasPrefix(line, "#") || line == "" {
 			continue
 		}
-		labels, value, ok := strings.Cut(labels, "} ")
-		if !ok {
-			return nil, fmt.Errorf("/metrics: cannot read %q", line)
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			return fmt.Errorf("/metrics: cannot read %q", line)
 		}
-		v, err := strconv.ParseFloat(value, 64)
+		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %v", line, err)
+			return fmt.Errorf("/metrics: %q: %v", line, err)
+		}
+		name, labels, _ := strings.Cut(line[:i], "{")
+		each(name, strings.TrimSuffix(labels, "}"), v)
+	}
+	return sc.Err()
+}
+
+// requests returns mutatis_webhook_requests_total summed over the codes,
+// by path.
+func (s *served) requests(ctx context.Context) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := s.scanMetrics(ctx, func(name, labels string, v float64) {
+		if name != "mutatis_webhook_requests_total" {
+			return
 		}
 		for _, l := range strings.Split(labels, ",") {
 			if p, ok := strings.CutPrefix(l, `path="`); ok {
 				out[strings.TrimSuffix(p, `"`)] += v
 			}
 		}
+	})
+	return out, err
+}
+
+// metricValues returns the values of the unlabeled metrics names.
+func (s *served) metricValues(ctx context.Context, names ...string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := s.scanMetrics(ctx, func(name, labels string, v float64) {
+		if labels == "" && slices.Contains(names, name) {
+			out[name] = v
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("/metrics has no %s", n)
+		}
+	}
+	return out, nil
 }
 
 // review posts an AdmissionReview to path and returns its response.
@@ -257,6 +302,65 @@ func (s *served) review(ctx context.Context, path string, r *admissionv1.Admissi
 		return nil, fmt.Errorf("POST %s: response without the request's uid: %s", path, data)
 	}
 	return out.Response, nil
+}
+
+// createReview is the AdmissionReview kube-apiserver sends for the CREATE
+// of u (resource: its plural), by the admin, and u as sent.
+func createReview(u *unstructured.Unstructured, resource string) (*admissionv1.AdmissionReview, []byte, error) {
+	obj := u.DeepCopy().Object
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md["creationTimestamp"] = nil
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	gv := u.GroupVersionKind()
+	gvk := metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: gv.Kind}
+	gvr := metav1.GroupVersionResource{Group: gv.Group, Version: gv.Version, Resource: resource}
+	opts, err := json.Marshal(metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: gvr, RequestKind: &gvk, RequestResource: &gvr,
+			Name: u.GetName(), Namespace: u.GetNamespace(), Operation: admissionv1.Create,
+			UserInfo: authenticationv1.UserInfo{Username: adminUser, UID: adminUID, Groups: []string{"system:masters", "system:authenticated"}},
+			Object:   runtime.RawExtension{Raw: raw},
+			Options:  runtime.RawExtension{Raw: opts},
+		},
+	}, raw, nil
+}
+
+// admit sends the CREATE review of u (resource: its plural) straight to
+// /mutate and returns the response and, when it is allowed, u with the
+// response's patch applied.
+func (s *served) admit(ctx context.Context, u *unstructured.Unstructured, resource string) (*unstructured.Unstructured, *admissionv1.AdmissionResponse, error) {
+	r, raw, err := createReview(u, resource)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := s.review(ctx, "/mutate", r)
+	if err != nil || !resp.Allowed {
+		return nil, resp, err
+	}
+	out := raw
+	if len(resp.Patch) > 0 {
+		p, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			return nil, nil, err
+		}
+		if out, err = p.Apply(raw); err != nil {
+			return nil, nil, err
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, resp, nil
 }
 
 // installShadowCRDs creates the mutatis.dev CRDs of deploy/base/crds and
