@@ -4,8 +4,10 @@ GO       ?= go
 BIN      := bin/mutatis
 PKGS     := ./...
 FUZZTIME ?= 10s
+FUZZFLAGS ?=
+FUZZCORPUS ?= 200
 
-.PHONY: all build test run lint bench fuzz fuzz-long clean e2e load
+.PHONY: all build test run lint bench fuzz fuzz-long fuzz-corpus clean e2e load
 
 all: lint build test
 
@@ -61,21 +63,50 @@ load:
 	$(GO) run ./test/load/cmd/loadgen --rates $(LOADRATES) --duration $(LOADDURATION) \
 	  --doc docs/performance.md --command "make load LOADRATES=$(LOADRATES) LOADDURATION=$(LOADDURATION)" --note "$(LOADNOTE)"
 
-# Short runs of every fuzz target (FUZZTIME each).
+# FOR_EACH_FUZZ ... ; done; done runs its body once per fuzz target, with
+# $$pkg (import path), $$dir (its directory) and $$f (the target) set.
+FOR_EACH_FUZZ = for pd in $$($(GO) list -f '{{.ImportPath}}:{{.Dir}}' $(PKGS)); do \
+	  pkg=$${pd%%:*}; dir=$${pd\#*:}; \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do
+
+# Short runs of every fuzz target (FUZZTIME each). FUZZFLAGS is passed on to
+# go test, e.g. FUZZFLAGS=-parallel=1 for one fuzzing worker on a shared
+# machine.
 fuzz:
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
-	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	@set -e; $(FOR_EACH_FUZZ) \
+	    echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $(FUZZFLAGS) $$pkg; \
 	  done; \
 	done
 
 # Every fuzz target for FUZZTIME each (10 minutes by default: about three
 # hours for all of them). New crashers are written by go test under the
 # package's testdata/fuzz/<Target>/, to be committed with the fix (they
-# then run in every `make test`).
+# then run in every `make test`). The inputs the fuzzer found interesting
+# stay in $(go env GOCACHE)/fuzz; `make fuzz-corpus` then copies them into
+# testdata/fuzz, to be committed (docs/reliability.md, "Fuzzing").
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=$(if $(filter 10s,$(FUZZTIME)),10m,$(FUZZTIME))
+
+# Refreshes the committed corpora: copies the smallest inputs the fuzzer
+# kept in $(go env GOCACHE)/fuzz/<import path>/<Target>/ into the package's
+# testdata/fuzz/<Target>/, where they run as seeds in every `go test`, until
+# a target has FUZZCORPUS files there (committed files are never removed).
+# Inputs of an older signature of the target (a different list of types
+# than the newest input's) are left out: go test refuses them.
+# Check the time of `make test` before committing.
+fuzz-corpus:
+	@cache=$$($(GO) env GOCACHE)/fuzz; $(FOR_EACH_FUZZ) \
+	    src=$$cache/$$pkg/$$f; dst=$$dir/testdata/fuzz/$$f; [ -d $$src ] || continue; \
+	    have=$$(ls $$dst 2>/dev/null | wc -l); n=0; mkdir -p $$dst; \
+	    shape=$$(sed -n '2,$$s/(.*//p' $$src/$$(ls -t $$src | head -1)); \
+	    for c in $$(ls -Sr $$src); do \
+	      [ $$((have + n)) -lt $(FUZZCORPUS) ] || break; \
+	      [ -e $$dst/$$c ] || [ "$$(sed -n '2,$$s/(.*//p' $$src/$$c)" != "$$shape" ] || \
+	        { cp $$src/$$c $$dst/; n=$$((n + 1)); }; \
+	    done; \
+	    echo "$$pkg $$f: $$n copied, $$((have + n)) in testdata"; \
+	  done; \
+	done
 
 clean:
 	rm -rf bin
