@@ -76,6 +76,7 @@ type serveOptions struct {
 	leaderElect           bool
 	leaderElectLeaseName  string
 	leaderElectIdentity   string
+	writeTimeout          time.Duration
 	caBundle              []byte // the CA of the serving certificate, when known
 	selfSignedCertificate *tls.Certificate
 
@@ -125,7 +126,7 @@ func runController(ctx context.Context, c informerConfig) error {
 	ctl, err := controller.New(controller.Config{
 		RestConfig: c.Rest, Source: c.Source, AcknowledgeBuiltinPluginDisabled: o.nativePluginDisabled,
 		Engine: c.Engine, Metrics: c.Metrics, Namespace: o.namespace, Webhook: wh,
-		LeaderElection: o.leaderElection(),
+		LeaderElection: o.leaderElection(), WriteTimeout: o.writeTimeout,
 	})
 	if err != nil {
 		return err
@@ -255,6 +256,7 @@ See docs/webhook.md.`,
 	f.StringVar(&o.selfSignedCertSecret, "self-signed-cert-secret", "", "informer mode: serve with the certificate in this Secret of --namespace, filling it with a self-signed one for the --webhook-service name first if it is empty")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "informer mode: only the replica holding a Lease in --namespace writes the webhook configurations, status conditions and Events; every replica serves")
 	f.StringVar(&o.leaderElectLeaseName, "leader-elect-lease-name", "", "informer mode: the name of the leader election Lease (default: --webhook-name)")
+	f.DurationVar(&o.writeTimeout, "write-timeout", controller.DefaultWriteTimeout, "informer mode: the longest one cluster write of a policy sync (webhook configurations, status conditions) may take; a write the API server never answers then fails the sync, which is retried, instead of holding later policy sets and readiness back")
 	f.StringVar(&o.leaderElectIdentity, "leader-elect-identity", os.Getenv("POD_NAME"), "informer mode: this replica's name in the Lease, unique among the replicas (default $POD_NAME, else the hostname and a random suffix)")
 	return cmd
 }
@@ -416,6 +418,10 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 		return false, errors.New("--webhook-url and --webhook-service apply to informer mode")
 	case static && (cmd.Flags().Changed("leader-elect") || cmd.Flags().Changed("leader-elect-lease-name") || cmd.Flags().Changed("leader-elect-identity")):
 		return false, errors.New("--leader-elect, --leader-elect-lease-name and --leader-elect-identity apply to informer mode")
+	case static && cmd.Flags().Changed("write-timeout"):
+		return false, errors.New("--write-timeout applies to informer mode")
+	case o.writeTimeout <= 0:
+		return false, errors.New("--write-timeout must be positive")
 	case o.maxRequestBytes <= 0:
 		return false, errors.New("--max-request-bytes must be positive")
 	case o.maxInFlight < 0:

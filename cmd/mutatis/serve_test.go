@@ -185,6 +185,8 @@ current-context: x
 		{name: "a negative in-flight bound", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--max-in-flight", "-1"}, want: "--max-in-flight must not be negative"},
 		{name: "the secret certificate needs informer mode", args: []string{"--policies", "x.yaml", "--self-signed-cert-secret", "tls"}, want: "--self-signed-cert-secret is a certificate source of informer mode"},
 		{name: "leader election applies to informer mode", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--leader-elect=false"}, want: "--leader-elect, --leader-elect-lease-name and --leader-elect-identity apply to informer mode"},
+		{name: "write timeout applies to informer mode", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--write-timeout", "5s"}, want: "--write-timeout applies to informer mode"},
+		{name: "write timeout must be positive", args: []string{"--kubeconfig", kubeconfig, "--source", "shadow", "--self-signed-dir", certDir, "--write-timeout", "0s"}, want: "--write-timeout must be positive"},
 		{name: "a lease name applies to informer mode", args: []string{"--policies", "../../examples", "--self-signed-dir", certDir, "--leader-elect-lease-name", "x"}, want: "apply to informer mode"},
 	}
 	for _, tc := range cases {
