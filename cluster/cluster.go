@@ -437,25 +437,25 @@ func (s *rbacSet) add(u *unstructured.Unstructured) error {
 	if u.GroupVersionKind().Group != rbacv1.GroupName {
 		return nil
 	}
-	var err error
 	switch u.GetKind() {
 	case "ClusterRole":
-		var o rbacv1.ClusterRole
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.clusterRoles = append(s.clusterRoles, o)
+		return appendTyped(&s.clusterRoles, u)
 	case "Role":
-		var o rbacv1.Role
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.roles = append(s.roles, o)
+		return appendTyped(&s.roles, u)
 	case "ClusterRoleBinding":
-		var o rbacv1.ClusterRoleBinding
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.clusterRoleBindings = append(s.clusterRoleBindings, o)
+		return appendTyped(&s.clusterRoleBindings, u)
 	case "RoleBinding":
-		var o rbacv1.RoleBinding
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
-		s.roleBindings = append(s.roleBindings, o)
+		return appendTyped(&s.roleBindings, u)
 	}
+	return nil
+}
+
+// appendTyped appends u, converted to T, to list (also when the conversion
+// fails part way, as before: the error is returned).
+func appendTyped[T any](list *[]T, u *unstructured.Unstructured) error {
+	var o T
+	err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o)
+	*list = append(*list, o)
 	return err
 }
 
