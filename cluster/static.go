@@ -24,29 +24,50 @@ type StaticOptions struct {
 	// Compiler compiles the policies; nil for a new one. Reuse one across
 	// reloads: it caches the CEL environments.
 	Compiler *compiler.Compiler
-	// Metrics go into the Evaluator's engine.Config.
+	// Metrics go into the engine.Config.
 	Metrics engine.Metrics
 	// OnSynthesize becomes the Cluster's OnSynthesize.
 	OnSynthesize func(namespace string)
 }
 
+// Static is a policy set read from files with the simulated cluster of the
+// files' other objects: what an engine.Engine serves (New over Config, then
+// Swap of Hooks; engine.Engine.Replace on a reload, which rebuilds the
+// cluster).
+type Static struct {
+	// Config is the engine configuration over the simulated cluster, with
+	// StaticOptions.Metrics.
+	Config engine.Config
+	// Hooks are the compiled policies with their bindings.
+	Hooks []engine.Hook
+	// Summary counts what was loaded, for a log line.
+	Summary string
+}
+
+// Engine returns a new Engine serving s.
+func (s *Static) Engine() *engine.Engine {
+	eng := engine.New(s.Config)
+	eng.Swap(s.Hooks)
+	return eng
+}
+
 // LoadStatic reads the files of o, refuses the policies kube-apiserver
 // would refuse to create (ValidatePolicies), and compiles every policy
-// into an Evaluator over the cluster of the files' other objects. summary
-// counts what was loaded, for a log line.
-func LoadStatic(ctx context.Context, o StaticOptions) (ev *engine.Evaluator, summary string, err error) {
+// for the cluster of the files' other objects.
+func LoadStatic(ctx context.Context, o StaticOptions) (*Static, error) {
 	comp := o.Compiler
 	if comp == nil {
+		var err error
 		if comp, err = compiler.New(); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 	}
 	pset, err := manifest.Load(ctx, o.Policies, nil)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := ValidatePolicies(comp, pset.Policies); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	objects := pset.Objects
 	var resources []string
@@ -58,22 +79,25 @@ func LoadStatic(ctx context.Context, o StaticOptions) (ev *engine.Evaluator, sum
 	if len(resources) > 0 {
 		rset, err := manifest.Load(ctx, resources, nil)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		objects = append(objects, rset.Objects...)
 	}
 	sim, err := New(objects)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	sim.OnSynthesize = o.OnSynthesize
 	policies, bindings := pset.APIObjects()
 	hooks, err := engine.NewHooks(comp, policies, bindings)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	cfg := sim.Config()
 	cfg.Metrics = o.Metrics
-	summary = fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects))
-	return engine.NewEvaluator(cfg, hooks), summary, nil
+	return &Static{
+		Config:  cfg,
+		Hooks:   hooks,
+		Summary: fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects)),
+	}, nil
 }

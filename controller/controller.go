@@ -105,12 +105,9 @@ type Config struct {
 	// is disabled (see ErrBuiltinPluginEnabled).
 	AcknowledgeBuiltinPluginDisabled bool
 
-	// Engine receives every new policy set. Nil: New creates one (see
-	// Controller.Engine).
-	Engine *engine.Engine
 	// Compiler compiles policies; nil: New creates one.
 	Compiler *compiler.Compiler
-	// Metrics is passed to every Evaluator.
+	// Metrics observes every mutation the Engine evaluates.
 	Metrics engine.Metrics
 	// Authorizer backs the CEL authorizer variables. Nil: SubjectAccessReviews
 	// through k8s.io/apiserver's webhook authorizer, with kube-apiserver's
@@ -169,17 +166,16 @@ type Status struct {
 type Controller struct {
 	cfg     Config
 	clients Clients
-	engine  *engine.Engine
-	// engineCfg is what every swapped-in Evaluator shares (engineConfig).
-	engineCfg     engine.Config
-	engineCfgOnce sync.Once
-	compiler      *compiler.Compiler
-	table         *matching.Table
-	schemas       *applyconfig.Schemas
-	scheme        *kubescheme.Scheme
-	authz         authorizer.Authorizer
-	recorder      record.EventRecorder
-	events        record.EventBroadcaster // nil when cfg.Recorder was given
+	// engine is built once over the controller's caches (engineConfig);
+	// every sync swaps its policy set in.
+	engine   *engine.Engine
+	compiler *compiler.Compiler
+	table    *matching.Table
+	schemas  *applyconfig.Schemas
+	scheme   *kubescheme.Scheme
+	authz    authorizer.Authorizer
+	recorder record.EventRecorder
+	events   record.EventBroadcaster // nil when cfg.Recorder was given
 
 	params *paramInformers
 	queue  workqueue.TypedRateLimitingInterface[string]
@@ -298,12 +294,10 @@ func New(cfg Config) (*Controller, error) {
 		c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mutatis"})
 	}
 	c.params = newParamInformers(c.clients.Dynamic, c.table)
-	c.engine = cfg.Engine
-	if c.engine == nil {
-		// Until the first policy set is in, the engine knows no policy: the
-		// webhook must not serve before Ready.
-		c.engine = engine.NewEngine(engine.NewEvaluator(c.engineConfig(), nil))
-	}
+	c.engine = engine.New(c.engineConfig())
+	// Until the first policy set is in, the engine knows no policy: the
+	// webhook must not serve before Ready.
+	c.engine.Swap(nil)
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "mutatis-policies"})
@@ -318,7 +312,9 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Engine returns the Engine the controller keeps current.
+// Engine returns the Engine the controller keeps current: the one a
+// webhook serves (built by New over the controller's caches; until the
+// first sync it knows no policy).
 func (c *Controller) Engine() *engine.Engine { return c.engine }
 
 // Ready reports whether every informer has synced and the first full policy
@@ -547,14 +543,9 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 }
 
 // engineConfig is the engine configuration over the controller's caches,
-// built once: every policy set the controller swaps in shares its matcher,
-// params collector and patcher (and their per-kind plans).
+// for its Engine: every policy set the controller swaps in shares its
+// matcher, params collector and patcher (and their per-kind plans).
 func (c *Controller) engineConfig() engine.Config {
-	c.engineCfgOnce.Do(func() { c.engineCfg = c.newEngineConfig() })
-	return c.engineCfg
-}
-
-func (c *Controller) newEngineConfig() engine.Config {
 	ns := matching.NamespaceGetterFunc(c.namespace)
 	pt := &engine.Patcher{Schemas: c.schemas, Scheme: c.scheme}
 	return engine.Config{

@@ -55,8 +55,10 @@
 // (compiler.Compile) stays in (kube-apiserver reports such errors when the
 // policy is invoked, under its failure policy) and is reported. Reports are
 // Kubernetes Events on the object and, in shadow mode, a Ready condition in
-// the object's status. The new Evaluator is swapped into the Engine
-// atomically and the generation counter moves on. Each cluster write of a
+// the object's status. The new policy set is swapped into the Engine
+// atomically (engine.Engine.Swap: only its candidate index is built; the
+// Engine's matcher, params, schemas and scheme, built once when the
+// controller is created, stay) and the generation counter moves on. Each cluster write of a
 // sync (the webhook configurations, a Ready condition) is bounded by
 // Config.WriteTimeout: an API server that does not answer makes the sync
 // fail and be retried, and never keeps later policy sets out of the Engine.

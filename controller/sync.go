@@ -146,7 +146,7 @@ func (c *Controller) sync(ctx context.Context) error {
 
 	// The engine knows the new set before kube-apiserver is told to call
 	// for it; the status (and readiness) follow both.
-	c.engine.Swap(engine.NewEvaluator(c.engineConfig(), hooks))
+	c.engine.Swap(hooks)
 	var err error
 	if c.cfg.Webhook.managed() && c.writeCtx != nil {
 		fail, ignore := WebhookConfigurations(bound, c.cfg.Webhook)

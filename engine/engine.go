@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -57,8 +58,10 @@ func NewHooks(c *compiler.Compiler, policies []*admissionregistrationv1.Mutating
 }
 
 // Config is what an Evaluator needs besides the hooks: what lives as long
-// as the process or the simulated cluster, shared by every policy set
-// swapped in. Each collaborator is given once: the namespaces are the
+// as the process or the simulated cluster (the sources of namespaces and
+// params, the schemas and the scheme with their per-kind plans, the
+// authorizer, the metrics hooks), shared by every policy set swapped into
+// an Engine. Each collaborator is given once: the namespaces are the
 // Matcher's, and the params are presented with the Patcher's scheme
 // unless the Collector has its own.
 type Config struct {
@@ -73,6 +76,20 @@ type Config struct {
 	Metrics Metrics
 	// Authorizer backs the CEL authorizer variables; nil denies every check.
 	Authorizer authorizer.Authorizer
+}
+
+// complete fills in what cfg leaves to its defaults: an authorizer that
+// denies, and the Patcher's scheme for presenting params.
+func (cfg Config) complete() Config {
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
+	}
+	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Patcher != nil && cfg.Patcher.Scheme != nil {
+		p := *cfg.Params
+		p.Scheme = cfg.Patcher.Scheme
+		cfg.Params = &p
+	}
+	return cfg
 }
 
 // Evaluator runs one admission request through a fixed set of hooks.
@@ -91,16 +108,16 @@ type Evaluator struct {
 	only admissionregistrationv1.FailurePolicyType
 }
 
-// NewEvaluator returns an Evaluator over hooks. It is safe for concurrent use.
+// NewEvaluator returns an Evaluator over hooks. It is safe for concurrent
+// use. Where policy sets follow each other over the same collaborators
+// (a webhook, a controller), an Engine holds them (New, Engine.Swap).
 func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
-	if cfg.Authorizer == nil {
-		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
-	}
-	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Patcher != nil && cfg.Patcher.Scheme != nil {
-		p := *cfg.Params
-		p.Scheme = cfg.Patcher.Scheme
-		cfg.Params = &p
-	}
+	return evaluatorOver(cfg.complete(), hooks)
+}
+
+// evaluatorOver is NewEvaluator over a completed cfg: the policy set's own
+// part, its candidate index.
+func evaluatorOver(cfg Config, hooks []Hook) *Evaluator {
 	ix := matching.NewIndex[int](cfg.Matcher.Table())
 	for i := range hooks {
 		ix.Add(matching.SelectorForPolicy(hooks[i].Policy), i)
@@ -791,10 +808,15 @@ type Admitter interface {
 	Admit(ctx context.Context, a *matching.Attributes) (Result, error)
 }
 
-// Engine holds the current Evaluator. Swapping in a new policy set is
-// atomic: in-flight admissions finish with the Evaluator they started with,
-// new ones use the new one, and nothing blocks.
+// Engine serves admission requests with the policy set most recently
+// swapped in, over collaborators built once for the life of the process
+// (New). Swapping in a new policy set is atomic: in-flight admissions
+// finish with the set they started with, new ones use the new one, and
+// nothing blocks.
 type Engine struct {
+	// mu serializes Swap and Replace; Admit only loads current.
+	mu      sync.Mutex
+	cfg     Config
 	current atomic.Pointer[engineState]
 }
 
@@ -804,19 +826,36 @@ type engineState struct {
 	all, fail, ignore *Evaluator
 }
 
-// NewEngine returns an Engine serving ev.
-func NewEngine(ev *Evaluator) *Engine {
-	e := &Engine{}
-	e.Swap(ev)
-	return e
+// New returns an Engine over cfg, which lives as long as the Engine: its
+// sources, schemas, scheme (and their per-kind plans and caches), authorizer
+// and metrics serve every policy set swapped in. It holds no policy set yet:
+// Admit answers 503 until the first Swap.
+func New(cfg Config) *Engine {
+	return &Engine{cfg: cfg.complete()}
 }
 
-// Swap installs ev for every admission that starts from now on.
-func (e *Engine) Swap(ev *Evaluator) {
-	if ev == nil {
-		e.current.Store(nil)
-		return
-	}
+// Swap installs hooks, a compiled policy set (nil or empty: no policy),
+// for every admission that starts from now on. Only what belongs to the
+// set is built: its candidate index.
+func (e *Engine) Swap(hooks []Hook) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.install(evaluatorOver(e.cfg, hooks))
+}
+
+// Replace installs hooks together with new collaborators, for a source
+// whose whole world is read again with its policies (serve's static
+// files: a reload rebuilds the simulated cluster of the resources). Later
+// Swaps keep cfg.
+func (e *Engine) Replace(cfg Config, hooks []Hook) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cfg = cfg.complete()
+	e.install(evaluatorOver(e.cfg, hooks))
+}
+
+// install makes ev and its failure-policy views current.
+func (e *Engine) install(ev *Evaluator) {
 	e.current.Store(&engineState{
 		all:    ev,
 		fail:   ev.subset(admissionregistrationv1.Fail),
@@ -832,8 +871,8 @@ func (e *Evaluator) subset(fp admissionregistrationv1.FailurePolicyType) *Evalua
 	return &sub
 }
 
-// Admit evaluates a with the current Evaluator.
-// Before the first Swap of a non-nil Evaluator, it answers 503 (the
+// Admit evaluates a with the current policy set.
+// Before the first Swap, it answers 503 (the
 // policies are not loaded yet), as kube-apiserver does while its policy
 // sources sync.
 func (e *Engine) Admit(ctx context.Context, a *matching.Attributes) (Result, error) {

@@ -71,6 +71,20 @@ func admitFrozen(t testing.TB, ev *Evaluator, a *matching.Attributes) (Result, e
 
 func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Evaluator {
 	t.Helper()
+	return NewEvaluator(testConfig(), testHooks(t, policies...))
+}
+
+// newEngine is an Engine over testConfig serving policies.
+func newEngine(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Engine {
+	t.Helper()
+	eng := New(testConfig())
+	eng.Swap(testHooks(t, policies...))
+	return eng
+}
+
+// testHooks compiles policies, each with one binding (bindingFor).
+func testHooks(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) []Hook {
+	t.Helper()
 	comp, err := compiler.New()
 	if err != nil {
 		t.Fatal(err)
@@ -83,15 +97,21 @@ func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdm
 	if err != nil {
 		t.Fatal(err)
 	}
+	return hooks
+}
+
+// testConfig is a world of every namespace (labelled with its name), no
+// params and the built-in schemas and scheme.
+func testConfig() Config {
 	table := matching.DefaultTable()
 	namespaces := matching.NamespaceGetterFunc(func(_ context.Context, name string) (*corev1.Namespace, error) {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}, nil
 	})
-	return NewEvaluator(Config{
+	return Config{
 		Matcher: matching.NewMatcher(namespaces, table),
 		Params:  &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}},
 		Patcher: &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()},
-	}, hooks)
+	}
 }
 
 type scopesOf struct{ t *matching.Table }
@@ -298,12 +318,12 @@ func TestMetricsObserveEveryMutation(t *testing.T) {
 
 func TestEngineSwapIsAtomic(t *testing.T) {
 	never := admissionregistrationv1.NeverReinvocationPolicy
-	eng := NewEngine(newEvaluator(t))
+	eng := newEngine(t)
 	res, _ := eng.Admit(context.Background(), createConfigMap())
 	if count(t, res) != "" {
 		t.Fatal("an empty policy set mutated")
 	}
-	eng.Swap(newEvaluator(t, mapPolicy("p", never, admissionregistrationv1.Fail, counter)))
+	eng.Swap(testHooks(t, mapPolicy("p", never, admissionregistrationv1.Fail, counter)))
 	res, _ = eng.Admit(context.Background(), createConfigMap())
 	if count(t, res) != "1" {
 		t.Fatalf("after Swap count = %q, want 1", count(t, res))
@@ -332,7 +352,7 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 }
 
 func TestEngineWithoutEvaluatorIsUnavailable(t *testing.T) {
-	_, err := NewEngine(nil).Admit(context.Background(), &matching.Attributes{})
+	_, err := New(testConfig()).Admit(context.Background(), &matching.Attributes{})
 	if !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("err = %v, want a 503", err)
 	}
@@ -340,10 +360,10 @@ func TestEngineWithoutEvaluatorIsUnavailable(t *testing.T) {
 
 func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
 	never := admissionregistrationv1.NeverReinvocationPolicy
-	eng := NewEngine(newEvaluator(t,
+	eng := newEngine(t,
 		mapPolicy("a", never, admissionregistrationv1.Fail, counter),
 		mapPolicy("b", never, admissionregistrationv1.Ignore, counter),
-	))
+	)
 	for _, tc := range []struct {
 		name  string
 		admit Admitter
@@ -363,7 +383,7 @@ func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewEngine(nil).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
+	if _, err := New(testConfig()).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
 		t.Errorf("an empty engine's view: %v, want a 503", err)
 	}
 }

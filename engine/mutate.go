@@ -45,7 +45,7 @@ type MutationOutcome struct {
 	Skipped bool
 }
 
-// Mutate evaluates mutation m of policy p against in and applies its patch
+// mutate evaluates mutation m of policy p against in and applies its patch
 // to in.Object (of kind gvk). It returns the new object content (in.Object is
 // never modified).
 //
@@ -53,15 +53,12 @@ type MutationOutcome struct {
 // whole admission request whatever the failure policy (no schema for the
 // kind, a patched object that does not decode into its type); any other error
 // is an error of this policy invocation, subject to its failure policy.
-func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (out map[string]any, outcome MutationOutcome, err error) {
-	return pt.mutate(ctx, p, m, in, gvk, nil)
-}
-
-// mutate is Mutate within one admission: chain, when not nil, holds the
-// typed value of the last ApplyConfiguration result, which the next merge
-// into that same object reuses (applyconfig.Merger.Merge), and is updated;
-// and in.Object is then in normalized form (a result of Normalize), so
-// that normalizing a merge result walks only what the patch changed.
+//
+// Within one admission, chain, when not nil, holds the typed value of the
+// last ApplyConfiguration result, which the next merge into that same
+// object reuses (applyconfig.Merger.Merge), and is updated; and in.Object
+// is then in normalized form (a result of Normalize), so that normalizing a
+// merge result walks only what the patch changed.
 func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, chain **applyconfig.Merged) (out map[string]any, outcome MutationOutcome, err error) {
 	start := time.Now()
 	defer func() {

@@ -68,7 +68,9 @@ func newWorld(t *testing.T) *world {
 	m := NewMetrics()
 	cfg := c.Config()
 	cfg.Metrics = m
-	return &world{engine: engine.NewEngine(engine.NewEvaluator(cfg, hooks)), cluster: c, metrics: m}
+	eng := engine.New(cfg)
+	eng.Swap(hooks)
+	return &world{engine: eng, cluster: c, metrics: m}
 }
 
 // tlsFixture is a certificate directory and a client trusting its CA.

@@ -49,7 +49,7 @@ func newLoadPod(tb testing.TB) *loadPod {
 
 func makeLoadPod() (*loadPod, error) {
 	ctx := context.Background()
-	ev, _, err := cluster.LoadStatic(ctx, cluster.StaticOptions{Policies: []string{"../test/load/testdata/policies"}})
+	st, err := cluster.LoadStatic(ctx, cluster.StaticOptions{Policies: []string{"../test/load/testdata/policies"}})
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func makeLoadPod() (*loadPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := engine.NewEngine(ev).Admit(ctx, a)
+	res, err := st.Engine().Admit(ctx, a)
 	if err != nil {
 		return nil, err
 	}

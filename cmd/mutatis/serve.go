@@ -96,12 +96,11 @@ type informerConfig struct {
 	// Source is "native" (admissionregistration.k8s.io MAP/MAPB) or
 	// "shadow" (--source).
 	Source string
-	// Engine is served by the webhook: Swap every new Evaluator into it.
-	Engine *engine.Engine
-	// Metrics must be set in the engine.Config of every Evaluator.
+	// Metrics go into the engine.Config of the controller's Engine.
 	Metrics engine.Metrics
-	// Ready is called once the caches are synced and the first Evaluator
-	// (every policy compiled) is in Engine; /readyz and /mutate wait for it.
+	// Ready is called once the caches are synced and the first policy set
+	// (every policy compiled) is in the Engine; /readyz and /mutate wait
+	// for it.
 	Ready func()
 	// Log is the server's logger.
 	Log *slog.Logger
@@ -111,38 +110,42 @@ type informerConfig struct {
 	Options *serveOptions
 }
 
-// informerRunner keeps cfg.Engine in sync with the cluster until ctx is
-// done (runController).
-type informerRunner func(ctx context.Context, cfg informerConfig) error
+// informerRunner builds informer mode: the Engine the webhook serves and
+// the function that keeps it in sync with the cluster until ctx is done
+// (runController).
+type informerRunner func(cfg informerConfig) (*engine.Engine, func(ctx context.Context) error, error)
 
-// runController is informer mode: controller/ keeps the Engine current and,
-// with --webhook-url or --webhook-service, the webhook configurations.
-func runController(ctx context.Context, c informerConfig) error {
+// runController is informer mode: controller/ keeps its Engine current
+// and, with --webhook-url or --webhook-service, the webhook configurations.
+func runController(c informerConfig) (*engine.Engine, func(ctx context.Context) error, error) {
 	o := c.Options
 	wh := o.webhookOptions()
 	if (wh.URL != "" || wh.Service != nil) && len(wh.CABundle) == 0 {
-		return errors.New("managing webhook configurations needs the CA of the serving certificate: --webhook-ca-file, or a certificate from --self-signed-dir or --self-signed-cert-secret")
+		return nil, nil, errors.New("managing webhook configurations needs the CA of the serving certificate: --webhook-ca-file, or a certificate from --self-signed-dir or --self-signed-cert-secret")
 	}
 	ctl, err := controller.New(controller.Config{
 		RestConfig: c.Rest, Source: c.Source, AcknowledgeBuiltinPluginDisabled: o.nativePluginDisabled,
-		Engine: c.Engine, Metrics: c.Metrics, Namespace: o.namespace, Webhook: wh,
+		Metrics: c.Metrics, Namespace: o.namespace, Webhook: wh,
 		LeaderElection: o.leaderElection(), WriteTimeout: o.writeTimeout,
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if c.PublishStatus != nil {
 		c.PublishStatus(ctl.Status)
 	}
-	go func() {
-		select {
-		case <-ctl.ReadyCh():
-			c.Log.Info("policy informers synced; ready")
-			c.Ready()
-		case <-ctx.Done():
-		}
-	}()
-	return ctl.Run(ctx)
+	run := func(ctx context.Context) error {
+		go func() {
+			select {
+			case <-ctl.ReadyCh():
+				c.Log.Info("policy informers synced; ready")
+				c.Ready()
+			case <-ctx.Done():
+			}
+		}()
+		return ctl.Run(ctx)
+	}
+	return ctl.Engine(), run, nil
 }
 
 // webhookOptions are the webhook configurations the flags ask the
@@ -307,11 +310,10 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		}
 	}
 
-	// The engine starts empty; the policy sources fill it and say when it
-	// is ready. Until then /mutate answers 503.
-	eng := engine.NewEngine(nil)
+	// The policy sources fill the engine and say when it is ready. Until
+	// then /mutate answers 503.
+	var eng *engine.Engine
 	var ready atomic.Bool
-	opts.Admitter = eng
 	var sources func(ctx context.Context) error
 	var ic informerConfig
 	if static {
@@ -320,13 +322,13 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 			return err
 		}
 		fp := src.fingerprint()
-		ev, summary, err := src.load(ctx)
+		st, err := src.load(ctx)
 		if err != nil {
 			return badInput(err)
 		}
-		eng.Swap(ev)
+		eng = st.Engine()
 		ready.Store(true)
-		log.Info("loaded static policies", "summary", summary)
+		log.Info("loaded static policies", "summary", st.Summary)
 		opts.Ready = func() error { return nil }
 		sources = func(ctx context.Context) error { return src.watch(ctx, eng, o.reloadInterval, fp) }
 	} else {
@@ -354,9 +356,12 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 			return (*f)()
 		}
 		publish := func(f func() controller.Status) { status.Store(&f) }
-		ic = informerConfig{Rest: cfg, Source: o.source, Engine: eng, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log, Options: o, PublishStatus: publish}
-		sources = func(ctx context.Context) error { return o.informers(ctx, ic) }
+		ic = informerConfig{Rest: cfg, Source: o.source, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log, Options: o, PublishStatus: publish}
+		if eng, sources, err = o.informers(ic); err != nil {
+			return err
+		}
 	}
+	opts.Admitter = eng
 
 	srv, err := webhook.NewServer(opts)
 	if err != nil {
@@ -532,8 +537,9 @@ func newStaticSource(o *serveOptions, metrics engine.Metrics, log *slog.Logger) 
 	return &staticSource{policies: o.policies, resources: resources, comp: comp, metrics: metrics, log: log}, nil
 }
 
-// load reads the files and compiles every policy into a new Evaluator.
-func (s *staticSource) load(ctx context.Context) (*engine.Evaluator, string, error) {
+// load reads the files and compiles every policy for the simulated
+// cluster of the resources.
+func (s *staticSource) load(ctx context.Context) (*cluster.Static, error) {
 	return cluster.LoadStatic(ctx, cluster.StaticOptions{
 		Policies: s.policies, Resources: s.resources, Compiler: s.comp, Metrics: s.metrics,
 		OnSynthesize: func(name string) {
@@ -603,13 +609,14 @@ func (s *staticSource) reload(ctx context.Context, eng *engine.Engine, last stri
 	if fp == last {
 		return last
 	}
-	ev, summary, err := s.load(ctx)
+	st, err := s.load(ctx)
 	if err != nil {
 		s.log.Error("reloading static policies failed; the previous ones stay in service", "error", err)
 		return fp // do not retry the same broken files at every tick
 	}
-	eng.Swap(ev)
-	s.log.Info("reloaded static policies", "summary", summary)
+	// The files' other objects are read again too: a new simulated cluster.
+	eng.Replace(st.Config, st.Hooks)
+	s.log.Info("reloaded static policies", "summary", st.Summary)
 	return fp
 }
 

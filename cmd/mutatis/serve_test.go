@@ -17,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/controller"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -278,11 +277,11 @@ spec: {policyName: label}
 		t.Fatal(err)
 	}
 	fp := src.fingerprint()
-	ev, _, err := src.load(ctx)
+	st, err := src.load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.NewEngine(ev)
+	eng := st.Engine()
 	label := func() string {
 		t.Helper()
 		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "default"}}}

@@ -26,7 +26,7 @@ import (
 // BenchmarkMutation measures one compiled mutation on the small Deployment:
 // upstream's patcher (NewApplyConfigurationPatcher / NewJSONPatcher, with
 // the dispatcher's dispatchOne post-processing: conversion back to the
-// typed object and defaulting) against engine.Patcher.Mutate (evaluation,
+// typed object and defaulting) against engine.MutateStandalone (evaluation,
 // merge or patch, normalization through the Go type). Both compile once,
 // outside the loop.
 func BenchmarkMutation(b *testing.B) {
@@ -107,7 +107,7 @@ func benchmarkMutation(b *testing.B, suffix string, dep *appsv1.Deployment) {
 			in := compiler.Input{Object: obj, Request: req}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := pt.Mutate(ctx, compiled, compiled.Mutations[0], in, deploymentGVK); err != nil {
+				if _, _, err := engine.MutateStandalone(ctx, pt, compiled, compiled.Mutations[0], in, deploymentGVK); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -226,7 +226,7 @@ func testMutationCasesAgree(t *testing.T, dep *appsv1.Deployment) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, _, err := pt.Mutate(ctx, compiled, compiled.Mutations[0], compiler.Input{Object: obj}, deploymentGVK)
+			ours, _, err := engine.MutateStandalone(ctx, pt, compiled, compiled.Mutations[0], compiler.Input{Object: obj}, deploymentGVK)
 			if err != nil {
 				t.Fatal(err)
 			}

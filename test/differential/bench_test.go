@@ -52,7 +52,7 @@ func BenchmarkMutation(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for i := 0; i < b.N; i++ {
-				if _, _, err := pt.Mutate(ctx, policy, policy.Mutations[0], compiler.Input{Object: obj}, gvk); err != nil {
+				if _, _, err := engine.MutateStandalone(ctx, pt, policy, policy.Mutations[0], compiler.Input{Object: obj}, gvk); err != nil {
 					b.Fatal(err)
 				}
 			}

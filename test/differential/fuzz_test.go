@@ -58,7 +58,7 @@ func FuzzCELResultConversion(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ours, _, ourErr := pt.Mutate(ctx, policy, policy.Mutations[0], compiler.Input{Object: obj.DeepCopy().Object}, widgetGVK)
+		ours, _, ourErr := engine.MutateStandalone(ctx, pt, policy, policy.Mutations[0], compiler.Input{Object: obj.DeepCopy().Object}, widgetGVK)
 		if err := sameOutcome(ours, ourErr, theirs, theirErr); err != nil {
 			t.Fatalf("input %s: %v", data, err)
 		}

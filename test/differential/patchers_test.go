@@ -291,7 +291,7 @@ func TestPatchersMatchUpstream(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ours, _, ourErr := pt.Mutate(ctx, policy, policy.Mutations[0], in, gvk)
+			ours, _, ourErr := engine.MutateStandalone(ctx, pt, policy, policy.Mutations[0], in, gvk)
 			if err := sameOutcome(ours, ourErr, theirs, theirErr); err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"net"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/webhook"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -95,7 +94,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 // StartServer serves (and BenchmarkHandler calls without a network).
 func newServer(ctx context.Context, o ServerOptions, log *slog.Logger, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (*webhook.Server, string, error) {
 	metrics := webhook.NewMetrics()
-	ev, summary, err := cluster.LoadStatic(ctx, cluster.StaticOptions{
+	st, err := cluster.LoadStatic(ctx, cluster.StaticOptions{
 		Policies: o.Policies, Resources: o.Resources, Metrics: metrics,
 		OnSynthesize: func(name string) {
 			log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
@@ -105,7 +104,7 @@ func newServer(ctx context.Context, o ServerOptions, log *slog.Logger, getCert f
 		return nil, "", err
 	}
 	srv, err := webhook.NewServer(webhook.Options{
-		Admitter:        engine.NewEngine(ev),
+		Admitter:        st.Engine(),
 		Ready:           func() error { return nil },
 		GetCertificate:  getCert,
 		MaxRequestBytes: webhook.DefaultMaxRequestBytes,
@@ -113,7 +112,7 @@ func newServer(ctx context.Context, o ServerOptions, log *slog.Logger, getCert f
 		Metrics:         metrics,
 		Log:             log,
 	})
-	return srv, summary, err
+	return srv, st.Summary, err
 }
 
 // Close shuts the server down gracefully and returns Serve's error.
