@@ -8,7 +8,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -153,12 +154,7 @@ func (c *Cluster) Namespace(_ context.Context, name string) (*corev1.Namespace, 
 func (c *Cluster) Namespaces() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]string, 0, len(c.namespaces))
-	for n := range c.namespaces {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(c.namespaces))
 }
 
 // Namespaced implements params.Scopes over the resource table.

@@ -7,10 +7,11 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -288,21 +289,9 @@ func renamed(v any, copyIndex int) any {
 
 // Sort orders measurements by fixture, policy, binding, path, then scale.
 func Sort(ms []Measurement) {
-	sort.SliceStable(ms, func(i, j int) bool {
-		a, b := ms[i], ms[j]
-		if a.Fixture != b.Fixture {
-			return a.Fixture < b.Fixture
-		}
-		if a.Policy != b.Policy {
-			return a.Policy < b.Policy
-		}
-		if a.Binding != b.Binding {
-			return a.Binding < b.Binding
-		}
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return a.Scale < b.Scale
+	slices.SortStableFunc(ms, func(a, b Measurement) int {
+		return cmp.Or(cmp.Compare(a.Fixture, b.Fixture), cmp.Compare(a.Policy, b.Policy),
+			cmp.Compare(a.Binding, b.Binding), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Scale, b.Scale))
 	})
 }
 

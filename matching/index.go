@@ -1,7 +1,9 @@
 package matching
 
 import (
-	"sort"
+	"cmp"
+	"maps"
+	"slices"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -160,15 +162,8 @@ func selectorKeys(sel Selector) []indexKey {
 	for k := range set {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.group != b.group {
-			return a.group < b.group
-		}
-		if a.resource != b.resource {
-			return a.resource < b.resource
-		}
-		return a.op < b.op
+	slices.SortFunc(keys, func(a, b indexKey) int {
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.resource, b.resource), cmp.Compare(a.op, b.op))
 	})
 	return keys
 }
@@ -236,12 +231,7 @@ func (ix *Index[T]) Lookup(op admission.Operation, resource schema.GroupVersionR
 func (ix *Index[T]) All(yield func(T) bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	ids := make([]EntryID, 0, len(ix.entries))
-	for id := range ix.entries {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(ix.entries)) {
 		if !yield(ix.entries[id].payload) {
 			return
 		}

@@ -136,12 +136,8 @@ func (m *Matcher) MatchResources(ctx context.Context, a *Attributes, mr *admissi
 	if mr == nil {
 		return Result{}, fmt.Errorf("nil match resources")
 	}
-	matches, nsErr := m.matchNamespaceSelector(ctx, mr.NamespaceSelector, a)
-	if !matches && nsErr == nil {
-		return Result{}, nil
-	}
-	matches, objErr := matchObjectSelector(mr.ObjectSelector, a)
-	if !matches && objErr == nil {
+	selected, selErr := m.matchSelectors(ctx, mr.NamespaceSelector, mr.ObjectSelector, a)
+	if !selected {
 		return Result{}, nil
 	}
 
@@ -166,13 +162,29 @@ func (m *Matcher) MatchResources(ctx context.Context, a *Attributes, mr *admissi
 	if !isMatch {
 		return Result{}, nil
 	}
-	if nsErr != nil {
-		return Result{}, nsErr
-	}
-	if objErr != nil {
-		return Result{}, objErr
+	if selErr != nil {
+		return Result{}, selErr
 	}
 	return result, nil
+}
+
+// matchSelectors checks the namespace and object selectors as upstream's
+// matchers do before the rules: selected is false when a selector does not
+// match, which ends matching; a selector that fails gives err (the
+// namespace selector's first), which is reported only if the rules match.
+func (m *Matcher) matchSelectors(ctx context.Context, nsSel, objSel *metav1.LabelSelector, a *Attributes) (selected bool, err error) {
+	matches, nsErr := m.matchNamespaceSelector(ctx, nsSel, a)
+	if !matches && nsErr == nil {
+		return false, nil
+	}
+	matches, objErr := matchObjectSelector(objSel, a)
+	if !matches && objErr == nil {
+		return false, nil
+	}
+	if nsErr != nil {
+		return true, nsErr
+	}
+	return true, objErr
 }
 
 func (m *Matcher) matchesResourceRules(namedRules []admissionregistrationv1.NamedRuleWithOperations, matchPolicy *admissionregistrationv1.MatchPolicyType, a *Attributes) (bool, Result, error) {
@@ -261,12 +273,8 @@ func (m *Matcher) webhookMatches(ctx context.Context, a *Attributes, nsSel, objS
 	if a == nil {
 		return Result{}, errors.New("nil request attributes")
 	}
-	matches, nsErr := m.matchNamespaceSelector(ctx, nsSel, a)
-	if !matches && nsErr == nil {
-		return Result{}, nil
-	}
-	matches, objErr := matchObjectSelector(objSel, a)
-	if !matches && objErr == nil {
+	selected, selErr := m.matchSelectors(ctx, nsSel, objSel, a)
+	if !selected {
 		return Result{}, nil
 	}
 
@@ -300,11 +308,8 @@ func (m *Matcher) webhookMatches(ctx context.Context, a *Attributes, nsSel, objS
 	if !result.Matches {
 		return Result{}, nil
 	}
-	if nsErr != nil {
-		return Result{}, nsErr
-	}
-	if objErr != nil {
-		return Result{}, objErr
+	if selErr != nil {
+		return Result{}, selErr
 	}
 	return result, nil
 }

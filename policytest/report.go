@@ -98,26 +98,27 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 
 // JUnit XML, in the schema Jenkins and Ant read.
 
+// JUnitTotals are the attributes the root and every suite share: a name,
+// the counts of the cases below and their time.
+type JUnitTotals struct {
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+}
+
 // JUnitTestSuites is the root element of a JUnit report.
 type JUnitTestSuites struct {
-	XMLName  xml.Name         `xml:"testsuites"`
-	Name     string           `xml:"name,attr"`
-	Tests    int              `xml:"tests,attr"`
-	Failures int              `xml:"failures,attr"`
-	Errors   int              `xml:"errors,attr"`
-	Skipped  int              `xml:"skipped,attr"`
-	Time     string           `xml:"time,attr"`
-	Suites   []JUnitTestSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	JUnitTotals
+	Suites []JUnitTestSuite `xml:"testsuite"`
 }
 
 // JUnitTestSuite is one suite file.
 type JUnitTestSuite struct {
-	Name      string          `xml:"name,attr"`
-	Tests     int             `xml:"tests,attr"`
-	Failures  int             `xml:"failures,attr"`
-	Errors    int             `xml:"errors,attr"`
-	Skipped   int             `xml:"skipped,attr"`
-	Time      string          `xml:"time,attr"`
+	JUnitTotals
 	Timestamp string          `xml:"timestamp,attr,omitempty"`
 	File      string          `xml:"file,attr,omitempty"`
 	Cases     []JUnitTestCase `xml:"testcase"`
@@ -147,9 +148,9 @@ func junitTime(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds())
 // JUnit converts the report to JUnit's structure. A suite that could not
 // be run becomes a suite with one errored test case named "load".
 func (r *Report) JUnit() JUnitTestSuites {
-	root := JUnitTestSuites{Name: "mutatis", Time: junitTime(r.Elapsed)}
+	root := JUnitTestSuites{JUnitTotals: JUnitTotals{Name: "mutatis", Time: junitTime(r.Elapsed)}}
 	for _, s := range r.Suites {
-		js := JUnitTestSuite{Name: s.Name, File: s.File, Time: junitTime(s.Elapsed)}
+		js := JUnitTestSuite{JUnitTotals: JUnitTotals{Name: s.Name, Time: junitTime(s.Elapsed)}, File: s.File}
 		if s.Err != nil {
 			js.Cases = append(js.Cases, JUnitTestCase{Name: "load", Classname: s.Name, Time: junitTime(0),
 				Error: &JUnitProblem{Message: "invalid suite", Type: "input", Text: s.Err.Error()}})
