@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -102,10 +103,15 @@ func testHooks(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmiss
 
 // testConfig is a world of every namespace (labelled with its name), no
 // params and the built-in schemas and scheme.
-func testConfig() Config {
+func testConfig() Config { return testConfigLabelled(nil) }
+
+// testConfigLabelled is testConfig with labels added to every namespace.
+func testConfigLabelled(labels map[string]string) Config {
 	table := matching.DefaultTable()
 	namespaces := matching.NamespaceGetterFunc(func(_ context.Context, name string) (*corev1.Namespace, error) {
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}, nil
+		l := map[string]string{"kubernetes.io/metadata.name": name}
+		maps.Copy(l, labels)
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}, nil
 	})
 	return Config{
 		Matcher: matching.NewMatcher(namespaces, table),
@@ -348,6 +354,36 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 		if tc.denied && !strings.Contains(res.Denied.ErrStatus.Message, "panic") {
 			t.Fatalf("denial does not name the panic: %s", res.Denied.ErrStatus.Message)
 		}
+	}
+}
+
+// TestEngineReplaceKeepsTheNewCollaborators: Replace serves its policy set
+// over its own collaborators, and later Swaps keep them.
+func TestEngineReplaceKeepsTheNewCollaborators(t *testing.T) {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	hooks := testHooks(t, mapPolicy("team", never, admissionregistrationv1.Fail,
+		`Object{metadata: Object.metadata{annotations: {"team": namespaceObject.metadata.labels[?"team"].orValue("none")}}}`))
+	eng := New(testConfig())
+	team := func() string {
+		t.Helper()
+		res, err := eng.Admit(context.Background(), createConfigMap())
+		if err != nil || res.Denied != nil {
+			t.Fatal(err, res.Denied)
+		}
+		v, _, _ := unstructured.NestedString(res.Object, "metadata", "annotations", "team")
+		return v
+	}
+	eng.Swap(hooks)
+	if got := team(); got != "none" {
+		t.Fatalf("before Replace team = %q, want none", got)
+	}
+	eng.Replace(testConfigLabelled(map[string]string{"team": "blue"}), hooks)
+	if got := team(); got != "blue" {
+		t.Fatalf("after Replace team = %q, want blue", got)
+	}
+	eng.Swap(hooks)
+	if got := team(); got != "blue" {
+		t.Fatalf("after a later Swap team = %q, want blue (Replace's collaborators)", got)
 	}
 }
 
