@@ -12,6 +12,7 @@ import (
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/costs"
+	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -99,15 +100,31 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 			estimates = append(estimates, estimated{src: c.src, expr: e.Expression, cost: e.Cost})
 		}
 	}
+	// The schema-aware checks (package lint).
+	checker := lint.NewChecker(set.Objects, false)
+	var findings []lint.Finding
+	for _, c := range all {
+		findings = append(findings, checker.Policy(c.src, c.policy)...)
+	}
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
 	}
+	for _, f := range findings {
+		if f.Severity == lint.Error {
+			fmt.Fprintln(out, f.String())
+		}
+	}
 	warnings := append(bindingWarnings(set), costWarnings(estimates)...)
+	for _, f := range findings {
+		if f.Severity == lint.Warning {
+			warnings = append(warnings, f.String())
+		}
+	}
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}
 	if showCost && len(all) > 0 {
-		if len(problems)+len(warnings) > 0 {
+		if len(problems)+len(warnings)+len(findings) > 0 {
 			fmt.Fprintln(out)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -121,8 +138,9 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems), len(warnings))
-	if len(problems) > 0 {
+	nErrors := lint.Errors(findings)
+	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems)+nErrors, len(warnings))
+	if len(problems) > 0 || nErrors > 0 {
 		return &exitError{code: exitProblem}
 	}
 	return nil

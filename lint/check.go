@@ -1,0 +1,53 @@
+package lint
+
+import (
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// Policy runs the expression checks of one policy (cp is its compilation)
+// against every kind it can match. Expressions that did not compile are
+// left to the compiler's errors.
+func (c *Checker) Policy(p manifest.Policy, cp *compiler.Policy) []Finding {
+	var out []Finding
+	add := func(e *compiler.Expression, sev Severity, id int64, check, msg string) {
+		f := Finding{Severity: sev, Check: check, Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name,
+			Field: e.Path.String(), Message: msg, Expression: e.Source}
+		if id != 0 && e.AST() != nil {
+			loc := e.AST().NativeRep().SourceInfo().GetStartLocation(id)
+			if loc.Line() > 0 {
+				f.CELLine, f.CELColumn = loc.Line(), loc.Column()+1
+			}
+		}
+		out = append(out, f)
+	}
+	for _, t := range c.targets(p.Policy) {
+		for _, e := range cp.Expressions() {
+			if e.Err != nil || e.AST() == nil {
+				continue
+			}
+			e := e
+			checkObjects(e, t.schema, func(id int64, check, msg string) { add(e, Error, id, check, msg) })
+		}
+	}
+	return dedupe(out)
+}
+
+// dedupe drops repeated findings (the same problem found for several
+// kinds with the same schema), keeping the first.
+func dedupe(fs []Finding) []Finding {
+	seen := map[string]bool{}
+	out := fs[:0]
+	for _, f := range fs {
+		k := f.String()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+// Set runs the checks of the policy set as a whole.
+func (c *Checker) Set(set *manifest.Set) []Finding { return nil }
