@@ -21,13 +21,23 @@ func (c *Checker) Policy(p manifest.Policy, cp *compiler.Policy) []Finding {
 		}
 		out = append(out, f)
 	}
+	params := c.paramSchema(p.Policy)
+	// A matchCondition's has() guards every mutation.
+	guards := map[string]bool{}
+	for _, mc := range cp.MatchConditions {
+		if mc.AST() != nil {
+			collectGuards(mc.AST().NativeRep().Expr(), guards)
+		}
+	}
 	for _, t := range c.targets(p.Policy) {
+		_ = checkReads(p.Policy, cp, t.schema, params, add)
 		for _, e := range cp.Expressions() {
 			if e.Err != nil || e.AST() == nil {
 				continue
 			}
 			e := e
 			checkObjects(e, t.schema, func(id int64, check, msg string) { add(e, Error, id, check, msg) })
+			checkOptionalReads(e, t.schema, guards, func(id int64, msg string) { add(e, Warning, id, "read-unguarded-optional", msg) })
 		}
 	}
 	return dedupe(out)

@@ -62,15 +62,15 @@ func TestCorpus(t *testing.T) {
 			sort.Strings(got)
 			sort.Strings(want)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("findings:\n%s\nwant:\n%s\n\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), render(findings))
+				t.Fatalf("findings:\n%s\nwant:\n%s\n\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), renderFindings(findings))
 			}
-			t.Log(render(findings))
+			t.Log(renderFindings(findings))
 			checkRuntimeTwins(t, set, findings)
 		})
 	}
 }
 
-func render(fs []Finding) string {
+func renderFindings(fs []Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(f.String())
@@ -173,7 +173,7 @@ func checkRuntimeTwins(t *testing.T, set *manifest.Set, findings []Finding) {
 			continue
 		}
 		if denied == "" {
-			t.Errorf("request %s admitted, but lint found errors:\n%s", r.Source, render(findings))
+			t.Errorf("request %s admitted, but lint found errors:\n%s", r.Source, renderFindings(findings))
 			continue
 		}
 		for _, q := range quotes {

@@ -172,7 +172,7 @@ func (c *objectChecker) checkValue(v ast.Expr, tr smdschema.TypeRef, path fieldP
 			return
 		}
 	}
-	if want, bad := mismatch(a, t); bad {
+	if want, bad := mismatch(a, t); bad && c.certain(v) {
 		c.report(v.ID(), "object-value-type", fmt.Sprintf("%s is a %s in the schema of %s but the value is of type %s; at run time: %q", path.index, want, c.k.gvkLabel(), t,
 			"failed to convert patch object to typed object: "+path.keyed+": expected "+runtimeKind(a)+", got "+valueKind(t)))
 		return
@@ -239,6 +239,45 @@ func (c *objectChecker) item(path fieldPath, l *smdschema.List, i int, el ast.Ex
 	}
 	out.keyed = path.keyed + "[" + strings.Join(parts, ",") + "]"
 	return out
+}
+
+// certain tells whether the checked type of v is the type of its value
+// whenever it has one: no dyn operand chose the overload that typed it
+// (object.metadata.name + 1 is typed int with a dyn operand, but fails
+// before it has a value). Conversions fix their result type whatever
+// their operand.
+func (c *objectChecker) certain(v ast.Expr) bool {
+	ok := true
+	var walk func(x ast.Expr)
+	walk = func(x ast.Expr) {
+		if !ok {
+			return
+		}
+		if t := c.native.GetType(x.ID()); t != nil && t.Kind() == types.DynKind {
+			ok = false
+			return
+		}
+		switch x.Kind() {
+		case ast.CallKind:
+			call := x.AsCall()
+			switch call.FunctionName() {
+			case "string", "int", "uint", "double", "bool", "size", "bytes":
+				return
+			}
+			if call.IsMemberFunction() {
+				walk(call.Target())
+			}
+			for _, a := range call.Args() {
+				walk(a)
+			}
+		case ast.SelectKind:
+			walk(x.AsSelect().Operand())
+		case ast.ComprehensionKind:
+			ok = false
+		}
+	}
+	walk(v)
+	return ok
 }
 
 // atomic tells whether a list, map or struct type is atomic.
