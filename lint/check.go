@@ -37,6 +37,7 @@ func (c *Checker) Policy(p manifest.Policy, cp *compiler.Policy) []Finding {
 			}
 			e := e
 			checkObjects(e, t.schema, func(id int64, check, msg string) { add(e, Error, id, check, msg) })
+			checkJSONPatches(e, t.schema, guards, func(id int64, check, msg string) { add(e, Warning, id, check, msg) })
 			checkOptionalReads(e, t.schema, guards, func(id int64, msg string) { add(e, Warning, id, "read-unguarded-optional", msg) })
 		}
 	}
