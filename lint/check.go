@@ -60,5 +60,3 @@ func dedupe(fs []Finding) []Finding {
 	return out
 }
 
-// Set runs the checks of the policy set as a whole.
-func (c *Checker) Set(set *manifest.Set) []Finding { return nil }

@@ -18,7 +18,8 @@ import (
 // the objects of requests, and says in "# lint: …" comment lines what the
 // checks must find: "# lint: clean" (nothing), or one line per finding
 // "# lint: error CHECK" / "# lint: warning CHECK" (the checks found, as a
-// multiset; order does not matter).
+// multiset; order does not matter). "# lint-option: resources" lints the
+// file as if its objects were given with --resources.
 //
 // Every finding of severity error has its runtime twin checked: each
 // request object of the file is admitted through the engine (as mutatis
@@ -54,7 +55,7 @@ func TestCorpus(t *testing.T) {
 			if !clean && len(want) == 0 {
 				t.Fatal("no # lint: expectation")
 			}
-			findings, set := lintFiles(t, file)
+			findings, set := lintFiles(t, strings.Contains(string(data), "# lint-option: resources"), file)
 			var got []string
 			for _, f := range findings {
 				got = append(got, f.Severity.String()+" "+f.Check)
@@ -80,7 +81,7 @@ func renderFindings(fs []Finding) string {
 }
 
 // lintFiles loads paths and runs every check on them.
-func lintFiles(t *testing.T, paths ...string) ([]Finding, *manifest.Set) {
+func lintFiles(t *testing.T, resources bool, paths ...string) ([]Finding, *manifest.Set) {
 	t.Helper()
 	set, err := manifest.Load(context.Background(), paths, nil)
 	if err != nil {
@@ -90,7 +91,7 @@ func lintFiles(t *testing.T, paths ...string) ([]Finding, *manifest.Set) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewChecker(set.Objects, false)
+	c := NewChecker(set.Objects, resources)
 	var out []Finding
 	for _, p := range set.Policies {
 		cp, err := comp.Compile(p.Policy)
@@ -108,7 +109,7 @@ func lintFiles(t *testing.T, paths ...string) ([]Finding, *manifest.Set) {
 
 // requestKinds are the kinds of a corpus file's documents that are not
 // requests.
-var notRequests = map[string]bool{"CustomResourceDefinition": true, "Namespace": true, "ConfigMap": true}
+var notRequests = map[string]bool{"CustomResourceDefinition": true, "Namespace": true, "ConfigMap": true, "Sidecar": true}
 
 // checkRuntimeTwins admits every request object of set and checks it
 // against the error findings: each must be denied with the quoted runtime

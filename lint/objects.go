@@ -102,6 +102,12 @@ func (c *objectChecker) placeOf(name string) (smdschema.TypeRef, fieldPath, bool
 				continue
 			}
 			if a.Map != nil && a.Scalar == nil && len(a.Map.Fields) == 0 && !isEmptyRef(a.Map.ElementType) {
+				// Object.metadata.labels{…} is the map itself; only a map
+				// of objects has its values constructed with its name.
+				ea, ok := resolve(c.k.s, a.Map.ElementType)
+				if !ok || ea.Map == nil || ea.Scalar != nil {
+					break
+				}
 				tr = a.Map.ElementType
 				path.WriteString(".*")
 				continue
