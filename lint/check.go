@@ -59,4 +59,3 @@ func dedupe(fs []Finding) []Finding {
 	}
 	return out
 }
-
