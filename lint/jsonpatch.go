@@ -55,7 +55,9 @@ func checkJSONPatches(e *compiler.Expression, k *kindSchema, guards map[string]b
 		}
 		parts := concatenation(pathExpr)
 		for i, p := range parts {
-			if s, ok := literalString(p); ok && i > 0 && strings.ContainsAny(s, "/~") {
+			// A literal appended as a key ("/metadata/labels/" + "a/b"); one
+			// that starts with "/" continues the path ("…" + "/image").
+			if s, ok := literalString(p); ok && i > 0 && !strings.HasPrefix(s, "/") && strings.ContainsAny(s, "/~") {
 				report(p.ID(), "jsonpatch-escape", fmt.Sprintf("the key %q is appended to a JSON pointer without jsonpatch.escapeKey: its %s is read as a path separator; write jsonpatch.escapeKey(%q)", s, escapedChars(s), s))
 				return // the path below is not what its author meant
 			}

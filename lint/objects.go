@@ -179,8 +179,8 @@ func (c *objectChecker) checkValue(v ast.Expr, tr smdschema.TypeRef, path fieldP
 		}
 	}
 	if want, bad := mismatch(a, t); bad && c.certain(v) {
-		c.report(v.ID(), "object-value-type", fmt.Sprintf("%s is a %s in the schema of %s but the value is of type %s; at run time: %q", path.index, want, c.k.gvkLabel(), t,
-			"failed to convert patch object to typed object: "+path.keyed+": expected "+runtimeKind(a)+", got "+valueKind(t)))
+		c.report(v.ID(), "object-value-type", fmt.Sprintf("%s is a %s in the schema of %s but the value is of type %s; at run time: %q%s", path.index, want, c.k.gvkLabel(), t,
+			"failed to convert patch object to typed object: "+path.keyed+": expected "+runtimeKind(a)+", got "+valueKind(a, t), gotSuffix(a)))
 		return
 	}
 	if atomic(a) {
@@ -342,23 +342,34 @@ func runtimeKind(a smdschema.Atom) string {
 	return "value"
 }
 
-// valueKind is how structured-merge-diff names the kind of a value.
-func valueKind(t *types.Type) string {
+// valueKind is how structured-merge-diff names the value it got: the Go
+// type of the unstructured value where it expected a number (%T); where
+// it expected anything else it prints the value itself, which a static
+// check does not know, so the quote stops before it (see gotSuffix).
+func valueKind(a smdschema.Atom, t *types.Type) string {
+	if a.Scalar == nil || *a.Scalar != smdschema.Numeric {
+		return ""
+	}
 	switch t.Kind() {
 	case types.StringKind, types.BytesKind:
 		return "string"
-	case types.IntKind, types.UintKind:
-		return "int64"
-	case types.DoubleKind:
-		return "float64"
 	case types.BoolKind:
 		return "bool"
 	case types.ListKind:
-		return "list"
+		return "[]interface {}"
 	case types.MapKind, types.StructKind:
-		return "map"
+		return "map[string]interface {}"
 	}
 	return t.String()
+}
+
+// gotSuffix says what follows the quoted message when it stops before the
+// value (see valueKind).
+func gotSuffix(a smdschema.Atom) string {
+	if a.Scalar != nil && *a.Scalar == smdschema.Numeric {
+		return ""
+	}
+	return " and the value"
 }
 
 func (k *kindSchema) gvkLabel() string { return target{gvk: k.gvk}.label() }
