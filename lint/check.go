@@ -1,6 +1,8 @@
 package lint
 
 import (
+	"fmt"
+
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
@@ -30,7 +32,10 @@ func (c *Checker) Policy(p manifest.Policy, cp *compiler.Policy) []Finding {
 		}
 	}
 	for _, t := range c.targets(p.Policy) {
-		_ = checkReads(p.Policy, cp, t.schema, params, add)
+		if err := checkReads(p.Policy, cp, t.schema, params, add); err != nil {
+			out = append(out, Finding{Severity: Warning, Check: "read-type", Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name,
+				Field: "spec", Message: fmt.Sprintf("the expressions could not be typed by the schema of %s: %v", t.label(), err)})
+		}
 		for _, e := range cp.Expressions() {
 			if e.Err != nil || e.AST() == nil {
 				continue
