@@ -29,8 +29,12 @@ type objectChecker struct {
 }
 
 // checkObjects reports the Object{…} problems of e against kind k.
+//
+// Only ApplyConfiguration mutations are checked: an Object{…} that is the
+// value of a JSON patch operation is plain JSON to the patch (it may write
+// an atomic list whole), and one in a variable may end up in either.
 func checkObjects(e *compiler.Expression, k *kindSchema, report func(id int64, check, msg string)) {
-	if e.AST() == nil {
+	if e.AST() == nil || e.Kind != compiler.KindApplyConfiguration {
 		return
 	}
 	c := &objectChecker{k: k, native: e.AST().NativeRep(), report: report, nested: map[int64]bool{}}
