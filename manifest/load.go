@@ -248,6 +248,30 @@ func Parse(file string, data []byte) (*Set, error) {
 	return set, errs.err()
 }
 
+// Document is one YAML document or JSON value of a file, as Load cuts
+// it: Index is the Doc of the Sources of its objects, Line the 1-based line
+// of its first line in the file.
+type Document struct {
+	Index, Line int
+	Data        []byte
+	JSON        bool
+}
+
+// Documents cuts the data of a file into its documents exactly as Load
+// does (a byte order mark dropped, "---" separator lines, a leading blank
+// document skipped, JSON streams), up to the first error that cuts the
+// input short. Tools that need more of a document than Load keeps (the
+// positions of its fields) read it again with this.
+func Documents(data []byte) []Document {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	docs, _ := splitDocuments(data)
+	out := make([]Document, len(docs))
+	for i, d := range docs {
+		out[i] = Document{Index: d.index, Line: d.line, Data: d.data, JSON: d.json}
+	}
+	return out
+}
+
 // document is one YAML document or JSON value of a file.
 type document struct {
 	index int

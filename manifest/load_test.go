@@ -396,3 +396,27 @@ spec:
 		t.Errorf("bindings %v", bindings)
 	}
 }
+
+func TestDocumentsAreLoadsDocuments(t *testing.T) {
+	data := []byte("# license\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n")
+	set, err := Parse("f.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := Documents(data)
+	if len(set.Objects) != 2 {
+		t.Fatalf("%d objects, want 2", len(set.Objects))
+	}
+	for _, o := range set.Objects {
+		i := o.Source.Doc
+		if i >= len(docs) || docs[i].Index != i {
+			t.Fatalf("object %s: no document %d among %d", o.Source, i, len(docs))
+		}
+		if !strings.Contains(string(docs[i].Data), "name: "+o.Object.GetName()) {
+			t.Errorf("document %d holds %q, not object %s", i, docs[i].Data, o.Object.GetName())
+		}
+	}
+	if docs[0].Line != 4 {
+		t.Errorf("first document starts at line %d, want 4", docs[0].Line)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -115,6 +116,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
+	lintWarnings(stderr, comp, policySet, append(policySet.Objects, resources.Objects...), len(o.resources) > 0)
 	sim.NoDefaults, sim.NoValidate = o.noDefaults, o.noValidate
 	sim.OnSynthesize = func(name string) {
 		fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
@@ -169,6 +171,26 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
 	return printResult(cmd.OutOrStdout(), o.output, before, adm.Object)
+}
+
+// lintWarnings prints what the schema-aware checks of mutatis lint find in
+// the policies (docs/lint.md), errors included, as warnings: the run goes
+// on and shows what the engine does.
+func lintWarnings(w io.Writer, comp *compiler.Compiler, set *manifest.Set, objects []manifest.Object, resources bool) {
+	checker := lint.NewChecker(objects, resources)
+	var findings []lint.Finding
+	for _, p := range set.Policies {
+		cp, err := comp.Compile(p.Policy)
+		if err != nil {
+			continue
+		}
+		findings = append(findings, checker.Policy(p, cp)...)
+	}
+	findings = append(findings, checker.Set(set)...)
+	lint.Locate(findings)
+	for _, f := range findings {
+		fmt.Fprintf(w, "warning: lint %s: %s\n", f.Severity, f)
+	}
 }
 
 // printWarnings prints warnings as kubectl does.

@@ -44,3 +44,17 @@ func TestApplyRefusesWhatTheAPIServerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// apply prints the findings of lint's schema-aware checks as warnings,
+// then runs the request: here the kubernetes.io example, whose unguarded
+// matchCondition lint warns about, is denied for that very read.
+func TestApplyPrintsLintFindings(t *testing.T) {
+	code, _, stderr := runCLI(t, "", "apply", "-f", "testdata/apply/pod-with-debug.yaml", "--policies", "../../lint/testdata/corpus/k8s-docs-applyconfiguration.yaml")
+	checkCLI(t, code, "", stderr, exitProblem, []string{
+		"warning: lint error: ../../lint/testdata/corpus/k8s-docs-applyconfiguration.yaml#0 (line 32:21)",
+		"may not mutate atomic arrays, maps or structs: .spec.initContainers[0].args",
+		"warning: lint warning: ",
+		`object.spec.initContainers is optional in the schema of v1 Pod and often absent: on objects without it the read fails with "no such key: initContainers"`,
+		`denied request: expression '!object.spec.initContainers.exists(ic, ic.name == "mesh-proxy")' resulted in error: no such key: initContainers`,
+	}, nil)
+}

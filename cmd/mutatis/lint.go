@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"text/tabwriter"
@@ -12,11 +13,20 @@ import (
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/costs"
+	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
+// lintOptions are the flags of mutatis lint.
+type lintOptions struct {
+	noCost    bool
+	output    string
+	strict    bool
+	resources []string
+}
+
 func newLintCommand() *cobra.Command {
-	var noCost bool
+	var o lintOptions
 	cmd := &cobra.Command{
 		Use:   "lint PATH...",
 		Short: "Validate and compile MutatingAdmissionPolicies and bindings",
@@ -29,19 +39,42 @@ expression against the per-call limit, after a warning for every expression
 whose estimate is bounded and above it. Only regular files are read; pipe
 input through "-".
 
-Exit status: 0 no problems (warnings included), 1 problems found (unreadable
-or malformed files included), 2 bad flags.`,
+The schema-aware checks (docs/lint.md) check every expression against the
+schema of every kind the policy matches: built-in kinds, and CRDs among the
+files or given with --resources. Their errors are problems (the runtime
+would fail every evaluation that reaches them, and quotes its words);
+their warnings are likely mistakes kube-apiserver accepts. With
+--resources (the cluster's other objects: CRDs, params, Namespaces), a
+paramKind nothing serves and params no object supplies are warnings too.
+Every finding has the line and column of its field in the file.
+
+-o json prints every problem and warning as JSON, -o sarif as a SARIF 2.1.0
+log for code-scanning annotations; neither prints the cost table.
+
+Exit status: 0 no problems (warnings included, unless --strict), 1 problems
+found (unreadable or malformed files included; with --strict, warnings
+too), 2 bad flags.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLint(cmd, args, !noCost)
+			switch o.output {
+			case "text", "json", "sarif":
+			default:
+				return &exitError{code: exitUsage, err: fmt.Errorf("--output must be text, json or sarif, not %q", o.output)}
+			}
+			return runLint(cmd, args, o)
 		},
 	}
-	cmd.Flags().BoolVar(&noCost, "no-cost", false, "do not print the static cost table")
+	f := cmd.Flags()
+	f.BoolVar(&o.noCost, "no-cost", false, "do not print the static cost table")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or sarif (SARIF 2.1.0)")
+	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
+	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of the cluster's other objects (CRDs, params, Namespaces) the policies run with")
 	return cmd
 }
 
-func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
+func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 	out := cmd.OutOrStdout()
+	showCost := !o.noCost && o.output == "text"
 	set, err := manifest.Load(cmd.Context(), paths, cmd.InOrStdin())
 	var problems manifest.ErrorList
 	if err != nil {
@@ -49,8 +82,22 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 			return &exitError{code: exitUsage, err: err}
 		}
 	}
+	// The cluster's other objects: schemas and params for the checks,
+	// never linted themselves.
+	objects := set.Objects
+	if len(o.resources) > 0 {
+		res, err := manifest.Load(cmd.Context(), o.resources, nil)
+		if err != nil {
+			var l manifest.ErrorList
+			if !errors.As(err, &l) || res == nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			problems = append(problems, l...)
+		}
+		objects = append(append([]manifest.Object{}, objects...), res.Objects...)
+	}
 
-	crds, crdProblems := costs.IndexCRDs(set.Objects)
+	crds, crdProblems := costs.IndexCRDs(objects)
 	problems = append(problems, crdProblems...)
 
 	comp, err := compiler.New()
@@ -99,15 +146,41 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 			estimates = append(estimates, estimated{src: c.src, expr: e.Expression, cost: e.Cost})
 		}
 	}
+	// The schema-aware checks (package lint).
+	checker := lint.NewChecker(objects, len(o.resources) > 0)
+	var findings []lint.Finding
+	for _, c := range all {
+		findings = append(findings, checker.Policy(c.src, c.policy)...)
+	}
+	findings = append(findings, checker.Set(set)...)
+	lint.Locate(findings)
+	nErrors := lint.Errors(findings)
+	if o.output != "text" {
+		return lintReport(out, o, set, problems, findings, bindingWarnings(set), estimates)
+	}
 	for _, p := range problems {
 		fmt.Fprintln(out, p.Error())
 	}
-	warnings := append(bindingWarnings(set), costWarnings(estimates)...)
+	for _, f := range findings {
+		if f.Severity == lint.Error {
+			fmt.Fprintln(out, f.String())
+		}
+	}
+	var warnings []string
+	for _, w := range bindingWarnings(set) {
+		warnings = append(warnings, w.String())
+	}
+	warnings = append(warnings, costWarnings(estimates)...)
+	for _, f := range findings {
+		if f.Severity == lint.Warning {
+			warnings = append(warnings, f.String())
+		}
+	}
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}
 	if showCost && len(all) > 0 {
-		if len(problems)+len(warnings) > 0 {
+		if len(problems)+len(warnings)+len(findings) > 0 {
 			fmt.Fprintln(out)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -121,11 +194,70 @@ func runLint(cmd *cobra.Command, paths []string, showCost bool) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems), len(warnings))
-	if len(problems) > 0 {
+	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems)+nErrors, len(warnings))
+	if len(problems) > 0 || nErrors > 0 || (o.strict && len(warnings) > 0) {
 		return &exitError{code: exitProblem}
 	}
 	return nil
+}
+
+// lintReport writes lint's findings as JSON or SARIF: the problems of
+// loading and validation, the binding and cost warnings and the
+// schema-aware findings, each with its file and position.
+func lintReport(out io.Writer, o lintOptions, set *manifest.Set, problems manifest.ErrorList, findings []lint.Finding, bindingWarns []binding.Warning, estimates []estimated) error {
+	all := lint.Problems(problems)
+	for _, w := range bindingWarns {
+		all = append(all, lint.Finding{Severity: lint.Warning, Check: "binding", Source: sourceOf(set, w.Kind, w.Name), Kind: w.Kind, Name: w.Name, Field: w.Field, Message: w.Message})
+	}
+	for _, r := range estimates {
+		if r.cost.Unbounded() || r.cost.Max <= compiler.PerCallLimit {
+			continue
+		}
+		all = append(all, lint.Finding{Severity: lint.Warning, Check: "cost", Source: r.src.Source, Kind: "MutatingAdmissionPolicy", Name: r.src.Policy.Name, Field: r.expr.Path.String(),
+			Message: fmt.Sprintf("estimated cost %d exceeds the per-call limit %d (%s): evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"", r.cost.Max, uint64(compiler.PerCallLimit), overLimit(r.cost.Max))})
+	}
+	lint.Locate(all)
+	all = append(all, findings...)
+	nProblems, nWarnings := 0, 0
+	for _, f := range all {
+		if f.Severity == lint.Error {
+			nProblems++
+		} else {
+			nWarnings++
+		}
+	}
+	var err error
+	if o.output == "sarif" {
+		err = lint.WriteSARIF(out, all)
+	} else {
+		err = lint.WriteJSON(out, all, lint.Summary{Policies: len(set.Policies), Bindings: len(set.Bindings), Problems: nProblems, Warnings: nWarnings})
+	}
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if nProblems > 0 || (o.strict && nWarnings > 0) {
+		return &exitError{code: exitProblem}
+	}
+	return nil
+}
+
+// sourceOf finds where the policy or binding named name was read.
+func sourceOf(set *manifest.Set, kind, name string) manifest.Source {
+	switch kind {
+	case "MutatingAdmissionPolicy":
+		for _, p := range set.Policies {
+			if p.Policy.Name == name {
+				return p.Source
+			}
+		}
+	case "MutatingAdmissionPolicyBinding":
+		for _, b := range set.Bindings {
+			if b.Binding.Name == name {
+				return b.Source
+			}
+		}
+	}
+	return manifest.Source{Item: -1}
 }
 
 // estimated is the static cost estimate of one compiled expression.
@@ -173,16 +305,12 @@ func countProblems(l manifest.ErrorList) int {
 // bindingWarnings reports what kube-apiserver accepts but is almost always a
 // mistake (see binding.Check). A lone binding file is legitimate, so
 // references to policies are checked only when policies were loaded.
-func bindingWarnings(set *manifest.Set) []string {
+func bindingWarnings(set *manifest.Set) []binding.Warning {
 	policies, bindings := set.APIObjects()
 	if len(policies) == 0 || len(bindings) == 0 {
 		return nil
 	}
-	var out []string
-	for _, w := range binding.Check(policies, bindings) {
-		out = append(out, w.String())
-	}
-	return out
+	return binding.Check(policies, bindings)
 }
 
 func formatCost(c compiler.CostEstimate) string {
