@@ -161,6 +161,9 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		explain.Trace(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
 	}
+	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
+	// of them, a policy author needs to know.
+	printWarnings(stderr, explain.IgnoredWarnings(adm.Result))
 	if adm.Result.Denied != nil {
 		return &exitError{code: exitProblem, err: errors.New(adm.Result.Denied.ErrStatus.Message)}
 	}

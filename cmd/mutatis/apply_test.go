@@ -44,3 +44,27 @@ func TestApplyRefusesWhatTheAPIServerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyWarnsOfIgnoredErrors: an error that failurePolicy Ignore drops
+// admits the object as kube-apiserver would, and is printed as a warning.
+func TestApplyWarnsOfIgnoredErrors(t *testing.T) {
+	const td = "../../policytest/testdata/ignored/"
+	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\n"
+	code, stdout, stderr := runCLI(t, configMap, "apply", "-f", "-", "--policies", td+"policies.yaml", "--explain")
+	if code != 0 || !strings.Contains(stdout, "name: settings") || strings.Contains(stdout, "team") {
+		t.Fatalf("exit %d, want 0 and the object unchanged: %s%s", code, stdout, stderr)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (admitted): %s", code, stderr)
+	}
+	for _, want := range []string{
+		`Warning: policy "team-label" binding "team-label" mutation 0: error ignored by failurePolicy Ignore: expression 'Object{metadata: Object.metadata{labels: {"team": object.metadata.annotations["team"]}}}' resulted in error: no such key: annotations`,
+		"explain:   mutation 0: runtime cost ",
+		": error: expression '",
+		"explain: pass 1: ignored (failurePolicy Ignore): policy 'team-label' with binding 'team-label' denied request: expression",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
