@@ -41,7 +41,7 @@ func TestTestCommand(t *testing.T) {
 		{name: "--idempotence names the policy", args: []string{"test", "--idempotence", td + "idempotence"}, wantCode: exitProblem,
 			want: []string{`idempotence: policy "append-trace-env" binding "append-trace-env" changes the final object again`}, reject: []string{`idempotence: policy "default-pull-policy"`}},
 		{name: "no suite under the paths exits 1 naming them", args: []string{"test", td + "ignored/policies.yaml", "testdata/apply"}, wantCode: exitProblem,
-			want: []string{"no test suites (*.mutatis-test.yaml or *.mutatis-test.yml files) found under " + td + "ignored/policies.yaml, testdata/apply"},
+			want:   []string{"no test suites (*.mutatis-test.yaml or *.mutatis-test.yml files) found under " + td + "ignored/policies.yaml, testdata/apply"},
 			reject: []string{"PASS"}},
 		{name: "an ignored error is a warning of its case", args: []string{"test", "--run", "unexpected", td + "ignored"}, wantCode: exitOK,
 			want: []string{"--- PASS: ignored/an unexpected ignored error", `    warning: policy "team-label" binding "team-label" mutation 0: error ignored by failurePolicy Ignore: expression`}},
