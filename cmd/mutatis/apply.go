@@ -32,6 +32,7 @@ type applyOptions struct {
 	dryRun, explain        bool
 	noDefaults, noValidate bool
 	output                 string
+	color                  colorMode
 }
 
 func newApplyCommand() *cobra.Command {
@@ -70,6 +71,9 @@ message exactly as kube-apiserver's Status.message); 2 bad input.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
 	f.BoolVar(&o.explain, "explain", false, "print the evaluation trace on stderr")
+	o.color = colorAuto
+	f.Var(&o.color, "color", "color -o diff: auto (on a terminal, unless NO_COLOR is set), always (also bare --color) or never")
+	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	_ = cmd.MarkFlagRequired("filename")
@@ -171,7 +175,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if adm.Invalid != nil {
 		return &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
-	return printResult(cmd.OutOrStdout(), o.output, before, adm.Object)
+	return printResult(cmd.OutOrStdout(), o.output, o.color, before, adm.Object)
 }
 
 // printWarnings prints warnings as kubectl does.
@@ -202,7 +206,7 @@ func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructure
 	return set.Objects[0].Object, nil
 }
 
-func printResult(w io.Writer, format string, before, after map[string]any) error {
+func printResult(w io.Writer, format string, color colorMode, before, after map[string]any) error {
 	switch format {
 	case "json":
 		b, err := json.MarshalIndent(after, "", "  ")
@@ -234,7 +238,10 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(w, colorize(w, text))
+		if color.colors(w) {
+			text = explain.Colorize(text)
+		}
+		_, err = io.WriteString(w, text)
 		return err
 	}
 	b, err := yaml.Marshal(after)
@@ -243,12 +250,4 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 	}
 	_, err = w.Write(b)
 	return err
-}
-
-// colorize colors a unified diff when w is a terminal.
-func colorize(w io.Writer, diff string) string {
-	if !explain.IsTerminal(w) {
-		return diff
-	}
-	return explain.Colorize(diff)
 }

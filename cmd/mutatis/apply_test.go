@@ -68,3 +68,24 @@ func TestApplyWarnsOfIgnoredErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyColor: -o diff is colored with --color=always (or a bare
+// --color), never with --color=never, and not when NO_COLOR is set and
+// stdout is no terminal.
+func TestApplyColor(t *testing.T) {
+	const td = "testdata/apply/"
+	for _, tc := range []struct {
+		flags []string
+		color bool
+	}{{[]string{"--color=always"}, true}, {[]string{"--color"}, true}, {[]string{"--color=never"}, false}, {nil, false}} {
+		args := append([]string{"apply", "-f", td + "pod-with-debug.yaml", "--policies", td + "strip-debug.yaml", "-o", "diff"}, tc.flags...)
+		t.Setenv("NO_COLOR", "1")
+		code, stdout, stderr := runCLI(t, "", args...)
+		if code != 0 || !strings.Contains(stdout, "debug-1") {
+			t.Fatalf("%v: exit %d: %s%s", tc.flags, code, stdout, stderr)
+		}
+		if got := strings.Contains(stdout, "\x1b[31m"); got != tc.color {
+			t.Errorf("%v: colored %v, want %v:\n%s", tc.flags, got, tc.color, stdout)
+		}
+	}
+}

@@ -15,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/policytest"
 	"github.com/mutatis-dev/mutatis/policytest/coverage"
 )
@@ -29,7 +28,7 @@ type testOptions struct {
 	idempotence bool
 	noValidate  bool
 	strict      bool
-	color       bool
+	color       colorMode
 	verbose     bool
 	parallel    int
 
@@ -68,7 +67,9 @@ field path, or bad flags).`,
 	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again")
 	f.BoolVar(&o.strict, "strict", false, "fail the cases where failurePolicy Ignore dropped an error that expect.ignoredErrors does not name (otherwise a warning)")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate admitted objects as kube-apiserver's registry would (expect.invalid then fails)")
-	f.BoolVar(&o.color, "color", false, "color diffs even when stdout is not a terminal")
+	o.color = colorAuto
+	f.Var(&o.color, "color", "color diffs: auto (on a terminal, unless NO_COLOR is set), always (also bare --color) or never")
+	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list passing cases too")
 	f.IntVar(&o.parallel, "parallel", 0, "cases evaluated at once (default GOMAXPROCS)")
 	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised (docs/coverage.md)")
@@ -109,7 +110,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	color := o.color || explain.IsTerminal(stdout)
+	color := o.color.colors(stdout)
 	withCoverage := o.coverage || o.coverageHTML != "" || o.coverageMin > 0
 	once := func(ctx context.Context) (int, []string, error) {
 		var rec *coverage.Recorder
