@@ -243,7 +243,8 @@ const (
 	// under failurePolicy Fail; Err says why.
 	SkipMatchConditionsError
 	// SkipMatchConditionsErrorIgnored: evaluating the matchConditions
-	// failed under failurePolicy Ignore.
+	// failed under failurePolicy Ignore; Err says why (Result.Ignored has
+	// it too).
 	SkipMatchConditionsErrorIgnored
 	// SkipMatchConditionFalse: the matchCondition named by
 	// Invocation.Condition is false.
@@ -291,15 +292,39 @@ type Result struct {
 	// Reinvoke tells that the whole admission chain would be reinvoked
 	// (a policy changed the object in the last pass).
 	Reinvoke bool
+	// Ignored are the errors that failurePolicy Ignore dropped, in the
+	// order they were met. kube-apiserver admits such a request as if the
+	// failing part had not run and tells nobody; a tool shows them.
+	Ignored []IgnoredError
+}
+
+// IgnoredError is an error of a policy whose failurePolicy is Ignore: a
+// mutation that failed, matchConditions that could not be evaluated, or a
+// policy or binding that cannot be configured.
+type IgnoredError struct {
+	Policy string
+	// Binding is "" for an error of the policy itself.
+	Binding string
+	// Pass is the pass (1, or 2 for reinvocation) that met the error.
+	Pass int
+	// Mutation is the index of the mutation that failed, or -1 when the
+	// error is not a mutation's.
+	Mutation int
+	// Message is the error as a denial would have worded it under
+	// failurePolicy Fail ("policy 'p' with binding 'b' denied request: …").
+	Message string
+	// Err is the error itself.
+	Err error
 }
 
 type invocationKey struct{ policy, binding, param string }
 
 type policyError struct {
-	policy  *admissionregistrationv1.MutatingAdmissionPolicy
-	binding string // "" for policy-level errors
-	err     error
-	reason  metav1.StatusReason
+	policy   *admissionregistrationv1.MutatingAdmissionPolicy
+	binding  string // "" for policy-level errors
+	err      error
+	reason   metav1.StatusReason
+	mutation int // the failing mutation's index + 1; 0 when not a mutation's
 }
 
 func (e policyError) message() string {
@@ -420,7 +445,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 		}
 		errs = append(errs, more...)
 	}
-	return object, e.deny(&cur, errs)
+	return object, e.deny(&cur, errs, pass, res)
 }
 
 // collect returns the invocations (policy × binding × param) whose policy
@@ -508,11 +533,16 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 	return ns, nil
 }
 
-// deny applies failure policies and builds kube-apiserver's Status.
-func (e *Evaluator) deny(a *matching.Attributes, errs []policyError) *apierrors.StatusError {
+// deny applies failure policies and builds kube-apiserver's Status; the
+// errors of Ignore policies go to res.Ignored.
+func (e *Evaluator) deny(a *matching.Attributes, errs []policyError, pass int, res *Result) *apierrors.StatusError {
 	var failing []policyError
 	for _, pe := range errs {
 		if fp := pe.policy.Spec.FailurePolicy; fp != nil && *fp == admissionregistrationv1.Ignore {
+			res.Ignored = append(res.Ignored, IgnoredError{
+				Policy: pe.policy.Name, Binding: pe.binding, Pass: pass, Mutation: pe.mutation - 1,
+				Message: pe.message(), Err: pe.err,
+			})
 			continue
 		}
 		failing = append(failing, pe)
@@ -609,13 +639,12 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
-		if matched, condition, err := e.matchConditions(ctx, inv, a, in); err != nil {
-			trace.Err, trace.Skipped = err, SkipMatchConditionsError
-			errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
-			res.Invocations = append(res.Invocations, trace)
-			continue
-		} else if matched != NotSkipped {
-			trace.Skipped, trace.Condition = matched, condition
+		if matched, condition, err := e.matchConditions(ctx, inv, a, in); matched != NotSkipped {
+			trace.Skipped, trace.Condition, trace.Err = matched, condition, err
+			if err != nil {
+				// Under failurePolicy Ignore, deny drops it (Result.Ignored).
+				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
+			}
 			res.Invocations = append(res.Invocations, trace)
 			continue
 		}
@@ -646,6 +675,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			if err == nil {
 				out, outKind, err = e.backToRequestVersion(out, view.objectKind, a.Kind)
 			}
+			outcome.Err = err
 			trace.Mutations = append(trace.Mutations, outcome)
 			if e.cfg.Metrics != nil {
 				e.cfg.Metrics.ObserveMutation(ctx, outcome.Elapsed, inv.hook.Policy.Name, inv.binding.Name, ErrorType(err))
@@ -656,8 +686,12 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 					res.Invocations = append(res.Invocations, trace)
 					return object, nil, se
 				}
-				trace.Err = fmt.Errorf("mutation %d: %w", i, err)
-				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
+				if trace.Err == nil {
+					// The first error, as the denial names the first; every
+					// mutation's is in its MutationOutcome.
+					trace.Err = fmt.Errorf("mutation %d: %w", i, err)
+				}
+				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid, mutation: i + 1})
 				continue
 			}
 			view.object, view.objectKind, view.dirty = out, outKind, true
@@ -724,7 +758,8 @@ func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schem
 // matchconditions.Matcher: one activation, one 2,500,000 budget,
 // namespaceObject null. It returns why the invocation is skipped
 // (NotSkipped: it is not) with the name of the first false condition, or
-// an error under failurePolicy Fail.
+// the error under SkipMatchConditionsError (failurePolicy Fail) and
+// SkipMatchConditionsErrorIgnored (Ignore).
 func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input) (SkipReason, string, error) {
 	conds := inv.hook.Compiled.MatchConditions
 	if len(conds) == 0 {
@@ -739,9 +774,9 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 		r, remaining, err := act.Eval(c, budget)
 		if err != nil {
 			if fail {
-				return NotSkipped, "", err
+				return SkipMatchConditionsError, "", err
 			}
-			return SkipMatchConditionsErrorIgnored, "", nil
+			return SkipMatchConditionsErrorIgnored, "", err
 		}
 		budget = remaining
 		results[i] = r
@@ -757,9 +792,9 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 	}
 	if len(errs) > 0 {
 		if fail {
-			return NotSkipped, "", utilerrors.NewAggregate(errs)
+			return SkipMatchConditionsError, "", utilerrors.NewAggregate(errs)
 		}
-		return SkipMatchConditionsErrorIgnored, "", nil
+		return SkipMatchConditionsErrorIgnored, "", utilerrors.NewAggregate(errs)
 	}
 	return NotSkipped, "", nil
 }

@@ -43,7 +43,7 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 	var res Result
 	views := map[schema.GroupVersionKind]*versionedView{}
 	invs, errs := e.collect(ctx, a, 1, &res, views)
-	if st := e.deny(a, errs); st != nil {
+	if st := e.deny(a, errs, 1, &res); st != nil {
 		return nil, st
 	}
 	namespace, st := e.namespaceObject(ctx, a)

@@ -43,6 +43,8 @@ type MutationOutcome struct {
 	// Skipped is true when a JSON patch "test" operation failed, which
 	// leaves the object unchanged without error.
 	Skipped bool
+	// Err is the mutation's error, if any (before the failure policy).
+	Err error
 }
 
 // mutate evaluates mutation m of policy p against in and applies its patch

@@ -34,6 +34,8 @@ func Trace(w io.Writer, r engine.Result) {
 		}
 		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
 		switch {
+		case inv.Skipped == engine.SkipMatchConditionsErrorIgnored:
+			fmt.Fprintf(w, ": skipped: %s: %v\n", inv.SkipMessage(), inv.Err)
 		case inv.Err != nil:
 			fmt.Fprintf(w, ": error: %v\n", inv.Err)
 		case !inv.Ran():
@@ -46,12 +48,39 @@ func Trace(w io.Writer, r engine.Result) {
 			if m.Skipped {
 				note = " (a JSON patch test failed: patch dropped)"
 			}
+			if m.Err != nil {
+				note += fmt.Sprintf(": error: %v", m.Err)
+			}
 			fmt.Fprintf(w, "explain:   mutation %d: runtime cost %d, %s%s\n", i, m.Cost, m.Elapsed, note)
 		}
+	}
+	for _, ig := range r.Ignored {
+		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Pass, ig.Message)
 	}
 	if r.Reinvoke {
 		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
 	}
+}
+
+// IgnoredWarnings are the warnings that tell a person about the errors
+// failurePolicy Ignore dropped (Result.Ignored), one line each:
+// "policy P binding B mutation N: error ignored by failurePolicy Ignore: MSG".
+func IgnoredWarnings(r engine.Result) []string {
+	var out []string
+	for _, ig := range r.Ignored {
+		who := fmt.Sprintf("policy %q", ig.Policy)
+		if ig.Binding != "" {
+			who += fmt.Sprintf(" binding %q", ig.Binding)
+		}
+		if ig.Mutation >= 0 {
+			who += fmt.Sprintf(" mutation %d", ig.Mutation)
+		}
+		if ig.Pass == 2 {
+			who += " (reinvocation)"
+		}
+		out = append(out, fmt.Sprintf("%s: error ignored by failurePolicy Ignore: %v", who, ig.Err))
+	}
+	return out
 }
 
 // Validation writes the validation stage of an admission: the API

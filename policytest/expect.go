@@ -69,6 +69,42 @@ type expectations struct {
 	invalid                *regexp.Regexp
 	applied, notApplied    []string
 	maxRuntimeCost         map[string]int64
+	ignoredErrors          []*regexp.Regexp
+}
+
+// checkIgnored compares the errors failurePolicy Ignore dropped with
+// expect.ignoredErrors: every expression must match one of them; the
+// ignored errors no expression matches are returned as warnings, or as
+// failures when strict.
+func (e *expectations) checkIgnored(r engine.Result, strict bool) (fs []Failure, warnings []string) {
+	texts := explain.IgnoredWarnings(r)
+	matched := make([]bool, len(r.Ignored))
+	for _, re := range e.ignoredErrors {
+		found := false
+		for i, ig := range r.Ignored {
+			if re.MatchString(ig.Message) {
+				found, matched[i] = true, true
+			}
+		}
+		if !found {
+			msg := fmt.Sprintf("no error ignored by failurePolicy Ignore matches %q", re)
+			if len(r.Ignored) > 0 {
+				msg += "; ignored:\n" + strings.Join(texts, "\n")
+			}
+			fs = append(fs, Failure{Expectation: "ignoredErrors", Message: msg})
+		}
+	}
+	for i := range r.Ignored {
+		if matched[i] {
+			continue
+		}
+		if strict {
+			fs = append(fs, Failure{Expectation: "ignoredErrors", Message: "unexpected " + texts[i] + " (list it under expect.ignoredErrors)"})
+		} else {
+			warnings = append(warnings, texts[i])
+		}
+	}
+	return fs, warnings
 }
 
 func diffText(expected, actual any) string {

@@ -23,9 +23,21 @@ import (
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
+// NoSuitesError is RunFiles' error when no suite file is found: a run
+// that tests nothing must not pass.
+type NoSuitesError struct {
+	// Paths are the paths searched.
+	Paths []string
+}
+
+func (e *NoSuitesError) Error() string {
+	return fmt.Sprintf("no test suites (*%s or *%s files) found under %s", FileSuffix, FileSuffixYML, strings.Join(e.Paths, ", "))
+}
+
 // Discover returns the suite files under paths: files are taken as they
 // are, directories are searched recursively for files named
-// *.mutatis-test.yaml. The result is sorted and has no duplicates.
+// *.mutatis-test.yaml or *.mutatis-test.yml. The result is sorted and has
+// no duplicates.
 func Discover(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -53,7 +65,7 @@ func Discover(paths []string) ([]string, error) {
 				// that tests expect to fail, unless asked for explicitly.
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), FileSuffix) {
+			if !d.IsDir() && IsSuiteFile(d.Name()) {
 				add(path)
 			}
 			return nil
@@ -331,6 +343,14 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 		applied: e.Applied, notApplied: e.NotApplied, maxRuntimeCost: e.MaxRuntimeCost,
 	}
 	ep := p.Child("expect")
+	for i, text := range e.IgnoredErrors {
+		re, err := regexp.Compile(text)
+		if err != nil {
+			errs = append(errs, field.Invalid(ep.Child("ignoredErrors").Index(i), text, err.Error()))
+			continue
+		}
+		lc.expect.ignoredErrors = append(lc.expect.ignoredErrors, re)
+	}
 	if e.Invalid != "" {
 		re, err := regexp.Compile(e.Invalid)
 		if err != nil {

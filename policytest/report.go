@@ -27,6 +27,9 @@ func CaseText(c *CaseResult, color bool) string {
 	if c.Err != "" {
 		fmt.Fprintf(&b, "error: %s\n", c.Err)
 	}
+	for _, text := range c.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", text)
+	}
 	for _, f := range c.Failures {
 		fmt.Fprintf(&b, "%s: %s\n", f.Expectation, f.Message)
 		if f.Diff != "" {
@@ -69,8 +72,13 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			case c.Status != Pass:
 				failed++
 				fmt.Fprintf(&b, "--- FAIL: %s (%s)\n%s", c.FullName(), seconds(c.Elapsed), indent(CaseText(c, o.Color), "    "))
-			case o.Verbose:
+			case o.Verbose || len(c.Warnings) > 0:
 				fmt.Fprintf(&b, "--- PASS: %s (%s)\n", c.FullName(), seconds(c.Elapsed))
+			}
+			if c.Status == Pass {
+				for _, text := range c.Warnings {
+					fmt.Fprintf(&b, "    warning: %s\n", text)
+				}
 			}
 		}
 		if failed > 0 {

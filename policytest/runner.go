@@ -41,6 +41,9 @@ type Options struct {
 	Idempotence bool
 	// NoValidate skips the API validation of the admitted objects.
 	NoValidate bool
+	// Strict fails a case with an error that failurePolicy Ignore dropped
+	// and expect.ignoredErrors does not name (otherwise a warning).
+	Strict bool
 }
 
 // Status is the outcome of a case.
@@ -83,6 +86,10 @@ type CaseResult struct {
 	Failures []Failure `json:"failures,omitempty"`
 	// Err is the evaluator's error (Status Error).
 	Err string `json:"error,omitempty"`
+	// Warnings are what a person should know of a case that its
+	// expectations do not cover: the errors failurePolicy Ignore dropped
+	// that expect.ignoredErrors does not name.
+	Warnings []string `json:"warnings,omitempty"`
 	// Trace is the explain trace of the case's admission.
 	Trace   string        `json:"trace,omitempty"`
 	Elapsed time.Duration `json:"elapsed"`
@@ -141,11 +148,15 @@ func NewRunner(opts Options) (*Runner, error) {
 
 // RunFiles discovers the suites under paths (see Discover), loads and runs
 // them. Unreadable or invalid suites are reported in their SuiteResult.Err;
-// the error is for paths that do not exist and for a cancelled ctx.
+// the error is for paths that do not exist, for finding no suite at all
+// (*NoSuitesError), and for a cancelled ctx.
 func RunFiles(ctx context.Context, paths []string, opts Options) (*Report, error) {
 	files, err := Discover(paths)
 	if err != nil {
 		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, &NoSuitesError{Paths: paths}
 	}
 	r, err := NewRunner(opts)
 	if err != nil {
@@ -319,6 +330,8 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 		r.opts.Observe(o.result)
 	}
 	cr.Failures = lc.expect.check(o)
+	ignored, warnings := lc.expect.checkIgnored(o.result, r.opts.Strict)
+	cr.Failures, cr.Warnings = append(cr.Failures, ignored...), warnings
 	if r.opts.Idempotence {
 		cr.Failures = append(cr.Failures, checkIdempotence(ctx, run, lc, o)...)
 	}

@@ -174,7 +174,7 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
+	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
 	if strings.Join(named, ",") != strings.Join(want, ",") {
 		t.Errorf("found %v, want %v", named, want)
 	}

@@ -20,8 +20,27 @@ const (
 	Kind       = "PolicyTest"
 )
 
-// FileSuffix ends the names of the suite files that Discover finds.
-const FileSuffix = ".mutatis-test.yaml"
+// FileSuffix ends the names of the suite files that Discover finds;
+// FileSuffixYML, the other spelling, too.
+const (
+	FileSuffix    = ".mutatis-test.yaml"
+	FileSuffixYML = ".mutatis-test.yml"
+)
+
+// IsSuiteFile tells whether a file name is a suite's (ends in FileSuffix
+// or FileSuffixYML).
+func IsSuiteFile(name string) bool {
+	return strings.HasSuffix(name, FileSuffix) || strings.HasSuffix(name, FileSuffixYML)
+}
+
+// suiteName is the name of a suite file without its directory and suffix.
+func suiteName(file string) string {
+	base := filepath.Base(file)
+	if t, ok := strings.CutSuffix(base, FileSuffix); ok {
+		return t
+	}
+	return strings.TrimSuffix(base, FileSuffixYML)
+}
 
 // Suite is one PolicyTest file: the policies under test, the simulated
 // cluster around them, and the cases. Paths are relative to the suite file.
@@ -138,6 +157,13 @@ type Expect struct {
 	// over its mutations, per invocation) or of one mutation
 	// ("policy[0]").
 	MaxRuntimeCost map[string]int64 `json:"maxRuntimeCost,omitempty"`
+	// IgnoredErrors are regular expressions for the errors that
+	// failurePolicy Ignore drops: each must match the message of at least
+	// one of them (the message a denial would have had under Fail,
+	// "policy 'p' with binding 'b' denied request: …"). An ignored error
+	// no entry matches is a warning of the case, and a failure with
+	// --strict (Options.Strict).
+	IgnoredErrors []string `json:"ignoredErrors,omitempty"`
 }
 
 // Patch is a JSON patch: a list of operations.
@@ -264,7 +290,7 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 		return nil, &InputError{File: file, Errs: errs}
 	}
 	if s.Metadata.Name == "" {
-		s.Metadata.Name = strings.TrimSuffix(filepath.Base(file), FileSuffix)
+		s.Metadata.Name = suiteName(file)
 		s.Metadata.Name = strings.TrimSuffix(s.Metadata.Name, filepath.Ext(s.Metadata.Name))
 	}
 	return s, nil
@@ -435,6 +461,11 @@ func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 			if n == "" || strings.Count(n, "/") > 1 {
 				errs = append(errs, field.Invalid(e.Child(l.name).Index(i), n, "must be POLICY or POLICY/BINDING"))
 			}
+		}
+	}
+	for i, re := range c.Expect.IgnoredErrors {
+		if _, err := regexp.Compile(re); err != nil {
+			errs = append(errs, field.Invalid(e.Child("ignoredErrors").Index(i), re, err.Error()))
 		}
 	}
 	for k, v := range c.Expect.MaxRuntimeCost {

@@ -1,7 +1,6 @@
 package policytest
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -28,7 +27,7 @@ func RunWith(t *testing.T, opts Options, paths ...string) {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatalf("no %s files under %s", "*"+FileSuffix, strings.Join(paths, ", "))
+		t.Fatal(&NoSuitesError{Paths: paths})
 	}
 	opts.Run, opts.Parallel = nil, 1
 	r, err := NewRunner(opts)

@@ -3,7 +3,6 @@ package policytest
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -26,7 +25,7 @@ func Watch(ctx context.Context, paths []string, interval time.Duration, run func
 		for k := range before {
 			if v, ok := pre[k]; ok {
 				before[k] = v
-			} else if strings.HasSuffix(k, FileSuffix) {
+			} else if IsSuiteFile(k) {
 				before[k] = fileState{}
 			}
 		}

@@ -33,6 +33,7 @@ type applyOptions struct {
 	dryRun, explain        bool
 	noDefaults, noValidate bool
 	output                 string
+	color                  colorMode
 }
 
 func newApplyCommand() *cobra.Command {
@@ -71,6 +72,9 @@ message exactly as kube-apiserver's Status.message); 2 bad input.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
 	f.BoolVar(&o.explain, "explain", false, "print the evaluation trace on stderr")
+	o.color = colorAuto
+	f.Var(&o.color, "color", "color -o diff: auto (on a terminal, unless NO_COLOR is set), always (also bare --color) or never")
+	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	_ = cmd.MarkFlagRequired("filename")
@@ -155,6 +159,16 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
+	if o.explain {
+		// The trace's times are those of a warm process: the first
+		// admission pays once for building CEL programs, type converters
+		// and schemas, which a long-running kube-apiserver has paid long
+		// before. Admit once to pay them; the admission is deterministic,
+		// so the second one is the same admission, timed.
+		if _, err := sim.Admit(ctx, ev, attrs); err != nil {
+			return err
+		}
+	}
 	adm, err := sim.Admit(ctx, ev, attrs)
 	if err != nil {
 		return err
@@ -163,6 +177,9 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		explain.Trace(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
 	}
+	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
+	// of them, a policy author needs to know.
+	printWarnings(stderr, explain.IgnoredWarnings(adm.Result))
 	if adm.Result.Denied != nil {
 		return &exitError{code: exitProblem, err: errors.New(adm.Result.Denied.ErrStatus.Message)}
 	}
@@ -170,7 +187,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if adm.Invalid != nil {
 		return &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
-	return printResult(cmd.OutOrStdout(), o.output, before, adm.Object)
+	return printResult(cmd.OutOrStdout(), o.output, o.color, before, adm.Object)
 }
 
 // lintWarnings prints what the schema-aware checks of mutatis lint find in
@@ -221,7 +238,7 @@ func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructure
 	return set.Objects[0].Object, nil
 }
 
-func printResult(w io.Writer, format string, before, after map[string]any) error {
+func printResult(w io.Writer, format string, color colorMode, before, after map[string]any) error {
 	switch format {
 	case "json":
 		b, err := json.MarshalIndent(after, "", "  ")
@@ -253,7 +270,10 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(w, colorize(w, text))
+		if color.colors(w) {
+			text = explain.Colorize(text)
+		}
+		_, err = io.WriteString(w, text)
 		return err
 	}
 	b, err := yaml.Marshal(after)
@@ -262,12 +282,4 @@ func printResult(w io.Writer, format string, before, after map[string]any) error
 	}
 	_, err = w.Write(b)
 	return err
-}
-
-// colorize colors a unified diff when w is a terminal.
-func colorize(w io.Writer, diff string) string {
-	if !explain.IsTerminal(w) {
-		return diff
-	}
-	return explain.Colorize(diff)
 }

@@ -58,3 +58,48 @@ func TestApplyPrintsLintFindings(t *testing.T) {
 		`denied request: expression '!object.spec.initContainers.exists(ic, ic.name == "mesh-proxy")' resulted in error: no such key: initContainers`,
 	}, nil)
 }
+
+// TestApplyWarnsOfIgnoredErrors: an error that failurePolicy Ignore drops
+// admits the object as kube-apiserver would, and is printed as a warning.
+func TestApplyWarnsOfIgnoredErrors(t *testing.T) {
+	const td = "../../policytest/testdata/ignored/"
+	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\n"
+	code, stdout, stderr := runCLI(t, configMap, "apply", "-f", "-", "--policies", td+"policies.yaml", "--explain")
+	if code != 0 || !strings.Contains(stdout, "name: settings") || strings.Contains(stdout, "team") {
+		t.Fatalf("exit %d, want 0 and the object unchanged: %s%s", code, stdout, stderr)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (admitted): %s", code, stderr)
+	}
+	for _, want := range []string{
+		`Warning: policy "team-label" binding "team-label" mutation 0: error ignored by failurePolicy Ignore: expression 'Object{metadata: Object.metadata{labels: {"team": object.metadata.annotations["team"]}}}' resulted in error: no such key: annotations`,
+		"explain:   mutation 0: runtime cost ",
+		": error: expression '",
+		"explain: pass 1: ignored (failurePolicy Ignore): policy 'team-label' with binding 'team-label' denied request: expression",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestApplyColor: -o diff is colored with --color=always (or a bare
+// --color), never with --color=never, and not when NO_COLOR is set and
+// stdout is no terminal.
+func TestApplyColor(t *testing.T) {
+	const td = "testdata/apply/"
+	for _, tc := range []struct {
+		flags []string
+		color bool
+	}{{[]string{"--color=always"}, true}, {[]string{"--color"}, true}, {[]string{"--color=never"}, false}, {nil, false}} {
+		args := append([]string{"apply", "-f", td + "pod-with-debug.yaml", "--policies", td + "strip-debug.yaml", "-o", "diff"}, tc.flags...)
+		t.Setenv("NO_COLOR", "1")
+		code, stdout, stderr := runCLI(t, "", args...)
+		if code != 0 || !strings.Contains(stdout, "debug-1") {
+			t.Fatalf("%v: exit %d: %s%s", tc.flags, code, stdout, stderr)
+		}
+		if got := strings.Contains(stdout, "\x1b[31m"); got != tc.color {
+			t.Errorf("%v: colored %v, want %v:\n%s", tc.flags, got, tc.color, stdout)
+		}
+	}
+}

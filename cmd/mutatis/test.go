@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/policytest"
 	"github.com/mutatis-dev/mutatis/policytest/coverage"
 )
@@ -27,7 +27,8 @@ type testOptions struct {
 	shuffle     string
 	idempotence bool
 	noValidate  bool
-	color       bool
+	strict      bool
+	color       colorMode
 	verbose     bool
 	parallel    int
 
@@ -42,12 +43,18 @@ func newTestCommand() *cobra.Command {
 		Use:   "test [PATH...]",
 		Short: "Run PolicyTest suites (*.mutatis-test.yaml) against MutatingAdmissionPolicies, offline",
 		Long: `test finds the PolicyTest suites under PATH (default ".": files named
-*.mutatis-test.yaml, searched recursively; testdata directories are skipped
-unless named), admits every case's object through the suite's policies as
-kube-apiserver 1.37 would, and checks the expectations. See docs/testing.md.
+*.mutatis-test.yaml or *.mutatis-test.yml, searched recursively; testdata
+directories are skipped unless named), admits every case's object through
+the suite's policies as kube-apiserver 1.37 would, and checks the
+expectations. See docs/testing.md.
 
-Exit status: 0 every case passed; 1 a case failed; 2 bad input (an
-unreadable or invalid suite, named with file and field path, or bad flags).`,
+Errors that failurePolicy Ignore drops are printed as warnings of their
+case; expect.ignoredErrors asserts them, and --strict fails a case with one
+it does not name.
+
+Exit status: 0 every case passed; 1 a case failed, or no suite was found
+under PATH; 2 bad input (an unreadable or invalid suite, named with file and
+field path, or bad flags).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTest(cmd, o, args) },
 	}
 	f := cmd.Flags()
@@ -58,8 +65,11 @@ unreadable or invalid suite, named with file and field path, or bad flags).`,
 	f.StringVar(&o.shuffle, "shuffle", "", "re-run every case with the policies in other orders and fail order-dependent cases; =SEED repeats an earlier run")
 	f.Lookup("shuffle").NoOptDefVal = "random"
 	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again")
+	f.BoolVar(&o.strict, "strict", false, "fail the cases where failurePolicy Ignore dropped an error that expect.ignoredErrors does not name (otherwise a warning)")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate admitted objects as kube-apiserver's registry would (expect.invalid then fails)")
-	f.BoolVar(&o.color, "color", false, "color diffs even when stdout is not a terminal")
+	o.color = colorAuto
+	f.Var(&o.color, "color", "color diffs: auto (on a terminal, unless NO_COLOR is set), always (also bare --color) or never")
+	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list passing cases too")
 	f.IntVar(&o.parallel, "parallel", 0, "cases evaluated at once (default GOMAXPROCS)")
 	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised (docs/coverage.md)")
@@ -76,7 +86,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	default:
 		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
 	}
-	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Parallel: o.parallel}
+	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel}
 	if o.run != "" {
 		re, err := regexp.Compile(o.run)
 		if err != nil {
@@ -100,7 +110,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	color := o.color || explain.IsTerminal(stdout)
+	color := o.color.colors(stdout)
 	withCoverage := o.coverage || o.coverageHTML != "" || o.coverageMin > 0
 	once := func(ctx context.Context) (int, []string, error) {
 		var rec *coverage.Recorder
@@ -110,6 +120,11 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			opts.Observe = rec.RecordResult
 		}
 		rep, err := policytest.RunFiles(ctx, paths, opts)
+		var none *policytest.NoSuitesError
+		if errors.As(err, &none) {
+			// A CI gate that tests nothing must not pass.
+			return exitProblem, nil, err
+		}
 		if err != nil && rep == nil {
 			return exitUsage, nil, err
 		}
@@ -134,6 +149,10 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	if !o.watch {
 		code, _, err := once(ctx)
 		if err != nil {
+			var none *policytest.NoSuitesError
+			if errors.As(err, &none) {
+				return &exitError{code: exitProblem, err: err}
+			}
 			return &exitError{code: exitUsage, err: err}
 		}
 		if code != exitOK {
