@@ -30,8 +30,9 @@ import (
 // two conversions around them are planned:
 //
 //   - build is runtime.DefaultUnstructuredConverter.FromUnstructured
-//     specialized per Go type (fields found by name through a map built
-//     once instead of the converter's per-field reflection and cache), for
+//     specialized per Go type (fields found by name through a table built
+//     once, and written through unsafe pointers at their offsets, instead
+//     of the converter's per-field reflection and cache), for
 //     JSON-shaped input of the right Go types only: anything the converter
 //     would convert, truncate, refuse or read through a type's own
 //     UnmarshalJSON in a way the plan does not model makes it answer
@@ -41,7 +42,8 @@ import (
 //     returns the input's own maps, slices and scalars wherever they are
 //     bit for bit what ToUnstructured writes: an object the defaulters left
 //     alone comes back as the input itself, without allocating, and a
-//     changed one shares every untouched subtree with it.
+//     changed one shares every untouched subtree with it. It reads the
+//     typed value through unsafe pointers at the plan's offsets too.
 //
 // Both mirror converter.go (k8s.io/apimachinery/pkg/runtime) case by case:
 // null reads as the zero value; struct fields are read by their JSON name,
@@ -54,6 +56,10 @@ import (
 // written. Types the plan does not model (interfaces, maps with non-string
 // keys, inlined non-structs, unexported fields, JSON names repeated through
 // inlining) make the whole kind take the reference.
+//
+// The offsets are reflect's (StructField.Offset), taken once per type;
+// TestBuildAndEmitAreTheConverter holds what build and emit read and write
+// to FromUnstructured and ToUnstructured themselves.
 
 // defaulter holds the plans of the fast path; the zero value is ready.
 type defaulter struct {
@@ -119,7 +125,6 @@ type tfield struct {
 	offset uintptr
 	// own is the field's offset in its own struct.
 	own  uintptr
-	i    int // in its own struct
 	name string
 	// inline is an inlined struct: its fields are written to the same map.
 	inline    bool
@@ -238,7 +243,7 @@ func (d *defaulter) plan(t reflect.Type) *tnode {
 func (d *defaulter) planStruct(n *tnode, t reflect.Type) bool {
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		f := tfield{i: i, offset: sf.Offset, own: sf.Offset}
+		f := tfield{offset: sf.Offset, own: sf.Offset}
 		jsonTag, exists := sf.Tag.Lookup("json")
 		if !exists || len(jsonTag) == 0 {
 			if !sf.Anonymous {
