@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
+	"github.com/mutatis-dev/mutatis/internal/fieldtable"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
@@ -28,8 +30,9 @@ import (
 // two conversions around them are planned:
 //
 //   - build is runtime.DefaultUnstructuredConverter.FromUnstructured
-//     specialized per Go type (fields found by name through a map built
-//     once instead of the converter's per-field reflection and cache), for
+//     specialized per Go type (fields found by name through a table built
+//     once, and written through unsafe pointers at their offsets, instead
+//     of the converter's per-field reflection and cache), for
 //     JSON-shaped input of the right Go types only: anything the converter
 //     would convert, truncate, refuse or read through a type's own
 //     UnmarshalJSON in a way the plan does not model makes it answer
@@ -39,7 +42,8 @@ import (
 //     returns the input's own maps, slices and scalars wherever they are
 //     bit for bit what ToUnstructured writes: an object the defaulters left
 //     alone comes back as the input itself, without allocating, and a
-//     changed one shares every untouched subtree with it.
+//     changed one shares every untouched subtree with it. It reads the
+//     typed value through unsafe pointers at the plan's offsets too.
 //
 // Both mirror converter.go (k8s.io/apimachinery/pkg/runtime) case by case:
 // null reads as the zero value; struct fields are read by their JSON name,
@@ -52,6 +56,10 @@ import (
 // written. Types the plan does not model (interfaces, maps with non-string
 // keys, inlined non-structs, unexported fields, JSON names repeated through
 // inlining) make the whole kind take the reference.
+//
+// The offsets are reflect's (StructField.Offset), taken once per type;
+// TestBuildAndEmitAreTheConverter holds what build and emit read and write
+// to FromUnstructured and ToUnstructured themselves.
 
 // defaulter holds the plans of the fast path; the zero value is ready.
 type defaulter struct {
@@ -99,9 +107,12 @@ type tnode struct {
 	bits int
 	elem *tnode
 	// fields are a struct's fields in order (emit); byName finds them by
-	// JSON name with inlined structs flattened (build).
+	// JSON name with inlined structs flattened (build), through table.
 	fields []tfield
 	byName map[string]*tfield
+	table  fieldtable.Table[*tfield]
+	// size is the size of a value of the type (t.Size()).
+	size uintptr
 	// unsupported is set on every node that reaches a type the plan does
 	// not model (computed after building).
 	unsupported bool
@@ -109,9 +120,12 @@ type tnode struct {
 
 // tfield is one field of a struct.
 type tfield struct {
-	index []int // from the struct whose byName holds it
-	i     int   // in its own struct
-	name  string
+	// offset is the field's offset in the struct whose byName holds it
+	// (inlined fields: the sum of the offsets on the way).
+	offset uintptr
+	// own is the field's offset in its own struct.
+	own  uintptr
+	name string
 	// inline is an inlined struct: its fields are written to the same map.
 	inline    bool
 	omitempty bool
@@ -169,7 +183,7 @@ func (d *defaulter) plan(t reflect.Type) *tnode {
 		return n
 	}
 	entry := value.TypeReflectEntryOf(t)
-	n := &tnode{t: t, entry: entry, toCustom: entry.CanConvertToUnstructured()}
+	n := &tnode{t: t, entry: entry, toCustom: entry.CanConvertToUnstructured(), size: t.Size()}
 	n.plainConverter = t.Kind() != reflect.Pointer && t.Implements(unstructuredConverterType) &&
 		!t.Implements(unstructuredConverterWithErrorType) &&
 		!reflect.PointerTo(t).Implements(unstructuredConverterWithErrorType)
@@ -229,7 +243,7 @@ func (d *defaulter) plan(t reflect.Type) *tnode {
 func (d *defaulter) planStruct(n *tnode, t reflect.Type) bool {
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		f := tfield{i: i, index: []int{i}}
+		f := tfield{offset: sf.Offset, own: sf.Offset}
 		jsonTag, exists := sf.Tag.Lookup("json")
 		if !exists || len(jsonTag) == 0 {
 			if !sf.Anonymous {
@@ -273,7 +287,7 @@ func (d *defaulter) planStruct(n *tnode, t reflect.Type) bool {
 					return false
 				}
 				c := *sub
-				c.index = append([]int{f.i}, sub.index...)
+				c.offset = f.own + sub.offset
 				n.byName[name] = &c
 			}
 			continue
@@ -283,6 +297,7 @@ func (d *defaulter) planStruct(n *tnode, t reflect.Type) bool {
 		}
 		n.byName[f.name] = f
 	}
+	n.table = fieldtable.New(n.byName)
 	return true
 }
 
@@ -299,23 +314,27 @@ func isInlinedTag(sf reflect.StructField, name string, opts []string) bool {
 	return false
 }
 
-// build sets dv (zero, settable) to what FromUnstructured reads from v, or
-// answers false when the plan cannot tell.
-func build(v any, dv reflect.Value, n *tnode) bool {
+// build sets the zero value of n's type at p to what FromUnstructured reads
+// from v, or answers false when the plan cannot tell. It writes through
+// unsafe pointers at the offsets the plan took from reflect (the Go value at
+// p is of type n.t, always addressable, as the converter's are when it
+// reads): TestBuildIsFromUnstructured holds the typed objects it builds to
+// the converter's.
+func build(v any, p unsafe.Pointer, n *tnode) bool {
 	if v == nil {
-		return true // null reads as the zero value, which dv is
+		return true // null reads as the zero value, which p holds
 	}
 	switch n.kind {
 	case tString:
 		s, ok := v.(string)
 		if ok {
-			dv.SetString(s)
+			*(*string)(p) = s
 		}
 		return ok
 	case tBool:
 		b, ok := v.(bool)
 		if ok {
-			dv.SetBool(b)
+			*(*bool)(p) = b
 		}
 		return ok
 	case tInt:
@@ -323,27 +342,27 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 		if !ok || n.bits < 64 && (x < -1<<(n.bits-1) || x > 1<<(n.bits-1)-1) {
 			return false
 		}
-		dv.SetInt(x)
+		putBits(p, n.bits, uint64(x))
 		return true
 	case tUint:
 		x, ok := v.(int64)
 		if !ok || x < 0 || n.bits < 64 && x > 1<<n.bits-1 {
 			return false
 		}
-		dv.SetUint(uint64(x))
+		putBits(p, n.bits, uint64(x))
 		return true
 	case tFloat:
 		x, ok := v.(float64)
 		if !ok || n.bits != 64 || math.IsNaN(x) || math.IsInf(x, 0) {
 			return false
 		}
-		dv.SetFloat(x)
+		*(*float64)(p) = x
 		return true
 	}
-	if n.kind == tCustom && n.t == intOrStringType && dv.CanAddr() {
+	if n.kind == tCustom && n.t == intOrStringType {
 		// IntOrString.UnmarshalJSON of json.Marshal(v): a string (valid
 		// UTF-8, which the JSON round trip keeps) or an int32.
-		x := dv.Addr().Interface().(*intstr.IntOrString)
+		x := (*intstr.IntOrString)(p)
 		switch y := v.(type) {
 		case string:
 			if utf8.ValidString(y) {
@@ -357,15 +376,13 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 			}
 		}
 	}
-	if n.kind == tCustom && dv.CanAddr() {
-		if ok, done := buildKnown(v, dv, n); done {
+	if n.kind == tCustom {
+		if ok, done := buildKnown(v, p, n); done {
 			return ok
 		}
-	}
-	if n.kind == tCustom {
 		// The type's own UnmarshalJSON, through its entry, as the converter
 		// does; its errors are the reference's to report.
-		return isJSONValue(v, 0) && n.entry.FromUnstructured(reflect.ValueOf(v), dv) == nil
+		return isJSONValue(v, 0) && n.entry.FromUnstructured(reflect.ValueOf(v), reflect.NewAt(n.t, p).Elem()) == nil
 	}
 	switch n.kind {
 	case tBytes:
@@ -374,14 +391,14 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 			return false
 		}
 		if s == "" {
-			dv.Set(reflect.MakeSlice(n.t, 0, 0))
+			*(*[]byte)(p) = []byte{} // empty, not nil
 			return true
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			return false
 		}
-		dv.SetBytes(b)
+		*(*[]byte)(p) = b
 		return true
 	case tMap:
 		m, ok := v.(map[string]any)
@@ -400,49 +417,52 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 					return false
 				}
 			}
-			dv.Set(reflect.ValueOf(out))
+			*(*map[string]string)(p) = out
 			return true
 		}
 		out := reflect.MakeMapWithSize(n.t, len(m))
 		key := reflect.New(n.t.Key()).Elem()
 		// One element value for all entries: zeroed before each, as a
 		// fresh one is, and copied into the map by SetMapIndex.
-		ev := reflect.New(n.elem.t).Elem()
+		ev := reflect.New(n.elem.t)
+		evp, e := ev.UnsafePointer(), ev.Elem()
 		for k, item := range m {
-			ev.SetZero()
-			if !build(item, ev, n.elem) {
+			e.SetZero()
+			if !build(item, evp, n.elem) {
 				return false
 			}
 			key.SetString(k)
-			out.SetMapIndex(key, ev)
+			out.SetMapIndex(key, e)
 		}
-		dv.Set(out)
+		reflect.NewAt(n.t, p).Elem().Set(out)
 		return true
 	case tSlice:
 		l, ok := v.([]any)
 		if !ok || l == nil {
 			return false
 		}
-		// dv is a nil slice in place: growing it allocates only the array
-		// (reflect.MakeSlice would also put a slice header on the heap).
+		dv := reflect.NewAt(n.t, p).Elem()
 		if len(l) == 0 {
 			dv.Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
 			return true
 		}
+		// A nil slice in place: growing it allocates only the array
+		// (reflect.MakeSlice would also put a slice header on the heap).
 		dv.Grow(len(l))
 		dv.SetLen(len(l))
+		data, size := dv.UnsafePointer(), n.elem.size
 		for i, item := range l {
-			if !build(item, dv.Index(i), n.elem) {
+			if !build(item, unsafe.Add(data, uintptr(i)*size), n.elem) {
 				return false
 			}
 		}
 		return true
 	case tPtr:
-		p := reflect.New(n.elem.t)
-		if !build(v, p.Elem(), n.elem) {
+		q := reflect.New(n.elem.t).UnsafePointer()
+		if !build(v, q, n.elem) {
 			return false
 		}
-		dv.Set(p)
+		*(*unsafe.Pointer)(p) = q
 		return true
 	case tStruct:
 		m, ok := v.(map[string]any)
@@ -450,11 +470,11 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 			return false
 		}
 		for k, item := range m {
-			f := n.byName[k]
+			f, _ := n.table.Get(k)
 			if f == nil {
 				continue // the converter reads only the type's fields
 			}
-			if !build(item, fieldAt(dv, f.index), f.node) {
+			if !build(item, unsafe.Add(p, f.offset), f.node) {
 				return false
 			}
 		}
@@ -463,10 +483,24 @@ func build(v any, dv reflect.Value, n *tnode) bool {
 	return false
 }
 
+// putBits stores the low bits of x at p, an integer of that many bits.
+func putBits(p unsafe.Pointer, bits int, x uint64) {
+	switch bits {
+	case 8:
+		*(*uint8)(p) = uint8(x)
+	case 16:
+		*(*uint16)(p) = uint16(x)
+	case 32:
+		*(*uint32)(p) = uint32(x)
+	default:
+		*(*uint64)(p) = x
+	}
+}
+
 // buildKnown is the entry's FromUnstructured (UnmarshalJSON of
 // json.Marshal(v)) for Quantity and Time values whose JSON text is known
 // without encoding it; done=false leaves v to the entry.
-func buildKnown(v any, dv reflect.Value, n *tnode) (ok, done bool) {
+func buildKnown(v any, p unsafe.Pointer, n *tnode) (ok, done bool) {
 	switch n.t {
 	case quantityType:
 		// UnmarshalJSON strips the quotes and parses the text, which
@@ -488,7 +522,7 @@ func buildKnown(v any, dv reflect.Value, n *tnode) (ok, done bool) {
 		if err != nil {
 			return false, true // the reference reports the error
 		}
-		*dv.Addr().Interface().(*resource.Quantity) = q
+		*(*resource.Quantity)(p) = q
 		return true, true
 	case timeType:
 		// UnmarshalJSON decodes the JSON string (a valid UTF-8 string comes
@@ -501,7 +535,7 @@ func buildKnown(v any, dv reflect.Value, n *tnode) (ok, done bool) {
 		if err != nil {
 			return false, true
 		}
-		dv.Addr().Interface().(*metav1.Time).Time = pt.Local()
+		(*metav1.Time)(p).Time = pt.Local()
 		return true, true
 	}
 	return false, false
@@ -525,13 +559,6 @@ var (
 )
 
 var stringMapType = reflect.TypeOf(map[string]string{})
-
-func fieldAt(v reflect.Value, index []int) reflect.Value {
-	for _, i := range index {
-		v = v.Field(i)
-	}
-	return v
-}
 
 // isJSONValue reports whether v holds only the Go types of JSON values,
 // which json.Marshal encodes without surprises (no NaN, no infinities).
@@ -573,23 +600,27 @@ type entry struct {
 	v    any
 }
 
-// emit returns ToUnstructured's output for sv (a value outside a struct
-// field of scalar kind: toUnstructured), prev itself when that is
-// bit for bit prev; nil is ToUnstructured writing nothing (null), and
-// ok=false a conversion the plan leaves to the reference (errors).
-func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) {
+// emit returns ToUnstructured's output for the value of n's type at p (a
+// value outside a struct field of scalar kind: toUnstructured), prev itself
+// when that is bit for bit prev; nil is ToUnstructured writing nothing
+// (null), and ok=false a conversion the plan leaves to the reference
+// (errors). addr tells whether the converter reaches the value as an
+// addressable reflect.Value (everything but what lies in a map's values),
+// which decides the methods a type's entry may call.
+func (e *emitter) emit(p unsafe.Pointer, n *tnode, prev any, addr bool) (out any, ok bool) {
 	if n.kind == tPtr && n.toCustom && n.elem.toCustom {
 		// The entry of *T writes nothing for nil and otherwise calls the
 		// same method as the entry of T on the (addressable) element, in
 		// the same order of precedence (ToUnstructuredWithError,
 		// ToUnstructured, MarshalJSON, whichever receiver).
-		if sv.IsNil() {
+		q := *(*unsafe.Pointer)(p)
+		if q == nil {
 			return nil, true
 		}
-		return e.emit(sv.Elem(), n.elem, prev)
+		return e.emit(q, n.elem, prev, true)
 	}
 	if n.toCustom {
-		v, ok := customOut(sv, n)
+		v, ok := customOut(p, n, addr)
 		if !ok {
 			return nil, false
 		}
@@ -600,30 +631,41 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 	}
 	switch n.kind {
 	case tString, tBool, tInt, tUint, tFloat:
-		return scalarOut(sv, n, prev)
+		return scalarOut(p, n, prev)
 	case tBytes:
-		if sv.IsNil() {
+		b := *(*[]byte)(p)
+		if b == nil {
 			return nil, true
 		}
-		s := base64.StdEncoding.EncodeToString(sv.Bytes())
+		s := base64.StdEncoding.EncodeToString(b)
 		if p, isString := prev.(string); isString && p == s {
 			return prev, true
 		}
 		return s, true
 	case tMap:
+		if n.t == stringMapType {
+			ss := *(*map[string]string)(p)
+			if ss == nil {
+				return nil, true
+			}
+			return stringMapOut(ss, prev), true
+		}
+		sv := reflect.NewAt(n.t, p).Elem()
 		if sv.IsNil() {
 			return nil, true
 		}
-		if ss, isStrings := sv.Interface().(map[string]string); isStrings && !n.elem.toCustom {
-			return stringMapOut(ss, prev), true
-		}
 		pm, _ := prev.(map[string]any)
 		same := pm != nil && len(pm) == sv.Len()
+		// Each value is copied out of the map (as MapIter.Value does) into
+		// one variable; the converter reaches it unaddressable.
+		ev := reflect.New(n.elem.t)
+		evp, ev := ev.UnsafePointer(), ev.Elem()
 		var it reflect.MapIter
 		it.Reset(sv)
 		for same && it.Next() {
 			pv, had := pm[it.Key().String()]
-			o, ok := e.emit(it.Value(), n.elem, pv)
+			ev.SetIterValue(&it)
+			o, ok := e.emit(evp, n.elem, pv, false)
 			if !ok {
 				return nil, false
 			}
@@ -641,7 +683,8 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 			if pm != nil {
 				pv = pm[k]
 			}
-			o, ok := e.emit(it.Value(), n.elem, pv)
+			ev.SetIterValue(&it)
+			o, ok := e.emit(evp, n.elem, pv, false)
 			if !ok {
 				return nil, false
 			}
@@ -649,27 +692,29 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 		}
 		return out, true
 	case tSlice:
-		if sv.IsNil() {
+		h := (*sliceHeader)(p)
+		if h.data == nil {
 			return nil, true
 		}
 		pl, _ := prev.([]any)
-		same := pl != nil && len(pl) == sv.Len()
+		same := pl != nil && len(pl) == h.len
 		var out []any
 		if !same {
-			out = make([]any, sv.Len())
+			out = make([]any, h.len)
 		}
-		for i := 0; i < sv.Len(); i++ {
+		for i := 0; i < h.len; i++ {
 			var pv any
 			if i < len(pl) {
 				pv = pl[i]
 			}
-			o, ok := e.emit(sv.Index(i), n.elem, pv)
+			// Slice elements are addressable, whatever the slice.
+			o, ok := e.emit(unsafe.Add(h.data, uintptr(i)*n.elem.size), n.elem, pv, true)
 			if !ok {
 				return nil, false
 			}
 			if same && !sameValue(o, pv) {
 				same = false
-				out = make([]any, sv.Len())
+				out = make([]any, h.len)
 				copy(out, pl[:i])
 			}
 			if !same {
@@ -681,14 +726,15 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 		}
 		return out, true
 	case tPtr:
-		if sv.IsNil() {
+		q := *(*unsafe.Pointer)(p)
+		if q == nil {
 			return nil, true
 		}
-		return e.emit(sv.Elem(), n.elem, prev)
+		return e.emit(q, n.elem, prev, true)
 	case tStruct:
 		pm, _ := prev.(map[string]any)
 		start := len(e.scratch)
-		same, ok := e.fields(sv, n, pm)
+		same, ok := e.fields(p, n, pm, addr)
 		if !ok {
 			e.scratch = e.scratch[:start]
 			return nil, false
@@ -707,24 +753,39 @@ func (e *emitter) emit(sv reflect.Value, n *tnode, prev any) (out any, ok bool) 
 	return nil, false
 }
 
-// customOut is the entry's ToUnstructured of sv, of a custom type.
-func customOut(sv reflect.Value, n *tnode) (any, bool) {
+// sliceHeader is the layout of a Go slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// customOut is the entry's ToUnstructured of the value of custom type at
+// p, reached addressable or not (addr).
+func customOut(p unsafe.Pointer, n *tnode, addr bool) (any, bool) {
 	switch {
-	case n.plainConverter && sv.CanAddr():
+	case n.plainConverter:
 		// What the entry does (getUnstructuredConverter, case
-		// isUnstructuredConverter), the method called through *T.
-		return sv.Addr().Interface().(value.UnstructuredConverter).ToUnstructured(), true
-	case n.t == intOrStringType && sv.CanAddr():
-		// IntOrString.MarshalJSON is json.Marshal of IntVal or StrVal,
-		// which the entry decodes back: the int64, or the string when
-		// valid UTF-8 (json.Marshal would replace invalid bytes).
-		x := sv.Addr().Interface().(*intstr.IntOrString)
+		// isUnstructuredConverter: a value receiver, so addressability does
+		// not matter), the method called through *T.
+		return reflect.NewAt(n.t, p).Interface().(value.UnstructuredConverter).ToUnstructured(), true
+	case n.t == intOrStringType:
+		// IntOrString.MarshalJSON (a value receiver) is json.Marshal of
+		// IntVal or StrVal, which the entry decodes back: the int64, or the
+		// string when valid UTF-8 (json.Marshal would replace invalid
+		// bytes).
+		x := (*intstr.IntOrString)(p)
 		switch {
 		case x.Type == intstr.Int:
 			return int64(x.IntVal), true
 		case x.Type == intstr.String && utf8.ValidString(x.StrVal):
 			return x.StrVal, true
 		}
+	}
+	sv := reflect.NewAt(n.t, p).Elem()
+	if !addr {
+		// A copy in an interface: the value the converter hands the entry,
+		// whose pointer-receiver methods it then cannot call.
+		sv = reflect.ValueOf(sv.Interface())
 	}
 	v, err := n.entry.ToUnstructured(sv)
 	return v, err == nil
@@ -736,24 +797,24 @@ var (
 	intOrStringType                    = reflect.TypeFor[intstr.IntOrString]()
 )
 
-// fields appends the entries structToUnstructured writes for struct sv to
-// e.scratch; same tells that each is bit for bit prev's entry.
-func (e *emitter) fields(sv reflect.Value, n *tnode, pm map[string]any) (same, ok bool) {
+// fields appends the entries structToUnstructured writes for the struct at
+// p to e.scratch; same tells that each is bit for bit prev's entry.
+func (e *emitter) fields(p unsafe.Pointer, n *tnode, pm map[string]any, addr bool) (same, ok bool) {
 	same = true
 	for i := range n.fields {
 		f := &n.fields[i]
-		fv := sv.Field(f.i)
 		if f.name == "-" {
 			continue
 		}
-		if f.omitempty && isEmptyValue(fv) {
+		fp := unsafe.Add(p, f.own)
+		if f.omitempty && isEmptyAt(fp, f.node) {
 			continue
 		}
-		if f.omitzero != nil && f.omitzero(fv) {
+		if f.omitzero != nil && f.omitzero(reflect.NewAt(f.node.t, fp).Elem()) {
 			continue
 		}
 		if f.inline {
-			s, ok := e.fields(fv, f.node, pm)
+			s, ok := e.fields(fp, f.node, pm, addr)
 			if !ok {
 				return false, false
 			}
@@ -770,9 +831,9 @@ func (e *emitter) fields(sv reflect.Value, n *tnode, pm map[string]any) (same, o
 		case tString, tBool, tInt, tUint, tFloat:
 			// structToUnstructured writes scalar kinds directly, whatever
 			// their type's own conversions.
-			o, ok = scalarOut(fv, f.node, pv)
+			o, ok = scalarOut(fp, f.node, pv)
 		default:
-			o, ok = e.emit(fv, f.node, pv)
+			o, ok = e.emit(fp, f.node, pv, addr)
 		}
 		if !ok {
 			return false, false
@@ -785,30 +846,30 @@ func (e *emitter) fields(sv reflect.Value, n *tnode, pm map[string]any) (same, o
 	return same, true
 }
 
-// scalarOut is ToUnstructured of a value of scalar kind: prev when it is
-// that very value (same Go type, floats bit for bit).
-func scalarOut(sv reflect.Value, n *tnode, prev any) (any, bool) {
+// scalarOut is ToUnstructured of the value of scalar kind at p: prev when
+// it is that very value (same Go type, floats bit for bit).
+func scalarOut(p unsafe.Pointer, n *tnode, prev any) (any, bool) {
 	switch n.kind {
 	case tString:
-		s := sv.String()
+		s := *(*string)(p)
 		if p, ok := prev.(string); ok && p == s {
 			return prev, true
 		}
 		return s, true
 	case tBool:
-		b := sv.Bool()
+		b := *(*bool)(p)
 		if p, ok := prev.(bool); ok && p == b {
 			return prev, true
 		}
 		return b, true
 	case tInt:
-		x := sv.Int()
+		x := intAt(p, n.bits)
 		if p, ok := prev.(int64); ok && p == x {
 			return prev, true
 		}
 		return x, true
 	case tUint:
-		u := sv.Uint()
+		u := uintAt(p, n.bits)
 		if u > math.MaxInt64 {
 			return nil, false
 		}
@@ -817,13 +878,47 @@ func scalarOut(sv reflect.Value, n *tnode, prev any) (any, bool) {
 		}
 		return int64(u), true
 	case tFloat:
-		x := sv.Float()
+		x := floatAt(p, n.bits)
 		if p, ok := prev.(float64); ok && math.Float64bits(p) == math.Float64bits(x) {
 			return prev, true
 		}
 		return x, true
 	}
 	return nil, false
+}
+
+// intAt is reflect.Value.Int of the signed integer of that many bits at p.
+func intAt(p unsafe.Pointer, bits int) int64 {
+	switch bits {
+	case 8:
+		return int64(*(*int8)(p))
+	case 16:
+		return int64(*(*int16)(p))
+	case 32:
+		return int64(*(*int32)(p))
+	}
+	return *(*int64)(p)
+}
+
+// uintAt is reflect.Value.Uint of the unsigned integer at p.
+func uintAt(p unsafe.Pointer, bits int) uint64 {
+	switch bits {
+	case 8:
+		return uint64(*(*uint8)(p))
+	case 16:
+		return uint64(*(*uint16)(p))
+	case 32:
+		return uint64(*(*uint32)(p))
+	}
+	return *(*uint64)(p)
+}
+
+// floatAt is reflect.Value.Float of the float at p.
+func floatAt(p unsafe.Pointer, bits int) float64 {
+	if bits == 32 {
+		return float64(*(*float32)(p))
+	}
+	return *(*float64)(p)
 }
 
 // stringMapOut is ToUnstructured of a map[string]string: prev when it
@@ -846,6 +941,29 @@ func stringMapOut(m map[string]string, prev any) any {
 		out[k] = v
 	}
 	return out
+}
+
+// isEmptyAt is the converter's isEmpty of the value of n's type at p.
+func isEmptyAt(p unsafe.Pointer, n *tnode) bool {
+	switch n.t.Kind() {
+	case reflect.String:
+		return len(*(*string)(p)) == 0
+	case reflect.Bool:
+		return !*(*bool)(p)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return intAt(p, n.t.Bits()) == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return uintAt(p, n.t.Bits()) == 0
+	case reflect.Float32, reflect.Float64:
+		return floatAt(p, n.t.Bits()) == 0
+	case reflect.Slice:
+		return (*sliceHeader)(p).len == 0
+	case reflect.Pointer:
+		return *(*unsafe.Pointer)(p) == nil
+	case reflect.Map, reflect.Array, reflect.Interface:
+		return isEmptyValue(reflect.NewAt(n.t, p).Elem())
+	}
+	return false
 }
 
 // isEmptyValue is the converter's isEmpty.
@@ -903,14 +1021,14 @@ func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVer
 	// another type under a kind), without its lookups.
 	rv := reflect.New(n.t)
 	typed, isObject := rv.Interface().(runtime.Object)
-	if !isObject || !build(obj, rv.Elem(), n) {
+	if !isObject || !build(obj, rv.UnsafePointer(), n) {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
 	k.scheme.Default(typed)
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
 	e := emitterPool.Get().(*emitter)
-	out, ok := e.emit(rv.Elem(), n, obj)
+	out, ok := e.emit(rv.UnsafePointer(), n, obj, true)
 	e.scratch = e.scratch[:0]
 	emitterPool.Put(e)
 	if !ok {

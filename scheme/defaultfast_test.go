@@ -324,7 +324,7 @@ func TestCustomBuildIsTheEntry(t *testing.T) {
 		d.mu.Unlock()
 		for _, v := range append(values, odd...) {
 			got := reflect.New(n.t).Elem()
-			ok := build(v, got, n)
+			ok := build(v, got.Addr().UnsafePointer(), n)
 			want := reflect.New(n.t).Elem()
 			err := n.entry.FromUnstructured(reflect.ValueOf(v), want)
 			if ok && (err != nil || !reflect.DeepEqual(got.Interface(), want.Interface())) {
@@ -387,10 +387,16 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 		d.mu.Lock()
 		n := d.plan(sv.Type())
 		d.mu.Unlock()
-		got, gotOK := customOut(sv, n)
+		got, gotOK := customOut(sv.Addr().UnsafePointer(), n, true)
 		want, err := n.entry.ToUnstructured(sv)
 		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
 			t.Fatalf("%#v: got %#v (%v), want %#v (%v)", v, got, gotOK, want, err)
+		}
+		// Unaddressable, as a map's value.
+		got, gotOK = customOut(sv.Addr().UnsafePointer(), n, false)
+		want, err = n.entry.ToUnstructured(reflect.ValueOf(sv.Interface()))
+		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
+			t.Fatalf("%#v (unaddressable): got %#v (%v), want %#v (%v)", v, got, gotOK, want, err)
 		}
 		// The pointer, as in a field of type *T, nil or not.
 		pv := reflect.ValueOf(v)
@@ -400,7 +406,9 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 		d.mu.Lock()
 		pn := d.plan(pv.Type())
 		d.mu.Unlock()
-		got, gotOK = (&emitter{}).emit(pv, pn, nil)
+		pp := reflect.New(pv.Type())
+		pp.Elem().Set(pv)
+		got, gotOK = (&emitter{}).emit(pp.UnsafePointer(), pn, nil, true)
 		want, err = pn.entry.ToUnstructured(pv)
 		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
 			t.Fatalf("%#v (pointer): got %#v (%v), want %#v (%v)", pv, got, gotOK, want, err)
@@ -465,5 +473,102 @@ func TestDefaultConcurrently(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestBuildAndEmitAreTheConverter holds the two planned conversions, which
+// write and read typed objects through unsafe pointers at the offsets of
+// their plans, to the converter's reflection: build gives the very typed
+// object FromUnstructured gives (reflect.DeepEqual), and emit writes what
+// ToUnstructured writes for it (bit for bit), from scratch and against the
+// input it was built from. Objects: the zero and randomly filled objects of
+// every external kind of kube-apiserver's scheme (random maps of structs
+// and quantities, reached unaddressable by the converter, included), the
+// real objects and random perturbations of them.
+func TestBuildAndEmitAreTheConverter(t *testing.T) {
+	s := New()
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d defaulter
+	built := 0
+	check := func(u map[string]any, gvk schema.GroupVersionKind) {
+		t.Helper()
+		n := d.planKind(ks, gvk)
+		if n == nil {
+			return
+		}
+		want, err := ks.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantErr := runtime.DefaultUnstructuredConverter.FromUnstructured(u, want)
+		got := reflect.New(n.t)
+		if !build(u, got.UnsafePointer(), n) {
+			return
+		}
+		built++
+		if wantErr != nil {
+			t.Fatalf("%v: built what FromUnstructured refuses (%v)\ninput: %#v", gvk, wantErr, u)
+		}
+		if !reflect.DeepEqual(got.Interface(), want) {
+			t.Fatalf("%v: built %#v\nFromUnstructured gives %#v\ninput: %#v", gvk, got.Interface(), want, u)
+		}
+		wantOut, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+		for _, prev := range []map[string]any{nil, u} {
+			out, ok := (&emitter{}).emit(got.UnsafePointer(), n, prev, true)
+			if !ok {
+				continue
+			}
+			if err != nil || !valuetest.BitsEqual(out, wantOut) {
+				t.Fatalf("%v: emitted %#v\nToUnstructured writes %#v (%v)", gvk, out, wantOut, err)
+			}
+		}
+	}
+	var gvks []schema.GroupVersionKind
+	for gvk := range ks.AllKnownTypes() {
+		if gvk.Version != runtime.APIVersionInternal && s.Recognizes(gvk) {
+			gvks = append(gvks, gvk)
+		}
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	fills := 3
+	if testing.Short() {
+		fills = 1
+	}
+	for _, gvk := range gvks {
+		for seed := range fills + 1 {
+			obj, err := ks.New(gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seed > 0 {
+				randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...).Fill(obj)
+			}
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				continue
+			}
+			check(u, gvk)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	ins := testobjects.Inputs(t)
+	for i := range 1000 {
+		in := ins[i%len(ins)]
+		obj := valuetest.DeepCopy(in.Obj)
+		if i >= len(ins) {
+			for range 1 + r.IntN(3) {
+				obj = testobjects.Perturb(r, obj)
+			}
+		}
+		if m, ok := obj.(map[string]any); ok {
+			check(m, in.GVK)
+		}
+	}
+	t.Logf("%d objects built and emitted", built)
+	if built < len(gvks) {
+		t.Errorf("only %d objects built for %d kinds", built, len(gvks))
 	}
 }
