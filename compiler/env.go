@@ -93,19 +93,27 @@ func newBaseEnvs(compat *version.Version) (*baseEnvs, error) {
 			return nil, fmt.Errorf("building CEL environment: %w", err)
 		}
 		b.envs[envKey{hasParams: hasParams}] = extended
-		withPatch, err := extended.Extend(environment.VersionedOptions{
-			IntroducedVersion: version.MajorMinor(1, 0),
-			EnvOptions: []cel.EnvOption{
-				common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
-				environment.UnversionedLib(library.JSONPatch),
-			},
-		})
+		withPatch, err := WithMutationTypes(extended)
 		if err != nil {
 			return nil, fmt.Errorf("building CEL environment: %w", err)
 		}
 		b.envs[envKey{hasParams: hasParams, hasPatchTypes: true}] = withPatch
 	}
 	return b, nil
+}
+
+// WithMutationTypes extends env with what mutation expressions have
+// beyond the other expressions of a MutatingAdmissionPolicy, as
+// kube-apiserver's mutating policy compiler does: the dynamic types
+// Object, Object.<path> and JSONPatch, and jsonpatch.escapeKey.
+func WithMutationTypes(env *environment.EnvSet) (*environment.EnvSet, error) {
+	return env.Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions: []cel.EnvOption{
+			common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
+			environment.UnversionedLib(library.JSONPatch),
+		},
+	})
 }
 
 // plainEnv returns the environment without the "variables" declaration, in

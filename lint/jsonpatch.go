@@ -25,11 +25,7 @@ func checkJSONPatches(e *compiler.Expression, k *kindSchema, guards map[string]b
 		return
 	}
 	native := e.AST().NativeRep()
-	local := map[string]bool{}
-	for g := range guards {
-		local[g] = true
-	}
-	collectGuards(native.Expr(), local)
+	local := guardsOf(native.Expr(), guards)
 	// Paths an earlier operation of the expression adds create their
 	// parents for the later ones.
 	added := map[string]bool{}

@@ -91,6 +91,17 @@ func placeOf(x ast.Expr, scope map[string]place) (place, bool) {
 }
 
 // collectGuards adds the places x tests with has() or reads with ?.
+// guardsOf is guards (the policy's, from its matchConditions) with those
+// of expression x added, in a new map.
+func guardsOf(x ast.Expr, guards map[string]bool) map[string]bool {
+	local := make(map[string]bool, len(guards))
+	for g := range guards {
+		local[g] = true
+	}
+	collectGuards(x, local)
+	return local
+}
+
 func collectGuards(x ast.Expr, guards map[string]bool) {
 	walkScoped(x, map[string]place{}, func(x ast.Expr, scope map[string]place) {
 		switch {
@@ -182,11 +193,7 @@ func checkOptionalReads(e *compiler.Expression, k *kindSchema, guards map[string
 		return
 	}
 	native := e.AST().NativeRep()
-	local := map[string]bool{}
-	for g := range guards {
-		local[g] = true
-	}
-	collectGuards(native.Expr(), local)
+	local := guardsOf(native.Expr(), guards)
 	seen := map[string]bool{}
 	walkScoped(native.Expr(), map[string]place{}, func(x ast.Expr, scope map[string]place) {
 		if x.Kind() != ast.SelectKind || x.AsSelect().IsTestOnly() {

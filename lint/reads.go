@@ -11,10 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
-	"k8s.io/apiserver/pkg/cel/mutation"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 )
@@ -56,13 +54,7 @@ func typedEnv(object, params *apiservercel.DeclType, hasParams bool) (*plugincel
 	if err != nil {
 		return nil, err
 	}
-	withPatch, err := typed.Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions: []cel.EnvOption{
-			common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
-			environment.UnversionedLib(library.JSONPatch),
-		},
-	})
+	withPatch, err := compiler.WithMutationTypes(typed)
 	if err != nil {
 		return nil, err
 	}
