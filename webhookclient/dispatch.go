@@ -334,8 +334,14 @@ type versioned struct {
 // The error, when not nil, is kube-apiserver's refusal of the request
 // (an *apierrors.StatusError, with its message and code); the Result
 // holds what happened up to it.
-func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state *ReinvocationState) (*Result, error) {
-	res := &Result{AuditAnnotations: map[string]string{}}
+func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state *ReinvocationState) (res *Result, err error) {
+	res = &Result{AuditAnnotations: map[string]string{}}
+	defer func() {
+		// kube-apiserver's handler turns a panic into a 500 of the request.
+		if r := recover(); r != nil {
+			err = apierrors.NewInternalError(fmt.Errorf("panic while calling mutating webhooks: %v", r))
+		}
+	}()
 	if a.Object != nil {
 		res.Object = a.Object.Object
 	}
@@ -354,14 +360,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state
 		state.requireReinvokingPreviouslyInvoked()
 	}
 	v := &versioned{}
-	err := d.dispatch(ctx, a, state, v, res)
+	err = d.dispatch(ctx, a, state, v, res)
 	if err == nil && v.set && v.object != nil && v.dirty {
 		res.Object, err = d.convert(v.object, v.kind, a.Kind)
 		if err != nil {
 			err = apierrors.NewInternalError(err)
 		}
 	}
-	state.hasLastOutput = true
 	if err == nil {
 		state.lastOutput = res.Object
 	} else if a.Object != nil {

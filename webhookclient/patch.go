@@ -1,6 +1,9 @@
 package webhookclient
 
 import (
+	"errors"
+	"fmt"
+
 	evanphx "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -21,7 +24,18 @@ import (
 // applying it to the encoded object with the library itself keeps every
 // quirk of the bytes (numbers, duplicate keys, unknown operations) as
 // kube-apiserver meets them.
-func ApplyPatch(s *scheme.Scheme, obj map[string]any, kind schema.GroupVersionKind, patch evanphx.Patch) (map[string]any, schema.GroupVersionKind, error) {
+//
+// evanphx/json-patch panics on some patches (a write below a null an
+// earlier operation set, for one); kube-apiserver's handler recovers the
+// panic of the whole request as a 500. ApplyPatch recovers it as an error
+// wrapping ErrPatchPanicked, which the dispatcher turns into a 500 of the
+// request: the outcome is the same refusal, in other words.
+func ApplyPatch(s *scheme.Scheme, obj map[string]any, kind schema.GroupVersionKind, patch evanphx.Patch) (out map[string]any, outKind schema.GroupVersionKind, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, outKind, err = nil, schema.GroupVersionKind{}, fmt.Errorf("%w: %v", ErrPatchPanicked, r)
+		}
+	}()
 	js, err := jsonvalue.Marshal(obj)
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
@@ -32,3 +46,7 @@ func ApplyPatch(s *scheme.Scheme, obj map[string]any, kind schema.GroupVersionKi
 	}
 	return s.DecodeWebhookPatchResult(patched, kind)
 }
+
+// ErrPatchPanicked is wrapped by the error of ApplyPatch for a patch on
+// which evanphx/json-patch panicked.
+var ErrPatchPanicked = errors.New("applying the webhook's JSON patch panicked")

@@ -328,30 +328,11 @@ type webhookCase struct {
 type hookOpt func(*admissionregistrationv1.MutatingWebhook)
 
 func (w *webhookWorld) urlHook(name, path string, opts ...hookOpt) admissionregistrationv1.MutatingWebhook {
-	h := admissionregistrationv1.MutatingWebhook{
-		Name:                    name,
-		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(w.srv.URL + path), CABundle: w.srv.CABundle},
-		Rules:                   []admissionregistrationv1.RuleWithOperations{webhookPodRule()},
-		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-		NamespaceSelector:       &metav1.LabelSelector{},
-		ObjectSelector:          &metav1.LabelSelector{},
-		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-		TimeoutSeconds:          ptr.To[int32](10),
-		AdmissionReviewVersions: []string{"v1"},
-		ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+	fs := make([]func(*admissionregistrationv1.MutatingWebhook), len(opts))
+	for i, o := range opts {
+		fs[i] = o
 	}
-	for _, o := range opts {
-		o(&h)
-	}
-	return h
-}
-
-func webhookPodRule() admissionregistrationv1.RuleWithOperations {
-	return admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
-	}
+	return w.srv.Webhook(name, path, fs...)
 }
 
 func hookIgnore(h *admissionregistrationv1.MutatingWebhook) {

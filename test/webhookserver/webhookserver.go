@@ -22,6 +22,10 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
 
@@ -83,9 +87,11 @@ type Server struct {
 	// valid for 127.0.0.1, localhost and the Hosts given to Start.
 	CABundle []byte
 
-	srv   *httptest.Server
-	mu    sync.Mutex
-	calls map[string]int
+	srv    *httptest.Server
+	mu     sync.Mutex
+	calls  map[string]int
+	protos []string
+	conns  int
 }
 
 // Start serves the webhooks on a new TLS server whose certificate is
@@ -108,6 +114,13 @@ func Start(dir string, hosts ...string) (*Server, error) {
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
 	s.srv.EnableHTTP2 = true
+	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
 	s.srv.StartTLS()
 	s.URL = s.srv.URL
 	return s, nil
@@ -132,6 +145,50 @@ func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.calls)
+	s.protos = nil
+	s.conns = 0
+}
+
+// Protocols are the HTTP versions of the calls so far ("HTTP/2.0",
+// "HTTP/1.1"), in order.
+func (s *Server) Protocols() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.protos...)
+}
+
+// Connections is the number of connections accepted so far.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
+}
+
+// Webhook is a MutatingWebhook named name that calls path on this
+// server (its URL and caBundle), for Pods in CREATE, UPDATE and DELETE,
+// with every field kube-apiserver defaults in v1 set to its default and
+// sideEffects None; opts change it.
+func (s *Server) Webhook(name, path string, opts ...func(*admissionregistrationv1.MutatingWebhook)) admissionregistrationv1.MutatingWebhook {
+	h := admissionregistrationv1.MutatingWebhook{
+		Name:         name,
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(s.URL + path), CABundle: s.CABundle},
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
+		}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		NamespaceSelector:       &metav1.LabelSelector{},
+		ObjectSelector:          &metav1.LabelSelector{},
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To[int32](10),
+		AdmissionReviewVersions: []string{"v1"},
+		ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+	}
+	for _, o := range opts {
+		o(&h)
+	}
+	return h
 }
 
 // review is the part of an AdmissionReview (v1 or v1beta1, which share
@@ -174,6 +231,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[path]++
+	s.protos = append(s.protos, r.Proto)
 	s.mu.Unlock()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
