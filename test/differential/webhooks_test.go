@@ -23,6 +23,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +43,7 @@ import (
 )
 
 // webhookWorld is what both implementations are given: the test server,
-// the namespaces and the hookService mappings.
+// the namespaces and the service mappings.
 type webhookWorld struct {
 	srv        *webhookserver.Server
 	namespaces []*corev1.Namespace
@@ -68,8 +69,9 @@ func newWebhookWorld(t *testing.T) *webhookWorld {
 			{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", Labels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}}},
 		},
 		services: map[webhookclient.Service]*url.URL{
-			{Namespace: "hooks", Name: "labels", Port: 443}:  u,
-			{Namespace: "hooks", Name: "sidecar", Port: 443}: u,
+			{Namespace: "hooks", Name: "labels", Port: 443}:   u,
+			{Namespace: "hooks", Name: "sidecar", Port: 443}:  u,
+			{Namespace: "hooks", Name: "sidecar", Port: 8443}: u,
 		},
 	}
 }
@@ -503,6 +505,23 @@ func (w *webhookWorld) cases() []webhookCase {
 		r.inTree = f
 		return r
 	}
+	coreEventRule := admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"events"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
+	}
+	event := &eventsv1.Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web.1", Namespace: "default"},
+		Regarding:  corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
+		Reason:     "Started", Note: "started", Type: "Normal", Action: "Start",
+		ReportingController: "example.com/ctl", ReportingInstance: "ctl-1",
+		EventTime: metav1.NewMicroTime(metav1.Now().Rfc3339Copy().Time),
+	}
+	eventCreate := webhookRequest{op: admission.Create, obj: event, gvk: eventsv1.SchemeGroupVersion.WithKind("Event"),
+		gvr: eventsv1.SchemeGroupVersion.WithResource("events"), namespace: "default", name: "web.1"}
+	missingNamespace := webhookPodCreate(nil)
+	missingNamespace.namespace = "missing"
+	missingNamespace.obj.(*corev1.Pod).Namespace = "missing"
 	return []webhookCase{
 		// Calls and patches.
 		{name: "sidecar injector over a URL with a caBundle", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("sidecars", w.urlHook("sidecar.example.com", webhookserver.PathSidecar))},
@@ -553,27 +572,27 @@ func (w *webhookWorld) cases() []webhookCase {
 			request: webhookPodCreate(nil), want: wantStatus(500, `failed calling webhook "err.example.com"`)},
 		{name: "a patch that does not apply fails whatever the policy", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("bad", w.urlHook("bad.example.com", webhookserver.PathBadPatch, hookIgnore))},
 			request: webhookPodCreate(nil), want: wantStatus(500, "")},
-		{name: "a hookTimeout under Fail", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("slow", w.urlHook("slow.example.com", webhookserver.PathSlow+"/3s", hookTimeout(1)))},
+		{name: "a timeout under Fail", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("slow", w.urlHook("slow.example.com", webhookserver.PathSlow+"/3s", hookTimeout(1)))},
 			request: webhookPodCreate(nil), want: wantStatus(500, "context deadline exceeded")},
-		{name: "a hookTimeout under Ignore", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("slow", w.urlHook("slow.example.com", webhookserver.PathSlow+"/3s", hookTimeout(1), hookIgnore), w.urlHook("labels.example.com", webhookserver.PathLabels))},
+		{name: "a timeout under Ignore", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("slow", w.urlHook("slow.example.com", webhookserver.PathSlow+"/3s", hookTimeout(1), hookIgnore), w.urlHook("labels.example.com", webhookserver.PathLabels))},
 			request: webhookPodCreate(nil), want: wantObjectLabel("stamped-by", "webhook")},
 		{name: "an unreachable webhook", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("gone", w.urlHook("gone.example.com", "", hookURL("https://127.0.0.1:1/x")))},
 			request: webhookPodCreate(nil), want: wantStatus(500, "connection refused")},
-		{name: "a hookCABundle of another CA", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ca", w.urlHook("ca.example.com", webhookserver.PathLabels, hookCABundle(otherCA.CABundle)))},
+		{name: "a caBundle of another CA", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ca", w.urlHook("ca.example.com", webhookserver.PathLabels, hookCABundle(otherCA.CABundle)))},
 			request: webhookPodCreate(nil), want: wantStatus(500, "x509")},
 		{name: "no caBundle: the system roots", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ca", w.urlHook("ca.example.com", webhookserver.PathLabels, hookCABundle(nil)))},
 			request: webhookPodCreate(nil), want: wantStatus(500, "x509")},
-		{name: "a hookCABundle that is not PEM", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ca", w.urlHook("ca.example.com", webhookserver.PathLabels, hookCABundle([]byte("not a certificate"))))},
+		{name: "a caBundle that is not PEM", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ca", w.urlHook("ca.example.com", webhookserver.PathLabels, hookCABundle([]byte("not a certificate"))))},
 			request: webhookPodCreate(nil), want: wantStatus(500, "could not get REST client")},
 		{name: "a patch on DELETE", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("labels", w.urlHook("labels.example.com", webhookserver.PathLabels))},
 			request: del, want: wantStatus(500, "attempted to modify the object, which is not supported for this operation")},
 
 		// Dry run and side effects.
-		{name: "dry run with hookSideEffects Some is refused without a call", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, hookSideEffects(admissionregistrationv1.SideEffectClassSome), hookIgnore))},
+		{name: "dry run with sideEffects Some is refused without a call", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, hookSideEffects(admissionregistrationv1.SideEffectClassSome), hookIgnore))},
 			request: dryRun, want: wantAllOf(wantStatus(400, `admission webhook "se.example.com" does not support dry run`), wantWebhookCalls(map[string]int{}))},
-		{name: "dry run with hookSideEffects Unknown is refused", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, hookSideEffects(admissionregistrationv1.SideEffectClassUnknown)))},
+		{name: "dry run with sideEffects Unknown is refused", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, hookSideEffects(admissionregistrationv1.SideEffectClassUnknown)))},
 			request: dryRun, want: wantStatus(400, "does not support dry run")},
-		{name: "dry run with hookSideEffects NoneOnDryRun is called", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, hookSideEffects(admissionregistrationv1.SideEffectClassNoneOnDryRun)))},
+		{name: "dry run with sideEffects NoneOnDryRun is called", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, hookSideEffects(admissionregistrationv1.SideEffectClassNoneOnDryRun)))},
 			request: dryRun, want: wantAllOf(wantObjectLabel("stamped-by", "webhook"), wantWebhookCalls(map[string]int{webhookserver.PathLabels: 1}))},
 
 		// AdmissionReview versions.
@@ -611,12 +630,25 @@ func (w *webhookWorld) cases() []webhookCase {
 			request: hpaCreate, want: wantAllOf(wantObjectLabel("stamped-by", "webhook"), wantWebhookCalls(map[string]int{webhookserver.PathLabels: 1}))},
 		{name: "Exact: an autoscaling/v2 request is not seen in v1", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("eq", w.urlHook("eq.example.com", webhookserver.PathLabels, hookExact, hookRules(hpaRule("v1"))))},
 			request: hpaCreate, want: wantWebhookCalls(map[string]int{})},
-		{name: "Equivalent then exact: two hookVersions in one pass", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("eq",
+		{name: "Equivalent then exact: two versions in one pass", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("eq",
 			w.urlHook("v1.example.com", counterPath("v1"), hookRules(hpaRule("v1"))),
 			w.urlHook("v2.example.com", counterPath("v2"), hookRules(hpaRule("v2"))))},
 			request: hpaCreate, want: wantWebhookCalls(map[string]int{webhookserver.PathCounter: 2})},
 
-		// Reinvocation (KEP-492's scenarios), with hookExact call counts.
+		{name: "Equivalent across groups: an events.k8s.io/v1 Event seen as a core v1 Event", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ev", w.urlHook("ev.example.com", webhookserver.PathLabels, hookRules(coreEventRule)))},
+			request: eventCreate, want: wantAllOf(wantObjectLabel("stamped-by", "webhook"), wantWebhookCalls(map[string]int{webhookserver.PathLabels: 1}))},
+		{name: "a namespace that does not exist", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("ns", w.urlHook("ns.example.com", webhookserver.PathLabels, hookNSSelector("env", "prod")))},
+			request: missingNamespace, want: wantStatus(404, `namespaces "missing" not found`)},
+		{name: "dry run with sideEffects unset", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("se", w.urlHook("se.example.com", webhookserver.PathLabels, func(h *admissionregistrationv1.MutatingWebhook) { h.SideEffects = nil }))},
+			request: dryRun, want: wantStatus(500, "Webhook SideEffects is nil")},
+		{name: "a service mapped at its own port", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("svc", w.urlHook("svc.example.com", "", hookService("hooks", "sidecar", webhookserver.PathSidecar), func(h *admissionregistrationv1.MutatingWebhook) {
+			h.ClientConfig.Service.Port = ptr.To[int32](8443)
+		}))},
+			request: webhookPodCreate(nil), want: wantWebhookCalls(map[string]int{webhookserver.PathSidecar: 1})},
+		{name: "a service with no mapping is resolved by DNS", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("svc", w.urlHook("svc.example.com", "", hookService("nowhere", "gone", "/x"), hookIgnore), w.urlHook("labels.example.com", webhookserver.PathLabels))},
+			request: webhookPodCreate(nil), want: wantObjectLabel("stamped-by", "webhook")},
+
+		// Reinvocation (KEP-492's scenarios), with exact call counts.
 		{name: "reinvocation: none (Never)", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("r", w.urlHook("a.example.com", counterPath("a")), w.urlHook("b.example.com", counterPath("b")))},
 			request: webhookPodCreate(nil), want: wantWebhookCalls(map[string]int{webhookserver.PathCounter: 2})},
 		{name: "reinvocation: an IfNeeded webhook before a change", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("r", w.urlHook("a.example.com", webhookserver.PathLabels, hookIfNeeded), w.urlHook("b.example.com", counterPath("b")))},
