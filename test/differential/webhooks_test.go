@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -519,6 +520,16 @@ func (w *webhookWorld) cases() []webhookCase {
 	}
 	eventCreate := webhookRequest{op: admission.Create, obj: event, gvk: eventsv1.SchemeGroupVersion.WithKind("Event"),
 		gvr: eventsv1.SchemeGroupVersion.WithResource("events"), namespace: "default", name: "web.1"}
+	everything := admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
+	}
+	tokenReview := webhookRequest{op: admission.Create, obj: &authenticationv1.TokenReview{TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}, Spec: authenticationv1.TokenReviewSpec{Token: "t"}},
+		gvk: authenticationv1.SchemeGroupVersion.WithKind("TokenReview"), gvr: authenticationv1.SchemeGroupVersion.WithResource("tokenreviews")}
+	configCreate := webhookRequest{op: admission.Create, obj: &admissionregistrationv1.MutatingWebhookConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}, ObjectMeta: metav1.ObjectMeta{Name: "x"}},
+		gvk: admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), gvr: admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"), name: "x"}
+	configMapCreate := webhookRequest{op: admission.Create, obj: &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default"}, Data: map[string]string{"a": "b"}},
+		gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), namespace: "default", name: "cm"}
 	missingNamespace := webhookPodCreate(nil)
 	missingNamespace.namespace = "missing"
 	missingNamespace.obj.(*corev1.Pod).Namespace = "missing"
@@ -647,6 +658,13 @@ func (w *webhookWorld) cases() []webhookCase {
 			request: webhookPodCreate(nil), want: wantWebhookCalls(map[string]int{webhookserver.PathSidecar: 1})},
 		{name: "a service with no mapping is resolved by DNS", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("svc", w.urlHook("svc.example.com", "", hookService("nowhere", "gone", "/x"), hookIgnore), w.urlHook("labels.example.com", webhookserver.PathLabels))},
 			request: webhookPodCreate(nil), want: wantObjectLabel("stamped-by", "webhook")},
+
+		{name: "webhooks never see a token review", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("all", w.urlHook("all.example.com", webhookserver.PathLabels, hookRules(everything)))},
+			request: tokenReview, want: wantAllOf(wantStatus(0, ""), wantWebhookCalls(map[string]int{}))},
+		{name: "webhooks never see a webhook configuration", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("all", w.urlHook("all.example.com", webhookserver.PathLabels, hookRules(everything)))},
+			request: configCreate, want: wantAllOf(wantStatus(0, ""), wantWebhookCalls(map[string]int{}))},
+		{name: "a webhook on every resource sees a ConfigMap", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("all", w.urlHook("all.example.com", webhookserver.PathLabels, hookRules(everything)))},
+			request: configMapCreate, want: wantObjectLabel("stamped-by", "webhook")},
 
 		// Reinvocation (KEP-492's scenarios), with exact call counts.
 		{name: "reinvocation: none (Never)", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("r", w.urlHook("a.example.com", counterPath("a")), w.urlHook("b.example.com", counterPath("b")))},

@@ -6,9 +6,11 @@ import (
 	"net/url"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	webhookmutating "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -29,6 +31,12 @@ func MutatingWebhooks(ctx context.Context, objects []runtime.Object, services ma
 	}
 	client := fake.NewSimpleClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
+	// kube-apiserver's initializers: the feature gates, and the
+	// non-persisted review resources no webhook may intercept
+	// (pkg/kubeapiserver/admission/exclusion, which only scheme may
+	// import; Exempt lists them for policies).
+	wh.InspectFeatureGates(utilfeature.DefaultFeatureGate)
+	wh.SetExcludedAdmissionResources(append([]schema.GroupResource(nil), reviewResources...))
 	wh.SetAuthenticationInfoResolverWrapper(func(webhookutil.AuthenticationInfoResolver) webhookutil.AuthenticationInfoResolver {
 		return noCredentials{}
 	})
@@ -44,6 +52,17 @@ func MutatingWebhooks(ctx context.Context, objects []runtime.Object, services ma
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	return wh, nil
+}
+
+// reviewResources are kube-apiserver's excluded admission resources
+// (exclusion.Excluded), the review resources of Exempt.
+var reviewResources = []schema.GroupResource{
+	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
+	{Group: "authentication.k8s.io", Resource: "tokenreviews"},
+	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
+	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
+	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"},
+	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
 }
 
 // noCredentials is kube-apiserver's authentication info resolver without a
