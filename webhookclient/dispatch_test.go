@@ -226,7 +226,8 @@ func labels(m *dto.Metric) string {
 }
 
 // TestTransport checks HTTP/2 to a local URL, HTTP/1.1 to a service (as
-// kube-apiserver negotiates), connection reuse between calls, and the
+// kube-apiserver negotiates), connection reuse between calls, TLS session
+// resumption on new connections, and the
 // clients kept across dispatchers for an unchanged configuration.
 func TestTransport(t *testing.T) {
 	f := newFixture(t)
@@ -247,6 +248,14 @@ func TestTransport(t *testing.T) {
 	}
 	if n := f.srv.Connections(); n != 2 {
 		t.Errorf("%d connections for 6 calls to 2 clients, want 2", n)
+	}
+	// New connections resume the TLS sessions of the old ones.
+	d.Close(nil)
+	if _, err := d.Dispatch(context.Background(), podAttributes(t, nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, r := f.srv.Connections(), f.srv.Resumed(); n != 4 || r != 2 {
+		t.Errorf("after closing idle connections: %d connections, %d calls on resumed sessions; want 4 and 2", n, r)
 	}
 	opts.Previous = d
 	opts.Matcher, opts.Scheme = f.matcher, f.scheme

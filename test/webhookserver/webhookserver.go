@@ -87,11 +87,12 @@ type Server struct {
 	// valid for 127.0.0.1, localhost and the Hosts given to Start.
 	CABundle []byte
 
-	srv    *httptest.Server
-	mu     sync.Mutex
-	calls  map[string]int
-	protos []string
-	conns  int
+	srv     *httptest.Server
+	mu      sync.Mutex
+	calls   map[string]int
+	protos  []string
+	conns   int
+	resumed int
 }
 
 // Start serves the webhooks on a new TLS server whose certificate is
@@ -147,6 +148,15 @@ func (s *Server) ResetCalls() {
 	clear(s.calls)
 	s.protos = nil
 	s.conns = 0
+	s.resumed = 0
+}
+
+// Resumed is the number of calls so far made over a TLS session the
+// client resumed.
+func (s *Server) Resumed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resumed
 }
 
 // Protocols are the HTTP versions of the calls so far ("HTTP/2.0",
@@ -232,6 +242,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls[path]++
 	s.protos = append(s.protos, r.Proto)
+	if r.TLS != nil && r.TLS.DidResume {
+		s.resumed++
+	}
 	s.mu.Unlock()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
