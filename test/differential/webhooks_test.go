@@ -25,6 +25,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/rbac"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 	"github.com/mutatis-dev/mutatis/test/upstream"
 	"github.com/mutatis-dev/mutatis/test/webhookserver"
@@ -50,6 +52,8 @@ type webhookWorld struct {
 	namespaces []*corev1.Namespace
 	// services maps (namespace, name, port) to the test server.
 	services map[webhookclient.Service]*url.URL
+	// authz backs matchConditions' authorizer: alice may create pods.
+	authz *rbac.Authorizer
 }
 
 func newWebhookWorld(t *testing.T) *webhookWorld {
@@ -63,8 +67,16 @@ func newWebhookWorld(t *testing.T) *webhookWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	authz, err := rbac.New([]rbacv1.ClusterRole{{ObjectMeta: metav1.ObjectMeta{Name: "pod-creator"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}}, nil,
+		[]rbacv1.ClusterRoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "alice"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "pod-creator"},
+			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "alice"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &webhookWorld{
-		srv: srv,
+		authz: authz,
+		srv:   srv,
 		namespaces: []*corev1.Namespace{
 			{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"env": "prod", "kubernetes.io/metadata.name": "default"}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", Labels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}}},
@@ -184,7 +196,7 @@ func (w *webhookWorld) runUpstream(t *testing.T, configs []*admissionregistratio
 	for k, u := range w.services {
 		services[upstream.ServiceKey(k.Namespace, k.Name, k.Port)] = u
 	}
-	plugin, err := upstream.MutatingWebhooks(ctx, objects, services, nil)
+	plugin, err := upstream.MutatingWebhooks(ctx, objects, services, w.authz)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +268,7 @@ func (w *webhookWorld) runMutatis(t *testing.T, configs []*admissionregistration
 		}
 		return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
 	}), matching.DefaultTable())
-	d, err := webhookclient.NewDispatcher(configs, webhookclient.Options{Matcher: matcher, Scheme: kubescheme.New(), ServiceURLs: w.services})
+	d, err := webhookclient.NewDispatcher(configs, webhookclient.Options{Matcher: matcher, Scheme: kubescheme.New(), ServiceURLs: w.services, Authorizer: w.authz})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,6 +649,12 @@ func (w *webhookWorld) cases() []webhookCase {
 			request: webhookPodCreate(map[string]string{"a": "b"}), want: wantWebhookCalls(map[string]int{})},
 		{name: "matchConditions: a false beats an error", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("mc", w.urlHook("mc.example.com", webhookserver.PathLabels, hookConditions("missing", "object.metadata.labels['nope'] == 'x'", "no", "false")))},
 			request: webhookPodCreate(map[string]string{"a": "b"}), want: wantStatus(0, "")},
+		{name: "matchConditions with the authorizer: allowed", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("mc", w.urlHook("mc.example.com", webhookserver.PathLabels, hookConditions("may-create", "authorizer.group('').resource('pods').namespace('default').check('create').allowed()")))},
+			request: webhookPodCreate(nil), want: wantWebhookCalls(map[string]int{webhookserver.PathLabels: 1})},
+		{name: "matchConditions with the authorizer: denied", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("mc", w.urlHook("mc.example.com", webhookserver.PathLabels, hookConditions("may-delete", "authorizer.group('').resource('pods').namespace('default').check('delete').allowed()")))},
+			request: webhookPodCreate(nil), want: wantWebhookCalls(map[string]int{})},
+		{name: "matchConditions with the request's resource", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("mc", w.urlHook("mc.example.com", webhookserver.PathLabels, hookConditions("self", "authorizer.requestResource.check('create').allowed() && request.resource.resource == 'pods'")))},
+			request: webhookPodCreate(nil), want: wantWebhookCalls(map[string]int{webhookserver.PathLabels: 1})},
 		{name: "Equivalent: an autoscaling/v2 request seen in v1", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("eq", w.urlHook("eq.example.com", webhookserver.PathLabels, hookRules(hpaRule("v1"))))},
 			request: hpaCreate, want: wantAllOf(wantObjectLabel("stamped-by", "webhook"), wantWebhookCalls(map[string]int{webhookserver.PathLabels: 1}))},
 		{name: "Exact: an autoscaling/v2 request is not seen in v1", configs: []*admissionregistrationv1.MutatingWebhookConfiguration{mwConfig("eq", w.urlHook("eq.example.com", webhookserver.PathLabels, hookExact, hookRules(hpaRule("v1"))))},
