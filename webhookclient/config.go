@@ -115,3 +115,13 @@ func decode(obj manifest.Object) (*Configuration, *manifest.Error) {
 	}
 	return &Configuration{Source: obj.Source, APIVersion: gvk.GroupVersion().String(), Configuration: res.Configuration, Warnings: res.Warnings}, nil
 }
+
+// APIObjects returns the configurations as API objects, in order: what
+// NewDispatcher takes.
+func APIObjects(configs []Configuration) []*admissionregistrationv1.MutatingWebhookConfiguration {
+	out := make([]*admissionregistrationv1.MutatingWebhookConfiguration, len(configs))
+	for i, c := range configs {
+		out[i] = c.Configuration
+	}
+	return out
+}

@@ -96,3 +96,26 @@ func TestLoadRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadRefusesADuplicateName(t *testing.T) {
+	doc := `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: same}
+webhooks:
+- name: a.example.com
+  clientConfig: {url: "https://example.com/a"}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`
+	set, err := manifest.Parse("hooks.yaml", []byte(doc+"---\n"+doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := Load(set)
+	if len(configs) != 1 || err == nil || !strings.Contains(err.Error(), `hooks.yaml#1: MutatingWebhookConfiguration "same": MutatingWebhookConfiguration "same" already exists (first defined at hooks.yaml#0)`) {
+		t.Fatalf("configs %d, error %v", len(configs), err)
+	}
+	if objs := APIObjects(configs); len(objs) != 1 || objs[0].Name != "same" {
+		t.Errorf("APIObjects: %v", objs)
+	}
+}

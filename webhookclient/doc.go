@@ -16,7 +16,8 @@
 //
 // # Dispatching
 //
-// NewDispatcher builds a Dispatcher from the configurations;
+// NewDispatcher builds a Dispatcher from the configurations (APIObjects of
+// what Load returned, or objects from a cluster);
 // Dispatcher.Dispatch runs one round of the plugin for one request:
 //
 //   - configurations in name order, webhooks in list order;
