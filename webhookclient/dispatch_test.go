@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -202,7 +201,11 @@ func TestMetrics(t *testing.T) {
 	got := map[string][]string{}
 	for _, fam := range families {
 		for _, metric := range fam.GetMetric() {
-			got[fam.GetName()] = append(got[fam.GetName()], labels(metric))
+			var parts []string
+			for _, l := range metric.GetLabel() {
+				parts = append(parts, l.GetName()+"="+l.GetValue())
+			}
+			got[fam.GetName()] = append(got[fam.GetName()], strings.Join(parts, ","))
 		}
 	}
 	want := map[string][]string{
@@ -215,14 +218,6 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, got[name], w)
 		}
 	}
-}
-
-func labels(m *dto.Metric) string {
-	var parts []string
-	for _, l := range m.GetLabel() {
-		parts = append(parts, l.GetName()+"="+l.GetValue())
-	}
-	return strings.Join(parts, ",")
 }
 
 // TestTransport checks HTTP/2 to a local URL, HTTP/1.1 to a service (as
