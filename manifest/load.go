@@ -624,3 +624,9 @@ func (s *Set) APIObjects() ([]*v1.MutatingAdmissionPolicy, []*v1.MutatingAdmissi
 	}
 	return policies, bindings
 }
+
+// DecodeStrict decodes JSON into a typed object with the strictness
+// kube-apiserver's strict field validation applies (unknown and duplicate
+// fields are errors naming their path), for the packages that read other
+// admissionregistration kinds out of a Set's Objects.
+func DecodeStrict(js []byte, into any) error { return decodeStrict(js, into) }

@@ -94,18 +94,8 @@ func eventsEvent(labels map[string]string) *eventsv1.Event {
 func (w *dispatchWorld) runUpstreamInternal(t *testing.T, ctx context.Context, d generic.Dispatcher[mutating.PolicyHook], policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, r dispatchRequest) dispatchOutcome {
 	t.Helper()
 	s := kubeScheme()
-	internal := func(obj runtime.Object) runtime.Object {
-		if obj == nil {
-			return nil
-		}
-		out, err := s.ConvertToVersion(obj.DeepCopyObject(), schema.GroupVersion{Group: r.gvk.Group, Version: runtime.APIVersionInternal})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
 	ir := r
-	ir.obj, ir.old = internal(r.obj), internal(r.old)
+	ir.obj, ir.old = internalOf(t, r.obj, r.gvk), internalOf(t, r.old, r.gvk)
 	attrs := ir.attributes()
 	hooks := w.upstreamHooks(policies, bindings)
 	// kube-apiserver's ObjectInterfaces know the equivalent resources (its
@@ -123,6 +113,20 @@ func (w *dispatchWorld) runUpstreamInternal(t *testing.T, ctx context.Context, d
 		}
 	}
 	return w.outcome(obj, err)
+}
+
+// internalOf is obj, of kind gvk, in its group's internal version, as
+// kube-apiserver's handlers hand objects to admission.
+func internalOf(t *testing.T, obj runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
+	t.Helper()
+	if obj == nil {
+		return nil
+	}
+	out, err := kubeScheme().ConvertToVersion(obj.DeepCopyObject(), schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 type equivalentCase struct {

@@ -9,6 +9,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -164,18 +165,11 @@ func Hooks(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings
 // configures them: the admission policy resources and the non-persisted
 // review resources are never given to policies.
 func Exempt(gr schema.GroupResource) bool {
-	switch gr {
-	case schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"},
-		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"},
-		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"},
-		schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"},
-		schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"},
-		schema.GroupResource{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
-		schema.GroupResource{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:
-		return true
+	if gr.Group == "admissionregistration.k8s.io" {
+		switch gr.Resource {
+		case "validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings":
+			return true
+		}
 	}
-	return false
+	return slices.Contains(reviewResources, gr)
 }

@@ -1,0 +1,121 @@
+package webhookclient
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+func load(t *testing.T, file string) ([]Configuration, error) {
+	t.Helper()
+	set, err := manifest.Load(context.Background(), []string{filepath.Join("testdata", file)}, nil)
+	if err != nil {
+		t.Fatalf("manifest.Load: %v", err)
+	}
+	return Load(set)
+}
+
+func TestLoadDefaultsAndSorts(t *testing.T) {
+	configs, err := load(t, "valid.yaml")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(configs) != 2 || configs[0].Configuration.Name != "a-labels" || configs[1].Configuration.Name != "z-sidecars" {
+		t.Fatalf("want a-labels then z-sidecars, got %+v", configs)
+	}
+	beta := configs[0]
+	if beta.APIVersion != "admissionregistration.k8s.io/v1beta1" {
+		t.Errorf("APIVersion = %q", beta.APIVersion)
+	}
+	w := beta.Configuration.Webhooks[0]
+	// v1beta1's own defaults, kept through the conversion to v1.
+	if *w.FailurePolicy != admissionregistrationv1.Ignore || *w.MatchPolicy != admissionregistrationv1.Exact ||
+		*w.TimeoutSeconds != 30 || strings.Join(w.AdmissionReviewVersions, ",") != "v1beta1" ||
+		*w.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
+		t.Errorf("v1beta1 defaults: failurePolicy %v matchPolicy %v timeout %v versions %v reinvocation %v",
+			*w.FailurePolicy, *w.MatchPolicy, *w.TimeoutSeconds, w.AdmissionReviewVersions, *w.ReinvocationPolicy)
+	}
+	v1 := configs[1].Configuration.Webhooks[0]
+	if *v1.FailurePolicy != admissionregistrationv1.Fail || *v1.MatchPolicy != admissionregistrationv1.Equivalent ||
+		*v1.TimeoutSeconds != 10 || *v1.ClientConfig.Service.Port != 443 || *v1.Rules[0].Scope != admissionregistrationv1.AllScopes ||
+		v1.NamespaceSelector == nil || v1.ObjectSelector == nil {
+		t.Errorf("v1 defaults not applied: %+v", v1)
+	}
+	if configs[1].Configuration.Generation != 1 {
+		t.Errorf("generation = %d, want 1 (PrepareForCreate)", configs[1].Configuration.Generation)
+	}
+}
+
+// TestLoadRefuses checks every refusal names the file, the document, the
+// configuration and the field path, with kube-apiserver's words (golden
+// file testdata/invalid.golden, -update rewrites it).
+func TestLoadRefuses(t *testing.T) {
+	configs, err := load(t, "invalid.yaml")
+	if len(configs) != 0 {
+		t.Errorf("invalid configurations were loaded: %d", len(configs))
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	got := err.Error() + "\n"
+	golden := filepath.Join("testdata", "invalid.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, rerr := os.ReadFile(golden)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if got != string(want) {
+		t.Errorf("errors differ from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
+	}
+	for _, fragment := range []string{
+		`testdata/invalid.yaml#0: MutatingWebhookConfiguration "bad": webhooks[0].name: Invalid value: "nodots"`,
+		`webhooks[0].clientConfig: Required value: exactly one of url or service is required`,
+		`webhooks[0].sideEffects: Unsupported value: "Unknown"`,
+		`webhooks[0].timeoutSeconds: Invalid value: 31`,
+		`webhooks[1].name: Duplicate value: "nodots"`,
+		`webhooks[0].matchConditions[0].expression`,
+		`testdata/invalid.yaml#1: MutatingWebhookConfiguration "beta-defaults": webhooks[0].sideEffects: Unsupported value: "Unknown"`,
+		`testdata/invalid.yaml#2: MutatingWebhookConfiguration "unknown-field": strict decoding error: unknown field "webhooks[0].timeout"`,
+		`testdata/invalid.yaml#3: MutatingWebhookConfiguration "v2": no kind "MutatingWebhookConfiguration" is registered for version "admissionregistration.k8s.io/v2"`,
+	} {
+		if !strings.Contains(got, fragment) {
+			t.Errorf("errors lack %q", fragment)
+		}
+	}
+}
+
+func TestLoadRefusesADuplicateName(t *testing.T) {
+	doc := `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: same}
+webhooks:
+- name: a.example.com
+  clientConfig: {url: "https://example.com/a"}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`
+	set, err := manifest.Parse("hooks.yaml", []byte(doc+"---\n"+doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := Load(set)
+	if len(configs) != 1 || err == nil || !strings.Contains(err.Error(), `hooks.yaml#1: MutatingWebhookConfiguration "same": MutatingWebhookConfiguration "same" already exists (first defined at hooks.yaml#0)`) {
+		t.Fatalf("configs %d, error %v", len(configs), err)
+	}
+	if objs := APIObjects(configs); len(objs) != 1 || objs[0].Name != "same" {
+		t.Errorf("APIObjects: %v", objs)
+	}
+}

@@ -1,0 +1,753 @@
+package webhookclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	evanphx "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/client-go/rest"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/scheme"
+)
+
+// Options are what a Dispatcher needs besides its configurations.
+type Options struct {
+	// Matcher matches webhooks against requests (namespaces, the table of
+	// resources and their equivalents). Required.
+	Matcher *matching.Matcher
+	// Scheme converts, decodes and defaults objects as kube-apiserver
+	// does. Required.
+	Scheme *scheme.Scheme
+	// Authorizer backs the authorizer variable of matchConditions; nil
+	// makes expressions that use it fail (under the failurePolicy).
+	Authorizer authorizer.Authorizer
+	// ServiceURLs maps clientConfig.service to reachable addresses.
+	ServiceURLs ServiceURLs
+	// MaxResponseBytes bounds a webhook's answer; 0 means
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// Metrics, when set, records kube-apiserver's webhook metrics.
+	Metrics *Metrics
+	// Previous, when set, is the Dispatcher this one replaces: the HTTP
+	// clients of the configurations whose generation did not change are
+	// taken over (with their connections and TLS sessions).
+	Previous *Dispatcher
+}
+
+// hook is one webhook of one configuration, in dispatch order.
+type hook struct {
+	// uid is kube-apiserver's identity of the webhook for reinvocation:
+	// configuration/webhook/occurrence of the name.
+	uid           string
+	configuration string
+	webhook       *admissionregistrationv1.MutatingWebhook
+	matcher       matchconditions.Matcher
+	clients       *clients
+}
+
+// Dispatcher runs the MutatingAdmissionWebhook plugin's pass over a set
+// of MutatingWebhookConfigurations. It is safe for concurrent use; build
+// a new one (with Options.Previous) when the configurations change.
+type Dispatcher struct {
+	hooks   []hook
+	opts    Options
+	clients map[string]*clients
+}
+
+// NewDispatcher builds the dispatcher of configs (validated, as Load
+// returns them): configurations in name order, webhooks in list order,
+// each webhook's matchConditions compiled in kube-apiserver's webhook CEL
+// environment (object, oldObject, request, authorizer; no params,
+// namespaceObject or variables).
+func NewDispatcher(configs []*admissionregistrationv1.MutatingWebhookConfiguration, opts Options) (*Dispatcher, error) {
+	if opts.Matcher == nil || opts.Scheme == nil {
+		return nil, errors.New("webhookclient: Options.Matcher and Options.Scheme are required")
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	codec, err := reviewCodec()
+	if err != nil {
+		return nil, err
+	}
+	sorted := append([]*admissionregistrationv1.MutatingWebhookConfiguration(nil), configs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	d := &Dispatcher{opts: opts, clients: map[string]*clients{}}
+	for _, c := range sorted {
+		gen := generationOf(c)
+		cl := (*clients)(nil)
+		if p := opts.Previous; p != nil {
+			if old, ok := p.clients[c.Name]; ok && old.generation == gen {
+				cl = old
+			}
+		}
+		if cl == nil {
+			cl = &clients{generation: gen, services: opts.ServiceURLs, maxBytes: opts.MaxResponseBytes, codec: codec, byConfig: map[string]*rest.RESTClient{}}
+		}
+		d.clients[c.Name] = cl
+		names := map[string]int{}
+		for i := range c.Webhooks {
+			w := c.Webhooks[i].DeepCopy()
+			h := hook{uid: fmt.Sprintf("%s/%s/%d", c.Name, w.Name, names[w.Name]), configuration: c.Name, webhook: w, clients: cl}
+			names[w.Name]++
+			if len(w.MatchConditions) > 0 {
+				exprs := make([]plugincel.ExpressionAccessor, len(w.MatchConditions))
+				for j := range w.MatchConditions {
+					exprs[j] = (*matchconditions.MatchCondition)(&w.MatchConditions[j])
+				}
+				h.matcher = matchconditions.NewMatcher(compiler.CompileCondition(exprs,
+					plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true},
+					environment.StoredExpressions), w.FailurePolicy, "webhook", "admit", w.Name)
+			}
+			d.hooks = append(d.hooks, h)
+		}
+	}
+	return d, nil
+}
+
+// Close drops the idle connections of the clients this dispatcher does
+// not share with a successor. Call it on the Dispatcher a new one
+// replaced, after building the new one.
+func (d *Dispatcher) Close(successor *Dispatcher) {
+	for name, c := range d.clients {
+		if successor != nil && successor.clients[name] == c {
+			continue
+		}
+		c.close()
+	}
+}
+
+// ReinvocationState carries the MutatingAdmissionWebhook plugin's state
+// across the rounds of one request (kube-apiserver's
+// webhookReinvokeContext and the part of the admission chain's
+// ReinvocationContext the plugin touches). Use one per request.
+type ReinvocationState struct {
+	// Reinvoke is set by the chain before its reinvocation round
+	// (upstream's IsReinvoke).
+	Reinvoke bool
+	// ShouldReinvoke is set by Dispatch when a webhook changed the
+	// object (upstream's SetShouldReinvoke): the chain then runs one
+	// reinvocation round of every plugin.
+	ShouldReinvoke bool
+
+	hasLastOutput     bool
+	lastOutput        map[string]any
+	previouslyInvoked map[string]bool
+	reinvokeWebhooks  map[string]bool
+}
+
+func (s *ReinvocationState) requireReinvokingPreviouslyInvoked() {
+	if len(s.previouslyInvoked) == 0 {
+		return
+	}
+	if s.reinvokeWebhooks == nil {
+		s.reinvokeWebhooks = map[string]bool{}
+	}
+	maps.Copy(s.reinvokeWebhooks, s.previouslyInvoked)
+	s.previouslyInvoked = map[string]bool{}
+}
+
+// Skip says why a webhook was not called.
+type Skip int
+
+// The reasons a webhook is not called.
+const (
+	// NotSkipped: the webhook was called (or its call was attempted).
+	NotSkipped Skip = iota
+	// SkipRules: no rule (with matchPolicy Equivalent, no rule on an
+	// equivalent resource either) selects the request.
+	SkipRules
+	// SkipNamespaceSelector: the namespaceSelector does not select the
+	// request's namespace.
+	SkipNamespaceSelector
+	// SkipObjectSelector: the objectSelector selects neither the object
+	// nor the old object.
+	SkipObjectSelector
+	// SkipMatchCondition: a matchCondition evaluated to false.
+	SkipMatchCondition
+	// SkipMatchConditionError: a matchCondition failed and the
+	// failurePolicy is Ignore.
+	SkipMatchConditionError
+	// SkipNotReinvoked: in the reinvocation round, the webhook is not one
+	// to reinvoke (reinvocationPolicy Never, not called in the first
+	// round, or nothing changed the object after it ran).
+	SkipNotReinvoked
+	// SkipExempt: webhooks never see the request (webhook
+	// configurations, admission policies, review resources).
+	SkipExempt
+)
+
+// String says why in words.
+func (s Skip) String() string {
+	switch s {
+	case NotSkipped:
+		return "called"
+	case SkipRules:
+		return "no rule matches"
+	case SkipNamespaceSelector:
+		return "namespaceSelector does not match"
+	case SkipObjectSelector:
+		return "objectSelector does not match"
+	case SkipMatchCondition:
+		return "a matchCondition is false"
+	case SkipMatchConditionError:
+		return "a matchCondition failed (failurePolicy Ignore)"
+	case SkipNotReinvoked:
+		return "not reinvoked"
+	case SkipExempt:
+		return "exempt from webhooks"
+	}
+	return fmt.Sprintf("Skip(%d)", int(s))
+}
+
+// Outcome is what came of a call.
+type Outcome int
+
+// The outcomes of a call.
+const (
+	// NotCalled: the webhook was skipped (Call.Skip says why).
+	NotCalled Outcome = iota
+	// Admitted: the webhook allowed the request (with or without a patch).
+	Admitted
+	// Denied: the webhook answered allowed: false.
+	Denied
+	// FailedOpen: the call failed and failurePolicy Ignore let the
+	// request through.
+	FailedOpen
+	// FailedClosed: the call failed and failurePolicy Fail (the default)
+	// refused the request.
+	FailedClosed
+	// Refused: kube-apiserver refused the request whatever the
+	// failurePolicy (dry run on a webhook with side effects, a patch that
+	// does not apply or decode, a patch for an operation without object).
+	Refused
+)
+
+// String names the outcome.
+func (o Outcome) String() string {
+	switch o {
+	case NotCalled:
+		return "not called"
+	case Admitted:
+		return "admitted"
+	case Denied:
+		return "denied"
+	case FailedOpen:
+		return "failed open"
+	case FailedClosed:
+		return "failed closed"
+	case Refused:
+		return "refused"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Call records one webhook's part in a pass, whether it was called or
+// not: what --explain shows.
+type Call struct {
+	Configuration, Webhook string
+	// Round is 0 in the first round, 1 in the reinvocation round.
+	Round int
+	// Index is the webhook's position among all webhooks of the pass, as
+	// kube-apiserver's audit annotations count it.
+	Index int
+	// Skip says why the webhook was not called; FailedCondition names
+	// the false matchCondition.
+	Skip            Skip
+	FailedCondition string
+	// Resource and Kind are what the webhook registered for (an
+	// equivalent resource under matchPolicy Equivalent).
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
+	// Version is the AdmissionReview version sent ("" if none).
+	Version string
+	// Latency is the time of the HTTP call.
+	Latency time.Duration
+	// Patch is the webhook's patch (JSON), PatchType its type.
+	Patch     []byte
+	PatchType string
+	// Changed reports whether the patch changed the object.
+	Changed bool
+	// Reinvocable is set for reinvocationPolicy IfNeeded.
+	Reinvocable bool
+	Outcome     Outcome
+	// Err is the webhook's denial or the call's failure, as
+	// kube-apiserver words it (a failed-open error included).
+	Err error
+}
+
+// Result is the outcome of one pass.
+type Result struct {
+	// Object is the object after the pass, in the request's kind: the
+	// request's own object when no webhook patched it.
+	Object map[string]any
+	// Changed reports whether any webhook changed the object in this pass.
+	Changed bool
+	// Calls has one entry per webhook of the pass, in order.
+	Calls []Call
+	// Warnings are the webhooks' warnings, in order.
+	Warnings []string
+	// AuditAnnotations are the webhooks' own (keyed "NAME/key") and
+	// kube-apiserver's mutation, patch and failed-open annotations.
+	AuditAnnotations map[string]string
+}
+
+// versioned is upstream's versionedAttributeAccessor: the request's
+// objects as the last matched webhook saw them, converted on demand.
+type versioned struct {
+	set         bool
+	kind        schema.GroupVersionKind
+	object, old map[string]any
+	dirty       bool
+}
+
+// Dispatch runs one round of the MutatingAdmissionWebhook plugin for the
+// request a (its Object, in a.Kind, is the object as the earlier plugins
+// left it): every webhook in order, kube-apiserver's matching,
+// matchConditions, dry-run and reinvocation rules, the call, the checks
+// of the answer and its patch, defaulting after each patch. state carries
+// reinvocation across rounds.
+//
+// The error, when not nil, is kube-apiserver's refusal of the request
+// (an *apierrors.StatusError, with its message and code); the Result
+// holds what happened up to it.
+func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state *ReinvocationState) (res *Result, err error) {
+	res = &Result{AuditAnnotations: map[string]string{}}
+	defer func() {
+		// kube-apiserver's handler turns a panic into a 500 of the request.
+		if r := recover(); r != nil {
+			err = apierrors.NewInternalError(fmt.Errorf("panic while calling mutating webhooks: %v", r))
+		}
+	}()
+	if a.Object != nil {
+		res.Object = a.Object.Object
+	}
+	if state == nil {
+		state = &ReinvocationState{}
+	}
+	if matching.WebhookExempt(a) {
+		for i, h := range d.hooks {
+			res.Calls = append(res.Calls, Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i, Round: round(state), Skip: SkipExempt})
+		}
+		return res, nil
+	}
+	if state.Reinvoke && !jsonvalue.SemanticEqual(state.lastOutput, res.Object) {
+		// The in-tree plugins changed the object since the webhooks last
+		// ran: every reinvocable webhook that ran runs again.
+		state.requireReinvokingPreviouslyInvoked()
+	}
+	v := &versioned{}
+	err = d.dispatch(ctx, a, state, v, res)
+	if err == nil && v.set && v.object != nil && v.dirty {
+		res.Object, err = d.convert(v.object, v.kind, a.Kind)
+		if err != nil {
+			err = apierrors.NewInternalError(err)
+		}
+	}
+	if err == nil {
+		state.lastOutput = res.Object
+	} else if a.Object != nil {
+		state.lastOutput = a.Object.Object
+	} else {
+		state.lastOutput = nil
+	}
+	return res, err
+}
+
+func round(state *ReinvocationState) int {
+	if state.Reinvoke {
+		return 1
+	}
+	return 0
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state *ReinvocationState, v *versioned, res *Result) error {
+	for i := range d.hooks {
+		h := &d.hooks[i]
+		w := h.webhook
+		call := Call{Configuration: h.configuration, Webhook: w.Name, Index: i, Round: round(state),
+			Reinvocable: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy}
+		inv, skip, err := d.shouldCall(ctx, h, a, v, &call)
+		if err != nil {
+			call.Outcome, call.Err = Refused, err
+			res.Calls = append(res.Calls, call)
+			return err
+		}
+		if inv == nil {
+			call.Skip = skip
+			res.Calls = append(res.Calls, call)
+			continue
+		}
+		call.Resource, call.Kind = inv.resource, inv.kind
+		if state.Reinvoke && !state.reinvokeWebhooks[h.uid] {
+			call.Skip = SkipNotReinvoked
+			res.Calls = append(res.Calls, call)
+			continue
+		}
+		if err := d.versionedFor(a, v, inv.kind); err != nil {
+			call.Outcome, call.Err = Refused, err
+			res.Calls = append(res.Calls, call)
+			return err
+		}
+		inv.object, inv.old = v.object, v.old
+
+		start := time.Now()
+		changed, err := d.call(ctx, h, inv, v, &call, res)
+		elapsed := time.Since(start)
+		op := string(a.Operation)
+		ignore := w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Ignore
+		var ce *callError
+		var rejection *apierrors.StatusError
+		switch {
+		case err == nil:
+			d.opts.Metrics.observe(w.Name, op, elapsed, false, 200)
+		case errors.As(err, &ce):
+			if !ignore && !errors.Is(ce.reason, context.Canceled) {
+				d.opts.Metrics.observeRejection(w.Name, op, rejectionCallingWebhookError, ce.code())
+			}
+			d.opts.Metrics.observe(w.Name, op, elapsed, !ignore, ce.code())
+		case call.Outcome == Denied && errors.As(err, &rejection):
+			d.opts.Metrics.observeRejection(w.Name, op, rejectionNoError, int(rejection.ErrStatus.Code))
+			d.opts.Metrics.observe(w.Name, op, elapsed, true, int(rejection.ErrStatus.Code))
+		default:
+			d.opts.Metrics.observeRejection(w.Name, op, rejectionAPIServerInternalError, 0)
+			d.opts.Metrics.observe(w.Name, op, elapsed, true, 0)
+		}
+		if changed {
+			// Every reinvocable webhook that ran before this change runs
+			// again, and the chain runs a reinvocation round.
+			state.requireReinvokingPreviouslyInvoked()
+			state.ShouldReinvoke = true
+			res.Changed = true
+		}
+		if call.Reinvocable {
+			if state.previouslyInvoked == nil {
+				state.previouslyInvoked = map[string]bool{}
+			}
+			state.previouslyInvoked[h.uid] = true
+		}
+		if err == nil {
+			call.Outcome = Admitted
+			res.Calls = append(res.Calls, call)
+			continue
+		}
+		call.Err = err
+		if ce != nil {
+			if ignore {
+				call.Outcome = FailedOpen
+				res.Calls = append(res.Calls, call)
+				if !errors.Is(ce.reason, context.Canceled) {
+					d.opts.Metrics.observeFailOpen(w.Name)
+					res.AuditAnnotations[fmt.Sprintf("failed-open.mutation.webhook.admission.k8s.io/round_%d_index_%d", call.Round, i)] = w.Name
+				}
+				if ctx.Err() != nil {
+					// The request's own deadline passed: no point going on.
+					return apierrors.NewTimeoutError("request did not complete within requested timeout", 0)
+				}
+				continue
+			}
+			call.Outcome = FailedClosed
+			res.Calls = append(res.Calls, call)
+			return apierrors.NewInternalError(ce)
+		}
+		if call.Outcome != Denied {
+			call.Outcome = Refused
+		}
+		res.Calls = append(res.Calls, call)
+		return err
+	}
+	return nil
+}
+
+// shouldCall is kube-apiserver's ShouldCallHook: selectors and rules
+// (matching.Matcher), then matchConditions on the request seen in the
+// webhook's kind. A nil invocation with no error means skip.
+func (d *Dispatcher) shouldCall(ctx context.Context, h *hook, a *matching.Attributes, v *versioned, call *Call) (*invocation, Skip, error) {
+	check := a
+	if v.set {
+		// Later webhooks see the object as earlier ones left it.
+		c := *a
+		c.Object, c.OldObject = wrap(v.object), wrap(v.old)
+		check = &c
+	}
+	m, err := d.opts.Matcher.MutatingWebhookMatches(ctx, check, h.webhook)
+	if err != nil {
+		return nil, NotSkipped, err
+	}
+	if !m.Matches {
+		return nil, d.whyNot(ctx, check, h.webhook), nil
+	}
+	inv := &invocation{resource: m.Resource, kind: m.Kind, attrs: a}
+	if h.matcher == nil {
+		return inv, NotSkipped, nil
+	}
+	if err := d.versionedFor(a, v, inv.kind); err != nil {
+		return nil, NotSkipped, err
+	}
+	va := d.versionedAttributes(a, v)
+	mr := h.matcher.Match(ctx, va, nil, d.opts.Authorizer)
+	switch {
+	case mr.Error != nil:
+		return nil, NotSkipped, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, mr.Error)
+	case !mr.Matches && mr.FailedConditionName != "":
+		call.FailedCondition = mr.FailedConditionName
+		return nil, SkipMatchCondition, nil
+	case !mr.Matches:
+		return nil, SkipMatchConditionError, nil
+	}
+	return inv, NotSkipped, nil
+}
+
+// whyNot tells which of the namespaceSelector, objectSelector and rules
+// kept a webhook from matching, in the order kube-apiserver checks them.
+func (d *Dispatcher) whyNot(ctx context.Context, a *matching.Attributes, w *admissionregistrationv1.MutatingWebhook) Skip {
+	everything := &metav1.LabelSelector{}
+	probe := w.DeepCopy()
+	probe.ObjectSelector = everything
+	if m, err := d.opts.Matcher.MutatingWebhookMatches(ctx, a, probe); err == nil && !m.Matches {
+		probe.NamespaceSelector = everything
+		if m, err := d.opts.Matcher.MutatingWebhookMatches(ctx, a, probe); err == nil && !m.Matches {
+			return SkipRules
+		}
+		return SkipNamespaceSelector
+	}
+	return SkipObjectSelector
+}
+
+func wrap(obj map[string]any) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// versionedFor presents the request's objects in kind: the first time
+// from the request (a.Kind), later from the version the last webhook saw
+// (through the internal version, as ConvertVersionedAttributes does).
+func (d *Dispatcher) versionedFor(a *matching.Attributes, v *versioned, kind schema.GroupVersionKind) error {
+	if !v.set {
+		v.set, v.kind = true, kind
+		var obj, old map[string]any
+		if a.Object != nil {
+			obj = a.Object.Object
+		}
+		if a.OldObject != nil {
+			old = a.OldObject.Object
+		}
+		var err error
+		if v.object, err = d.convert(obj, a.Kind, kind); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		if v.old, err = d.convert(old, a.Kind, kind); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		return nil
+	}
+	if v.kind == kind {
+		return nil
+	}
+	obj, err := d.convert(v.object, v.kind, kind)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	var old map[string]any
+	if a.OldObject != nil {
+		if old, err = d.convert(a.OldObject.Object, a.Kind, kind); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
+	v.object, v.old, v.kind = obj, old, kind
+	return nil
+}
+
+// convert presents obj, of kind from, as kind to: built-in kinds through
+// their internal version; custom resources by their apiVersion alone (the
+// None conversion strategy).
+func (d *Dispatcher) convert(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	if obj == nil || from == to && !d.opts.Scheme.Recognizes(from) {
+		return obj, nil
+	}
+	if d.opts.Scheme.Recognizes(from) && d.opts.Scheme.Recognizes(to) {
+		if from == to {
+			return obj, nil
+		}
+		return d.opts.Scheme.Convert(obj, from, to)
+	}
+	out := maps.Clone(obj)
+	out["apiVersion"] = to.GroupVersion().String()
+	return out, nil
+}
+
+// versionedAttributes is the request as k8s.io/apiserver's matchConditions
+// matcher takes it.
+func (d *Dispatcher) versionedAttributes(a *matching.Attributes, v *versioned) *admission.VersionedAttributes {
+	var u user.Info = a.UserInfo
+	if u == nil {
+		u = &user.DefaultInfo{}
+	}
+	attrs := admission.NewAttributesRecord(obj(v.object), obj(v.old), a.Kind, a.Namespace, a.Name, a.Resource, a.Subresource, a.Operation, obj(optionsOf(a)), a.DryRun, u)
+	return &admission.VersionedAttributes{Attributes: attrs, VersionedKind: v.kind, VersionedObject: admission.NewLazyObject(obj(v.object)), VersionedOldObject: admission.NewLazyObject(obj(v.old))}
+}
+
+func optionsOf(a *matching.Attributes) map[string]any {
+	if a.Options == nil {
+		return nil
+	}
+	return a.Options.Object
+}
+
+// obj is m as a runtime.Object whose nil is a nil interface.
+func obj(m map[string]any) runtime.Object {
+	if m == nil {
+		return nil
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// call is kube-apiserver's callAttrMutatingHook: it reports whether the
+// webhook's patch changed the object. Errors are *callError (under the
+// failurePolicy) or an *apierrors.StatusError (the request is refused).
+func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *versioned, call *Call, res *Result) (changed bool, err error) {
+	w := h.webhook
+	annotate := func(key, value string) {
+		if _, ok := res.AuditAnnotations[key]; !ok {
+			res.AuditAnnotations[key] = value
+		}
+	}
+	defer func() {
+		if js, merr := utiljson.Marshal(mutationAnnotation{Configuration: h.configuration, Webhook: w.Name, Mutated: changed}); merr == nil {
+			annotate(fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", call.Round, call.Index), string(js))
+		}
+	}()
+	if inv.attrs.DryRun {
+		if w.SideEffects == nil {
+			return false, &callError{webhook: w.Name, reason: errors.New("Webhook SideEffects is nil"), status: apierrors.NewBadRequest("Webhook SideEffects is nil")}
+		}
+		if se := *w.SideEffects; se != admissionregistrationv1.SideEffectClassNone && se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+			return false, dryRunUnsupported(w.Name)
+		}
+	}
+	uid := types.UID(uuid.NewUUID())
+	request, answer, version, err := newReview(uid, inv, w.AdmissionReviewVersions)
+	if err != nil {
+		return false, &callError{webhook: w.Name, reason: fmt.Errorf("could not create admission objects: %w", err), status: apierrors.NewBadRequest("error creating admission objects")}
+	}
+	call.Version = version
+	client, err := h.clients.client(w.ClientConfig, w.Name)
+	if err != nil {
+		return false, &callError{webhook: w.Name, reason: fmt.Errorf("could not get REST client: %w", err), status: apierrors.NewInternalError(err)}
+	}
+	if w.TimeoutSeconds != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*w.TimeoutSeconds)*time.Second)
+		defer cancel()
+	}
+	r := client.Post().Body(request)
+	if deadline, ok := ctx.Deadline(); ok {
+		if timeout := time.Until(deadline); timeout > 0 {
+			// Whole seconds, rounded up, as kube-apiserver tells the webhook.
+			if truncated := timeout.Truncate(time.Second); truncated != timeout {
+				timeout = truncated + time.Second
+			}
+			r.Timeout(timeout)
+		}
+	}
+	start := time.Now()
+	err = r.Do(ctx).Into(answer)
+	call.Latency = time.Since(start)
+	if err != nil {
+		var status *apierrors.StatusError
+		if !errors.As(err, &status) || status != err {
+			status = apierrors.NewServiceUnavailable("error calling webhook")
+		}
+		return false, &callError{webhook: w.Name, reason: fmt.Errorf("failed to call webhook: %w", err), status: status}
+	}
+	resp, err := verifyResponse(uid, answer)
+	if err != nil {
+		return false, &callError{webhook: w.Name, reason: fmt.Errorf("received invalid webhook response: %w", err), status: apierrors.NewServiceUnavailable("error validating webhook response")}
+	}
+	for k, val := range resp.auditAnnotations {
+		annotate(w.Name+"/"+k, val)
+	}
+	res.Warnings = append(res.Warnings, resp.warnings...)
+	if !resp.allowed {
+		call.Outcome = Denied
+		return false, denied(w.Name, resp.result)
+	}
+	if len(resp.patch) == 0 {
+		return false, nil
+	}
+	call.Patch, call.PatchType = resp.patch, string(resp.patchType)
+	patch, err := evanphx.DecodePatch(resp.patch)
+	if err != nil {
+		return false, &callError{webhook: w.Name, reason: fmt.Errorf("received undecodable patch in webhook response: %w", err), status: apierrors.NewServiceUnavailable("error decoding patch in webhook response")}
+	}
+	if len(patch) == 0 {
+		return false, nil
+	}
+	if v.object == nil {
+		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q attempted to modify the object, which is not supported for this operation", w.Name))
+	}
+	if resp.patchType != admissionv1.PatchTypeJSONPatch {
+		return false, &callError{webhook: w.Name, reason: fmt.Errorf("unsupported patch type %q", resp.patchType), status: denied(w.Name, resp.result)}
+	}
+	patched, kind, err := ApplyPatch(d.opts.Scheme, v.object, v.kind, patch)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	// kube-apiserver compares the typed objects before and after.
+	before, err := d.opts.Scheme.Normalize(v.object, v.kind)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	changed = !jsonvalue.SemanticEqual(before, patched)
+	if js, merr := utiljson.Marshal(patchAnnotation{Configuration: h.configuration, Webhook: w.Name, Patch: patch, PatchType: string(admissionv1.PatchTypeJSONPatch)}); merr == nil {
+		res.AuditAnnotations[fmt.Sprintf("patch.webhook.admission.k8s.io/round_%d_index_%d", call.Round, call.Index)] = string(js)
+	}
+	defaulted, err := d.opts.Scheme.Default(patched, kind)
+	if err != nil {
+		return changed, apierrors.NewInternalError(err)
+	}
+	v.object, v.dirty = defaulted, true
+	call.Changed = changed
+	return changed, nil
+}
+
+// mutationAnnotation and patchAnnotation are the values of
+// kube-apiserver's mutation.webhook.admission.k8s.io and
+// patch.webhook.admission.k8s.io audit annotations.
+type mutationAnnotation struct {
+	Configuration string `json:"configuration"`
+	Webhook       string `json:"webhook"`
+	Mutated       bool   `json:"mutated"`
+}
+
+type patchAnnotation struct {
+	Configuration string `json:"configuration"`
+	Webhook       string `json:"webhook"`
+	Patch         any    `json:"patch,omitempty"`
+	PatchType     string `json:"patchType,omitempty"`
+}
