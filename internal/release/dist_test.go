@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -174,5 +175,38 @@ func TestDistImage(t *testing.T) {
 	runVersion(t, bin, version)
 	if !bytes.HasPrefix(host, []byte("\x7fELF")) {
 		t.Error("the image's binary is no ELF executable")
+	}
+}
+
+// The action installs the host's archive of DIST (as a release directory
+// <base>/<version>/) and tests the examples with it.
+func TestDistAction(t *testing.T) {
+	dir, version := distDir(t)
+	needShell(t)
+	base := t.TempDir()
+	if err := os.Symlink(dir, filepath.Join(base, version)); err != nil {
+		t.Fatal(err)
+	}
+	install, work := t.TempDir(), t.TempDir()
+	code, out := script(t, "install.sh", "MUTATIS_VERSION="+version, "MUTATIS_BASE_URL=file://"+base, "MUTATIS_INSTALL_DIR="+install)
+	if code != 0 || !strings.Contains(out, "mutatis "+version) {
+		t.Fatalf("install.sh: exit %d\n%s", code, out)
+	}
+	examples, err := filepath.Abs(filepath.Join(repoRoot, "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, junit := filepath.Join(work, "summary.md"), filepath.Join(work, "junit.xml")
+	code, out = script(t, "test.sh", "MUTATIS="+filepath.Join(install, "mutatis"), "MUTATIS_PATHS="+examples,
+		"MUTATIS_JUNIT="+junit, "GITHUB_STEP_SUMMARY="+summary)
+	if code != 0 {
+		t.Fatalf("test.sh: exit %d\n%s", code, out)
+	}
+	s, _ := os.ReadFile(summary)
+	if !regexp.MustCompile(`Passed: [1-9][0-9]* cases`).Match(s) {
+		t.Errorf("summary:\n%s", s)
+	}
+	if j, _ := os.ReadFile(junit); !bytes.Contains(j, []byte("<testcase ")) {
+		t.Errorf("the JUnit report has no cases:\n%s", j)
 	}
 }
