@@ -111,7 +111,7 @@ func (im *Image) platformImage(platform string, binary []byte) (v1.Image, error)
 	raw := layerTar.Bytes()
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(raw)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, err
 	}
