@@ -66,7 +66,8 @@ image:
 # extracted and its binary run, SHA256SUMS, the image read back and its
 # binary run (internal/release, TestDist*).
 release-test:
-	MUTATIS_DIST=$(abspath $(DIST)) MUTATIS_VERSION=$(VERSION) $(GO) test -count=1 -run 'TestDist' -v ./internal/release/
+	MUTATIS_DIST=$(abspath $(DIST)) MUTATIS_VERSION=$(VERSION) MUTATIS_PLATFORMS="$(PLATFORMS)" \
+	  MUTATIS_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" $(GO) test -count=1 -run 'TestDist' -v ./internal/release/
 
 # End-to-end tests against a real kube-apiserver v1.37.1 and etcd, built from
 # the Go module proxy into .cache/e2e (cold build: see docs/e2e.md; reused
