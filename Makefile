@@ -51,7 +51,8 @@ BUILD_FOR = for p in $$platforms; do os=$${p%/*}; arch=$${p\#*/}; ext=; [ $$os !
 dist:
 	rm -f $(DIST)/mutatis_*.tar.gz $(DIST)/mutatis_*.zip
 	@platforms="$(PLATFORMS)"; $(BUILD_FOR)
-	$(RELEASE) archives -dist $(DIST) -version $(VERSION) -source-date-epoch $(SOURCE_DATE_EPOCH) LICENSE README.md
+	$(RELEASE) archives -dist $(DIST) -version $(VERSION) -source-date-epoch $(SOURCE_DATE_EPOCH) \
+	  -platforms $$(echo $(PLATFORMS) | tr ' ' ,) LICENSE README.md
 
 # The OCI image $(IMAGE_REPO):$(VERSION) for IMAGE_PLATFORMS, built without
 # a container daemon into $(DIST)/image (an OCI layout) and tarballs

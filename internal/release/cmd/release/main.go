@@ -1,7 +1,7 @@
 // Command release writes what `make dist` and `make image` publish, from
 // the binaries the Makefile built into DIST/build/<os>_<arch>/:
 //
-//	release archives -dist dist -version v0.1.0 -source-date-epoch N LICENSE README.md
+//	release archives -dist dist -version v0.1.0 -source-date-epoch N -platforms linux/amd64,… LICENSE README.md
 //	release image -dist dist -version v0.1.0 -revision SHA -source-date-epoch N [-platforms linux/amd64,linux/arm64]
 //
 // Both then write DIST/SHA256SUMS over every mutatis_* file of DIST. See
@@ -38,7 +38,7 @@ func run(args []string, stdout io.Writer) error {
 	revision := fs.String("revision", "", "image: the git commit")
 	repository := fs.String("repository", "ghcr.io/mutatis-dev/mutatis", "image: the image name without tag")
 	source := fs.String("source", "https://github.com/mutatis-dev/mutatis", "image: the source repository's URL")
-	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "image: the platforms, comma-separated")
+	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "the platforms, comma-separated (archives: those of make dist)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func run(args []string, stdout io.Writer) error {
 	mtime := time.Unix(*epoch, 0).UTC()
 	switch args[0] {
 	case "archives":
-		if err := archives(*dist, *version, mtime, fs.Args(), stdout); err != nil {
+		if err := archives(*dist, *version, strings.Split(*platforms, ","), mtime, fs.Args(), stdout); err != nil {
 			return err
 		}
 	case "image":
@@ -77,9 +77,9 @@ func run(args []string, stdout io.Writer) error {
 	return writeSums(*dist)
 }
 
-// archives writes the archive of every DIST/build/<os>_<arch>/ with its
-// binary and files.
-func archives(dist, version string, mtime time.Time, extra []string, stdout io.Writer) error {
+// archives writes the archive of each platform, from its binary in
+// DIST/build/<os>_<arch>/ and the extra files.
+func archives(dist, version string, platforms []string, mtime time.Time, extra []string, stdout io.Writer) error {
 	var common []release.File
 	for _, f := range extra {
 		data, err := os.ReadFile(f)
@@ -88,19 +88,15 @@ func archives(dist, version string, mtime time.Time, extra []string, stdout io.W
 		}
 		common = append(common, release.File{Name: filepath.Base(f), Mode: 0o644, Data: data})
 	}
-	builds, err := os.ReadDir(filepath.Join(dist, "build"))
-	if err != nil {
-		return err
-	}
-	for _, b := range builds {
-		goos, goarch, ok := strings.Cut(b.Name(), "_")
+	for _, p := range platforms {
+		goos, goarch, ok := strings.Cut(p, "/")
 		if !ok {
-			continue
+			return fmt.Errorf("platform %q is not OS/ARCH", p)
 		}
 		bin := release.BinaryName(goos)
-		data, err := os.ReadFile(filepath.Join(dist, "build", b.Name(), bin))
+		data, err := os.ReadFile(filepath.Join(dist, "build", goos+"_"+goarch, bin))
 		if err != nil {
-			return err
+			return fmt.Errorf("platform %s: %w (run make dist)", p, err)
 		}
 		files := append([]release.File{{Name: bin, Mode: 0o755, Data: data}}, common...)
 		name := release.ArchiveName(version, goos, goarch)
