@@ -57,6 +57,9 @@ func renderChart(t *testing.T, values string) ([]*unstructured.Unstructured, err
 	if err != nil {
 		return nil, err
 	}
+	if notes := files["mutatis/templates/NOTES.txt"]; !strings.Contains(notes, "rollout status deployment/mutatis") {
+		t.Errorf("NOTES.txt:\n%s", notes)
+	}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		if path.Ext(n) == ".yaml" {
