@@ -7,16 +7,68 @@ FUZZTIME ?= 10s
 FUZZFLAGS ?=
 FUZZCORPUS ?= 200
 
-.PHONY: all build test run lint bench fuzz fuzz-long fuzz-corpus clean e2e load
+.PHONY: all build test run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test
 
 all: lint build test
 
-build:
-	$(GO) build -o $(BIN) ./cmd/mutatis
+# The release being prepared: the tag of the image (`make image`), of
+# deploy/ and of the chart (TestReleaseVersionIsEverywhere checks they
+# agree). The commit and its time are stamped into the binary beside it
+# (`mutatis version`); the commit's time is also SOURCE_DATE_EPOCH, the
+# time of every archive entry and image timestamp, so that a commit always
+# gives the same archives and image digest (docs/release.md).
+VERSION ?= v0.1.0
+IMAGE_REPO ?= ghcr.io/mutatis-dev/mutatis
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+BUILD_DATE := $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || echo unknown)
+STAMPS := -X github.com/mutatis-dev/mutatis/internal/buildinfo.version=$(VERSION) \
+	-X github.com/mutatis-dev/mutatis/internal/buildinfo.commit=$(COMMIT) \
+	-X github.com/mutatis-dev/mutatis/internal/buildinfo.date=$(BUILD_DATE)
 
-# Unit and differential tests, race detector on.
+build:
+	$(GO) build -ldflags "$(STAMPS)" -o $(BIN) ./cmd/mutatis
+
+# Unit and differential tests, race detector on; then the chart's test,
+# a module of its own (deploy/charttest: Helm's dependencies stay out of
+# mutatis' go.mod, docs/release.md).
 test:
 	$(GO) test -race -count=1 $(PKGS)
+	cd deploy/charttest && $(GO) test -race -count=1 ./...
+
+# Release archives for every platform in DIST (static, trimmed, stripped,
+# stamped), with SHA256SUMS (docs/release.md).
+DIST      ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+RELEASE   := $(GO) run ./internal/release/cmd/release
+# BUILD_FOR builds the binary of each platform of $$platforms into
+# $(DIST)/build/<os>_<arch>/.
+BUILD_FOR = for p in $$platforms; do os=$${p%/*}; arch=$${p\#*/}; ext=; [ $$os != windows ] || ext=.exe; \
+	  echo "go build $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(STAMPS)" \
+	    -o $(DIST)/build/$${os}_$${arch}/mutatis$$ext ./cmd/mutatis || exit 1; \
+	done
+dist:
+	rm -f $(DIST)/mutatis_*.tar.gz $(DIST)/mutatis_*.zip
+	@platforms="$(PLATFORMS)"; $(BUILD_FOR)
+	$(RELEASE) archives -dist $(DIST) -version $(VERSION) -source-date-epoch $(SOURCE_DATE_EPOCH) \
+	  -platforms $$(echo $(PLATFORMS) | tr ' ' ,) LICENSE README.md
+
+# The OCI image $(IMAGE_REPO):$(VERSION) for IMAGE_PLATFORMS, built without
+# a container daemon into $(DIST)/image (an OCI layout) and tarballs
+# (docs/deploy.md says how to push it or load it into kind).
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+image:
+	@platforms="$(IMAGE_PLATFORMS)"; $(BUILD_FOR)
+	$(RELEASE) image -dist $(DIST) -version $(VERSION) -revision $(COMMIT) -source-date-epoch $(SOURCE_DATE_EPOCH) \
+	  -repository $(IMAGE_REPO) -platforms $$(echo $(IMAGE_PLATFORMS) | tr ' ' ,)
+
+# What `make dist` and `make image` wrote, checked: the host's archive
+# extracted and its binary run, SHA256SUMS, the image read back and its
+# binary run (internal/release, TestDist*).
+release-test:
+	MUTATIS_DIST=$(abspath $(DIST)) MUTATIS_VERSION=$(VERSION) MUTATIS_PLATFORMS="$(PLATFORMS)" \
+	  MUTATIS_IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" $(GO) test -count=1 -run 'TestDist' -v ./internal/release/
 
 # End-to-end tests against a real kube-apiserver v1.37.1 and etcd, built from
 # the Go module proxy into .cache/e2e (cold build: see docs/e2e.md; reused
@@ -30,12 +82,17 @@ e2e:
 # certificate are made in .run/certs). Send it a Pod from another terminal:
 #   bin/mutatis review -f webhook/testdata/pod.yaml
 run: build
+	@echo "mutatis serves the example policies on https://127.0.0.1:8443 (Ctrl-C stops it)."
+	@echo "Next, in another terminal, send it a Pod and see the patch:"
+	@echo "  $(BIN) review -f webhook/testdata/pod.yaml"
 	./$(BIN) serve --policies examples/ --resources examples/ --self-signed-dir .run/certs --listen 127.0.0.1:8443
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) mod tidy -diff
+	cd deploy/charttest && $(GO) mod tidy -diff
 
 # Side-by-side benchmarks of k8s.io/apiserver and mutatis (test/bench,
 # benchstat-ready output in bin/bench.txt), then the tables of
@@ -109,4 +166,4 @@ fuzz-corpus:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

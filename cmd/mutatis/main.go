@@ -10,6 +10,8 @@ import (
 	"os/signal"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mutatis-dev/mutatis/internal/buildinfo"
 )
 
 // Exit codes shared by every command.
@@ -67,9 +69,13 @@ cluster as an admission webhook.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints the one-line form; `mutatis version` the full one.
+	info := buildinfo.Read()
+	root.Version = info.Version
+	root.SetVersionTemplate(info.String() + "\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand())
+	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newVersionCommand())
 	return root
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/controller"
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/internal/buildinfo"
 	"github.com/mutatis-dev/mutatis/webhook"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -267,6 +268,9 @@ See docs/webhook.md.`,
 func runServe(cmd *cobra.Command, o *serveOptions) error {
 	stderr := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	build := buildinfo.Read()
+	log.Info("mutatis", "version", build.Version, "commit", build.Commit, "built", build.Date,
+		"go", build.GoVersion, "platform", build.Platform, "kubernetes", build.Kubernetes)
 	static, err := o.validate(cmd)
 	if err != nil {
 		return badInput(err)
@@ -302,6 +306,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		Metrics:              webhook.NewMetrics(),
 		Log:                  log,
 	}
+	opts.Metrics.Registry().MustRegister(buildInfoGauge(build))
 	log.Info("review limits", "max-request-bytes", o.maxRequestBytes, "max-body-bytes-in-flight", opts.MaxBodyBytesInFlight,
 		"max-in-flight", o.maxInFlight, "body-read-timeout", o.bodyReadTimeout.String())
 	if o.clientCAFile != "" {
