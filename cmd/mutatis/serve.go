@@ -19,11 +19,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -42,6 +44,7 @@ const (
 
 type serveOptions struct {
 	policies, resources []string
+	logFormat           string
 	kubeconfig          string
 	source              string
 	listen              string
@@ -236,6 +239,7 @@ See docs/webhook.md.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "informer mode: the kubeconfig of the cluster (default: the in-cluster config)")
 	f.StringVar(&o.source, "source", sourceNative, "informer mode: where policies come from: native or shadow")
 	f.StringVar(&o.listen, "listen", ":8443", "the address to serve HTTPS on")
+	f.StringVar(&o.logFormat, "log-format", "text", "the format of the log on stderr: text or json (log/slog); kube-apiserver client and controller logs go through it too")
 	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "the serving certificate (PEM), read again when it changes")
 	f.StringVar(&o.tlsKeyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
 	f.StringVar(&o.selfSignedDir, "self-signed-dir", "", "make or reuse a CA and a serving certificate for localhost in this directory")
@@ -265,9 +269,25 @@ See docs/webhook.md.`,
 	return cmd
 }
 
+// newLogger is serve's one logger, writing to w in format text or json
+// (log/slog's handlers).
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
 func runServe(cmd *cobra.Command, o *serveOptions) error {
 	stderr := cmd.ErrOrStderr()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := newLogger(stderr, o.logFormat)
+	if err != nil {
+		return badInput(err)
+	}
 	build := buildinfo.Read()
 	log.Info("mutatis", "version", build.Version, "commit", build.Commit, "built", build.Date,
 		"go", build.GoVersion, "platform", build.Platform, "kubernetes", build.Kubernetes)
@@ -279,6 +299,10 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 	defer stop()
+	// One logger: the controller logs through the context's klog logger,
+	// client-go's informers and leader election through klog's global one.
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(log.Handler()))
+	klog.SetSlogLogger(log)
 
 	if o.webhookCAFile != "" {
 		if o.caBundle, err = os.ReadFile(o.webhookCAFile); err != nil {

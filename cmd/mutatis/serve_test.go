@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -355,3 +356,26 @@ func TestCerts(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestServeLogFormat: --log-format json writes serve's log as JSON lines
+// (the start line with the build first); a bad format is bad input.
+func TestServeLogFormat(t *testing.T) {
+	certDir := filepath.Join(t.TempDir(), "certs")
+	_, stderr, _ := startServe(t, "--log-format", "json",
+		"--policies", "../../examples", "--resources", "../../examples",
+		"--self-signed-dir", certDir, "--listen", "127.0.0.1:0", "--reload-interval", "0")
+	found := false
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "mutatis" && rec["kubernetes"] != nil && rec["level"] == "INFO" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no JSON start record in stderr:\n%s", stderr)
+	}
+	code, _, errOut := runCLI(t, "", "serve", "--log-format", "xml", "--policies", "../../examples", "--self-signed-dir", certDir)
+	if code != exitUsage || !strings.Contains(errOut, `--log-format must be text or json, not "xml"`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
