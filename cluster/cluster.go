@@ -220,6 +220,11 @@ type Request struct {
 	DryRun bool
 	// Options is the operation's options object (CreateOptions …), if any.
 	Options *unstructured.Unstructured
+	// SkipAdmissionPlugins leaves out the admission plugins before MAP:
+	// the object already went through them (a re-admission of an
+	// admitted object, as reinvocation runs the policies again but not
+	// the built-in plugins).
+	SkipAdmissionPlugins bool
 }
 
 // DefaultUser is the user of requests that name none: a cluster admin.
@@ -296,7 +301,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 		o.Object = out
 		d.Warnings = append(d.Warnings, w...)
 	}
-	if a.Object != nil && (a.Operation == admission.Create || a.Operation == admission.Update) {
+	if a.Object != nil && !r.SkipAdmissionPlugins && (a.Operation == admission.Create || a.Operation == admission.Update) {
 		var old map[string]any
 		if a.OldObject != nil {
 			old = a.OldObject.Object

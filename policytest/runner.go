@@ -2,18 +2,21 @@ package policytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Options configure a run of suites.
@@ -41,6 +44,11 @@ type Options struct {
 	Idempotence bool
 	// NoValidate skips the API validation of the admitted objects.
 	NoValidate bool
+	// AdmissionPlugins choose kube-apiserver's admission plugins that run
+	// before the policies in the suites that do not choose them
+	// (Suite.AdmissionPlugins); nil means kube-apiserver 1.37's default
+	// set.
+	AdmissionPlugins *scheme.AdmissionPluginFlags
 }
 
 // Status is the outcome of a case.
@@ -235,6 +243,12 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 	var jobs []func()
 	for _, lc := range l.cases {
 		lc.cluster.NoValidate = r.opts.NoValidate
+		if _, seen := run.evaluators[lc.cluster]; !seen && r.opts.AdmissionPlugins != nil && l.Suite.AdmissionPlugins == nil {
+			if err := lc.cluster.Scheme.SetAdmissionPlugins(*r.opts.AdmissionPlugins); err != nil {
+				sr.Err = &InputError{File: l.File, Err: fmt.Errorf("admission plugins: %w", err)}
+				return nil
+			}
+		}
 		if r.opts.Run != nil && !r.opts.Run.MatchString(l.Name+"/"+lc.c.Name) {
 			continue
 		}
@@ -254,12 +268,19 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 // registry would before storing the object. The outcome's result holds the
 // object kube-apiserver would store.
 func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *unstructured.Unstructured) (outcome, error) {
-	attrs, warnings, err := lc.decode(object)
+	d, err := lc.decodeSteps(object)
+	var status *apierrors.StatusError
+	if d != nil && errors.As(err, &status) {
+		// An admission plugin before MAP refused the request (its 403):
+		// kube-apiserver's answer, as a policy's denial is.
+		return outcome{gvk: d.Attributes.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, result: engine.Result{Denied: status}}, nil
+	}
 	if err != nil {
 		return outcome{}, err
 	}
+	attrs := d.Attributes
 	patcher := lc.cluster.Patcher()
-	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: warnings}
+	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings}
 	if attrs.Object != nil {
 		if o.before, err = patcher.Normalize(attrs.Object.DeepCopy().Object, attrs.Kind); err != nil {
 			return o, err
@@ -275,8 +296,8 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 		if !cl.NoDefaults {
 			// An expected object is read as kube-apiserver would store it:
 			// decoded, defaulted, through its internal version, and through
-			// the admission plugins that precede MAP (a Pod's priority and
-			// default tolerations).
+			// the admission plugins that precede MAP (a Pod's service
+			// account and token volume, priority, default tolerations …).
 			out, _, err := cl.Scheme.DecodeRequest(u.Object, attrs.Kind)
 			if err != nil {
 				return nil, err

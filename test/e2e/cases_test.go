@@ -15,6 +15,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // caseFiles lists the policy sets of the differential scenario.
@@ -206,6 +207,10 @@ func simulateInOrder(t *testing.T, set *manifest.Set, order func([]engine.Hook) 
 	t.Helper()
 	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The admission plugins of the harness's kube-apiserver.
+	if err := sim.Scheme.SetAdmissionPlugins(scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins}); err != nil {
 		t.Fatal(err)
 	}
 	comp, err := compiler.New()
