@@ -65,19 +65,28 @@ func Plugins(w io.Writer, run []string, steps []scheme.PluginStep) {
 		return
 	}
 	fmt.Fprintf(w, "explain: admission plugins before the policies: %s\n", strings.Join(run, ", "))
-	changed := false
+	if !PluginSteps(w, steps) {
+		fmt.Fprintln(w, "explain: admission plugins: none changed the object")
+	}
+}
+
+// PluginSteps writes the steps of the admission plugins that changed the
+// object or refused the request, one "explain: " line each, and tells
+// whether there was one.
+func PluginSteps(w io.Writer, steps []scheme.PluginStep) bool {
+	wrote := false
 	for _, st := range steps {
 		switch {
 		case st.Err != nil:
 			fmt.Fprintf(w, "explain: admission plugin %s: refused: %v\n", st.Plugin, st.Err)
 		case st.Changed:
-			changed = true
 			fmt.Fprintf(w, "explain: admission plugin %s: changed the object\n", st.Plugin)
+		default:
+			continue
 		}
+		wrote = true
 	}
-	if !changed && (len(steps) == 0 || steps[len(steps)-1].Err == nil) {
-		fmt.Fprintln(w, "explain: admission plugins: none changed the object")
-	}
+	return wrote
 }
 
 // Validation writes the validation stage of an admission: the API

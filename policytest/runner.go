@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -273,14 +274,14 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 	if d != nil && errors.As(err, &status) {
 		// An admission plugin before MAP refused the request (its 403):
 		// kube-apiserver's answer, as a policy's denial is.
-		return outcome{gvk: d.Attributes.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, result: engine.Result{Denied: status}}, nil
+		return outcome{gvk: d.Attributes.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, plugins: d.Plugins, result: engine.Result{Denied: status}}, nil
 	}
 	if err != nil {
 		return outcome{}, err
 	}
 	attrs := d.Attributes
 	patcher := lc.cluster.Patcher()
-	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings}
+	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, plugins: d.Plugins}
 	if attrs.Object != nil {
 		if o.before, err = patcher.Normalize(attrs.Object.DeepCopy().Object, attrs.Kind); err != nil {
 			return o, err
@@ -319,6 +320,18 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 	return o, nil
 }
 
+// traceOf is the explain trace of an outcome: the admission plugins that
+// changed the object or refused the request, then the policies (unless a
+// plugin refused: they never ran).
+func traceOf(o outcome) string {
+	var b strings.Builder
+	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
+	if !refused {
+		explain.Trace(&b, o.result)
+	}
+	return b.String()
+}
+
 func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr *CaseResult) {
 	start := time.Now()
 	defer func() { cr.Elapsed = time.Since(start) }()
@@ -335,7 +348,7 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 		return
 	}
 	cr.Result = o.result
-	cr.Trace = explain.TraceString(o.result)
+	cr.Trace = traceOf(o)
 	if r.opts.Observe != nil {
 		r.opts.Observe(o.result)
 	}

@@ -270,6 +270,16 @@ func TestAdmissionPlugins(t *testing.T) {
 				_ = rep.WriteText(&b, TextOptions{Verbose: true})
 				t.Errorf("failed %d (want %d), errored %d, bad %d\n%s", failed, c.failed, errored, bad, b.String())
 			}
+			if c.failed == 0 {
+				// The trace shows the plugins' stage; a refusal ends it.
+				traces := []string{rep.Suites[0].Cases[0].Trace, rep.Suites[0].Cases[1].Trace}
+				if !strings.Contains(traces[0], "explain: admission plugin ServiceAccount: changed the object\n") || !strings.Contains(traces[0], "explain: no policy binding matched the request") {
+					t.Errorf("trace of the admitted pod:\n%s", traces[0])
+				}
+				if want := "explain: admission plugin ServiceAccount: refused: pods \"p\" is forbidden: error looking up service account ns/ghost: serviceaccount \"ghost\" not found\n"; traces[1] != want {
+					t.Errorf("trace of the refused pod:\n%s\nwant\n%s", traces[1], want)
+				}
+			}
 		})
 	}
 }
