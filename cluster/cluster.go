@@ -108,10 +108,6 @@ func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
 		if err := c.Scheme.AddCRD(u); err != nil {
 			return err
 		}
-	case gvk.Group == "scheduling.k8s.io" && gvk.Version == "v1" && gvk.Kind == "PriorityClass":
-		if err := c.Scheme.AddPriorityClass(u.Object); err != nil {
-			return err
-		}
 	case gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Namespace":
 		ns := &corev1.Namespace{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err != nil {
@@ -127,6 +123,12 @@ func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
 			_ = unstructured.SetNestedStringMap(u.Object, ns.Labels, "metadata", "labels")
 		}
 		c.namespaces[ns.Name] = ns
+	}
+	// The objects kube-apiserver's admission plugins read (ServiceAccounts,
+	// LimitRanges, PriorityClasses, StorageClasses, IngressClasses,
+	// RuntimeClasses, Namespaces, Nodes).
+	if _, err := c.Scheme.AddAdmissionObject(u.Object); err != nil {
+		return err
 	}
 	c.Params.Put(u)
 	return nil
@@ -214,6 +216,11 @@ type Request struct {
 	DryRun bool
 	// Options is the operation's options object (CreateOptions …), if any.
 	Options *unstructured.Unstructured
+	// SkipAdmissionPlugins leaves out the admission plugins before MAP:
+	// the object already went through them (a re-admission of an
+	// admitted object, as reinvocation runs the policies again but not
+	// the built-in plugins).
+	SkipAdmissionPlugins bool
 }
 
 // DefaultUser is the user of requests that name none: a cluster admin.
@@ -237,41 +244,80 @@ func (c *Cluster) Attributes(r Request) (*matching.Attributes, error) {
 // warnings, as under fieldValidation Warn), defaulting and conversion
 // through the internal version. A body kube-apiserver refuses to decode is
 // its 400, an *apierrors.StatusError. The object of a CREATE or UPDATE then
-// goes through kube-apiserver's default admission plugins that precede
-// MutatingAdmissionPolicy (scheme.AdmitPlugins: a Pod's priority and
-// default tolerations), whose refusals are *apierrors.StatusErrors too.
+// goes through kube-apiserver's admission plugins that precede
+// MutatingAdmissionPolicy (scheme.AdmitPlugins; its default set unless
+// Scheme.SetAdmissionPlugins chose others: a Pod's service account and
+// token volume, LimitRange defaults, priority, tolerations, a PVC's
+// default StorageClass …), whose refusals are *apierrors.StatusErrors too.
 func (c *Cluster) Decode(r Request) (*matching.Attributes, []string, error) {
-	a, err := c.attributes(r)
+	d, err := c.decode(r, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.NoDefaults {
-		return a, nil, nil
+	return d.Attributes, d.Warnings, nil
+}
+
+// Decoded is a request as kube-apiserver presents it to
+// MutatingAdmissionPolicy (DecodeSteps).
+type Decoded struct {
+	// Attributes are the request's, its objects decoded and, for a CREATE
+	// or an UPDATE, through the admission plugins before MAP.
+	Attributes *matching.Attributes
+	// Warnings are the decoder's.
+	Warnings []string
+	// Plugins are what the admission plugins before MAP did
+	// (scheme.AdmitPluginsSteps): their stage of the request.
+	Plugins []scheme.PluginStep
+}
+
+// DecodeSteps is Decode reporting the steps of the admission plugins.
+// When a plugin refuses the request, the error is its refusal and the
+// Decoded returned beside it holds the steps until it.
+func (c *Cluster) DecodeSteps(r Request) (*Decoded, error) {
+	return c.decode(r, true)
+}
+
+func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
+	a, err := c.attributes(r)
+	if err != nil {
+		return nil, err
 	}
-	var warnings []string
+	d := &Decoded{Attributes: a}
+	if c.NoDefaults {
+		return d, nil
+	}
 	for _, o := range []*unstructured.Unstructured{a.Object, a.OldObject} {
 		if o == nil {
 			continue
 		}
 		out, w, err := c.Scheme.DecodeRequest(o.Object, a.Kind)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		o.Object = out
-		warnings = append(warnings, w...)
+		d.Warnings = append(d.Warnings, w...)
 	}
-	if a.Object != nil {
-		out, err := c.AdmitPlugins(context.Background(), a, a.Object.Object)
+	if a.Object != nil && !r.SkipAdmissionPlugins && (a.Operation == admission.Create || a.Operation == admission.Update) {
+		var old map[string]any
+		if a.OldObject != nil {
+			old = a.OldObject.Object
+		}
+		var out map[string]any
+		if record {
+			out, d.Plugins, err = c.Scheme.AdmitPluginsSteps(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun)
+		} else {
+			out, err = c.Scheme.AdmitPlugins(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun)
+		}
 		if err != nil {
-			return nil, nil, err
+			return d, err
 		}
 		a.Object.Object = out
 	}
-	return a, warnings, nil
+	return d, nil
 }
 
 // AdmitPlugins runs obj, a decoded object for the request a, through
-// kube-apiserver's default admission plugins that precede
+// kube-apiserver's admission plugins that precede
 // MutatingAdmissionPolicy (scheme.AdmitPlugins) when a is a CREATE or an
 // UPDATE, and returns it as the MAP plugin receives it.
 func (c *Cluster) AdmitPlugins(ctx context.Context, a *matching.Attributes, obj map[string]any) (map[string]any, error) {

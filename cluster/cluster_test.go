@@ -238,6 +238,65 @@ value: 50
 	}
 }
 
+// TestDecodeAdmissionPluginsReadTheObjects: the objects of the cluster
+// (a ServiceAccount, a terminating Namespace) are what the plugins read;
+// DecodeSteps reports the plugins that changed the object, and the steps
+// until a refusal; SkipAdmissionPlugins runs none.
+func TestDecodeAdmissionPluginsReadTheObjects(t *testing.T) {
+	c, err := New(load(t, `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: builder, namespace: shop}
+automountServiceAccountToken: false
+imagePullSecrets: [{name: registry}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: leaving}
+status: {phase: Terminating}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(ns, sa string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": ns},
+			"spec": map[string]any{"serviceAccountName": sa, "containers": []any{map[string]any{"name": "c", "image": "i"}}},
+		}}
+	}
+	d, err := c.DecodeSteps(Request{Object: pod("shop", "builder")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Attributes.Object.Object["spec"].(map[string]any)
+	if ips, _ := spec["imagePullSecrets"].([]any); len(ips) != 1 || spec["volumes"] != nil {
+		t.Errorf("imagePullSecrets %v, volumes %v: want the ServiceAccount's secret and no token", spec["imagePullSecrets"], spec["volumes"])
+	}
+	var changed []string
+	for _, st := range d.Plugins {
+		if st.Changed {
+			changed = append(changed, st.Plugin)
+		}
+	}
+	if strings.Join(changed, ",") != "ServiceAccount,Priority,DefaultTolerationSeconds" {
+		t.Errorf("changed by %v", changed)
+	}
+
+	d, err = c.DecodeSteps(Request{Object: pod("leaving", "")})
+	const refusal = `pods "p" is forbidden: unable to create new content in namespace leaving because it is being terminated`
+	if err == nil || err.Error() != refusal || d == nil || len(d.Plugins) != 1 || d.Plugins[0].Plugin != "NamespaceLifecycle" {
+		t.Errorf("a pod in a terminating namespace: %v, %+v; want NamespaceLifecycle's %q", err, d, refusal)
+	}
+
+	a, _, err := c.Decode(Request{Object: pod("leaving", ""), SkipAdmissionPlugins: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Object.Object["spec"].(map[string]any)["priority"]; ok {
+		t.Errorf("SkipAdmissionPlugins: the plugins ran")
+	}
+}
+
 // TestNamespaceRequestNamespace: kube-apiserver's requests on a Namespace
 // are in the namespace itself, CREATE included (handlers.createHandler
 // sets the request namespace to the name); other cluster-scoped kinds

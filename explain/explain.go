@@ -1,5 +1,6 @@
 // Package explain renders evaluation results for people: the trace of
-// which policy bindings ran in which pass (engine.Result.Invocations) and
+// which policy bindings ran in which pass (engine.Result.Invocations), the
+// admission plugins before them (scheme.PluginStep), and
 // unified diffs of YAML, colored on terminals. `mutatis apply --explain`
 // and `mutatis test` print the same text with it.
 package explain
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Trace writes the evaluation trace of r, one "explain: " line per
@@ -81,6 +83,39 @@ func IgnoredWarnings(r engine.Result) []string {
 		out = append(out, fmt.Sprintf("%s: error ignored by failurePolicy Ignore: %v", who, ig.Err))
 	}
 	return out
+}
+
+// Plugins writes the stage of kube-apiserver's admission plugins before
+// the policies: the plugins run (in order) and, of the steps, the
+// plugins that changed the object and a refusal.
+func Plugins(w io.Writer, run []string, steps []scheme.PluginStep) {
+	if len(run) == 0 {
+		fmt.Fprintln(w, "explain: admission plugins: none run before the policies")
+		return
+	}
+	fmt.Fprintf(w, "explain: admission plugins before the policies: %s\n", strings.Join(run, ", "))
+	if !PluginSteps(w, steps) {
+		fmt.Fprintln(w, "explain: admission plugins: none changed the object")
+	}
+}
+
+// PluginSteps writes the steps of the admission plugins that changed the
+// object or refused the request, one "explain: " line each, and tells
+// whether there was one.
+func PluginSteps(w io.Writer, steps []scheme.PluginStep) bool {
+	wrote := false
+	for _, st := range steps {
+		switch {
+		case st.Err != nil:
+			fmt.Fprintf(w, "explain: admission plugin %s: refused: %v\n", st.Plugin, st.Err)
+		case st.Changed:
+			fmt.Fprintf(w, "explain: admission plugin %s: changed the object\n", st.Plugin)
+		default:
+			continue
+		}
+		wrote = true
+	}
+	return wrote
 }
 
 // Validation writes the validation stage of an admission: the API

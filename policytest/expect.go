@@ -16,6 +16,7 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Failure is one expectation that did not hold.
@@ -57,6 +58,8 @@ type outcome struct {
 	invalid *apierrors.StatusError
 	// warnings are the decoder's and the registry strategy's.
 	warnings []string
+	// plugins are the steps of the admission plugins before MAP.
+	plugins []scheme.PluginStep
 }
 
 // expectations are the resolved expectations of a case (files read).

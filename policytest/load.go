@@ -156,6 +156,9 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 	if l.cluster, err = cluster.New(l.objects); err != nil {
 		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("resources"), nil, err.Error())}}
 	}
+	if err := l.setAdmissionPlugins(l.cluster); err != nil {
+		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("admissionPlugins"), nil, err.Error())}}
+	}
 	for i := range s.Cases {
 		p := field.NewPath("cases").Index(i)
 		lc, files, cerrs := l.loadCase(ctx, p, &s.Cases[i])
@@ -168,6 +171,15 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 	}
 	l.Files = dedupe(l.Files)
 	return l, nil
+}
+
+// setAdmissionPlugins chooses the suite's admission plugins in cl, if
+// the suite names them.
+func (l *Loaded) setAdmissionPlugins(cl *cluster.Cluster) error {
+	if l.Suite.AdmissionPlugins == nil {
+		return nil
+	}
+	return cl.Scheme.SetAdmissionPlugins(l.Suite.AdmissionPlugins.flags())
 }
 
 func dedupe(s []string) []string {
@@ -298,6 +310,8 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 			errs = append(errs, field.Invalid(p.Child("resources"), nil, err.Error()))
 		} else {
 			cl.NoDefaults = c.NoDefaults
+			// The suite's plugins are valid: checked on its cluster.
+			_ = l.setAdmissionPlugins(cl)
 		}
 		lc.cluster = cl
 	}
@@ -381,34 +395,47 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	if len(errs) == 0 && lc.object != nil {
 		// Resolve the request now, so that a case the cluster cannot serve
 		// is bad input rather than a failure.
-		if _, err := lc.attributes(nil); err != nil {
+		if _, err := lc.resolve(); err != nil {
 			errs = append(errs, field.Invalid(p.Child("object"), nil, err.Error()))
 		}
 	}
 	return lc, files, errs
 }
 
-// attributes builds the admission attributes of the case from copies of
-// its objects (the engine's inputs are never shared between runs).
-// A non-nil object replaces the case's object.
-func (lc *loadedCase) attributes(object *unstructured.Unstructured) (*matching.Attributes, error) {
-	a, _, err := lc.decode(object)
-	return a, err
+// resolve decodes the case's request without the admission plugins
+// before MAP, whose refusals are outcomes of the case, not bad input.
+func (lc *loadedCase) resolve() (*matching.Attributes, error) {
+	req := lc.request(nil)
+	req.SkipAdmissionPlugins = true
+	return lc.cluster.Attributes(req)
 }
 
-// decode is attributes with the decoder's warnings (cluster.Decode).
-func (lc *loadedCase) decode(object *unstructured.Unstructured) (*matching.Attributes, []string, error) {
-	if object == nil {
-		object = lc.object
-	}
+// decodeSteps decodes the case's request from copies of its objects (the
+// engine's inputs are never shared between runs) as cluster.DecodeSteps
+// does: the admission attributes, the decoder's warnings and the steps of
+// the admission plugins before MAP (on a plugin's refusal, the Decoded
+// beside the error). A non-nil object, an admitted one, replaces the
+// case's object.
+func (lc *loadedCase) decodeSteps(object *unstructured.Unstructured) (*cluster.Decoded, error) {
+	return lc.cluster.DecodeSteps(lc.request(object))
+}
+
+// request is the case's request, with object instead of the case's
+// object when set.
+func (lc *loadedCase) request(object *unstructured.Unstructured) cluster.Request {
 	req := cluster.Request{
-		Object: object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
+		Object: lc.object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
 		Namespace: lc.namespace, User: lc.user, DryRun: lc.c.DryRun,
+	}
+	if object != nil {
+		// An admitted object, admitted again: it went through the
+		// admission plugins before MAP already.
+		req.Object, req.SkipAdmissionPlugins = object.DeepCopy(), true
 	}
 	if lc.oldObject != nil {
 		req.OldObject = lc.oldObject.DeepCopy()
 	}
-	return lc.cluster.Decode(req)
+	return req
 }
 
 // CaseRequest is the admission request of one case and the simulated

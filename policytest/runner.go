@@ -2,18 +2,22 @@ package policytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Options configure a run of suites.
@@ -44,6 +48,11 @@ type Options struct {
 	// Strict fails a case with an error that failurePolicy Ignore dropped
 	// and expect.ignoredErrors does not name (otherwise a warning).
 	Strict bool
+	// AdmissionPlugins choose kube-apiserver's admission plugins that run
+	// before the policies in the suites that do not choose them
+	// (Suite.AdmissionPlugins); nil means kube-apiserver 1.37's default
+	// set.
+	AdmissionPlugins *scheme.AdmissionPluginFlags
 }
 
 // Status is the outcome of a case.
@@ -246,6 +255,12 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 	var jobs []func()
 	for _, lc := range l.cases {
 		lc.cluster.NoValidate = r.opts.NoValidate
+		if _, seen := run.evaluators[lc.cluster]; !seen && r.opts.AdmissionPlugins != nil && l.Suite.AdmissionPlugins == nil {
+			if err := lc.cluster.Scheme.SetAdmissionPlugins(*r.opts.AdmissionPlugins); err != nil {
+				sr.Err = &InputError{File: l.File, Err: fmt.Errorf("admission plugins: %w", err)}
+				return nil
+			}
+		}
 		if r.opts.Run != nil && !r.opts.Run.MatchString(l.Name+"/"+lc.c.Name) {
 			continue
 		}
@@ -265,12 +280,19 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 // registry would before storing the object. The outcome's result holds the
 // object kube-apiserver would store.
 func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *unstructured.Unstructured) (outcome, error) {
-	attrs, warnings, err := lc.decode(object)
+	d, err := lc.decodeSteps(object)
+	var status *apierrors.StatusError
+	if d != nil && errors.As(err, &status) {
+		// An admission plugin before MAP refused the request (its 403):
+		// kube-apiserver's answer, as a policy's denial is.
+		return outcome{gvk: d.Attributes.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, plugins: d.Plugins, result: engine.Result{Denied: status}}, nil
+	}
 	if err != nil {
 		return outcome{}, err
 	}
+	attrs := d.Attributes
 	patcher := lc.cluster.Patcher()
-	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: warnings}
+	o := outcome{gvk: attrs.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, plugins: d.Plugins}
 	if attrs.Object != nil {
 		if o.before, err = patcher.Normalize(attrs.Object.DeepCopy().Object, attrs.Kind); err != nil {
 			return o, err
@@ -286,8 +308,8 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 		if !cl.NoDefaults {
 			// An expected object is read as kube-apiserver would store it:
 			// decoded, defaulted, through its internal version, and through
-			// the admission plugins that precede MAP (a Pod's priority and
-			// default tolerations).
+			// the admission plugins that precede MAP (a Pod's service
+			// account and token volume, priority, default tolerations …).
 			out, _, err := cl.Scheme.DecodeRequest(u.Object, attrs.Kind)
 			if err != nil {
 				return nil, err
@@ -309,6 +331,18 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 	return o, nil
 }
 
+// traceOf is the explain trace of an outcome: the admission plugins that
+// changed the object or refused the request, then the policies (unless a
+// plugin refused: they never ran).
+func traceOf(o outcome) string {
+	var b strings.Builder
+	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
+	if !refused {
+		explain.Trace(&b, o.result)
+	}
+	return b.String()
+}
+
 func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr *CaseResult) {
 	start := time.Now()
 	defer func() { cr.Elapsed = time.Since(start) }()
@@ -325,7 +359,7 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 		return
 	}
 	cr.Result = o.result
-	cr.Trace = explain.TraceString(o.result)
+	cr.Trace = traceOf(o)
 	if r.opts.Observe != nil {
 		r.opts.Observe(o.result)
 	}

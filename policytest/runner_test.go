@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 func runText(t *testing.T, opts Options, paths ...string) (*Report, string) {
@@ -133,6 +134,8 @@ func TestSuiteLoadErrorsNameFileAndField(t *testing.T) {
 			[]string{"s.mutatis-test.yaml: policies[0]: Invalid value:", `spec.variables[0].expression`, "undeclared reference to 'Object.spec.initContainers'"}},
 		{"a policy among the resources", head + "resources: [" + policies + "]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
 			[]string{"resources[0]: Invalid value:", "list them under policies"}},
+		{"an admission plugin kube-apiserver does not know", head + "admissionPlugins: {disable: [ServiceAcount]}\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
+			[]string{"s.mutatis-test.yaml: admissionPlugins: Invalid value: null: disable-admission-plugins plugin \"ServiceAcount\" is unknown"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,5 +223,63 @@ func TestWatchRunsAgainOnChange(t *testing.T) {
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Errorf("Watch returned %v, want context.Canceled", err)
+	}
+}
+
+// TestAdmissionPlugins: cases go through kube-apiserver's default
+// admission plugins before the policies (a Pod's service account and
+// token volume), unless the suite or the options choose others, and a
+// plugin's refusal is the case's denial.
+func TestAdmissionPlugins(t *testing.T) {
+	dir := t.TempDir()
+	policies, _ := filepath.Abs("testdata/order/policies.yaml")
+	suite := func(plugins string) string {
+		return "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: [" + policies + "]\n" + plugins + `cases:
+- name: the pod gets the default service account and its token
+  object: {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: ns}, spec: {containers: [{name: c, image: nginx}]}}
+  expect:
+    objectContains: {spec: {serviceAccountName: default, volumes: [{name: kube-api-access-xxxxx}]}}
+- name: a pod of a missing service account is refused by the ServiceAccount plugin
+  object: {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: ns}, spec: {serviceAccountName: ghost, containers: [{name: c, image: nginx}]}}
+  expect:
+    denied: {message: 'pods "p" is forbidden: error looking up service account ns/ghost: serviceaccount "ghost" not found', code: 403}
+`
+	}
+	for _, c := range []struct {
+		name, plugins string
+		opts          Options
+		failed        int
+	}{
+		{name: "the default plugins", failed: 0},
+		{name: "the suite disables ServiceAccount", plugins: "admissionPlugins: {disable: [ServiceAccount]}\n", failed: 2},
+		{name: "the options disable ServiceAccount", opts: Options{AdmissionPlugins: &scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}}, failed: 2},
+		{name: "the suite's choice wins over the options'", plugins: "admissionPlugins: {enable: [AlwaysPullImages]}\n", opts: Options{AdmissionPlugins: &scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}}, failed: 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".mutatis-test.yaml")
+			if err := os.WriteFile(file, []byte(suite(c.plugins)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := RunFiles(context.Background(), []string{file}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, failed, errored, bad := rep.Counts()
+			if failed != c.failed || errored+bad != 0 {
+				var b strings.Builder
+				_ = rep.WriteText(&b, TextOptions{Verbose: true})
+				t.Errorf("failed %d (want %d), errored %d, bad %d\n%s", failed, c.failed, errored, bad, b.String())
+			}
+			if c.failed == 0 {
+				// The trace shows the plugins' stage; a refusal ends it.
+				traces := []string{rep.Suites[0].Cases[0].Trace, rep.Suites[0].Cases[1].Trace}
+				if !strings.Contains(traces[0], "explain: admission plugin ServiceAccount: changed the object\n") || !strings.Contains(traces[0], "explain: no policy binding matched the request") {
+					t.Errorf("trace of the admitted pod:\n%s", traces[0])
+				}
+				if want := "explain: admission plugin ServiceAccount: refused: pods \"p\" is forbidden: error looking up service account ns/ghost: serviceaccount \"ghost\" not found\n"; traces[1] != want {
+					t.Errorf("trace of the refused pod:\n%s\nwant\n%s", traces[1], want)
+				}
+			}
+		})
 	}
 }

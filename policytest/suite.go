@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // APIVersion and Kind identify a suite file.
@@ -56,7 +58,29 @@ type Suite struct {
 	Resources []Manifest `json:"resources,omitempty"`
 	// Defaults apply to every case that does not say otherwise.
 	Defaults Defaults `json:"defaults,omitempty"`
-	Cases    []Case   `json:"cases"`
+	// AdmissionPlugins chooses kube-apiserver's admission plugins that run
+	// before the policies; without it, Options.AdmissionPlugins (the
+	// flags of `mutatis test`) or kube-apiserver 1.37's default set.
+	AdmissionPlugins *AdmissionPlugins `json:"admissionPlugins,omitempty"`
+	Cases            []Case            `json:"cases"`
+}
+
+// AdmissionPlugins are kube-apiserver's flags that choose its admission
+// plugins, with its plugin names (scheme.AdmissionPluginFlags).
+type AdmissionPlugins struct {
+	// Enable is --enable-admission-plugins: plugins besides the default
+	// ones.
+	Enable []string `json:"enable,omitempty"`
+	// Disable is --disable-admission-plugins: default plugins not to run.
+	Disable []string `json:"disable,omitempty"`
+	// Only is the exact set (--admission-plugins, kube-apiserver's
+	// --admission-control); it excludes Enable and Disable.
+	Only []string `json:"only,omitempty"`
+}
+
+// flags are p as scheme.AdmissionPluginFlags.
+func (p *AdmissionPlugins) flags() scheme.AdmissionPluginFlags {
+	return scheme.AdmissionPluginFlags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
 }
 
 // Metadata names a suite; the name defaults to the file name without its

@@ -411,19 +411,23 @@ type Validation struct {
 	// Warnings are the strategy's.
 	Warnings []string
 	// Stored is the object as the registry would store it (after
-	// PrepareForCreate or PrepareForUpdate and Canonicalize), in the
-	// request's version, without the system fields the store sets (uid,
+	// PrepareForCreate or PrepareForUpdate and Canonicalize) and return
+	// it (decoded from storage, defaulted again), in the request's
+	// version, without the system fields the store sets (uid,
 	// creationTimestamp, resourceVersion); nil when Invalid is set.
 	Stored map[string]any
 }
 
 // stored is internal, as the strategy left it, in version gvk without the
-// system fields.
+// system fields, as the store returns it: decoded from the bytes it wrote,
+// which applies the defaulters again (a PVC's strategy clears its status,
+// decoding defaults its phase to Pending).
 func (k *kube) stored(internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
+	k.scheme.Default(versioned)
 	out, err := unstructuredOf(versioned, gvk)
 	if err != nil {
 		return nil, err

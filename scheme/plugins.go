@@ -2,139 +2,612 @@ package scheme
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 
-	schedulingv1 "k8s.io/api/scheduling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/user"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/plugin/pkg/admission/admit"
+	"k8s.io/kubernetes/plugin/pkg/admission/alwayspullimages"
 	"k8s.io/kubernetes/plugin/pkg/admission/defaulttolerationseconds"
+	"k8s.io/kubernetes/plugin/pkg/admission/deny"
+	"k8s.io/kubernetes/plugin/pkg/admission/extendedresourcetoleration"
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
+	"k8s.io/kubernetes/plugin/pkg/admission/namespace/autoprovision"
+	"k8s.io/kubernetes/plugin/pkg/admission/network/defaultingressclass"
+	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
+	"k8s.io/kubernetes/plugin/pkg/admission/podnodeselector"
+	"k8s.io/kubernetes/plugin/pkg/admission/podtolerationrestriction"
+	"k8s.io/kubernetes/plugin/pkg/admission/podtopologylabels"
 	podpriority "k8s.io/kubernetes/plugin/pkg/admission/priority"
+	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
+	"k8s.io/kubernetes/plugin/pkg/admission/scheduling/podgroupprotection"
+	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageclass/setdefault"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 )
 
-// pluginOrder are the admission plugins kube-apiserver 1.37 enables by
-// default that mutate objects before MutatingAdmissionPolicy and depend
-// on nothing but the request and the PriorityClasses, in the order of its
-// chain (options.AllOrderedPlugins): Priority (a Pod's priority and
-// preemptionPolicy), DefaultTolerationSeconds (a Pod's not-ready and
-// unreachable tolerations).
-//
-// Left out (docs/fidelity.md): the plugins that need other cluster state
-// or invent names (ServiceAccount, LimitRanger, RuntimeClass,
-// DefaultStorageClass, DefaultIngressClass), and
-// StorageObjectInUseProtection (the protection finalizers of
-// PersistentVolumes and PersistentVolumeClaims), whose package brings in
-// k8s.io/kubernetes's volume utilities and their dependencies.
-var pluginOrder = []string{
-	podpriority.PluginName,
-	defaulttolerationseconds.PluginName,
+// Stage is what a kube-apiserver admission plugin is to mutatis' offline
+// admission.
+type Stage int
+
+const (
+	// Mutating plugins run offline, before the policies (AdmitPlugins).
+	Mutating Stage = iota
+	// Validating plugins only validate (they have no Admit), after
+	// mutating admission and the registry's validation: not run offline.
+	Validating
+	// Policies is the MutatingAdmissionPolicy plugin: mutatis' engine.
+	Policies
+	// Webhooks is the MutatingAdmissionWebhook plugin, which calls
+	// webhooks: not one of the plugins before the policies.
+	Webhooks
+	// Unsupported plugins mutate but need what an offline run does not
+	// have.
+	Unsupported
+)
+
+// AdmissionPlugin is one of kube-apiserver 1.37's admission plugins.
+type AdmissionPlugin struct {
+	// Name is kube-apiserver's (--enable-admission-plugins).
+	Name string
+	// DefaultOn tells whether a kube-apiserver without admission flags
+	// runs it.
+	DefaultOn bool
+	// Stage tells whether AdmitPlugins runs it when it is enabled.
+	Stage Stage
+	// Why a plugin of Stage Unsupported cannot run offline.
+	Why string
+
+	register func(*admission.Plugins)
 }
 
-// plugins is the chain of pluginOrder, built as kube-apiserver builds its
-// admission chain (registration, initializer, chain handler), with an
-// informer factory whose PriorityClass informer is never started: its
-// store holds the PriorityClasses of the run.
+// AdmissionPlugins are kube-apiserver 1.37's admission plugins in the
+// order of its admission chain (options.AllOrderedPlugins of
+// k8s.io/kubernetes/pkg/kubeapiserver/options), which plugins it enables
+// by default (all but options.DefaultOffAdmissionPlugins), and what
+// offline admission does with each. TestAdmissionPluginsAreKubeAPIServers
+// holds the list equal to upstream's and each Stage to the plugin's own
+// interfaces. The slice must not be modified.
+var AdmissionPlugins = []AdmissionPlugin{
+	{Name: admit.PluginName, Stage: Mutating, register: admit.Register},
+	{Name: autoprovision.PluginName, Stage: Mutating, register: autoprovision.Register},
+	{Name: lifecycle.PluginName, DefaultOn: true, Stage: Mutating, register: lifecycle.Register},
+	{Name: "NamespaceExists", Stage: Validating},
+	{Name: "LimitPodHardAntiAffinityTopology", Stage: Validating},
+	{Name: limitranger.PluginName, DefaultOn: true, Stage: Mutating, register: limitranger.Register},
+	{Name: serviceaccount.PluginName, DefaultOn: true, Stage: Mutating, register: serviceaccount.Register},
+	{Name: "NodeRestriction", Stage: Unsupported, Why: "it restricts what kubelets (system:node:NAME users) may do to their Node and the Pods bound to it, which an offline run does not hold"},
+	{Name: nodetaint.PluginName, DefaultOn: true, Stage: Mutating, register: nodetaint.Register},
+	{Name: alwayspullimages.PluginName, Stage: Mutating, register: alwayspullimages.Register},
+	{Name: "ImagePolicyWebhook", Stage: Validating},
+	{Name: "PodSecurity", DefaultOn: true, Stage: Validating},
+	{Name: podnodeselector.PluginName, Stage: Mutating, register: podnodeselector.Register},
+	{Name: podpriority.PluginName, DefaultOn: true, Stage: Mutating, register: podpriority.Register},
+	{Name: defaulttolerationseconds.PluginName, DefaultOn: true, Stage: Mutating, register: defaulttolerationseconds.Register},
+	{Name: podtolerationrestriction.PluginName, Stage: Mutating, register: podtolerationrestriction.Register},
+	{Name: "EventRateLimit", Stage: Validating},
+	{Name: extendedresourcetoleration.PluginName, Stage: Mutating, register: extendedresourcetoleration.Register},
+	{Name: setdefault.PluginName, DefaultOn: true, Stage: Mutating, register: setdefault.Register},
+	{Name: storageobjectinuseprotection.PluginName, DefaultOn: true, Stage: Mutating, register: storageobjectinuseprotection.Register},
+	{Name: podgroupprotection.PluginName, DefaultOn: true, Stage: Mutating, register: podgroupprotection.Register},
+	{Name: "OwnerReferencesPermissionEnforcement", Stage: Validating},
+	{Name: "PersistentVolumeClaimResize", DefaultOn: true, Stage: Validating},
+	{Name: runtimeclass.PluginName, DefaultOn: true, Stage: Mutating, register: runtimeclass.Register},
+	{Name: "CertificateApproval", DefaultOn: true, Stage: Validating},
+	{Name: "CertificateSigning", DefaultOn: true, Stage: Validating},
+	{Name: "ClusterTrustBundleAttest", DefaultOn: true, Stage: Validating},
+	{Name: "CertificateSubjectRestriction", DefaultOn: true, Stage: Validating},
+	{Name: defaultingressclass.PluginName, DefaultOn: true, Stage: Mutating, register: defaultingressclass.Register},
+	{Name: "DenyServiceExternalIPs", Stage: Validating},
+	{Name: podtopologylabels.PluginName, DefaultOn: true, Stage: Mutating, register: podtopologylabels.Register},
+	{Name: "NodeDeclaredFeatureValidator", DefaultOn: true, Stage: Validating},
+	{Name: "PodResizeValidator", DefaultOn: true, Stage: Validating},
+	{Name: "MutatingAdmissionPolicy", DefaultOn: true, Stage: Policies},
+	{Name: "MutatingAdmissionWebhook", DefaultOn: true, Stage: Webhooks},
+	{Name: "ValidatingAdmissionPolicy", DefaultOn: true, Stage: Validating},
+	{Name: "ValidatingAdmissionWebhook", DefaultOn: true, Stage: Validating},
+	{Name: "ResourceQuota", DefaultOn: true, Stage: Validating},
+	{Name: deny.PluginName, Stage: Mutating, register: deny.Register},
+}
+
+// AdmissionPluginFlags choose kube-apiserver's admission plugins as its
+// flags do. Enabled and disabled plugins are placed in the order of
+// AdmissionPlugins whatever the order of the names.
+type AdmissionPluginFlags struct {
+	// Only is the exact set (kube-apiserver's deprecated
+	// --admission-control; mutatis' --admission-plugins); it excludes
+	// Enable and Disable.
+	Only []string
+	// Enable adds plugins to the default set
+	// (--enable-admission-plugins).
+	Enable []string
+	// Disable removes plugins from it (--disable-admission-plugins).
+	Disable []string
+}
+
+// EnabledAdmissionPlugins returns the plugins kube-apiserver 1.37 runs
+// with flags f, in the order of its chain, refusing flags as it refuses
+// them (the messages name its flags). Names of every stage are accepted:
+// AdmitPlugins runs those of Stage Mutating, and a plugin of Stage
+// Unsupported enabled is an error.
+func EnabledAdmissionPlugins(f AdmissionPluginFlags) ([]AdmissionPlugin, error) {
+	known := map[string]bool{}
+	for _, p := range AdmissionPlugins {
+		known[p.Name] = true
+	}
+	var errs []error
+	unknown := func(flag string, names []string) {
+		for _, n := range names {
+			if !known[n] {
+				errs = append(errs, fmt.Errorf("%s plugin %q is unknown", flag, n))
+			}
+		}
+	}
+	if len(f.Only) > 0 && (len(f.Enable) > 0 || len(f.Disable) > 0) {
+		errs = append(errs, errors.New("admission-plugins and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive"))
+	}
+	unknown("admission-plugins", f.Only)
+	unknown("enable-admission-plugins", f.Enable)
+	unknown("disable-admission-plugins", f.Disable)
+	var both []string
+	for _, n := range f.Enable {
+		if slices.Contains(f.Disable, n) && !slices.Contains(both, n) {
+			both = append(both, n)
+		}
+	}
+	if len(both) > 0 {
+		sort.Strings(both)
+		errs = append(errs, fmt.Errorf("%v in enable-admission-plugins and disable-admission-plugins overlapped", both))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var out []AdmissionPlugin
+	for _, p := range AdmissionPlugins {
+		on := p.DefaultOn
+		switch {
+		case len(f.Only) > 0:
+			on = slices.Contains(f.Only, p.Name)
+		case slices.Contains(f.Enable, p.Name):
+			on = true
+		case slices.Contains(f.Disable, p.Name):
+			on = false
+		}
+		if !on {
+			continue
+		}
+		if p.Stage == Unsupported {
+			errs = append(errs, fmt.Errorf("admission plugin %q cannot run offline: %s", p.Name, p.Why))
+		}
+		out = append(out, p)
+	}
+	return out, errors.Join(errs...)
+}
+
+// PluginStep is what one admission plugin did to a request in
+// AdmitPlugins: plugins that do not handle the request's operation are
+// not steps.
+type PluginStep struct {
+	// Plugin is the plugin's name.
+	Plugin string
+	// Changed tells whether it changed the object.
+	Changed bool
+	// Err is its refusal (an *apierrors.StatusError), or nil.
+	Err error
+}
+
+// plugins are the admission plugins of a Scheme: the chain of the enabled
+// plugins of Stage Mutating, built as kube-apiserver builds its admission
+// chain (registration, one initializer, each plugin initialized and
+// validated, a chain handler), fed by informers that are never started:
+// their stores hold the objects of the run (AddAdmissionObject), and the
+// client the plugins fall back on when a store misses answers from the
+// same stores.
 type plugins struct {
-	once            sync.Once
-	chain           admission.MutationInterface
-	err             error
-	priorityClasses cache.Indexer
-	factory         informers.SharedInformerFactory
+	mu    sync.Mutex
+	names []string // nil: kube-apiserver's default set
+	chain admission.MutationInterface
+	run   []string
+
+	factory informers.SharedInformerFactory
+	stores  map[schema.GroupVersionResource]storeOf
+}
+
+// storeOf is the store of a resource the plugins read, with the kind of
+// its objects.
+type storeOf struct {
+	kind    schema.GroupVersionKind
+	indexer cache.Indexer
 }
 
 func newPlugins() *plugins {
 	f := informers.NewSharedInformerFactory(nil, 0)
-	return &plugins{factory: f, priorityClasses: f.Scheduling().V1().PriorityClasses().Informer().GetIndexer()}
+	p := &plugins{factory: f, stores: map[schema.GroupVersionResource]storeOf{}}
+	add := func(gv schema.GroupVersion, resource, kind string, i cache.SharedIndexInformer) {
+		p.stores[gv.WithResource(resource)] = storeOf{kind: gv.WithKind(kind), indexer: i.GetIndexer()}
+	}
+	core := corev1.SchemeGroupVersion
+	add(core, "namespaces", "Namespace", f.Core().V1().Namespaces().Informer())
+	add(core, "serviceaccounts", "ServiceAccount", f.Core().V1().ServiceAccounts().Informer())
+	add(core, "limitranges", "LimitRange", f.Core().V1().LimitRanges().Informer())
+	add(core, "nodes", "Node", f.Core().V1().Nodes().Informer())
+	add(schema.GroupVersion{Group: "scheduling.k8s.io", Version: "v1"}, "priorityclasses", "PriorityClass", f.Scheduling().V1().PriorityClasses().Informer())
+	add(schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}, "storageclasses", "StorageClass", f.Storage().V1().StorageClasses().Informer())
+	add(schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}, "ingressclasses", "IngressClass", f.Networking().V1().IngressClasses().Informer())
+	add(schema.GroupVersion{Group: "node.k8s.io", Version: "v1"}, "runtimeclasses", "RuntimeClass", f.Node().V1().RuntimeClasses().Informer())
+	return p
 }
 
-func (p *plugins) build() (admission.MutationInterface, error) {
-	p.once.Do(func() {
-		registry := admission.NewPlugins()
-		podpriority.Register(registry)
-		defaulttolerationseconds.Register(registry)
-		// The Priority plugin requires a client but reads PriorityClasses
-		// from its lister only: an empty Clientset, never called.
-		init := initializer.New(&kubernetes.Clientset{}, nil, p.factory, nil, utilfeature.DefaultFeatureGate, nil, nil, nil)
-		// As registry.NewFromPlugins, without configuration files and
-		// without its log line.
-		var handlers []admission.Interface
-		for _, name := range pluginOrder {
-			plugin, err := registry.InitPlugin(name, nil, init)
-			if err != nil {
-				p.err = fmt.Errorf("building kube-apiserver's admission plugins: %w", err)
-				return
-			}
-			handlers = append(handlers, plugin)
+// store is the store of objects of kind gvk (any version of the group),
+// if a plugin reads them.
+func (p *plugins) store(gk schema.GroupKind) (storeOf, bool) {
+	for _, s := range p.stores {
+		if s.kind.GroupKind() == gk {
+			return s, true
 		}
-		p.chain = admission.NewChainHandler(handlers...)
+	}
+	return storeOf{}, false
+}
+
+// setNames chooses the plugins; the chain is built again on next use.
+func (p *plugins) setNames(names []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.names, p.chain, p.run = names, nil, nil
+}
+
+func (p *plugins) build() (admission.MutationInterface, []string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.chain != nil {
+		return p.chain, p.run, nil
+	}
+	enabled := p.names
+	if enabled == nil {
+		for _, ap := range AdmissionPlugins {
+			if ap.DefaultOn {
+				enabled = append(enabled, ap.Name)
+			}
+		}
+	}
+	registry := admission.NewPlugins()
+	var run []string
+	for _, ap := range AdmissionPlugins {
+		if ap.Stage == Mutating && slices.Contains(enabled, ap.Name) {
+			ap.register(registry)
+			run = append(run, ap.Name)
+		}
+	}
+	init := p.initializer()
+	// As registry.NewFromPlugins, without configuration files (each
+	// plugin's defaults) and without its log line; each plugin decorated
+	// as kube-apiserver decorates them for its metrics, here to report
+	// steps.
+	var handlers []admission.Interface
+	for _, name := range run {
+		plugin, err := registry.InitPlugin(name, nil, init)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building kube-apiserver's admission plugin %s: %w", name, err)
+		}
+		if r, ok := plugin.(interface{ SetReadyFunc(admission.ReadyFunc) }); ok {
+			// The plugins wait for their informers to sync; these stores
+			// are complete before the first request.
+			r.SetReadyFunc(func() bool { return true })
+		}
+		if name == serviceaccount.PluginName {
+			plugin = tokenVolumeNamer{plugin}
+		}
+		handlers = append(handlers, stepRecorder{name: name, Interface: plugin})
+	}
+	p.chain, p.run = admission.NewChainHandler(handlers...), run
+	return p.chain, p.run, nil
+}
+
+// initializer initializes plugins as kube-apiserver's generic plugin
+// initializer does, with the stores' informer factory and client, and
+// kube-apiserver's feature gates; no authorizer (the plugins run here
+// need none), no dynamic client, REST mapper or effective version.
+func (p *plugins) initializer() admission.PluginInitializer {
+	return initializer.New(p.client(), nil, p.factory, nil, utilfeature.DefaultFeatureGate, nil, nil, nil)
+}
+
+// client is the clientset the plugins look objects up with when their
+// informer's store misses (a live lookup in kube-apiserver): a fake
+// clientset whose GETs and LISTs read the same stores, so a live lookup
+// finds what the store has, as it would against a synced informer.
+// Anything else is refused: nothing is written offline.
+func (p *plugins) client() *fake.Clientset {
+	c := fake.NewClientset()
+	c.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		gvr := action.GetResource()
+		s, ok := p.stores[gvr]
+		switch a := action.(type) {
+		case clienttesting.GetAction:
+			if !ok {
+				break
+			}
+			key := a.GetName()
+			if a.GetNamespace() != "" {
+				key = a.GetNamespace() + "/" + key
+			}
+			obj, exists, err := s.indexer.GetByKey(key)
+			if err != nil {
+				return true, nil, apierrors.NewInternalError(err)
+			}
+			if !exists {
+				return true, nil, apierrors.NewNotFound(gvr.GroupResource(), a.GetName())
+			}
+			return true, obj.(runtime.Object).DeepCopyObject(), nil
+		case clienttesting.ListAction:
+			if gvr.Resource != "limitranges" || gvr.Group != "" {
+				break
+			}
+			list := &corev1.LimitRangeList{}
+			for _, o := range s.indexer.List() {
+				if lr := o.(*corev1.LimitRange); a.GetNamespace() == "" || lr.Namespace == a.GetNamespace() {
+					list.Items = append(list.Items, *lr.DeepCopy())
+				}
+			}
+			return true, list, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("%s %s: no API server behind offline admission", action.GetVerb(), gvr.Resource))
 	})
-	return p.chain, p.err
+	return c
+}
+
+// stepRecorder decorates an admission plugin to report its step to the
+// recorder of the request's context, if any.
+type stepRecorder struct {
+	name string
+	admission.Interface
+}
+
+type stepsKey struct{}
+
+// Admit implements admission.MutationInterface.
+func (r stepRecorder) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	m := r.Interface.(admission.MutationInterface)
+	steps, _ := ctx.Value(stepsKey{}).(*[]PluginStep)
+	if steps == nil {
+		return m.Admit(ctx, a, o)
+	}
+	var before runtime.Object
+	if obj := a.GetObject(); obj != nil {
+		before = obj.DeepCopyObject()
+	}
+	err := m.Admit(ctx, a, o)
+	*steps = append(*steps, PluginStep{Plugin: r.name, Changed: before != nil && !apiequality.Semantic.DeepEqual(before, a.GetObject()), Err: err})
+	return err
+}
+
+// AddAdmissionObject adds (or replaces) obj, an object of a kind the
+// admission plugins read, to their stores, as stored (defaulted, in the
+// stores' version): Namespaces (NamespaceLifecycle, PodNodeSelector,
+// PodTolerationRestriction), ServiceAccounts (ServiceAccount), LimitRanges
+// (LimitRanger), Nodes (PodTopologyLabels), PriorityClasses (Priority),
+// StorageClasses (DefaultStorageClass), IngressClasses
+// (DefaultIngressClass), RuntimeClasses (RuntimeClass). It reports whether
+// the kind is one of them; objects of other kinds are left alone.
+func (s *Scheme) AddAdmissionObject(obj map[string]any) (bool, error) {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return false, err
+	}
+	gvk := gv.WithKind(kind)
+	st, ok := s.plugins.store(gvk.GroupKind())
+	if !ok || !s.Recognizes(gvk) {
+		return false, nil
+	}
+	obj, err = s.Default(obj, gvk)
+	if err != nil {
+		return true, err
+	}
+	if gvk != st.kind {
+		if obj, err = s.Convert(obj, gvk, st.kind); err != nil {
+			return true, err
+		}
+	}
+	typed, err := s.types.New(st.kind)
+	if err != nil {
+		return true, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return true, err
+	}
+	return true, st.indexer.Update(typed)
 }
 
 // AddPriorityClass adds (or replaces) a scheduling.k8s.io/v1
 // PriorityClass, which the Priority plugin resolves Pods' priorities from.
 func (s *Scheme) AddPriorityClass(obj map[string]any) error {
-	// As stored: defaulted (preemptionPolicy).
-	obj, err := s.Default(obj, schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"))
+	_, err := s.AddAdmissionObject(obj)
+	return err
+}
+
+// SetAdmissionPlugins chooses the admission plugins AdmitPlugins runs
+// (EnabledAdmissionPlugins); without it, kube-apiserver's default set.
+func (s *Scheme) SetAdmissionPlugins(f AdmissionPluginFlags) error {
+	enabled, err := EnabledAdmissionPlugins(f)
 	if err != nil {
 		return err
 	}
-	pc := &schedulingv1.PriorityClass{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, pc); err != nil {
-		return err
+	names := []string{}
+	for _, p := range enabled {
+		names = append(names, p.Name)
 	}
-	return s.plugins.priorityClasses.Update(pc)
+	s.plugins.setNames(names)
+	return nil
+}
+
+// RunAdmissionPlugins returns the names of the plugins AdmitPlugins runs,
+// in order.
+func (s *Scheme) RunAdmissionPlugins() ([]string, error) {
+	_, run, err := s.plugins.build()
+	return slices.Clone(run), err
+}
+
+// ensureNamespace puts into the stores what every namespace of a cluster
+// has when it is not among the objects of the run: the Namespace itself,
+// as the simulated cluster synthesizes it (only its
+// kubernetes.io/metadata.name label, phase Active), and its "default"
+// ServiceAccount, which kube-controller-manager creates in every
+// namespace (name only).
+func (p *plugins) ensureNamespace(name string) error {
+	namespaces := p.stores[corev1.SchemeGroupVersion.WithResource("namespaces")].indexer
+	if _, ok, _ := namespaces.GetByKey(name); !ok {
+		ns := &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		}
+		if err := namespaces.Add(ns); err != nil {
+			return err
+		}
+	}
+	sas := p.stores[corev1.SchemeGroupVersion.WithResource("serviceaccounts")].indexer
+	if _, ok, _ := sas.GetByKey(name + "/" + serviceaccount.DefaultServiceAccountName); !ok {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceaccount.DefaultServiceAccountName, Namespace: name}}
+		if err := sas.Add(sa); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AdmitPlugins runs on obj, the decoded object of req (old: the stored
-// object of an UPDATE), kube-apiserver's default mutating admission
-// plugins that precede MutatingAdmissionPolicy (pluginOrder), on its
-// internal form as the admission chain does, and returns the object as
-// the MAP plugin receives it, in req's version. Their refusals (e.g. the
-// Priority plugin's 403 for an unknown priorityClassName) are
-// *apierrors.StatusError. Kinds without a Go type come back as they are.
+// object of an UPDATE), the admission plugins of kube-apiserver's chain
+// that precede MutatingAdmissionPolicy (SetAdmissionPlugins; its default
+// set without it), on its internal form as the admission chain does, and
+// returns the object as the MAP plugin receives it, in req's version.
+// Their refusals (e.g. the Priority plugin's 403 for an unknown
+// priorityClassName) are *apierrors.StatusError. Kinds without a Go type
+// come back as they are.
 func (s *Scheme) AdmitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool) (map[string]any, error) {
+	out, _, err := s.admitPlugins(ctx, req, obj, old, u, dryRun, false)
+	return out, err
+}
+
+// AdmitPluginsSteps is AdmitPlugins that also reports what each plugin
+// handling the request did, in order (the steps until a refusal, with it,
+// when err is a refusal).
+func (s *Scheme) AdmitPluginsSteps(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool) (map[string]any, []PluginStep, error) {
+	return s.admitPlugins(ctx, req, obj, old, u, dryRun, true)
+}
+
+func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun, record bool) (map[string]any, []PluginStep, error) {
 	if obj == nil || !s.Recognizes(req.Kind) {
-		return obj, nil
+		return obj, nil, nil
 	}
 	k, err := s.kube()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	chain, err := s.plugins.build()
+	chain, _, err := s.plugins.build()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if req.Namespace != "" {
+		if err := s.plugins.ensureNamespace(req.Namespace); err != nil {
+			return nil, nil, err
+		}
 	}
 	internal, err := k.internal(obj, req.Kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var oldInternal runtime.Object
 	if old != nil {
 		if oldInternal, err = k.internal(old, req.Kind); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+	}
+	var steps []PluginStep
+	if record {
+		ctx = context.WithValue(ctx, stepsKey{}, &steps)
 	}
 	attrs := admission.NewAttributesRecord(internal, oldInternal, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, nil, dryRun, u)
 	if chain.Handles(req.Operation) {
 		if err := chain.Admit(ctx, attrs, admission.NewObjectInterfacesFromScheme(k.scheme)); err != nil {
-			return nil, err
+			return nil, steps, err
 		}
 	}
 	versioned, err := k.scheme.ConvertToVersion(internal, req.Kind.GroupVersion())
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, steps, apierrors.NewInternalError(err)
 	}
 	out, err := unstructuredOf(versioned, req.Kind)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, steps, apierrors.NewInternalError(err)
 	}
-	return out, nil
+	return out, steps, nil
+}
+
+// TokenVolumeSuffix is the suffix of the projected service account token
+// volume the ServiceAccount plugin adds to a Pod offline:
+// kube-api-access-xxxxx. kube-apiserver names it kube-api-access- and 5
+// random characters (names.SimpleNameGenerator); a fixed suffix (one the
+// generator can produce) keeps offline results comparable.
+const TokenVolumeSuffix = "xxxxx"
+
+// tokenVolumeNamer decorates the ServiceAccount plugin: the token volume
+// it adds, and the mounts of it, get the name kube-api-access- +
+// TokenVolumeSuffix instead of a random one.
+type tokenVolumeNamer struct {
+	admission.Interface
+}
+
+// Admit implements admission.MutationInterface.
+func (n tokenVolumeNamer) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	pod, _ := a.GetObject().(*api.Pod)
+	had := pod != nil && tokenVolume(pod) >= 0
+	err := n.Interface.(admission.MutationInterface).Admit(ctx, a, o)
+	if pod == nil || had {
+		return err
+	}
+	if i := tokenVolume(pod); i >= 0 {
+		generated, name := pod.Spec.Volumes[i].Name, serviceaccount.ServiceAccountVolumeName+"-"+TokenVolumeSuffix
+		pod.Spec.Volumes[i].Name = name
+		for _, cs := range [][]api.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for ci := range cs {
+				for mi := range cs[ci].VolumeMounts {
+					if cs[ci].VolumeMounts[mi].Name == generated {
+						cs[ci].VolumeMounts[mi].Name = name
+					}
+				}
+			}
+		}
+	}
+	return err
+}
+
+// tokenVolume is the index of the Pod's service account token volume as
+// the ServiceAccount plugin finds it (the first volume named
+// kube-api-access-…), or -1.
+func tokenVolume(pod *api.Pod) int {
+	for i, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, serviceaccount.ServiceAccountVolumeName+"-") {
+			return i
+		}
+	}
+	return -1
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // loadPod is the request of the load test (test/load): the Pod of
@@ -60,6 +61,9 @@ func makeLoadPod() (*loadPod, error) {
 	}
 	sim, err := cluster.New(nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := sim.Scheme.SetAdmissionPlugins(scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}); err != nil {
 		return nil, err
 	}
 	attrs, err := sim.Attributes(cluster.Request{

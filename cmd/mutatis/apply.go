@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gomodules.xyz/jsonpatch/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,7 +22,16 @@ import (
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
+
+// addAdmissionPluginFlags adds kube-apiserver's flags that choose its
+// admission plugins (the ones before the policies run offline).
+func addAdmissionPluginFlags(f *pflag.FlagSet, p *scheme.AdmissionPluginFlags) {
+	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (only the mutating ones run offline, before the policies)")
+	f.StringSliceVar(&p.Disable, "disable-admission-plugins", nil, "admission plugins of kube-apiserver's default set not to run")
+	f.StringSliceVar(&p.Only, "admission-plugins", nil, "the exact set of admission plugins (as kube-apiserver's --admission-control); excludes the two flags above")
+}
 
 type applyOptions struct {
 	object, oldObject      string
@@ -34,6 +44,7 @@ type applyOptions struct {
 	noDefaults, noValidate bool
 	output                 string
 	color                  colorMode
+	plugins                scheme.AdmissionPluginFlags
 }
 
 func newApplyCommand() *cobra.Command {
@@ -46,14 +57,22 @@ func newApplyCommand() *cobra.Command {
 (Namespaces, params, CRDs) from --resources, and prints the result.
 
 The object (and the old object) is decoded and defaulted as kube-apiserver
-decodes a request body, every mutation's result is defaulted as its
-dispatcher does, and the admitted object is converted through its internal
+decodes a request body and goes through the admission plugins a default
+kube-apiserver 1.37 runs before the policies (a Pod's service account and
+token volume, LimitRange defaults, priority and tolerations, a PVC's
+default StorageClass, an Ingress's default IngressClass …; they read the
+ServiceAccounts, LimitRanges, PriorityClasses, StorageClasses,
+IngressClasses, RuntimeClasses, Namespaces and Nodes of --resources; other
+plugins with --enable-admission-plugins, --disable-admission-plugins or
+--admission-plugins, named as kube-apiserver names them), every mutation's
+result is defaulted as its dispatcher does, and the admitted object is converted through its internal
 version and validated as the registry would before storing it; the output
 is the object kube-apiserver would store. --no-defaults evaluates the
 objects exactly as written; --no-validate skips the validation.
 
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
-1 denied, refused by decoding (400) or by validation (422) (stderr: the
+1 denied, refused by decoding (400), by an admission plugin (403) or by
+validation (422) (stderr: the
 message exactly as kube-apiserver's Status.message); 2 bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, o) },
@@ -77,6 +96,7 @@ message exactly as kube-apiserver's Status.message); 2 bad input.`,
 	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
+	addAdmissionPluginFlags(f, &o.plugins)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd
@@ -122,6 +142,9 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	lintWarnings(stderr, comp, policySet, append(policySet.Objects, resources.Objects...), len(o.resources) > 0)
 	sim.NoDefaults, sim.NoValidate = o.noDefaults, o.noValidate
+	if err := sim.Scheme.SetAdmissionPlugins(o.plugins); err != nil {
+		return badInput(err)
+	}
 	sim.OnSynthesize = func(name string) {
 		fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
 	}
@@ -134,20 +157,29 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
 		}
 	}
-	attrs, warnings, err := sim.Decode(cluster.Request{
+	decoded, err := sim.DecodeSteps(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
 		User: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
 	})
+	if o.explain && decoded != nil && !o.noDefaults {
+		run, rerr := sim.Scheme.RunAdmissionPlugins()
+		if rerr != nil {
+			return rerr
+		}
+		explain.Plugins(stderr, run, decoded.Plugins)
+	}
 	var status *apierrors.StatusError
 	if errors.As(err, &status) {
-		// kube-apiserver refuses to decode the request body (400).
+		// kube-apiserver refuses to decode the request body (400), or an
+		// admission plugin refuses the request (403).
 		return &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
 	}
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
-	printWarnings(stderr, warnings)
+	attrs := decoded.Attributes
+	printWarnings(stderr, decoded.Warnings)
 	gvk := attrs.Kind
 
 	policies, bindings := policySet.APIObjects()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -101,5 +103,84 @@ func TestApplyColor(t *testing.T) {
 		if got := strings.Contains(stdout, "\x1b[31m"); got != tc.color {
 			t.Errorf("%v: colored %v, want %v:\n%s", tc.flags, got, tc.color, stdout)
 		}
+	}
+}
+
+// TestApplyAdmissionPlugins: apply runs kube-apiserver's default admission
+// plugins before the policies, fed from --resources, as its flags choose
+// them; --explain shows the stage; a plugin's refusal is kube-apiserver's
+// 403.
+func TestApplyAdmissionPlugins(t *testing.T) {
+	const td = "testdata/apply/"
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pvc := write("pvc.yaml", "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: shop}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n")
+	sc := write("sc.yaml", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast, annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}}\nprovisioner: example.com/fast\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n")
+	ghost := write("ghost.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec: {serviceAccountName: ghost, containers: [{name: app, image: nginx}]}\n")
+	for _, c := range []struct {
+		name             string
+		args             []string
+		code             int
+		stdout, nostdout []string
+		stderr           []string
+	}{
+		{name: "a pod gets its service account, token volume, priority and tolerations",
+			args:   []string{"-f", td + "pod.yaml", "--explain"},
+			stdout: []string{"serviceAccountName: default", "name: kube-api-access-xxxxx", "mountPath: /var/run/secrets/kubernetes.io/serviceaccount", "priority: 0", "key: node.kubernetes.io/not-ready"},
+			stderr: []string{"explain: admission plugins before the policies: NamespaceLifecycle, LimitRanger, ServiceAccount, TaintNodesByCondition, Priority, DefaultTolerationSeconds, DefaultStorageClass, StorageObjectInUseProtection, PodGroupProtection, RuntimeClass, DefaultIngressClass, PodTopologyLabels\n",
+				"explain: admission plugin ServiceAccount: changed the object\n", "explain: admission plugin Priority: changed the object\n"}},
+		{name: "without ServiceAccount and Priority",
+			args:     []string{"-f", td + "pod.yaml", "--disable-admission-plugins", "ServiceAccount,Priority", "--explain"},
+			stdout:   []string{"key: node.kubernetes.io/not-ready"},
+			nostdout: []string{"serviceAccountName", "kube-api-access", "priority:"},
+			stderr:   []string{"explain: admission plugins before the policies: NamespaceLifecycle, LimitRanger, TaintNodesByCondition, DefaultTolerationSeconds,"}},
+		{name: "only the plugins named",
+			args:     []string{"-f", td + "pod.yaml", "--admission-plugins", "Priority,PodSecurity", "--explain"},
+			stdout:   []string{"priority: 0"},
+			nostdout: []string{"serviceAccountName", "not-ready"},
+			stderr:   []string{"explain: admission plugins before the policies: Priority\n"}},
+		{name: "a PVC gets the default StorageClass of --resources",
+			args:   []string{"-f", pvc, "--resources", sc},
+			stdout: []string{"storageClassName: fast", "- kubernetes.io/pvc-protection"}},
+		{name: "a pod of a missing service account is refused",
+			args:   []string{"-f", ghost, "--explain"},
+			code:   1,
+			stderr: []string{"explain: admission plugin ServiceAccount: refused: pods \"web\" is forbidden: error looking up service account shop/ghost: serviceaccount \"ghost\" not found\n", "\npods \"web\" is forbidden: error looking up service account shop/ghost: serviceaccount \"ghost\" not found\n"}},
+		{name: "an unknown plugin",
+			args:   []string{"-f", td + "pod.yaml", "--enable-admission-plugins", "AlwaysPullImage"},
+			code:   2,
+			stderr: []string{`enable-admission-plugins plugin "AlwaysPullImage" is unknown`}},
+		{name: "exclusive flags",
+			args:   []string{"-f", td + "pod.yaml", "--admission-plugins", "Priority", "--disable-admission-plugins", "ServiceAccount"},
+			code:   2,
+			stderr: []string{"admission-plugins and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append([]string{"apply", "--policies", td + "strip-debug.yaml"}, c.args...)...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			for _, w := range c.stdout {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range c.nostdout {
+				if strings.Contains(stdout, w) {
+					t.Errorf("stdout has %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
 	}
 }

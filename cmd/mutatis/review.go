@@ -24,6 +24,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/scheme"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
 
@@ -76,6 +77,11 @@ message), 2 bad input.`,
 	return cmd
 }
 
+// reviewAdmissionPlugins are the admission plugins before MAP of the
+// request review sends: kube-apiserver's default ones but ServiceAccount,
+// which needs the cluster's ServiceAccounts.
+var reviewAdmissionPlugins = scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}
+
 func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	ctx := cmd.Context()
 	if o.version != "v1" && o.version != "v1beta1" {
@@ -90,6 +96,11 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	}
 	sim, err := cluster.New(nil)
 	if err != nil {
+		return err
+	}
+	// review has no cluster objects: the ServiceAccount admission plugin
+	// would refuse every Pod that names a ServiceAccount.
+	if err := sim.Scheme.SetAdmissionPlugins(reviewAdmissionPlugins); err != nil {
 		return err
 	}
 	op := admission.Operation(strings.ToUpper(o.operation))

@@ -17,6 +17,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/policytest"
 	"github.com/mutatis-dev/mutatis/policytest/coverage"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 type testOptions struct {
@@ -35,6 +36,8 @@ type testOptions struct {
 	coverage     bool
 	coverageHTML string
 	coverageMin  float64
+
+	plugins scheme.AdmissionPluginFlags
 }
 
 func newTestCommand() *cobra.Command {
@@ -48,6 +51,11 @@ directories are skipped unless named), admits every case's object through
 the suite's policies as kube-apiserver 1.37 would, and checks the
 expectations. See docs/testing.md.
 
+Objects go through the admission plugins a default kube-apiserver runs
+before the policies (docs/chain.md); --enable-admission-plugins,
+--disable-admission-plugins and --admission-plugins choose others for the
+suites that do not name theirs (admissionPlugins).
+
 Errors that failurePolicy Ignore drops are printed as warnings of their
 case; expect.ignoredErrors asserts them, and --strict fails a case with one
 it does not name.
@@ -55,6 +63,7 @@ it does not name.
 Exit status: 0 every case passed; 1 a case failed, or no suite was found
 under PATH; 2 bad input (an unreadable or invalid suite, named with file and
 field path, or bad flags).`,
+
 		RunE: func(cmd *cobra.Command, args []string) error { return runTest(cmd, o, args) },
 	}
 	f := cmd.Flags()
@@ -75,6 +84,7 @@ field path, or bad flags).`,
 	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised (docs/coverage.md)")
 	f.StringVar(&o.coverageHTML, "coverage-html", "", "write the coverage report as HTML, with the expression sources highlighted, to this file (implies --coverage)")
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
+	addAdmissionPluginFlags(f, &o.plugins)
 	return cmd
 }
 
@@ -87,6 +97,12 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
 	}
 	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel}
+	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") {
+		if _, err := scheme.EnabledAdmissionPlugins(o.plugins); err != nil {
+			return badInput(err)
+		}
+		opts.AdmissionPlugins = &o.plugins
+	}
 	if o.run != "" {
 		re, err := regexp.Compile(o.run)
 		if err != nil {

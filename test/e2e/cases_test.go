@@ -15,6 +15,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // caseFiles lists the policy sets of the differential scenario.
@@ -160,10 +161,17 @@ func admitRawByMutatis(t *testing.T, set *manifest.Set, stored *unstructured.Uns
 // order gives them (nil: mutatis' order, by name).
 func admitRawInOrder(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured, order func([]engine.Hook) []engine.Hook) (outcome, *cluster.Admission) {
 	t.Helper()
+	return admitRawWith(t, set, stored, order, scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins})
+}
+
+// admitRawWith is admitRawInOrder with the admission plugins plugins
+// choose (the zero value: kube-apiserver's default set).
+func admitRawWith(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured, order func([]engine.Hook) []engine.Hook, plugins scheme.AdmissionPluginFlags) (outcome, *cluster.Admission) {
+	t.Helper()
 	if o, refused := refusedByMutatis(t, set); refused {
 		return o, &cluster.Admission{}
 	}
-	sim, ev := simulateInOrder(t, set, order)
+	sim, ev := simulateWith(t, set, order, plugins)
 	obj := set.Objects[len(set.Objects)-1].Object.DeepCopy()
 	req := cluster.Request{Object: obj, User: adminInfo()}
 	if stored != nil {
@@ -204,8 +212,19 @@ func simulate(t *testing.T, set *manifest.Set) (*cluster.Cluster, *engine.Evalua
 // policy name, mutatis' order).
 func simulateInOrder(t *testing.T, set *manifest.Set, order func([]engine.Hook) []engine.Hook) (*cluster.Cluster, *engine.Evaluator) {
 	t.Helper()
+	// The admission plugins of the harness's kube-apiserver.
+	return simulateWith(t, set, order, scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins})
+}
+
+// simulateWith is simulateInOrder with the admission plugins plugins
+// choose.
+func simulateWith(t *testing.T, set *manifest.Set, order func([]engine.Hook) []engine.Hook, plugins scheme.AdmissionPluginFlags) (*cluster.Cluster, *engine.Evaluator) {
+	t.Helper()
 	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Scheme.SetAdmissionPlugins(plugins); err != nil {
 		t.Fatal(err)
 	}
 	comp, err := compiler.New()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // equivalentRequests says how the last object of a testdata/equivalent case
@@ -166,6 +167,10 @@ func admitEquivalentByMutatis(t *testing.T, ctx context.Context, set *manifest.S
 	t.Helper()
 	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The admission plugins of the harness's kube-apiserver.
+	if err := sim.Scheme.SetAdmissionPlugins(scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins}); err != nil {
 		t.Fatal(err)
 	}
 	sim.NoValidate = true

@@ -48,14 +48,28 @@ const (
 	// NoMAP: the API serves MutatingAdmissionPolicy objects but the
 	// admission plugin is disabled, as in a cluster mutatis polyfills.
 	NoMAP
+	// DefaultAdmission: kube-apiserver's default admission plugins, all of
+	// them (ServiceAccount included), and the MAP plugin.
+	DefaultAdmission
 )
 
 func (m Mode) String() string {
-	if m == NoMAP {
+	switch m {
+	case NoMAP:
 		return "MAP plugin disabled"
+	case DefaultAdmission:
+		return "default admission plugins"
 	}
 	return "MAP plugin enabled"
 }
+
+// harnessDisabledPlugins are the default admission plugins kube-apiserver
+// runs without in the modes NativeMAP and NoMAP: the ServiceAccount
+// plugin needs the default ServiceAccount, which only
+// kube-controller-manager creates, and adds token volumes with random
+// names. Offline comparisons with those modes disable them too
+// (scheme.AdmissionPluginFlags).
+var harnessDisabledPlugins = []string{"ServiceAccount"}
 
 const (
 	adminToken = "mutatis-e2e-admin-token"
@@ -284,14 +298,15 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 	}
-	// ServiceAccount admission needs the default ServiceAccount, which
-	// only kube-controller-manager creates, and adds token volumes with
-	// random names: off in both modes.
+	// harnessDisabledPlugins are off in NativeMAP and NoMAP.
+	disabled := strings.Join(harnessDisabledPlugins, ",")
 	switch c.Mode {
 	case NativeMAP:
-		args = append(args, "--enable-admission-plugins=MutatingAdmissionPolicy", "--disable-admission-plugins=ServiceAccount")
+		args = append(args, "--enable-admission-plugins=MutatingAdmissionPolicy", "--disable-admission-plugins="+disabled)
 	case NoMAP:
-		args = append(args, "--disable-admission-plugins=ServiceAccount,MutatingAdmissionPolicy")
+		args = append(args, "--disable-admission-plugins="+disabled+",MutatingAdmissionPolicy")
+	case DefaultAdmission:
+		args = append(args, "--enable-admission-plugins=MutatingAdmissionPolicy")
 	}
 	p := launchProcess(c.t, "kube-apiserver", logFile, c.bin.kubeAPIServer, args...)
 	c.Config = &rest.Config{

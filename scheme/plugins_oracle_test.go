@@ -1,0 +1,232 @@
+package scheme
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/compatibility"
+	"k8s.io/kubernetes/pkg/kubeapiserver/options"
+)
+
+// TestAdmissionPluginsAreKubeAPIServers holds AdmissionPlugins equal to
+// kube-apiserver 1.37's own lists (options.AllOrderedPlugins,
+// options.DefaultOffAdmissionPlugins), and each plugin's Stage to what
+// the plugin is: Mutating plugins implement admission.MutationInterface,
+// Validating ones only admission.ValidationInterface.
+func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
+	var names []string
+	for _, p := range AdmissionPlugins {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, options.AllOrderedPlugins) {
+		t.Fatalf("AdmissionPlugins\n%v\nkube-apiserver's AllOrderedPlugins\n%v", names, options.AllOrderedPlugins)
+	}
+	off := options.DefaultOffAdmissionPlugins()
+	registry := options.NewAdmissionOptions().GenericAdmission.Plugins
+	s := New()
+	// The plugins' initializer with what the validating plugins want too.
+	init := initializer.New(s.plugins.client(), nil, s.plugins.factory, authorizerfactory.NewAlwaysAllowAuthorizer(), utilfeature.DefaultFeatureGate, kubeVersion, nil, nil)
+	for _, p := range AdmissionPlugins {
+		if p.DefaultOn == off.Has(p.Name) {
+			t.Errorf("%s: DefaultOn %v, kube-apiserver's default off %v", p.Name, p.DefaultOn, off.Has(p.Name))
+		}
+		switch p.Name {
+		case "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota":
+			// Registered by k8s.io/apiserver, built with initializers of
+			// their own; their stages are what their names say.
+			continue
+		}
+		plugin, err := registry.InitPlugin(p.Name, nil, init)
+		if err != nil {
+			// Plugins that need a configuration file (ImagePolicyWebhook,
+			// EventRateLimit) or a node identity cannot be built here.
+			if p.Stage == Mutating {
+				t.Errorf("%s: %v", p.Name, err)
+			}
+			t.Logf("%s (%v) not built: %v", p.Name, p.Stage, err)
+			continue
+		}
+		_, mutating := plugin.(admission.MutationInterface)
+		if mutating != (p.Stage == Mutating || p.Stage == Unsupported) {
+			t.Errorf("%s: Stage %v, implements MutationInterface %v", p.Name, p.Stage, mutating)
+		}
+	}
+}
+
+// TestAdmitPluginsDifferential runs every case of TestAdmitPlugins through
+// kube-apiserver's own admission chain, built the normal way as the
+// oracle: kube-apiserver's AdmissionOptions (all its plugins registered,
+// its order and default set, the case's flags) applied to a server
+// Config over started informers of a clientset holding the case's
+// objects, each namespace's "default" ServiceAccount (which
+// kube-controller-manager would create) and the Namespace. MAP, the
+// webhooks, VAP and ResourceQuota are disabled in the oracle (they are
+// not plugins before the policies). The outcome of mutatis'
+// AdmitPlugins must be the oracle's: the same object (the token volume's
+// random suffix read as TokenVolumeSuffix) or the same refusal.
+func TestAdmitPluginsDifferential(t *testing.T) {
+	for _, c := range pluginCases() {
+		t.Run(c.name, func(t *testing.T) {
+			s := pluginScheme(t, c)
+			req, decoded := pluginRequest(t, s, c)
+			chain := oracleChain(t, s, c, req.Namespace)
+
+			got, gotErr := s.AdmitPlugins(context.Background(), req, runtime.DeepCopyJSON(decoded), nil, pluginUser, false)
+
+			k, err := s.kube()
+			if err != nil {
+				t.Fatal(err)
+			}
+			internal, err := k.internal(decoded, req.Kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs := admission.NewAttributesRecord(internal, nil, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, &metav1.CreateOptions{}, false, pluginUser)
+			wantErr := chain.Admit(context.Background(), attrs, admission.NewObjectInterfacesFromScheme(k.scheme))
+			if wantErr != nil || gotErr != nil {
+				var ws, gs *apierrors.StatusError
+				if !errors.As(wantErr, &ws) || !errors.As(gotErr, &gs) || !reflect.DeepEqual(ws.ErrStatus, gs.ErrStatus) {
+					t.Fatalf("mutatis: %v\nkube-apiserver: %v", gotErr, wantErr)
+				}
+				return
+			}
+			versioned, err := k.scheme.ConvertToVersion(internal, req.Kind.GroupVersion())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := unstructuredOf(versioned, req.Kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = normalizeTokenVolume(t, want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("mutatis\n%v\nkube-apiserver\n%v", got, want)
+			}
+		})
+	}
+}
+
+// oracleChain is kube-apiserver's admission chain over c's objects.
+func oracleChain(t *testing.T, s *Scheme, c pluginCase, namespace string) admission.MutationInterface {
+	t.Helper()
+	var objects []runtime.Object
+	hasNS, hasSA := false, false
+	for _, o := range c.objects {
+		u := obj(t, o)
+		gv, _ := schema.ParseGroupVersion(u["apiVersion"].(string))
+		gvk := gv.WithKind(u["kind"].(string))
+		u, err := s.Default(u, gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed, err := s.types.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, typed); err != nil {
+			t.Fatal(err)
+		}
+		objects = append(objects, typed)
+		if ns, ok := typed.(*corev1.Namespace); ok && ns.Name == namespace {
+			hasNS = true
+		}
+		if sa, ok := typed.(*corev1.ServiceAccount); ok && sa.Name == "default" && sa.Namespace == namespace {
+			hasSA = true
+		}
+	}
+	if namespace != "" && !hasNS {
+		objects = append(objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{corev1.LabelMetadataName: namespace}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	}
+	if namespace != "" && !hasSA {
+		objects = append(objects, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: namespace}})
+	}
+	client := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+
+	opts := options.NewAdmissionOptions()
+	notHere := []string{"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
+	if c.flags.Only != nil {
+		opts.PluginNames = c.flags.Only
+	} else {
+		opts.GenericAdmission.EnablePlugins = c.flags.Enable
+		opts.GenericAdmission.DisablePlugins = append(slices.Clone(c.flags.Disable), notHere...)
+	}
+	if errs := opts.Validate(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := server.NewConfig(k.codecs)
+	config.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	if err := opts.ApplyTo(config, factory, client, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), utilfeature.DefaultFeatureGate, kubeVersion); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	// The plugins' live lookups go through the clientset; give the
+	// informers' first events a moment as kube-apiserver's start does.
+	time.Sleep(10 * time.Millisecond)
+	return config.AdmissionControl.(admission.MutationInterface)
+}
+
+// kubeVersion is kube-apiserver's effective version.
+var kubeVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
+
+var generatedTokenVolume = regexp.MustCompile(`^kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}$`)
+
+// normalizeTokenVolume renames the token volume kube-apiserver's
+// ServiceAccount plugin named at random, and its mounts, to the offline
+// name.
+func normalizeTokenVolume(t *testing.T, pod map[string]any) map[string]any {
+	t.Helper()
+	spec, _ := pod["spec"].(map[string]any)
+	volumes, _ := spec["volumes"].([]any)
+	generated := ""
+	for _, v := range volumes {
+		if v := v.(map[string]any); generatedTokenVolume.MatchString(v["name"].(string)) {
+			generated = v["name"].(string)
+			v["name"] = "kube-api-access-" + TokenVolumeSuffix
+		}
+	}
+	if generated == "" {
+		return pod
+	}
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _ := spec[list].([]any)
+		for _, c := range cs {
+			mounts, _ := c.(map[string]any)["volumeMounts"].([]any)
+			for _, m := range mounts {
+				if m := m.(map[string]any); m["name"] == generated {
+					m["name"] = "kube-api-access-" + TokenVolumeSuffix
+				}
+			}
+		}
+	}
+	return pod
+}
