@@ -16,12 +16,10 @@ import (
 	celtypes "github.com/google/cel-go/common/types"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
@@ -801,40 +799,10 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 
 // AdmissionRequest builds the AdmissionRequest of a (without uid,
 // object and oldObject) for the matched resource and kind, as upstream's
-// CreateAdmissionRequest does; it is the CEL "request" variable and the
-// body of a webhook call.
+// CreateAdmissionRequest does; it is the CEL "request" variable
+// (matching.Attributes.AdmissionRequest, which webhook calls share).
 func AdmissionRequest(a *matching.Attributes, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *admissionv1.AdmissionRequest {
-	var userInfo authenticationv1.UserInfo
-	if a.UserInfo != nil {
-		userInfo = authenticationv1.UserInfo{
-			Extra:    map[string]authenticationv1.ExtraValue{},
-			Groups:   a.UserInfo.GetGroups(),
-			UID:      a.UserInfo.GetUID(),
-			Username: a.UserInfo.GetName(),
-		}
-		for k, v := range a.UserInfo.GetExtra() {
-			userInfo.Extra[k] = authenticationv1.ExtraValue(v)
-		}
-	}
-	dryRun := a.DryRun
-	var options runtime.Object
-	if a.Options != nil {
-		options = a.Options
-	}
-	return &admissionv1.AdmissionRequest{
-		Kind:               metav1.GroupVersionKind(gvk),
-		Resource:           metav1.GroupVersionResource(gvr),
-		SubResource:        a.Subresource,
-		RequestKind:        &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
-		RequestResource:    &metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
-		RequestSubResource: a.Subresource,
-		Name:               a.Name,
-		Namespace:          a.Namespace,
-		Operation:          admissionv1.Operation(a.Operation),
-		UserInfo:           userInfo,
-		DryRun:             &dryRun,
-		Options:            runtime.RawExtension{Object: options},
-	}
+	return a.AdmissionRequest(gvr, gvk)
 }
 
 // Admitter evaluates admission requests; *Engine, *Evaluator and the views

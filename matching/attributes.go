@@ -1,6 +1,9 @@
 package matching
 
 import (
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,4 +105,44 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 		return nil
 	}
 	return &unstructured.Unstructured{Object: m}
+}
+
+// AdmissionRequest is the AdmissionRequest of a (without uid, object and
+// oldObject) for the resource and kind a policy or webhook matched, as
+// upstream's CreateAdmissionRequest builds it: kind, resource and
+// subresource as matched, the request's own as requestKind,
+// requestResource and requestSubResource. It is a policy's CEL "request"
+// variable and the body of a webhook call.
+func (a *Attributes) AdmissionRequest(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *admissionv1.AdmissionRequest {
+	var userInfo authenticationv1.UserInfo
+	if a.UserInfo != nil {
+		userInfo = authenticationv1.UserInfo{
+			Extra:    map[string]authenticationv1.ExtraValue{},
+			Groups:   a.UserInfo.GetGroups(),
+			UID:      a.UserInfo.GetUID(),
+			Username: a.UserInfo.GetName(),
+		}
+		for k, v := range a.UserInfo.GetExtra() {
+			userInfo.Extra[k] = authenticationv1.ExtraValue(v)
+		}
+	}
+	dryRun := a.DryRun
+	var options runtime.Object
+	if a.Options != nil {
+		options = a.Options
+	}
+	return &admissionv1.AdmissionRequest{
+		Kind:               metav1.GroupVersionKind(gvk),
+		Resource:           metav1.GroupVersionResource(gvr),
+		SubResource:        a.Subresource,
+		RequestKind:        &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
+		RequestResource:    &metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
+		RequestSubResource: a.Subresource,
+		Name:               a.Name,
+		Namespace:          a.Namespace,
+		Operation:          admissionv1.Operation(a.Operation),
+		UserInfo:           userInfo,
+		DryRun:             &dryRun,
+		Options:            runtime.RawExtension{Object: options},
+	}
 }

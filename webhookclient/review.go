@@ -6,13 +6,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -61,38 +59,10 @@ func newReview(uid types.UID, inv *invocation, versions []string) (request, answ
 // and subresource as the webhook registered them, the request's own as
 // requestKind, requestResource and requestSubResource.
 func admissionRequest(uid types.UID, inv *invocation) *admissionv1.AdmissionRequest {
-	a := inv.attrs
-	var u user.Info = a.UserInfo
-	if u == nil {
-		u = &user.DefaultInfo{}
-	}
-	userInfo := authenticationv1.UserInfo{
-		Extra:    map[string]authenticationv1.ExtraValue{},
-		Groups:   u.GetGroups(),
-		UID:      u.GetUID(),
-		Username: u.GetName(),
-	}
-	for k, v := range u.GetExtra() {
-		userInfo.Extra[k] = authenticationv1.ExtraValue(v)
-	}
-	dryRun := a.DryRun
-	return &admissionv1.AdmissionRequest{
-		UID:                uid,
-		Kind:               metav1.GroupVersionKind(inv.kind),
-		Resource:           metav1.GroupVersionResource(inv.resource),
-		SubResource:        a.Subresource,
-		RequestKind:        &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
-		RequestResource:    &metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
-		RequestSubResource: a.Subresource,
-		Name:               a.Name,
-		Namespace:          a.Namespace,
-		Operation:          admissionv1.Operation(a.Operation),
-		UserInfo:           userInfo,
-		Object:             raw(inv.object),
-		OldObject:          raw(inv.old),
-		DryRun:             &dryRun,
-		Options:            rawUnstructured(a.Options),
-	}
+	r := inv.attrs.AdmissionRequest(inv.resource, inv.kind)
+	r.UID = uid
+	r.Object, r.OldObject = raw(inv.object), raw(inv.old)
+	return r
 }
 
 // v1beta1Request is r in admission.k8s.io/v1beta1, whose request has the
