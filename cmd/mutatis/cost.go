@@ -17,7 +17,7 @@ import (
 func newCostCommand() *cobra.Command {
 	var o costOptions
 	cmd := &cobra.Command{
-		Use:   "cost PATH...",
+		Use:   "cost [PATH...] [--policies PATH]",
 		Short: "Static worst-case CEL cost of MutatingAdmissionPolicies against kube-apiserver's limits",
 		Long: `cost estimates, for every expression of every MutatingAdmissionPolicy, the
 static cost range kube-apiserver's CEL cost model gives it, binding-independent:
@@ -33,15 +33,19 @@ which list, map or string drives it, why nothing bounds it, and what to change.
 
 Exit status: 0 every worst case within the limits (and within --fail-over),
 1 some worst case exceeds a limit or --fail-over percent of it, 2 bad input.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.paths = args
+			paths, err := policyPaths(args, o.policies)
+			if err != nil {
+				return err
+			}
+			o.paths = paths
 			o.failOverSet = cmd.Flags().Changed("fail-over")
 			return runCost(cmd, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.resources, "resources", nil, "CRDs (and other objects) of the simulated cluster; repeatable")
+	f.StringSliceVar(&o.resources, "resources", nil, "CRDs (and other objects) of the simulated cluster; repeatable, or split on commas")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of policies and bindings, besides the PATH arguments")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.Float64Var(&o.failOver, "fail-over", 100, "exit 1 when a worst case exceeds this percent of its limit")
 	return cmd
@@ -49,6 +53,7 @@ Exit status: 0 every worst case within the limits (and within --fail-over),
 
 type costOptions struct {
 	paths, resources []string
+	policies         []string
 	output           string
 	failOver         float64
 	failOverSet      bool

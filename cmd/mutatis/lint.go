@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -23,12 +24,13 @@ type lintOptions struct {
 	output    string
 	strict    bool
 	resources []string
+	policies  []string
 }
 
 func newLintCommand() *cobra.Command {
 	var o lintOptions
 	cmd := &cobra.Command{
-		Use:   "lint PATH...",
+		Use:   "lint [PATH...] [--policies PATH]",
 		Short: "Validate and compile MutatingAdmissionPolicies and bindings",
 		Long: `lint loads MutatingAdmissionPolicies and MutatingAdmissionPolicyBindings from
 files, directories (recursively: .yaml, .yml, .json) or stdin ("-"), validates
@@ -54,14 +56,17 @@ log for code-scanning annotations; neither prints the cost table.
 Exit status: 0 no problems (warnings included, unless --strict), 1 problems
 found (unreadable or malformed files included; with --strict, warnings
 too), 2 bad flags.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch o.output {
 			case "text", "json", "sarif":
 			default:
 				return &exitError{code: exitUsage, err: fmt.Errorf("--output must be text, json or sarif, not %q", o.output)}
 			}
-			return runLint(cmd, args, o)
+			paths, err := policyPaths(args, o.policies)
+			if err != nil {
+				return err
+			}
+			return runLint(cmd, paths, o)
 		},
 	}
 	f := cmd.Flags()
@@ -69,7 +74,18 @@ too), 2 bad flags.`,
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or sarif (SARIF 2.1.0)")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 on warnings too")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of the cluster's other objects (CRDs, params, Namespaces) the policies run with")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of policies and bindings, besides the PATH arguments (as apply, test and bench take them)")
 	return cmd
+}
+
+// policyPaths are the paths of lint's and cost's policies: the PATH
+// arguments, then --policies; at least one is needed.
+func policyPaths(args, policies []string) ([]string, error) {
+	paths := append(slices.Clone(args), policies...)
+	if len(paths) == 0 {
+		return nil, badInput(errors.New("no policies: give PATH arguments or --policies"))
+	}
+	return paths, nil
 }
 
 func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {

@@ -61,6 +61,24 @@ func TestLint(t *testing.T) {
 			want:     []string{"inject-logging-sidecar", "0 problems"},
 		},
 		{
+			name:     "--policies is taken as PATH arguments are",
+			args:     []string{"lint", "--policies", "../../examples"},
+			wantCode: exitOK,
+			want:     []string{"inject-logging-sidecar", "0 problems"},
+		},
+		{
+			name:     "no PATH and no --policies is bad input",
+			args:     []string{"lint"},
+			wantCode: exitUsage,
+			want:     []string{"no policies: give PATH arguments or --policies"},
+		},
+		{
+			name:     "cost takes --policies and --resources split on commas",
+			args:     []string{"cost", "--policies", "testdata/lint/crd.yaml", "--resources", "testdata/lint/crd.yaml,../../examples/namespace-labels"},
+			wantCode: exitOK,
+			want:     []string{"widget-tags"},
+		},
+		{
 			name:     "a CRD with maxItems bounds the estimate",
 			args:     []string{"lint", "testdata/lint/crd.yaml"},
 			wantCode: exitOK,
