@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/migrate"
+	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
+)
+
+type migrateOptions struct {
+	objects, policies, webhooks []string
+	resources                   []string
+	replaces, serviceURLs       []string
+	operation, namespace        string
+	userName, uid               string
+	groups                      []string
+	dryRun, verbose             bool
+	output                      string
+	plugins                     scheme.AdmissionPluginFlags
+}
+
+func newMigrateCheckCommand() *cobra.Command {
+	o := &migrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "migrate-check --webhooks PATH --policies PATH -f OBJECTS [flags]",
+		Short: "Compare what webhooks and the policies that replace them do to objects",
+		Long: `migrate-check is the check to run before switching a mutating webhook off for
+the MutatingAdmissionPolicies that replace it. Every object of -f goes
+through kube-apiserver's mutating admission chain twice, offline (docs/chain.md):
+
+  with the webhooks   the built-in admission plugins, then the webhooks of
+                      --webhooks (what the cluster runs today);
+  with the policies   the built-in admission plugins, the policies of
+                      --policies, then the webhooks that stay: all of them but
+                      those --replaces POLICY=WEBHOOK names (WEBHOOK is a
+                      webhook's name, or CONFIGURATION/NAME), or none when no
+                      --replaces is given.
+
+Both chains reinvoke as kube-apiserver does, and the admitted objects are
+validated as its registry would; what is compared is what it would store
+(or its refusal, by message and code). The report names each object that
+differs: stored differently (with the diff, from the webhooks' result to
+the policies'), refused by one chain and not the other or with another
+message, or an object a chain could not admit; then a summary.
+
+Webhooks are called for real (their clientConfig URLs, services through
+--service-url), once per chain and object.
+
+Exit status: 0 no object differs; 1 some object differs; 2 bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMigrateCheck(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.objects, "filename", "f", nil, "the objects to admit: files or directories (multi-document YAML, Lists; - for stdin)")
+	f.StringSliceVar(&o.webhooks, "webhooks", nil, "files or directories of the MutatingWebhookConfigurations the cluster runs")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of the MutatingAdmissionPolicies and bindings that replace them")
+	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs, the objects the admission plugins read")
+	f.StringArrayVar(&o.replaces, "replaces", nil, "POLICY=WEBHOOK: the policy replaces the webhook (repeatable; default: the policies replace every webhook)")
+	f.StringArrayVar(&o.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: reach a webhook's clientConfig.service at URL (repeatable)")
+	f.StringVar(&o.operation, "operation", "CREATE", "CREATE, or UPDATE (each object updated without change: old object = object)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the requests (default: each object's, or default)")
+	f.StringVar(&o.userName, "user", "admin", "the requesting user")
+	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
+	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	f.BoolVar(&o.dryRun, "dry-run", false, "mark the requests as dry runs (webhooks with sideEffects Unknown or Some then refuse them, as kube-apiserver does)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "also list the objects that do not differ")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	addAdmissionPluginFlags(f, &o.plugins)
+	for _, name := range []string{"filename", "webhooks", "policies"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
+	ctx := cmd.Context()
+	stdin, stderr := cmd.InOrStdin(), cmd.ErrOrStderr()
+	if o.output != "text" && o.output != "json" {
+		return badInput(fmt.Errorf("--output must be text or json, not %q", o.output))
+	}
+	op := admission.Operation(strings.ToUpper(o.operation))
+	if op != admission.Create && op != admission.Update {
+		return badInput(fmt.Errorf("--operation must be CREATE or UPDATE, not %q", o.operation))
+	}
+	replacements, err := migrate.ParseReplacements(o.replaces)
+	if err != nil {
+		return badInput(err)
+	}
+	urls := webhookclient.ServiceURLs{}
+	for _, s := range o.serviceURLs {
+		svc, u, err := webhookclient.ParseServiceURL(s)
+		if err != nil {
+			return badInput(fmt.Errorf("--service-url: %w", err))
+		}
+		urls[svc] = u
+	}
+
+	policySet, err := manifest.Load(ctx, o.policies, stdin)
+	if err != nil {
+		return badInput(err)
+	}
+	hookSet, err := manifest.Load(ctx, o.webhooks, stdin)
+	if err != nil {
+		return badInput(err)
+	}
+	configs, err := webhookclient.Load(hookSet)
+	if err != nil {
+		return badInput(err)
+	}
+	if len(configs) == 0 {
+		return badInput(fmt.Errorf("--webhooks %s: no MutatingWebhookConfiguration found", strings.Join(o.webhooks, ", ")))
+	}
+	objects, err := manifest.Load(ctx, o.objects, stdin)
+	if err != nil {
+		return badInput(err)
+	}
+	if n := len(objects.Policies) + len(objects.Bindings); n > 0 {
+		return badInput(fmt.Errorf("-f %s: %d MutatingAdmissionPolicies or bindings among the objects: give them with --policies", strings.Join(o.objects, ", "), n))
+	}
+	if len(objects.Objects) == 0 {
+		return badInput(fmt.Errorf("-f %s: no object found", strings.Join(o.objects, ", ")))
+	}
+	var resources manifest.Set
+	if len(o.resources) > 0 {
+		rs, err := manifest.Load(ctx, o.resources, stdin)
+		if err != nil {
+			return badInput(err)
+		}
+		resources = *rs
+	}
+
+	comp, err := compiler.New()
+	if err != nil {
+		return err
+	}
+	if err := cluster.ValidatePolicies(comp, policySet.Policies); err != nil {
+		return badInput(err)
+	}
+	policies, bindings := policySet.APIObjects()
+	names := make([]string, len(policies))
+	for i, p := range policies {
+		names[i] = p.Name
+	}
+	all := webhookclient.APIObjects(configs)
+	kept, err := migrate.Without(all, replacements, names)
+	if err != nil {
+		return badInput(err)
+	}
+
+	sim, err := cluster.New(append(policySet.Objects, resources.Objects...))
+	if err != nil {
+		return badInput(err)
+	}
+	if err := sim.Scheme.SetAdmissionPlugins(o.plugins); err != nil {
+		return badInput(err)
+	}
+	synthesized := map[string]bool{}
+	sim.OnSynthesize = func(name string) {
+		if !synthesized[name] {
+			synthesized[name] = true
+			fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
+		}
+	}
+	ev, err := sim.Evaluator(comp, policies, bindings)
+	if err != nil {
+		return err
+	}
+	before, err := sim.Webhooks(all, urls, webhookclient.Options{})
+	if err != nil {
+		return badInput(err)
+	}
+	defer before.Close(nil)
+	var after *webhookclient.Dispatcher
+	if len(kept) > 0 {
+		if after, err = sim.Webhooks(kept, urls, webhookclient.Options{}); err != nil {
+			return badInput(err)
+		}
+		defer after.Close(nil)
+	}
+	u := &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups}
+	side := func(policies *engine.Evaluator, webhooks *webhookclient.Dispatcher) migrate.Side {
+		return func(ctx context.Context, obj manifest.Object) (migrate.Outcome, error) {
+			req := cluster.Request{Object: obj.Object.DeepCopy(), Operation: op, Namespace: o.namespace, DryRun: o.dryRun, User: u}
+			if op == admission.Update {
+				req.OldObject = obj.Object.DeepCopy()
+			}
+			return admitOutcome(ctx, sim, cluster.Chain{Policies: policies, Webhooks: webhooks}, req)
+		}
+	}
+	rep, err := migrate.Check(ctx, objects.Objects, side(nil, before), side(ev, after))
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.output == "json" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintln(out, string(b)); err != nil {
+			return err
+		}
+	} else if err := rep.WriteText(out, o.verbose); err != nil {
+		return err
+	}
+	if rep.Differs() {
+		return &exitError{code: exitProblem}
+	}
+	return nil
+}
+
+// admitOutcome admits req through ch as `mutatis apply` does and returns
+// what kube-apiserver would store, or its refusal.
+func admitOutcome(ctx context.Context, sim *cluster.Cluster, ch cluster.Chain, req cluster.Request) (migrate.Outcome, error) {
+	decoded, err := sim.DecodeSteps(req)
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return refusal(status), nil
+	}
+	if err != nil {
+		return migrate.Outcome{}, err
+	}
+	adm, err := sim.AdmitChain(ctx, ch, decoded)
+	if err != nil {
+		return migrate.Outcome{}, err
+	}
+	warnings := append(append(append([]string(nil), decoded.Warnings...), adm.WebhookWarnings...), adm.Warnings...)
+	switch {
+	case adm.Result.Denied != nil:
+		out := refusal(adm.Result.Denied)
+		out.Warnings = warnings
+		return out, nil
+	case adm.Invalid != nil:
+		out := refusal(adm.Invalid)
+		out.Warnings = warnings
+		return out, nil
+	}
+	stored := adm.Stored
+	if stored == nil {
+		stored = adm.Object
+	}
+	return migrate.Outcome{Object: stored, Warnings: warnings}, nil
+}
+
+func refusal(s *apierrors.StatusError) migrate.Outcome {
+	return migrate.Outcome{Refused: s.ErrStatus.Message, Code: s.ErrStatus.Code}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mutatis-dev/mutatis/migrate"
+	"github.com/mutatis-dev/mutatis/test/webhookserver"
+)
+
+// webhookConfigs writes a MutatingWebhookConfiguration of the test
+// server's sidecar injector and label stamper (named as given) for Pods.
+func webhookConfigs(t *testing.T, srv *webhookserver.Server) string {
+	t.Helper()
+	ca := base64.StdEncoding.EncodeToString(srv.CABundle)
+	hook := func(name, path string) string {
+		return fmt.Sprintf(`
+- name: %s
+  clientConfig: {url: "%s%s", caBundle: %s}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]`, name, srv.URL, path, ca)
+	}
+	doc := "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: injector}\nwebhooks:" +
+		hook("sidecar.example.com", webhookserver.PathSidecar) + hook("labels.example.com", webhookserver.PathLabels) + "\n"
+	path := filepath.Join(t.TempDir(), "webhooks.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// migrate-check runs each Pod through the chain with the test server's
+// webhooks and through the chain where policies replace them, and reports
+// the objects whose stored result or refusal differ.
+func TestMigrateCheck(t *testing.T) {
+	srv, err := webhookserver.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hooks := webhookConfigs(t, srv)
+	const td = "testdata/migrate/"
+	args := []string{"migrate-check", "--webhooks", hooks, "--policies", td + "policies.yaml", "--resources", td + "resources.yaml", "-f", td + "pods.yaml"}
+
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string
+		unwanted []string
+	}{{
+		// The policy replaces the sidecar injector only: the label
+		// stamper stays. web is stored the same (the sidecar then gets
+		// its service-account token mount from the reinvocation round,
+		// on both sides); pinned gets another image; odd is refused.
+		name: "the sidecar webhook replaced",
+		args: []string{"--replaces", "inject-sidecar=sidecar.example.com"},
+		code: exitProblem,
+		stdout: []string{
+			"changed  pod shop/pinned (" + td + "pods.yaml#1)\n",
+			"  -    image: envoyproxy/envoy:v1.31.0\n",
+			"  +    image: envoyproxy/envoy:v1.32.0\n",
+			"refusal  pod shop/odd (" + td + "pods.yaml#2)\n  with the webhooks: stored\n  with the policies: refused (403): policy 'refuse-labelled' with binding 'refuse-labelled' denied request:",
+			"3 objects: 1 same, 1 stored differently, 1 refused differently, 0 failed\n",
+		},
+		unwanted: []string{"pod shop/web"},
+	}, {
+		// Without --replaces the policies replace every webhook: the
+		// stamper's label is then missing from every stored Pod.
+		name:   "every webhook replaced",
+		args:   []string{"-v"},
+		code:   exitProblem,
+		stdout: []string{"changed  pod shop/web (", "  -    stamped-by: webhook\n", "3 objects: 0 same, 2 stored differently, 1 refused differently, 0 failed\n"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append(append([]string{}, args...), tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, want := range tc.stdout {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			for _, bad := range tc.unwanted {
+				if strings.Contains(stdout, bad) {
+					t.Errorf("stdout has %q:\n%s", bad, stdout)
+				}
+			}
+		})
+	}
+
+	t.Run("json, and the sidecar's token mount on both sides", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "", append(append([]string{}, args...), "--replaces", "inject-sidecar=injector/sidecar.example.com", "-o", "json")...)
+		if code != exitProblem {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var rep migrate.Report
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		web := rep.Results[0]
+		if web.Difference != migrate.Same {
+			t.Fatalf("web: %s\n%s", web.Difference, web.Diff)
+		}
+		for side, o := range map[string]migrate.Outcome{"webhooks": web.Webhooks, "policies": web.Policies} {
+			b, _ := json.Marshal(o.Object)
+			if !strings.Contains(string(b), `"name":"sidecar","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","volumeMounts":[{"mountPath":"/etc/istio/proxy","name":"istio-envoy"},{"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","name":"kube-api-access-`) {
+				t.Errorf("with the %s: the sidecar lacks its defaults or its token mount: %s", side, b)
+			}
+		}
+	})
+
+	code, _, stderr := runCLI(t, "", "migrate-check", "--webhooks", td+"pods.yaml", "--policies", td+"policies.yaml", "-f", td+"pods.yaml")
+	if want := "--webhooks " + td + "pods.yaml: no MutatingWebhookConfiguration found"; code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("no configuration: exit %d, want 2 and %q: %s", code, want, stderr)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replaces", "inject-sidecar"}, `--replaces "inject-sidecar": want POLICY=WEBHOOK`},
+		{[]string{"--replaces", "nope=sidecar.example.com"}, `no MutatingAdmissionPolicy "nope" in --policies (have: inject-sidecar, refuse-labelled)`},
+		{[]string{"--replaces", "inject-sidecar=nope"}, `no webhook "nope" in --webhooks (have: injector/sidecar.example.com, injector/labels.example.com)`},
+		{[]string{"--operation", "DELETE"}, `--operation must be CREATE or UPDATE, not "DELETE"`},
+		{[]string{"-f", td + "policies.yaml"}, "4 MutatingAdmissionPolicies or bindings among the objects: give them with --policies"},
+		{[]string{"-o", "yaml"}, `--output must be text or json, not "yaml"`},
+		{[]string{"--service-url", "x"}, `--service-url: service URL "x": want NS/NAME[:PORT]=URL`},
+	} {
+		code, _, stderr := runCLI(t, "", append(append([]string{}, args...), bad.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, bad.want) {
+			t.Errorf("%q: exit %d, want 2 and %q:\n%s", bad.args, code, bad.want, stderr)
+		}
+	}
+}
