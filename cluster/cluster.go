@@ -216,10 +216,10 @@ type Request struct {
 	DryRun bool
 	// Options is the operation's options object (CreateOptions …), if any.
 	Options *unstructured.Unstructured
-	// SkipAdmissionPlugins leaves out the admission plugins before MAP:
-	// the object already went through them (a re-admission of an
-	// admitted object, as reinvocation runs the policies again but not
-	// the built-in plugins).
+	// SkipAdmissionPlugins leaves out the admission plugins before MAP,
+	// in both rounds of the chain (AdmitChain): the object already went
+	// through them (a re-admission of an admitted object, to see what the
+	// policies alone do to their own output).
 	SkipAdmissionPlugins bool
 }
 
@@ -268,6 +268,10 @@ type Decoded struct {
 	// Plugins are what the admission plugins before MAP did
 	// (scheme.AdmitPluginsSteps): their stage of the request.
 	Plugins []scheme.PluginStep
+	// admitPlugins tells that the admission plugins ran on the object
+	// (a CREATE or UPDATE, neither NoDefaults nor SkipAdmissionPlugins):
+	// the chain's reinvocation round runs them again (AdmitChain).
+	admitPlugins bool
 }
 
 // DecodeSteps is Decode reporting the steps of the admission plugins.
@@ -298,6 +302,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 		d.Warnings = append(d.Warnings, w...)
 	}
 	if a.Object != nil && !r.SkipAdmissionPlugins && (a.Operation == admission.Create || a.Operation == admission.Update) {
+		d.admitPlugins = true
 		var old map[string]any
 		if a.OldObject != nil {
 			old = a.OldObject.Object

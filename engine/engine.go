@@ -336,44 +336,90 @@ func (e policyError) message() string {
 // UPDATE and CONNECT; other operations and exempt resources pass unchanged.
 // The returned error is for failures of the evaluator itself; denials are in
 // Result.Denied.
+//
+// Admit is the MAP plugin alone inside kube-apiserver's reinvoker: a
+// first round and, when a policy changed the object, a second one (what
+// `serve` answers, kube-apiserver owning the rest of the chain). A
+// simulated chain of several plugins runs Dispatch once per round instead.
 func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes) (res Result, err error) {
-	defer func() {
-		// A panic outside a mutation (mutations recover their own, under the
-		// failure policy) fails the request instead of the process.
-		if r := recover(); r != nil {
-			res.Denied = apierrors.NewInternalError(fmt.Errorf("panic evaluating MutatingAdmissionPolicies: %v", r))
-		}
-	}()
-	// Whether any policy can apply depends on the operation and resource
-	// only: look that up first, so that a request no policy names costs the
-	// index lookup and the presentation of its object, which allocates
-	// nothing for an object already in its Go type's form.
-	handled := false
-	switch a.Operation {
-	case admission.Create, admission.Update, admission.Connect:
-		handled = !matching.PolicyExempt(a) && e.anyCandidate(a)
-	}
+	defer recoverDenial(&res)
 	if res.Object, err = e.requestObject(a); err != nil {
 		return res, err
 	}
-	if !handled {
+	if !e.handles(a) {
 		return res, nil
 	}
-	st := &reinvocationState{previous: map[invocationKey]bool{}, reinvoke: map[invocationKey]bool{}}
-	for pass := 1; pass <= 2; pass++ {
-		if pass == 2 && !st.shouldReinvokeChain {
-			break
+	st := &ReinvocationState{}
+	for round := 1; round <= 2; round++ {
+		if round == 2 {
+			if !st.ShouldReinvoke {
+				break
+			}
+			st.Reinvoke, st.ShouldReinvoke = true, false
 		}
-		st.shouldReinvokeChain = false
-		var denied *apierrors.StatusError
-		res.Object, denied = e.dispatch(ctx, a, res.Object, pass, st, &res)
-		if denied != nil {
-			res.Denied = denied
+		if res.Denied = e.round(ctx, a, st, &res); res.Denied != nil {
 			return res, nil
 		}
 	}
-	res.Reinvoke = st.shouldReinvokeChain
+	res.Reinvoke = st.ShouldReinvoke
 	return res, nil
+}
+
+// Dispatch runs one round of the MutatingAdmissionPolicy plugin for a,
+// whose Object is the object as the plugins before it left it, with the
+// reinvocation state st of the request's admission chain (one per
+// request, kept across rounds by the caller, as kube-apiserver's
+// ReinvocationContext): the first round with st.Reinvoke false, the
+// reinvocation round with it true. Result.Reinvoke (and st.ShouldReinvoke)
+// tell that a policy asked for the chain's reinvocation; in the second
+// round only the invocations to reinvoke run, and all of them that ran
+// with reinvocationPolicy IfNeeded when the object changed since the
+// policies last ran (IsOutputChangedSinceLastPolicyInvocation: the other
+// plugins changed it). Denials are in Result.Denied, as Admit's.
+func (e *Evaluator) Dispatch(ctx context.Context, a *matching.Attributes, st *ReinvocationState) (res Result, err error) {
+	defer recoverDenial(&res)
+	if res.Object, err = e.requestObject(a); err != nil {
+		return res, err
+	}
+	if !e.handles(a) {
+		return res, nil
+	}
+	res.Denied = e.round(ctx, a, st, &res)
+	res.Reinvoke = st.ShouldReinvoke
+	return res, nil
+}
+
+// recoverDenial turns a panic outside a mutation (mutations recover their
+// own, under the failure policy) into a failure of the request instead of
+// the process.
+func recoverDenial(res *Result) {
+	if r := recover(); r != nil {
+		res.Denied = apierrors.NewInternalError(fmt.Errorf("panic evaluating MutatingAdmissionPolicies: %v", r))
+	}
+}
+
+// handles tells whether any policy can apply to a. That depends on the
+// operation and resource only: it is looked up first, so that a request no
+// policy names costs the index lookup and the presentation of its object,
+// which allocates nothing for an object already in its Go type's form.
+func (e *Evaluator) handles(a *matching.Attributes) bool {
+	switch a.Operation {
+	case admission.Create, admission.Update, admission.Connect:
+		return !matching.PolicyExempt(a) && e.anyCandidate(a)
+	}
+	return false
+}
+
+// round is one round of the plugin on res.Object, which it updates; the
+// invocations and ignored errors go to res.
+func (e *Evaluator) round(ctx context.Context, a *matching.Attributes, st *ReinvocationState, res *Result) *apierrors.StatusError {
+	pass := 1
+	if st.Reinvoke {
+		pass = 2
+	}
+	var denied *apierrors.StatusError
+	res.Object, denied = e.dispatch(ctx, a, res.Object, pass, st, res)
+	return denied
 }
 
 // requestObject is the request's object as kube-apiserver presents it to
@@ -399,21 +445,49 @@ func decodingError(kind schema.GroupVersionKind, err error) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", kind.Kind, err))
 }
 
-// reinvocationState mirrors upstream's policyReinvokeContext.
-type reinvocationState struct {
-	previous            map[invocationKey]bool // reinvocable invocations since the last change
-	reinvoke            map[invocationKey]bool // invocations to run in pass 2
-	shouldReinvokeChain bool
+// ReinvocationState carries the MutatingAdmissionPolicy plugin's state
+// across the rounds of one request in an admission chain (upstream's
+// policyReinvokeContext, and the part of the chain's ReinvocationContext
+// the plugin touches). Use one per request; the zero value is the state
+// before the first round.
+type ReinvocationState struct {
+	// Reinvoke is set by the chain before its reinvocation round
+	// (upstream's IsReinvoke).
+	Reinvoke bool
+	// ShouldReinvoke is set by Dispatch when a policy changed the object
+	// (upstream's SetShouldReinvoke): the chain then runs one
+	// reinvocation round of every plugin.
+	ShouldReinvoke bool
+
+	// lastOutput is the object as the policies last left it
+	// (lastPolicyOutput); hasRun tells it is set.
+	lastOutput map[string]any
+	hasRun     bool
+	previous   map[invocationKey]bool // reinvocable invocations since the last change
+	reinvoke   map[invocationKey]bool // invocations to run in the reinvocation round
 	// typed is the typed value of the last merged object, for the next
 	// mutation of that object (Patcher.mutate).
 	typed *applyconfig.Merged
 }
 
-func (s *reinvocationState) requireReinvokingPrevious() {
+func (s *ReinvocationState) requireReinvokingPrevious() {
+	if len(s.previous) == 0 {
+		return
+	}
+	if s.reinvoke == nil {
+		s.reinvoke = map[invocationKey]bool{}
+	}
 	for k := range s.previous {
 		s.reinvoke[k] = true
 	}
 	clear(s.previous)
+}
+
+func (s *ReinvocationState) addPrevious(k invocationKey) {
+	if s.previous == nil {
+		s.previous = map[invocationKey]bool{}
+	}
+	s.previous[k] = true
 }
 
 type invocation struct {
@@ -426,7 +500,7 @@ type invocation struct {
 
 // dispatch is one pass of the MAP plugin (generic Dispatch + mutating
 // dispatchInvocations).
-func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, pass int, st *reinvocationState, res *Result) (map[string]any, *apierrors.StatusError) {
+func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, pass int, st *ReinvocationState, res *Result) (map[string]any, *apierrors.StatusError) {
 	cur := *a
 	if object != nil {
 		cur.Object = &unstructured.Unstructured{Object: object}
@@ -611,7 +685,18 @@ func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind,
 // lastVersionedAttr's object into the request's. (With every invocation
 // matched in the request's kind, that is the object threaded through all
 // of them.)
-func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocationState, res *Result, views map[schema.GroupVersionKind]*versionedView) (map[string]any, []policyError, *apierrors.StatusError) {
+func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *ReinvocationState, res *Result, views map[schema.GroupVersionKind]*versionedView) (out map[string]any, _ []policyError, _ *apierrors.StatusError) {
+	if st.Reinvoke && (!st.hasRun || !jsonvalue.SemanticEqual(st.lastOutput, object)) {
+		// The plugins after the policies, or those before them in this
+		// round, changed the object since the policies last ran: every
+		// reinvocable invocation that ran is reinvoked.
+		st.requireReinvokingPrevious()
+	}
+	defer func() {
+		// SetLastPolicyInvocationOutput: the object as the policies leave
+		// it (unchanged when a status error ends the round).
+		st.lastOutput, st.hasRun = out, true
+	}()
 	var errs []policyError
 	namespace, statusErr := e.namespaceObject(ctx, a)
 	if statusErr != nil {
@@ -697,17 +782,17 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		res.Invocations = append(res.Invocations, trace)
 		if !jsonvalue.SemanticEqual(before, view.object) {
 			st.requireReinvokingPrevious()
-			st.shouldReinvokeChain = true
+			st.ShouldReinvoke = true
 		}
 		if inv.hook.Policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
-			st.previous[key] = true
+			st.addPrevious(key)
 		}
 	}
 	if last != nil && last.object != nil && last.dirty {
 		// Upstream marks the object dirty after any successful mutation,
 		// even one that changed nothing.
 		st.requireReinvokingPrevious()
-		st.shouldReinvokeChain = true
+		st.ShouldReinvoke = true
 		out, err := e.toVersion(last.object, last.objectKind, a.Kind)
 		if err != nil {
 			return object, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
