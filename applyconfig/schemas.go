@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/spec3"
 )
@@ -197,7 +196,13 @@ func notFound(gvk schema.GroupVersionKind) error {
 // with an empty object of that kind; the answer is cached per GVK.
 func (s *Schemas) builtinConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	s.builtinOnce.Do(func() {
-		s.builtin = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+		// applyconfigurations.NewTypeConverter(clientgoscheme.Scheme), with
+		// the schema parsed at generation time (builtinschema.go).
+		parser, err := builtinParser()
+		if err != nil {
+			panic(err) // the embedded schema is tested: it always decodes
+		}
+		s.builtin = managedfields.NewSchemeTypeConverter(clientgoscheme.Scheme, parser)
 	})
 	if known, ok := s.builtinKinds.Load(gvk); ok {
 		if known.(bool) {
