@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -48,36 +47,7 @@ func (o *webhookOptions) load(ctx context.Context, stdin io.Reader) ([]webhookcl
 	if err != nil {
 		return nil, err
 	}
-	return loadWebhookSet(set)
-}
-
-// loadWebhookSet takes the configurations out of set, refusing anything
-// else it holds.
-func loadWebhookSet(set *manifest.Set) ([]webhookclient.Configuration, error) {
-	var errs manifest.ErrorList
-	for _, p := range set.Policies {
-		errs = append(errs, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Err: fmt.Errorf("--webhooks takes MutatingWebhookConfigurations; pass policies to --policies")})
-	}
-	for _, b := range set.Bindings {
-		errs = append(errs, &manifest.Error{Source: b.Source, Kind: "MutatingAdmissionPolicyBinding", Name: b.Binding.Name, Err: fmt.Errorf("--webhooks takes MutatingWebhookConfigurations; pass bindings to --policies")})
-	}
-	for _, obj := range set.Objects {
-		if !webhookclient.IsConfiguration(obj) {
-			errs = append(errs, &manifest.Error{Source: obj.Source, Kind: obj.Object.GetKind(), Name: obj.Object.GetName(), Err: fmt.Errorf("--webhooks takes MutatingWebhookConfigurations; pass other objects to --resources")})
-		}
-	}
-	configs, err := webhookclient.Load(set)
-	if err != nil {
-		var list manifest.ErrorList
-		if !errors.As(err, &list) {
-			return nil, err
-		}
-		errs = append(errs, list...)
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return configs, nil
+	return webhookclient.LoadOnly(set)
 }
 
 // webhookFailures are notes naming, for every webhook whose call failed

@@ -96,7 +96,7 @@ func TestApplyWebhooks(t *testing.T) {
 			want: []string{`typo.yaml#0`, `unknown field "webhooks[0].reinvocationPolcy"`}},
 		{name: "--webhooks takes nothing but webhook configurations", code: 2,
 			args: []string{"--webhooks", sidecarPolicy},
-			want: []string{`policy.yaml#0: MutatingAdmissionPolicy "inject-logging-sidecar": --webhooks takes MutatingWebhookConfigurations; pass policies to --policies`}},
+			want: []string{`policy.yaml#0: MutatingAdmissionPolicy "inject-logging-sidecar": a MutatingAdmissionPolicy among the webhook configurations (policies go with the policies)`}},
 		{name: "a malformed --service-url", code: 2,
 			args: []string{"--webhooks", write("ok.yaml", webhookConfig("hooks", "labels.example.com", url(webhookserver.PathLabels), "")), "--service-url", "hooks/sidecar=http://127.0.0.1:1"},
 			want: []string{`--service-url: service URL "hooks/sidecar=http://127.0.0.1:1": the URL must be https`}},
