@@ -1,6 +1,7 @@
 // Package explain renders evaluation results for people: the trace of
 // which policy bindings ran in which pass (engine.Result.Invocations), the
-// admission plugins before them (scheme.PluginStep), and
+// admission plugins before them (scheme.PluginStep), the webhooks after
+// them (webhookclient.Call), the chain's reinvocation round, and
 // unified diffs of YAML, colored on terminals. `mutatis apply --explain`
 // and `mutatis test` print the same text with it.
 package explain
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Trace writes the evaluation trace of r, one "explain: " line per
@@ -25,7 +27,45 @@ func Trace(w io.Writer, r engine.Result) {
 	if len(r.Invocations) == 0 {
 		fmt.Fprintln(w, "explain: no policy binding matched the request")
 	}
-	for _, inv := range r.Invocations {
+	invocations(w, r.Invocations)
+	traceEnd(w, r)
+}
+
+// Chain writes the trace of a request through kube-apiserver's whole
+// mutating chain after its first round of admission plugins (which
+// Plugins writes), pass by pass: the policies' invocations (r), the
+// webhooks' calls, then, when the chain was reinvoked, the admission
+// plugins' steps of the second pass (reinvokedPlugins) and the second
+// pass of the policies and webhooks.
+func Chain(w io.Writer, r engine.Result, calls []webhookclient.Call, reinvoked bool, reinvokedPlugins []scheme.PluginStep) {
+	if len(r.Invocations) == 0 {
+		fmt.Fprintln(w, "explain: no policy binding matched the request")
+	}
+	for pass := 1; pass <= 2; pass++ {
+		if pass == 2 {
+			Reinvocation(w, reinvoked, reinvokedPlugins)
+		}
+		var invs []engine.Invocation
+		for _, inv := range r.Invocations {
+			if inv.Pass == pass {
+				invs = append(invs, inv)
+			}
+		}
+		invocations(w, invs)
+		var cs []webhookclient.Call
+		for _, c := range calls {
+			if c.Round+1 == pass {
+				cs = append(cs, c)
+			}
+		}
+		Webhooks(w, cs)
+	}
+	traceEnd(w, r)
+}
+
+// invocations writes one line per invocation and mutation.
+func invocations(w io.Writer, invs []engine.Invocation) {
+	for _, inv := range invs {
 		param := ""
 		if inv.Param != "" {
 			param = " param " + inv.Param
@@ -56,6 +96,11 @@ func Trace(w io.Writer, r engine.Result) {
 			fmt.Fprintf(w, "explain:   mutation %d: runtime cost %d, %s%s\n", i, m.Cost, m.Elapsed, note)
 		}
 	}
+}
+
+// traceEnd writes the errors failurePolicy Ignore dropped and whether a
+// policy asked for the chain's reinvocation in the last pass.
+func traceEnd(w io.Writer, r engine.Result) {
 	for _, ig := range r.Ignored {
 		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Pass, ig.Message)
 	}
@@ -116,6 +161,69 @@ func PluginSteps(w io.Writer, steps []scheme.PluginStep) bool {
 		wrote = true
 	}
 	return wrote
+}
+
+// Webhooks writes one "explain: " line per webhook of each pass of the
+// chain (webhookclient.Call), in order: matched or why not, the
+// AdmissionReview version, the latency, whether it is reinvocable, the
+// outcome under its failure policy and its patch.
+func Webhooks(w io.Writer, calls []webhookclient.Call) {
+	for _, c := range calls {
+		fmt.Fprintf(w, "explain: pass %d: webhook %q of %q", c.Round+1, c.Webhook, c.Configuration)
+		if c.Outcome == webhookclient.NotCalled {
+			why := c.Skip.String()
+			if c.Skip == webhookclient.SkipMatchCondition && c.FailedCondition != "" {
+				why = "matchCondition " + c.FailedCondition + " is false"
+			}
+			fmt.Fprintf(w, ": skipped: %s\n", why)
+			continue
+		}
+		var notes []string
+		if c.Version != "" {
+			notes = append(notes, "AdmissionReview "+c.Version)
+		}
+		if c.Latency > 0 {
+			notes = append(notes, c.Latency.String())
+		}
+		if c.Reinvocable {
+			notes = append(notes, "reinvocationPolicy IfNeeded")
+		}
+		detail := ""
+		if len(notes) > 0 {
+			detail = " (" + strings.Join(notes, ", ") + ")"
+		}
+		switch c.Outcome {
+		case webhookclient.FailedOpen:
+			fmt.Fprintf(w, ": called%s: failed open (failurePolicy Ignore): %v\n", detail, c.Err)
+		case webhookclient.FailedClosed:
+			fmt.Fprintf(w, ": called%s: failed closed (failurePolicy Fail): %v\n", detail, c.Err)
+		case webhookclient.Denied, webhookclient.Refused:
+			fmt.Fprintf(w, ": called%s: %s: %v\n", detail, c.Outcome, c.Err)
+		default:
+			change := "no patch"
+			switch {
+			case len(c.Patch) > 0 && c.Changed:
+				change = "patch changed the object: " + string(c.Patch)
+			case len(c.Patch) > 0:
+				change = "patch changed nothing: " + string(c.Patch)
+			}
+			fmt.Fprintf(w, ": called%s: %s, %s\n", detail, c.Outcome, change)
+		}
+	}
+}
+
+// Reinvocation writes the chain's reinvocation round: that it ran (any
+// change by a policy or a webhook asks for it) and what the built-in
+// plugins did in it; nothing when it did not run.
+func Reinvocation(w io.Writer, ran bool, steps []scheme.PluginStep) {
+	if !ran {
+		return
+	}
+	fmt.Fprintln(w, "explain: pass 2: the admission chain is reinvoked (a policy or a webhook changed the object): the admission plugins, then the policies and webhooks to reinvoke")
+	var b strings.Builder
+	if PluginSteps(&b, steps) {
+		io.WriteString(w, strings.ReplaceAll(b.String(), "explain: admission plugin", "explain: pass 2: admission plugin"))
+	}
 }
 
 // Validation writes the validation stage of an admission: the API

@@ -17,6 +17,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Failure is one expectation that did not hold.
@@ -60,6 +61,11 @@ type outcome struct {
 	warnings []string
 	// plugins are the steps of the admission plugins before MAP.
 	plugins []scheme.PluginStep
+	// calls are the webhooks' calls; reinvoked tells the chain ran its
+	// second pass, whose admission plugins' steps are reinvokedPlugins.
+	calls            []webhookclient.Call
+	reinvoked        bool
+	reinvokedPlugins []scheme.PluginStep
 }
 
 // expectations are the resolved expectations of a case (files read).
@@ -118,7 +124,7 @@ func diffText(expected, actual any) string {
 func (e *expectations) check(o outcome) []Failure {
 	var fs []Failure
 	r := o.result
-	fs = append(fs, e.checkInvocations(r)...)
+	fs = append(fs, e.checkInvocations(o)...)
 	if e.denied != nil {
 		if r.Denied == nil {
 			diff, _ := explain.Diff("input", "admitted", canonical(o.before), canonical(r.Object))
@@ -242,10 +248,21 @@ func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
 }
 
 // applied tells whether an invocation of the named policy (and binding,
-// "policy/binding") ran its mutations.
-func applied(r engine.Result, name string) bool {
+// "policy/binding") ran its mutations, or whether the named webhook
+// ("webhook:CONFIGURATION/WEBHOOK", or any webhook of
+// "webhook:CONFIGURATION") was called and admitted the request.
+func applied(o outcome, name string) bool {
+	if hook, ok := strings.CutPrefix(name, webhookPrefix); ok {
+		config, webhook, _ := strings.Cut(hook, "/")
+		for _, c := range o.calls {
+			if c.Configuration == config && (webhook == "" || c.Webhook == webhook) && c.Outcome == webhookclient.Admitted {
+				return true
+			}
+		}
+		return false
+	}
 	policy, bind, _ := strings.Cut(name, "/")
-	for _, inv := range r.Invocations {
+	for _, inv := range o.result.Invocations {
 		if inv.Policy == policy && (bind == "" || inv.Binding == bind) && inv.Ran() && inv.Binding != "" {
 			return true
 		}
@@ -253,16 +270,22 @@ func applied(r engine.Result, name string) bool {
 	return false
 }
 
-func (e *expectations) checkInvocations(r engine.Result) []Failure {
+func (e *expectations) checkInvocations(o outcome) []Failure {
 	var fs []Failure
+	r := o.result
+	trace := func() string {
+		var b strings.Builder
+		explain.Chain(&b, r, o.calls, o.reinvoked, o.reinvokedPlugins)
+		return strings.TrimSuffix(b.String(), "\n")
+	}
 	for _, n := range e.applied {
-		if !applied(r, n) {
-			fs = append(fs, Failure{Expectation: "applied", Message: fmt.Sprintf("%s did not apply\n%s", n, strings.TrimSuffix(explain.TraceString(r), "\n"))})
+		if !applied(o, n) {
+			fs = append(fs, Failure{Expectation: "applied", Message: fmt.Sprintf("%s did not apply\n%s", n, trace())})
 		}
 	}
 	for _, n := range e.notApplied {
-		if applied(r, n) {
-			fs = append(fs, Failure{Expectation: "notApplied", Message: fmt.Sprintf("%s applied\n%s", n, strings.TrimSuffix(explain.TraceString(r), "\n"))})
+		if applied(o, n) {
+			fs = append(fs, Failure{Expectation: "notApplied", Message: fmt.Sprintf("%s applied\n%s", n, trace())})
 		}
 	}
 	keys := make([]string, 0, len(e.maxRuntimeCost))

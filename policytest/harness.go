@@ -222,7 +222,7 @@ func (r *Request) Admit() *Admission {
 		h.t.Fatalf("policytest: %v", err)
 	}
 	r.lc.cluster = h.cluster
-	o, err := admit(h.t.Context(), &r.lc, h.ev, nil)
+	o, err := admit(h.t.Context(), &r.lc, cluster.Chain{Policies: h.ev}, nil)
 	if err != nil {
 		h.t.Fatalf("policytest: admitting %s %q: %v", r.lc.object.GetKind(), r.lc.object.GetName(), err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // NoSuitesError is RunFiles' error when no suite file is found: a run
@@ -87,6 +88,10 @@ type Loaded struct {
 	// Policies and Bindings are the policies under test.
 	Policies []*admissionregistrationv1.MutatingAdmissionPolicy
 	Bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// Webhooks are the suite's MutatingWebhookConfigurations, called
+	// after the policies; ServiceURLs where their services are reached.
+	Webhooks    []webhookclient.Configuration
+	ServiceURLs webhookclient.ServiceURLs
 	// Files lists every file the suite read (for --watch).
 	Files []string
 
@@ -142,6 +147,24 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 		}
 		l.objects = append(l.objects, set.Objects...)
 	}
+	for i, p := range s.Webhooks {
+		path := resolve(dir, p)
+		set, err := manifest.Load(ctx, []string{path}, nil)
+		if err == nil {
+			var configs []webhookclient.Configuration
+			if configs, err = webhookclient.LoadOnly(set); err == nil {
+				l.Webhooks = append(l.Webhooks, configs...)
+			}
+		}
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("webhooks").Index(i), p, err.Error()))
+		}
+		l.Files = append(l.Files, manifestFiles(path)...)
+	}
+	l.ServiceURLs = webhookclient.ServiceURLs{}
+	for _, m := range s.ServiceURLs {
+		_ = l.ServiceURLs.Add(m) // validated with the suite
+	}
 	objs, files, rerrs := loadManifests(ctx, file, field.NewPath("resources"), s.Resources)
 	errs = append(errs, rerrs...)
 	l.objects = append(l.objects, objs...)
@@ -149,7 +172,7 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 	if len(errs) > 0 {
 		return nil, &InputError{File: file, Errs: errs}
 	}
-	if len(l.Policies) == 0 {
+	if len(l.Policies) == 0 && len(s.Webhooks) == 0 {
 		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("policies"), s.Policies, "no MutatingAdmissionPolicy found")}}
 	}
 	var err error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"runtime"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Options configure a run of suites.
@@ -53,6 +55,12 @@ type Options struct {
 	// (Suite.AdmissionPlugins); nil means kube-apiserver 1.37's default
 	// set.
 	AdmissionPlugins *scheme.AdmissionPluginFlags
+	// Webhooks are the MutatingWebhookConfigurations called after the
+	// policies in the suites that name none (Suite.Webhooks).
+	Webhooks []webhookclient.Configuration
+	// ServiceURLs reach the webhooks' services, overriding a suite's own
+	// serviceURLs for the services they map (the command line wins).
+	ServiceURLs webhookclient.ServiceURLs
 }
 
 // Status is the outcome of a case.
@@ -134,6 +142,9 @@ func (r *Report) Counts() (passed, failed, errored, badSuites int) {
 type Runner struct {
 	opts Options
 	comp *compiler.Compiler
+	// dispatchers are the webhook dispatchers of the current Run, closed
+	// when it ends.
+	dispatchers []*webhookclient.Dispatcher
 }
 
 // NewRunner returns a Runner for opts.
@@ -210,6 +221,10 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 		})
 	}
 	wg.Wait()
+	for _, d := range r.dispatchers {
+		d.Close(nil)
+	}
+	r.dispatchers = nil
 	if r.opts.Run != nil {
 		// Suites without a selected case are not part of the run.
 		kept := rep.Suites[:0]
@@ -241,6 +256,28 @@ type suiteRun struct {
 	l          *Loaded
 	hooks      []engine.Hook
 	evaluators map[*cluster.Cluster]*engine.Evaluator
+	// webhooks are the dispatchers of the suite's webhooks, per cluster
+	// (none without webhooks).
+	webhooks map[*cluster.Cluster]*webhookclient.Dispatcher
+}
+
+// chain is the admission chain of a case in cl with the policies of ev.
+func (run *suiteRun) chain(cl *cluster.Cluster, ev *engine.Evaluator) cluster.Chain {
+	return cluster.Chain{Policies: ev, Webhooks: run.webhooks[cl]}
+}
+
+// webhooksOf are the configurations a suite calls (its own, or the
+// run's) and where their services are (the run's mappings, then the
+// suite's).
+func (r *Runner) webhooksOf(l *Loaded) ([]webhookclient.Configuration, webhookclient.ServiceURLs) {
+	configs := l.Webhooks
+	if len(l.Suite.Webhooks) == 0 {
+		configs = r.opts.Webhooks
+	}
+	urls := webhookclient.ServiceURLs{}
+	maps.Copy(urls, l.ServiceURLs)
+	maps.Copy(urls, r.opts.ServiceURLs)
+	return configs, urls
 }
 
 // suiteJobs compiles the suite and returns one job per selected case; the
@@ -251,7 +288,8 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		sr.Err = &InputError{File: l.File, Err: fmt.Errorf("compiling the policies: %w", err)}
 		return nil
 	}
-	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}}
+	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}, webhooks: map[*cluster.Cluster]*webhookclient.Dispatcher{}}
+	configs, urls := r.webhooksOf(l)
 	var jobs []func()
 	for _, lc := range l.cases {
 		lc.cluster.NoValidate = r.opts.NoValidate
@@ -266,6 +304,15 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		}
 		if _, ok := run.evaluators[lc.cluster]; !ok {
 			run.evaluators[lc.cluster] = engine.NewEvaluator(lc.cluster.Config(), hooks)
+			if len(configs) > 0 {
+				d, err := lc.cluster.Webhooks(webhookclient.APIObjects(configs), urls, webhookclient.Options{})
+				if err != nil {
+					sr.Err = &InputError{File: l.File, Err: fmt.Errorf("webhooks: %w", err)}
+					return nil
+				}
+				r.dispatchers = append(r.dispatchers, d)
+				run.webhooks[lc.cluster] = d
+			}
 		}
 		cr := &CaseResult{Suite: l.Name, Name: lc.c.Name}
 		sr.Cases = append(sr.Cases, cr)
@@ -275,11 +322,12 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 }
 
 // admit runs the case's request (with object instead of the case's object
-// when set) through ev in the case's cluster: decoded as kube-apiserver
-// decodes a request body, admitted, then converted and validated as its
-// registry would before storing the object. The outcome's result holds the
-// object kube-apiserver would store.
-func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *unstructured.Unstructured) (outcome, error) {
+// when set) through ch in the case's cluster: decoded as kube-apiserver
+// decodes a request body, admitted by the whole mutating chain, then
+// converted and validated as its registry would before storing the
+// object. The outcome's result holds the object kube-apiserver would
+// store.
+func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstructured.Unstructured) (outcome, error) {
 	d, err := lc.decodeSteps(object)
 	var status *apierrors.StatusError
 	if d != nil && errors.As(err, &status) {
@@ -318,11 +366,13 @@ func admit(ctx context.Context, lc *loadedCase, ev *engine.Evaluator, object *un
 		}
 		return patcher.Normalize(u.Object, attrs.Kind)
 	}
-	adm, err := lc.cluster.Admit(ctx, ev, attrs)
+	adm, err := lc.cluster.AdmitChain(ctx, ch, d)
 	if err != nil {
 		return o, err
 	}
 	o.result = adm.Result
+	o.calls, o.reinvoked, o.reinvokedPlugins = adm.WebhookCalls, adm.Reinvoked, adm.ReinvokedPlugins
+	o.warnings = append(o.warnings, adm.WebhookWarnings...)
 	if adm.Object != nil {
 		o.result.Object = adm.Object
 	}
@@ -338,7 +388,7 @@ func traceOf(o outcome) string {
 	var b strings.Builder
 	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
 	if !refused {
-		explain.Trace(&b, o.result)
+		explain.Chain(&b, o.result, o.calls, o.reinvoked, o.reinvokedPlugins)
 	}
 	return b.String()
 }
@@ -352,8 +402,7 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 			cr.Status, cr.Err = Error, fmt.Sprintf("panic: %v", p)
 		}
 	}()
-	ev := run.evaluators[lc.cluster]
-	o, err := admit(ctx, lc, ev, nil)
+	o, err := admit(ctx, lc, run.chain(lc.cluster, run.evaluators[lc.cluster]), nil)
 	if err != nil {
 		cr.Status, cr.Err = Error, err.Error()
 		return

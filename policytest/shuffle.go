@@ -69,7 +69,7 @@ func (r *Runner) checkShuffle(ctx context.Context, run *suiteRun, lc *loadedCase
 	}
 	for _, order := range orders(run.hooks, r.opts.Seed, r.opts.Orders) {
 		ev := engine.NewEvaluator(lc.cluster.Config(), order)
-		o, err := admit(ctx, lc, ev, nil)
+		o, err := admit(ctx, lc, run.chain(lc.cluster, ev), nil)
 		if err != nil {
 			return []Failure{{Expectation: "shuffle", Message: fmt.Sprintf("in the order %s: %v", orderString(order), err)}}
 		}

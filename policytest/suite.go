@@ -14,7 +14,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
+
+// webhookPrefix starts the names of webhooks in expect.applied and
+// expect.notApplied ("webhook:CONFIGURATION/WEBHOOK"): no policy name has
+// a colon.
+const webhookPrefix = "webhook:"
 
 // APIVersion and Kind identify a suite file.
 const (
@@ -62,7 +68,16 @@ type Suite struct {
 	// before the policies; without it, Options.AdmissionPlugins (the
 	// flags of `mutatis test`) or kube-apiserver 1.37's default set.
 	AdmissionPlugins *AdmissionPlugins `json:"admissionPlugins,omitempty"`
-	Cases            []Case            `json:"cases"`
+	// Webhooks are files or directories of MutatingWebhookConfigurations
+	// (admissionregistration.k8s.io v1 or v1beta1) that kube-apiserver
+	// calls after the policies: every case runs through the whole chain
+	// (docs/chain.md). Without it, Options.Webhooks (`mutatis test
+	// --webhooks`).
+	Webhooks []string `json:"webhooks,omitempty"`
+	// ServiceURLs map the webhooks' clientConfig.service to reachable
+	// URLs: "NS/NAME[:PORT]=URL", as `--service-url`.
+	ServiceURLs []string `json:"serviceURLs,omitempty"`
+	Cases       []Case   `json:"cases"`
 }
 
 // AdmissionPlugins are kube-apiserver's flags that choose its admission
@@ -174,7 +189,9 @@ type Expect struct {
 	Invalid string `json:"invalid,omitempty"`
 	// Applied and NotApplied name policies ("policy") or policy bindings
 	// ("policy/binding") that must have, or must not have, run their
-	// mutations.
+	// mutations, or webhooks ("webhook:CONFIGURATION/WEBHOOK", or
+	// "webhook:CONFIGURATION" for any of its webhooks) that must have, or
+	// must not have, been called and admitted the request.
 	Applied    []string `json:"applied,omitempty"`
 	NotApplied []string `json:"notApplied,omitempty"`
 	// MaxRuntimeCost bounds the runtime cost of a policy ("policy": the sum
@@ -374,12 +391,23 @@ func (s *Suite) validate() field.ErrorList {
 	if s.Kind != Kind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), s.Kind, []string{Kind}))
 	}
-	if len(s.Policies) == 0 {
+	if len(s.Policies) == 0 && len(s.Webhooks) == 0 {
 		errs = append(errs, field.Required(field.NewPath("policies"), "at least one file or directory of policies"))
 	}
 	for i, p := range s.Policies {
 		if p == "" {
 			errs = append(errs, field.Required(field.NewPath("policies").Index(i), ""))
+		}
+	}
+	for i, p := range s.Webhooks {
+		if p == "" {
+			errs = append(errs, field.Required(field.NewPath("webhooks").Index(i), ""))
+		}
+	}
+	urls := webhookclient.ServiceURLs{}
+	for i, m := range s.ServiceURLs {
+		if err := urls.Add(m); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("serviceURLs").Index(i), m, err.Error()))
 		}
 	}
 	errs = append(errs, validateManifests(field.NewPath("resources"), s.Resources)...)
@@ -482,8 +510,14 @@ func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 		names []string
 	}{{"applied", c.Expect.Applied}, {"notApplied", c.Expect.NotApplied}} {
 		for i, n := range l.names {
+			if hook, ok := strings.CutPrefix(n, webhookPrefix); ok {
+				if hook == "" || strings.Count(hook, "/") > 1 || strings.HasPrefix(hook, "/") || strings.HasSuffix(hook, "/") {
+					errs = append(errs, field.Invalid(e.Child(l.name).Index(i), n, "must be webhook:CONFIGURATION or webhook:CONFIGURATION/WEBHOOK"))
+				}
+				continue
+			}
 			if n == "" || strings.Count(n, "/") > 1 {
-				errs = append(errs, field.Invalid(e.Child(l.name).Index(i), n, "must be POLICY or POLICY/BINDING"))
+				errs = append(errs, field.Invalid(e.Child(l.name).Index(i), n, "must be POLICY, POLICY/BINDING or webhook:CONFIGURATION/WEBHOOK"))
 			}
 		}
 	}

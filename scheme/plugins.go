@@ -617,3 +617,22 @@ func tokenVolume(pod *api.Pod) int {
 	}
 	return -1
 }
+
+// AdmissionPluginChain returns the built-in admission plugins AdmitPlugins
+// runs, chained as kube-apiserver chains them (admission.NewChainHandler,
+// on the internal objects of Kube's scheme), with what every namespace of
+// a cluster has in place for namespace (its Namespace and its default
+// ServiceAccount). It lets a test run kube-apiserver's own admission
+// chain and reinvoker around the same plugins, as an oracle.
+func (s *Scheme) AdmissionPluginChain(namespace string) (admission.MutationInterface, error) {
+	chain, _, err := s.plugins.build()
+	if err != nil {
+		return nil, err
+	}
+	if namespace != "" {
+		if err := s.plugins.ensureNamespace(namespace); err != nil {
+			return nil, err
+		}
+	}
+	return chain, nil
+}

@@ -81,6 +81,36 @@ func Load(set *manifest.Set) ([]Configuration, error) {
 	return out, nil
 }
 
+// LoadOnly is Load for a set that must hold nothing but
+// MutatingWebhookConfigurations (a file of webhooks given as such):
+// policies, bindings and other objects in it are errors naming them.
+func LoadOnly(set *manifest.Set) ([]Configuration, error) {
+	var errs manifest.ErrorList
+	for _, p := range set.Policies {
+		errs = append(errs, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Err: errors.New("a MutatingAdmissionPolicy among the webhook configurations (policies go with the policies)")})
+	}
+	for _, b := range set.Bindings {
+		errs = append(errs, &manifest.Error{Source: b.Source, Kind: "MutatingAdmissionPolicyBinding", Name: b.Binding.Name, Err: errors.New("a MutatingAdmissionPolicyBinding among the webhook configurations (bindings go with the policies)")})
+	}
+	for _, obj := range set.Objects {
+		if !IsConfiguration(obj) {
+			errs = append(errs, &manifest.Error{Source: obj.Source, Kind: obj.Object.GetKind(), Name: obj.Object.GetName(), Err: fmt.Errorf("a %s among the webhook configurations (other objects go with the resources)", obj.Object.GetKind())})
+		}
+	}
+	configs, err := Load(set)
+	if err != nil {
+		var list manifest.ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		errs = append(errs, list...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return configs, nil
+}
+
 func decode(obj manifest.Object) (*Configuration, *manifest.Error) {
 	u := obj.Object
 	gvk := u.GroupVersionKind()

@@ -45,6 +45,7 @@ type applyOptions struct {
 	output                 string
 	color                  colorMode
 	plugins                scheme.AdmissionPluginFlags
+	webhooks               webhookOptions
 }
 
 func newApplyCommand() *cobra.Command {
@@ -70,9 +71,18 @@ version and validated as the registry would before storing it; the output
 is the object kube-apiserver would store. --no-defaults evaluates the
 objects exactly as written; --no-validate skips the validation.
 
+With --webhooks, the MutatingWebhookConfigurations found there are called
+after the policies (configurations by name, webhooks in order; services
+reached through --service-url), and the whole chain runs as kube-apiserver
+runs it: when a policy or a webhook changed the object, the admission
+plugins, the policies and the webhooks run once more by their
+reinvocation rules (without webhooks too: a policy's sidecar gets the
+service account token mount the plugins give every container). --explain
+shows every webhook call beside the policies and plugins (docs/chain.md).
+
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
-1 denied, refused by decoding (400), by an admission plugin (403) or by
-validation (422) (stderr: the
+1 denied, refused by decoding (400), by an admission plugin (403), by a
+webhook or its failure policy, or by validation (422) (stderr: the
 message exactly as kube-apiserver's Status.message); 2 bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, o) },
@@ -97,6 +107,7 @@ message exactly as kube-apiserver's Status.message); 2 bad input.`,
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	addAdmissionPluginFlags(f, &o.plugins)
+	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd
@@ -125,6 +136,14 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return err
 	}
 	if err := cluster.ValidatePolicies(comp, policySet.Policies); err != nil {
+		return badInput(err)
+	}
+	webhooks, err := o.webhooks.load(ctx, cmd.InOrStdin())
+	if err != nil {
+		return badInput(err)
+	}
+	urls, err := o.webhooks.urls()
+	if err != nil {
 		return badInput(err)
 	}
 	var resources manifest.Set
@@ -196,18 +215,30 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		// admission pays once for building CEL programs, type converters
 		// and schemas, which a long-running kube-apiserver has paid long
 		// before. Admit once to pay them; the admission is deterministic,
-		// so the second one is the same admission, timed.
-		if _, err := sim.Admit(ctx, ev, attrs); err != nil {
+		// so the second one is the same admission, timed. (Webhooks are
+		// not called twice.)
+		if _, err := sim.AdmitChain(ctx, cluster.Chain{Policies: ev}, decoded); err != nil {
 			return err
 		}
 	}
-	adm, err := sim.Admit(ctx, ev, attrs)
+	chain, err := chainOf(sim, cluster.Chain{Policies: ev}, webhooks, urls)
+	if err != nil {
+		return badInput(err)
+	}
+	if chain.Webhooks != nil {
+		defer chain.Webhooks.Close(nil)
+	}
+	adm, err := sim.AdmitChain(ctx, chain, decoded)
 	if err != nil {
 		return err
 	}
 	if o.explain {
-		explain.Trace(stderr, adm.Result)
+		explain.Chain(stderr, adm.Result, adm.WebhookCalls, adm.Reinvoked, adm.ReinvokedPlugins)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
+	}
+	printWarnings(stderr, adm.WebhookWarnings)
+	for _, note := range webhookFailures(webhooks, adm.WebhookCalls) {
+		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
 	// of them, a policy author needs to know.

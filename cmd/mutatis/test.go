@@ -37,7 +37,8 @@ type testOptions struct {
 	coverageHTML string
 	coverageMin  float64
 
-	plugins scheme.AdmissionPluginFlags
+	plugins  scheme.AdmissionPluginFlags
+	webhooks webhookOptions
 }
 
 func newTestCommand() *cobra.Command {
@@ -55,6 +56,12 @@ Objects go through the admission plugins a default kube-apiserver runs
 before the policies (docs/chain.md); --enable-admission-plugins,
 --disable-admission-plugins and --admission-plugins choose others for the
 suites that do not name theirs (admissionPlugins).
+
+A suite's webhooks (or --webhooks, for the suites that name none) are
+called after the policies, and every case runs through kube-apiserver's
+whole chain, reinvocation round included; --service-url maps services to
+reachable URLs (over a suite's serviceURLs). expect.applied and
+expect.notApplied name webhooks as webhook:CONFIGURATION/WEBHOOK.
 
 Errors that failurePolicy Ignore drops are printed as warnings of their
 case; expect.ignoredErrors asserts them, and --strict fails a case with one
@@ -85,6 +92,7 @@ field path, or bad flags).`,
 	f.StringVar(&o.coverageHTML, "coverage-html", "", "write the coverage report as HTML, with the expression sources highlighted, to this file (implies --coverage)")
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
 	addAdmissionPluginFlags(f, &o.plugins)
+	addWebhookFlags(f, &o.webhooks)
 	return cmd
 }
 
@@ -102,6 +110,13 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			return badInput(err)
 		}
 		opts.AdmissionPlugins = &o.plugins
+	}
+	var err error
+	if opts.Webhooks, err = o.webhooks.load(ctx, cmd.InOrStdin()); err != nil {
+		return badInput(err)
+	}
+	if opts.ServiceURLs, err = o.webhooks.urls(); err != nil {
+		return badInput(err)
 	}
 	if o.run != "" {
 		re, err := regexp.Compile(o.run)
@@ -176,7 +191,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 		}
 		return nil
 	}
-	err := policytest.Watch(ctx, paths, o.interval, func(ctx context.Context) []string {
+	err = policytest.Watch(ctx, paths, o.interval, func(ctx context.Context) []string {
 		_, files, err := once(ctx)
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), err)

@@ -111,6 +111,13 @@ func Start(dir string, hosts ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartWith(cert, ca)
+}
+
+// StartWith serves the webhooks on a new TLS server with the serving
+// certificate cert, issued by the CA whose PEM is ca (a fixture's, e.g.
+// an example's committed caBundle).
+func StartWith(cert tls.Certificate, ca []byte) (*Server, error) {
 	s := &Server{CABundle: ca, calls: map[string]int{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
