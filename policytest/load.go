@@ -154,10 +154,10 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 	}
 	var err error
 	if l.cluster, err = cluster.New(l.objects); err != nil {
-		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("resources"), nil, err.Error())}}
+		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())}}
 	}
 	if err := l.setAdmissionPlugins(l.cluster); err != nil {
-		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("admissionPlugins"), nil, err.Error())}}
+		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("admissionPlugins"), err.Error())}}
 	}
 	for i := range s.Cases {
 		p := field.NewPath("cases").Index(i)
@@ -237,7 +237,7 @@ func loadManifests(ctx context.Context, file string, p *field.Path, ms []Manifes
 		if m.Inline != nil {
 			data, merr := json.Marshal(m.Inline)
 			if merr != nil {
-				errs = append(errs, field.Invalid(p.Index(i), nil, merr.Error()))
+				errs = append(errs, fieldProblem(p.Index(i), merr.Error()))
 				continue
 			}
 			set, err = manifest.Parse(fmt.Sprintf("%s (%s)", file, p.Index(i)), data)
@@ -307,7 +307,7 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	if (len(caseObjs) > 0 || c.NoDefaults) && len(rerrs) == 0 {
 		cl, err := cluster.New(all)
 		if err != nil {
-			errs = append(errs, field.Invalid(p.Child("resources"), nil, err.Error()))
+			errs = append(errs, fieldProblem(p.Child("resources"), err.Error()))
 		} else {
 			cl.NoDefaults = c.NoDefaults
 			// The suite's plugins are valid: checked on its cluster.
@@ -396,7 +396,7 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 		// Resolve the request now, so that a case the cluster cannot serve
 		// is bad input rather than a failure.
 		if _, err := lc.resolve(); err != nil {
-			errs = append(errs, field.Invalid(p.Child("object"), nil, err.Error()))
+			errs = append(errs, fieldProblem(p.Child("object"), err.Error()))
 		}
 	}
 	return lc, files, errs

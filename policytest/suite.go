@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -202,6 +203,11 @@ type Denial struct {
 	MessageRegex string `json:"messageRegex,omitempty"`
 	// Code is the HTTP code of the Status (e.g. 403), if set.
 	Code int32 `json:"code,omitempty"`
+
+	// unknown are the fields of the YAML object that Denial lacks (one a
+	// line; a string keeps Denial comparable), reported with their path
+	// by the suite's validation.
+	unknown string
 }
 
 // UnmarshalJSON accepts true, a string (the message substring) or an
@@ -223,12 +229,16 @@ func (d *Denial) UnmarshalJSON(b []byte) error {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &p); err != nil {
 		return err
 	}
-	if strict, err := sigsjson.UnmarshalStrict(b, &p); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(b, &p)
+	if err != nil {
 		return err
-	} else if len(strict) > 0 {
-		return strict[0]
 	}
 	*d = Denial(p)
+	for _, e := range strict {
+		if m := unknownFieldError.FindStringSubmatch(e.Error()); m != nil {
+			d.unknown += m[1] + "\n"
+		}
+	}
 	return nil
 }
 
@@ -279,7 +289,7 @@ func (e *InputError) Error() string {
 	}
 	lines := make([]string, len(e.Errs))
 	for i, fe := range e.Errs {
-		lines[i] = e.File + ": " + fe.Error()
+		lines[i] = e.File + ": " + fieldErrorText(fe)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -307,7 +317,7 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 	}
 	var errs field.ErrorList
 	for _, e := range strict {
-		errs = append(errs, field.Invalid(nil, nil, e.Error()))
+		errs = append(errs, unknownField(e))
 	}
 	errs = append(errs, s.validate()...)
 	if len(errs) > 0 {
@@ -462,6 +472,11 @@ func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 			if f.set {
 				errs = append(errs, field.Forbidden(e.Child(f.name), "a denied request has no final object"))
 			}
+		}
+		for _, name := range strings.Fields(c.Expect.Denied.unknown) {
+			fe := unknownFieldAt(name, reflect.TypeFor[Denial]())
+			fe.Field = e.Child("denied").String() + "." + fe.Field
+			errs = append(errs, fe)
 		}
 		if re := c.Expect.Denied.MessageRegex; re != "" {
 			if _, err := regexp.Compile(re); err != nil {
