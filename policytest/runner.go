@@ -48,6 +48,9 @@ type Options struct {
 	// Strict fails a case with an error that failurePolicy Ignore dropped
 	// and expect.ignoredErrors does not name (otherwise a warning).
 	Strict bool
+	// Policies are files or directories of policies and bindings that the
+	// suites naming no policies test (`mutatis test --policies`).
+	Policies []string
 	// AdmissionPlugins choose kube-apiserver's admission plugins that run
 	// before the policies in the suites that do not choose them
 	// (Suite.AdmissionPlugins); nil means kube-apiserver 1.37's default
@@ -182,7 +185,7 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 	for _, f := range files {
 		sr := &SuiteResult{File: f}
 		rep.Suites = append(rep.Suites, sr)
-		l, err := LoadSuite(ctx, f)
+		l, err := loadSuite(ctx, f, r.opts.Policies)
 		if err != nil {
 			sr.Err = err
 			sr.Name = f
@@ -366,7 +369,7 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 	cr.Failures = lc.expect.check(o)
 	ignored, warnings := lc.expect.checkIgnored(o.result, r.opts.Strict)
 	cr.Failures, cr.Warnings = append(cr.Failures, ignored...), warnings
-	if r.opts.Idempotence {
+	if idempotence(r.opts.Idempotence, run.l.Suite, lc.c) {
 		cr.Failures = append(cr.Failures, checkIdempotence(ctx, run, lc, o)...)
 	}
 	if r.opts.Shuffle {

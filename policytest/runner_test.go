@@ -67,6 +67,32 @@ func TestRunnerAcceptance(t *testing.T) {
 				"    --- final\n    +++ re-admitted\n",
 				"    +    - name: TRACE\n    +      value: \"on\"\n",
 			}},
+		{name: "--idempotence names a policy whose reinvocationPolicy is Never with the requests that run it again", path: "testdata/idempotence",
+			opts:   Options{Idempotence: true},
+			failed: 1,
+			want: []string{
+				`with reinvocationPolicy Never kube-apiserver does not reinvoke it within the request, but every later request that carries this object (the same CREATE again, an apply of the stored object) changes it again`,
+			}},
+		{name: "a suite turns the idempotence check on, a case off", path: "testdata/idempotence-switch",
+			passed: 1, failed: 1,
+			want: []string{
+				"--- FAIL: idempotence-switch/checked by the suite's default",
+				`idempotence: policy "append-trace-env" binding "append-trace-env" changes the final object again`,
+				"FAIL idempotence-switch\ttestdata/idempotence-switch/idempotence-switch.mutatis-test.yaml\t1 of 2 cases failed\n",
+			}},
+		{name: "a case's idempotence: false wins over --idempotence", path: "testdata/idempotence-switch",
+			opts:   Options{Idempotence: true, Run: regexp.MustCompile("switched off")},
+			passed: 1},
+		{name: "skipIdempotence leaves a policy out of the check", path: "testdata/skip-idempotence",
+			opts:   Options{Idempotence: true},
+			passed: 1},
+		{name: "bindings: auto binds every policy no binding names", path: "testdata/auto-bindings", passed: 1},
+		{name: "a suite without policies tests those of --policies", path: "testdata/no-policies",
+			opts:   Options{Policies: []string{"testdata/idempotence/policies.yaml"}},
+			passed: 1},
+		{name: "a suite without policies is bad input without --policies", path: "testdata/no-policies",
+			bad:  1,
+			want: []string{"testdata/no-policies/no-policies.mutatis-test.yaml: policies: Required value: at least one file or directory of policies (or mutatis test --policies)"}},
 		{name: "--run selects cases by suite/case", path: "../examples",
 			opts:   Options{Run: regexp.MustCompile(`^sidecar-injection/a pod `)},
 			passed: 3,
@@ -177,7 +203,7 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
+	want := []string{"testdata/auto-bindings/auto-bindings.mutatis-test.yaml", "testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence-switch/idempotence-switch.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/no-policies/no-policies.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/skip-idempotence/skip-idempotence.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
 	if strings.Join(named, ",") != strings.Join(want, ",") {
 		t.Errorf("found %v, want %v", named, want)
 	}

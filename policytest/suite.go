@@ -17,6 +17,10 @@ import (
 	"github.com/mutatis-dev/mutatis/scheme"
 )
 
+// BindingsAuto is the value of Suite.Bindings that binds every policy
+// no binding names.
+const BindingsAuto = "auto"
+
 // APIVersion and Kind identify a suite file.
 const (
 	APIVersion = "mutatis.dev/v1alpha1"
@@ -52,8 +56,18 @@ type Suite struct {
 	Kind       string   `json:"kind"`
 	Metadata   Metadata `json:"metadata,omitempty"`
 	// Policies are files or directories of MutatingAdmissionPolicies and
-	// bindings (other objects found there join the resources).
-	Policies []string `json:"policies"`
+	// bindings (other objects found there join the resources). A suite
+	// without them tests Options.Policies (`mutatis test --policies`).
+	Policies []string `json:"policies,omitempty"`
+	// Bindings "auto" gives every policy that no binding names one
+	// binding of its own (named as the policy, matching everything the
+	// policy matches, without params): a policy tested without writing a
+	// binding.
+	Bindings string `json:"bindings,omitempty"`
+	// SkipIdempotence names policies whose output the idempotence check
+	// (--idempotence, Defaults.Idempotence, Case.Idempotence) leaves
+	// alone: re-admitting the final object runs every other policy.
+	SkipIdempotence []string `json:"skipIdempotence,omitempty"`
 	// Resources are the other objects of the simulated cluster: Namespaces,
 	// params, CRDs, RBAC; file or directory paths, or inline objects.
 	Resources []Manifest `json:"resources,omitempty"`
@@ -100,6 +114,9 @@ type Defaults struct {
 	// User is the requesting user (default: admin in system:masters and
 	// system:authenticated).
 	User *User `json:"user,omitempty"`
+	// Idempotence turns the idempotence check on (true) or off (false)
+	// for every case of the suite, whatever --idempotence says.
+	Idempotence *bool `json:"idempotence,omitempty"`
 }
 
 // User is the requesting user of a case.
@@ -132,7 +149,10 @@ type Case struct {
 	OldObjectRef *ObjectRef `json:"oldObjectRef,omitempty"`
 	// Resources are added to the suite's resources for this case only.
 	Resources []Manifest `json:"resources,omitempty"`
-	Expect    Expect     `json:"expect,omitempty"`
+	// Idempotence turns the idempotence check on (true) or off (false)
+	// for this case, whatever the suite's defaults and --idempotence say.
+	Idempotence *bool  `json:"idempotence,omitempty"`
+	Expect      Expect `json:"expect,omitempty"`
 }
 
 // ObjectRef names an object of the suite's (or the case's) resources.
@@ -384,8 +404,16 @@ func (s *Suite) validate() field.ErrorList {
 	if s.Kind != Kind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), s.Kind, []string{Kind}))
 	}
-	if len(s.Policies) == 0 {
+	if s.Policies != nil && len(s.Policies) == 0 {
 		errs = append(errs, field.Required(field.NewPath("policies"), "at least one file or directory of policies"))
+	}
+	if s.Bindings != "" && s.Bindings != BindingsAuto {
+		errs = append(errs, field.NotSupported(field.NewPath("bindings"), s.Bindings, []string{BindingsAuto}))
+	}
+	for i, p := range s.SkipIdempotence {
+		if p == "" {
+			errs = append(errs, field.Required(field.NewPath("skipIdempotence").Index(i), "a policy name"))
+		}
 	}
 	for i, p := range s.Policies {
 		if p == "" {

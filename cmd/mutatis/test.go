@@ -21,6 +21,7 @@ import (
 )
 
 type testOptions struct {
+	policies    []string
 	output      string
 	run         string
 	watch       bool
@@ -67,13 +68,14 @@ field path, or bad flags).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTest(cmd, o, args) },
 	}
 	f := cmd.Flags()
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of policies and bindings for the suites that name none (a suite's own policies are relative to it; these, to the working directory)")
 	f.StringVarP(&o.output, "output", "o", "text", "text, junit or json")
 	f.StringVar(&o.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
 	f.BoolVar(&o.watch, "watch", false, "run again whenever a suite, policy or resource file changes")
 	f.DurationVar(&o.interval, "watch-interval", 500*time.Millisecond, "how often --watch looks at the files")
 	f.StringVar(&o.shuffle, "shuffle", "", "re-run every case with the policies in other orders and fail order-dependent cases; =SEED repeats an earlier run")
 	f.Lookup("shuffle").NoOptDefVal = "random"
-	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again")
+	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again (a suite's defaults.idempotence and a case's idempotence switch it per suite or case, skipIdempotence per policy)")
 	f.BoolVar(&o.strict, "strict", false, "fail the cases where failurePolicy Ignore dropped an error that expect.ignoredErrors does not name (otherwise a warning)")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate admitted objects as kube-apiserver's registry would (expect.invalid then fails)")
 	o.color = colorAuto
@@ -96,7 +98,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	default:
 		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
 	}
-	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel}
+	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel, Policies: o.policies}
 	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") {
 		if _, err := scheme.EnabledAdmissionPlugins(o.plugins); err != nil {
 			return badInput(err)
