@@ -33,6 +33,10 @@ type Options struct {
 	// admission (not the extra admissions of Shuffle and Idempotence). It
 	// is called from several goroutines at once.
 	Observe func(engine.Result)
+	// Done, when set, is handed every case's result as soon as the case
+	// has run (e.g. to stream events, WriteEvents). It is called from
+	// several goroutines at once.
+	Done func(*CaseResult)
 	// Shuffle re-runs every case with the policies in other orders (the
 	// reverse order, then Orders-1 random ones drawn from Seed) and fails
 	// the cases whose result depends on the order.
@@ -272,7 +276,12 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		}
 		cr := &CaseResult{Suite: l.Name, Name: lc.c.Name}
 		sr.Cases = append(sr.Cases, cr)
-		jobs = append(jobs, func() { r.runCase(ctx, run, lc, cr) })
+		jobs = append(jobs, func() {
+			r.runCase(ctx, run, lc, cr)
+			if r.opts.Done != nil {
+				r.opts.Done(cr)
+			}
+		})
 	}
 	return jobs
 }

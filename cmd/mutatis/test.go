@@ -69,7 +69,7 @@ field path, or bad flags).`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of policies and bindings for the suites that name none (a suite's own policies are relative to it; these, to the working directory)")
-	f.StringVarP(&o.output, "output", "o", "text", "text, junit or json")
+	f.StringVarP(&o.output, "output", "o", "text", "text, junit, json, or test2json (go test -json events, each case as it ends)")
 	f.StringVar(&o.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
 	f.BoolVar(&o.watch, "watch", false, "run again whenever a suite, policy or resource file changes")
 	f.DurationVar(&o.interval, "watch-interval", 500*time.Millisecond, "how often --watch looks at the files")
@@ -94,9 +94,9 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	ctx := cmd.Context()
 	stdout := cmd.OutOrStdout()
 	switch o.output {
-	case "text", "junit", "json":
+	case "text", "junit", "json", "test2json":
 	default:
-		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
+		return badInput(fmt.Errorf("--output must be text, junit, json or test2json, not %q", o.output))
 	}
 	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel, Policies: o.policies}
 	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") {
@@ -137,6 +137,11 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			opts.NewCompiler = func() (*compiler.Compiler, error) { return compiler.New(rec.CompilerOption()) }
 			opts.Observe = rec.RecordResult
 		}
+		var events *policytest.EventWriter
+		if o.output == "test2json" {
+			events = policytest.NewEventWriter(stdout)
+			opts.Done = events.Case
+		}
 		rep, err := policytest.RunFiles(ctx, paths, opts)
 		var none *policytest.NoSuitesError
 		if errors.As(err, &none) {
@@ -146,7 +151,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 		if err != nil && rep == nil {
 			return exitUsage, nil, err
 		}
-		if werr := writeReport(stdout, o.output, rep, policytest.TextOptions{Color: color, Verbose: o.verbose}); werr != nil {
+		if werr := writeReport(stdout, o.output, rep, events, policytest.TextOptions{Color: color, Verbose: o.verbose}); werr != nil {
 			return exitUsage, nil, werr
 		}
 		code := testExitCode(rep)
@@ -259,8 +264,10 @@ func watchedFiles(rep *policytest.Report) []string {
 	return files
 }
 
-func writeReport(w io.Writer, format string, rep *policytest.Report, o policytest.TextOptions) error {
+func writeReport(w io.Writer, format string, rep *policytest.Report, events *policytest.EventWriter, o policytest.TextOptions) error {
 	switch format {
+	case "test2json":
+		return events.Finish(rep)
 	case "junit":
 		return rep.WriteJUnit(w)
 	case "json":

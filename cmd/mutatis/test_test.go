@@ -68,6 +68,11 @@ func TestTestCommand(t *testing.T) {
 		{name: "an unknown suite field suggests the closest", args: []string{"test", "testdata/test/typo.mutatis-test.yaml"}, wantCode: exitUsage,
 			want:   []string{`typo.mutatis-test.yaml: cases[0].expect.objectContain: unknown field; did you mean "objectContains"?`},
 			reject: []string{"<nil>", "null"}},
+		{name: "-o test2json writes go test -json events", args: []string{"test", "-o", "test2json", td + "broken"}, wantCode: exitProblem,
+			want: []string{`"Action":"start","Package":"broken-sidecar"}`, `"Action":"run","Package":"broken-sidecar","Test":"the sidecar is injected"}`,
+				`"Action":"fail","Package":"broken-sidecar","Test":"the sidecar is injected","Elapsed":`, `"Action":"pass","Package":"broken-sidecar","Test":"an unlabelled pod is left alone","Elapsed":`,
+				`"Action":"output","Package":"broken-sidecar","Output":"FAIL\tbroken-sidecar\t`, `"Action":"fail","Package":"broken-sidecar","Elapsed":`},
+			reject: []string{"PASS:", "FAIL:"}},
 		{name: "the examples are order-independent and idempotent", args: []string{"test", "--shuffle=99", "--idempotence", "../../examples"}, wantCode: exitOK},
 	}
 	for _, tc := range cases {
