@@ -37,8 +37,9 @@ func (e *NoSuitesError) Error() string {
 
 // Discover returns the suite files under paths: files are taken as they
 // are, directories are searched recursively for files named
-// *.mutatis-test.yaml or *.mutatis-test.yml. The result is sorted and has
-// no duplicates.
+// *.mutatis-test.yaml or *.mutatis-test.yml and for the tests/
+// directories of kat's convention (IsKatTestsDir), which are suites too
+// (KatSuite). The result is sorted and has no duplicates.
 func Discover(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -60,6 +61,11 @@ func Discover(paths []string) ([]string, error) {
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if d.IsDir() && IsKatTestsDir(path) {
+				// kat's convention: the tests of the policies beside it.
+				add(path)
+				return filepath.SkipDir
 			}
 			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" && !strings.Contains(p, "testdata")) {
 				// Like go test: testdata holds fixtures, e.g. broken suites
@@ -106,8 +112,9 @@ type loadedCase struct {
 	expect            expectations
 }
 
-// LoadSuite reads a suite file and everything it refers to. Problems are
-// returned as an *InputError naming the file and the field path.
+// LoadSuite reads a suite file (or a kat tests/ directory, KatSuite) and
+// everything it refers to. Problems are returned as an *InputError naming
+// the file and the field path.
 func LoadSuite(ctx context.Context, file string) (*Loaded, error) {
 	return loadSuite(ctx, file, nil)
 }
@@ -115,6 +122,9 @@ func LoadSuite(ctx context.Context, file string) (*Loaded, error) {
 // loadSuite is LoadSuite with the policies of suites that name none
 // (Options.Policies, as given: not relative to the suite).
 func loadSuite(ctx context.Context, file string, policies []string) (*Loaded, error) {
+	if info, err := os.Stat(file); err == nil && info.IsDir() {
+		return loadKat(ctx, file, policies)
+	}
 	s, err := readSuiteFile(file)
 	if err != nil {
 		return nil, err

@@ -203,7 +203,7 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"testdata/auto-bindings/auto-bindings.mutatis-test.yaml", "testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence-switch/idempotence-switch.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/no-policies/no-policies.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/skip-idempotence/skip-idempotence.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
+	want := []string{"testdata/auto-bindings/auto-bindings.mutatis-test.yaml", "testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence-switch/idempotence-switch.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/kat/add-default-labels/tests", "testdata/kat/mutating-with-binding/tests", "testdata/kat/namespace-selector-binding-mutating/tests", "testdata/kat/sidecar-injection/tests", "testdata/no-policies/no-policies.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/skip-idempotence/skip-idempotence.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
 	if strings.Join(named, ",") != strings.Join(want, ",") {
 		t.Errorf("found %v, want %v", named, want)
 	}

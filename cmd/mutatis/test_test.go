@@ -73,6 +73,8 @@ func TestTestCommand(t *testing.T) {
 				`"Action":"fail","Package":"broken-sidecar","Test":"the sidecar is injected","Elapsed":`, `"Action":"pass","Package":"broken-sidecar","Test":"an unlabelled pod is left alone","Elapsed":`,
 				`"Action":"output","Package":"broken-sidecar","Output":"FAIL\tbroken-sidecar\t`, `"Action":"fail","Package":"broken-sidecar","Elapsed":`},
 			reject: []string{"cases failed in", "cases in 1 suites"}},
+		{name: "kat's tests directories are suites; kube-apiserver refuses kat's example policies", args: []string{"test", td + "kat/add-default-labels"}, wantCode: exitUsage,
+			want: []string{"BAD  " + td + "kat/add-default-labels/tests\n", `MutatingAdmissionPolicy "add-default-labels": spec.reinvocationPolicy: Required value`}},
 		{name: "the examples are order-independent and idempotent", args: []string{"test", "--shuffle=99", "--idempotence", "../../examples"}, wantCode: exitOK},
 	}
 	for _, tc := range cases {
