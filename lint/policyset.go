@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/mutatis-dev/mutatis/internal/spelling"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -126,7 +127,7 @@ func suggest(all []matching.Resource, groups, versions []string, plural string) 
 		case t.Resource == plural:
 			seen[label] = true
 			exact = append(exact, label)
-		case nameMatches(groups, t.Group) && editDistance(t.Resource, plural) <= 2:
+		case nameMatches(groups, t.Group) && spelling.Distance(t.Resource, plural) <= 2:
 			seen[label] = true
 			near = append(near, label)
 		}
@@ -140,27 +141,6 @@ func suggest(all []matching.Resource, groups, versions []string, plural string) 
 		l = l[:3]
 	}
 	return strings.Join(l, ", or ")
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // paramRef reports a binding's param reference that cannot resolve: its

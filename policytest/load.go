@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -37,8 +38,9 @@ func (e *NoSuitesError) Error() string {
 
 // Discover returns the suite files under paths: files are taken as they
 // are, directories are searched recursively for files named
-// *.mutatis-test.yaml or *.mutatis-test.yml. The result is sorted and has
-// no duplicates.
+// *.mutatis-test.yaml or *.mutatis-test.yml and for the tests/
+// directories of kat's convention (IsKatTestsDir), which are suites too
+// (KatSuite). The result is sorted and has no duplicates.
 func Discover(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -60,6 +62,11 @@ func Discover(paths []string) ([]string, error) {
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if d.IsDir() && IsKatTestsDir(path) {
+				// kat's convention: the tests of the policies beside it.
+				add(path)
+				return filepath.SkipDir
 			}
 			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" && !strings.Contains(p, "testdata")) {
 				// Like go test: testdata holds fixtures, e.g. broken suites
@@ -110,33 +117,54 @@ type loadedCase struct {
 	expect            expectations
 }
 
-// LoadSuite reads a suite file and everything it refers to. Problems are
-// returned as an *InputError naming the file and the field path.
+// LoadSuite reads a suite file (or a kat tests/ directory, KatSuite) and
+// everything it refers to. Problems are returned as an *InputError naming
+// the file and the field path.
 func LoadSuite(ctx context.Context, file string) (*Loaded, error) {
+	return loadSuite(ctx, file, nil)
+}
+
+// loadSuite is LoadSuite with the policies of suites that name none
+// (Options.Policies, as given: not relative to the suite).
+func loadSuite(ctx context.Context, file string, policies []string) (*Loaded, error) {
+	if info, err := os.Stat(file); err == nil && info.IsDir() {
+		return loadKat(ctx, file, policies)
+	}
 	s, err := readSuiteFile(file)
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, file, s)
+	return load(ctx, file, s, policies)
 }
 
-// load resolves s, whose relative paths are relative to file's directory.
-func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
+// load resolves s, whose relative paths are relative to file's directory;
+// a suite without policies tests defaultPolicies.
+func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) (*Loaded, error) {
 	dir := filepath.Dir(file)
 	l := &Loaded{File: file, Name: s.Metadata.Name, Suite: s, Files: []string{file}}
 	var errs field.ErrorList
-	for i, p := range s.Policies {
-		path := resolve(dir, p)
+	policyPaths := s.Policies
+	if len(policyPaths) == 0 {
+		if len(defaultPolicies) == 0 {
+			return nil, &InputError{File: file, Errs: field.ErrorList{field.Required(field.NewPath("policies"), "at least one file or directory of policies (or mutatis test --policies)")}}
+		}
+		policyPaths = defaultPolicies
+	}
+	for i, p := range policyPaths {
+		path := p
+		if len(s.Policies) > 0 {
+			path = resolve(dir, p)
+		}
 		set, err := manifest.Load(ctx, []string{path}, nil)
 		if err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("policies").Index(i), p, err.Error()))
+			errs = append(errs, field.Invalid(policiesPath(s, i), p, err.Error()))
 			continue
 		}
 		l.Files = append(l.Files, manifestFiles(path)...)
 		// kube-apiserver refuses to create a policy whose CEL does not
 		// compile: such a suite is bad input, not a policy to evaluate.
 		if err := validatePolicies(set.Policies); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("policies").Index(i), p, err.Error()))
+			errs = append(errs, field.Invalid(policiesPath(s, i), p, err.Error()))
 			continue
 		}
 		for _, mp := range set.Policies {
@@ -173,14 +201,17 @@ func load(ctx context.Context, file string, s *Suite) (*Loaded, error) {
 		return nil, &InputError{File: file, Errs: errs}
 	}
 	if len(l.Policies) == 0 && len(s.Webhooks) == 0 {
-		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("policies"), s.Policies, "no MutatingAdmissionPolicy found")}}
+		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("policies"), policyPaths, "no MutatingAdmissionPolicy found")}}
+	}
+	if s.Bindings == BindingsAuto {
+		l.Bindings = append(l.Bindings, autoBindings(l.Policies, l.Bindings)...)
 	}
 	var err error
 	if l.cluster, err = cluster.New(l.objects); err != nil {
-		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("resources"), nil, err.Error())}}
+		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())}}
 	}
 	if err := l.setAdmissionPlugins(l.cluster); err != nil {
-		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("admissionPlugins"), nil, err.Error())}}
+		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("admissionPlugins"), err.Error())}}
 	}
 	for i := range s.Cases {
 		p := field.NewPath("cases").Index(i)
@@ -260,7 +291,7 @@ func loadManifests(ctx context.Context, file string, p *field.Path, ms []Manifes
 		if m.Inline != nil {
 			data, merr := json.Marshal(m.Inline)
 			if merr != nil {
-				errs = append(errs, field.Invalid(p.Index(i), nil, merr.Error()))
+				errs = append(errs, fieldProblem(p.Index(i), merr.Error()))
 				continue
 			}
 			set, err = manifest.Parse(fmt.Sprintf("%s (%s)", file, p.Index(i)), data)
@@ -330,7 +361,7 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	if (len(caseObjs) > 0 || c.NoDefaults) && len(rerrs) == 0 {
 		cl, err := cluster.New(all)
 		if err != nil {
-			errs = append(errs, field.Invalid(p.Child("resources"), nil, err.Error()))
+			errs = append(errs, fieldProblem(p.Child("resources"), err.Error()))
 		} else {
 			cl.NoDefaults = c.NoDefaults
 			// The suite's plugins are valid: checked on its cluster.
@@ -419,7 +450,7 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 		// Resolve the request now, so that a case the cluster cannot serve
 		// is bad input rather than a failure.
 		if _, err := lc.resolve(); err != nil {
-			errs = append(errs, field.Invalid(p.Child("object"), nil, err.Error()))
+			errs = append(errs, fieldProblem(p.Child("object"), err.Error()))
 		}
 	}
 	return lc, files, errs
@@ -496,4 +527,39 @@ func validatePolicies(policies []manifest.Policy) error {
 		return err
 	}
 	return cluster.ValidatePolicies(comp, policies)
+}
+
+// policiesPath is the field path of the i-th policy path of s: its
+// policies, or --policies when it names none.
+func policiesPath(s *Suite, i int) *field.Path {
+	if len(s.Policies) == 0 {
+		return field.NewPath("--policies").Index(i)
+	}
+	return field.NewPath("policies").Index(i)
+}
+
+// autoBindings are the bindings of `bindings: auto`: one for every policy
+// that no binding names, named as the policy, with no matchResources (the
+// policy's matchConstraints alone decide) and no paramRef, defaulted as
+// kube-apiserver defaults a binding it creates. A name a binding already
+// has is left alone (that binding is the user's).
+func autoBindings(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	bound, taken := map[string]bool{}, map[string]bool{}
+	for _, b := range bindings {
+		bound[b.Spec.PolicyName], taken[b.Name] = true, true
+	}
+	var out []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, p := range policies {
+		if bound[p.Name] || taken[p.Name] {
+			continue
+		}
+		b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name},
+			Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: p.Name},
+		}
+		manifest.DefaultBinding(b)
+		out = append(out, b)
+	}
+	return out
 }

@@ -35,6 +35,10 @@ type Options struct {
 	// admission (not the extra admissions of Shuffle and Idempotence). It
 	// is called from several goroutines at once.
 	Observe func(engine.Result)
+	// Done, when set, is handed every case's result as soon as the case
+	// has run (e.g. to stream events, WriteEvents). It is called from
+	// several goroutines at once.
+	Done func(*CaseResult)
 	// Shuffle re-runs every case with the policies in other orders (the
 	// reverse order, then Orders-1 random ones drawn from Seed) and fails
 	// the cases whose result depends on the order.
@@ -50,6 +54,9 @@ type Options struct {
 	// Strict fails a case with an error that failurePolicy Ignore dropped
 	// and expect.ignoredErrors does not name (otherwise a warning).
 	Strict bool
+	// Policies are files or directories of policies and bindings that the
+	// suites naming no policies test (`mutatis test --policies`).
+	Policies []string
 	// AdmissionPlugins choose kube-apiserver's admission plugins that run
 	// before the policies in the suites that do not choose them
 	// (Suite.AdmissionPlugins); nil means kube-apiserver 1.37's default
@@ -193,7 +200,7 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 	for _, f := range files {
 		sr := &SuiteResult{File: f}
 		rep.Suites = append(rep.Suites, sr)
-		l, err := LoadSuite(ctx, f)
+		l, err := loadSuite(ctx, f, r.opts.Policies)
 		if err != nil {
 			sr.Err = err
 			sr.Name = f
@@ -316,7 +323,12 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		}
 		cr := &CaseResult{Suite: l.Name, Name: lc.c.Name}
 		sr.Cases = append(sr.Cases, cr)
-		jobs = append(jobs, func() { r.runCase(ctx, run, lc, cr) })
+		jobs = append(jobs, func() {
+			r.runCase(ctx, run, lc, cr)
+			if r.opts.Done != nil {
+				r.opts.Done(cr)
+			}
+		})
 	}
 	return jobs
 }
@@ -415,7 +427,7 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 	cr.Failures = lc.expect.check(o)
 	ignored, warnings := lc.expect.checkIgnored(o.result, r.opts.Strict)
 	cr.Failures, cr.Warnings = append(cr.Failures, ignored...), warnings
-	if r.opts.Idempotence {
+	if idempotence(r.opts.Idempotence, run.l.Suite, lc.c) {
 		cr.Failures = append(cr.Failures, checkIdempotence(ctx, run, lc, o)...)
 	}
 	if r.opts.Shuffle {

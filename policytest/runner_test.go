@@ -67,6 +67,32 @@ func TestRunnerAcceptance(t *testing.T) {
 				"    --- final\n    +++ re-admitted\n",
 				"    +    - name: TRACE\n    +      value: \"on\"\n",
 			}},
+		{name: "--idempotence names a policy whose reinvocationPolicy is Never with the requests that run it again", path: "testdata/idempotence",
+			opts:   Options{Idempotence: true},
+			failed: 1,
+			want: []string{
+				`with reinvocationPolicy Never kube-apiserver does not reinvoke it within the request, but every later request that carries this object (the same CREATE again, an apply of the stored object) changes it again`,
+			}},
+		{name: "a suite turns the idempotence check on, a case off", path: "testdata/idempotence-switch",
+			passed: 1, failed: 1,
+			want: []string{
+				"--- FAIL: idempotence-switch/checked by the suite's default",
+				`idempotence: policy "append-trace-env" binding "append-trace-env" changes the final object again`,
+				"FAIL idempotence-switch\ttestdata/idempotence-switch/idempotence-switch.mutatis-test.yaml\t1 of 2 cases failed\n",
+			}},
+		{name: "a case's idempotence: false wins over --idempotence", path: "testdata/idempotence-switch",
+			opts:   Options{Idempotence: true, Run: regexp.MustCompile("switched off")},
+			passed: 1},
+		{name: "skipIdempotence leaves a policy out of the check", path: "testdata/skip-idempotence",
+			opts:   Options{Idempotence: true},
+			passed: 1},
+		{name: "bindings: auto binds every policy no binding names", path: "testdata/auto-bindings", passed: 1},
+		{name: "a suite without policies tests those of --policies", path: "testdata/no-policies",
+			opts:   Options{Policies: []string{"testdata/idempotence/policies.yaml"}},
+			passed: 1},
+		{name: "a suite without policies is bad input without --policies", path: "testdata/no-policies",
+			bad:  1,
+			want: []string{"testdata/no-policies/no-policies.mutatis-test.yaml: policies: Required value: at least one file or directory of policies (or mutatis test --policies)"}},
 		{name: "--run selects cases by suite/case", path: "../examples",
 			opts:   Options{Run: regexp.MustCompile(`^sidecar-injection/a pod `)},
 			passed: 3,
@@ -129,13 +155,13 @@ func TestSuiteLoadErrorsNameFileAndField(t *testing.T) {
 		{"an objectRef to nothing", head + "cases:\n- name: a\n  objectRef: {kind: ConfigMap, name: missing}\n",
 			[]string{"cases[0].objectRef: Invalid value: \"ConfigMap missing\": no ConfigMap missing in the resources"}},
 		{"a kind no API serves", head + "cases:\n- name: a\n  object: {apiVersion: example.com/v1, kind: Gadget, metadata: {name: a}}\n",
-			[]string{"cases[0].object: Invalid value: null: kind example.com/v1, Kind=Gadget is not served"}},
+			[]string{"cases[0].object: kind example.com/v1, Kind=Gadget is not served"}},
 		{"a policy the API server would refuse to create", "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: [" + invalid + "]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: Pod, metadata: {name: a}}\n",
 			[]string{"s.mutatis-test.yaml: policies[0]: Invalid value:", `spec.variables[0].expression`, "undeclared reference to 'Object.spec.initContainers'"}},
 		{"a policy among the resources", head + "resources: [" + policies + "]\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
 			[]string{"resources[0]: Invalid value:", "list them under policies"}},
 		{"an admission plugin kube-apiserver does not know", head + "admissionPlugins: {disable: [ServiceAcount]}\ncases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
-			[]string{"s.mutatis-test.yaml: admissionPlugins: Invalid value: null: disable-admission-plugins plugin \"ServiceAcount\" is unknown"}},
+			[]string{"s.mutatis-test.yaml: admissionPlugins: disable-admission-plugins plugin \"ServiceAcount\" is unknown"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +203,7 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
+	want := []string{"testdata/auto-bindings/auto-bindings.mutatis-test.yaml", "testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence-switch/idempotence-switch.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/kat/add-default-labels/tests", "testdata/kat/mutating-with-binding/tests", "testdata/kat/namespace-selector-binding-mutating/tests", "testdata/kat/sidecar-injection/tests", "testdata/no-policies/no-policies.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/skip-idempotence/skip-idempotence.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
 	if strings.Join(named, ",") != strings.Join(want, ",") {
 		t.Errorf("found %v, want %v", named, want)
 	}

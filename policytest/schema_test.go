@@ -55,6 +55,9 @@ func TestSchemaValidatesEverySuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
+		if !IsSuiteFile(f) {
+			continue // a kat tests/ directory: no suite file
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +82,9 @@ func TestSchemaRejectsWhatParseSuiteRejects(t *testing.T) {
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {maxRuntimeCost: {\"p[x]\": 1}}\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {denied: {messageRegex: \"(\"}}\n",
 		"apiVersion: mutatis.dev/v1\nkind: PolicyTest\npolicies: [p.yaml]\ncases:\n- name: a\n  object: p.yaml\n",
+		head + "bindings: manual\ncases:\n- name: a\n  object: p.yaml\n",
+		"apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: []\ncases:\n- name: a\n  object: p.yaml\n",
+		head + "cases:\n- name: a\n  object: p.yaml\n  idempotence: no thanks\n",
 	} {
 		if _, err := ParseSuite("s.mutatis-test.yaml", []byte(bad)); err == nil {
 			t.Errorf("ParseSuite accepts:\n%s", bad)
@@ -90,7 +96,9 @@ func TestSchemaRejectsWhatParseSuiteRejects(t *testing.T) {
 	// And a suite using every field validates.
 	good := head + `metadata: {name: all}
 resources: [r.yaml, {apiVersion: v1, kind: Namespace, metadata: {name: a}}]
-defaults: {operation: CREATE, namespace: a, user: {name: u, uid: "1", groups: [g], extra: {k: [v]}}}
+bindings: auto
+skipIdempotence: [p]
+defaults: {operation: CREATE, namespace: a, user: {name: u, uid: "1", groups: [g], extra: {k: [v]}}, idempotence: true}
 cases:
 - name: every field
   operation: UPDATE
@@ -101,6 +109,7 @@ cases:
   objectRef: {apiVersion: v1, kind: Pod, name: p, namespace: a}
   oldObject: {apiVersion: v1, kind: Pod, metadata: {name: p}}
   resources: [more.yaml]
+  idempotence: false
   expect:
     object: final.yaml
     objectContains: {spec: {}}

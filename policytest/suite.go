@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -21,6 +22,10 @@ import (
 // expect.notApplied ("webhook:CONFIGURATION/WEBHOOK"): no policy name has
 // a colon.
 const webhookPrefix = "webhook:"
+
+// BindingsAuto is the value of Suite.Bindings that binds every policy
+// no binding names.
+const BindingsAuto = "auto"
 
 // APIVersion and Kind identify a suite file.
 const (
@@ -57,8 +62,18 @@ type Suite struct {
 	Kind       string   `json:"kind"`
 	Metadata   Metadata `json:"metadata,omitempty"`
 	// Policies are files or directories of MutatingAdmissionPolicies and
-	// bindings (other objects found there join the resources).
-	Policies []string `json:"policies"`
+	// bindings (other objects found there join the resources). A suite
+	// without them tests Options.Policies (`mutatis test --policies`).
+	Policies []string `json:"policies,omitempty"`
+	// Bindings "auto" gives every policy that no binding names one
+	// binding of its own (named as the policy, matching everything the
+	// policy matches, without params): a policy tested without writing a
+	// binding.
+	Bindings string `json:"bindings,omitempty"`
+	// SkipIdempotence names policies whose output the idempotence check
+	// (--idempotence, Defaults.Idempotence, Case.Idempotence) leaves
+	// alone: re-admitting the final object runs every other policy.
+	SkipIdempotence []string `json:"skipIdempotence,omitempty"`
 	// Resources are the other objects of the simulated cluster: Namespaces,
 	// params, CRDs, RBAC; file or directory paths, or inline objects.
 	Resources []Manifest `json:"resources,omitempty"`
@@ -114,6 +129,9 @@ type Defaults struct {
 	// User is the requesting user (default: admin in system:masters and
 	// system:authenticated).
 	User *User `json:"user,omitempty"`
+	// Idempotence turns the idempotence check on (true) or off (false)
+	// for every case of the suite, whatever --idempotence says.
+	Idempotence *bool `json:"idempotence,omitempty"`
 }
 
 // User is the requesting user of a case.
@@ -146,7 +164,10 @@ type Case struct {
 	OldObjectRef *ObjectRef `json:"oldObjectRef,omitempty"`
 	// Resources are added to the suite's resources for this case only.
 	Resources []Manifest `json:"resources,omitempty"`
-	Expect    Expect     `json:"expect,omitempty"`
+	// Idempotence turns the idempotence check on (true) or off (false)
+	// for this case, whatever the suite's defaults and --idempotence say.
+	Idempotence *bool  `json:"idempotence,omitempty"`
+	Expect      Expect `json:"expect,omitempty"`
 }
 
 // ObjectRef names an object of the suite's (or the case's) resources.
@@ -219,6 +240,11 @@ type Denial struct {
 	MessageRegex string `json:"messageRegex,omitempty"`
 	// Code is the HTTP code of the Status (e.g. 403), if set.
 	Code int32 `json:"code,omitempty"`
+
+	// unknown are the fields of the YAML object that Denial lacks (one a
+	// line; a string keeps Denial comparable), reported with their path
+	// by the suite's validation.
+	unknown string
 }
 
 // UnmarshalJSON accepts true, a string (the message substring) or an
@@ -240,12 +266,16 @@ func (d *Denial) UnmarshalJSON(b []byte) error {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &p); err != nil {
 		return err
 	}
-	if strict, err := sigsjson.UnmarshalStrict(b, &p); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(b, &p)
+	if err != nil {
 		return err
-	} else if len(strict) > 0 {
-		return strict[0]
 	}
 	*d = Denial(p)
+	for _, e := range strict {
+		if m := unknownFieldError.FindStringSubmatch(e.Error()); m != nil {
+			d.unknown += m[1] + "\n"
+		}
+	}
 	return nil
 }
 
@@ -296,7 +326,7 @@ func (e *InputError) Error() string {
 	}
 	lines := make([]string, len(e.Errs))
 	for i, fe := range e.Errs {
-		lines[i] = e.File + ": " + fe.Error()
+		lines[i] = e.File + ": " + fieldErrorText(fe)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -324,7 +354,7 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 	}
 	var errs field.ErrorList
 	for _, e := range strict {
-		errs = append(errs, field.Invalid(nil, nil, e.Error()))
+		errs = append(errs, unknownField(e))
 	}
 	errs = append(errs, s.validate()...)
 	if len(errs) > 0 {
@@ -391,8 +421,16 @@ func (s *Suite) validate() field.ErrorList {
 	if s.Kind != Kind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), s.Kind, []string{Kind}))
 	}
-	if len(s.Policies) == 0 && len(s.Webhooks) == 0 {
+	if s.Policies != nil && len(s.Policies) == 0 && len(s.Webhooks) == 0 {
 		errs = append(errs, field.Required(field.NewPath("policies"), "at least one file or directory of policies"))
+	}
+	if s.Bindings != "" && s.Bindings != BindingsAuto {
+		errs = append(errs, field.NotSupported(field.NewPath("bindings"), s.Bindings, []string{BindingsAuto}))
+	}
+	for i, p := range s.SkipIdempotence {
+		if p == "" {
+			errs = append(errs, field.Required(field.NewPath("skipIdempotence").Index(i), "a policy name"))
+		}
 	}
 	for i, p := range s.Policies {
 		if p == "" {
@@ -490,6 +528,11 @@ func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 			if f.set {
 				errs = append(errs, field.Forbidden(e.Child(f.name), "a denied request has no final object"))
 			}
+		}
+		for _, name := range strings.Fields(c.Expect.Denied.unknown) {
+			fe := unknownFieldAt(name, reflect.TypeFor[Denial]())
+			fe.Field = e.Child("denied").String() + "." + fe.Field
+			errs = append(errs, fe)
 		}
 		if re := c.Expect.Denied.MessageRegex; re != "" {
 			if _, err := regexp.Compile(re); err != nil {

@@ -16,7 +16,15 @@ func TestParseSuiteReportsFileAndFieldPath(t *testing.T) {
 		{"a wrong kind", "apiVersion: mutatis.dev/v1alpha1\nkind: Test\npolicies: [p.yaml]\ncases:\n- name: a\n" + pod,
 			[]string{`s.mutatis-test.yaml: kind: Unsupported value: "Test"`}},
 		{"an unknown field names its path", head + "cases:\n- name: a\n" + pod + "  expect:\n    unchangd: true\n",
-			[]string{`s.mutatis-test.yaml: `, `unknown field "cases[0].expect.unchangd"`}},
+			[]string{`s.mutatis-test.yaml: cases[0].expect.unchangd: unknown field; did you mean "unchanged"?`}},
+		{"an unknown top-level field suggests the closest", head + "casess: []\ncases:\n- name: a\n" + pod,
+			[]string{`s.mutatis-test.yaml: casess: unknown field; did you mean "cases"?`}},
+		{"a field in the wrong case", head + "cases:\n- name: a\n  Operation: CREATE\n" + pod,
+			[]string{`s.mutatis-test.yaml: cases[0].Operation: unknown field; did you mean "operation"?`}},
+		{"nothing close, no suggestion", head + "cases:\n- name: a\n" + pod + "  expect:\n    zzzzzz: 1\n",
+			[]string{"s.mutatis-test.yaml: cases[0].expect.zzzzzz: unknown field\n"}},
+		{"an unknown field of a denial", head + "cases:\n- name: a\n" + pod + "  expect:\n    denied: {mesage: x}\n",
+			[]string{`s.mutatis-test.yaml: cases[0].expect.denied.mesage: unknown field; did you mean "message"?`}},
 		{"a field of the wrong type", head + "cases:\n- name: a\n" + pod + "  expect:\n    unchanged: yes please\n",
 			[]string{`s.mutatis-test.yaml: cases.expect.unchanged: cannot be a string`}},
 		{"no cases", head, []string{`s.mutatis-test.yaml: cases: Required value`}},
@@ -43,8 +51,11 @@ func TestParseSuiteReportsFileAndFieldPath(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
+			if text := err.Error(); strings.Contains(text, "<nil>") || strings.Contains(text, "null") {
+				t.Errorf("error has <nil> or null noise:\n%s", text)
+			}
 			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
+				if !strings.Contains(err.Error()+"\n", w) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
 			}

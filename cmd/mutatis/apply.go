@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,6 +24,7 @@ import (
 	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // addAdmissionPluginFlags adds kube-apiserver's flags that choose its
@@ -34,7 +36,8 @@ func addAdmissionPluginFlags(f *pflag.FlagSet, p *scheme.AdmissionPluginFlags) {
 }
 
 type applyOptions struct {
-	object, oldObject      string
+	objects                []string
+	oldObject              string
 	policies, resources    []string
 	operation, subresource string
 	userName, uid          string
@@ -83,12 +86,22 @@ shows every webhook call beside the policies and plugins (docs/chain.md).
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
 1 denied, refused by decoding (400), by an admission plugin (403), by a
 webhook or its failure policy, or by validation (422) (stderr: the
-message exactly as kube-apiserver's Status.message); 2 bad input.`,
+message exactly as kube-apiserver's Status.message); 2 bad input.
+
+Several objects (several -f, a directory, a multi-document file, a List
+or a stream on stdin: helm template ... | mutatis apply -f - --policies p/)
+are admitted one by one, each through its own request. stdout has the
+admitted objects in input order: YAML documents, a List with -o json, one
+JSON line per object with -o patch ({"source", "kind", "namespace",
+"name", "patch"}), one diff per object with -o diff; a refused object is
+left out. stderr has a line per object (admitted, denied with kube-
+apiserver's message, or the error) and a total. The exit status is the
+worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.object, "filename", "f", "", "the object under admission (file, or - for stdin)")
+	f.StringSliceVarP(&o.objects, "filename", "f", nil, "the objects under admission: files, directories, or - for stdin; repeat -f for more (each object is admitted on its own)")
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs")
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
@@ -123,7 +136,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	default:
 		return badInput(fmt.Errorf("--output must be yaml, json, patch or diff, not %q", o.output))
 	}
-	object, oldObject, err := readObjects(ctx, o.object, o.oldObject, cmd.InOrStdin())
+	objects, oldObject, err := readApplyObjects(ctx, o.objects, o.oldObject, cmd.InOrStdin())
 	if err != nil {
 		return badInput(err)
 	}
@@ -176,6 +189,50 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
 		}
 	}
+	// The chain is built once, on the first object that needs it, and
+	// serves every object: policies, then the webhooks' dispatcher (one
+	// HTTP client per configuration, connections kept).
+	var dispatcher *webhookclient.Dispatcher
+	defer func() {
+		if dispatcher != nil {
+			dispatcher.Close(nil)
+		}
+	}()
+	chain := &applyChain{webhooks: webhooks, build: sync.OnceValues(func() (cluster.Chain, error) {
+		policies, bindings := policySet.APIObjects()
+		ev, err := sim.Evaluator(comp, policies, bindings)
+		if err != nil {
+			return cluster.Chain{}, err
+		}
+		ch, err := chainOf(sim, cluster.Chain{Policies: ev}, webhooks, urls)
+		if err != nil {
+			return ch, badInput(err)
+		}
+		dispatcher = ch.Webhooks
+		return ch, nil
+	})}
+	if len(objects) > 1 || len(o.objects) > 1 {
+		return applyMany(ctx, cmd, o, sim, chain, op, objects)
+	}
+	before, after, err := admitObject(ctx, stderr, o, sim, chain, op, o.objects[0], objects[0].Object, oldObject)
+	if err != nil {
+		return err
+	}
+	return printResult(cmd.OutOrStdout(), o.output, o.color, before, after)
+}
+
+// admitObject runs one request, object (named name in errors) with
+// oldObject, through the simulated cluster: the decoding, the admission
+// plugins, the policies and the validation. It prints warnings (and with
+// --explain the trace) on stderr and returns the object before and after
+// admission, or an exitError when kube-apiserver would refuse it.
+// applyChain is the admission chain of an apply run, built on first use.
+type applyChain struct {
+	webhooks []webhookclient.Configuration
+	build    func() (cluster.Chain, error)
+}
+
+func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, op admission.Operation, name string, object, oldObject *unstructured.Unstructured) (before, after map[string]any, err error) {
 	decoded, err := sim.DecodeSteps(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
@@ -184,7 +241,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if o.explain && decoded != nil && !o.noDefaults {
 		run, rerr := sim.Scheme.RunAdmissionPlugins()
 		if rerr != nil {
-			return rerr
+			return nil, nil, rerr
 		}
 		explain.Plugins(stderr, run, decoded.Plugins)
 	}
@@ -192,23 +249,22 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if errors.As(err, &status) {
 		// kube-apiserver refuses to decode the request body (400), or an
 		// admission plugin refuses the request (403).
-		return &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
+		return nil, nil, &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
 	}
 	if err != nil {
-		return badInput(fmt.Errorf("%s: %w", o.object, err))
+		return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
 	}
 	attrs := decoded.Attributes
 	printWarnings(stderr, decoded.Warnings)
 	gvk := attrs.Kind
 
-	policies, bindings := policySet.APIObjects()
-	ev, err := sim.Evaluator(comp, policies, bindings)
+	chain, err := ac.build()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	before, err := sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
+	before, err = sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
 	if err != nil {
-		return badInput(fmt.Errorf("%s: %w", o.object, err))
+		return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
 	}
 	if o.explain {
 		// The trace's times are those of a warm process: the first
@@ -217,40 +273,33 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		// before. Admit once to pay them; the admission is deterministic,
 		// so the second one is the same admission, timed. (Webhooks are
 		// not called twice.)
-		if _, err := sim.AdmitChain(ctx, cluster.Chain{Policies: ev}, decoded); err != nil {
-			return err
+		if _, err := sim.AdmitChain(ctx, cluster.Chain{Policies: chain.Policies}, decoded); err != nil {
+			return nil, nil, err
 		}
-	}
-	chain, err := chainOf(sim, cluster.Chain{Policies: ev}, webhooks, urls)
-	if err != nil {
-		return badInput(err)
-	}
-	if chain.Webhooks != nil {
-		defer chain.Webhooks.Close(nil)
 	}
 	adm, err := sim.AdmitChain(ctx, chain, decoded)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if o.explain {
 		explain.Chain(stderr, adm.Result, adm.WebhookCalls, adm.Reinvoked, adm.ReinvokedPlugins)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
 	}
 	printWarnings(stderr, adm.WebhookWarnings)
-	for _, note := range webhookFailures(webhooks, adm.WebhookCalls) {
+	for _, note := range webhookFailures(ac.webhooks, adm.WebhookCalls) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
 	// of them, a policy author needs to know.
 	printWarnings(stderr, explain.IgnoredWarnings(adm.Result))
 	if adm.Result.Denied != nil {
-		return &exitError{code: exitProblem, err: errors.New(adm.Result.Denied.ErrStatus.Message)}
+		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Result.Denied.ErrStatus.Message)}
 	}
 	printWarnings(stderr, adm.Warnings)
 	if adm.Invalid != nil {
-		return &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
+		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
-	return printResult(cmd.OutOrStdout(), o.output, o.color, before, adm.Object)
+	return before, adm.Object, nil
 }
 
 // lintWarnings prints what the schema-aware checks of mutatis lint find in
@@ -290,6 +339,39 @@ func readObjects(ctx context.Context, path, oldPath string, stdin io.Reader) (ob
 	return object, oldObject, err
 }
 
+// readApplyObjects reads the requests' objects from paths and, when oldPath is
+// not empty, the old object (of one object only). One path must give one
+// object, as it always did; several paths or a path of several objects
+// give them all, in input order. Policies and bindings belong in
+// --policies.
+func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin io.Reader) (objects []manifest.Object, oldObject *unstructured.Unstructured, err error) {
+	set, err := manifest.Load(ctx, paths, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	other := len(set.Policies) + len(set.Bindings)
+	switch {
+	case len(paths) == 1 && len(set.Objects) <= 1 && (len(set.Objects) == 0 || other != 0):
+		return nil, nil, fmt.Errorf("%s: want exactly one object, found %d", paths[0], len(set.Objects)+other)
+	case len(set.Objects) == 0:
+		return nil, nil, fmt.Errorf("%s: want at least one object, found none", strings.Join(paths, ", "))
+	case len(set.Policies) > 0:
+		p := set.Policies[0]
+		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicy %q is not an object to admit (policies go in --policies)", p.Source, p.Policy.Name)
+	case len(set.Bindings) > 0:
+		b := set.Bindings[0]
+		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
+	}
+	if oldPath == "" {
+		return set.Objects, nil, nil
+	}
+	if len(set.Objects) != 1 {
+		return nil, nil, fmt.Errorf("--old-object is the old object of one object, and -f gave %d", len(set.Objects))
+	}
+	oldObject, err = readObject(ctx, oldPath, stdin)
+	return set.Objects, oldObject, err
+}
+
 func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructured.Unstructured, error) {
 	set, err := manifest.Load(ctx, []string{path}, stdin)
 	if err != nil {
@@ -311,16 +393,9 @@ func printResult(w io.Writer, format string, color colorMode, before, after map[
 		_, err = fmt.Fprintln(w, string(b))
 		return err
 	case "patch":
-		a, _ := json.Marshal(before)
-		b, _ := json.Marshal(after)
-		ops, err := jsonpatch.CreatePatch(a, b)
+		ops, err := objectPatch(before, after)
 		if err != nil {
 			return err
-		}
-		// Never reorder: operations on the same list depend on each other's
-		// indexes (two removals must go from the highest index down).
-		if ops == nil {
-			ops = []jsonpatch.Operation{}
 		}
 		out, err := json.Marshal(ops)
 		if err != nil {
@@ -345,4 +420,20 @@ func printResult(w io.Writer, format string, color colorMode, before, after map[
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// objectPatch is the JSON patch that turns before into after.
+func objectPatch(before, after map[string]any) ([]jsonpatch.Operation, error) {
+	a, _ := json.Marshal(before)
+	b, _ := json.Marshal(after)
+	ops, err := jsonpatch.CreatePatch(a, b)
+	if err != nil {
+		return nil, err
+	}
+	// Never reorder: operations on the same list depend on each other's
+	// indexes (two removals must go from the highest index down).
+	if ops == nil {
+		ops = []jsonpatch.Operation{}
+	}
+	return ops, nil
 }

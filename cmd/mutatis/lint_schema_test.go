@@ -3,13 +3,12 @@ package main
 import (
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/lint/golden")
+var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/*/golden")
 
 // The schema-aware findings in each output form, against golden files
 // (go test -run TestLintSchemaGolden -update rewrites them).
@@ -31,19 +30,7 @@ func TestLintSchemaGolden(t *testing.T) {
 			if code != c.wantCode {
 				t.Fatalf("exit %d, want %d\n%s%s", code, c.wantCode, out, errOut)
 			}
-			golden := filepath.Join("testdata", "lint", "golden", c.name+".golden")
-			if *updateGolden {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, out)
-			}
+			checkGolden(t, filepath.Join("testdata", "lint", "golden", c.name+".golden"), out)
 		})
 	}
 }

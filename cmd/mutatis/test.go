@@ -21,6 +21,7 @@ import (
 )
 
 type testOptions struct {
+	policies    []string
 	output      string
 	run         string
 	watch       bool
@@ -74,13 +75,14 @@ field path, or bad flags).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTest(cmd, o, args) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "text", "text, junit or json")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of policies and bindings for the suites that name none (a suite's own policies are relative to it; these, to the working directory)")
+	f.StringVarP(&o.output, "output", "o", "text", "text, junit, json, or test2json (go test -json events, each case as it ends)")
 	f.StringVar(&o.run, "run", "", `run only the cases whose "suite/case" name matches this regular expression`)
 	f.BoolVar(&o.watch, "watch", false, "run again whenever a suite, policy or resource file changes")
 	f.DurationVar(&o.interval, "watch-interval", 500*time.Millisecond, "how often --watch looks at the files")
 	f.StringVar(&o.shuffle, "shuffle", "", "re-run every case with the policies in other orders and fail order-dependent cases; =SEED repeats an earlier run")
 	f.Lookup("shuffle").NoOptDefVal = "random"
-	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again")
+	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again (a suite's defaults.idempotence and a case's idempotence switch it per suite or case, skipIdempotence per policy)")
 	f.BoolVar(&o.strict, "strict", false, "fail the cases where failurePolicy Ignore dropped an error that expect.ignoredErrors does not name (otherwise a warning)")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate admitted objects as kube-apiserver's registry would (expect.invalid then fails)")
 	o.color = colorAuto
@@ -93,6 +95,7 @@ field path, or bad flags).`,
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
 	addAdmissionPluginFlags(f, &o.plugins)
 	addWebhookFlags(f, &o.webhooks)
+	cmd.AddCommand(newTestInitCommand())
 	return cmd
 }
 
@@ -100,11 +103,11 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	ctx := cmd.Context()
 	stdout := cmd.OutOrStdout()
 	switch o.output {
-	case "text", "junit", "json":
+	case "text", "junit", "json", "test2json":
 	default:
-		return badInput(fmt.Errorf("--output must be text, junit or json, not %q", o.output))
+		return badInput(fmt.Errorf("--output must be text, junit, json or test2json, not %q", o.output))
 	}
-	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel}
+	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel, Policies: o.policies}
 	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") {
 		if _, err := scheme.EnabledAdmissionPlugins(o.plugins); err != nil {
 			return badInput(err)
@@ -150,6 +153,11 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			opts.NewCompiler = func() (*compiler.Compiler, error) { return compiler.New(rec.CompilerOption()) }
 			opts.Observe = rec.RecordResult
 		}
+		var events *policytest.EventWriter
+		if o.output == "test2json" {
+			events = policytest.NewEventWriter(stdout)
+			opts.Done = events.Case
+		}
 		rep, err := policytest.RunFiles(ctx, paths, opts)
 		var none *policytest.NoSuitesError
 		if errors.As(err, &none) {
@@ -159,7 +167,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 		if err != nil && rep == nil {
 			return exitUsage, nil, err
 		}
-		if werr := writeReport(stdout, o.output, rep, policytest.TextOptions{Color: color, Verbose: o.verbose}); werr != nil {
+		if werr := writeReport(stdout, o.output, rep, events, policytest.TextOptions{Color: color, Verbose: o.verbose}); werr != nil {
 			return exitUsage, nil, werr
 		}
 		code := testExitCode(rep)
@@ -272,8 +280,10 @@ func watchedFiles(rep *policytest.Report) []string {
 	return files
 }
 
-func writeReport(w io.Writer, format string, rep *policytest.Report, o policytest.TextOptions) error {
+func writeReport(w io.Writer, format string, rep *policytest.Report, events *policytest.EventWriter, o policytest.TextOptions) error {
 	switch format {
+	case "test2json":
+		return events.Finish(rep)
 	case "junit":
 		return rep.WriteJUnit(w)
 	case "json":

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTestInit: the suites init scaffolds for the examples' policies run,
+// and pass where the policy needs nothing but its object (a policy that
+// takes params fails until they are given, as its comment says); stdout
+// against a golden file (-update rewrites it); bad input exits 2.
+func TestTestInit(t *testing.T) {
+	dir := t.TempDir()
+	for _, ex := range []string{"image-registry-rewrite", "namespace-labels", "security-context-defaults", "sidecar-injection", "default-resources"} {
+		suite := filepath.Join(dir, ex+".mutatis-test.yaml")
+		code, _, stderr := runCLI(t, "", "test", "init", "../../examples/"+ex+"/policy.yaml", "--write", suite)
+		checkCLI(t, code, "", stderr, exitOK, []string{"wrote " + suite}, nil)
+		code, out, stderr := runCLI(t, "", "test", suite)
+		if ex == "default-resources" {
+			checkCLI(t, code, out, stderr, exitProblem, []string{"did not apply", "no params found (parameterNotFoundAction Allow)"}, nil)
+			continue
+		}
+		checkCLI(t, code, out, stderr, exitOK, []string{"ok   " + ex + "\t", "1 cases"}, nil)
+	}
+
+	code, out, stderr := runCLI(t, "", "test", "init", "--name", "sidecar", "../../examples/sidecar-injection/policy.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkGolden(t, filepath.Join("testdata", "test", "init-sidecar.golden"), out)
+
+	existing := filepath.Join(dir, "image-registry-rewrite.mutatis-test.yaml")
+	before, _ := os.ReadFile(existing)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no policies", []string{"test", "init"}, "give the policies"},
+		{"a file without policies", []string{"test", "init", "testdata/apply/pod.yaml"}, "no MutatingAdmissionPolicy in testdata/apply/pod.yaml"},
+		{"an invalid policy", []string{"test", "init", "testdata/apply/invalid-variable.yaml"}, `MutatingAdmissionPolicy "badvar": spec.variables[0].expression`},
+		{"an existing file", []string{"test", "init", "../../examples/image-registry-rewrite/policy.yaml", "--write", existing}, "file exists"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, "", c.args...)
+			checkCLI(t, code, out, stderr, exitUsage, []string{c.want}, nil)
+		})
+	}
+	if after, _ := os.ReadFile(existing); string(after) != string(before) {
+		t.Error("init overwrote an existing file")
+	}
+}

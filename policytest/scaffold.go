@@ -1,0 +1,333 @@
+package policytest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// Scaffold writes the text of a new suite for the policies of paths
+// (files or directories, as `mutatis test init` takes them): one case per
+// binding (and, with `bindings: auto`, per policy that no binding names),
+// each with a sample object derived from the rules — a resource the
+// policy and the binding match, in a namespace and with labels their
+// selectors select — and the expectation that the binding applied. The
+// policies are named relative to dir, where the suite will be written.
+func Scaffold(ctx context.Context, paths []string, dir, name string) ([]byte, error) {
+	set, err := manifest.Load(ctx, paths, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(set.Policies) == 0 {
+		return nil, fmt.Errorf("no MutatingAdmissionPolicy in %s", strings.Join(paths, ", "))
+	}
+	// A suite of policies kube-apiserver would not create tests nothing.
+	if err := validatePolicies(set.Policies); err != nil {
+		return nil, err
+	}
+	policies, bindings := set.APIObjects()
+	byName := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
+	for _, p := range policies {
+		byName[p.Name] = p
+	}
+	auto := autoBindings(policies, bindings)
+	all := append(slices.Clone(bindings), auto...)
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Spec.PolicyName != all[j].Spec.PolicyName {
+			return all[i].Spec.PolicyName < all[j].Spec.PolicyName
+		}
+		return all[i].Name < all[j].Name
+	})
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# A suite scaffolded by `mutatis test init` (docs/testing.md): one case per\n")
+	fmt.Fprintf(&b, "# binding, with a sample object the policy and the binding match. Say what\n")
+	fmt.Fprintf(&b, "# each case must do (expect.objectContains, expect.patch, expect.denied …).\n")
+	fmt.Fprintf(&b, "apiVersion: %s\nkind: %s\n", APIVersion, Kind)
+	if name != "" {
+		fmt.Fprintf(&b, "metadata:\n  name: %s\n", quote(name))
+	}
+	b.WriteString("policies:\n")
+	for _, p := range paths {
+		fmt.Fprintf(&b, "- %s\n", quote(relativeTo(dir, p)))
+	}
+	if len(auto) > 0 {
+		b.WriteString("bindings: auto   # a binding of its own for every policy that no binding names\n")
+	}
+	b.WriteString("cases:\n")
+	table := matching.DefaultTable()
+	for _, bd := range all {
+		p := byName[bd.Spec.PolicyName]
+		if p == nil {
+			fmt.Fprintf(&b, "# binding %q names policy %q, which is not among the policies: it does nothing.\n", bd.Name, bd.Spec.PolicyName)
+			continue
+		}
+		writeCase(&b, table, p, bd, slices.Contains(auto, bd))
+	}
+	return []byte(b.String()), nil
+}
+
+// writeCase writes the case of one binding of p.
+func writeCase(b *strings.Builder, table *matching.Table, p *admissionregistrationv1.MutatingAdmissionPolicy, bd *admissionregistrationv1.MutatingAdmissionPolicyBinding, auto bool) {
+	caseName := fmt.Sprintf("%s applies through %s", p.Name, bd.Name)
+	if auto {
+		caseName = fmt.Sprintf("%s applies", p.Name)
+	}
+	fmt.Fprintf(b, "- name: %s\n", quote(caseName))
+	res, op, ok := sampleResource(table, p, bd)
+	if !ok {
+		fmt.Fprintf(b, "  # No built-in resource matches the rules of %q (a custom resource?):\n", p.Name)
+		fmt.Fprintf(b, "  # write the object under admission, and give its CRD in resources.\n")
+		fmt.Fprintf(b, "  object: %s\n", quote(p.Name+"-object.yaml"))
+		fmt.Fprintf(b, "  expect:\n    applied: [%s]\n", quote(p.Name+"/"+bd.Name))
+		return
+	}
+	nsLabels := selectedLabels(p.Spec.MatchConstraints.NamespaceSelector, bindingSelector(bd, true))
+	objLabels := selectedLabels(p.Spec.MatchConstraints.ObjectSelector, bindingSelector(bd, false))
+	namespace := ""
+	if res.Namespaced {
+		namespace = "default"
+		if len(nsLabels) > 0 {
+			namespace = "selected"
+			ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": namespace, "labels": nsLabels}}
+			b.WriteString("  resources:   # a namespace the namespaceSelector selects\n")
+			writeObject(b, "  - ", "    ", ns)
+		}
+	}
+	if op != "CREATE" {
+		fmt.Fprintf(b, "  operation: %s\n", op)
+	}
+	if bd.Spec.ParamRef != nil {
+		fmt.Fprintf(b, "  # The binding takes params (%s): give them in resources.\n", paramKindText(p))
+	}
+	obj := sampleObject(res, "example", namespace, objLabels)
+	b.WriteString("  object:\n")
+	writeObject(b, "    ", "    ", obj)
+	if op == "UPDATE" {
+		b.WriteString("  oldObject:   # the stored object: change it to what the update starts from\n")
+		writeObject(b, "    ", "    ", obj)
+	}
+	fmt.Fprintf(b, "  expect:\n    applied: [%s]\n", quote(p.Name+"/"+bd.Name))
+	b.WriteString("    # objectContains: {…}   the fields the policy sets\n")
+}
+
+// paramKindText names a policy's paramKind.
+func paramKindText(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
+	if pk := p.Spec.ParamKind; pk != nil {
+		return pk.APIVersion + " " + pk.Kind
+	}
+	return "the policy has no paramKind"
+}
+
+// bindingSelector is a binding's namespace or object selector, if any.
+func bindingSelector(bd *admissionregistrationv1.MutatingAdmissionPolicyBinding, namespace bool) *metav1.LabelSelector {
+	mr := bd.Spec.MatchResources
+	if mr == nil {
+		return nil
+	}
+	if namespace {
+		return mr.NamespaceSelector
+	}
+	return mr.ObjectSelector
+}
+
+// selectedLabels are labels that every selector selects: matchLabels as
+// they are, In its first value, Exists any value; NotIn and DoesNotExist
+// are met by leaving the key out (or, for NotIn on a key a selector
+// requires, are not met: the case then shows it).
+func selectedLabels(selectors ...*metav1.LabelSelector) map[string]any {
+	out := map[string]any{}
+	for _, s := range selectors {
+		if s == nil {
+			continue
+		}
+		for k, v := range s.MatchLabels {
+			out[k] = v
+		}
+		for _, r := range s.MatchExpressions {
+			switch r.Operator {
+			case metav1.LabelSelectorOpIn:
+				if len(r.Values) > 0 {
+					out[r.Key] = r.Values[0]
+				}
+			case metav1.LabelSelectorOpExists:
+				if _, ok := out[r.Key]; !ok {
+					out[r.Key] = "true"
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// preferred are the resources a sample is drawn from first, among those a
+// rule matches: common kinds whose sample objects are valid.
+var preferred = []string{"pods", "deployments", "configmaps", "services", "statefulsets", "daemonsets", "jobs", "cronjobs", "replicasets", "secrets", "serviceaccounts", "namespaces"}
+
+// sampleResource is a built-in resource that p's rules (and bd's, if it
+// has some) match, with an operation they match, CREATE first.
+func sampleResource(table *matching.Table, p *admissionregistrationv1.MutatingAdmissionPolicy, bd *admissionregistrationv1.MutatingAdmissionPolicyBinding) (matching.Resource, string, bool) {
+	resources := table.Resources()
+	rank := func(r matching.Resource) int {
+		if i := slices.Index(preferred, r.Resource); i >= 0 && r.Version == "v1" {
+			return i
+		}
+		return len(preferred)
+	}
+	sort.SliceStable(resources, func(i, j int) bool { return rank(resources[i]) < rank(resources[j]) })
+	mc := p.Spec.MatchConstraints
+	for _, rule := range mc.ResourceRules {
+		op := ""
+		for _, want := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update} {
+			if slices.Contains(rule.Operations, want) || slices.Contains(rule.Operations, admissionregistrationv1.OperationAll) {
+				op = string(want)
+				break
+			}
+		}
+		if op == "" {
+			continue
+		}
+		for _, r := range resources {
+			if ruleMatches(rule.Rule, r) && !excluded(mc.ExcludeResourceRules, r) && bindingAllows(bd, r) {
+				return r, op, true
+			}
+		}
+	}
+	return matching.Resource{}, "", false
+}
+
+func ruleMatches(rule admissionregistrationv1.Rule, r matching.Resource) bool {
+	in := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	if rule.Scope != nil {
+		switch *rule.Scope {
+		case admissionregistrationv1.NamespacedScope:
+			if !r.Namespaced {
+				return false
+			}
+		case admissionregistrationv1.ClusterScope:
+			if r.Namespaced {
+				return false
+			}
+		}
+	}
+	return in(rule.APIGroups, r.Group) && in(rule.APIVersions, r.Version) && in(rule.Resources, r.Resource)
+}
+
+func excluded(rules []admissionregistrationv1.NamedRuleWithOperations, r matching.Resource) bool {
+	return slices.ContainsFunc(rules, func(x admissionregistrationv1.NamedRuleWithOperations) bool {
+		return len(x.ResourceNames) == 0 && ruleMatches(x.Rule, r)
+	})
+}
+
+// bindingAllows tells whether a binding's own resource rules, if it has
+// some, match r.
+func bindingAllows(bd *admissionregistrationv1.MutatingAdmissionPolicyBinding, r matching.Resource) bool {
+	mr := bd.Spec.MatchResources
+	if mr == nil || len(mr.ResourceRules) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(mr.ResourceRules, func(x admissionregistrationv1.NamedRuleWithOperations) bool {
+		return ruleMatches(x.Rule, r)
+	}) && !excluded(mr.ExcludeResourceRules, r)
+}
+
+// sampleObject is a small object of r's kind that kube-apiserver accepts:
+// the fields its validation requires for the common workload kinds.
+func sampleObject(r matching.Resource, name, namespace string, labels map[string]any) map[string]any {
+	apiVersion := r.Version
+	if r.Group != "" {
+		apiVersion = r.Group + "/" + r.Version
+	}
+	meta := map[string]any{"name": name}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	obj := map[string]any{"apiVersion": apiVersion, "kind": r.Kind, "metadata": meta}
+	container := []any{map[string]any{"name": "app", "image": "nginx:1.27"}}
+	podTemplate := func(restart string) map[string]any {
+		spec := map[string]any{"containers": container}
+		if restart != "" {
+			spec["restartPolicy"] = restart
+		}
+		return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": name}}, "spec": spec}
+	}
+	selector := map[string]any{"matchLabels": map[string]any{"app": name}}
+	switch r.Kind {
+	case "Pod":
+		obj["spec"] = map[string]any{"containers": container}
+	case "Deployment", "ReplicaSet", "DaemonSet":
+		obj["spec"] = map[string]any{"selector": selector, "template": podTemplate("")}
+	case "StatefulSet":
+		obj["spec"] = map[string]any{"selector": selector, "serviceName": name, "template": podTemplate("")}
+	case "Job":
+		obj["spec"] = map[string]any{"template": podTemplate("Never")}
+	case "CronJob":
+		obj["spec"] = map[string]any{"schedule": "0 * * * *", "jobTemplate": map[string]any{"spec": map[string]any{"template": podTemplate("Never")}}}
+	case "Service":
+		obj["spec"] = map[string]any{"selector": map[string]any{"app": name}, "ports": []any{map[string]any{"port": 80}}}
+	case "ConfigMap":
+		obj["data"] = map[string]any{"key": "value"}
+	}
+	return obj
+}
+
+// writeObject writes obj as YAML, its first line after first, the others
+// after indent.
+func writeObject(b *strings.Builder, first, indent string, obj map[string]any) {
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		// Cannot happen: maps of strings, lists and maps.
+		panic(err)
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if i == 0 {
+			b.WriteString(first + line + "\n")
+		} else {
+			b.WriteString(indent + line + "\n")
+		}
+	}
+}
+
+// quote writes s as a YAML scalar, quoted when plain would not read back
+// as the same string.
+func quote(s string) string {
+	data, err := yaml.Marshal(s)
+	if err != nil {
+		return fmt.Sprintf("%q", s)
+	}
+	return strings.TrimSuffix(string(data), "\n")
+}
+
+// relativeTo is path p (relative to the working directory) relative to
+// dir, where the suite lives.
+func relativeTo(dir, p string) string {
+	if filepath.IsAbs(p) || dir == "" || dir == "." {
+		return p
+	}
+	abs, err1 := filepath.Abs(p)
+	absDir, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return p
+	}
+	rel, err := filepath.Rel(absDir, abs)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(rel)
+}
