@@ -31,9 +31,9 @@ type CRDIndex struct {
 // that cannot be registered are returned as problems.
 func IndexCRDs(objects []manifest.Object) (*CRDIndex, manifest.ErrorList) {
 	ix := &CRDIndex{
-		schemas: applyconfig.NewSchemas(),
-		kinds:   map[schema.GroupVersionResource]schema.GroupVersionKind{},
-		objects: map[schema.GroupVersionKind]*unstructured.Unstructured{},
+		schemas:  applyconfig.NewSchemas(),
+		kinds:    map[schema.GroupVersionResource]schema.GroupVersionKind{},
+		objects:  map[schema.GroupVersionKind]*unstructured.Unstructured{},
 		table:    matching.DefaultTable(),
 		builtins: map[schema.GroupVersionKind]*apiservercel.DeclType{},
 	}

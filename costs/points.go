@@ -1,10 +1,10 @@
 package costs
 
 import (
-
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/ast"
 	apiservercel "k8s.io/apiserver/pkg/cel"
+	"maps"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 )
@@ -127,9 +127,8 @@ func (s *pointSizer) EstimateSize(element checker.AstNode) *checker.SizeEstimate
 		}
 	case PointProfile:
 		n, _ := s.profile.lookup(path, kind)
-		if s.declared != nil && s.declared(path, kind) && requestBound >= 0 && requestBound < n {
-			n = requestBound
-		}
+		// Never above the request bound (which is the declared limit
+		// where a schema has one).
 		if requestBound >= 0 && requestBound < n {
 			n = requestBound
 		}
@@ -232,22 +231,15 @@ func bindScopes(x ast.Expr, env map[string]scopeEntry, out map[int64]ast.Expr, i
 		c := x.AsComprehension()
 		bindScopes(c.IterRange(), env, out, items)
 		bindScopes(c.AccuInit(), env, out, items)
-		inner := make(map[string]scopeEntry, len(env)+3)
-		for k, v := range env {
-			inner[k] = v
-		}
-		inner[c.AccuVar()] = accuEntry(c)
+		res := maps.Clone(env)
+		res[c.AccuVar()] = accuEntry(c)
+		inner := maps.Clone(res)
 		inner[c.IterVar()] = scopeEntry{expr: c.IterRange(), item: true}
 		if c.HasIterVar2() {
 			inner[c.IterVar2()] = scopeEntry{expr: c.IterRange(), item: true}
 		}
 		bindScopes(c.LoopCondition(), inner, out, items)
 		bindScopes(c.LoopStep(), inner, out, items)
-		res := make(map[string]scopeEntry, len(env)+1)
-		for k, v := range env {
-			res[k] = v
-		}
-		res[c.AccuVar()] = accuEntry(c)
 		bindScopes(c.Result(), res, out, items)
 	}
 }
@@ -332,4 +324,3 @@ func (r *resolver) pathOf(e *compiler.Expression, x ast.Expr, depth int) []strin
 	}
 	return nil
 }
-

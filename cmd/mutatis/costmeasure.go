@@ -21,6 +21,9 @@ func measureCosts(cmd *cobra.Command, o costOptions, report *costs.Report) error
 	if err != nil {
 		return err
 	}
+	if len(ms) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "cost: --measure: no policy binding matched any object; nothing measured")
+	}
 	type key struct{ policy, path string }
 	worst := map[key]map[int]int64{}
 	errs := map[key][]string{}
