@@ -380,7 +380,7 @@ func (pa *policyAnalysis) profileDrivers(i int, e *compiler.Expression, tc *targ
 			continue
 		}
 		bound := in.Profile
-		d := Driver{Path: in.Path, Kind: in.Kind, Bound: &bound, Share: math.Round(share*1000) / 1000, Uses: uses[in.Path]}
+		d := Driver{Path: in.Path, Kind: in.Kind, Bound: &bound, Share: math.Round(share*1000) / 1000, Uses: iterating(uses[in.Path])}
 		usedBy := ""
 		if len(d.Uses) > 0 {
 			usedBy = " (used by " + strings.Join(d.Uses, ", ") + ")"

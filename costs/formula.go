@@ -377,10 +377,7 @@ func superLinear(p poly, uses map[string][]string) []SuperLinear {
 			if !seen[in] {
 				seen[in] = true
 				sl.Inputs = append(sl.Inputs, in)
-				for _, u := range uses[in] {
-					if !strings.HasSuffix(u, "()") && u != "in" && u != "==" && u != "!=" {
-						continue // operators that do not iterate (+, ?:, index)
-					}
+				for _, u := range iterating(uses[in]) {
 					if !contains(sl.Uses, u) {
 						sl.Uses = append(sl.Uses, u)
 					}
@@ -404,6 +401,19 @@ func growsFaster(ins []string) bool {
 		}
 	}
 	return false
+}
+
+// iterating keeps the uses that iterate or search an input (comprehensions,
+// calls, in, ==, !=), not the operators that only pass it on (+, ?:,
+// index).
+func iterating(uses []string) []string {
+	var out []string
+	for _, u := range uses {
+		if strings.HasSuffix(u, "()") || u == "in" || u == "==" || u == "!=" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func growthName(d int) string {

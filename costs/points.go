@@ -122,7 +122,9 @@ func (s *pointSizer) EstimateSize(element checker.AstNode) *checker.SizeEstimate
 			return &checker.SizeEstimate{Min: 0, Max: uint64(requestBound)}
 		}
 	case PointSchema:
-		if requestBound >= 0 && s.declared != nil && s.declared(path, kind) {
+		// A value with no length (a number, an object) has the size its
+		// type gives; lists, maps and strings only a declared limit.
+		if requestBound >= 0 && (declKind(decl) == "" || s.declared != nil && s.declared(path, kind)) {
 			return &checker.SizeEstimate{Min: 0, Max: uint64(requestBound)}
 		}
 	case PointProfile:
