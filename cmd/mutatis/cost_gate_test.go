@@ -79,22 +79,7 @@ func TestCostGolden(t *testing.T) {
 			if code != c.wantCode {
 				t.Fatalf("exit %d, want %d\n%s%s", code, c.wantCode, out, errOut)
 			}
-			golden := filepath.Join("testdata", "cost", "golden", c.name+".golden")
-			if *updateGolden {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, out)
-			}
+			checkGolden(t, filepath.Join("testdata", "cost", "golden", c.name+".golden"), out)
 		})
 	}
 }

@@ -9,7 +9,27 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/lint/golden")
+var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/*/golden")
+
+// checkGolden compares out with the golden file (-update rewrites it).
+func checkGolden(t *testing.T, golden, out string) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, out)
+	}
+}
 
 // The schema-aware findings in each output form, against golden files
 // (go test -run TestLintSchemaGolden -update rewrites them).
@@ -31,19 +51,7 @@ func TestLintSchemaGolden(t *testing.T) {
 			if code != c.wantCode {
 				t.Fatalf("exit %d, want %d\n%s%s", code, c.wantCode, out, errOut)
 			}
-			golden := filepath.Join("testdata", "lint", "golden", c.name+".golden")
-			if *updateGolden {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, out)
-			}
+			checkGolden(t, filepath.Join("testdata", "lint", "golden", c.name+".golden"), out)
 		})
 	}
 }
