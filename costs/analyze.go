@@ -243,14 +243,23 @@ func (pa *policyAnalysis) fit(i int, e *compiler.Expression) *targetCost {
 	for j, c := range cands {
 		vars[j] = c.key
 	}
-	sort.Strings(vars)
-	p, fitApprox, ok := fitFormula(vars, func(sizes map[string]uint64) (uint64, bool) {
+	estimate := func(sizes map[string]uint64) (uint64, bool) {
 		s := pa.sizer(i, PointProfile)
 		s.override = sizes
 		est, ok := s.estimate(e)
 		return est.Max, ok
-	})
-	tc.poly, tc.approx, tc.fitOK = p, approx || fitApprox, ok
+	}
+	// Too many grid points: hold the least influential input at its
+	// profile size, and try again.
+	for ; len(vars) > 0; vars, approx = vars[:len(vars)-1], true {
+		p, fitApprox, ok := fitFormula(vars, estimate)
+		if ok {
+			tc.poly, tc.approx, tc.fitOK = p, approx || fitApprox, true
+			return tc
+		}
+	}
+	p, _, ok := fitFormula(nil, estimate)
+	tc.poly, tc.approx, tc.fitOK = p, true, ok
 	return tc
 }
 

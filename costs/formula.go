@@ -176,7 +176,7 @@ func fitFormula(vars []string, f func(sizes map[string]uint64) (uint64, bool)) (
 		total *= dims[i]
 	}
 	if total > maxFormulaPoints {
-		return nil, false, false
+		return nil, false, false // the caller varies fewer inputs
 	}
 	grid := make([]float64, total)
 	idx := make([]int, len(vars))
