@@ -11,6 +11,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 // CRDIndex holds the CustomResourceDefinitions found among loaded objects:
@@ -20,15 +21,21 @@ type CRDIndex struct {
 	schemas *applyconfig.Schemas
 	kinds   map[schema.GroupVersionResource]schema.GroupVersionKind
 	objects map[schema.GroupVersionKind]*unstructured.Unstructured
+	// table resolves built-in resources to their kinds; builtins caches
+	// their declaration types (nil: no schema).
+	table    *matching.Table
+	builtins map[schema.GroupVersionKind]*apiservercel.DeclType
 }
 
 // IndexCRDs registers every CustomResourceDefinition among objects; CRDs
 // that cannot be registered are returned as problems.
 func IndexCRDs(objects []manifest.Object) (*CRDIndex, manifest.ErrorList) {
 	ix := &CRDIndex{
-		schemas: applyconfig.NewSchemas(),
-		kinds:   map[schema.GroupVersionResource]schema.GroupVersionKind{},
-		objects: map[schema.GroupVersionKind]*unstructured.Unstructured{},
+		schemas:  applyconfig.NewSchemas(),
+		kinds:    map[schema.GroupVersionResource]schema.GroupVersionKind{},
+		objects:  map[schema.GroupVersionKind]*unstructured.Unstructured{},
+		table:    matching.DefaultTable(),
+		builtins: map[schema.GroupVersionKind]*apiservercel.DeclType{},
 	}
 	var problems manifest.ErrorList
 	for _, o := range objects {
@@ -66,19 +73,27 @@ func (ix *CRDIndex) resources() []schema.GroupVersionResource {
 }
 
 // policyTargets lists the kinds p's matchConstraints can select: each
-// loaded CRD kind its resource rules name (wildcards included), and one
-// schema-less target for everything else (built-in kinds, CRDs not loaded).
+// loaded CRD kind its resource rules name (wildcards included), each
+// built-in kind a rule without wildcards names (with its schema from
+// client-go's applyconfigurations), and one schema-less target for
+// everything else (wildcards over built-in resources, CRDs not loaded).
 func policyTargets(p *admissionregistrationv1.MutatingAdmissionPolicy, crds *CRDIndex) []*costTarget {
 	var out []*costTarget
 	seen := map[schema.GroupVersionKind]bool{}
 	var others []string
 	otherSeen := map[string]bool{}
+	other := func(label string) {
+		if !otherSeen[label] {
+			otherSeen[label] = true
+			others = append(others, label)
+		}
+	}
 	if mc := p.Spec.MatchConstraints; mc != nil {
 		for _, r := range mc.ResourceRules {
 			for _, g := range r.APIGroups {
 				for _, v := range r.APIVersions {
 					for _, res := range r.Resources {
-						plural := strings.Split(res, "/")[0]
+						plural, sub, _ := strings.Cut(res, "/")
 						matched := false
 						for _, gvr := range crds.resources() {
 							if (g == "*" || g == gvr.Group) && (v == "*" || v == gvr.Version) && (plural == "*" || plural == gvr.Resource) {
@@ -95,16 +110,32 @@ func policyTargets(p *admissionregistrationv1.MutatingAdmissionPolicy, crds *CRD
 								out = append(out, t)
 							}
 						}
-						if !matched || g == "*" || v == "*" || plural == "*" {
-							label := res
-							if g != "" {
-								label += "." + g
-							}
-							if !otherSeen[label] {
-								otherSeen[label] = true
-								others = append(others, label)
-							}
+						label := res
+						if g != "" {
+							label += "." + g
 						}
+						if g == "*" || v == "*" || strings.Contains(res, "*") {
+							other(label)
+							continue
+						}
+						if matched {
+							continue
+						}
+						gvk := crds.table.KindFor(schema.GroupVersionResource{Group: g, Version: v, Resource: plural}, sub)
+						if gvk.Empty() {
+							other(label)
+							continue
+						}
+						if seen[gvk] {
+							continue
+						}
+						seen[gvk] = true
+						decl := crds.builtinDecl(gvk)
+						if decl == nil {
+							other(label)
+							continue
+						}
+						out = append(out, &costTarget{label: gvk.Kind + " " + gvk.GroupVersion().String(), decl: decl, gvk: gvk, builtin: true})
 					}
 				}
 			}
@@ -118,6 +149,29 @@ func policyTargets(p *admissionregistrationv1.MutatingAdmissionPolicy, crds *CRD
 		out = append(out, &costTarget{label: label + " (no schema)"})
 	}
 	return out
+}
+
+// builtinDecl returns the declaration type of a built-in kind (cached),
+// nil when it has none.
+func (ix *CRDIndex) builtinDecl(gvk schema.GroupVersionKind) *apiservercel.DeclType {
+	if d, ok := ix.builtins[gvk]; ok {
+		return d
+	}
+	d := builtinDeclType(ix.schemas, gvk)
+	ix.builtins[gvk] = d
+	return d
+}
+
+// paramsDecl returns the declaration type of a paramKind: a loaded CRD's,
+// or a built-in kind's (e.g. a ConfigMap), and the CRD serving it.
+func (ix *CRDIndex) paramsDecl(gvk schema.GroupVersionKind) (*apiservercel.DeclType, *unstructured.Unstructured) {
+	if crd, ok := ix.objects[gvk]; ok {
+		if dt, err := ix.schemas.DeclType(gvk); err == nil {
+			return dt, crd
+		}
+		return nil, nil
+	}
+	return ix.builtinDecl(gvk), nil
 }
 
 // TargetDeclType returns the schema type of the kind p targets when it

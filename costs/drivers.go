@@ -50,8 +50,8 @@ func driverReason(d SizeDriver, t *costTarget, paramsCRD *unstructured.Unstructu
 		uses = " (used by " + strings.Join(d.Uses, ", ") + ")"
 	}
 	if len(d.Path) == 0 {
-		return fmt.Sprintf("%s%s is a computed value whose size the cost model does not know", d.Source, uses),
-			"iterate the field itself (e.g. guard with has()) so that its schema can bound it"
+		return fmt.Sprintf("%s%s is a computed value whose size kube-apiserver's cost model does not know", d.Source, uses),
+			"keep the expression as it is (x.?f.orValue(d) is the safe idiom): the profile point (--gate profile, the default for built-in kinds) sizes it as the field it reads"
 	}
 	root, rest := d.Path[0], d.Path[1:]
 	field := renderPath(d.Path)
@@ -70,6 +70,14 @@ func driverReason(d SizeDriver, t *costTarget, paramsCRD *unstructured.Unstructu
 			fmt.Sprintf("avoid iterating %s, or check its runtime cost on real requests (mutatis apply --explain)", field)
 	}
 	schemaPath := renderPath(append([]string{""}, rest...))[1:]
+	if crd == nil && t.builtin && root != compiler.ParamsVar {
+		bound := "nothing bounds it"
+		if !d.Unbounded() {
+			bound = fmt.Sprintf("kube-apiserver's estimator counts up to %d from the 3 MiB request limit", d.Bound)
+		}
+		return fmt.Sprintf("%s%s has no %s in the schema of the built-in kind %s: %s", field, uses, kw, t.label, bound),
+			fmt.Sprintf("gate on the realistic profile (--gate auto or profile; size %s with --assume or --profile), or iterate a bounded input", schemaPath)
+	}
 	if crd == nil {
 		return fmt.Sprintf("%s%s has no size limit: %s has no schema with maxItems, maxProperties or maxLength (built-in kinds carry none offline)", field, uses, what),
 			"iterate a bounded input instead (e.g. a param whose CRD sets maxItems), or measure the runtime cost on real objects (mutatis apply --explain); the per-call limit still stops it at run time"

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	apiservercel "k8s.io/apiserver/pkg/cel"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -36,8 +35,14 @@ type Report struct {
 	} `json:"limits"`
 	// FailOverPercent is the percent of a limit above which a worst case
 	// is not ok (100: the limit itself).
-	FailOverPercent float64  `json:"failOverPercent"`
-	Policies        []Policy `json:"policies"`
+	FailOverPercent float64 `json:"failOverPercent"`
+	// Gate is the --gate option: "auto" (the profile for built-in kinds,
+	// the request-size bound for CRDs), "schema", "request" or "profile".
+	Gate string `json:"gate"`
+	// Profile is the realistic size profile (defaults, profile files and
+	// --assume).
+	Profile  []ProfileEntry `json:"profile"`
+	Policies []Policy       `json:"policies"`
 	// Failed counts the expressions and budgets that are not ok.
 	Failed int `json:"failed"`
 }
@@ -78,6 +83,29 @@ type Expression struct {
 	Status string `json:"status"`
 	// Drivers explain a worst case that is not ok.
 	Drivers []Driver `json:"drivers,omitempty"`
+	// Gate is the point Max, Percent and Status are taken at (for the
+	// worst target).
+	Gate Point `json:"gate"`
+	// Points is the worst case at each evaluation point (worst target).
+	Points map[Point]PointCost `json:"points"`
+	// Formula is the cost as a function of the sizes of its inputs, for
+	// the worst target; nil when an input no point can bound drives it.
+	Formula *Formula `json:"formula"`
+	// SuperLinear flags the terms of Formula that grow faster than the
+	// data they read.
+	SuperLinear []SuperLinear `json:"superLinear,omitempty"`
+	// Measured is the runtime cost measured on objects (--measure).
+	Measured *Measured `json:"measured,omitempty"`
+}
+
+// PointCost is the worst case of an expression or budget at one
+// evaluation point.
+type PointCost struct {
+	Target    string   `json:"target"`
+	Max       *uint64  `json:"max"` // null when unbounded
+	Unbounded bool     `json:"unbounded"`
+	Percent   *float64 `json:"percentOfLimit"`
+	Status    string   `json:"status"`
 }
 
 // Driver is an input that drives an expression's worst case (a SizeDriver),
@@ -110,19 +138,59 @@ type Budget struct {
 	Percent   *float64 `json:"percentOfLimit"`
 	// Status is StatusOK, StatusOverLimit or StatusOverFailOver.
 	Status string `json:"status"`
+	// Gate, Points and Formula are as for an Expression (the formula is
+	// the sum of the formulas of the expressions summed).
+	Gate    Point               `json:"gate"`
+	Points  map[Point]PointCost `json:"points"`
+	Formula *Formula            `json:"formula"`
 }
 
-// Analyze compiles every policy and estimates its costs for every kind it
-// targets (a CRD kind of crds its resource rules name, with the sizes its
-// schema allows, and one schema-less target for everything else),
-// comparing each worst case with its limit and failOver percent of it.
-// Expressions that do not compile are an error, listing every such policy.
+// Options tune Analyze.
+type Options struct {
+	// FailOver is the percent of a limit above which a worst case is not
+	// ok (0 means 100).
+	FailOver float64
+	// Gate is "auto" (or ""), "schema", "request" or "profile".
+	Gate string
+	// Profile is the realistic size profile; nil means DefaultProfile().
+	Profile *Profile
+}
+
+// Gates are the values of Options.Gate.
+var Gates = []string{"auto", string(PointSchema), string(PointRequest), string(PointProfile)}
+
+// Analyze is AnalyzeWith at the default options and failOver.
 func Analyze(policies []manifest.Policy, crds *CRDIndex, failOver float64) (*Report, error) {
+	return AnalyzeWith(policies, crds, Options{FailOver: failOver})
+}
+
+// AnalyzeWith compiles every policy and estimates its costs for every kind it
+// targets (a CRD kind of crds its resource rules name, a built-in kind,
+// and one schema-less target for everything else) at the three evaluation
+// Points, comparing the worst case at the gate point with its limit and
+// FailOver percent of it. Expressions that do not compile are an error,
+// listing every such policy.
+func AnalyzeWith(policies []manifest.Policy, crds *CRDIndex, opts Options) (*Report, error) {
+	failOver := opts.FailOver
+	if failOver == 0 {
+		failOver = 100
+	}
+	if opts.Gate == "" {
+		opts.Gate = "auto"
+	}
+	if !contains(Gates, opts.Gate) {
+		return nil, fmt.Errorf("unknown gate %q (%s)", opts.Gate, strings.Join(Gates, ", "))
+	}
+	if opts.Profile == nil {
+		opts.Profile = DefaultProfile()
+	}
+	a := &analyzer{crds: crds, opts: opts, failOver: failOver,
+		namespaceDecl: plugincel.BuildNamespaceType(), requestDecl: plugincel.BuildRequestType()}
 	comp, err := compiler.New()
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{FailOverPercent: failOver}
+	report := &Report{FailOverPercent: failOver, Gate: opts.Gate, Profile: opts.Profile.Entries()}
 	report.Limits.PerCall = compiler.PerCallLimit
 	report.Limits.Mutation = compiler.MutationBudget
 	report.Limits.MatchConditions = compiler.MatchConditionsBudget
@@ -136,7 +204,7 @@ func Analyze(policies []manifest.Policy, crds *CRDIndex, failOver float64) (*Rep
 			compileErrs = append(compileErrs, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Errs: errs})
 			continue
 		}
-		report.Policies = append(report.Policies, costOfPolicy(p, cp, crds, failOver))
+		report.Policies = append(report.Policies, a.policy(p, cp))
 	}
 	if len(compileErrs) > 0 {
 		return nil, compileErrs
@@ -154,108 +222,6 @@ func Analyze(policies []manifest.Policy, crds *CRDIndex, failOver float64) (*Rep
 		}
 	}
 	return report, nil
-}
-
-// costTarget is one kind a policy can be invoked for, with the schema that
-// sizes its object (nil: nothing bounds it).
-type costTarget struct {
-	label string
-	decl  *apiservercel.DeclType
-	crd   *unstructured.Unstructured // the CRD serving it, if any
-	gvk   schema.GroupVersionKind
-}
-
-// costOfPolicy estimates every expression of p for every kind it targets
-// and keeps the worst case of each, then sums the budgets.
-func costOfPolicy(p manifest.Policy, cp *compiler.Policy, crds *CRDIndex, failOver float64) Policy {
-	targets := policyTargets(p.Policy, crds)
-	var params *apiservercel.DeclType
-	var paramsCRD *unstructured.Unstructured
-	pc := Policy{Name: p.Policy.Name, Source: p.Source.String()}
-	if pk := p.Policy.Spec.ParamKind; pk != nil {
-		pc.Params = pk.Kind + " " + pk.APIVersion
-		if gv, err := schema.ParseGroupVersion(pk.APIVersion); err == nil {
-			gvk := gv.WithKind(pk.Kind)
-			if crd, ok := crds.objects[gvk]; ok {
-				if dt, err := crds.schemas.DeclType(gvk); err == nil {
-					params, paramsCRD = dt, crd
-				}
-			}
-		}
-	}
-	for _, t := range targets {
-		pc.Targets = append(pc.Targets, t.label)
-	}
-
-	// Per target: every expression's estimate; the worst target per
-	// expression and per budget is reported.
-	perTarget := make([]map[*compiler.Expression]compiler.CostEstimate, len(targets))
-	for i, t := range targets {
-		perTarget[i] = map[*compiler.Expression]compiler.CostEstimate{}
-		for _, e := range cp.Expressions() {
-			est := e.Cost
-			if t.decl != nil || params != nil {
-				est = estimateForKind(e, t.decl, params)
-			}
-			perTarget[i][e] = est
-		}
-	}
-	for _, e := range cp.Expressions() {
-		worst := 0
-		for i := range targets {
-			if perTarget[i][e].Max > perTarget[worst][e].Max {
-				worst = i
-			}
-		}
-		est := perTarget[worst][e]
-		ec := Expression{Path: e.Path.String(), Name: e.Name, Kind: e.Kind.String(), Target: targets[worst].label,
-			Schema: est.Schema, Min: est.Min, Unbounded: est.Unbounded(), Limit: compiler.PerCallLimit}
-		ec.Max, ec.Percent = maxAndPercent(est.Max, compiler.PerCallLimit)
-		ec.Status = costStatus(est.Max, compiler.PerCallLimit, failOver)
-		if ec.Status != StatusOK {
-			ec.Drivers = explainDrivers(ExplainCost(e, targets[worst].decl, params), targets[worst], paramsCRD, pc.Params)
-		}
-		pc.Expressions = append(pc.Expressions, ec)
-	}
-
-	// Budgets: each mutation with the variables it evaluates, and all
-	// matchConditions with theirs (one activation, variables once).
-	vars := map[string]*compiler.Expression{}
-	for _, v := range cp.Variables {
-		vars[v.Name] = v
-	}
-	budget := func(name string, exprs []*compiler.Expression, limit int64) Budget {
-		used := variableClosure(exprs, vars)
-		all := append(append([]*compiler.Expression{}, exprs...), used...)
-		worst, worstMax := 0, uint64(0)
-		for i := range targets {
-			var sum uint64
-			for _, e := range all {
-				sum = addSaturating(sum, perTarget[i][e].Max)
-			}
-			if i == 0 || sum > worstMax {
-				worst, worstMax = i, sum
-			}
-		}
-		b := Budget{Name: name, Target: targets[worst].label, Limit: limit, Unbounded: worstMax == math.MaxUint64}
-		for _, e := range all {
-			label := e.Path.String()
-			if e.Kind == compiler.KindVariable {
-				label = "variables." + e.Name
-			}
-			b.Expressions = append(b.Expressions, label)
-		}
-		b.Max, b.Percent = maxAndPercent(worstMax, limit)
-		b.Status = costStatus(worstMax, limit, failOver)
-		return b
-	}
-	for _, m := range cp.Mutations {
-		pc.Budgets = append(pc.Budgets, budget(fmt.Sprintf("spec.mutations[%d]", m.Index), []*compiler.Expression{m}, compiler.MutationBudget))
-	}
-	if len(cp.MatchConditions) > 0 {
-		pc.Budgets = append(pc.Budgets, budget("spec.matchConditions", cp.MatchConditions, compiler.MatchConditionsBudget))
-	}
-	return pc
 }
 
 // variableClosure returns the variables exprs evaluate, directly or through

@@ -21,7 +21,6 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
-	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -306,20 +305,7 @@ func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cl
 // the policies (docs/lint.md), errors included, as warnings: the run goes
 // on and shows what the engine does.
 func lintWarnings(w io.Writer, comp *compiler.Compiler, set *manifest.Set, objects []manifest.Object, resources bool) {
-	checker := lint.NewChecker(objects, resources)
-	var findings []lint.Finding
-	for _, p := range set.Policies {
-		cp, err := comp.Compile(p.Policy)
-		if err != nil {
-			continue
-		}
-		findings = append(findings, checker.Policy(p, cp)...)
-	}
-	findings = append(findings, checker.Set(set)...)
-	lint.Locate(findings)
-	for _, f := range findings {
-		fmt.Fprintf(w, "warning: lint %s: %s\n", f.Severity, f)
-	}
+	lintFindings(comp, set, objects, resources, func(line string) { io.WriteString(w, line) })
 }
 
 // printWarnings prints warnings as kubectl does.

@@ -86,20 +86,3 @@ func TestApplyManySummaryCounts(t *testing.T) {
 		t.Errorf("summary %q", last)
 	}
 }
-
-// checkGolden compares got with the golden file, which -update rewrites.
-func checkGolden(t *testing.T, golden, got string) {
-	t.Helper()
-	if *updateGolden {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, got)
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -17,7 +18,7 @@ import (
 func newCostCommand() *cobra.Command {
 	var o costOptions
 	cmd := &cobra.Command{
-		Use:   "cost [PATH...] [--policies PATH]",
+		Use:   "cost [PATH...] [--policies PATH] [--gate auto|schema|request|profile] [--assume PATH=N] [--profile FILE] [--measure OBJECTS]",
 		Short: "Static worst-case CEL cost of MutatingAdmissionPolicies against kube-apiserver's limits",
 		Long: `cost estimates, for every expression of every MutatingAdmissionPolicy, the
 static cost range kube-apiserver's CEL cost model gives it, binding-independent:
@@ -25,11 +26,27 @@ with the schema of each kind the policy targets (CRD schemas found in PATH and
 --resources bound lists, maps and strings with maxItems, maxProperties and
 maxLength; built-in kinds carry no such limits offline), the worst target wins.
 
+Every expression and budget is evaluated at three points: the limits its
+schema declares (schema), the request-size bound kube-apiserver's estimator
+uses where none is declared (request), and a realistic size profile (profile:
+documented defaults for well-known lists, maps and strings such as
+containers, env and labels, changed with --assume PATH=N and --profile FILE).
+Its cost is also shown as a formula in the sizes of the lists and maps it
+reads, and terms that grow faster than the data (a power of one size, a
+product of unrelated sizes) are flagged as super-linear. The gate applies at
+the profile for built-in kinds and at the request-size bound for CRDs
+(--gate auto), or at the point --gate names.
+
 It compares every expression with the per-call limit (1,000,000), every
 mutation plus the variables it uses with the mutation budget (10,000,000), and
 all matchConditions plus their variables with the matchConditions budget
 (2,500,000). An expression whose worst case can exceed a limit is explained:
 which list, map or string drives it, why nothing bounds it, and what to change.
+
+--measure OBJECTS evaluates the policies on those objects with every list
+multiplied by 1, 2, 4 and 8 (the harness of mutatis bench --scale) and
+compares the measured growth of each expression's runtime cost with its
+formula's.
 
 Exit status: 0 every worst case within the limits (and within --fail-over),
 1 some worst case exceeds a limit or --fail-over percent of it, 2 bad input.`,
@@ -48,6 +65,11 @@ Exit status: 0 every worst case within the limits (and within --fail-over),
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of policies and bindings, besides the PATH arguments")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.Float64Var(&o.failOver, "fail-over", 100, "exit 1 when a worst case exceeds this percent of its limit")
+	f.StringVar(&o.gate, "gate", "auto", "the point the limits apply at: auto (profile for built-in kinds, request for CRDs), schema, request or profile")
+	f.StringSliceVar(&o.assume, "assume", nil, "size of an input in the profile, PATH=N (e.g. spec.containers=20, containers[*].env=50, list=16); repeatable, or split on commas")
+	f.StringSliceVar(&o.profileFiles, "profile", nil, "profile files (YAML map of PATH: N) applied over the default profile, before --assume")
+	f.StringSliceVar(&o.measure, "measure", nil, "objects to measure the runtime cost on, every list scaled by --measure-scales")
+	f.IntSliceVar(&o.measureScales, "measure-scales", []int{1, 2, 4, 8}, "the scales of --measure, ascending")
 	return cmd
 }
 
@@ -57,6 +79,27 @@ type costOptions struct {
 	output           string
 	failOver         float64
 	failOverSet      bool
+	gate             string
+	assume           []string
+	profileFiles     []string
+	measure          []string
+	measureScales    []int
+}
+
+// costProfile builds the profile of --profile and --assume.
+func costProfile(o costOptions) (*costs.Profile, error) {
+	p := costs.DefaultProfile()
+	for _, f := range o.profileFiles {
+		if err := p.LoadProfileFile(f); err != nil {
+			return nil, fmt.Errorf("--profile: %w", err)
+		}
+	}
+	for _, a := range o.assume {
+		if err := p.Assume(a); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 func runCost(cmd *cobra.Command, o costOptions) error {
@@ -65,6 +108,16 @@ func runCost(cmd *cobra.Command, o costOptions) error {
 	}
 	if math.IsNaN(o.failOver) || o.failOver < 0 || o.failOver > 100 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--fail-over must be a percent between 0 and 100, not %v", o.failOver)}
+	}
+	if !slices.Contains(costs.Gates, o.gate) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("unknown --gate %q (%s)", o.gate, strings.Join(costs.Gates, ", "))}
+	}
+	profile, err := costProfile(o)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := checkScales(o.measureScales); err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 	set, err := manifest.Load(cmd.Context(), o.paths, cmd.InOrStdin())
 	if err != nil {
@@ -85,9 +138,14 @@ func runCost(cmd *cobra.Command, o costOptions) error {
 	if len(problems) > 0 {
 		return &exitError{code: exitUsage, err: problems}
 	}
-	report, err := costs.Analyze(set.Policies, crds, o.failOver)
+	report, err := costs.AnalyzeWith(set.Policies, crds, costs.Options{FailOver: o.failOver, Gate: o.gate, Profile: profile})
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
+	}
+	if len(o.measure) > 0 {
+		if err := measureCosts(cmd, o, report); err != nil {
+			return err
+		}
 	}
 
 	out := cmd.OutOrStdout()
@@ -108,23 +166,25 @@ func runCost(cmd *cobra.Command, o costOptions) error {
 
 func printCostTable(w io.Writer, r *costs.Report, o costOptions) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tEXPRESSION\tTARGET\tMIN\tMAX\tOF PER-CALL LIMIT\tSTATUS")
+	fmt.Fprintln(tw, "POLICY\tEXPRESSION\tTARGET\tMIN\tMAX\tOF PER-CALL LIMIT\tSTATUS\tGATE\tSCHEMA\tREQUEST\tPROFILE\tFORMULA")
 	for _, p := range r.Policies {
 		for _, e := range p.Expressions {
 			label := e.Path
 			if e.Name != "" {
 				label += " (" + e.Name + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.Name, label, e.Target, e.Min, formatMax(e.Max), formatPercent(e.Percent), e.Status)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Name, label, e.Target, e.Min, formatMax(e.Max), formatPercent(e.Percent), e.Status,
+				e.Gate, pointColumns(e.Points, e.Formula))
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tBUDGET\tINCLUDES\tWORST CASE\tLIMIT\tOF LIMIT\tSTATUS")
+	fmt.Fprintln(tw, "POLICY\tBUDGET\tINCLUDES\tWORST CASE\tLIMIT\tOF LIMIT\tSTATUS\tGATE\tSCHEMA\tREQUEST\tPROFILE\tFORMULA")
 	for _, p := range r.Policies {
 		for _, b := range p.Budgets {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, b.Name, includes(b), formatMax(b.Max), b.Limit, formatPercent(b.Percent), b.Status)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, b.Name, includes(b), formatMax(b.Max), b.Limit, formatPercent(b.Percent), b.Status,
+				b.Gate, pointColumns(b.Points, b.Formula))
 		}
 	}
 	tw.Flush()
@@ -154,6 +214,7 @@ func printCostTable(w io.Writer, r *costs.Report, o costOptions) {
 				budgetLimit(b, o.failOver), b.Target)
 		}
 	}
+	printGrowth(w, r)
 	policies := "policies"
 	if len(r.Policies) == 1 {
 		policies = "policy"
@@ -194,6 +255,56 @@ func budgetLimit(b costs.Budget, failOver float64) string {
 		return fmt.Sprintf("%g%% of the budget %d (--fail-over)", failOver, b.Limit)
 	}
 	return fmt.Sprintf("the budget %d", b.Limit)
+}
+
+// pointColumns are the SCHEMA, REQUEST, PROFILE and FORMULA columns.
+func pointColumns(points map[costs.Point]costs.PointCost, f *costs.Formula) string {
+	var cols []string
+	for _, pt := range costs.Points {
+		pc, ok := points[pt]
+		if !ok {
+			cols = append(cols, "-")
+			continue
+		}
+		cols = append(cols, formatMax(pc.Max))
+	}
+	formula := "-"
+	if f != nil {
+		formula = f.Text
+	}
+	return strings.Join(append(cols, formula), "\t")
+}
+
+// printGrowth lists the super-linear terms and the --measure results.
+func printGrowth(w io.Writer, r *costs.Report) {
+	for _, p := range r.Policies {
+		for _, e := range p.Expressions {
+			for _, sl := range e.SuperLinear {
+				uses := ""
+				if len(sl.Uses) > 0 {
+					uses = " (used by " + strings.Join(sl.Uses, ", ") + ")"
+				}
+				fmt.Fprintf(w, "\n%s: %s: super-linear: %s in %s: %s%s\n", p.Name, e.Path, sl.Growth, strings.Join(sl.Inputs, ", "), sl.Term, uses)
+			}
+			if m := e.Measured; m != nil {
+				var pts []string
+				for i, s := range m.Scales {
+					pts = append(pts, fmt.Sprintf("%d at ×%d", m.RuntimeCost[i], s))
+				}
+				verdict := "not compared (no formula)"
+				switch {
+				case m.Static != "" && m.Agrees:
+					verdict = "as the formula predicts (" + m.Static + ")"
+				case m.Static != "":
+					verdict = "the formula predicts " + m.Static
+				}
+				fmt.Fprintf(w, "\n%s: %s: measured runtime cost %s: grows as scale^%g (%s), %s\n", p.Name, e.Path, strings.Join(pts, ", "), m.Exponent, m.Growth, verdict)
+				for _, er := range m.Errors {
+					fmt.Fprintf(w, "  error: %s\n", er)
+				}
+			}
+		}
+	}
 }
 
 func formatMax(m *uint64) string {

@@ -63,20 +63,31 @@ func TestCost(t *testing.T) {
 			},
 		},
 		{
-			name:     "a built-in kind has no size limits: the reason says so",
+			name:     "a built-in kind is gated on the realistic profile by default",
 			args:     []string{"cost", "testdata/cost/builtin.yaml"},
-			wantCode: exitProblem,
+			wantCode: exitOK,
 			want: []string{
-				"pods (no schema)",
-				"object.spec.containers (used by exists()) has no size limit: the target kind pods (no schema) has no schema with maxItems, maxProperties or maxLength (built-in kinds carry none offline)",
-				"spec.matchConditions  1 condition",
+				"Pod v1", "profile", "3 + 7·n(object.spec.containers)", "145 + 16·n(namespaceObject.metadata.labels)",
+				"spec.matchConditions  1 condition", "1 policy, 0 not within the limits",
 			},
 		},
 		{
-			name:     "a computed value of unknown size is named by its CEL text",
-			args:     []string{"cost", "testdata/cost/builtin.yaml"},
+			name:     "--gate request: the request-size bound of the built-in schema, and the reason says so",
+			args:     []string{"cost", "--gate", "request", "testdata/cost/builtin.yaml"},
 			wantCode: exitProblem,
-			want:     []string{"namespaceObject.metadata.?labels.orValue({}) (used by transformMap()) is a computed value whose size the cost model does not know"},
+			want: []string{
+				"object.spec.containers (used by exists()) has no maxItems in the schema of the built-in kind Pod v1: kube-apiserver's estimator counts up to 1048575 from the 3 MiB request limit",
+				"suggestion: gate on the realistic profile",
+			},
+		},
+		{
+			name:     "--gate request: a computed value of unknown size is named by its CEL text, and the safe idiom is kept",
+			args:     []string{"cost", "--gate", "request", "testdata/cost/builtin.yaml"},
+			wantCode: exitProblem,
+			want: []string{
+				"namespaceObject.metadata.?labels.orValue({}) (used by transformMap()) is a computed value whose size kube-apiserver's cost model does not know",
+				"keep the expression as it is (x.?f.orValue(d) is the safe idiom)",
+			},
 		},
 		{
 			name:     "an unknown output format is bad input",

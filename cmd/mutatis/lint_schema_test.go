@@ -3,12 +3,33 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/*/golden")
+
+// checkGolden compares out with the golden file (-update rewrites it).
+func checkGolden(t *testing.T, golden, out string) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, out)
+	}
+}
 
 // The schema-aware findings in each output form, against golden files
 // (go test -run TestLintSchemaGolden -update rewrites them).

@@ -66,19 +66,7 @@ func TestMigrateCheck(t *testing.T) {
 			if code != exitProblem {
 				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
-			golden := td + tc.golden
-			if *updateGolden {
-				if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if stdout != string(want) {
-				t.Errorf("output differs from %s (-update to rewrite):\n%s", golden, stdout)
-			}
+			checkGolden(t, td+tc.golden, stdout)
 		})
 	}
 

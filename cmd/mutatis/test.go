@@ -68,6 +68,10 @@ Errors that failurePolicy Ignore drops are printed as warnings of their
 case; expect.ignoredErrors asserts them, and --strict fails a case with one
 it does not name.
 
+The schema-aware checks of mutatis lint run on every suite's policies; what
+they find is printed on stderr as warnings, as mutatis apply prints them
+("warning: lint error: ..."), and fails the run (exit 1) only with --strict.
+
 Exit status: 0 every case passed; 1 a case failed, or no suite was found
 under PATH; 2 bad input (an unreadable or invalid suite, named with file and
 field path, or bad flags).`,
@@ -171,6 +175,9 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			return exitUsage, nil, werr
 		}
 		code := testExitCode(rep)
+		if testLintWarnings(ctx, cmd.ErrOrStderr(), rep) > 0 && o.strict {
+			code = max(code, exitProblem) // --strict: lint warnings fail the run
+		}
 		if rec != nil {
 			// Machine-readable reports own stdout; the table goes to stderr then.
 			w := stdout

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/lint"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/policytest"
+)
+
+// testLintWarnings prints, on w, what the schema-aware checks of mutatis
+// lint find in the policies of every suite of rep, with the wording of
+// mutatis apply (lintWarnings), and returns how many findings it printed.
+// Each suite is checked with its own policy files and resources; a policy
+// file shared by several suites is reported once per distinct set of
+// findings. Suites that could not be loaded are skipped (they are bad
+// input already).
+func testLintWarnings(ctx context.Context, w io.Writer, rep *policytest.Report) int {
+	if rep == nil {
+		return 0
+	}
+	comp, err := compiler.New()
+	if err != nil {
+		return 0
+	}
+	printed := map[string]bool{}
+	for _, s := range rep.Suites {
+		if s.Loaded == nil || s.Loaded.Suite == nil {
+			continue
+		}
+		set, objects := suiteManifests(ctx, s.Loaded)
+		if set == nil {
+			continue
+		}
+		lintFindings(comp, set, objects, len(s.Loaded.Suite.Resources) > 0, func(line string) {
+			if !printed[line] {
+				printed[line] = true
+				io.WriteString(w, line)
+			}
+		})
+	}
+	return len(printed)
+}
+
+// suiteManifests reads the policy files of a loaded suite again, with their
+// sources (the suite keeps only the API objects), and its resources.
+func suiteManifests(ctx context.Context, l *policytest.Loaded) (*manifest.Set, []manifest.Object) {
+	dir := filepath.Dir(l.File)
+	var paths []string
+	for _, p := range l.Suite.Policies {
+		paths = append(paths, resolveSuitePath(dir, p))
+	}
+	set, err := manifest.Load(ctx, paths, nil)
+	if err != nil {
+		return nil, nil
+	}
+	objects := append([]manifest.Object{}, set.Objects...)
+	for i, r := range l.Suite.Resources {
+		if r.Inline != nil {
+			objects = append(objects, manifest.Object{Source: manifest.Source{File: l.File, Item: i}, Object: &unstructured.Unstructured{Object: r.Inline}})
+			continue
+		}
+		rs, err := manifest.Load(ctx, []string{resolveSuitePath(dir, r.Path)}, nil)
+		if err != nil {
+			continue
+		}
+		objects = append(objects, rs.Objects...)
+	}
+	return set, objects
+}
+
+// lintFindings runs the schema-aware checks of mutatis lint on the policies
+// of set (objects are the cluster's objects, CRDs and params among them;
+// resources tells that the user gave them) and emits each finding as one
+// warning line, "warning: lint SEVERITY: FINDING\n".
+func lintFindings(comp *compiler.Compiler, set *manifest.Set, objects []manifest.Object, resources bool, emit func(line string)) {
+	checker := lint.NewChecker(objects, resources)
+	var findings []lint.Finding
+	for _, p := range set.Policies {
+		cp, err := comp.Compile(p.Policy)
+		if err != nil {
+			continue
+		}
+		findings = append(findings, checker.Policy(p, cp)...)
+	}
+	findings = append(findings, checker.Set(set)...)
+	lint.Locate(findings)
+	for _, f := range findings {
+		emit(fmt.Sprintf("warning: lint %s: %s\n", f.Severity, f))
+	}
+}
+
+func resolveSuitePath(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}

@@ -1,0 +1,269 @@
+package costs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// podPolicy targets Pods (or resource) with the given variables and one
+// ApplyConfiguration mutation.
+func podPolicy(resource string, vars []string, mutation string) manifest.Policy {
+	group, version := "", "v1"
+	if resource == "deployments" {
+		group = "apps"
+	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}}}}}},
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: mutation}}},
+		}}
+	for i, v := range vars {
+		p.Spec.Variables = append(p.Spec.Variables, admissionregistrationv1.Variable{Name: "v" + string(rune('0'+i)), Expression: v})
+	}
+	return manifest.Policy{Policy: p}
+}
+
+const noopMutation = `Object{}`
+
+func analyzeOne(t *testing.T, p manifest.Policy, opts Options) Policy {
+	t.Helper()
+	ix, problems := IndexCRDs(nil)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	r, err := AnalyzeWith([]manifest.Policy{p}, ix, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Policies[0]
+}
+
+// TestFormulaAndSuperLinear: the formula of a variable, its terms and what
+// is flagged super-linear, for each construct the issue names, with one
+// where nothing must be flagged.
+func TestFormulaAndSuperLinear(t *testing.T) {
+	cases := []struct {
+		name       string
+		expr       string
+		wantInputs []string // the inputs of the formula
+		wantDegree int
+		wantSuper  []string // inputs of the flagged terms; nil: none
+	}{
+		{name: "a linear walk over containers", expr: `object.spec.containers.all(c, c.image != "")`,
+			wantInputs: []string{"object.spec.containers"}, wantDegree: 1},
+		{name: "nested comprehensions over the same list", expr: `object.spec.containers.all(a, object.spec.containers.exists(b, a.name == b.name))`,
+			wantInputs: []string{"object.spec.containers"}, wantDegree: 2, wantSuper: []string{"object.spec.containers"}},
+		{name: "indexOf inside a map() over the list", expr: `object.spec.containers.map(c, object.spec.containers.map(x, x.name).indexOf(c.name))`,
+			wantInputs: []string{"object.spec.containers"}, wantDegree: 2, wantSuper: []string{"object.spec.containers"}},
+		{name: "a product of unrelated sizes", expr: `object.spec.containers.all(c, object.spec.volumes.exists(v, v.name == c.name))`,
+			wantInputs: []string{"object.spec.containers", "object.spec.volumes"}, wantDegree: 2, wantSuper: []string{"object.spec.containers", "object.spec.volumes"}},
+		{name: "each container's env once: not super-linear", expr: `object.spec.containers.all(c, c.?env.orValue([]).all(e, e.name != ""))`,
+			wantInputs: []string{"object.spec.containers", "object.spec.containers[*].env"}, wantDegree: 2},
+		{name: "the safe optional idiom is sized as the field", expr: `object.spec.?initContainers.orValue([]).all(c, c.image != "")`,
+			wantInputs: []string{"object.spec.initContainers"}, wantDegree: 1},
+		{name: "the has() guard gives the same formula", expr: `!has(object.spec.initContainers) || object.spec.initContainers.all(c, c.image != "")`,
+			wantInputs: []string{"object.spec.initContainers"}, wantDegree: 1},
+		{name: "no list: a constant", expr: `object.metadata.name == "web"`, wantDegree: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := analyzeOne(t, podPolicy("pods", []string{tc.expr}, noopMutation), Options{})
+			e := p.Expressions[0]
+			if e.Formula == nil {
+				t.Fatalf("no formula: %+v", e)
+			}
+			if e.Gate != PointProfile || e.Status != StatusOK || e.Unbounded {
+				t.Errorf("gate %s status %s unbounded %v, want profile ok bounded", e.Gate, e.Status, e.Unbounded)
+			}
+			var inputs []string
+			for _, in := range e.Formula.Inputs {
+				inputs = append(inputs, in.Path)
+			}
+			if !reflect.DeepEqual(inputs, tc.wantInputs) {
+				t.Errorf("formula %q inputs %v, want %v", e.Formula.Text, inputs, tc.wantInputs)
+			}
+			if d := e.Formula.Degree(); d != tc.wantDegree {
+				t.Errorf("formula %q degree %d, want %d", e.Formula.Text, d, tc.wantDegree)
+			}
+			var super []string
+			for _, sl := range e.SuperLinear {
+				super = append(super, sl.Inputs...)
+				if sl.Growth != "quadratic" || sl.Degree != 2 {
+					t.Errorf("flag %+v, want quadratic", sl)
+				}
+			}
+			if !reflect.DeepEqual(super, tc.wantSuper) {
+				t.Errorf("formula %q flagged %v, want %v", e.Formula.Text, super, tc.wantSuper)
+			}
+			// The formula at the profile's sizes is the estimate at the
+			// profile point.
+			sizes := map[string]float64{}
+			for _, in := range e.Formula.Inputs {
+				sizes[in.Path] = float64(in.Profile)
+			}
+			var terms poly = poly{}
+			for _, term := range e.Formula.Terms {
+				terms[strings.Join(term.Inputs, "\x1f")] = term.Coefficient
+			}
+			if got, want := terms.eval(sizes), float64(*e.Points[PointProfile].Max); got != want {
+				t.Errorf("formula %q at the profile = %g, the estimator says %g", e.Formula.Text, got, want)
+			}
+		})
+	}
+}
+
+// TestProfileSeesThroughVariablesAndOptionals: kube-apiserver's estimator
+// leaves a variable and x.?f.orValue(d) unbounded (the request point); the
+// profile point sizes them as the field they read.
+func TestProfileSeesThroughVariablesAndOptionals(t *testing.T) {
+	p := analyzeOne(t, podPolicy("pods", []string{`object.spec.?containers.orValue([])`},
+		`Object{metadata: Object.metadata{labels: {"n": string(variables.v0.filter(c, c.image.startsWith("docker.io/")).size())}}}`), Options{})
+	m := p.Expressions[1]
+	if !m.Points[PointRequest].Unbounded || m.Points[PointProfile].Unbounded {
+		t.Fatalf("points %+v: want unbounded at request, bounded at profile", m.Points)
+	}
+	if m.Formula == nil || !strings.Contains(m.Formula.Text, "n(object.spec.containers)") {
+		t.Errorf("formula %+v, want one in n(object.spec.containers)", m.Formula)
+	}
+}
+
+// TestGate: auto gates built-in kinds on the profile; --gate request on
+// kube-apiserver's request-size bound; --gate schema on declared limits
+// only (a built-in kind declares none).
+func TestGate(t *testing.T) {
+	pol := podPolicy("deployments", []string{`object.spec.template.spec.containers.all(c, c.image != "")`}, noopMutation)
+	for _, tc := range []struct {
+		gate       string
+		wantGate   Point
+		wantStatus string
+		wantTarget string
+	}{
+		{"auto", PointProfile, StatusOK, "Deployment apps/v1"},
+		{"profile", PointProfile, StatusOK, "Deployment apps/v1"},
+		{"request", PointRequest, StatusOverLimit, "Deployment apps/v1"},
+		{"schema", PointSchema, StatusOverLimit, "Deployment apps/v1"},
+	} {
+		t.Run(tc.gate, func(t *testing.T) {
+			e := analyzeOne(t, pol, Options{Gate: tc.gate}).Expressions[0]
+			if e.Gate != tc.wantGate || e.Status != tc.wantStatus || e.Target != tc.wantTarget {
+				t.Errorf("gate %s status %s target %s, want %s %s %s", e.Gate, e.Status, e.Target, tc.wantGate, tc.wantStatus, tc.wantTarget)
+			}
+			if tc.gate == "schema" && !e.Unbounded {
+				t.Errorf("at the schema point a built-in list is unbounded, got %v", e.Max)
+			}
+			if tc.gate == "request" && (e.Unbounded || len(e.Drivers) == 0 || e.Drivers[0].Path != "object.spec.template.spec.containers") {
+				t.Errorf("request point: max %v drivers %+v, want bounded and driven by the containers", e.Max, e.Drivers)
+			}
+		})
+	}
+	if _, err := AnalyzeWith(nil, &CRDIndex{}, Options{Gate: "nope"}); err == nil {
+		t.Error("an unknown gate is accepted")
+	}
+}
+
+// TestProfileLookup: suffix keys size every kind's path, root keys one
+// path, the longest key wins, and generic keys the rest.
+func TestProfileLookup(t *testing.T) {
+	p := DefaultProfile()
+	if err := p.Assume("object.spec.template.spec.containers=7"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path []string
+		kind string
+		want int64
+		key  string
+	}{
+		{[]string{"object", "spec", "containers"}, "list", 5, "spec.containers"},
+		{[]string{"oldObject", "spec", "template", "spec", "containers"}, "list", 5, "spec.containers"},
+		{[]string{"object", "spec", "template", "spec", "containers"}, "list", 7, "object.spec.template.spec.containers"},
+		{[]string{"object", "spec", "containers", "@keys", "env"}, "list", 30, "containers[*].env"},
+		{[]string{"object", "metadata", "labels", "@values"}, "string", 63, "metadata.labels[*]"},
+		{[]string{"object", "spec", "hostAliases"}, "list", 10, ProfileList},
+		{[]string{"object", "spec", "nodeSelector"}, "map", 16, ProfileMap},
+		{[]string{"object", "spec", "hostname"}, "string", 64, ProfileString},
+	}
+	for _, tc := range cases {
+		if n, key := p.lookup(tc.path, tc.kind); n != tc.want || key != tc.key {
+			t.Errorf("lookup(%v) = %d (%s), want %d (%s)", tc.path, n, key, tc.want, tc.key)
+		}
+	}
+}
+
+func TestProfileInputErrors(t *testing.T) {
+	for _, arg := range []string{"spec.containers", "spec.containers=x", "spec.containers=-1", "=3", "spec..containers=3", "spec.containers[0]=3"} {
+		if err := DefaultProfile().Assume(arg); err == nil {
+			t.Errorf("--assume %q accepted", arg)
+		}
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("spec.containers: 40\ncontainers[*].env: 100\n"), 0o644)
+	os.WriteFile(bad, []byte("spec.containers: many\n"), 0o644)
+	p := DefaultProfile()
+	if err := p.LoadProfileFile(good); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := p.lookup([]string{"object", "spec", "containers"}, "list"); n != 40 {
+		t.Errorf("the profile file sized containers %d, want 40", n)
+	}
+	err := DefaultProfile().LoadProfileFile(bad)
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml: spec.containers: want a whole number") {
+		t.Errorf("bad profile file: %v", err)
+	}
+}
+
+// TestFitFormula recovers a known polynomial exactly.
+func TestFitFormula(t *testing.T) {
+	f := func(s map[string]uint64) (uint64, bool) {
+		a, b := s["a"], s["b"]
+		return 3 + 2*a + 5*a*b + 7*a*a + b*b*b, true
+	}
+	p, approx, ok := fitFormula([]string{"a", "b"}, f)
+	if !ok || approx {
+		t.Fatalf("ok %v approx %v", ok, approx)
+	}
+	want := poly{"": 3, "a": 2, "a\x1fb": 5, "a\x1fa": 7, "b\x1fb\x1fb": 1}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("fit %v, want %v", p, want)
+	}
+	if got := formulaOf(p, nil, false).Text; got != "3 + 2·n(a) + 7·n(a)^2 + 5·n(a)·n(b) + n(b)^3" {
+		t.Errorf("text %q", got)
+	}
+}
+
+// TestBuiltinDeclType: a built-in kind is sized as kube-apiserver's
+// estimator sizes a schema without limits: from the 3 MiB request.
+func TestBuiltinDeclType(t *testing.T) {
+	d := builtinDeclType(applyconfig.NewSchemas(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	if d == nil {
+		t.Fatal("no declaration type for v1 Pod")
+	}
+	containers := declAt(map[string]*apiservercel.DeclType{"object": d}, []string{"object", "spec", "containers"})
+	image := declAt(map[string]*apiservercel.DeclType{"object": d}, []string{"object", "spec", "containers", "@items", "image"})
+	if containers == nil || image == nil {
+		t.Fatal("spec.containers[*].image not declared")
+	}
+	// (3 MiB - 2) / (len("{}") + 1) items; (3 MiB - 2) bytes of string.
+	if containers.MaxElements != 1048575 || image.MaxElements != 3145726 {
+		t.Errorf("containers %d, image %d", containers.MaxElements, image.MaxElements)
+	}
+	if builtinDeclType(applyconfig.NewSchemas(), schema.GroupVersionKind{Version: "v1", Kind: "Nope"}) != nil {
+		t.Error("an unknown kind has a declaration type")
+	}
+}

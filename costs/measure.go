@@ -1,0 +1,75 @@
+package costs
+
+import (
+	"math"
+)
+
+// Measured is the runtime cost of an expression measured on objects (mutatis
+// cost --measure, with the harness of mutatis bench --scale): every list of
+// each object multiplied by each scale. It confirms, or not, the growth the
+// static formula predicts.
+type Measured struct {
+	// Scales and RuntimeCost: the largest runtime cost over the objects
+	// and bindings at each scale.
+	Scales      []int   `json:"scales"`
+	RuntimeCost []int64 `json:"runtimeCost"`
+	// Exponent is the measured growth: cost ∝ scale^Exponent between the
+	// two largest scales.
+	Exponent float64 `json:"exponent"`
+	// Growth names the measured degree ("constant", "linear",
+	// "quadratic"…), Static the degree of the formula when every list
+	// grows with the scale, and Agrees whether they are the same.
+	Growth string `json:"growth"`
+	Static string `json:"static,omitempty"`
+	Agrees bool   `json:"agrees"`
+	// Errors are evaluation errors at some scale, if any.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// NewMeasured computes the growth of costs measured at scales (ascending)
+// and compares it with f's degree (nil: not compared).
+func NewMeasured(scales []int, costs []int64, f *Formula) *Measured {
+	m := &Measured{Scales: scales, RuntimeCost: costs}
+	n := len(scales)
+	if n >= 2 && costs[n-2] > 0 && costs[n-1] > 0 && scales[n-1] > scales[n-2] {
+		m.Exponent = math.Round(math.Log(float64(costs[n-1])/float64(costs[n-2]))/math.Log(float64(scales[n-1])/float64(scales[n-2]))*100) / 100
+	}
+	m.Growth = degreeName(int(math.Round(m.Exponent)))
+	if f != nil {
+		m.Static = degreeName(f.Degree())
+		m.Agrees = m.Static == m.Growth
+	}
+	return m
+}
+
+// Degree is the largest degree of the formula's terms in the sizes of
+// lists: how the cost grows when every list grows by the same factor (as
+// mutatis bench --scale grows them; maps keep their entries).
+func (f *Formula) Degree() int {
+	maps := map[string]bool{}
+	for _, in := range f.Inputs {
+		if in.Kind == "map" {
+			maps[in.Path] = true
+		}
+	}
+	d := 0
+	for _, t := range f.Terms {
+		n := 0
+		for _, in := range t.Inputs {
+			if !maps[in] {
+				n++
+			}
+		}
+		if n > d && t.Coefficient > 0 {
+			d = n
+		}
+	}
+	return d
+}
+
+func degreeName(d int) string {
+	if d <= 0 {
+		return "constant"
+	}
+	return growthName(d)
+}
