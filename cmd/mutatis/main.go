@@ -76,6 +76,6 @@ cluster as an admission webhook.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newVersionCommand(), newMigrateCheckCommand())
+	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newAuditCommand(), newMigrateCheckCommand(), newVersionCommand())
 	return root
 }

@@ -1,0 +1,437 @@
+// Package audit runs MutatingAdmissionPolicies over the objects of a live
+// cluster, read only, and reports what they would do to each object if it
+// were re-created (CREATE) or updated without change (UPDATE): change it
+// (with the patch), deny it, make it invalid (the 422 of validation),
+// fail under failurePolicy Ignore, or leave it alone.
+//
+// The audit reads the cluster through a Lister (pages, retries from the
+// continue token, a client that can only GET), builds the simulated
+// cluster of package cluster from what the evaluation needs (Namespaces,
+// CRDs, RBAC, param objects, the objects kube-apiserver's admission
+// plugins read), and evaluates every object through cluster.Decode and
+// cluster.Admit — exactly what `mutatis apply` does to one object — in a
+// bounded worker pool while the next pages are read. The Report keeps
+// counts, per-policy counts, the heaviest runtime costs and one Finding
+// per object that would not be left unchanged (Pods of one controller
+// that would change the same way are one Finding).
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/scheme"
+)
+
+// Options say what to audit and how.
+type Options struct {
+	// Lister reads the cluster.
+	Lister *Lister
+	// Policies and Bindings are the policy set audited (--policies), or,
+	// with ClusterPolicies, nil: the cluster's own are read.
+	Policies        []*admissionregistrationv1.MutatingAdmissionPolicy
+	Bindings        []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	ClusterPolicies bool
+	// Resources are objects read from files that join the cluster's own
+	// around the policies (params or Namespaces not created yet).
+	Resources []manifest.Object
+	// Namespaces restricts the audit to namespaced objects of these
+	// namespaces; empty audits every namespace and the cluster-scoped
+	// objects.
+	Namespaces []string
+	// Selector is a label selector the audited objects must match.
+	Selector string
+	// Kinds restricts the audited resources (ParseKinds).
+	Kinds []Kind
+	// Operation is CREATE (default: every object as if re-created) or
+	// UPDATE (updated without change: the old object is the object).
+	Operation admission.Operation
+	// User is the user of the requests; nil: cluster.DefaultUser.
+	User user.Info
+	// Workers evaluate objects in parallel; 0: GOMAXPROCS.
+	Workers int
+	// AllPods lists every Pod, not one line per controller (Group).
+	AllPods bool
+	// AdmissionPlugins choose kube-apiserver's admission plugins before
+	// the policies.
+	AdmissionPlugins scheme.AdmissionPluginFlags
+	// Compiler compiles the policies; nil for a new one.
+	Compiler *compiler.Compiler
+	// Progress, when set, is told how the audit goes, from one goroutine.
+	Progress func(Progress)
+	// Chain, when set, admits one request in place of cluster.Admit with
+	// the policies' evaluator: the hook through which the admission chain
+	// grows (mutating webhooks after the policies).
+	Chain func(ctx context.Context, sim *cluster.Cluster, ev engine.Admitter, a *matching.Attributes) (*cluster.Admission, error)
+	// Notice receives what the run tells a person (a resource skipped, a
+	// page retried); may be nil.
+	Notice func(string)
+}
+
+// Progress is the state of a running audit.
+type Progress struct {
+	// Resource is being listed.
+	Resource string
+	// Listed and Evaluated count objects.
+	Listed, Evaluated int64
+	// Remaining is the API server's estimate of the objects of Resource
+	// still to list, or -1.
+	Remaining int64
+	// Elapsed since the listing of the audited objects began.
+	Elapsed time.Duration
+}
+
+// Auditor evaluates objects of the cluster. Build one with New.
+type Auditor struct {
+	opts      Options
+	sim       *cluster.Cluster
+	ev        engine.Admitter
+	policies  []*admissionregistrationv1.MutatingAdmissionPolicy
+	bindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	targets   []matching.Resource
+	operation admission.Operation
+}
+
+// clusterSource names an object read from the cluster in errors.
+func clusterSource(u *unstructured.Unstructured) manifest.Source {
+	name := u.GetName()
+	if ns := u.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return manifest.Source{File: "cluster:" + u.GetKind() + "/" + name, Item: -1}
+}
+
+// The resources read around the policies.
+var (
+	crdsGVR     = schema.GroupVersionResource{Group: apiextensionsv1.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
+	policiesGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "mutatingadmissionpolicies"}
+	bindingsGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "mutatingadmissionpolicybindings"}
+	contextGVRs = []schema.GroupVersionResource{
+		{Version: "v1", Resource: "namespaces"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+		// What kube-apiserver's default admission plugins read.
+		{Version: "v1", Resource: "serviceaccounts"},
+		{Version: "v1", Resource: "limitranges"},
+		{Version: "v1", Resource: "nodes"},
+		{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"},
+		{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"},
+		{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasses"},
+		{Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
+	}
+)
+
+// ContextResources are the resources an audit reads besides the audited
+// ones: the CRDs, the cluster's policies and bindings (ClusterPolicies),
+// and the objects around the policies. With the param resources of the
+// policies and the audited resources, they are what the least-privilege
+// ClusterRole of docs/audit.md grants.
+func ContextResources() []schema.GroupVersionResource {
+	return append([]schema.GroupVersionResource{crdsGVR, policiesGVR, bindingsGVR}, contextGVRs...)
+}
+
+// New reads from the cluster what the evaluation needs and builds the
+// simulated cluster and the policies' evaluator.
+func New(ctx context.Context, o Options) (*Auditor, error) {
+	if o.Operation == "" {
+		o.Operation = admission.Create
+	}
+	if o.Operation != admission.Create && o.Operation != admission.Update {
+		return nil, fmt.Errorf("operation must be CREATE or UPDATE, not %q", o.Operation)
+	}
+	if o.User == nil {
+		o.User = cluster.DefaultUser()
+	}
+	if o.Compiler == nil {
+		comp, err := compiler.New()
+		if err != nil {
+			return nil, err
+		}
+		o.Compiler = comp
+	}
+	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings}
+	var objects []manifest.Object
+	read := func(gvr schema.GroupVersionResource, keep func(*unstructured.Unstructured)) error {
+		err := o.Lister.List(ctx, gvr, "", "", func(p Page) error {
+			for i := range p.Items {
+				keep(&p.Items[i])
+			}
+			return nil
+		}, a.retried)
+		if NotListable(err) {
+			a.notice(fmt.Sprintf("%s is not served: skipped", describe(gvr, "")))
+			return nil
+		}
+		return err
+	}
+	addObject := func(u *unstructured.Unstructured) {
+		objects = append(objects, manifest.Object{Source: clusterSource(u), Object: u})
+	}
+	// CRDs first: the table needs them to resolve paramKinds and rules.
+	table := matching.DefaultTable()
+	if err := read(crdsGVR, func(u *unstructured.Unstructured) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := apiruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err == nil && table.AddCRD(crd) == nil {
+			addObject(u)
+		} else {
+			a.notice(fmt.Sprintf("CustomResourceDefinition %s cannot be used: skipped", u.GetName()))
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if o.ClusterPolicies {
+		if err := a.readClusterPolicies(read); err != nil {
+			return nil, err
+		}
+	}
+	for _, gvr := range contextGVRs {
+		if err := read(gvr, addObject); err != nil {
+			return nil, err
+		}
+	}
+	// Param objects: every object of each paramKind.
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, p := range a.policies {
+		pk := p.Spec.ParamKind
+		if pk == nil {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(pk.APIVersion)
+		if err != nil {
+			continue // the policy's own configuration error, reported by the evaluation
+		}
+		for _, r := range table.ResourcesForKind(gv.WithKind(pk.Kind)) {
+			if gvr := r.GroupVersionResource(); !seen[gvr] && !isContext(gvr) {
+				seen[gvr] = true
+				if err := read(gvr, addObject); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	objects = append(objects, o.Resources...)
+	sim, err := cluster.New(objects)
+	if err != nil {
+		return nil, err
+	}
+	if err := sim.Scheme.SetAdmissionPlugins(o.AdmissionPlugins); err != nil {
+		return nil, err
+	}
+	ev, err := sim.Evaluator(o.Compiler, a.policies, a.bindings)
+	if err != nil {
+		return nil, err
+	}
+	a.sim, a.ev = sim, ev
+	a.targets = Targets(sim.Table, a.policies, o.Operation, o.Kinds)
+	return a, nil
+}
+
+func isContext(gvr schema.GroupVersionResource) bool {
+	for _, c := range contextGVRs {
+		if c == gvr {
+			return true
+		}
+	}
+	return false
+}
+
+// readClusterPolicies reads the cluster's MutatingAdmissionPolicies and
+// bindings (admissionregistration.k8s.io/v1), as stored: defaulted and
+// validated by the API server.
+func (a *Auditor) readClusterPolicies(read func(schema.GroupVersionResource, func(*unstructured.Unstructured)) error) error {
+	var errs []error
+	if err := read(policiesGVR, typed(&a.policies, &errs)); err != nil {
+		return err
+	}
+	if err := read(bindingsGVR, typed(&a.bindings, &errs)); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// typed appends each object it is given, converted to T, to list; the
+// errors to errs.
+func typed[T any](list *[]*T, errs *[]error) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		o := new(T)
+		if err := apiruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o); err != nil {
+			*errs = append(*errs, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err))
+			return
+		}
+		*list = append(*list, o)
+	}
+}
+
+func (a *Auditor) notice(s string) {
+	if a.opts.Notice != nil {
+		a.opts.Notice(s)
+	}
+}
+
+func (a *Auditor) retried(err error, wait time.Duration) {
+	a.notice(fmt.Sprintf("retrying in %s: %v", wait, err))
+}
+
+// Targets are the audited resources: those the policies' rules can match
+// (Targets).
+func (a *Auditor) Targets() []matching.Resource { return a.targets }
+
+// Policies and Bindings are the audited policy set.
+func (a *Auditor) Policies() []*admissionregistrationv1.MutatingAdmissionPolicy { return a.policies }
+
+// Bindings are the audited bindings.
+func (a *Auditor) Bindings() []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	return a.bindings
+}
+
+// Cluster is the simulated cluster built from the live one.
+func (a *Auditor) Cluster() *cluster.Cluster { return a.sim }
+
+// Run lists the audited objects and evaluates each in the worker pool.
+func (a *Auditor) Run(ctx context.Context) (*Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := a.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type job struct {
+		res matching.Resource
+		obj *unstructured.Unstructured
+	}
+	jobs := make(chan job, 4*workers)
+	findings := make(chan Finding, 4*workers)
+	rep := newReport(a)
+	start := time.Now()
+	var evaluated int64
+	// The lister's side of the progress.
+	var mu sync.Mutex
+	listing := Progress{Remaining: -1}
+	progress := func() {
+		if a.opts.Progress != nil {
+			mu.Lock()
+			p := listing
+			mu.Unlock()
+			p.Evaluated, p.Elapsed = evaluated, time.Since(start)
+			a.opts.Progress(p)
+		}
+	}
+	// Listing: one goroutine, pages to the workers.
+	listErr := make(chan error, 1)
+	go func() {
+		defer close(jobs)
+		listErr <- a.list(ctx, func(res matching.Resource, p Page) error {
+			mu.Lock()
+			listing.Resource, listing.Remaining = resourceName(res), p.Remaining
+			listing.Listed += int64(len(p.Items))
+			mu.Unlock()
+			for i := range p.Items {
+				select {
+				case jobs <- job{res, &p.Items[i]}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		})
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				f := a.finding(ctx, j.res, j.obj)
+				select {
+				case findings <- f:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(findings) }()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for open := true; open; {
+		select {
+		case f, ok := <-findings:
+			if !ok {
+				open = false
+				break
+			}
+			evaluated++
+			rep.add(f)
+		case <-tick.C:
+			progress()
+		}
+	}
+	if err := <-listErr; err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	listing.Remaining = 0
+	mu.Unlock()
+	progress()
+	rep.finish(time.Since(start))
+	return rep, nil
+}
+
+// list lists every target in every audited namespace.
+func (a *Auditor) list(ctx context.Context, page func(matching.Resource, Page) error) error {
+	for _, res := range a.targets {
+		namespaces := []string{""}
+		if len(a.opts.Namespaces) > 0 {
+			if !res.Namespaced {
+				continue
+			}
+			namespaces = a.opts.Namespaces
+		}
+		for _, ns := range namespaces {
+			err := a.opts.Lister.List(ctx, res.GroupVersionResource(), ns, a.opts.Selector, func(p Page) error { return page(res, p) }, a.retried)
+			if NotListable(err) {
+				a.notice(fmt.Sprintf("%s cannot be listed: skipped", describe(res.GroupVersionResource(), ns)))
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Get reads one object of the cluster (for --object).
+func (a *Auditor) Get(ctx context.Context, res matching.Resource, namespace, name string) (*unstructured.Unstructured, error) {
+	ri := a.opts.Lister.Client.Resource(res.GroupVersionResource())
+	if res.Namespaced {
+		if namespace == "" {
+			namespace = metav1.NamespaceDefault
+		}
+		return ri.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return ri.Get(ctx, name, metav1.GetOptions{})
+}

@@ -1,0 +1,77 @@
+package audit
+
+import (
+	"fmt"
+	"net/http"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// ClientOptions protect the API server from an audit: a client-side rate
+// limit and a user agent that names the tool, so that operators can see
+// (and API Priority and Fairness can classify) its requests.
+type ClientOptions struct {
+	// QPS and Burst are the client-side rate limit (client-go's token
+	// bucket); 0 keeps DefaultQPS and DefaultBurst.
+	QPS   float32
+	Burst int
+	// UserAgent replaces the client's; "" keeps DefaultUserAgent.
+	UserAgent string
+}
+
+// The defaults of ClientOptions: well under what one client may send to a
+// kube-apiserver under the default FlowSchemas without queuing others.
+const (
+	DefaultQPS       = 20
+	DefaultBurst     = 40
+	DefaultUserAgent = "mutatis-audit (read-only)"
+)
+
+// NewClient returns a dynamic client over cfg (which is not modified) that
+// can only read: every request other than GET or HEAD fails before it
+// leaves the process (ReadOnlyTransport).
+func NewClient(cfg *rest.Config, o ClientOptions) (dynamic.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst, c.UserAgent = o.QPS, o.Burst, o.UserAgent
+	if c.QPS == 0 {
+		c.QPS = DefaultQPS
+	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	c.Wrap(ReadOnlyTransport)
+	return dynamic.NewForConfig(c)
+}
+
+// ReadOnlyTransport wraps rt so that it refuses every request that is not
+// a GET or a HEAD: the audit reads the cluster and never writes to it,
+// whatever the code above the transport asks.
+func ReadOnlyTransport(rt http.RoundTripper) http.RoundTripper {
+	return readOnly{rt}
+}
+
+type readOnly struct{ next http.RoundTripper }
+
+// ErrWrite is the error of a request the read-only transport refuses.
+type ErrWrite struct {
+	Method, URL string
+}
+
+func (e *ErrWrite) Error() string {
+	return fmt.Sprintf("mutatis audit is read-only: refusing %s %s", e.Method, e.URL)
+}
+
+func (r readOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead:
+		return r.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	return nil, &ErrWrite{Method: req.Method, URL: req.URL.Redacted()}
+}

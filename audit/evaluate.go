@@ -1,0 +1,185 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// Outcome is what the policies would do to an object.
+type Outcome string
+
+// The outcomes, from the gravest.
+const (
+	// OutcomeError: the request fails before or outside the policies: the
+	// object cannot be decoded (400), an admission plugin before the
+	// policies refuses it (403), or the evaluation fails.
+	OutcomeError Outcome = "error"
+	// OutcomeDeny: a policy denies the request (failurePolicy Fail).
+	OutcomeDeny Outcome = "deny"
+	// OutcomeInvalid: the admitted object is refused by validation (422).
+	OutcomeInvalid Outcome = "invalid"
+	// OutcomeChange: the policies change the object.
+	OutcomeChange Outcome = "change"
+	// OutcomeIgnored: the object is left unchanged, but errors were
+	// dropped by failurePolicy Ignore.
+	OutcomeIgnored Outcome = "ignored"
+	// OutcomeUnchanged: the policies leave the object as it is.
+	OutcomeUnchanged Outcome = "unchanged"
+)
+
+// Outcomes lists the outcomes from the gravest.
+var Outcomes = []Outcome{OutcomeError, OutcomeDeny, OutcomeInvalid, OutcomeChange, OutcomeIgnored, OutcomeUnchanged}
+
+// Evaluation is the full outcome of one object.
+type Evaluation struct {
+	// Request are the attributes of the request, its objects decoded and
+	// through the admission plugins before the policies (nil when that
+	// failed).
+	Request *matching.Attributes
+	// Before is the object as the policies receive it.
+	Before map[string]any
+	// Admission is the simulated cluster's (nil on error).
+	Admission *cluster.Admission
+	// Outcome sums it up; Message is the refusal's or the error's.
+	Outcome Outcome
+	Message string
+	// Patch is the JSON patch from Before to the admitted object
+	// (OutcomeChange).
+	Patch []byte
+}
+
+// Prepare returns the request's object for op made from obj, an object as
+// the API server returns it: for CREATE the object as a client re-creating
+// it would send it, without what kube-apiserver sets (uid,
+// resourceVersion, creationTimestamp, generation, managedFields, the
+// deletion fields, selfLink) and without its status when the resource has
+// a status subresource (its registry drops a status sent on create); for
+// UPDATE the object itself (the update changes nothing). obj is not
+// modified.
+func Prepare(obj *unstructured.Unstructured, res matching.Resource, op admission.Operation) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	if op != admission.Create {
+		return out
+	}
+	meta, _ := out.Object["metadata"].(map[string]any)
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+		delete(meta, f)
+	}
+	if _, ok := res.Subresource("status"); ok {
+		delete(out.Object, "status")
+	}
+	return out
+}
+
+// Evaluate runs one object of resource res, as read from the cluster,
+// through the admission of the audited operation.
+func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unstructured.Unstructured) *Evaluation {
+	req := cluster.Request{Object: Prepare(obj, res, a.operation), Operation: a.operation, User: a.opts.User}
+	if a.operation == admission.Update {
+		req.OldObject = obj.DeepCopy()
+	}
+	ev := &Evaluation{}
+	attrs, _, err := a.sim.Decode(req)
+	if err != nil {
+		ev.Outcome, ev.Message = OutcomeError, statusMessage(err)
+		return ev
+	}
+	ev.Request, ev.Before = attrs, attrs.Object.Object
+	admit := a.opts.Chain
+	if admit == nil {
+		admit = func(ctx context.Context, sim *cluster.Cluster, e engine.Admitter, at *matching.Attributes) (*cluster.Admission, error) {
+			return sim.Admit(ctx, e, at)
+		}
+	}
+	adm, err := admit(ctx, a.sim, a.ev, attrs)
+	if err != nil {
+		ev.Outcome, ev.Message = OutcomeError, statusMessage(err)
+		return ev
+	}
+	ev.Admission = adm
+	switch {
+	case adm.Result.Denied != nil:
+		ev.Outcome, ev.Message = OutcomeDeny, adm.Result.Denied.ErrStatus.Message
+	case adm.Invalid != nil:
+		ev.Outcome, ev.Message = OutcomeInvalid, adm.Invalid.ErrStatus.Message
+	case adm.Object != nil && !jsonvalue.JSONEqual(ev.Before, adm.Object):
+		ev.Outcome = OutcomeChange
+		ev.Patch, err = patch(ev.Before, adm.Object)
+		if err != nil {
+			ev.Outcome, ev.Message = OutcomeError, err.Error()
+		}
+	case len(adm.Result.Ignored) > 0:
+		ev.Outcome = OutcomeIgnored
+	default:
+		ev.Outcome = OutcomeUnchanged
+	}
+	return ev
+}
+
+// patch is the checked JSON patch that turns before into after (what a
+// webhook would answer).
+func patch(before, after map[string]any) ([]byte, error) {
+	original, err := jsonvalue.Marshal(before)
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.CreatePatch(original, before, after)
+}
+
+// statusMessage is the message kube-apiserver would answer with for err.
+func statusMessage(err error) string {
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return status.ErrStatus.Message
+	}
+	return err.Error()
+}
+
+// finding sums the evaluation of obj up for the report.
+func (a *Auditor) finding(ctx context.Context, res matching.Resource, obj *unstructured.Unstructured) Finding {
+	ev := a.Evaluate(ctx, res, obj)
+	f := Finding{
+		Resource:  resourceName(res),
+		Kind:      obj.GetKind(),
+		Namespace: obj.GetNamespace(),
+		Name:      obj.GetName(),
+		Outcome:   ev.Outcome,
+		Message:   ev.Message,
+		Patch:     string(ev.Patch),
+		Count:     1,
+	}
+	if ev.Admission != nil {
+		r := ev.Admission.Result
+		for _, ig := range r.Ignored {
+			f.Ignored = append(f.Ignored, ig.Message)
+		}
+		f.invocations = r.Invocations
+		for _, inv := range r.Invocations {
+			if inv.Ran() || inv.Err != nil {
+				name := PolicyBinding{Policy: inv.Policy, Binding: inv.Binding}.String()
+				if !slices.Contains(f.Policies, name) {
+					f.Policies = append(f.Policies, name)
+				}
+			}
+		}
+	}
+	if res.Group == "" && res.Resource == "pods" && !a.opts.AllPods {
+		if ref := metav1.GetControllerOf(obj); ref != nil {
+			f.Owner = fmt.Sprintf("%s/%s", ref.Kind, ref.Name)
+		}
+	}
+	return f
+}

@@ -1,0 +1,179 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Lister reads a resource page by page. A page that fails with an error
+// worth retrying (a timeout, 429, a 5xx, a broken connection) is asked
+// again after a backoff, from the same continue token, so that a long
+// list survives a busy or restarting API server without starting over; a
+// continue token that expired (410 Gone) goes on from the token the API
+// server gives with the error, when it gives one.
+type Lister struct {
+	// Client reads the cluster.
+	Client dynamic.Interface
+	// PageSize is the limit of each list request (0: DefaultPageSize).
+	PageSize int64
+	// Retries is how many times one page is asked again (negative: none;
+	// 0: DefaultRetries).
+	Retries int
+	// Backoff is the first wait before a retry, doubled each time up to
+	// a minute (0: DefaultBackoff).
+	Backoff time.Duration
+}
+
+// The defaults of a Lister.
+const (
+	DefaultPageSize = 500
+	DefaultRetries  = 5
+	DefaultBackoff  = 500 * time.Millisecond
+	maxBackoff      = time.Minute
+)
+
+// Page is one page of a list.
+type Page struct {
+	Items []unstructured.Unstructured
+	// Remaining is the API server's estimate of the items after this
+	// page, or -1 when it gave none.
+	Remaining int64
+}
+
+// List calls page with every page of resource gvr in namespace ("" for
+// all, or a cluster-scoped resource), selected by selector, until the
+// list ends, page returns an error or ctx ends. The retries are reported
+// to onRetry (may be nil).
+func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace, selector string, page func(Page) error, onRetry func(error, time.Duration)) error {
+	size := l.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	retries := l.Retries
+	switch {
+	case retries == 0:
+		retries = DefaultRetries
+	case retries < 0:
+		retries = 0
+	}
+	var ri dynamic.ResourceInterface = l.Client.Resource(gvr)
+	if namespace != "" {
+		ri = l.Client.Resource(gvr).Namespace(namespace)
+	}
+	token := ""
+	for {
+		list, err := l.page(ctx, ri, metav1.ListOptions{Limit: size, Continue: token, LabelSelector: selector}, retries, onRetry)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", describe(gvr, namespace), err)
+		}
+		remaining := int64(-1)
+		if r := list.GetRemainingItemCount(); r != nil {
+			remaining = *r
+		}
+		if err := page(Page{Items: list.Items, Remaining: remaining}); err != nil {
+			return err
+		}
+		next := list.GetContinue()
+		if next == "" {
+			return nil
+		}
+		if next == token {
+			// A server that hands back the token it was given would keep
+			// the audit listing forever.
+			return fmt.Errorf("listing %s: the API server returned the continue token it was given", describe(gvr, namespace))
+		}
+		token = next
+	}
+}
+
+// page gets one page, retrying.
+func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, retries int, onRetry func(error, time.Duration)) (*unstructured.UnstructuredList, error) {
+	wait := l.Backoff
+	if wait <= 0 {
+		wait = DefaultBackoff
+	}
+	for attempt := 0; ; attempt++ {
+		list, err := ri.List(ctx, opts)
+		if err == nil {
+			return list, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if next, ok := expiredContinue(err); ok && opts.Continue != "" {
+			// The snapshot of the continue token is gone; the API server
+			// hands an inconsistent continue token to go on from the
+			// same place at the current state.
+			opts.Continue = next
+			continue
+		}
+		if attempt >= retries || !retriable(err) {
+			return nil, err
+		}
+		if onRetry != nil {
+			onRetry(err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// expiredContinue returns the continue token of a 410 Gone answer to a
+// list with an expired continue token.
+func expiredContinue(err error) (string, bool) {
+	var status *apierrors.StatusError
+	if !errors.As(err, &status) || status.ErrStatus.Code != http.StatusGone {
+		return "", false
+	}
+	next := status.ErrStatus.ListMeta.Continue
+	return next, next != ""
+}
+
+// retriable tells whether a failed list request may succeed when asked
+// again: the API server was busy, timed out or failed inside, or the
+// connection broke. Refusals (401, 403, 404, 405, 400, 422) are final.
+func retriable(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		// Not an answer of the API server: the connection.
+		var w *ErrWrite
+		return !errors.As(err, &w)
+	}
+	code := status.Status().Code
+	return code == http.StatusTooManyRequests || code >= 500 ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+}
+
+// NotListable tells whether a list failed because the API server does not
+// serve the resource or does not list it (404, 405): the resource is
+// skipped, not the audit.
+func NotListable(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
+}
+
+func describe(gvr schema.GroupVersionResource, namespace string) string {
+	s := gvr.Resource
+	if gvr.Group != "" {
+		s += "." + gvr.Group
+	}
+	s += "/" + gvr.Version
+	if namespace != "" {
+		s += " in namespace " + namespace
+	}
+	return s
+}

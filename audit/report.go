@@ -1,0 +1,384 @@
+package audit
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mutatis-dev/mutatis/engine"
+)
+
+// Finding is what the policies would do to one object, or to the Pods of
+// one controller that they would all treat the same way (Count).
+type Finding struct {
+	// Resource is plural.group; Kind the object's kind.
+	Resource  string `json:"resource"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the object's (of a group, its first Pod's by name).
+	Name    string  `json:"name"`
+	Outcome Outcome `json:"outcome"`
+	// Message is the denial, the 422 or the error, as kube-apiserver's
+	// Status.message.
+	Message string `json:"message,omitempty"`
+	// Patch is the JSON patch of a change.
+	Patch string `json:"-"`
+	// Policies are the policy/binding pairs that ran on the object, or
+	// failed on it.
+	Policies []string `json:"policies,omitempty"`
+	// Ignored are the errors failurePolicy Ignore dropped.
+	Ignored []string `json:"ignored,omitempty"`
+	// Owner is the controller of a Pod ("ReplicaSet/web-5d4f8"), when its
+	// Pods are grouped.
+	Owner string `json:"owner,omitempty"`
+	// Count is the number of objects (Pods of Owner) the finding stands for.
+	Count int64 `json:"count"`
+
+	invocations []engine.Invocation
+}
+
+// MarshalJSON writes the patch as JSON, not as a string.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	type plain Finding
+	out := struct {
+		plain
+		Patch json.RawMessage `json:"patch,omitempty"`
+	}{plain: plain(f)}
+	if f.Patch != "" {
+		out.Patch = json.RawMessage(f.Patch)
+	}
+	return json.Marshal(out)
+}
+
+// Object names the finding's object: namespace/name, or the owner's Pods.
+func (f Finding) Object() string {
+	name := f.Name
+	if f.Owner != "" {
+		name = fmt.Sprintf("%s (%d pods)", f.Owner, f.Count)
+	}
+	if f.Namespace != "" {
+		return f.Namespace + "/" + name
+	}
+	return name
+}
+
+// PolicyBinding names a policy and one of its bindings.
+type PolicyBinding struct {
+	Policy  string `json:"policy"`
+	Binding string `json:"binding"`
+}
+
+func (p PolicyBinding) String() string { return p.Policy + "/" + p.Binding }
+
+// PolicyStats count what one policy and binding did over the audit (Pods
+// grouped by controller count one each).
+type PolicyStats struct {
+	PolicyBinding
+	// Considered: the binding was evaluated for the object (its policy's
+	// rules name the request).
+	Considered int64 `json:"considered"`
+	// Applied: its mutations ran without error.
+	Applied int64 `json:"applied"`
+	// ConditionFalse: a matchCondition was false.
+	ConditionFalse int64 `json:"conditionFalse"`
+	// Errors: the invocation failed (denied under failurePolicy Fail, or
+	// ignored).
+	Errors int64 `json:"errors"`
+	// Changed, Denied and Invalid count the objects it applied to (or
+	// failed on) with that outcome.
+	Changed int64 `json:"changed"`
+	Denied  int64 `json:"denied"`
+	Invalid int64 `json:"invalid"`
+}
+
+// Cost is the runtime cost of one mutation over the audit.
+type Cost struct {
+	PolicyBinding
+	// Mutation is the mutation's index in the policy.
+	Mutation int `json:"mutation"`
+	// Max is the highest cost charged for one evaluation, on MaxObject.
+	Max       int64  `json:"max"`
+	MaxObject string `json:"maxObject"`
+	// Total and Evaluations give the mean.
+	Total       int64 `json:"total"`
+	Evaluations int64 `json:"evaluations"`
+}
+
+// Summary sums an audit up.
+type Summary struct {
+	Operation string   `json:"operation"`
+	Resources []string `json:"resources"`
+	Policies  int      `json:"policies"`
+	Bindings  int      `json:"bindings"`
+	// Objects counts the audited objects; Outcomes by outcome.
+	Objects  int64             `json:"objects"`
+	Outcomes map[Outcome]int64 `json:"outcomes"`
+	// WithIgnored counts the objects with errors failurePolicy Ignore
+	// dropped, whatever their outcome.
+	WithIgnored int64   `json:"withIgnoredErrors"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// Report is the result of an audit.
+type Report struct {
+	Summary  Summary       `json:"summary"`
+	Policies []PolicyStats `json:"policies"`
+	// Costs are the heaviest mutations, by their highest cost.
+	Costs []Cost `json:"heaviestCosts"`
+	// Findings are the objects not left unchanged, gravest first.
+	Findings []Finding `json:"findings"`
+
+	stats  map[PolicyBinding]*PolicyStats
+	costs  map[costKey]*Cost
+	groups map[string]int
+}
+
+type costKey struct {
+	PolicyBinding
+	mutation int
+}
+
+// HeaviestCosts is how many mutations Report.Costs keeps.
+const HeaviestCosts = 10
+
+func newReport(a *Auditor) *Report {
+	r := &Report{
+		Summary: Summary{Operation: string(a.operation), Policies: len(a.policies), Bindings: len(a.bindings), Outcomes: map[Outcome]int64{}},
+		stats:   map[PolicyBinding]*PolicyStats{},
+		costs:   map[costKey]*Cost{},
+		groups:  map[string]int{},
+	}
+	for _, res := range a.targets {
+		r.Summary.Resources = append(r.Summary.Resources, resourceName(res))
+	}
+	for _, b := range a.bindings {
+		pb := PolicyBinding{Policy: b.Spec.PolicyName, Binding: b.Name}
+		r.stats[pb] = &PolicyStats{PolicyBinding: pb}
+	}
+	return r
+}
+
+// add counts f in the report and keeps it unless the object is unchanged.
+func (r *Report) add(f Finding) {
+	r.Summary.Objects++
+	r.Summary.Outcomes[f.Outcome]++
+	if len(f.Ignored) > 0 {
+		r.Summary.WithIgnored++
+	}
+	object := f.Resource + " " + f.Name
+	if f.Namespace != "" {
+		object = f.Resource + " " + f.Namespace + "/" + f.Name
+	}
+	for _, inv := range f.invocations {
+		pb := PolicyBinding{Policy: inv.Policy, Binding: inv.Binding}
+		s := r.stats[pb]
+		if s == nil {
+			s = &PolicyStats{PolicyBinding: pb}
+			r.stats[pb] = s
+		}
+		// The counts are the first pass's: a reinvocation is the same
+		// request.
+		if inv.Pass == 1 && inv.Skipped != engine.SkipPolicyNotSelected && inv.Skipped != engine.SkipBindingNotSelected {
+			s.Considered++
+			switch {
+			case inv.Err != nil:
+				s.Errors++
+			case inv.Skipped == engine.SkipMatchConditionFalse:
+				s.ConditionFalse++
+			case inv.Ran():
+				s.Applied++
+			}
+		}
+		if (inv.Ran() || inv.Err != nil) && inv.Pass == 1 {
+			switch f.Outcome {
+			case OutcomeChange:
+				s.Changed++
+			case OutcomeDeny:
+				s.Denied++
+			case OutcomeInvalid:
+				s.Invalid++
+			}
+		}
+		for i, m := range inv.Mutations {
+			k := costKey{pb, i}
+			c := r.costs[k]
+			if c == nil {
+				c = &Cost{PolicyBinding: pb, Mutation: i}
+				r.costs[k] = c
+			}
+			c.Total += m.Cost
+			c.Evaluations++
+			// Of the objects with the highest cost, the first by name:
+			// the workers finish in any order.
+			if m.Cost > c.Max || c.MaxObject == "" || (m.Cost == c.Max && object < c.MaxObject) {
+				c.Max, c.MaxObject = m.Cost, object
+			}
+		}
+	}
+	f.invocations = nil
+	if f.Outcome == OutcomeUnchanged {
+		return
+	}
+	if f.Owner != "" {
+		key := strings.Join(append([]string{f.Resource, f.Namespace, f.Owner, string(f.Outcome), f.Message, f.Patch}, f.Ignored...), "\x00")
+		if i, ok := r.groups[key]; ok {
+			g := &r.Findings[i]
+			g.Count++
+			// The group is named by its first Pod by name, whatever
+			// order the workers finish in.
+			g.Name = min(g.Name, f.Name)
+			return
+		}
+		r.groups[key] = len(r.Findings)
+	}
+	r.Findings = append(r.Findings, f)
+}
+
+// finish orders the report.
+func (r *Report) finish(elapsed time.Duration) {
+	r.Summary.Seconds = elapsed.Seconds()
+	rank := func(o Outcome) int { return slices.Index(Outcomes, o) }
+	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(rank(a.Outcome), rank(b.Outcome)), cmp.Compare(a.Resource, b.Resource),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Name, b.Name))
+	})
+	r.Policies = r.Policies[:0]
+	for _, s := range r.stats {
+		r.Policies = append(r.Policies, *s)
+	}
+	slices.SortFunc(r.Policies, func(a, b PolicyStats) int {
+		return cmp.Or(cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Binding, b.Binding))
+	})
+	r.Costs = r.Costs[:0]
+	for _, c := range r.costs {
+		r.Costs = append(r.Costs, *c)
+	}
+	slices.SortFunc(r.Costs, func(a, b Cost) int {
+		return cmp.Or(cmp.Compare(b.Max, a.Max), cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Binding, b.Binding), cmp.Compare(a.Mutation, b.Mutation))
+	})
+	if len(r.Costs) > HeaviestCosts {
+		r.Costs = r.Costs[:HeaviestCosts]
+	}
+}
+
+// FailOn is the set of outcomes that fail an audit (--fail-on).
+type FailOn map[Outcome]bool
+
+// ParseFailOn reads --fail-on values: change (an object would change),
+// deny (an object would be denied or refused by validation) and error (an
+// evaluation fails, or an error would be ignored by failurePolicy
+// Ignore).
+func ParseFailOn(values []string) (FailOn, error) {
+	out := FailOn{}
+	for _, v := range values {
+		switch v {
+		case "change":
+			out[OutcomeChange] = true
+		case "deny":
+			out[OutcomeDeny], out[OutcomeInvalid] = true, true
+		case "error":
+			out[OutcomeError], out[OutcomeIgnored] = true, true
+		default:
+			return nil, fmt.Errorf("--fail-on must be change, deny or error, not %q", v)
+		}
+	}
+	return out, nil
+}
+
+// Fails tells whether a finding fails the audit.
+func (s FailOn) Fails(f Finding) bool {
+	return s[f.Outcome] || (s[OutcomeIgnored] && len(f.Ignored) > 0)
+}
+
+// Failed tells whether any finding of r fails the audit.
+func (s FailOn) Failed(r *Report) bool {
+	return slices.ContainsFunc(r.Findings, s.Fails)
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// Headline is the one-line summary of the audit.
+func (r *Report) Headline() string {
+	s := r.Summary
+	var parts []string
+	for _, o := range Outcomes {
+		parts = append(parts, fmt.Sprintf("%s %d", o, s.Outcomes[o]))
+	}
+	return fmt.Sprintf("audited %d objects as %s with %d policies and %d bindings in %.1fs: %s",
+		s.Objects, s.Operation, s.Policies, s.Bindings, s.Seconds, strings.Join(parts, ", "))
+}
+
+// WriteTable writes r for a terminal: the summary, one line per finding
+// (the patch shortened to its operations' paths), the per-policy counts
+// and the heaviest costs.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintln(w, r.Headline())
+	fmt.Fprintf(w, "resources: %s\n", strings.Join(r.Summary.Resources, ", "))
+	if r.Summary.WithIgnored > 0 {
+		fmt.Fprintf(w, "objects with errors ignored by failurePolicy Ignore: %d\n", r.Summary.WithIgnored)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(r.Findings) > 0 {
+		fmt.Fprintln(tw, "\nOUTCOME\tRESOURCE\tOBJECT\tPOLICIES\tDETAIL")
+		for _, f := range r.Findings {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Outcome, f.Resource, f.Object(), strings.Join(f.Policies, ","), oneLine(f.detail()))
+		}
+	}
+	if len(r.Policies) > 0 {
+		fmt.Fprintln(tw, "\nPOLICY\tBINDING\tCONSIDERED\tAPPLIED\tCONDITION FALSE\tERRORS\tCHANGED\tDENIED\tINVALID")
+		for _, s := range r.Policies {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Policy, s.Binding, s.Considered, s.Applied, s.ConditionFalse, s.Errors, s.Changed, s.Denied, s.Invalid)
+		}
+	}
+	if len(r.Costs) > 0 {
+		fmt.Fprintln(tw, "\nHEAVIEST MUTATIONS\tMAX COST\tMEAN COST\tON")
+		for _, c := range r.Costs {
+			fmt.Fprintf(tw, "%s mutation %d\t%d\t%d\t%s\n", c.PolicyBinding, c.Mutation, c.Max, c.Total/max(c.Evaluations, 1), c.MaxObject)
+		}
+	}
+	return tw.Flush()
+}
+
+// detail is the finding's message, or its patch's operations.
+func (f Finding) detail() string {
+	if f.Message != "" {
+		return f.Message
+	}
+	if f.Patch != "" {
+		var ops []struct{ Op, Path string }
+		if json.Unmarshal([]byte(f.Patch), &ops) == nil {
+			var parts []string
+			for _, op := range ops {
+				parts = append(parts, op.Op+" "+op.Path)
+			}
+			return strings.Join(parts, ", ")
+		}
+	}
+	if len(f.Ignored) > 0 {
+		return "ignored: " + strings.Join(f.Ignored, "; ")
+	}
+	return ""
+}
+
+// oneLine keeps a table row on one line of at most 160 characters.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 160 {
+		return string(r[:157]) + "..."
+	}
+	return s
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// auditFake is a fake cluster holding the audit package's test objects.
+func auditFake(t *testing.T) *dynamicfake.FakeDynamicClient {
+	t.Helper()
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, r := range matching.DefaultTable().Resources() {
+		listKinds[r.GroupVersionResource()] = r.Kind + "List"
+	}
+	set, err := manifest.Load(context.Background(), []string{"../../audit/testdata/cluster.yaml"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, o := range set.Objects {
+		objs = append(objs, o.Object)
+	}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+}
+
+// runAuditCommand runs `mutatis audit ARGS` against the fake cluster and
+// returns stdout, stderr and the exit code.
+func runAuditCommand(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := newAuditCommandWith(auditFake(t))
+	var stdout, stderr bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs(args)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	code := exitOK
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+		if ee.err != nil {
+			stderr.WriteString(ee.err.Error())
+		}
+	case err != nil:
+		code = exitUsage
+		stderr.WriteString(err.Error())
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func TestAuditCommandExitCodes(t *testing.T) {
+	policies := "--policies=../../audit/testdata/policies.yaml"
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"a report without --fail-on exits 0", []string{policies}, exitOK, "audited 11 objects as CREATE", ""},
+		{"--fail-on deny finds the denial", []string{policies, "--fail-on=deny"}, exitProblem, "deny     configmaps", ""},
+		{"--fail-on change finds the changes", []string{policies, "--fail-on", "change", "-o", "json"}, exitProblem, `"outcome": "change"`, ""},
+		{"--fail-on error finds the ignored error", []string{policies, "--fail-on=error", "-o", "junit"}, exitProblem, "<testsuites", ""},
+		{"nothing fails in kube-system", []string{policies, "--fail-on=deny,change,error", "-n", "kube-system"}, exitOK, "unchanged 1", ""},
+		{"--fail-on refuses an unknown outcome", []string{policies, "--fail-on=warn"}, exitUsage, "", `--fail-on must be change, deny or error, not "warn"`},
+		{"policies from files or from the cluster, not both", []string{policies, "--cluster-policies"}, exitUsage, "", "give either --policies PATH… or --cluster-policies"},
+		{"an unknown format", []string{policies, "-o", "yaml"}, exitUsage, "", `--output must be table, json, junit or html, not "yaml"`},
+		{"an unknown operation", []string{policies, "--operation", "DELETE"}, exitUsage, "", `--operation must be CREATE or UPDATE, not "DELETE"`},
+		{"--object explains one object", []string{policies, "--object", "configmap/broken", "-n", "team-a"}, exitOK,
+			"configmaps team-a/broken on CREATE: would be denied", ""},
+		{"--object of an unknown kind", []string{policies, "--object", "gizmo/x"}, exitUsage, "", `kind "gizmo" is not served`},
+		{"--object of a missing object", []string{policies, "--object", "configmap/nope", "-n", "team-a"}, exitUsage, "", `reading configmap/nope`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, code := runAuditCommand(t, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, c.stdout) {
+				t.Errorf("stdout does not contain %q:\n%s", c.stdout, stdout)
+			}
+			if !strings.Contains(stderr, c.stderr) {
+				t.Errorf("stderr does not contain %q:\n%s", c.stderr, stderr)
+			}
+		})
+	}
+}
+
+func TestAuditCommandReportFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.html")
+	stdout, stderr, code := runAuditCommand(t, "--policies=../../audit/testdata/policies.yaml", "-o", "html", "--report", path)
+	if code != exitOK || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	if !strings.HasPrefix(stderr, "audited 11 objects") {
+		t.Errorf("stderr = %q", stderr)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(page, []byte("<title>mutatis audit</title>")) {
+		t.Errorf("report: %v %.200s", err, page)
+	}
+}
