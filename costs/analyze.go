@@ -251,16 +251,17 @@ func (pa *policyAnalysis) fit(i int, e *compiler.Expression) *targetCost {
 	}
 	// Too many grid points: hold the least influential input at its
 	// profile size, and try again.
-	for ; len(vars) > 0; vars, approx = vars[:len(vars)-1], true {
+	for {
 		p, fitApprox, ok := fitFormula(vars, estimate)
 		if ok {
 			tc.poly, tc.approx, tc.fitOK = p, approx || fitApprox, true
 			return tc
 		}
+		if len(vars) == 0 {
+			return tc
+		}
+		vars, approx = vars[:len(vars)-1], true
 	}
-	p, _, ok := fitFormula(nil, estimate)
-	tc.poly, tc.approx, tc.fitOK = p, true, ok
-	return tc
 }
 
 // formulaInputs lists the inputs of tc's formula with their profile sizes.
