@@ -119,7 +119,7 @@ func (a *analyzer) policy(p manifest.Policy, cp *compiler.Policy) Policy {
 			}
 			return s
 		}
-		for _, pt := range Points {
+		for _, pt := range Points() {
 			worst := pa.worst(func(i int) uint64 { return sum(i, pt) })
 			b.Points[pt] = pa.pointCost(worst, sum(worst, pt), limit)
 		}
@@ -183,7 +183,7 @@ func (pa *policyAnalysis) sizer(i int, pt Point) *pointSizer {
 // estimate estimates e for target i at every point.
 func (pa *policyAnalysis) estimate(i int, e *compiler.Expression) *targetCost {
 	tc := &targetCost{est: map[Point]compiler.CostEstimate{}}
-	for _, pt := range Points {
+	for _, pt := range Points() {
 		if e.AST() == nil {
 			tc.est[pt] = e.Cost
 			continue
@@ -251,16 +251,17 @@ func (pa *policyAnalysis) fit(i int, e *compiler.Expression) *targetCost {
 	}
 	// Too many grid points: hold the least influential input at its
 	// profile size, and try again.
-	for ; len(vars) > 0; vars, approx = vars[:len(vars)-1], true {
+	for {
 		p, fitApprox, ok := fitFormula(vars, estimate)
 		if ok {
 			tc.poly, tc.approx, tc.fitOK = p, approx || fitApprox, true
 			return tc
 		}
+		if len(vars) == 0 {
+			return tc
+		}
+		vars, approx = vars[:len(vars)-1], true
 	}
-	p, _, ok := fitFormula(nil, estimate)
-	tc.poly, tc.approx, tc.fitOK = p, true, ok
-	return tc
 }
 
 // formulaInputs lists the inputs of tc's formula with their profile sizes.
@@ -327,7 +328,7 @@ func (pa *policyAnalysis) pointCost(i int, max uint64, limit int64) PointCost {
 func (pa *policyAnalysis) expression(e *compiler.Expression) Expression {
 	a := pa.a
 	ec := Expression{Path: e.Path.String(), Name: e.Name, Kind: e.Kind.String(), Limit: compiler.PerCallLimit, Points: map[Point]PointCost{}}
-	for _, pt := range Points {
+	for _, pt := range Points() {
 		w := pa.worst(func(i int) uint64 { return pa.costs[i][e].est[pt].Max })
 		ec.Points[pt] = pa.pointCost(w, pa.costs[w][e].est[pt].Max, compiler.PerCallLimit)
 	}
@@ -335,7 +336,8 @@ func (pa *policyAnalysis) expression(e *compiler.Expression) Expression {
 	t := pa.targets[worst]
 	ec.Gate = a.gateOf(t)
 	est := pa.costs[worst][e].est[ec.Gate]
-	ec.Target, ec.Schema, ec.Min, ec.Unbounded = t.label, est.Schema, est.Min, est.Unbounded()
+	ec.Target, ec.Min, ec.Unbounded = t.label, est.Min, est.Unbounded()
+	ec.Schema = t.decl != nil || pa.params != nil
 	ec.Max, ec.Percent = maxAndPercent(est.Max, compiler.PerCallLimit)
 	ec.Status = costStatus(est.Max, compiler.PerCallLimit, a.failOver)
 

@@ -267,3 +267,22 @@ func TestBuiltinDeclType(t *testing.T) {
 		t.Error("an unknown kind has a declaration type")
 	}
 }
+
+// TestFormulaWithTooManyInputs: more inputs than a fit varies are held at
+// their profile size, and the formula says it is approximate.
+func TestFormulaWithTooManyInputs(t *testing.T) {
+	var parts []string
+	for _, f := range []string{"containers", "volumes", "tolerations", "initContainers", "hostAliases", "imagePullSecrets", "ephemeralContainers"} {
+		parts = append(parts, `object.spec.?`+f+`.orValue([]).all(a, object.spec.?`+f+`.orValue([]).exists(b, a == b))`)
+	}
+	e := analyzeOne(t, podPolicy("pods", []string{strings.Join(parts, " && ")}, noopMutation), Options{}).Expressions[0]
+	if e.Formula == nil || !e.Formula.Approximate || !strings.HasPrefix(e.Formula.Text, "≈ ") {
+		t.Fatalf("formula %+v, want an approximate one", e.Formula)
+	}
+	if len(e.Formula.Inputs) > maxFormulaInputs || len(e.SuperLinear) == 0 {
+		t.Errorf("%d inputs, flags %+v", len(e.Formula.Inputs), e.SuperLinear)
+	}
+	if e.Unbounded || e.Status != StatusOK {
+		t.Errorf("status %s unbounded %v", e.Status, e.Unbounded)
+	}
+}

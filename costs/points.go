@@ -31,7 +31,7 @@ const (
 )
 
 // Points lists the evaluation points in report order.
-var Points = []Point{PointSchema, PointRequest, PointProfile}
+func Points() []Point { return []Point{PointSchema, PointRequest, PointProfile} }
 
 // inputInfo is one sized input the estimator asked about at some point.
 type inputInfo struct {

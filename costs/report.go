@@ -157,7 +157,9 @@ type Options struct {
 }
 
 // Gates are the values of Options.Gate.
-var Gates = []string{"auto", string(PointSchema), string(PointRequest), string(PointProfile)}
+func Gates() []string {
+	return []string{"auto", string(PointSchema), string(PointRequest), string(PointProfile)}
+}
 
 // Analyze is AnalyzeWith at the default options and failOver.
 func Analyze(policies []manifest.Policy, crds *CRDIndex, failOver float64) (*Report, error) {
@@ -178,8 +180,8 @@ func AnalyzeWith(policies []manifest.Policy, crds *CRDIndex, opts Options) (*Rep
 	if opts.Gate == "" {
 		opts.Gate = "auto"
 	}
-	if !contains(Gates, opts.Gate) {
-		return nil, fmt.Errorf("unknown gate %q (%s)", opts.Gate, strings.Join(Gates, ", "))
+	if !contains(Gates(), opts.Gate) {
+		return nil, fmt.Errorf("unknown gate %q (%s)", opts.Gate, strings.Join(Gates(), ", "))
 	}
 	if opts.Profile == nil {
 		opts.Profile = DefaultProfile()

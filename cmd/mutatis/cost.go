@@ -109,8 +109,8 @@ func runCost(cmd *cobra.Command, o costOptions) error {
 	if math.IsNaN(o.failOver) || o.failOver < 0 || o.failOver > 100 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--fail-over must be a percent between 0 and 100, not %v", o.failOver)}
 	}
-	if !slices.Contains(costs.Gates, o.gate) {
-		return &exitError{code: exitUsage, err: fmt.Errorf("unknown --gate %q (%s)", o.gate, strings.Join(costs.Gates, ", "))}
+	if !slices.Contains(costs.Gates(), o.gate) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("unknown --gate %q (%s)", o.gate, strings.Join(costs.Gates(), ", "))}
 	}
 	profile, err := costProfile(o)
 	if err != nil {
@@ -260,7 +260,7 @@ func budgetLimit(b costs.Budget, failOver float64) string {
 // pointColumns are the SCHEMA, REQUEST, PROFILE and FORMULA columns.
 func pointColumns(points map[costs.Point]costs.PointCost, f *costs.Formula) string {
 	var cols []string
-	for _, pt := range costs.Points {
+	for _, pt := range costs.Points() {
 		pc, ok := points[pt]
 		if !ok {
 			cols = append(cols, "-")
