@@ -34,6 +34,11 @@ func RunWith(t *testing.T, opts Options, paths ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		for _, d := range r.dispatchers {
+			d.Close(nil)
+		}
+	})
 	for _, f := range files {
 		l, err := LoadSuite(t.Context(), f)
 		name := f

@@ -119,3 +119,66 @@ webhooks:
 		t.Errorf("APIObjects: %v", objs)
 	}
 }
+
+// TestLoadOnly: a file given as webhooks holds nothing else; each other
+// document is an error naming it, beside the configurations' own errors.
+func TestLoadOnly(t *testing.T) {
+	cases := []struct {
+		name  string
+		yaml  string
+		want  []string
+		count int
+	}{
+		{name: "configurations only", count: 1, yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: a}
+webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: None, admissionReviewVersions: [v1]}]`},
+		{name: "a policy, a binding and a ConfigMap are named", yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: p}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}
+  reinvocationPolicy: Never
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: "[]"}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: b}
+spec: {policyName: p}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: d}`, want: []string{
+			`hooks.yaml#0: MutatingAdmissionPolicy "p": a MutatingAdmissionPolicy among the webhook configurations`,
+			`hooks.yaml#1: MutatingAdmissionPolicyBinding "b": a MutatingAdmissionPolicyBinding among the webhook configurations`,
+			`hooks.yaml#2: ConfigMap "c": a ConfigMap among the webhook configurations (other objects go with the resources)`}},
+		{name: "an invalid configuration names its field", yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: a}
+webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: Unknown, admissionReviewVersions: [v1]}]`,
+			want: []string{`hooks.yaml#0: MutatingWebhookConfiguration "a": webhooks[0].sideEffects: Unsupported value: "Unknown"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			set, err := manifest.Parse("hooks.yaml", []byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			configs, err := LoadOnly(set)
+			if len(c.want) == 0 {
+				if err != nil || len(configs) != c.count {
+					t.Fatalf("got %d configurations, %v; want %d", len(configs), err, c.count)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -118,5 +119,64 @@ func TestApplySidecarGetsTheTokenMount(t *testing.T) {
 	checkCLI(t, code, stdout, stderr, 0, []string{"    - mountPath: /var/log/app\n      name: app-logs\n    - mountPath: /var/run/secrets/kubernetes.io/serviceaccount\n      name: kube-api-access-xxxxx\n"}, nil)
 	if n := strings.Count(stdout, "name: kube-api-access-xxxxx"); n != 3 {
 		t.Errorf("%d mentions of the token volume, want 3 (two mounts, the volume):\n%s", n, stdout)
+	}
+}
+
+// TestTestWebhooks runs the example suite with webhooks through `mutatis
+// test`, its service mapped with --service-url (over the suite's own
+// mapping), and --webhooks given to a suite that names none.
+func TestTestWebhooks(t *testing.T) {
+	const dir = "../../examples/webhook-and-policy/"
+	cert, err := tls.LoadX509KeyPair(dir+"testdata/certs/tls.crt", dir+"testdata/certs/tls.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(dir + "testdata/certs/ca.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := webhookserver.StartWith(cert, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	mapping := "hooks/hooks=https://" + srv.Addr()
+	suite := filepath.Join(t.TempDir(), "flags.mutatis-test.yaml")
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(suite, []byte(`apiVersion: mutatis.dev/v1alpha1
+kind: PolicyTest
+policies: [`+abs+`/policy.yaml]
+cases:
+- name: the webhooks of --webhooks run
+  object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: shop, labels: {mesh: enabled}}, spec: {containers: [{name: app, image: nginx}]}}
+  expect:
+    applied: [webhook:mesh/sidecar.mesh.example.com]
+    objectContains: {metadata: {annotations: {sidecar.example.com/injected: "true"}}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{name: "the example suite with its service mapped", args: []string{"test", "-v", "--service-url", mapping, dir + "testdata"}, code: 0,
+			want: []string{"ok   webhook-and-policy", "4 cases"}},
+		{name: "without the mapping the suite's own address is unreachable", args: []string{"test", "--service-url", "hooks/hooks=https://127.0.0.1:1", dir + "testdata"}, code: 1,
+			want: []string{`failed calling webhook "sidecar.mesh.example.com"`}},
+		{name: "--webhooks for a suite that names none", args: []string{"test", "--webhooks", dir + "webhooks.yaml", "--service-url", mapping, suite}, code: 0,
+			want: []string{"1 cases"}},
+		{name: "a bad --webhooks file", args: []string{"test", "--webhooks", dir + "policy.yaml", suite}, code: 2,
+			want: []string{`a MutatingAdmissionPolicy among the webhook configurations`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", c.args...)
+			checkCLI(t, code, stdout, stderr, c.code, c.want, nil)
+		})
 	}
 }

@@ -149,7 +149,8 @@ func TestDifferentialCasesAreValid(t *testing.T) {
 // admitRawByMutatis is mutatis' whole request path for the case object as
 // written, with no help from an API server: the simulated cluster decodes
 // it as kube-apiserver's handler decodes a body (defaulting included),
-// admits it and runs the registry strategy (Cluster.Decode, Cluster.Admit).
+// admits it through the chain and runs the registry strategy
+// (Cluster.DecodeSteps, Cluster.AdmitChain).
 // The outcome is the object the registry would store, or the refusal
 // (the engine's denial, the 422 of validation, the 400 of decoding).
 func admitRawByMutatis(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured) (outcome, *cluster.Admission) {
@@ -179,14 +180,16 @@ func admitRawWith(t *testing.T, set *manifest.Set, stored *unstructured.Unstruct
 		obj.SetResourceVersion(stored.GetResourceVersion())
 		req.OldObject = stored.DeepCopy()
 	}
-	attrs, _, err := sim.Decode(req)
+	d, err := sim.DecodeSteps(req)
 	if err != nil {
 		if o, oerr := outcomeOf(nil, err); oerr == nil {
 			return o, &cluster.Admission{}
 		}
 		t.Fatalf("mutatis: %v", err)
 	}
-	adm, err := sim.Admit(context.Background(), ev, attrs)
+	// The whole chain, as `mutatis apply` runs it: the reinvocation round
+	// runs the built-in plugins again.
+	adm, err := sim.AdmitChain(context.Background(), cluster.Chain{Policies: ev}, d)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}

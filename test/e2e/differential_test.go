@@ -59,7 +59,7 @@ func adminInfo() user.Info {
 // The second takes no help from the API server: mutatis decodes the case
 // object as written (cluster.Decode: defaulting, the admission plugins
 // before MAP; pruning and structural defaults for custom resources),
-// admits it and runs the registry strategy (cluster.Admit); its stored
+// admits it and runs the registry strategy (cluster.AdmitChain); its stored
 // object (Admission.Stored) or refusal (the denial, the 422 of validation)
 // must be S or kube-apiserver's refusal, message for message.
 func TestDifferential(t *testing.T) {
@@ -200,7 +200,7 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		t.Errorf("mutatis (admitting kube-apiserver's decoded object, then a dry-run create) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if d := diff("kube-apiserver", want, "mutatis", raw); d != "" {
-		t.Errorf("mutatis (from the case object: Decode, Admit, the stored object) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+		t.Errorf("mutatis (from the case object: DecodeSteps, AdmitChain, the stored object) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if want.Object != nil && diff("", outcome{Object: in}, "", want) == "" {
 		t.Logf("note: the policies left %s unchanged", kindKey(object))
