@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,4 +51,35 @@ func TestTestInit(t *testing.T) {
 	if after, _ := os.ReadFile(existing); string(after) != string(before) {
 		t.Error("init overwrote an existing file")
 	}
+}
+
+// TestTestUpdate: --update writes the actual results into the failing
+// case of a copy of the broken suite, says so on stderr, and the run
+// that follows passes; the suite's comments stay.
+func TestTestUpdate(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"broken.mutatis-test.yaml", "policy.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../policytest/testdata/broken", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	suite := filepath.Join(dir, "broken.mutatis-test.yaml")
+	before, _ := os.ReadFile(suite)
+	code, out, stderr := runCLI(t, "", "test", "--update", dir)
+	checkCLI(t, code, out, stderr, exitOK, []string{"updated " + suite + ": broken-sidecar/the sidecar is injected (objectContains)\n", "PASS: 2 cases in 1 suites"}, nil)
+	after, _ := os.ReadFile(suite)
+	if string(after) == string(before) || !strings.Contains(string(after), "log-shipper:1.5.0") {
+		t.Errorf("the suite was not updated:\n%s", after)
+	}
+	for _, line := range strings.Split(string(before), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") && !strings.Contains(string(after), line) {
+			t.Errorf("the comment %q was lost", line)
+		}
+	}
+	code, out, stderr = runCLI(t, "", "test", "--update", dir)
+	checkCLI(t, code, out, stderr, exitOK, nil, []string{"updated"})
 }
