@@ -161,13 +161,7 @@ func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 		errs = append(errs, cerrs...)
 		s.Cases = append(s.Cases, c)
 	}
-	if len(errs) > 0 {
-		return nil, &InputError{File: dir, Errs: errs}
-	}
-	if verrs := s.validate(); len(verrs) > 0 {
-		return nil, &InputError{File: dir, Errs: verrs}
-	}
-	return s, nil
+	return finish(s, dir, errs)
 }
 
 // katValidatingPolicies are the names of the ValidatingAdmissionPolicies

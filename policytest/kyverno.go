@@ -186,13 +186,7 @@ func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
 		errs = append(errs, rerrs...)
 		s.Cases = append(s.Cases, cs...)
 	}
-	if len(errs) > 0 {
-		return nil, &InputError{File: file, Errs: errs}
-	}
-	if verrs := s.validate(); len(verrs) > 0 {
-		return nil, &InputError{File: file, Errs: verrs}
-	}
-	return s, nil
+	return finish(s, file, errs)
 }
 
 func resolveAll(dir string, paths []string) []string {

@@ -38,9 +38,10 @@ func (e *NoSuitesError) Error() string {
 // Discover returns the suite files under paths: files are taken as they
 // are, directories are searched recursively for files named
 // *.mutatis-test.yaml or *.mutatis-test.yml, for the tests/ directories
-// of kat's convention (IsKatTestsDir) and for the Kyverno CLI's test
-// files of MutatingAdmissionPolicies (IsKyvernoTestFile), which are
-// suites too (KatSuite, KyvernoSuite). The result is sorted and has no duplicates.
+// of kat's convention (IsKatTestsDir), for the Kyverno CLI's test files
+// of MutatingAdmissionPolicies (IsKyvernoTestFile) and for kaptest's
+// manifests with MutatingAdmissionPolicy tests (IsKaptestFile), which are
+// suites too (KatSuite, KyvernoSuite, KaptestSuite). The result is sorted and has no duplicates.
 func Discover(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -73,7 +74,7 @@ func Discover(paths []string) ([]string, error) {
 				// that tests expect to fail, unless asked for explicitly.
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && (IsSuiteFile(d.Name()) || IsKyvernoTestFile(path)) {
+			if !d.IsDir() && (IsSuiteFile(d.Name()) || IsKyvernoTestFile(path) || IsKaptestFile(path)) {
 				add(path)
 			}
 			return nil
@@ -128,6 +129,9 @@ func loadSuite(ctx context.Context, file string, policies []string) (*Loaded, er
 	}
 	if IsKyvernoTestFile(file) {
 		return loadKyverno(ctx, file, policies)
+	}
+	if IsKaptestFile(file) {
+		return loadKaptest(ctx, file, policies)
 	}
 	s, err := readSuiteFile(file)
 	if err != nil {

@@ -89,7 +89,7 @@ field path, or bad flags).`,
 	f.StringVar(&o.coverageHTML, "coverage-html", "", "write the coverage report as HTML, with the expression sources highlighted, to this file (implies --coverage)")
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
 	addAdmissionPluginFlags(f, &o.plugins)
-	cmd.AddCommand(newTestInitCommand())
+	cmd.AddCommand(newTestInitCommand(), newTestConvertCommand())
 	return cmd
 }
 

@@ -83,3 +83,35 @@ func TestTestUpdate(t *testing.T) {
 	code, out, stderr = runCLI(t, "", "test", "--update", dir)
 	checkCLI(t, code, out, stderr, exitOK, nil, []string{"updated"})
 }
+
+// TestTestConvert: the PolicyTest that convert writes for a Kyverno CLI
+// test file, a kaptest manifest and a kat directory runs as the original
+// does (kat's example policy lacks the reinvocationPolicy kube-apiserver
+// requires, in both forms).
+func TestTestConvert(t *testing.T) {
+	const td = "../../policytest/testdata/"
+	dir := t.TempDir()
+	for _, c := range []struct {
+		src, name string
+		code      int
+		want      string
+	}{
+		{td + "kyverno/specify-namespace-selector/kyverno-test.yaml", "kyverno", exitOK, "ok   specify-namespace-selector\t"},
+		{td + "kaptest/label-policy.test/kaptest.yaml", "kaptest", exitOK, "ok   label-policy\t"},
+		{td + "kat/add-default-labels/tests", "kat", exitUsage, "spec.reinvocationPolicy: Required value"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, orig, _ := runCLI(t, "", "test", c.src)
+			suite := filepath.Join(dir, c.name+".mutatis-test.yaml")
+			code2, out, stderr := runCLI(t, "", "test", "convert", c.src, "--write", suite)
+			checkCLI(t, code2, out, stderr, exitOK, []string{"wrote " + suite}, nil)
+			code2, out, stderr = runCLI(t, "", "test", suite)
+			checkCLI(t, code2, out, stderr, c.code, []string{c.want}, nil)
+			if code != code2 || strings.Count(orig, "--- FAIL") != strings.Count(out, "--- FAIL") {
+				t.Errorf("the original exits %d, the converted suite %d:\n%s\n%s", code, code2, orig, out)
+			}
+		})
+	}
+	code, out, stderr := runCLI(t, "", "test", "convert", "testdata/apply")
+	checkCLI(t, code, out, stderr, exitUsage, []string{"testdata/apply: a directory, and not kat's tests/ directory"}, nil)
+}
