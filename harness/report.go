@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 )
@@ -81,6 +82,25 @@ func (r Regression) String() string {
 // measurement in base by more than maxPercent, in current's order.
 // Measurements without a counterpart are ignored.
 func Compare(base, current []Measurement, maxPercent float64, metric Metric) []Regression {
+	return CompareWith(base, current, CompareOptions{MaxPercent: maxPercent, Metric: metric})
+}
+
+// CompareOptions tune CompareWith.
+type CompareOptions struct {
+	// MaxPercent is the allowed increase in percent.
+	MaxPercent float64
+	// Metric is what is compared.
+	Metric Metric
+	// MinTimeChange is the least increase of ns/op that counts as a time
+	// regression, whatever the percentage: a fast expression's time
+	// moves by more than any sensible percentage from run to run, and a
+	// CI gate must not flake on it.
+	MinTimeChange time.Duration
+}
+
+// CompareWith is Compare with the minimum absolute change of time.
+func CompareWith(base, current []Measurement, o CompareOptions) []Regression {
+	maxPercent, metric := o.MaxPercent, o.Metric
 	byKey := make(map[string]Measurement, len(base))
 	for _, m := range base {
 		byKey[m.Key()] = m
@@ -105,7 +125,7 @@ func Compare(base, current []Measurement, maxPercent float64, metric Metric) []R
 		if metric == MetricCost || metric == MetricBoth {
 			check(m.Key(), MetricCost, float64(b.RuntimeCost), float64(m.RuntimeCost))
 		}
-		if metric == MetricTime || metric == MetricBoth {
+		if (metric == MetricTime || metric == MetricBoth) && m.NsPerOp-b.NsPerOp >= float64(o.MinTimeChange.Nanoseconds()) {
 			check(m.Key(), MetricTime, b.NsPerOp, m.NsPerOp)
 		}
 	}

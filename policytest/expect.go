@@ -30,6 +30,12 @@ type Failure struct {
 	Message string `json:"message"`
 	// Diff is a unified diff of expected vs actual YAML, when there is one.
 	Diff string `json:"diff,omitempty"`
+
+	// field and actual are what --update writes (Report.Update): the
+	// path of the expectation under `expect` and the actual value; field
+	// is nil for a failure that no value of an expectation mends.
+	field  []string
+	actual any
 }
 
 // String formats the failure as the text output prints it (uncolored).
@@ -132,15 +138,15 @@ func (e *expectations) check(o outcome) []Failure {
 		}
 		st := r.Denied.ErrStatus
 		if e.denied.Message != "" && !strings.Contains(st.Message, e.denied.Message) {
-			fs = append(fs, Failure{Expectation: "denied.message", Message: fmt.Sprintf("the denial message does not contain %q:\n%s", e.denied.Message, st.Message)})
+			fs = append(fs, Failure{Expectation: "denied.message", Message: fmt.Sprintf("the denial message does not contain %q:\n%s", e.denied.Message, st.Message), field: []string{"denied", "message"}, actual: st.Message})
 		}
 		if e.denied.MessageRegex != "" {
 			if re, err := regexp.Compile(e.denied.MessageRegex); err != nil || !re.MatchString(st.Message) {
-				fs = append(fs, Failure{Expectation: "denied.messageRegex", Message: fmt.Sprintf("the denial message does not match %q:\n%s", e.denied.MessageRegex, st.Message)})
+				fs = append(fs, Failure{Expectation: "denied.messageRegex", Message: fmt.Sprintf("the denial message does not match %q:\n%s", e.denied.MessageRegex, st.Message), field: []string{"denied", "messageRegex"}, actual: "^" + regexp.QuoteMeta(st.Message) + "$"})
 			}
 		}
 		if e.denied.Code != 0 && e.denied.Code != st.Code {
-			fs = append(fs, Failure{Expectation: "denied.code", Message: fmt.Sprintf("the denial has code %d, want %d: %s", st.Code, e.denied.Code, st.Message)})
+			fs = append(fs, Failure{Expectation: "denied.code", Message: fmt.Sprintf("the denial has code %d, want %d: %s", st.Code, e.denied.Code, st.Message), field: []string{"denied", "code"}, actual: int64(st.Code)})
 		}
 		return fs
 	}
@@ -165,14 +171,14 @@ func (e *expectations) check(o outcome) []Failure {
 			}
 		}
 		if !equal(want, r.Object) {
-			fs = append(fs, Failure{Expectation: "object", Message: "the final object differs", Diff: diffText(want, r.Object)})
+			fs = append(fs, Failure{Expectation: "object", Message: "the final object differs", Diff: diffText(want, r.Object), field: []string{"object"}, actual: canonical(r.Object)})
 		}
 	}
 	if e.objectContains != nil {
 		ls := schemaFor(o.schemas, o.gvk, r.Object)
 		got := ls.project(ls.tr, e.objectContains, r.Object)
 		if !equal(e.objectContains, got) {
-			fs = append(fs, Failure{Expectation: "objectContains", Message: "the final object does not contain the expected fields", Diff: diffText(e.objectContains, got)})
+			fs = append(fs, Failure{Expectation: "objectContains", Message: "the final object does not contain the expected fields", Diff: diffText(e.objectContains, got), field: []string{"objectContains"}, actual: canonical(got)})
 		}
 	}
 	if e.hasPatch {
@@ -244,7 +250,7 @@ func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
 	gotJSON, _ := json.Marshal(got)
 	var gotAny any
 	_ = json.Unmarshal(gotJSON, &gotAny)
-	return Failure{Expectation: "patch", Message: msg + "\nactual patch: " + string(gotJSON), Diff: diffText(want, gotAny)}, false
+	return Failure{Expectation: "patch", Message: msg + "\nactual patch: " + string(gotJSON), Diff: diffText(want, gotAny), field: []string{"patch"}, actual: gotAny}, false
 }
 
 // applied tells whether an invocation of the named policy (and binding,

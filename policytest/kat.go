@@ -5,14 +5,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/manifest"
 )
@@ -164,13 +161,7 @@ func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 		errs = append(errs, cerrs...)
 		s.Cases = append(s.Cases, c)
 	}
-	if len(errs) > 0 {
-		return nil, &InputError{File: dir, Errs: errs}
-	}
-	if verrs := s.validate(); len(verrs) > 0 {
-		return nil, &InputError{File: dir, Errs: verrs}
-	}
-	return s, nil
+	return finish(s, dir, errs)
 }
 
 // katValidatingPolicies are the names of the ValidatingAdmissionPolicies
@@ -246,27 +237,10 @@ func katCase(dir, base string, files map[string]string) (Case, field.ErrorList) 
 
 // katApplyRequest sets what kat's request file p gives to the case.
 func katApplyRequest(c *Case, dir, p string) field.ErrorList {
-	data, err := os.ReadFile(filepath.Join(dir, p))
-	if err != nil {
-		return field.ErrorList{fieldProblem(field.NewPath(p), err.Error())}
-	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return field.ErrorList{fieldProblem(field.NewPath(p), err.Error())}
-	}
 	var r katRequest
-	strict, err := sigsjson.UnmarshalStrict(js, &r)
-	if err != nil {
-		return field.ErrorList{fieldProblem(field.NewPath(p), jsonError(err).Error())}
-	}
-	var errs field.ErrorList
-	for _, e := range strict {
-		fe := unknownField(e)
-		if m := unknownFieldError.FindStringSubmatch(e.Error()); m != nil {
-			fe = unknownFieldAt(m[1], reflect.TypeFor[katRequest]())
-		}
-		fe.Field = p + ": " + fe.Field
-		errs = append(errs, fe)
+	errs := readStrict(dir, p, &r)
+	if len(errs) > 0 {
+		return errs
 	}
 	c.Operation, c.Subresource, c.DryRun = strings.ToUpper(r.Operation), r.SubResource, r.DryRun
 	c.Namespace = r.Namespace

@@ -38,9 +38,11 @@ func (e *NoSuitesError) Error() string {
 
 // Discover returns the suite files under paths: files are taken as they
 // are, directories are searched recursively for files named
-// *.mutatis-test.yaml or *.mutatis-test.yml and for the tests/
-// directories of kat's convention (IsKatTestsDir), which are suites too
-// (KatSuite). The result is sorted and has no duplicates.
+// *.mutatis-test.yaml or *.mutatis-test.yml, for the tests/ directories
+// of kat's convention (IsKatTestsDir), for the Kyverno CLI's test files
+// of MutatingAdmissionPolicies (IsKyvernoTestFile) and for kaptest's
+// manifests with MutatingAdmissionPolicy tests (IsKaptestFile), which are
+// suites too (KatSuite, KyvernoSuite, KaptestSuite). The result is sorted and has no duplicates.
 func Discover(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -73,7 +75,7 @@ func Discover(paths []string) ([]string, error) {
 				// that tests expect to fail, unless asked for explicitly.
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && IsSuiteFile(d.Name()) {
+			if !d.IsDir() && (IsSuiteFile(d.Name()) || IsKyvernoTestFile(path) || IsKaptestFile(path)) {
 				add(path)
 			}
 			return nil
@@ -129,6 +131,12 @@ func LoadSuite(ctx context.Context, file string) (*Loaded, error) {
 func loadSuite(ctx context.Context, file string, policies []string) (*Loaded, error) {
 	if info, err := os.Stat(file); err == nil && info.IsDir() {
 		return loadKat(ctx, file, policies)
+	}
+	if IsKyvernoTestFile(file) {
+		return loadKyverno(ctx, file, policies)
+	}
+	if IsKaptestFile(file) {
+		return loadKaptest(ctx, file, policies)
 	}
 	s, err := readSuiteFile(file)
 	if err != nil {

@@ -360,9 +360,12 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 	}
 	ns := attrs.Namespace
 	cl := lc.cluster
+	namespaced, _ := cl.Namespaced(attrs.Kind)
 	o.normalize = func(want map[string]any) (map[string]any, error) {
 		u := (&unstructured.Unstructured{Object: want}).DeepCopy()
-		if ns != "" && u.GetNamespace() == "" {
+		// A Namespace's request names it as its namespace; the object
+		// has none.
+		if ns != "" && namespaced && u.GetNamespace() == "" {
 			u.SetNamespace(ns)
 		}
 		if !cl.NoDefaults {

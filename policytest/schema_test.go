@@ -56,7 +56,7 @@ func TestSchemaValidatesEverySuite(t *testing.T) {
 	}
 	for _, f := range files {
 		if !IsSuiteFile(f) {
-			continue // a kat tests/ directory: no suite file
+			continue // kat's or Kyverno's format, not a PolicyTest
 		}
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -29,6 +29,7 @@ type benchOptions struct {
 	chart                         bool
 	report, save, baseline        string
 	maxRegression                 float64
+	minTimeChange                 time.Duration
 	metric                        string
 	progress                      bool
 }
@@ -62,7 +63,8 @@ than --max-regression percent, 2 on bad input.`,
 	f.StringVar(&o.save, "save", "", "save the measurements as a baseline file")
 	f.StringVar(&o.baseline, "baseline", "", "compare with a baseline saved by --save")
 	f.Float64Var(&o.maxRegression, "max-regression", 10, "with --baseline: the allowed increase in percent")
-	f.StringVar(&o.metric, "metric", "both", "with --baseline: compare cost (deterministic), time (same machine only) or both")
+	f.StringVar(&o.metric, "metric", "cost", "with --baseline: compare cost (deterministic, the default), time (same machine only) or both")
+	f.DurationVar(&o.minTimeChange, "min-time-change", time.Microsecond, "with --baseline and --metric time or both: the least increase of ns/op that is a regression, whatever the percentage (fast expressions must not flake a CI gate)")
 	f.BoolVar(&o.progress, "progress", true, "show a progress bar on stderr when it is a terminal")
 	return cmd
 }
@@ -150,7 +152,7 @@ func runBench(cmd *cobra.Command, o *benchOptions) error {
 		}
 	}
 	if o.baseline != "" {
-		regs := harness.Compare(base, ms, o.maxRegression, metric)
+		regs := harness.CompareWith(base, ms, harness.CompareOptions{MaxPercent: o.maxRegression, Metric: metric, MinTimeChange: o.minTimeChange})
 		for _, r := range regs {
 			fmt.Fprintln(stderr, "regression:", r)
 		}

@@ -71,6 +71,8 @@ func TestBench(t *testing.T) {
 	}{
 		{name: "a slower run fails on time", policy: "policy-x1.yaml", extra: []string{"--baseline", fast, "--metric", "time", "--max-regression", "100"}, wantCode: 1, wantStderr: "2 measurement(s) regressed by more than 100%"},
 		{name: "a slower run passes on cost", policy: "policy-x1.yaml", extra: []string{"--baseline", fast, "--metric", "cost"}},
+		{name: "a slower run passes by default: the gate is on cost", policy: "policy-x1.yaml", extra: []string{"--baseline", fast}},
+		{name: "a slower run by less than --min-time-change passes on time", policy: "policy-x1.yaml", extra: []string{"--baseline", fast, "--metric", "time", "--max-regression", "100", "--min-time-change", "1h"}},
 		{name: "the same policy passes against its baseline", policy: "policy-x1.yaml", extra: []string{"--metric", "cost"}},
 		// Filtering twice: cost 137 → 164 at ×1 (+20%), 308 → 506 at ×10 (+64%).
 		{name: "a policy twice as costly fails", policy: "policy-x2.yaml", extra: []string{"--metric", "cost", "--max-regression", "15"}, wantCode: 1, wantStderr: "2 measurement(s) regressed by more than 15%"},

@@ -30,6 +30,7 @@ type testOptions struct {
 	idempotence bool
 	noValidate  bool
 	strict      bool
+	update      bool
 	color       colorMode
 	verbose     bool
 	parallel    int
@@ -87,6 +88,7 @@ field path, or bad flags).`,
 	f.StringVar(&o.shuffle, "shuffle", "", "re-run every case with the policies in other orders and fail order-dependent cases; =SEED repeats an earlier run")
 	f.Lookup("shuffle").NoOptDefVal = "random"
 	f.BoolVar(&o.idempotence, "idempotence", false, "re-admit every final object and fail the cases where a policy changes it again (a suite's defaults.idempotence and a case's idempotence switch it per suite or case, skipIdempotence per policy)")
+	f.BoolVar(&o.update, "update", false, "write the actual results into the expectations of failing cases (object, objectContains, patch, denied; inline or in the files they name), then run again")
 	f.BoolVar(&o.strict, "strict", false, "fail the cases where failurePolicy Ignore dropped an error that expect.ignoredErrors does not name (otherwise a warning)")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate admitted objects as kube-apiserver's registry would (expect.invalid then fails)")
 	o.color = colorAuto
@@ -99,7 +101,7 @@ field path, or bad flags).`,
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
 	addAdmissionPluginFlags(f, &o.plugins)
 	addWebhookFlags(f, &o.webhooks)
-	cmd.AddCommand(newTestInitCommand())
+	cmd.AddCommand(newTestInitCommand(), newTestConvertCommand())
 	return cmd
 }
 
@@ -147,6 +149,15 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	paths := args
 	if len(paths) == 0 {
 		paths = []string{"."}
+	}
+	if o.update {
+		if err := updateSuites(ctx, cmd.ErrOrStderr(), paths, opts); err != nil {
+			var none *policytest.NoSuitesError
+			if errors.As(err, &none) {
+				return &exitError{code: exitProblem, err: err}
+			}
+			return &exitError{code: exitUsage, err: err}
+		}
 	}
 	color := o.color.colors(stdout)
 	withCoverage := o.coverage || o.coverageHTML != "" || o.coverageMin > 0

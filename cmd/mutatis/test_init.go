@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -42,23 +40,7 @@ that exists).`,
 			if err != nil {
 				return badInput(err)
 			}
-			if write == "" {
-				_, err = cmd.OutOrStdout().Write(text)
-				return err
-			}
-			f, err := os.OpenFile(write, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				return badInput(err)
-			}
-			if _, err := f.Write(text); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: run it with mutatis test %s\n", write, write)
-			return nil
+			return emitSuite(cmd, write, text)
 		},
 	}
 	cmd.Flags().StringSliceVar(&policies, "policies", nil, "files or directories of policies and bindings (besides the arguments)")

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,4 +51,67 @@ func TestTestInit(t *testing.T) {
 	if after, _ := os.ReadFile(existing); string(after) != string(before) {
 		t.Error("init overwrote an existing file")
 	}
+}
+
+// TestTestUpdate: --update writes the actual results into the failing
+// case of a copy of the broken suite, says so on stderr, and the run
+// that follows passes; the suite's comments stay.
+func TestTestUpdate(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"broken.mutatis-test.yaml", "policy.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../policytest/testdata/broken", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	suite := filepath.Join(dir, "broken.mutatis-test.yaml")
+	before, _ := os.ReadFile(suite)
+	code, out, stderr := runCLI(t, "", "test", "--update", dir)
+	checkCLI(t, code, out, stderr, exitOK, []string{"updated " + suite + ": broken-sidecar/the sidecar is injected (objectContains)\n", "PASS: 2 cases in 1 suites"}, nil)
+	after, _ := os.ReadFile(suite)
+	if string(after) == string(before) || !strings.Contains(string(after), "log-shipper:1.5.0") {
+		t.Errorf("the suite was not updated:\n%s", after)
+	}
+	for _, line := range strings.Split(string(before), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") && !strings.Contains(string(after), line) {
+			t.Errorf("the comment %q was lost", line)
+		}
+	}
+	code, out, stderr = runCLI(t, "", "test", "--update", dir)
+	checkCLI(t, code, out, stderr, exitOK, nil, []string{"updated"})
+}
+
+// TestTestConvert: the PolicyTest that convert writes for a Kyverno CLI
+// test file, a kaptest manifest and a kat directory runs as the original
+// does (kat's example policy lacks the reinvocationPolicy kube-apiserver
+// requires, in both forms).
+func TestTestConvert(t *testing.T) {
+	const td = "../../policytest/testdata/"
+	dir := t.TempDir()
+	for _, c := range []struct {
+		src, name string
+		code      int
+		want      string
+	}{
+		{td + "kyverno/specify-namespace-selector/kyverno-test.yaml", "kyverno", exitOK, "ok   specify-namespace-selector\t"},
+		{td + "kaptest/label-policy.test/kaptest.yaml", "kaptest", exitOK, "ok   label-policy\t"},
+		{td + "kat/add-default-labels/tests", "kat", exitUsage, "spec.reinvocationPolicy: Required value"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, orig, _ := runCLI(t, "", "test", c.src)
+			suite := filepath.Join(dir, c.name+".mutatis-test.yaml")
+			code2, out, stderr := runCLI(t, "", "test", "convert", c.src, "--write", suite)
+			checkCLI(t, code2, out, stderr, exitOK, []string{"wrote " + suite}, nil)
+			code2, out, stderr = runCLI(t, "", "test", suite)
+			checkCLI(t, code2, out, stderr, c.code, []string{c.want}, nil)
+			if code != code2 || strings.Count(orig, "--- FAIL") != strings.Count(out, "--- FAIL") {
+				t.Errorf("the original exits %d, the converted suite %d:\n%s\n%s", code, code2, orig, out)
+			}
+		})
+	}
+	code, out, stderr := runCLI(t, "", "test", "convert", "testdata/apply")
+	checkCLI(t, code, out, stderr, exitUsage, []string{"testdata/apply: a directory, and not kat's tests/ directory"}, nil)
 }

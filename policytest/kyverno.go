@@ -1,0 +1,281 @@
+package policytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// The Kyverno CLI's test files (`kyverno test`, kyverno-test.yaml: kind
+// Test of kyverno.io/v1, v1alpha1 or cli.kyverno.io/v1alpha1) test
+// native MutatingAdmissionPolicies with results marked
+// isMutatingAdmissionPolicy. mutatis reads such a file as a suite
+// (KyvernoSuite) and runs those results as Kyverno does: every named
+// resource (or every resource of the result's kind) admitted through the
+// policies, the objects exactly as written (noDefaults), the patched
+// resource compared whole.
+
+// KyvernoTestFile is the name `kyverno test` looks for.
+const KyvernoTestFile = "kyverno-test.yaml"
+
+// IsKyvernoTestFile tells whether file is a Kyverno CLI test file with
+// results for MutatingAdmissionPolicies.
+func IsKyvernoTestFile(file string) bool {
+	if b := filepath.Base(file); b != KyvernoTestFile && b != "kyverno-test.yml" {
+		return false
+	}
+	data, err := os.ReadFile(file)
+	return err == nil && bytes.Contains(data, []byte("isMutatingAdmissionPolicy: true"))
+}
+
+type kyvernoTest struct {
+	APIVersion     string          `json:"apiVersion"`
+	Kind           string          `json:"kind"`
+	Metadata       Metadata        `json:"metadata"`
+	Policies       []string        `json:"policies"`
+	Resources      []string        `json:"resources"`
+	ParamResources []string        `json:"paramResources"`
+	Variables      string          `json:"variables"`
+	UserInfo       string          `json:"userinfo"`
+	Results        []kyvernoResult `json:"results"`
+	// Kyverno's own policies' fields, which results for
+	// MutatingAdmissionPolicies do not use.
+	Exceptions      []string `json:"exceptions"`
+	TargetResources []string `json:"targetResources"`
+	Context         string   `json:"context"`
+}
+
+type kyvernoResult struct {
+	IsMutatingAdmissionPolicy   bool     `json:"isMutatingAdmissionPolicy"`
+	IsValidatingAdmissionPolicy bool     `json:"isValidatingAdmissionPolicy"`
+	IsValidatingPolicy          bool     `json:"isValidatingPolicy"`
+	IsMutatingPolicy            bool     `json:"isMutatingPolicy"`
+	Policy                      string   `json:"policy"`
+	Rule                        string   `json:"rule"`
+	Kind                        string   `json:"kind"`
+	Namespace                   string   `json:"namespace"`
+	Resource                    string   `json:"resource"`
+	Resources                   []string `json:"resources"`
+	PatchedResources            string   `json:"patchedResources"`
+	PatchedResource             string   `json:"patchedResource"`
+	GeneratedResource           string   `json:"generatedResource"`
+	CloneSourceResource         string   `json:"cloneSourceResource"`
+	Result                      string   `json:"result"`
+	Status                      string   `json:"status"`
+}
+
+type kyvernoValues struct {
+	APIVersion        string   `json:"apiVersion"`
+	Kind              string   `json:"kind"`
+	Metadata          Metadata `json:"metadata"`
+	NamespaceSelector []struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"namespaceSelector"`
+	Policies     []any `json:"policies"`
+	GlobalVals   any   `json:"globalValues"`
+	Subresources []any `json:"subresources"`
+	Namespaces   []any `json:"namespaces"`
+}
+
+type kyvernoUserInfo struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	UserInfo   struct {
+		Username string              `json:"username"`
+		UID      string              `json:"uid"`
+		Groups   []string            `json:"groups"`
+		Extra    map[string][]string `json:"extra"`
+	} `json:"userInfo"`
+	ClusterRoles []string `json:"clusterRoles"`
+	Roles        []string `json:"roles"`
+}
+
+// readStrict reads the YAML file p (relative to dir) into v, reporting
+// unknown fields with the closest known one.
+func readStrict(dir, p string, v any) field.ErrorList {
+	data, err := os.ReadFile(filepath.Join(dir, p))
+	if err != nil {
+		return field.ErrorList{fieldProblem(field.NewPath(p), err.Error())}
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return field.ErrorList{fieldProblem(field.NewPath(p), err.Error())}
+	}
+	strict, err := sigsjson.UnmarshalStrict(js, v)
+	if err != nil {
+		return field.ErrorList{fieldProblem(field.NewPath(p), jsonError(err).Error())}
+	}
+	var errs field.ErrorList
+	for _, e := range strict {
+		fe := unknownField(e)
+		if m := unknownFieldError.FindStringSubmatch(e.Error()); m != nil {
+			fe = unknownFieldAt(m[1], reflect.TypeOf(v))
+		}
+		fe.Field = p + ": " + fe.Field
+		errs = append(errs, fe)
+	}
+	return errs
+}
+
+// KyvernoSuite reads a Kyverno CLI test file as a suite: its policies
+// (bound with `bindings: auto` where they hold no binding), its resources
+// and paramResources as the cluster's objects, the namespaces of its
+// variables' namespaceSelector with their labels, its userinfo as the
+// requesting user, and a case per resource of every result marked
+// isMutatingAdmissionPolicy — pass with patchedResources: the final object
+// is the patched resource of the same kind and name; pass without: the
+// policy applied; skip: it did not; error: the request is denied (an
+// error under failurePolicy Fail). Other results are left out; a result
+// mutatis cannot check (fail) is bad input naming it.
+func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
+	dir := filepath.Dir(file)
+	var t kyvernoTest
+	errs := readStrict(dir, filepath.Base(file), &t)
+	if len(errs) > 0 {
+		return nil, &InputError{File: file, Errs: errs}
+	}
+	s := &Suite{
+		APIVersion: APIVersion, Kind: Kind,
+		Policies: t.Policies,
+		Bindings: BindingsAuto,
+	}
+	// Kyverno's tests are mostly named "test": the directory names the
+	// suite, as it names the file.
+	s.Metadata.Name = filepath.Base(dir)
+	for _, r := range append(append([]string{}, t.Resources...), t.ParamResources...) {
+		s.Resources = append(s.Resources, Manifest{Path: r})
+	}
+	if t.Variables != "" {
+		var v kyvernoValues
+		errs = append(errs, readStrict(dir, t.Variables, &v)...)
+		for _, ns := range v.NamespaceSelector {
+			labels := map[string]any{}
+			for k, val := range ns.Labels {
+				labels[k] = val
+			}
+			s.Resources = append(s.Resources, Manifest{Inline: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns.Name, "labels": labels}}})
+		}
+	}
+	var user *User
+	if t.UserInfo != "" {
+		var u kyvernoUserInfo
+		errs = append(errs, readStrict(dir, t.UserInfo, &u)...)
+		user = &User{Name: u.UserInfo.Username, UID: u.UserInfo.UID, Groups: u.UserInfo.Groups, Extra: u.UserInfo.Extra}
+	}
+	objects, err := manifest.Load(ctx, resolveAll(dir, t.Resources), nil)
+	if err != nil {
+		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())}}
+	}
+	for i, r := range t.Results {
+		if !r.IsMutatingAdmissionPolicy {
+			continue
+		}
+		p := field.NewPath("results").Index(i)
+		cs, rerrs := kyvernoCases(ctx, dir, p, r, objects.Objects, user)
+		errs = append(errs, rerrs...)
+		s.Cases = append(s.Cases, cs...)
+	}
+	return finish(s, file, errs)
+}
+
+func resolveAll(dir string, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = resolve(dir, p)
+	}
+	return out
+}
+
+// kyvernoCases are the cases of one result: one per resource it names
+// (or per resource of its kind).
+func kyvernoCases(ctx context.Context, dir string, p *field.Path, r kyvernoResult, objects []manifest.Object, user *User) ([]Case, field.ErrorList) {
+	names := r.Resources
+	if r.Resource != "" {
+		names = append([]string{r.Resource}, names...)
+	}
+	if len(names) == 0 {
+		for _, o := range objects {
+			if o.Object.GetKind() == r.Kind {
+				names = append(names, o.Object.GetName())
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, field.ErrorList{fieldProblem(p, fmt.Sprintf("no %s among the resources", r.Kind))}
+	}
+	result := r.Result
+	if result == "" {
+		result = r.Status
+	}
+	var patched []manifest.Object
+	if r.PatchedResources != "" {
+		set, err := manifest.Load(ctx, []string{resolve(dir, r.PatchedResources)}, nil)
+		if err != nil {
+			return nil, field.ErrorList{fieldProblem(p.Child("patchedResources"), err.Error())}
+		}
+		patched = set.Objects
+	}
+	var cases []Case
+	var errs field.ErrorList
+	for _, name := range names {
+		c := Case{
+			Name:       fmt.Sprintf("%s %s %s/%s", r.Policy, result, r.Kind, name),
+			NoDefaults: true,
+			Namespace:  r.Namespace,
+			User:       user,
+			ObjectRef:  &ObjectRef{Kind: r.Kind, Name: name},
+		}
+		switch result {
+		case "pass":
+			if r.PatchedResources == "" {
+				c.Expect.Applied = []string{r.Policy}
+				break
+			}
+			want := findObject(patched, r.Kind, name)
+			if want == nil {
+				errs = append(errs, fieldProblem(p.Child("patchedResources"), fmt.Sprintf("%s: no %s %s", r.PatchedResources, r.Kind, name)))
+				continue
+			}
+			c.Expect.Object = &Manifest{Inline: want}
+		case "skip":
+			c.Expect.NotApplied = []string{r.Policy}
+		case "error":
+			c.Expect.Denied = &Denial{}
+		default:
+			errs = append(errs, fieldProblem(p.Child("result"), fmt.Sprintf("%q: mutatis checks pass, skip and error (a failing mutation is a result to fix, not to expect)", result)))
+			continue
+		}
+		cases = append(cases, c)
+	}
+	return cases, errs
+}
+
+// findObject is the object of kind and name among objs.
+func findObject(objs []manifest.Object, kind, name string) map[string]any {
+	for _, o := range objs {
+		if o.Object.GetKind() == kind && o.Object.GetName() == name {
+			return o.Object.DeepCopy().Object
+		}
+	}
+	return nil
+}
+
+// loadKyverno loads a Kyverno CLI test file as a suite.
+func loadKyverno(ctx context.Context, file string, policies []string) (*Loaded, error) {
+	s, err := KyvernoSuite(ctx, file)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, file, s, policies)
+}
