@@ -268,3 +268,17 @@ func addTyped(t *testing.T, client interface {
 		t.Fatal(err)
 	}
 }
+
+func TestAuditProgress(t *testing.T) {
+	var last Progress
+	calls := 0
+	rep, _ := runAudit(t, func(o *Options) {
+		o.Progress = func(p Progress) { last = p; calls++ }
+	})
+	if calls == 0 {
+		t.Fatal("Progress was never called")
+	}
+	if last.Listed != rep.Summary.Objects || last.Evaluated != rep.Summary.Objects || last.Remaining != 0 {
+		t.Errorf("last progress %+v, %d objects", last, rep.Summary.Objects)
+	}
+}
