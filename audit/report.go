@@ -137,8 +137,7 @@ type Report struct {
 	stats  map[PolicyBinding]*PolicyStats
 	costs  map[costKey]*Cost
 	groups map[string]int
-	// names holds one copy of each policy/binding name the findings
-	// share.
+	// names holds one copy of each text the findings share (intern).
 	names map[string]string
 }
 
@@ -229,13 +228,13 @@ func (r *Report) add(f Finding) {
 	if f.Outcome == OutcomeUnchanged {
 		return
 	}
-	for i, name := range f.Policies {
-		if kept, ok := r.names[name]; ok {
-			f.Policies[i] = kept
-		} else {
-			r.names[name] = name
-		}
+	// Objects treated alike share their texts: the same label added
+	// everywhere is one patch in memory, whatever the number of objects
+	// (the live heap, hence the collector's work, stays small).
+	for i := range f.Policies {
+		f.Policies[i] = r.intern(f.Policies[i])
 	}
+	f.Patch, f.Message, f.Resource, f.Kind, f.Namespace = r.intern(f.Patch), r.intern(f.Message), r.intern(f.Resource), r.intern(f.Kind), r.intern(f.Namespace)
 	if f.Owner != "" {
 		key := strings.Join(append([]string{f.Resource, f.Namespace, f.Owner, string(f.Outcome), f.Message, f.Patch}, f.Ignored...), "\x00")
 		if i, ok := r.groups[key]; ok {
@@ -249,6 +248,15 @@ func (r *Report) add(f Finding) {
 		r.groups[key] = len(r.Findings)
 	}
 	r.Findings = append(r.Findings, f)
+}
+
+// intern returns the one copy of s the report keeps.
+func (r *Report) intern(s string) string {
+	if kept, ok := r.names[s]; ok {
+		return kept
+	}
+	r.names[s] = s
+	return s
 }
 
 // finish orders the report.
