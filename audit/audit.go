@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,8 +173,8 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 	}
 	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings}
 	var objects []manifest.Object
-	read := func(gvr schema.GroupVersionResource, keep func(*unstructured.Unstructured)) error {
-		err := o.Lister.List(ctx, gvr, "", "", func(p Page) error {
+	readSelected := func(gvr schema.GroupVersionResource, sel Selector, keep func(*unstructured.Unstructured)) error {
+		err := o.Lister.List(ctx, gvr, "", sel, func(p Page) error {
 			for i := range p.Items {
 				keep(&p.Items[i])
 			}
@@ -183,6 +185,9 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 			return nil
 		}
 		return err
+	}
+	read := func(gvr schema.GroupVersionResource, keep func(*unstructured.Unstructured)) error {
+		return readSelected(gvr, Selector{}, keep)
 	}
 	addObject := func(u *unstructured.Unstructured) {
 		objects = append(objects, manifest.Object{Source: clusterSource(u), Object: u})
@@ -209,25 +214,9 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 			return nil, err
 		}
 	}
-	// Param objects: every object of each paramKind.
-	seen := map[schema.GroupVersionResource]bool{}
-	for _, p := range a.policies {
-		pk := p.Spec.ParamKind
-		if pk == nil {
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(pk.APIVersion)
-		if err != nil {
-			continue // the policy's own configuration error, reported by the evaluation
-		}
-		for _, r := range table.ResourcesForKind(gv.WithKind(pk.Kind)) {
-			if gvr := r.GroupVersionResource(); !seen[gvr] && !isContext(gvr) {
-				seen[gvr] = true
-				if err := read(gvr, addObject); err != nil {
-					return nil, err
-				}
-			}
-		}
+	// Param objects: those the bindings' paramRefs can name.
+	if err := a.readParams(table, readSelected, addObject); err != nil {
+		return nil, err
 	}
 	objects = append(objects, o.Resources...)
 	sim, err := cluster.New(objects)
@@ -244,6 +233,66 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 	a.sim, a.ev = sim, ev
 	a.targets = Targets(sim.Table, a.policies, o.Operation, o.Kinds)
 	return a, nil
+}
+
+// readParams reads the param objects the bindings can name: for each
+// binding of a policy with a paramKind, the objects of that kind named by
+// its paramRef (by name, or by label selector) in its namespace or, when
+// it names none, in any (the request's namespace decides at admission).
+// Objects already read (a paramKind that is also a context resource) are
+// kept once.
+func (a *Auditor) readParams(table *matching.Table, read func(schema.GroupVersionResource, Selector, func(*unstructured.Unstructured)) error, add func(*unstructured.Unstructured)) error {
+	kinds := map[string]*admissionregistrationv1.ParamKind{}
+	for _, p := range a.policies {
+		kinds[p.Name] = p.Spec.ParamKind
+	}
+	type query struct {
+		gvr schema.GroupVersionResource
+		sel Selector
+	}
+	seen := map[query]bool{}
+	kept := map[string]bool{}
+	for _, b := range a.bindings {
+		pk, ref := kinds[b.Spec.PolicyName], b.Spec.ParamRef
+		if pk == nil || ref == nil {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(pk.APIVersion)
+		if err != nil {
+			continue // the policy's own configuration error, reported by the evaluation
+		}
+		var sel Selector
+		switch {
+		case ref.Name != "":
+			sel.Field = "metadata.name=" + ref.Name
+		case ref.Selector != nil:
+			s, err := metav1.LabelSelectorAsSelector(ref.Selector)
+			if err != nil {
+				continue // the binding's own configuration error
+			}
+			sel.Label = s.String()
+		}
+		if ref.Namespace != "" {
+			sel.Field = strings.Join(slices.DeleteFunc([]string{sel.Field, "metadata.namespace=" + ref.Namespace}, func(s string) bool { return s == "" }), ",")
+		}
+		for _, r := range table.ResourcesForKind(gv.WithKind(pk.Kind)) {
+			q := query{r.GroupVersionResource(), sel}
+			if seen[q] || isContext(q.gvr) {
+				continue
+			}
+			seen[q] = true
+			if err := read(q.gvr, sel, func(u *unstructured.Unstructured) {
+				key := u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+				if !kept[key] {
+					kept[key] = true
+					add(u)
+				}
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func isContext(gvr schema.GroupVersionResource) bool {
@@ -411,7 +460,7 @@ func (a *Auditor) list(ctx context.Context, page func(matching.Resource, Page) e
 			namespaces = a.opts.Namespaces
 		}
 		for _, ns := range namespaces {
-			err := a.opts.Lister.List(ctx, res.GroupVersionResource(), ns, a.opts.Selector, func(p Page) error { return page(res, p) }, a.retried)
+			err := a.opts.Lister.List(ctx, res.GroupVersionResource(), ns, Selector{Label: a.opts.Selector}, func(p Page) error { return page(res, p) }, a.retried)
 			if NotListable(err) {
 				a.notice(fmt.Sprintf("%s cannot be listed: skipped", describe(res.GroupVersionResource(), ns)))
 				continue

@@ -268,3 +268,44 @@ func addTyped(t *testing.T, client interface {
 		t.Fatal(err)
 	}
 }
+
+func TestAuditProgress(t *testing.T) {
+	var last Progress
+	calls := 0
+	rep, _ := runAudit(t, func(o *Options) {
+		o.Progress = func(p Progress) { last = p; calls++ }
+	})
+	if calls == 0 {
+		t.Fatal("Progress was never called")
+	}
+	if last.Listed != rep.Summary.Objects || last.Evaluated != rep.Summary.Objects || last.Remaining != 0 {
+		t.Errorf("last progress %+v, %d objects", last, rep.Summary.Objects)
+	}
+}
+
+func TestAuditReadsOnlyTheParamsBindingsName(t *testing.T) {
+	client := fakeCluster(t, "testdata/cluster.yaml")
+	o := loadPolicies(t, "testdata/params.yaml")
+	o.Lister = &Lister{Client: client}
+	a, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var selectors []string
+	for _, act := range client.Actions() {
+		if l, ok := act.(clienttesting.ListActionImpl); ok && act.GetResource().Resource == "configmaps" {
+			selectors = append(selectors, l.GetListRestrictions().Fields.String())
+		}
+	}
+	if want := []string{"metadata.name=settings,metadata.namespace=team-a"}; !slices.Equal(selectors, want) {
+		t.Errorf("configmaps listed with field selectors %q, want %q", selectors, want)
+	}
+	f := findingOf(rep, "web")
+	if f == nil || f.Patch != `[{"op":"add","path":"/metadata/labels/color","value":"blue"}]` {
+		t.Errorf("web: %+v", f)
+	}
+}

@@ -49,11 +49,17 @@ type Page struct {
 	Remaining int64
 }
 
+// Selector selects the objects of a list by label and by field, as
+// kubectl's -l and --field-selector.
+type Selector struct {
+	Label, Field string
+}
+
 // List calls page with every page of resource gvr in namespace ("" for
-// all, or a cluster-scoped resource), selected by selector, until the
-// list ends, page returns an error or ctx ends. The retries are reported
-// to onRetry (may be nil).
-func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace, selector string, page func(Page) error, onRetry func(error, time.Duration)) error {
+// all, or a cluster-scoped resource), selected by sel, until the list
+// ends, page returns an error or ctx ends. The retries are reported to
+// onRetry (may be nil).
+func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string, sel Selector, page func(Page) error, onRetry func(error, time.Duration)) error {
 	size := l.PageSize
 	if size <= 0 {
 		size = DefaultPageSize
@@ -71,7 +77,7 @@ func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, name
 	}
 	token := ""
 	for {
-		list, err := l.page(ctx, ri, metav1.ListOptions{Limit: size, Continue: token, LabelSelector: selector}, retries, onRetry)
+		list, err := l.page(ctx, ri, metav1.ListOptions{Limit: size, Continue: token, LabelSelector: sel.Label, FieldSelector: sel.Field}, retries, onRetry)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", describe(gvr, namespace), err)
 		}

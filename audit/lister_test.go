@@ -74,7 +74,7 @@ func listAll(t *testing.T, p *pagedList, l *Lister) ([]string, []int64, int, err
 	retries := 0
 	// The fake client keeps the limit and the continue token of
 	// namespaced lists only.
-	err := l.List(context.Background(), configMapsGVR, "ns", "", func(pg Page) error {
+	err := l.List(context.Background(), configMapsGVR, "ns", Selector{}, func(pg Page) error {
 		for _, u := range pg.Items {
 			names = append(names, u.GetName())
 		}
@@ -214,7 +214,7 @@ func TestListerStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := (&Lister{Client: client, Retries: 100, Backoff: 20 * time.Millisecond}).List(ctx, configMapsGVR, "", "", func(Page) error { return nil }, nil)
+	err := (&Lister{Client: client, Retries: 100, Backoff: 20 * time.Millisecond}).List(ctx, configMapsGVR, "", Selector{}, func(Page) error { return nil }, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v", err)
 	}
@@ -288,7 +288,7 @@ func TestListerRefusesAStuckContinueToken(t *testing.T) {
 		list.SetContinue("same")
 		return true, list, nil
 	})
-	err := (&Lister{Client: client}).List(context.Background(), configMapsGVR, "ns", "", func(Page) error { return nil }, nil)
+	err := (&Lister{Client: client}).List(context.Background(), configMapsGVR, "ns", Selector{}, func(Page) error { return nil }, nil)
 	if err == nil || err.Error() != "listing configmaps/v1 in namespace ns: the API server returned the continue token it was given" {
 		t.Errorf("err = %v", err)
 	}

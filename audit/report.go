@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -136,6 +137,8 @@ type Report struct {
 	stats  map[PolicyBinding]*PolicyStats
 	costs  map[costKey]*Cost
 	groups map[string]int
+	// names holds one copy of each text the findings share (intern).
+	names map[string]string
 }
 
 type costKey struct {
@@ -152,6 +155,7 @@ func newReport(a *Auditor) *Report {
 		stats:   map[PolicyBinding]*PolicyStats{},
 		costs:   map[costKey]*Cost{},
 		groups:  map[string]int{},
+		names:   map[string]string{},
 	}
 	for _, res := range a.targets {
 		r.Summary.Resources = append(r.Summary.Resources, resourceName(res))
@@ -224,6 +228,13 @@ func (r *Report) add(f Finding) {
 	if f.Outcome == OutcomeUnchanged {
 		return
 	}
+	// Objects treated alike share their texts: the same label added
+	// everywhere is one patch in memory, whatever the number of objects
+	// (the live heap, hence the collector's work, stays small).
+	for i := range f.Policies {
+		f.Policies[i] = r.intern(f.Policies[i])
+	}
+	f.Patch, f.Message, f.Resource, f.Kind, f.Namespace = r.intern(f.Patch), r.intern(f.Message), r.intern(f.Resource), r.intern(f.Kind), r.intern(f.Namespace)
 	if f.Owner != "" {
 		key := strings.Join(append([]string{f.Resource, f.Namespace, f.Owner, string(f.Outcome), f.Message, f.Patch}, f.Ignored...), "\x00")
 		if i, ok := r.groups[key]; ok {
@@ -237,6 +248,15 @@ func (r *Report) add(f Finding) {
 		r.groups[key] = len(r.Findings)
 	}
 	r.Findings = append(r.Findings, f)
+}
+
+// intern returns the one copy of s the report keeps.
+func (r *Report) intern(s string) string {
+	if kept, ok := r.names[s]; ok {
+		return kept
+	}
+	r.names[s] = s
+	return s
 }
 
 // finish orders the report.
@@ -300,15 +320,57 @@ func (s FailOn) Failed(r *Report) bool {
 	return slices.ContainsFunc(r.Findings, s.Fails)
 }
 
-// WriteJSON writes r as indented JSON.
+// WriteJSON writes r as indented JSON, one finding at a time: a report
+// of a hundred thousand findings is never held twice in memory.
 func (r *Report) WriteJSON(w io.Writer) error {
-	if r.Findings == nil {
-		r.Findings = []Finding{}
+	bw := bufio.NewWriter(w)
+	field := func(name string, v any, last bool) error {
+		b, err := json.MarshalIndent(v, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "  %q: %s", name, b)
+		if !last {
+			bw.WriteString(",")
+		}
+		_, err = bw.WriteString("\n")
+		return err
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	bw.WriteString("{\n")
+	policies, costs := r.Policies, r.Costs
+	if policies == nil {
+		policies = []PolicyStats{}
+	}
+	if costs == nil {
+		costs = []Cost{}
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"summary", r.Summary}, {"policies", policies}, {"heaviestCosts", costs}} {
+		if err := field(f.name, f.v, false); err != nil {
+			return err
+		}
+	}
+	if len(r.Findings) == 0 {
+		bw.WriteString("  \"findings\": []\n}\n")
+		return bw.Flush()
+	}
+	bw.WriteString("  \"findings\": [\n")
+	for i, f := range r.Findings {
+		b, err := json.MarshalIndent(f, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString("    ")
+		bw.Write(b)
+		if i < len(r.Findings)-1 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n")
+	}
+	bw.WriteString("  ]\n}\n")
+	return bw.Flush()
 }
 
 // Headline is the one-line summary of the audit.

@@ -45,6 +45,7 @@ type auditOptions struct {
 	pageSize        int64
 	qps             float32
 	burst           int
+	memoryLimit     string
 	plugins         scheme.AdmissionPluginFlags
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
@@ -110,6 +111,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.Int64Var(&o.pageSize, "page-size", audit.DefaultPageSize, "objects per list request")
 	f.Float32Var(&o.qps, "qps", audit.DefaultQPS, "client-side limit of requests per second to the API server")
 	f.IntVar(&o.burst, "burst", audit.DefaultBurst, "client-side burst of requests")
+	f.StringVar(&o.memoryLimit, "memory-limit", "400Mi", "the Go runtime's soft memory limit for the audit (the collector works harder near it); GOMEMLIMIT, when set, wins")
 	addAdmissionPluginFlags(f, &o.plugins)
 	return cmd
 }
@@ -130,6 +132,14 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	}
 	if o.allNamespaces && len(o.namespaces) > 0 && o.object == "" {
 		return badInput(errors.New("--all-namespaces and --namespace exclude each other"))
+	}
+	limit, err := parseMemoryLimit(o.memoryLimit)
+	if err != nil {
+		return badInput(err)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" && o.client == nil {
+		// A process-wide setting: only for a real run, not the tests'.
+		setRuntimeMemoryLimit(limit)
 	}
 	failOn, err := audit.ParseFailOn(o.failOn)
 	if err != nil {

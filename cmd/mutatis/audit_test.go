@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/mutatis-dev/mutatis/audit"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -112,5 +114,19 @@ func TestAuditCommandReportFile(t *testing.T) {
 	page, err := os.ReadFile(path)
 	if err != nil || !bytes.Contains(page, []byte("<title>mutatis audit</title>")) {
 		t.Errorf("report: %v %.200s", err, page)
+	}
+}
+
+func TestAuditProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	bar := progressBar(&b)
+	bar(audit.Progress{Resource: "pods", Listed: 1500, Evaluated: 1000, Remaining: 500, Elapsed: 2 * time.Second})
+	if got, want := b.String(), "\r\033[Klisted 1500, evaluated 1000 (500/s), 2s left of pods"; got != want {
+		t.Errorf("progress %q, want %q", got, want)
+	}
+	b.Reset()
+	bar(audit.Progress{Resource: "pods", Listed: 10, Evaluated: 0, Remaining: -1})
+	if got, want := b.String(), "\r\033[Klisted 10, evaluated 0 (0/s)"; got != want {
+		t.Errorf("progress %q, want %q", got, want)
 	}
 }
