@@ -50,7 +50,7 @@ func TestParseSuiteReportsFileAndFieldPath(t *testing.T) {
 		{"a malformed webhook name in applied", head + "cases:\n- name: a\n" + pod + "  expect:\n    applied: [\"webhook:\", \"webhook:a/b/c\"]\n",
 			[]string{`cases[0].expect.applied[0]: Invalid value: "webhook:": must be webhook:CONFIGURATION or webhook:CONFIGURATION/WEBHOOK`,
 				`cases[0].expect.applied[1]: Invalid value: "webhook:a/b/c"`}},
-		{"neither policies nor webhooks", "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\ncases:\n- name: a\n" + pod,
+		{"neither policies nor webhooks", "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\npolicies: []\ncases:\n- name: a\n" + pod,
 			[]string{`policies: Required value`}},
 		{"two documents", head + "cases: []\n---\n" + head, []string{"one PolicyTest document, found 2"}},
 		{"YAML syntax", "cases: [", []string{"s.mutatis-test.yaml: "}},
