@@ -37,10 +37,10 @@ import (
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Options say what to audit and how.
@@ -79,10 +79,13 @@ type Options struct {
 	Compiler *compiler.Compiler
 	// Progress, when set, is told how the audit goes, from one goroutine.
 	Progress func(Progress)
-	// Chain, when set, admits one request in place of cluster.Admit with
-	// the policies' evaluator: the hook through which the admission chain
-	// grows (mutating webhooks after the policies).
-	Chain func(ctx context.Context, sim *cluster.Cluster, ev engine.Admitter, a *matching.Attributes) (*cluster.Admission, error)
+	// Webhooks are MutatingWebhookConfigurations called after the
+	// policies, as kube-apiserver's chain calls them (docs/chain.md); their
+	// services are reached at ServiceURLs. Each object is admitted through
+	// the whole chain (cluster.AdmitChain) in any case: built-in plugins,
+	// policies, webhooks and the reinvocation round.
+	Webhooks    []*admissionregistrationv1.MutatingWebhookConfiguration
+	ServiceURLs webhookclient.ServiceURLs
 	// Notice receives what the run tells a person (a resource skipped, a
 	// page retried); may be nil.
 	Notice func(string)
@@ -105,7 +108,7 @@ type Progress struct {
 type Auditor struct {
 	opts      Options
 	sim       *cluster.Cluster
-	ev        engine.Admitter
+	chain     cluster.Chain
 	policies  []*admissionregistrationv1.MutatingAdmissionPolicy
 	bindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	targets   []matching.Resource
@@ -230,9 +233,21 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.sim, a.ev = sim, ev
+	a.sim, a.chain = sim, cluster.Chain{Policies: ev}
+	if len(o.Webhooks) > 0 {
+		if a.chain.Webhooks, err = sim.Webhooks(o.Webhooks, o.ServiceURLs, webhookclient.Options{}); err != nil {
+			return nil, err
+		}
+	}
 	a.targets = Targets(sim.Table, a.policies, o.Operation, o.Kinds)
 	return a, nil
+}
+
+// Close releases the connections of the webhooks' clients.
+func (a *Auditor) Close() {
+	if a.chain.Webhooks != nil {
+		a.chain.Webhooks.Close(nil)
+	}
 }
 
 // readParams reads the param objects the bindings can name: for each

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 	"github.com/mutatis-dev/mutatis/matching"
@@ -92,19 +91,14 @@ func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unst
 		req.OldObject = obj.DeepCopy()
 	}
 	ev := &Evaluation{}
-	attrs, _, err := a.sim.Decode(req)
+	decoded, err := a.sim.DecodeSteps(req)
 	if err != nil {
 		ev.Outcome, ev.Message = OutcomeError, statusMessage(err)
 		return ev
 	}
+	attrs := decoded.Attributes
 	ev.Request, ev.Before = attrs, attrs.Object.Object
-	admit := a.opts.Chain
-	if admit == nil {
-		admit = func(ctx context.Context, sim *cluster.Cluster, e engine.Admitter, at *matching.Attributes) (*cluster.Admission, error) {
-			return sim.Admit(ctx, e, at)
-		}
-	}
-	adm, err := admit(ctx, a.sim, a.ev, attrs)
+	adm, err := a.sim.AdmitChain(ctx, a.chain, decoded)
 	if err != nil {
 		ev.Outcome, ev.Message = OutcomeError, statusMessage(err)
 		return ev

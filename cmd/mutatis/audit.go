@@ -23,6 +23,7 @@ import (
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 type auditOptions struct {
@@ -47,6 +48,7 @@ type auditOptions struct {
 	burst           int
 	memoryLimit     string
 	plugins         scheme.AdmissionPluginFlags
+	webhooks        webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
 }
@@ -68,6 +70,9 @@ uid, resourceVersion, creationTimestamp, generation, managedFields and, where
 the registry drops it, status) or updated without change (UPDATE: the old
 object is the object), exactly as 'mutatis apply' evaluates one object:
 decoding, admission plugins, the policies, defaulting and validation.
+With --webhooks (and --service-url), the MutatingWebhookConfigurations found
+there are called after the policies, and the whole chain runs as
+kube-apiserver runs it, reinvocation round included (docs/chain.md).
 
 --policies evaluates policy files (the ones about to be rolled out);
 --cluster-policies the cluster's own MutatingAdmissionPolicies and bindings.
@@ -113,6 +118,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.IntVar(&o.burst, "burst", audit.DefaultBurst, "client-side burst of requests")
 	f.StringVar(&o.memoryLimit, "memory-limit", "400Mi", "the Go runtime's soft memory limit for the audit (the collector works harder near it); GOMEMLIMIT, when set, wins")
 	addAdmissionPluginFlags(f, &o.plugins)
+	addWebhookFlags(f, &o.webhooks)
 	return cmd
 }
 
@@ -166,6 +172,14 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if o.object == "" {
 		opts.Namespaces = o.namespaces
 	}
+	webhooks, err := o.webhooks.load(ctx, cmd.InOrStdin())
+	if err != nil {
+		return badInput(err)
+	}
+	if opts.ServiceURLs, err = o.webhooks.urls(); err != nil {
+		return badInput(err)
+	}
+	opts.Webhooks = webhookclient.APIObjects(webhooks)
 	if len(o.policies) > 0 {
 		set, err := manifest.Load(ctx, o.policies, cmd.InOrStdin())
 		if err != nil {
@@ -202,6 +216,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return badInput(fmt.Errorf("reading the cluster: %w", err))
 	}
+	defer a.Close()
 	if o.object != "" {
 		return auditObject(ctx, cmd.OutOrStdout(), a, o)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mutatis-dev/mutatis/audit"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/test/webhookserver"
 )
 
 // auditFake is a fake cluster holding the audit package's test objects.
@@ -128,5 +129,34 @@ func TestAuditProgressBar(t *testing.T) {
 	bar(audit.Progress{Resource: "pods", Listed: 10, Evaluated: 0, Remaining: -1})
 	if got, want := b.String(), "\r\033[Klisted 10, evaluated 0 (0/s)"; got != want {
 		t.Errorf("progress %q, want %q", got, want)
+	}
+}
+
+// With --webhooks the audit runs the whole chain: the test server's
+// sidecar injector and label stamper after the policies, and the
+// reinvocation round, in which the ServiceAccount plugin mounts the token
+// into the injected sidecar (the Pods' namespace has its ServiceAccount).
+func TestAuditWithWebhooks(t *testing.T) {
+	srv, err := webhookserver.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hooks := webhookConfigs(t, srv)
+	stdout, stderr, code := runAuditCommand(t, "--policies=../../audit/testdata/policies.yaml", "--kinds=pods", "--all-pods", "--webhooks", hooks, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"outcome": "change"`, `"name": "sidecar"`, `stamped-by`, `kube-api-access-`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %s:\n%s", want, stdout)
+		}
+	}
+	if srv.Calls(webhookserver.PathSidecar) == 0 || srv.Calls(webhookserver.PathLabels) == 0 {
+		t.Errorf("webhooks not called: sidecar %d, labels %d", srv.Calls(webhookserver.PathSidecar), srv.Calls(webhookserver.PathLabels))
+	}
+	_, stderr, code = runAuditCommand(t, "--policies=../../audit/testdata/policies.yaml", "--webhooks", "../../audit/testdata/policies.yaml")
+	if code != exitUsage || !strings.Contains(stderr, "among the webhook configurations") {
+		t.Errorf("--webhooks without a configuration: exit %d: %s", code, stderr)
 	}
 }
