@@ -114,7 +114,7 @@ func readStrict(dir, p string, v any) field.ErrorList {
 	}
 	strict, err := sigsjson.UnmarshalStrict(js, v)
 	if err != nil {
-		return field.ErrorList{fieldProblem(field.NewPath(p), jsonError(err).Error())}
+		return field.ErrorList{fieldProblem(field.NewPath(p), jsonErrorIn(js, err).Error())}
 	}
 	var errs field.ErrorList
 	for _, e := range strict {
