@@ -1,7 +1,6 @@
 package policytest
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -90,8 +89,7 @@ func IsKatTestsDir(dir string) bool {
 	}
 	parent := filepath.Dir(dir)
 	for _, f := range katPolicyFiles(parent) {
-		data, err := os.ReadFile(filepath.Join(parent, f))
-		if err == nil && bytes.Contains(data, []byte("kind: MutatingAdmissionPolicy")) {
+		if fileContains(filepath.Join(parent, f), "kind: MutatingAdmissionPolicy") {
 			return true
 		}
 	}
