@@ -138,8 +138,11 @@ func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 	parts := map[string]map[string]string{}
 	for _, e := range entries {
 		base, part, ok := katPart(e.Name())
-		if !ok || e.IsDir() {
+		if !ok {
 			continue
+		}
+		if info, err := os.Stat(filepath.Join(dir, e.Name())); err != nil || !info.Mode().IsRegular() {
+			continue // a pipe or a device is never read
 		}
 		if parts[base] == nil {
 			parts[base] = map[string]string{}
