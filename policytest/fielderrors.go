@@ -1,6 +1,8 @@
 package policytest
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -130,4 +132,67 @@ func jsonName(f reflect.StructField) string {
 		return ""
 	}
 	return name
+}
+
+// pathAt is the field path ("cases[1].expect.unchanged") of the value
+// that ends at offset in the JSON document js (where a decoding error
+// was met), or "" when there is none.
+func pathAt(js []byte, offset int64) string {
+	type level struct {
+		array     bool
+		index     int
+		key       string
+		expectKey bool
+	}
+	var stack []*level
+	path := func() string {
+		var b strings.Builder
+		for i, l := range stack {
+			switch {
+			case l.array:
+				fmt.Fprintf(&b, "[%d]", l.index)
+			default:
+				if i > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(l.key)
+			}
+		}
+		return b.String()
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && !stack[len(stack)-1].array {
+				stack[len(stack)-1].expectKey = true
+			}
+			continue
+		}
+		if top != nil && !top.array && top.expectKey {
+			top.key, top.expectKey = tok.(string), false
+			continue
+		}
+		if top != nil && top.array {
+			top.index++
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &level{array: d == '[', index: -1, expectKey: d == '{'})
+			continue
+		}
+		if dec.InputOffset() >= offset {
+			return path()
+		}
+		if top != nil && !top.array {
+			top.expectKey = true
+		}
+	}
 }

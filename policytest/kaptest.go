@@ -1,10 +1,8 @@
 package policytest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -31,8 +29,7 @@ func IsKaptestFile(file string) bool {
 	if b := filepath.Base(file); b != KaptestFile && b != "kaptest.yml" {
 		return false
 	}
-	data, err := os.ReadFile(file)
-	return err == nil && bytes.Contains(data, []byte("mapTestSuites:"))
+	return fileContains(file, "mapTestSuites:")
 }
 
 type kaptestFile struct {

@@ -1,7 +1,6 @@
 package policytest
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -90,8 +89,7 @@ func IsKatTestsDir(dir string) bool {
 	}
 	parent := filepath.Dir(dir)
 	for _, f := range katPolicyFiles(parent) {
-		data, err := os.ReadFile(filepath.Join(parent, f))
-		if err == nil && bytes.Contains(data, []byte("kind: MutatingAdmissionPolicy")) {
+		if fileContains(filepath.Join(parent, f), "kind: MutatingAdmissionPolicy") {
 			return true
 		}
 	}
@@ -140,8 +138,11 @@ func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 	parts := map[string]map[string]string{}
 	for _, e := range entries {
 		base, part, ok := katPart(e.Name())
-		if !ok || e.IsDir() {
+		if !ok {
 			continue
+		}
+		if info, err := os.Stat(filepath.Join(dir, e.Name())); err != nil || !info.Mode().IsRegular() {
+			continue // a pipe or a device is never read
 		}
 		if parts[base] == nil {
 			parts[base] = map[string]string{}

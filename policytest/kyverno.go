@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,8 +34,28 @@ func IsKyvernoTestFile(file string) bool {
 	if b := filepath.Base(file); b != KyvernoTestFile && b != "kyverno-test.yml" {
 		return false
 	}
-	data, err := os.ReadFile(file)
-	return err == nil && bytes.Contains(data, []byte("isMutatingAdmissionPolicy: true"))
+	return fileContains(file, "isMutatingAdmissionPolicy: true")
+}
+
+// markerBytes bounds how much of a file discovery reads to tell whose
+// format it is.
+const markerBytes = 4 << 20
+
+// fileContains tells whether the regular file (or link to one) file holds
+// marker in its first markerBytes. Anything else — a named pipe, a device
+// — is not read: discovery must not block.
+func fileContains(file, marker string) bool {
+	info, err := os.Stat(file)
+	if err != nil || !info.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, markerBytes))
+	return err == nil && bytes.Contains(data, []byte(marker))
 }
 
 type kyvernoTest struct {
@@ -114,7 +135,7 @@ func readStrict(dir, p string, v any) field.ErrorList {
 	}
 	strict, err := sigsjson.UnmarshalStrict(js, v)
 	if err != nil {
-		return field.ErrorList{fieldProblem(field.NewPath(p), jsonError(err).Error())}
+		return field.ErrorList{fieldProblem(field.NewPath(p), jsonErrorIn(js, err).Error())}
 	}
 	var errs field.ErrorList
 	for _, e := range strict {

@@ -350,7 +350,7 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 	s := &Suite{}
 	strict, err := sigsjson.UnmarshalStrict(js, s)
 	if err != nil {
-		return nil, &InputError{File: file, Err: jsonError(err)}
+		return nil, &InputError{File: file, Err: jsonErrorIn(js, err)}
 	}
 	var errs field.ErrorList
 	for _, e := range strict {
@@ -368,10 +368,18 @@ func ParseSuite(file string, data []byte) (*Suite, error) {
 }
 
 // jsonError turns a decoding error into one that names the field.
-func jsonError(err error) error {
+func jsonError(err error) error { return jsonErrorIn(nil, err) }
+
+// jsonErrorIn is jsonError for an error met decoding js: the field is
+// named with its indexes ("cases[1].expect.unchanged").
+func jsonErrorIn(js []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	if ok := asTypeError(err, &te); ok && te.Field != "" {
-		return fmt.Errorf("%s: cannot be a %s (want %s)", te.Field, te.Value, te.Type)
+		field := te.Field
+		if p := pathAt(js, te.Offset); js != nil && p != "" {
+			field = p
+		}
+		return fmt.Errorf("%s: cannot be a %s (want %s)", field, te.Value, te.Type)
 	}
 	return err
 }
