@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -139,15 +138,7 @@ func TestApplySidecarGetsTheTokenMount(t *testing.T) {
 // mapping), and --webhooks given to a suite that names none.
 func TestTestWebhooks(t *testing.T) {
 	const dir = "../../examples/webhook-and-policy/"
-	cert, err := tls.LoadX509KeyPair(dir+"testdata/certs/tls.crt", dir+"testdata/certs/tls.key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(dir + "testdata/certs/ca.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := webhookserver.StartWith(cert, ca)
+	srv, err := webhookserver.StartFiles(dir+"testdata/certs/tls.crt", dir+"testdata/certs/tls.key", dir+"testdata/certs/ca.crt")
 	if err != nil {
 		t.Fatal(err)
 	}
