@@ -1,9 +1,7 @@
 package policytest_test
 
 import (
-	"crypto/tls"
 	"net/url"
-	"os"
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/policytest"
@@ -22,15 +20,7 @@ func TestExamples(t *testing.T) {
 // (its caBundle), the service mapped to it as --service-url would.
 func TestWebhookExample(t *testing.T) {
 	const dir = "../examples/webhook-and-policy/testdata/"
-	cert, err := tls.LoadX509KeyPair(dir+"certs/tls.crt", dir+"certs/tls.key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(dir + "certs/ca.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := webhookserver.StartWith(cert, ca)
+	srv, err := webhookserver.StartFiles(dir+"certs/tls.crt", dir+"certs/tls.key", dir+"certs/ca.crt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -89,6 +88,18 @@ func TestApplyWebhooks(t *testing.T) {
 			args: []string{"--webhooks", write("service.yaml", webhookConfig("hooks", "sidecar.example.com", fmt.Sprintf("{service: {namespace: hooks, name: sidecar, path: %s}, caBundle: %s}", webhookserver.PathSidecar, ca), "")),
 				"--service-url", "hooks/sidecar=https://" + srv.Addr()},
 			want: []string{"name: sidecar\n", "sidecar.example.com/injected"}},
+		{name: "a slow webhook past its timeoutSeconds fails closed", code: 1,
+			args: []string{"--webhooks", write("slow.yaml", webhookConfig("hooks", "slow.example.com", url(webhookserver.PathSlow+"/3s"), "  timeoutSeconds: 1\n"))},
+			want: []string{`failed calling webhook "slow.example.com"`, "context deadline exceeded", `slow.yaml#0: MutatingWebhookConfiguration "hooks": webhooks[0].clientConfig: webhook "slow.example.com" failed closed`}},
+		{name: "a broken answer under failurePolicy Ignore fails open", code: 0,
+			args: []string{"--webhooks", write("broken.yaml", webhookConfig("hooks", "broken.example.com", url(webhookserver.PathBroken), "  failurePolicy: Ignore\n")), "--explain"},
+			want: []string{`webhook "broken.example.com" of "hooks": called (AdmissionReview v1, `, "failed open (failurePolicy Ignore)", "name: log-shipper"}},
+		{name: "a bad uid fails closed", code: 1,
+			args: []string{"--webhooks", write("bad-uid.yaml", webhookConfig("hooks", "uid.example.com", url(webhookserver.PathBadUID), ""))},
+			want: []string{`failed calling webhook "uid.example.com"`, "expected response.uid="}},
+		{name: "a patch that is not a JSON patch fails closed", code: 1,
+			args: []string{"--webhooks", write("merge.yaml", webhookConfig("hooks", "merge.example.com", url(webhookserver.PathMergePatch), ""))},
+			want: []string{`failed calling webhook "merge.example.com"`, "received undecodable patch in webhook response"}},
 		{name: "a malformed configuration names its file and field", code: 2,
 			args: []string{"--webhooks", write("bad.yaml", webhookConfig("bad", "slow.example.com", url("/x"), "  timeoutSeconds: 31\n"))},
 			want: []string{`bad.yaml#0: MutatingWebhookConfiguration "bad": webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds`}},
@@ -127,15 +138,7 @@ func TestApplySidecarGetsTheTokenMount(t *testing.T) {
 // mapping), and --webhooks given to a suite that names none.
 func TestTestWebhooks(t *testing.T) {
 	const dir = "../../examples/webhook-and-policy/"
-	cert, err := tls.LoadX509KeyPair(dir+"testdata/certs/tls.crt", dir+"testdata/certs/tls.key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(dir + "testdata/certs/ca.crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := webhookserver.StartWith(cert, ca)
+	srv, err := webhookserver.StartFiles(dir+"testdata/certs/tls.crt", dir+"testdata/certs/tls.key", dir+"testdata/certs/ca.crt")
 	if err != nil {
 		t.Fatal(err)
 	}

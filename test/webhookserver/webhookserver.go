@@ -103,11 +103,17 @@ func Start(dir string, hosts ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := tls.LoadX509KeyPair(out.Paths.Cert, out.Paths.Key)
+	return StartFiles(out.Paths.Cert, out.Paths.Key, out.Paths.CACert)
+}
+
+// StartFiles is StartWith with the serving certificate and key and the
+// CA's certificate read from PEM files (a fixture's).
+func StartFiles(certFile, keyFile, caFile string) (*Server, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, err
 	}
-	ca, err := os.ReadFile(out.Paths.CACert)
+	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, err
 	}
