@@ -22,15 +22,15 @@ import (
 )
 
 type migrateOptions struct {
-	objects, policies, webhooks []string
-	resources                   []string
-	replaces, serviceURLs       []string
-	operation, namespace        string
-	userName, uid               string
-	groups                      []string
-	dryRun, verbose             bool
-	output                      string
-	plugins                     scheme.AdmissionPluginFlags
+	objects, policies    []string
+	resources, replaces  []string
+	webhooks             webhookOptions
+	operation, namespace string
+	userName, uid        string
+	groups               []string
+	dryRun, verbose      bool
+	output               string
+	plugins              scheme.AdmissionPluginFlags
 }
 
 func newMigrateCheckCommand() *cobra.Command {
@@ -66,11 +66,11 @@ Exit status: 0 no object differs; 1 some object differs; 2 bad input.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.objects, "filename", "f", nil, "the objects to admit: files or directories (multi-document YAML, Lists; - for stdin)")
-	f.StringSliceVar(&o.webhooks, "webhooks", nil, "files or directories of the MutatingWebhookConfigurations the cluster runs")
+	f.StringSliceVar(&o.webhooks.paths, "webhooks", nil, "files or directories of the MutatingWebhookConfigurations the cluster runs")
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of the MutatingAdmissionPolicies and bindings that replace them")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs, the objects the admission plugins read")
 	f.StringArrayVar(&o.replaces, "replaces", nil, "POLICY=WEBHOOK: the policy replaces the webhook (repeatable; default: the policies replace every webhook)")
-	f.StringArrayVar(&o.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: reach a webhook's clientConfig.service at URL (repeatable)")
+	f.StringArrayVar(&o.webhooks.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: reach a webhook's clientConfig.service at URL (repeatable)")
 	f.StringVar(&o.operation, "operation", "CREATE", "CREATE, or UPDATE (each object updated without change: old object = object)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the requests (default: each object's, or default)")
 	f.StringVar(&o.userName, "user", "admin", "the requesting user")
@@ -100,29 +100,21 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	urls := webhookclient.ServiceURLs{}
-	for _, s := range o.serviceURLs {
-		svc, u, err := webhookclient.ParseServiceURL(s)
-		if err != nil {
-			return badInput(fmt.Errorf("--service-url: %w", err))
-		}
-		urls[svc] = u
+	urls, err := o.webhooks.urls()
+	if err != nil {
+		return badInput(err)
 	}
 
 	policySet, err := manifest.Load(ctx, o.policies, stdin)
 	if err != nil {
 		return badInput(err)
 	}
-	hookSet, err := manifest.Load(ctx, o.webhooks, stdin)
-	if err != nil {
-		return badInput(err)
-	}
-	configs, err := webhookclient.Load(hookSet)
+	configs, err := o.webhooks.load(ctx, stdin)
 	if err != nil {
 		return badInput(err)
 	}
 	if len(configs) == 0 {
-		return badInput(fmt.Errorf("--webhooks %s: no MutatingWebhookConfiguration found", strings.Join(o.webhooks, ", ")))
+		return badInput(fmt.Errorf("--webhooks %s: no MutatingWebhookConfiguration found", strings.Join(o.webhooks.paths, ", ")))
 	}
 	objects, err := manifest.Load(ctx, o.objects, stdin)
 	if err != nil {

@@ -92,7 +92,15 @@ func TestMigrateCheck(t *testing.T) {
 	})
 
 	code, _, stderr := runCLI(t, "", "migrate-check", "--webhooks", td+"pods.yaml", "--policies", td+"policies.yaml", "-f", td+"pods.yaml")
-	if want := "--webhooks " + td + "pods.yaml: no MutatingWebhookConfiguration found"; code != exitUsage || !strings.Contains(stderr, want) {
+	if want := td + `pods.yaml#0: Pod "web": a Pod among the webhook configurations (other objects go with the resources)`; code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("objects in --webhooks: exit %d, want 2 and %q: %s", code, want, stderr)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(empty, []byte("# nothing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "", "migrate-check", "--webhooks", empty, "--policies", td+"policies.yaml", "-f", td+"pods.yaml")
+	if want := "--webhooks " + empty + ": no MutatingWebhookConfiguration found"; code != exitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("no configuration: exit %d, want 2 and %q: %s", code, want, stderr)
 	}
 	for _, bad := range []struct {
