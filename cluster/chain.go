@@ -86,7 +86,7 @@ func (c *Cluster) AdmitChain(ctx context.Context, ch Chain, d *Decoded) (*Admiss
 			if d.admitPlugins {
 				var steps []scheme.PluginStep
 				var err error
-				obj, steps, err = c.Scheme.AdmitPluginsSteps(ctx, schemeRequest(a), obj, oldObject(a), a.UserInfo, a.DryRun)
+				obj, steps, err = c.Scheme.AdmitPluginsSteps(ctx, schemeRequest(a), obj, oldObject(a), a.UserInfo, a.DryRun, d.pluginChanges)
 				out.ReinvokedPlugins = steps
 				if err != nil {
 					return out, c.refuse(out, err, pluginOf(steps))

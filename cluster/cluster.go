@@ -221,6 +221,12 @@ type Request struct {
 	// through them (a re-admission of an admitted object, to see what the
 	// policies alone do to their own output).
 	SkipAdmissionPlugins bool
+	// PluginChanges asks DecodeSteps and AdmitChain to tell, for each
+	// step of the admission plugins (Decoded.Plugins,
+	// Admission.ReinvokedPlugins), whether the plugin changed the object
+	// (scheme.PluginStep.Changed): what --explain prints, at the price of
+	// a copy and a comparison of the object per plugin.
+	PluginChanges bool
 }
 
 // DefaultUser is the user of requests that name none: a cluster admin.
@@ -272,6 +278,8 @@ type Decoded struct {
 	// (a CREATE or UPDATE, neither NoDefaults nor SkipAdmissionPlugins):
 	// the chain's reinvocation round runs them again (AdmitChain).
 	admitPlugins bool
+	// pluginChanges is the request's PluginChanges.
+	pluginChanges bool
 }
 
 // DecodeSteps is Decode reporting the steps of the admission plugins.
@@ -286,7 +294,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoded{Attributes: a}
+	d := &Decoded{Attributes: a, pluginChanges: r.PluginChanges}
 	if c.NoDefaults {
 		return d, nil
 	}
@@ -309,7 +317,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 		}
 		var out map[string]any
 		if record {
-			out, d.Plugins, err = c.Scheme.AdmitPluginsSteps(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun)
+			out, d.Plugins, err = c.Scheme.AdmitPluginsSteps(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun, r.PluginChanges)
 		} else {
 			out, err = c.Scheme.AdmitPlugins(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun)
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -264,9 +265,21 @@ status: {phase: Terminating}
 			"spec": map[string]any{"serviceAccountName": sa, "containers": []any{map[string]any{"name": "c", "image": "i"}}},
 		}}
 	}
-	d, err := c.DecodeSteps(Request{Object: pod("shop", "builder")})
+	d, err := c.DecodeSteps(Request{Object: pod("shop", "builder"), PluginChanges: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	cheap, err := c.DecodeSteps(Request{Object: pod("shop", "builder")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cheap.Attributes.Object.Object, d.Attributes.Object.Object) || len(cheap.Plugins) != len(d.Plugins) {
+		t.Errorf("without PluginChanges: %v, steps %+v; want the same object and plugins", cheap.Attributes.Object.Object, cheap.Plugins)
+	}
+	for _, st := range cheap.Plugins {
+		if st.Changed {
+			t.Errorf("without PluginChanges: step %+v reports a change", st)
+		}
 	}
 	spec := d.Attributes.Object.Object["spec"].(map[string]any)
 	if ips, _ := spec["imagePullSecrets"].([]any); len(ips) != 1 || spec["volumes"] != nil {

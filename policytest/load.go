@@ -488,6 +488,8 @@ func (lc *loadedCase) request(object *unstructured.Unstructured) cluster.Request
 	req := cluster.Request{
 		Object: lc.object.DeepCopy(), Operation: lc.operation, Subresource: lc.c.Subresource,
 		Namespace: lc.namespace, User: lc.user, DryRun: lc.c.DryRun,
+		// A failed case prints the trace, what each plugin did included.
+		PluginChanges: true,
 	}
 	if object != nil {
 		// An admitted object, admitted again: it went through the

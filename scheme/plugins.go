@@ -209,7 +209,8 @@ func EnabledAdmissionPlugins(f AdmissionPluginFlags) ([]AdmissionPlugin, error) 
 type PluginStep struct {
 	// Plugin is the plugin's name.
 	Plugin string
-	// Changed tells whether it changed the object.
+	// Changed tells whether it changed the object; reported only when
+	// the caller asks for it (AdmitPluginsSteps' changes), false otherwise.
 	Changed bool
 	// Err is its refusal (an *apierrors.StatusError), or nil.
 	Err error
@@ -389,19 +390,28 @@ type stepRecorder struct {
 
 type stepsKey struct{}
 
+// stepLog is the recorder of a request's steps.
+type stepLog struct {
+	steps []PluginStep
+	// changes asks each step whether its plugin changed the object: a
+	// deep copy of the object before the plugin and a comparison after
+	// it, the larger part of the plugins' cost, so only when asked.
+	changes bool
+}
+
 // Admit implements admission.MutationInterface.
 func (r stepRecorder) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
 	m := r.Interface.(admission.MutationInterface)
-	steps, _ := ctx.Value(stepsKey{}).(*[]PluginStep)
-	if steps == nil {
+	log, _ := ctx.Value(stepsKey{}).(*stepLog)
+	if log == nil {
 		return m.Admit(ctx, a, o)
 	}
 	var before runtime.Object
-	if obj := a.GetObject(); obj != nil {
+	if obj := a.GetObject(); obj != nil && log.changes {
 		before = obj.DeepCopyObject()
 	}
 	err := m.Admit(ctx, a, o)
-	*steps = append(*steps, PluginStep{Plugin: r.name, Changed: before != nil && !apiequality.Semantic.DeepEqual(before, a.GetObject()), Err: err})
+	log.steps = append(log.steps, PluginStep{Plugin: r.name, Changed: before != nil && !apiequality.Semantic.DeepEqual(before, a.GetObject()), Err: err})
 	return err
 }
 
@@ -509,18 +519,21 @@ func (p *plugins) ensureNamespace(name string) error {
 // priorityClassName) are *apierrors.StatusError. Kinds without a Go type
 // come back as they are.
 func (s *Scheme) AdmitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool) (map[string]any, error) {
-	out, _, err := s.admitPlugins(ctx, req, obj, old, u, dryRun, false)
+	out, _, err := s.admitPlugins(ctx, req, obj, old, u, dryRun, nil)
 	return out, err
 }
 
 // AdmitPluginsSteps is AdmitPlugins that also reports what each plugin
 // handling the request did, in order (the steps until a refusal, with it,
-// when err is a refusal).
-func (s *Scheme) AdmitPluginsSteps(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool) (map[string]any, []PluginStep, error) {
-	return s.admitPlugins(ctx, req, obj, old, u, dryRun, true)
+// when err is a refusal). With changes, each step tells whether its plugin
+// changed the object (PluginStep.Changed), at the price of a deep copy and
+// a comparison of the object per plugin; without, the steps name the
+// plugins and their refusal only.
+func (s *Scheme) AdmitPluginsSteps(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun, changes bool) (map[string]any, []PluginStep, error) {
+	return s.admitPlugins(ctx, req, obj, old, u, dryRun, &stepLog{changes: changes})
 }
 
-func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun, record bool) (map[string]any, []PluginStep, error) {
+func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool, log *stepLog) (map[string]any, []PluginStep, error) {
 	if obj == nil || !s.Recognizes(req.Kind) {
 		return obj, nil, nil
 	}
@@ -547,25 +560,30 @@ func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[str
 			return nil, nil, err
 		}
 	}
-	var steps []PluginStep
-	if record {
-		ctx = context.WithValue(ctx, stepsKey{}, &steps)
+	steps := func() []PluginStep {
+		if log == nil {
+			return nil
+		}
+		return log.steps
+	}
+	if log != nil {
+		ctx = context.WithValue(ctx, stepsKey{}, log)
 	}
 	attrs := admission.NewAttributesRecord(internal, oldInternal, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, nil, dryRun, u)
 	if chain.Handles(req.Operation) {
 		if err := chain.Admit(ctx, attrs, admission.NewObjectInterfacesFromScheme(k.scheme)); err != nil {
-			return nil, steps, err
+			return nil, steps(), err
 		}
 	}
 	versioned, err := k.scheme.ConvertToVersion(internal, req.Kind.GroupVersion())
 	if err != nil {
-		return nil, steps, apierrors.NewInternalError(err)
+		return nil, steps(), apierrors.NewInternalError(err)
 	}
 	out, err := unstructuredOf(versioned, req.Kind)
 	if err != nil {
-		return nil, steps, apierrors.NewInternalError(err)
+		return nil, steps(), apierrors.NewInternalError(err)
 	}
-	return out, steps, nil
+	return out, steps(), nil
 }
 
 // TokenVolumeSuffix is the suffix of the projected service account token

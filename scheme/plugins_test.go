@@ -246,7 +246,7 @@ func TestAdmitPlugins(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := pluginScheme(t, c)
 			req, decoded := pluginRequest(t, s, c)
-			got, steps, err := s.AdmitPluginsSteps(context.Background(), req, decoded, nil, pluginUser, false)
+			got, steps, err := s.AdmitPluginsSteps(context.Background(), req, decoded, nil, pluginUser, false, true)
 			if c.denied != "" {
 				var status *apierrors.StatusError
 				if !errors.As(err, &status) || status.ErrStatus.Code != 403 || status.ErrStatus.Message != c.denied {
@@ -278,6 +278,24 @@ func TestAdmitPlugins(t *testing.T) {
 				}
 				if !reflect.DeepEqual(changed, c.changed) {
 					t.Errorf("changed by %v, want %v (steps %+v)", changed, c.changed, steps)
+				}
+				// Without changes asked, the same plugins, the same object,
+				// and no comparison.
+				_, decoded := pluginRequest(t, s, c)
+				again, cheap, err := s.AdmitPluginsSteps(context.Background(), req, decoded, nil, pluginUser, false, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(again, got) {
+					t.Errorf("without changes: object %v, want %v", again, got)
+				}
+				if len(cheap) != len(steps) {
+					t.Fatalf("without changes: steps %+v, want the plugins of %+v", cheap, steps)
+				}
+				for i, st := range cheap {
+					if st.Plugin != steps[i].Plugin || st.Changed || st.Err != nil {
+						t.Errorf("without changes: step %+v, want plugin %s, not changed", st, steps[i].Plugin)
+					}
 				}
 			}
 		})

@@ -235,7 +235,8 @@ func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cl
 	decoded, err := sim.DecodeSteps(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
-		User: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+		User:          &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+		PluginChanges: o.explain,
 	})
 	if o.explain && decoded != nil && !o.noDefaults {
 		run, rerr := sim.Scheme.RunAdmissionPlugins()
