@@ -17,10 +17,10 @@ import (
 	"log"
 	"os"
 	"slices"
-	"strings"
 
 	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/common"
 	celopenapi "k8s.io/apiserver/pkg/cel/openapi"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -30,6 +30,7 @@ import (
 	"k8s.io/kubernetes/pkg/generated/openapi"
 
 	"github.com/mutatis-dev/mutatis/costs/internal/kindschema"
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 func main() {
@@ -42,26 +43,42 @@ func main() {
 	upstream := resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, schemes...)
 	defs := openapi.GetOpenAPIDefinitions(spec.MustCreateRef)
 
+	// The kinds a policy can meet: every resource and subresource kind
+	// of Kubernetes 1.37 (matching.BuiltinResources), as object or params.
+	served := map[schema.GroupVersionKind]bool{}
+	for _, r := range matching.BuiltinResources() {
+		served[schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}] = true
+		for _, sub := range r.Subresources {
+			served[sub.Kind] = true
+		}
+	}
 	var kinds []kindschema.Kind
 	definitions := map[string]*spec.Schema{}
 	for _, s := range schemes {
 		for gvk := range s.AllKnownTypes() {
-			if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") || strings.HasSuffix(gvk.Kind, "Options") {
-				continue // lists and options are never a policy's object or params
+			if !served[gvk] || slices.ContainsFunc(kinds, func(k kindschema.Kind) bool { return k.GroupVersionKind() == gvk }) {
+				continue
 			}
 			if _, err := upstream.ResolveSchema(gvk); err != nil {
-				continue
+				continue // served by an aggregated server: resolved through discovery upstream
 			}
 			name, err := s.ToOpenAPIDefinitionName(gvk)
 			if err != nil {
 				log.Fatal(err)
 			}
-			if slices.ContainsFunc(kinds, func(k kindschema.Kind) bool { return k.GroupVersionKind() == gvk }) {
-				continue
-			}
 			kinds = append(kinds, kindschema.Kind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Definition: name})
 			keep(defs, definitions, name)
 		}
+	}
+	var unresolved []string
+	for gvk := range served {
+		if !slices.ContainsFunc(kinds, func(k kindschema.Kind) bool { return k.GroupVersionKind() == gvk }) {
+			unresolved = append(unresolved, gvk.String())
+		}
+	}
+	slices.Sort(unresolved)
+	if len(unresolved) > 0 {
+		log.Printf("no definition (upstream resolves them through discovery): %v", unresolved)
 	}
 	b, err := kindschema.Encode(kinds, definitions)
 	if err != nil {
