@@ -4,6 +4,7 @@
 // k8s.io/kubernetes: openapigen runs it (`go run` with a module file of its
 // own, so that neither mutatis' go.mod nor its packages depend on
 // k8s.io/kubernetes/pkg/generated/openapi). It resolves every built-in kind
+// a policy can meet (matching.BuiltinResources, subresources included)
 // as kube-controller-manager's admission policy type checker does
 // (resolver.NewDefinitionsSchemaResolver over GetOpenAPIDefinitions, the
 // client-go and apiextensions schemes), keeps the definitions those kinds
