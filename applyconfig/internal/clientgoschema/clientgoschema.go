@@ -18,6 +18,13 @@ import (
 // File is the file of the client-go module that holds the schema.
 const File = "applyconfigurations/internal/internal.go"
 
+// Var and Generator are the variable applyconfig's generated file declares
+// and the generator its header names.
+const (
+	Var       = "builtinSchemaTypes"
+	Generator = "applyconfig/internal/schemagen"
+)
+
 // Parse reads the schemaYAML variable of path (client-go's File) and
 // parses it as client-go does (typed.NewParser: validated against
 // structured-merge-diff's schema of schemas, then decoded).
