@@ -74,7 +74,9 @@ func (s *Scheme) kube() (*kube, error) { return kubeOnce() }
 
 // typed converts obj, of built-in kind gvk, to its Go type as
 // kube-apiserver's ObjectConvertor converts an unstructured object
-// (ConvertToVersion: FromUnstructured into the kind's type).
+// (ConvertToVersion: FromUnstructured into the kind's type). It is the
+// reference of defaulter.typed (convertfast.go), which the admission
+// paths use.
 func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	typed, err := k.scheme.New(gvk)
 	if err != nil {
@@ -87,7 +89,9 @@ func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.O
 	return typed, nil
 }
 
-// unstructured is the unstructured content of a typed object of kind gvk.
+// unstructuredOf is the unstructured content of a typed object of kind
+// gvk (ToUnstructured): the reference of defaulter.unstructured
+// (convertfast.go), which the admission paths use.
 func unstructuredOf(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
@@ -200,7 +204,7 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
-	out, err = unstructuredOf(versioned, gvk)
+	out, err = s.df.unstructured(versioned, gvk)
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
@@ -288,7 +292,7 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	if err != nil {
 		return nil, err
 	}
-	typed, err := k.typed(obj, from)
+	typed, err := s.df.typed(k, obj, from)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +304,7 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	if err != nil {
 		return nil, err
 	}
-	return unstructuredOf(versioned, to)
+	return s.df.unstructured(versioned, to)
 }
 
 // ConvertToVersion converts obj, of built-in kind from, to the group/version
@@ -316,7 +320,7 @@ func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKi
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
-	typed, err := k.typed(obj, from)
+	typed, err := s.df.typed(k, obj, from)
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
@@ -325,7 +329,7 @@ func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKi
 		return nil, schema.GroupVersionKind{}, err
 	}
 	gvk := out.GetObjectKind().GroupVersionKind()
-	m, err := unstructuredOf(out, gvk)
+	m, err := s.df.unstructured(out, gvk)
 	return m, gvk, err
 }
 
@@ -387,16 +391,16 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if !ok {
 		return nil, nil
 	}
-	internal, err := k.internal(obj, req.Kind)
+	internal, err := s.df.internal(k, obj, req.Kind)
 	if err != nil {
 		return nil, err
 	}
-	v, err := k.validate(ctx, st, req, internal, old)
+	v, err := k.validate(ctx, &s.df, st, req, internal, old)
 	if err != nil {
 		return nil, err
 	}
 	if v.Invalid == nil {
-		if v.Stored, err = k.stored(internal, req.Kind); err != nil {
+		if v.Stored, err = k.stored(&s.df, internal, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
@@ -422,13 +426,13 @@ type Validation struct {
 // system fields, as the store returns it: decoded from the bytes it wrote,
 // which applies the defaulters again (a PVC's strategy clears its status,
 // decoding defaults its phase to Pending).
-func (k *kube) stored(internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (k *kube) stored(d *defaulter, internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
 	k.scheme.Default(versioned)
-	out, err := unstructuredOf(versioned, gvk)
+	out, err := d.unstructured(versioned, gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -442,8 +446,8 @@ func (k *kube) stored(internal runtime.Object, gvk schema.GroupVersionKind) (map
 
 // validate runs the strategy on internal (and old, for an UPDATE) and
 // sorts kube-apiserver's refusals from the errors of the simulation.
-func (k *kube) validate(ctx context.Context, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
-	warnings, err := k.beforeStore(ctx, st, req, internal, old)
+func (k *kube) validate(ctx context.Context, d *defaulter, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
+	warnings, err := k.beforeStore(ctx, d, st, req, internal, old)
 	v := &Validation{Warnings: warnings}
 	var status *apierrors.StatusError
 	switch {
@@ -457,7 +461,7 @@ func (k *kube) validate(ctx context.Context, st strategy, req Request, internal 
 
 // beforeStore is what genericregistry.Store does to the object of a create
 // or an update before it reaches storage, through the strategy.
-func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
+func (k *kube) beforeStore(ctx context.Context, d *defaulter, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
 	rec := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, rec)
 	ctx = genericapirequest.WithNamespace(ctx, req.Namespace)
@@ -492,7 +496,7 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 	if old == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("validating an UPDATE of %s without the old object", req.Kind.Kind))
 	}
-	oldInternal, err := k.internal(old, req.Kind)
+	oldInternal, err := d.internal(k, old, req.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -537,7 +541,8 @@ func resourceVersions(ctx context.Context, st strategy, req Request, obj, old ru
 	return nil
 }
 
-// internal is obj, of kind gvk, in its group's internal version.
+// internal is obj, of kind gvk, in its group's internal version: the
+// reference of defaulter.internal.
 func (k *kube) internal(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	typed, err := k.typed(obj, gvk)
 	if err != nil {
