@@ -114,7 +114,7 @@ func (d *defaulter) internal(k *kube, obj map[string]any, gvk schema.GroupVersio
 	if !ok {
 		return k.internal(obj, gvk)
 	}
-	internal, err := k.scheme.ConvertToVersion(typed, internalVersion(gvk))
+	internal, err := k.convertFresh(typed, internalVersion(gvk))
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

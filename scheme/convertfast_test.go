@@ -117,6 +117,20 @@ var conversionFillFuncs = append([]any{
 	},
 }, fillFuncs...)
 
+// filledObject is a new object of kind gvk: the zero object for seed 0,
+// randomly filled from seed otherwise.
+func filledObject(t testing.TB, k *kube, gvk schema.GroupVersionKind, seed int) runtime.Object {
+	t.Helper()
+	obj, err := k.scheme.New(gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seed > 0 {
+		randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(conversionFillFuncs...).Fill(obj)
+	}
+	return obj
+}
+
 // TestTypedAndUnstructuredAreTheConverter holds the fast typed conversions
 // of the admission paths (typedFast, unstructuredFast) to the converter's
 // FromUnstructured and ToUnstructured: on the zero and randomly filled
@@ -140,13 +154,7 @@ func TestTypedAndUnstructuredAreTheConverter(t *testing.T) {
 	for _, gvk := range gvks {
 		fastKind := false
 		for seed := range fills + 1 {
-			obj, err := k.scheme.New(gvk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if seed > 0 {
-				randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(conversionFillFuncs...).Fill(obj)
-			}
+			obj := filledObject(t, k, gvk, seed)
 			objects++
 			if checkUnstructuredFast(t, s, obj, gvk) {
 				unstructuredCount++
@@ -221,4 +229,60 @@ func FuzzTypedAndUnstructured(f *testing.F) {
 		}
 		checkConversionsOf(t, s, k, obj, gvks[int(kind)%len(gvks)])
 	})
+}
+
+// TestConvertFreshIsConvertToVersion holds convertFresh (the conversion
+// without the deep copy of its input) to ConvertToVersion on the zero and
+// randomly filled objects of every external kind of kube-apiserver's
+// scheme and on the real objects, to the internal version and back:
+// results are reflect.DeepEqual, errors the same.
+func TestConvertFreshIsConvertToVersion(t *testing.T) {
+	s := New()
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	converted := 0
+	check := func(in runtime.Object, target runtime.GroupVersioner) runtime.Object {
+		t.Helper()
+		want, wantErr := k.scheme.ConvertToVersion(in, target)
+		got, err := k.convertFresh(in.DeepCopyObject(), target)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("%T to %v: error %v, ConvertToVersion's %v", in, target, err, wantErr)
+		}
+		if err != nil {
+			return nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T to %v: converted %#v\nConvertToVersion gives %#v", in, target, got, want)
+		}
+		converted++
+		return want
+	}
+	fills := 4
+	if testing.Short() {
+		fills = 1
+	}
+	var objects []runtime.Object
+	for _, gvk := range externalKinds(s, k.scheme) {
+		for seed := range fills + 1 {
+			obj := filledObject(t, k, gvk, seed)
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			objects = append(objects, obj)
+		}
+	}
+	for _, in := range testobjects.Inputs(t) {
+		if typed, err := k.typed(in.Obj, in.GVK); err == nil {
+			k.scheme.Default(typed)
+			objects = append(objects, typed)
+		}
+	}
+	for _, obj := range objects {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if internal := check(obj, internalVersion(gvk)); internal != nil {
+			check(internal, gvk.GroupVersion())
+		}
+		check(obj, gvk.GroupVersion())
+	}
+	t.Logf("%d objects, %d conversions", len(objects), converted)
 }

@@ -200,7 +200,7 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 			warnings = append(warnings, strictWarnings(e.Error())...)
 		}
 	}
-	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
+	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
@@ -296,11 +296,11 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	if err != nil {
 		return nil, err
 	}
-	internal, err := k.scheme.ConvertToVersion(typed, internalVersion(from))
+	internal, err := k.convertFresh(typed, internalVersion(from))
 	if err != nil {
 		return nil, err
 	}
-	versioned, err := k.scheme.ConvertToVersion(internal, to.GroupVersion())
+	versioned, err := k.convertFresh(internal, to.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKi
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
-	out, err := k.scheme.ConvertToVersion(typed, to)
+	out, err := k.convertFresh(typed, to)
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
@@ -427,7 +427,8 @@ type Validation struct {
 // which applies the defaulters again (a PVC's strategy clears its status,
 // decoding defaults its phase to Pending).
 func (k *kube) stored(d *defaulter, internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
-	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
+	// internal is the strategy's, which nothing uses afterwards.
+	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -539,6 +540,17 @@ func resourceVersions(ctx context.Context, st strategy, req Request, obj, old ru
 		return apierrors.NewConflict(req.Resource.GroupResource(), req.Name, errors.New(genericregistry.OptimisticLockErrorMsg))
 	}
 	return nil
+}
+
+// convertFresh is k.scheme.ConvertToVersion(in, target) for an object in
+// that nothing else holds and nothing uses afterwards: without the deep
+// copy of in that ConvertToVersion makes first so that its result shares
+// nothing with in (UnsafeConvertToVersion). The conversion functions run
+// on in itself instead of on a copy equal to it, so the result is the same
+// (TestConvertFreshIsConvertToVersion); it may share memory with in, which
+// the conversion may also have modified (some write the maps they share).
+func (k *kube) convertFresh(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	return k.scheme.UnsafeConvertToVersion(in, target)
 }
 
 // internal is obj, of kind gvk, in its group's internal version: the

@@ -575,7 +575,8 @@ func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[str
 			return nil, steps(), err
 		}
 	}
-	versioned, err := k.scheme.ConvertToVersion(internal, req.Kind.GroupVersion())
+	// The plugins' object, which nothing uses afterwards.
+	versioned, err := k.convertFresh(internal, req.Kind.GroupVersion())
 	if err != nil {
 		return nil, steps(), apierrors.NewInternalError(err)
 	}
