@@ -120,3 +120,31 @@ func (d *defaulter) internal(k *kube, obj map[string]any, gvk schema.GroupVersio
 	}
 	return internal, nil
 }
+
+// decodeRequestFast is what kube-apiserver's request decoder gives for
+// obj (kube.decodeRequest: the internal object), without encoding obj to
+// JSON and decoding it, or ok=false when it cannot tell. An object the
+// strict JSON decoding reads as FromUnstructured reads it, without a
+// strict error (normalizer.decode: no unknown fields, none that differs
+// only in case, no nulls but in fields of plain types, valid UTF-8, no NaN
+// or infinities, apiVersion and kind those of gvk) and that build models,
+// is the typed object the decoder's serializer makes; the decoder then
+// defaults it and converts it to the internal version, as here.
+func (s *Scheme) decodeRequestFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, bool) {
+	if _, ok := s.nz.decode(s.types, obj, gvk); !ok {
+		return nil, false
+	}
+	typed, ok := s.df.typedFast(k, obj, gvk)
+	if !ok {
+		return nil, false
+	}
+	if _, nested := typed.(runtime.NestedObjectDecoder); nested {
+		return nil, false // the decoder decodes its nested objects too
+	}
+	k.scheme.Default(typed)
+	internal, err := k.convertFresh(typed, internalVersion(gvk))
+	if err != nil {
+		return nil, false // the reference answers its error
+	}
+	return internal, true
+}

@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -33,7 +34,13 @@ func checkTypedFast(t testing.TB, s *Scheme, k *kube, u map[string]any, gvk sche
 		t.Fatalf("%v: typedFast built %#v\nFromUnstructured gives %#v (%v)\ninput: %#v", gvk, got, want, wantErr, before)
 	}
 	got, err := s.df.typed(k, u, gvk)
-	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() || !reflect.DeepEqual(got, want) {
+	// The converter walks maps in Go's random order: with two errors in
+	// an object, it reports either.
+	sameErr := oneOfTheErrors(err, wantErr, func() error {
+		_, again := k.typed(u, gvk)
+		return again
+	})
+	if !sameErr || !reflect.DeepEqual(got, want) {
 		t.Fatalf("%v: typed gives %#v (%v), the reference %#v (%v)\ninput: %#v", gvk, got, err, want, wantErr, before)
 	}
 	if !valuetest.BitsEqual(u, before) {
@@ -60,7 +67,11 @@ func checkUnstructuredFast(t testing.TB, s *Scheme, typed runtime.Object, gvk sc
 		t.Fatalf("%v: the typed object was modified: %#v, was %#v", gvk, typed, ref)
 	}
 	got, err := s.df.unstructured(typed, gvk)
-	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() || !valuetest.BitsEqual(got, want) {
+	sameErr := oneOfTheErrors(err, wantErr, func() error {
+		_, again := unstructuredOf(typed.DeepCopyObject(), gvk)
+		return again
+	})
+	if !sameErr || !valuetest.BitsEqual(got, want) {
 		t.Fatalf("%v: unstructured writes %#v (%v), the reference %#v (%v)", gvk, got, err, want, wantErr)
 	}
 	return fast
@@ -195,6 +206,9 @@ func TestTypedAndUnstructuredAreTheConverter(t *testing.T) {
 			if i < len(ins) && tf == 0 {
 				t.Errorf("%s: a real object took the reference", in.Name)
 			}
+			if tf, _ := checkConversionsOf(t, s, k, yamlNumbers(m).(map[string]any), in.GVK); i < len(ins) && tf == 0 {
+				t.Errorf("%s with YAML's numbers: a real object took the reference", in.Name)
+			}
 		}
 	}
 	t.Logf("%d kinds, %d objects: %d typed and %d written through the fast paths", len(gvks), objects, typedCount, unstructuredCount)
@@ -285,4 +299,144 @@ func TestConvertFreshIsConvertToVersion(t *testing.T) {
 		check(obj, gvk.GroupVersion())
 	}
 	t.Logf("%d objects, %d conversions", len(objects), converted)
+}
+
+// checkDecodeRequestFast decodes obj, the body of a request for kind gvk,
+// through DecodeRequest and through kube-apiserver's request decoder
+// (decodeRequestReference), and fails unless the objects (bit for bit),
+// warnings and errors agree and obj is left as it was. It reports whether
+// the fast path answered.
+func checkDecodeRequestFast(t testing.TB, s *Scheme, k *kube, obj map[string]any, gvk schema.GroupVersionKind) bool {
+	t.Helper()
+	before := valuetest.DeepCopy(obj)
+	want, wantWarnings, wantErr := s.decodeRequestReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+	got, warnings, err := s.DecodeRequest(obj, gvk)
+	if !oneOfTheErrors(err, wantErr, func() error {
+		_, _, again := s.decodeRequestReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		return again
+	}) {
+		t.Fatalf("%v: error %v, the decoder's %v\ninput: %#v", gvk, err, wantErr, before)
+	}
+	if !valuetest.BitsEqual(got, want) || !reflect.DeepEqual(warnings, wantWarnings) {
+		t.Fatalf("%v: decoded %#v (warnings %q)\nthe decoder gives %#v (warnings %q)\ninput: %#v", gvk, got, warnings, want, wantWarnings, before)
+	}
+	if !valuetest.BitsEqual(obj, before) {
+		t.Fatalf("%v: the input was modified: %#v, was %#v", gvk, obj, before)
+	}
+	_, fast := s.decodeRequestFast(k, obj, gvk)
+	return fast
+}
+
+// TestDecodeRequestIsTheDecoder holds DecodeRequest, which decodes what it
+// can without encoding JSON, to kube-apiserver's request decoder (strict
+// JSON decoding, defaulting, conversion to the internal version) on the
+// zero and randomly filled objects of every external kind of
+// kube-apiserver's scheme, on the real objects (which must take the fast
+// path) and on random perturbations of them (unknown fields, nulls, wrong
+// types, numbers, empty values).
+func TestDecodeRequestIsTheDecoder(t *testing.T) {
+	s := New()
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fills := 4
+	if testing.Short() {
+		fills = 1
+	}
+	objects, fast := 0, 0
+	for _, gvk := range externalKinds(s, k.scheme) {
+		for seed := range fills + 1 {
+			u, err := unstructuredOf(filledObject(t, k, gvk, seed), gvk)
+			if err != nil {
+				continue
+			}
+			objects++
+			if checkDecodeRequestFast(t, s, k, u, gvk) {
+				fast++
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	ins := testobjects.Inputs(t)
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	for i := range n {
+		in := ins[i%len(ins)]
+		if !s.Recognizes(in.GVK) {
+			continue
+		}
+		var obj any = in.Obj
+		if i >= len(ins) {
+			obj = valuetest.DeepCopy(in.Obj)
+			for range 1 + r.IntN(3) {
+				obj = testobjects.Perturb(r, obj)
+			}
+		}
+		m, ok := obj.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, m := range []map[string]any{m, yamlNumbers(m).(map[string]any)} {
+			objects++
+			if checkDecodeRequestFast(t, s, k, m, in.GVK) {
+				fast++
+			} else if i < len(ins) {
+				t.Errorf("%s: a real object took the decoder", in.Name)
+			}
+		}
+	}
+	t.Logf("%d objects, %d decoded through the fast path", objects, fast)
+}
+
+// yamlNumbers is v with its integers as float64s, as a YAML document's
+// decode (sigs.k8s.io/yaml: YAML to JSON, then encoding/json).
+func yamlNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = yamlNumbers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = yamlNumbers(e)
+		}
+		return out
+	case int64:
+		return float64(x)
+	}
+	return v
+}
+
+// TestWholeFloatsForIntegers covers the float64s build reads into integer
+// fields (as the converter does, exactly, only for whole numbers in the
+// field's range) through all the fast paths that build serves.
+func TestWholeFloatsForIntegers(t *testing.T) {
+	s := New()
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	values := []float64{0, math.Copysign(0, -1), 1, -1, 80, 2.5, -0.5, math.MaxInt32, math.MaxInt32 + 1, math.MinInt32, math.MinInt32 - 1,
+		1<<53 - 1, 1 << 53, -(1 << 53), 1<<53 + 2, 1 << 62, 1 << 63, -(1 << 63), 1e21, math.Inf(1), math.NaN()}
+	for _, x := range values {
+		for _, obj := range []map[string]any{
+			// int32
+			testPodContainer("ports", []any{map[string]any{"containerPort": x}}),
+			// int64 pointer
+			{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "generation": x}, "spec": map[string]any{"activeDeadlineSeconds": x, "containers": []any{}}},
+		} {
+			checkConversionsOf(t, s, k, obj, podGVK)
+			checkDefaultFast(t, s, obj, podGVK)
+			if !math.IsNaN(x) && !math.IsInf(x, 0) {
+				checkDecodeRequestFast(t, s, k, obj, podGVK)
+			}
+		}
+	}
 }

@@ -331,14 +331,14 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		}
 		return ok
 	case tInt:
-		x, ok := v.(int64)
+		x, ok := wholeNumber(v, n.bits-1)
 		if !ok || n.bits < 64 && (x < -1<<(n.bits-1) || x > 1<<(n.bits-1)-1) {
 			return false
 		}
 		putBits(p, n.bits, uint64(x))
 		return true
 	case tUint:
-		x, ok := v.(int64)
+		x, ok := wholeNumber(v, n.bits)
 		if !ok || x < 0 || n.bits < 64 && x > 1<<n.bits-1 {
 			return false
 		}
@@ -474,6 +474,28 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		return true
 	}
 	return false
+}
+
+// wholeNumber is the int64 an integer field reads from v: an int64 as it
+// is, or a whole float64 (as a YAML document's numbers decode) of
+// magnitude below 2^bits and at most 2^53, which the converter converts
+// exactly (reflect.Value.Convert) and JSON decoding reads from the digits
+// json.Marshal writes for it (exact up to 2^53: beyond, json.Marshal
+// writes the shortest digits that read back as the float,
+// 4611686018427388000 for 2^62, and the two part); ok=false otherwise (a
+// fraction, a float out of range, another type).
+func wholeNumber(v any, bits int) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		limit := math.Ldexp(1, min(bits, 53))
+		if x != math.Trunc(x) || x < -limit || x > limit || bits < 53 && x == limit {
+			return 0, false
+		}
+		return int64(x), true
+	}
+	return 0, false
 }
 
 // putBits stores the low bits of x at p, an integer of that many bits.

@@ -173,7 +173,22 @@ func (k *kube) defaultTyped(obj map[string]any, gvk schema.GroupVersionKind) (ma
 // A body the decoder refuses (a value of the wrong type, an integer out of
 // its field's range) is kube-apiserver's 400: "<Kind> in version "<v>"
 // cannot be handled as a <Kind>: <error>".
+//
+// Where it can tell, the object is decoded without encoding it to JSON
+// (decodeRequestFast); decodeRequestReference is the definition.
 func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, warnings []string, err error) {
+	return s.decodeRequest(obj, gvk, true)
+}
+
+// decodeRequestReference is DecodeRequest through kube-apiserver's
+// request decoder always.
+func (s *Scheme) decodeRequestReference(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, warnings []string, err error) {
+	return s.decodeRequest(obj, gvk, false)
+}
+
+// decodeRequest is DecodeRequest, through decodeRequestFast when fast is
+// set.
+func (s *Scheme) decodeRequest(obj map[string]any, gvk schema.GroupVersionKind, fast bool) (out map[string]any, warnings []string, err error) {
 	if obj != nil && s.crs.Recognizes(gvk) {
 		return s.crs.DecodeRequest(obj, gvk, metav1.FieldValidationWarn)
 	}
@@ -184,20 +199,13 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, nil, err
 	}
-	body, _ := requestJSON(obj)
-	data, err := json.Marshal(body)
-	if err != nil {
-		return nil, nil, apierrors.NewBadRequest(err.Error())
+	var internal runtime.Object
+	if fast {
+		internal, _ = s.decodeRequestFast(k, obj, gvk)
 	}
-	decoder := k.codecs.DecoderToVersion(k.strict, internalVersion(gvk))
-	internal, _, err := decoder.Decode(data, &gvk, nil)
-	if err != nil {
-		strictErr, isStrict := runtime.AsStrictDecodingError(err)
-		if !isStrict || internal == nil {
-			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
-		}
-		for _, e := range strictErr.Errors() {
-			warnings = append(warnings, strictWarnings(e.Error())...)
+	if internal == nil {
+		if internal, warnings, err = k.decodeRequest(obj, gvk); err != nil {
+			return nil, nil, err
 		}
 	}
 	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
@@ -209,6 +217,28 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 		return nil, nil, apierrors.NewInternalError(err)
 	}
 	return out, warnings, nil
+}
+
+// decodeRequest is kube-apiserver's request decoder on obj, encoded to
+// JSON: the internal object, and the strict errors as warnings.
+func (k *kube) decodeRequest(obj map[string]any, gvk schema.GroupVersionKind) (internal runtime.Object, warnings []string, err error) {
+	body, _ := requestJSON(obj)
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	decoder := k.codecs.DecoderToVersion(k.strict, internalVersion(gvk))
+	internal, _, err = decoder.Decode(data, &gvk, nil)
+	if err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		if !isStrict || internal == nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+		}
+		for _, e := range strictErr.Errors() {
+			warnings = append(warnings, strictWarnings(e.Error())...)
+		}
+	}
+	return internal, warnings, nil
 }
 
 // requestJSON is v, a decoded request body, to be encoded again for the
