@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
-	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/costs/internal/kindschema"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -247,24 +247,59 @@ func TestFitFormula(t *testing.T) {
 	}
 }
 
-// TestBuiltinDeclType: a built-in kind is sized as kube-apiserver's
-// estimator sizes a schema without limits: from the 3 MiB request.
+// TestBuiltinDeclType: a built-in kind is sized as Kubernetes' type
+// checker sizes it: by its OpenAPI definition (required fields without a
+// default, enums, formats) and the 3 MiB request.
 func TestBuiltinDeclType(t *testing.T) {
-	d := builtinDeclType(applyconfig.NewSchemas(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	d := builtinDeclType(testDefinitions(t), schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
 	if d == nil {
 		t.Fatal("no declaration type for v1 Pod")
 	}
-	containers := declAt(map[string]*apiservercel.DeclType{"object": d}, []string{"object", "spec", "containers"})
-	image := declAt(map[string]*apiservercel.DeclType{"object": d}, []string{"object", "spec", "containers", "@items", "image"})
-	if containers == nil || image == nil {
-		t.Fatal("spec.containers[*].image not declared")
+	roots := map[string]*apiservercel.DeclType{"object": d}
+	cases := []struct {
+		path []string
+		want int64
+	}{
+		// (3 MiB - 2) / (len("{}") + 1): a Container's one required
+		// field, name, has a default, so its smallest form is "{}".
+		{[]string{"object", "spec", "containers"}, 1048575},
+		{[]string{"object", "spec", "containers", "@items", "image"}, 3145726},
+		// (3 MiB - 2) / (18 + 1): each item needs "preference":{}.
+		{[]string{"object", "spec", "affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"}, 165564},
+		// len("IfNotPresent"), the longest value of the enum.
+		{[]string{"object", "spec", "containers", "@items", "imagePullPolicy"}, 12},
 	}
-	// (3 MiB - 2) / (len("{}") + 1) items; (3 MiB - 2) bytes of string.
-	if containers.MaxElements != 1048575 || image.MaxElements != 3145726 {
-		t.Errorf("containers %d, image %d", containers.MaxElements, image.MaxElements)
+	for _, c := range cases {
+		got := declAt(roots, c.path)
+		if got == nil || got.MaxElements != c.want {
+			t.Errorf("%s: %v, want MaxElements %d", strings.Join(c.path, "."), got, c.want)
+		}
 	}
-	if builtinDeclType(applyconfig.NewSchemas(), schema.GroupVersionKind{Version: "v1", Kind: "Nope"}) != nil {
+	if builtinDeclType(testDefinitions(t), schema.GroupVersionKind{Version: "v1", Kind: "Nope"}) != nil {
 		t.Error("an unknown kind has a declaration type")
+	}
+}
+
+// TestRequestPointOfBuiltinKinds: the request point of a walk over a list
+// of a built-in kind is the cost at the bound Kubernetes' type checker
+// gives that list: 2 + 5·n at n = 165,564 for a list whose items have a
+// required field without default (1,048,575 items before the OpenAPI
+// definitions sized built-in kinds), and still 2 + 4·n at n = 1,048,575
+// for containers.
+func TestRequestPointOfBuiltinKinds(t *testing.T) {
+	cases := []struct {
+		expr string
+		want uint64
+	}{
+		{`object.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution.all(t, t.weight > 0)`, 2 + 5*165564},
+		{`object.spec.containers.all(c, c.image != "")`, 2 + 4*1048575},
+	}
+	for _, c := range cases {
+		e := analyzeOne(t, podPolicy("pods", []string{c.expr}, noopMutation), Options{}).Expressions[0]
+		got := e.Points[PointRequest]
+		if got.Max == nil || *got.Max != c.want {
+			t.Errorf("%s: request point %+v, want max %d", c.expr, got, c.want)
+		}
 	}
 }
 
@@ -285,4 +320,13 @@ func TestFormulaWithTooManyInputs(t *testing.T) {
 	if e.Unbounded || e.Status != StatusOK {
 		t.Errorf("status %s unbounded %v", e.Status, e.Unbounded)
 	}
+}
+
+func testDefinitions(t *testing.T) *kindschema.Definitions {
+	t.Helper()
+	d, err := kindschema.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

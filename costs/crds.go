@@ -10,6 +10,7 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/costs/internal/kindschema"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -22,9 +23,11 @@ type CRDIndex struct {
 	kinds   map[schema.GroupVersionResource]schema.GroupVersionKind
 	objects map[schema.GroupVersionKind]*unstructured.Unstructured
 	// table resolves built-in resources to their kinds; builtins caches
-	// their declaration types (nil: no schema).
-	table    *matching.Table
-	builtins map[schema.GroupVersionKind]*apiservercel.DeclType
+	// their declaration types (nil: no schema), built from definitions,
+	// read on first use.
+	table       *matching.Table
+	builtins    map[schema.GroupVersionKind]*apiservercel.DeclType
+	definitions *kindschema.Definitions
 }
 
 // IndexCRDs registers every CustomResourceDefinition among objects; CRDs
@@ -74,8 +77,8 @@ func (ix *CRDIndex) resources() []schema.GroupVersionResource {
 
 // policyTargets lists the kinds p's matchConstraints can select: each
 // loaded CRD kind its resource rules name (wildcards included), each
-// built-in kind a rule without wildcards names (with its schema from
-// client-go's applyconfigurations), and one schema-less target for
+// built-in kind a rule without wildcards names (with its OpenAPI schema,
+// costs/internal/kindschema), and one schema-less target for
 // everything else (wildcards over built-in resources, CRDs not loaded).
 func policyTargets(p *admissionregistrationv1.MutatingAdmissionPolicy, crds *CRDIndex) []*costTarget {
 	var out []*costTarget
@@ -157,7 +160,12 @@ func (ix *CRDIndex) builtinDecl(gvk schema.GroupVersionKind) *apiservercel.DeclT
 	if d, ok := ix.builtins[gvk]; ok {
 		return d
 	}
-	d := builtinDeclType(ix.schemas, gvk)
+	if ix.definitions == nil {
+		// The embedded definitions are held to their generator by
+		// kindschema's tests: they always parse.
+		ix.definitions, _ = kindschema.Builtin()
+	}
+	d := builtinDeclType(ix.definitions, gvk)
 	ix.builtins[gvk] = d
 	return d
 }

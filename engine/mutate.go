@@ -71,9 +71,15 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 	}()
 
 	// The dispatcher looks the type converter up before patching, for both
-	// patch types.
-	merger, err := pt.Schemas.Merger(gvk)
+	// patch types. For a built-in kind the lookup cannot fail (below), and
+	// a JSON patch does not use the converter: it is not built then (the
+	// schemas of every built-in kind, which a one-object run would
+	// otherwise decode for nothing).
 	defined, builtin := matching.BuiltinSchema(gvk)
+	var merger *applyconfig.Merger
+	if !builtin || m.Kind != compiler.KindJSONPatch {
+		merger, err = pt.Schemas.Merger(gvk)
+	}
 	if err != nil && builtin {
 		// kube-apiserver's type converter of a built-in group/version is
 		// built from that group/version's OpenAPI document: it always

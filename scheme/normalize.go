@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -50,6 +51,9 @@ type normalizer struct {
 	// customs holds the nodes of custom types under a tag with options
 	// (omitempty, omitzero), which the converter applies to them.
 	customs map[customKey]*node
+	// zeros holds the converter's output for the zero value of every
+	// struct type planned so far (guarded by mu; zeroStruct).
+	zeros map[reflect.Type]map[string]any
 }
 
 type customKey struct {
@@ -841,7 +845,7 @@ func (nz *normalizer) buildStruct(n *node, t reflect.Type) {
 	}
 	// What the converter writes for the zero value: the output of every
 	// unset field.
-	zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(reflect.New(t).Interface())
+	zero, err := nz.zeroStruct(t)
 	if err != nil {
 		return
 	}
@@ -854,6 +858,160 @@ func (nz *normalizer) buildStruct(n *node, t reflect.Type) {
 	n.kind, n.fields, n.table = nodeStruct, fields, fieldtable.New(fields)
 }
 
+// zeroStruct returns what runtime.DefaultUnstructuredConverter.ToUnstructured
+// writes for the zero value of struct type t (nz.mu held), computed from
+// the field metadata as the converter's structToUnstructured reads it
+// rather than by calling it: the converter caches the metadata of every
+// struct field it meets in a map it copies whole on each new field, so
+// planning a kind's type tree through it costs time quadratic in the
+// number of fields (tens of milliseconds for a Pod, paid by every
+// process). Types with something this does not model (unexported or
+// omitzero fields, arrays, channels, functions) are left to the
+// converter. The result is shared: callers copy what they hand out.
+// TestZeroStructIsTheConverter holds it to the converter on every struct
+// type of every kind.
+func (nz *normalizer) zeroStruct(t reflect.Type) (map[string]any, error) {
+	if z, ok := nz.zeros[t]; ok {
+		return z, nil
+	}
+	z, ok := nz.zeroFields(t, map[string]any{})
+	if !ok {
+		var err error
+		if z, err = converterZero(t); err != nil {
+			return nil, err
+		}
+	}
+	if nz.zeros == nil {
+		nz.zeros = map[reflect.Type]map[string]any{}
+	}
+	nz.zeros[t] = z
+	return z, nil
+}
+
+// converterZero is the converter's output for the zero value of struct
+// type t, or an error where the converter fails or panics (it panics on
+// some unexported fields).
+func converterZero(t reflect.Type) (z map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			z, err = nil, fmt.Errorf("converting the zero %v: %v", t, r)
+		}
+	}()
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(reflect.New(t).Interface())
+}
+
+// zeroFields writes into out the converter's output for the fields of a
+// zero struct of type t, or answers ok=false when a field is beyond what
+// it models.
+func (nz *normalizer) zeroFields(t reflect.Type, out map[string]any) (map[string]any, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			return nil, false
+		}
+		tag := readTag(sf)
+		if tag.omitzero || tag.embed {
+			return nil, false
+		}
+		name, omitempty := tag.name, tag.omitempty
+		if name == "-" {
+			continue
+		}
+		ft := sf.Type
+		switch ft.Kind() {
+		case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64,
+			reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface:
+			if omitempty {
+				continue // isEmpty
+			}
+		case reflect.Struct:
+		default:
+			return nil, false
+		}
+		if name == "" {
+			// Inlined: the converter writes the field's own output into
+			// the same map.
+			if ft.Kind() != reflect.Struct || hasCustomConversion(ft) {
+				return nil, false
+			}
+			if _, ok := nz.zeroFields(ft, out); !ok {
+				return nil, false
+			}
+			continue
+		}
+		switch ft.Kind() {
+		case reflect.String:
+			out[name] = ""
+		case reflect.Bool:
+			out[name] = false
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			out[name] = int64(0)
+		case reflect.Float32, reflect.Float64:
+			out[name] = float64(0)
+		default:
+			if e := value.TypeReflectEntryOf(ft); e.CanConvertToUnstructured() {
+				v, err := e.ToUnstructured(reflect.New(ft).Elem())
+				if err != nil {
+					return nil, false
+				}
+				out[name] = v
+				continue
+			}
+			switch ft.Kind() {
+			case reflect.Struct:
+				z, err := nz.zeroStruct(ft)
+				if err != nil {
+					return nil, false
+				}
+				out[name] = z
+			default: // nil maps, slices, pointers and interfaces
+				out[name] = nil
+			}
+		}
+	}
+	return out, true
+}
+
+// fieldTag is a struct field's json tag as the converter's
+// fieldInfoFromField reads it.
+type fieldTag struct {
+	// name is the JSON name, "" for an inlined field.
+	name                       string
+	omitempty, omitzero, embed bool
+}
+
+// readTag reads sf's json tag as fieldInfoFromField does (Go 1.26:
+// ",inline" is not honoured, anonymous fields without a name are
+// inlined).
+func readTag(sf reflect.StructField) fieldTag {
+	var f fieldTag
+	tag, hasTag := sf.Tag.Lookup("json")
+	if !hasTag || tag == "" {
+		if !sf.Anonymous {
+			f.name = sf.Name
+		}
+		return f
+	}
+	items := strings.Split(tag, ",")
+	f.name = items[0]
+	if f.name == "" && !sf.Anonymous {
+		f.name = sf.Name
+	}
+	for _, it := range items[1:] {
+		switch it {
+		case "omitempty":
+			f.omitempty = true
+		case "omitzero":
+			f.omitzero = true
+		case "embed":
+			f.embed = true
+		}
+	}
+	return f
+}
+
 // collectFields adds the JSON fields of struct type t to fields, reading
 // the tags as the converter's fieldInfoFromField does (Go 1.26: ",inline"
 // is not honoured, anonymous fields without a name are inlined).
@@ -863,30 +1021,11 @@ func (nz *normalizer) collectFields(t reflect.Type, fields map[string]*field) bo
 		if !sf.IsExported() {
 			return false
 		}
-		name := ""
-		omitempty, omitzero := false, false
-		tag, hasTag := sf.Tag.Lookup("json")
-		if !hasTag || tag == "" {
-			if !sf.Anonymous {
-				name = sf.Name
-			}
-		} else {
-			items := strings.Split(tag, ",")
-			name = items[0]
-			if name == "" && !sf.Anonymous {
-				name = sf.Name
-			}
-			for _, it := range items[1:] {
-				switch it {
-				case "omitempty":
-					omitempty = true
-				case "omitzero":
-					omitzero = true
-				case "embed":
-					return false // not honoured by Go 1.26's converter, not used by the built-in types
-				}
-			}
+		tag := readTag(sf)
+		if tag.embed {
+			return false // not honoured by Go 1.26's converter, not used by the built-in types
 		}
+		name, omitempty, omitzero := tag.name, tag.omitempty, tag.omitzero
 		if name == "-" {
 			return false
 		}

@@ -370,3 +370,61 @@ func TestNormalizeFromABaseSkipsWhatItShares(t *testing.T) {
 		t.Fatal("the shared metadata was walked")
 	}
 }
+
+// TestZeroStructIsTheConverter: the normalizer's output for the zero value
+// of a struct is what runtime.DefaultUnstructuredConverter.ToUnstructured
+// writes, for every struct type reachable from every kind of the scheme
+// (internal versions included), as the plan meets them.
+func TestZeroStructIsTheConverter(t *testing.T) {
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nz normalizer
+	nz.mu.Lock()
+	defer nz.mu.Unlock()
+	seen := map[reflect.Type]bool{}
+	var structs []reflect.Type
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(t.Elem())
+		case reflect.Struct:
+			if !isCustom(t) {
+				structs = append(structs, t)
+			}
+			for i := range t.NumField() {
+				walk(t.Field(i).Type)
+			}
+		}
+	}
+	for _, gt := range ks.AllKnownTypes() {
+		walk(gt)
+	}
+	if len(structs) < 1000 {
+		t.Fatalf("%d struct types: the walk missed the kinds", len(structs))
+	}
+	modelled := 0
+	for _, st := range structs {
+		want, wantErr := converterZero(st)
+		if _, ok := nz.zeroFields(st, map[string]any{}); ok {
+			modelled++
+		}
+		got, err := nz.zeroStruct(st)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%v: error %v, the converter's %v", st, err, wantErr)
+		}
+		if err == nil && !valuetest.BitsEqual(got, want) {
+			t.Errorf("%v: zero value written as %#v, the converter writes %#v", st, got, want)
+		}
+	}
+	if modelled*10 < len(structs)*9 {
+		t.Errorf("%d of %d struct types modelled: want nearly all", modelled, len(structs))
+	}
+	t.Logf("%d struct types, %d modelled", len(structs), modelled)
+}

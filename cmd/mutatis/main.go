@@ -35,6 +35,9 @@ func (e *exitError) Error() string {
 }
 
 func main() {
+	if oneShot[command(os.Args[1:])] {
+		deferCollection(firstCollection)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
