@@ -61,11 +61,13 @@ import (
 // TestBuildAndEmitAreTheConverter holds what build and emit read and write
 // to FromUnstructured and ToUnstructured themselves.
 
-// defaulter holds the plans of the fast path; the zero value is ready.
+// defaulter holds the plans of the fast path, and of the typed conversions
+// of convertfast.go; the zero value is ready.
 type defaulter struct {
-	mu    sync.Mutex
-	kinds sync.Map // schema.GroupVersionKind -> *tnode (nil: not planned)
-	types map[reflect.Type]*tnode
+	mu     sync.Mutex
+	kinds  sync.Map // schema.GroupVersionKind -> *tnode (nil: not planned)
+	byType sync.Map // reflect.Type -> *tnode (nil: not planned)
+	types  map[reflect.Type]*tnode
 }
 
 type tkind uint8
@@ -140,17 +142,8 @@ func (d *defaulter) planKind(s *runtime.Scheme, gvk schema.GroupVersionKind) *tn
 	}
 	var n *tnode
 	if obj, err := s.New(gvk); err == nil {
-		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-			d.mu.Lock()
-			if d.types == nil {
-				d.types = map[reflect.Type]*tnode{}
-			}
-			n = d.plan(t.Elem())
-			markUnsupported(n, map[*tnode]bool{})
-			d.mu.Unlock()
-			if n.unsupported || n.kind != tStruct {
-				n = nil
-			}
+		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer {
+			n = d.planType(t.Elem())
 		}
 	}
 	d.kinds.Store(gvk, n)
@@ -338,14 +331,14 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		}
 		return ok
 	case tInt:
-		x, ok := v.(int64)
+		x, ok := wholeNumber(v, n.bits-1)
 		if !ok || n.bits < 64 && (x < -1<<(n.bits-1) || x > 1<<(n.bits-1)-1) {
 			return false
 		}
 		putBits(p, n.bits, uint64(x))
 		return true
 	case tUint:
-		x, ok := v.(int64)
+		x, ok := wholeNumber(v, n.bits)
 		if !ok || x < 0 || n.bits < 64 && x > 1<<n.bits-1 {
 			return false
 		}
@@ -481,6 +474,28 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		return true
 	}
 	return false
+}
+
+// wholeNumber is the int64 an integer field reads from v: an int64 as it
+// is, or a whole float64 (as a YAML document's numbers decode) of
+// magnitude below 2^bits and at most 2^53, which the converter converts
+// exactly (reflect.Value.Convert) and JSON decoding reads from the digits
+// json.Marshal writes for it (exact up to 2^53: beyond, json.Marshal
+// writes the shortest digits that read back as the float,
+// 4611686018427388000 for 2^62, and the two part); ok=false otherwise (a
+// fraction, a float out of range, another type).
+func wholeNumber(v any, bits int) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		limit := math.Ldexp(1, min(bits, 53))
+		if x != math.Trunc(x) || x < -limit || x > limit || bits < 53 && x == limit {
+			return 0, false
+		}
+		return int64(x), true
+	}
+	return 0, false
 }
 
 // putBits stores the low bits of x at p, an integer of that many bits.
@@ -1012,36 +1027,38 @@ func sameValue(o, prev any) bool {
 // the caller: recognized, not a custom resource, obj not nil), or ok=false
 // when the plan cannot tell.
 func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	n := d.planKind(k.scheme, gvk)
-	if n == nil {
-		return nil, false
-	}
-	// What k.scheme.New(gvk) returns (reflect.New of the type registered
-	// for gvk, which planKind took from it; a scheme refuses to register
-	// another type under a kind), without its lookups.
-	rv := reflect.New(n.t)
-	typed, isObject := rv.Interface().(runtime.Object)
-	if !isObject || !build(obj, rv.UnsafePointer(), n) {
-		return nil, false
-	}
-	typed.GetObjectKind().SetGroupVersionKind(gvk)
-	k.scheme.Default(typed)
-	typed.GetObjectKind().SetGroupVersionKind(gvk)
-	e := emitterPool.Get().(*emitter)
-	out, ok := e.emit(rv.UnsafePointer(), n, obj, true)
-	e.scratch = e.scratch[:0]
-	emitterPool.Put(e)
+	typed, ok := d.typedFast(k, obj, gvk)
 	if !ok {
 		return nil, false
 	}
-	m, isMap := out.(map[string]any)
-	if !isMap || m == nil {
+	k.scheme.Default(typed)
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	m, ok := emitObject(reflect.ValueOf(typed).UnsafePointer(), d.planKind(k.scheme, gvk), obj)
+	if !ok {
 		return nil, false
 	}
 	if !jsonvalue.SameMap(m, obj) && jsonvalue.Equal(m, obj) {
 		// DefaultReference's last step: an output equal to the input is the
 		// input.
 		return obj, true
+	}
+	return m, true
+}
+
+// emitObject is emit of the object of struct plan n at p as a map (the
+// converter's ToUnstructured of a pointer to it), against prev.
+func emitObject(p unsafe.Pointer, n *tnode, prev map[string]any) (map[string]any, bool) {
+	e := emitterPool.Get().(*emitter)
+	var pv any
+	if prev != nil {
+		pv = prev
+	}
+	out, ok := e.emit(p, n, pv, true)
+	e.scratch = e.scratch[:0]
+	emitterPool.Put(e)
+	m, isMap := out.(map[string]any)
+	if !ok || !isMap || m == nil {
+		return nil, false
 	}
 	return m, true
 }

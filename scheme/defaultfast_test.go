@@ -526,13 +526,7 @@ func TestBuildAndEmitAreTheConverter(t *testing.T) {
 			}
 		}
 	}
-	var gvks []schema.GroupVersionKind
-	for gvk := range ks.AllKnownTypes() {
-		if gvk.Version != runtime.APIVersionInternal && s.Recognizes(gvk) {
-			gvks = append(gvks, gvk)
-		}
-	}
-	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	gvks := externalKinds(s, ks)
 	fills := 3
 	if testing.Short() {
 		fills = 1
@@ -571,4 +565,17 @@ func TestBuildAndEmitAreTheConverter(t *testing.T) {
 	if built < len(gvks) {
 		t.Errorf("only %d objects built for %d kinds", built, len(gvks))
 	}
+}
+
+// externalKinds are the external kinds of kube-apiserver's scheme ks that
+// s recognizes, in order.
+func externalKinds(s *Scheme, ks *runtime.Scheme) []schema.GroupVersionKind {
+	var gvks []schema.GroupVersionKind
+	for gvk := range ks.AllKnownTypes() {
+		if gvk.Version != runtime.APIVersionInternal && s.Recognizes(gvk) {
+			gvks = append(gvks, gvk)
+		}
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	return gvks
 }

@@ -74,7 +74,9 @@ func (s *Scheme) kube() (*kube, error) { return kubeOnce() }
 
 // typed converts obj, of built-in kind gvk, to its Go type as
 // kube-apiserver's ObjectConvertor converts an unstructured object
-// (ConvertToVersion: FromUnstructured into the kind's type).
+// (ConvertToVersion: FromUnstructured into the kind's type). It is the
+// reference of defaulter.typed (convertfast.go), which the admission
+// paths use.
 func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	typed, err := k.scheme.New(gvk)
 	if err != nil {
@@ -87,7 +89,9 @@ func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.O
 	return typed, nil
 }
 
-// unstructured is the unstructured content of a typed object of kind gvk.
+// unstructuredOf is the unstructured content of a typed object of kind
+// gvk (ToUnstructured): the reference of defaulter.unstructured
+// (convertfast.go), which the admission paths use.
 func unstructuredOf(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
@@ -169,7 +173,22 @@ func (k *kube) defaultTyped(obj map[string]any, gvk schema.GroupVersionKind) (ma
 // A body the decoder refuses (a value of the wrong type, an integer out of
 // its field's range) is kube-apiserver's 400: "<Kind> in version "<v>"
 // cannot be handled as a <Kind>: <error>".
+//
+// Where it can tell, the object is decoded without encoding it to JSON
+// (decodeRequestFast); decodeRequestReference is the definition.
 func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, warnings []string, err error) {
+	return s.decodeRequest(obj, gvk, true)
+}
+
+// decodeRequestReference is DecodeRequest through kube-apiserver's
+// request decoder always.
+func (s *Scheme) decodeRequestReference(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, warnings []string, err error) {
+	return s.decodeRequest(obj, gvk, false)
+}
+
+// decodeRequest is DecodeRequest, through decodeRequestFast when fast is
+// set.
+func (s *Scheme) decodeRequest(obj map[string]any, gvk schema.GroupVersionKind, fast bool) (out map[string]any, warnings []string, err error) {
 	if obj != nil && s.crs.Recognizes(gvk) {
 		return s.crs.DecodeRequest(obj, gvk, metav1.FieldValidationWarn)
 	}
@@ -180,13 +199,36 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 	if err != nil {
 		return nil, nil, err
 	}
+	var internal runtime.Object
+	if fast {
+		internal, _ = s.decodeRequestFast(k, obj, gvk)
+	}
+	if internal == nil {
+		if internal, warnings, err = k.decodeRequest(obj, gvk); err != nil {
+			return nil, nil, err
+		}
+	}
+	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	out, err = s.df.unstructured(versioned, gvk)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	return out, warnings, nil
+}
+
+// decodeRequest is kube-apiserver's request decoder on obj, encoded to
+// JSON: the internal object, and the strict errors as warnings.
+func (k *kube) decodeRequest(obj map[string]any, gvk schema.GroupVersionKind) (internal runtime.Object, warnings []string, err error) {
 	body, _ := requestJSON(obj)
 	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
 	decoder := k.codecs.DecoderToVersion(k.strict, internalVersion(gvk))
-	internal, _, err := decoder.Decode(data, &gvk, nil)
+	internal, _, err = decoder.Decode(data, &gvk, nil)
 	if err != nil {
 		strictErr, isStrict := runtime.AsStrictDecodingError(err)
 		if !isStrict || internal == nil {
@@ -196,15 +238,7 @@ func (s *Scheme) DecodeRequest(obj map[string]any, gvk schema.GroupVersionKind) 
 			warnings = append(warnings, strictWarnings(e.Error())...)
 		}
 	}
-	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
-	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
-	}
-	out, err = unstructuredOf(versioned, gvk)
-	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
-	}
-	return out, warnings, nil
+	return internal, warnings, nil
 }
 
 // requestJSON is v, a decoded request body, to be encoded again for the
@@ -288,19 +322,19 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	if err != nil {
 		return nil, err
 	}
-	typed, err := k.typed(obj, from)
+	typed, err := s.df.typed(k, obj, from)
 	if err != nil {
 		return nil, err
 	}
-	internal, err := k.scheme.ConvertToVersion(typed, internalVersion(from))
+	internal, err := k.convertFresh(typed, internalVersion(from))
 	if err != nil {
 		return nil, err
 	}
-	versioned, err := k.scheme.ConvertToVersion(internal, to.GroupVersion())
+	versioned, err := k.convertFresh(internal, to.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
-	return unstructuredOf(versioned, to)
+	return s.df.unstructured(versioned, to)
 }
 
 // ConvertToVersion converts obj, of built-in kind from, to the group/version
@@ -316,16 +350,16 @@ func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKi
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
-	typed, err := k.typed(obj, from)
+	typed, err := s.df.typed(k, obj, from)
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
-	out, err := k.scheme.ConvertToVersion(typed, to)
+	out, err := k.convertFresh(typed, to)
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
 	gvk := out.GetObjectKind().GroupVersionKind()
-	m, err := unstructuredOf(out, gvk)
+	m, err := s.df.unstructured(out, gvk)
 	return m, gvk, err
 }
 
@@ -387,16 +421,16 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if !ok {
 		return nil, nil
 	}
-	internal, err := k.internal(obj, req.Kind)
+	internal, err := s.df.internal(k, obj, req.Kind)
 	if err != nil {
 		return nil, err
 	}
-	v, err := k.validate(ctx, st, req, internal, old)
+	v, err := k.validate(ctx, &s.df, st, req, internal, old)
 	if err != nil {
 		return nil, err
 	}
 	if v.Invalid == nil {
-		if v.Stored, err = k.stored(internal, req.Kind); err != nil {
+		if v.Stored, err = k.stored(&s.df, internal, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
@@ -422,13 +456,14 @@ type Validation struct {
 // system fields, as the store returns it: decoded from the bytes it wrote,
 // which applies the defaulters again (a PVC's strategy clears its status,
 // decoding defaults its phase to Pending).
-func (k *kube) stored(internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
-	versioned, err := k.scheme.ConvertToVersion(internal, gvk.GroupVersion())
+func (k *kube) stored(d *defaulter, internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	// internal is the strategy's, which nothing uses afterwards.
+	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
 	k.scheme.Default(versioned)
-	out, err := unstructuredOf(versioned, gvk)
+	out, err := d.unstructured(versioned, gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -442,8 +477,8 @@ func (k *kube) stored(internal runtime.Object, gvk schema.GroupVersionKind) (map
 
 // validate runs the strategy on internal (and old, for an UPDATE) and
 // sorts kube-apiserver's refusals from the errors of the simulation.
-func (k *kube) validate(ctx context.Context, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
-	warnings, err := k.beforeStore(ctx, st, req, internal, old)
+func (k *kube) validate(ctx context.Context, d *defaulter, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
+	warnings, err := k.beforeStore(ctx, d, st, req, internal, old)
 	v := &Validation{Warnings: warnings}
 	var status *apierrors.StatusError
 	switch {
@@ -457,7 +492,7 @@ func (k *kube) validate(ctx context.Context, st strategy, req Request, internal 
 
 // beforeStore is what genericregistry.Store does to the object of a create
 // or an update before it reaches storage, through the strategy.
-func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
+func (k *kube) beforeStore(ctx context.Context, d *defaulter, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
 	rec := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, rec)
 	ctx = genericapirequest.WithNamespace(ctx, req.Namespace)
@@ -492,7 +527,7 @@ func (k *kube) beforeStore(ctx context.Context, st strategy, req Request, intern
 	if old == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("validating an UPDATE of %s without the old object", req.Kind.Kind))
 	}
-	oldInternal, err := k.internal(old, req.Kind)
+	oldInternal, err := d.internal(k, old, req.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -537,7 +572,19 @@ func resourceVersions(ctx context.Context, st strategy, req Request, obj, old ru
 	return nil
 }
 
-// internal is obj, of kind gvk, in its group's internal version.
+// convertFresh is k.scheme.ConvertToVersion(in, target) for an object in
+// that nothing else holds and nothing uses afterwards: without the deep
+// copy of in that ConvertToVersion makes first so that its result shares
+// nothing with in (UnsafeConvertToVersion). The conversion functions run
+// on in itself instead of on a copy equal to it, so the result is the same
+// (TestConvertFreshIsConvertToVersion); it may share memory with in, which
+// the conversion may also have modified (some write the maps they share).
+func (k *kube) convertFresh(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	return k.scheme.UnsafeConvertToVersion(in, target)
+}
+
+// internal is obj, of kind gvk, in its group's internal version: the
+// reference of defaulter.internal.
 func (k *kube) internal(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	typed, err := k.typed(obj, gvk)
 	if err != nil {

@@ -1540,16 +1540,22 @@ func addFuzzSeeds(f *testing.F) {
 }
 
 // FuzzDecodeRequest decodes random bodies of a few built-in kinds: no
-// panic, a refusal is kube-apiserver's 400, and an accepted object decodes
-// to itself again without warnings.
+// panic, the same result as kube-apiserver's decoder alone
+// (decodeRequestReference), a refusal is kube-apiserver's 400, and an
+// accepted object decodes to itself again without warnings.
 func FuzzDecodeRequest(f *testing.F) {
 	addFuzzSeeds(f)
 	s := New()
+	ks, err := s.kube()
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, k uint8, seed uint64, n uint8, body []byte) {
 		in, gvk := fuzzObject(t, k, seed, n, body)
 		if in == nil {
 			return
 		}
+		checkDecodeRequestFast(t, s, ks, in, gvk)
 		before := valuetest.DeepCopy(in)
 		out, _, err := s.DecodeRequest(in, gvk)
 		if !reflect.DeepEqual(in, before) {

@@ -550,13 +550,13 @@ func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[str
 			return nil, nil, err
 		}
 	}
-	internal, err := k.internal(obj, req.Kind)
+	internal, err := s.df.internal(k, obj, req.Kind)
 	if err != nil {
 		return nil, nil, err
 	}
 	var oldInternal runtime.Object
 	if old != nil {
-		if oldInternal, err = k.internal(old, req.Kind); err != nil {
+		if oldInternal, err = s.df.internal(k, old, req.Kind); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -575,11 +575,12 @@ func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[str
 			return nil, steps(), err
 		}
 	}
-	versioned, err := k.scheme.ConvertToVersion(internal, req.Kind.GroupVersion())
+	// The plugins' object, which nothing uses afterwards.
+	versioned, err := k.convertFresh(internal, req.Kind.GroupVersion())
 	if err != nil {
 		return nil, steps(), apierrors.NewInternalError(err)
 	}
-	out, err := unstructuredOf(versioned, req.Kind)
+	out, err := s.df.unstructured(versioned, req.Kind)
 	if err != nil {
 		return nil, steps(), apierrors.NewInternalError(err)
 	}
