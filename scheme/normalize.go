@@ -388,6 +388,12 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			// A whole float converts (reflect.Value.Convert); anything out of
 			// range is left to the oracle.
 			limit := math.Ldexp(1, n.bits-1)
+			if strict {
+				// The JSON route writes the float with its shortest digits
+				// (json.Marshal), which the decoder reads back as a different
+				// integer beyond 2^53: left to the decoder.
+				limit = math.Min(limit, 1<<53)
+			}
 			if x != math.Trunc(x) || x < -limit || x >= limit {
 				return nil, false, false, false
 			}

@@ -95,6 +95,22 @@ func TestDecodeIsJSONPatchDecode(t *testing.T) {
 	}
 }
 
+// TestDecodeOfWholeFloatsBeyond2To53: a whole float in an integer field
+// decodes as the JSON route reads it, also where its shortest digits are
+// not the integer (beyond 2^53).
+func TestDecodeOfWholeFloatsBeyond2To53(t *testing.T) {
+	pt := New()
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	for _, g := range []float64{1 << 52, 1<<53 - 1, 1 << 53, 1 << 62, -(1 << 62), 1e18 + 64} {
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "generation": g}}
+		want, wantErr := jsonpatch.Decode(valuetest.DeepCopy(obj).(map[string]any), gvk, pt.types)
+		got, err := pt.Decode(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		if (err != nil) != (wantErr != nil) || err == nil && !valuetest.BitsEqual(got, want) {
+			t.Errorf("generation %v: decoded %v (%v), the JSON route %v (%v)", g, got, err, want, wantErr)
+		}
+	}
+}
+
 func TestNormalizeIsTheTypedRoundTrip(t *testing.T) {
 	pt := New()
 	for _, in := range testobjects.Inputs(t) {
