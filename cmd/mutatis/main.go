@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
+	_ "github.com/mutatis-dev/mutatis/internal/gcstart" // the collector of one-shot commands
 )
 
 // Exit codes shared by every command.
@@ -35,9 +36,6 @@ func (e *exitError) Error() string {
 }
 
 func main() {
-	if oneShot[command(os.Args[1:])] {
-		deferCollection(firstCollection)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
