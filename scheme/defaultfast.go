@@ -175,8 +175,12 @@ func (d *defaulter) plan(t reflect.Type) *tnode {
 	if n, ok := d.types[t]; ok {
 		return n
 	}
-	entry := value.TypeReflectEntryOf(t)
-	n := &tnode{t: t, entry: entry, toCustom: entry.CanConvertToUnstructured(), size: t.Size()}
+	to, from := conversionMethods(t)
+	var entry *value.TypeReflectCacheEntry
+	if to || from {
+		entry = value.TypeReflectEntryOf(t) // only for types with methods: the entry calls them
+	}
+	n := &tnode{t: t, entry: entry, toCustom: to, size: t.Size()}
 	n.plainConverter = t.Kind() != reflect.Pointer && t.Implements(unstructuredConverterType) &&
 		!t.Implements(unstructuredConverterWithErrorType) &&
 		!reflect.PointerTo(t).Implements(unstructuredConverterWithErrorType)
@@ -196,7 +200,7 @@ func (d *defaulter) plan(t reflect.Type) *tnode {
 		// The converter hands values of these kinds to the type's entry
 		// when it unmarshals them itself (FromUnstructured), and values of
 		// any kind when it marshals them (ToUnstructured).
-		n.fromCustom = entry.CanConvertFromUnstructured()
+		n.fromCustom = from
 		switch {
 		case n.fromCustom && n.toCustom:
 			n.kind = tCustom

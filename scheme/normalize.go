@@ -838,9 +838,29 @@ func unmarshalsNullAsZero(t reflect.Type) (ok bool) {
 }
 
 func hasCustomConversion(t reflect.Type) bool {
-	e := value.TypeReflectEntryOf(t)
-	return e.CanConvertFromUnstructured() || e.CanConvertToUnstructured()
+	to, from := conversionMethods(t)
+	return to || from
 }
+
+// conversionMethods tells whether the converter hands values of t to their
+// own methods to write them (a JSON marshaler or an unstructured converter,
+// on t or *t) and to read them (a JSON unmarshaler on *t):
+// value.TypeReflectEntryOf(t)'s CanConvertToUnstructured and
+// CanConvertFromUnstructured, without building the entry, which
+// structured-merge-diff caches in a map it copies whole on every new type
+// (milliseconds at the start of every process, for a kind's type tree).
+// TestConversionMethodsAreTheEntrys holds it to the entry.
+func conversionMethods(t reflect.Type) (to, from bool) {
+	p := reflect.PointerTo(t)
+	for _, it := range toUnstructuredInterfaces {
+		if t.Implements(it) || p.Implements(it) {
+			to = true
+		}
+	}
+	return to, p.Implements(jsonUnmarshalerType)
+}
+
+var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // buildStruct fills n with the fields of struct type t, or leaves it a
 // fallback node when t has something the plan does not model.

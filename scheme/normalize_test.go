@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
@@ -384,6 +385,50 @@ func TestNormalizeFromABaseSkipsWhatItShares(t *testing.T) {
 	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": odd["metadata"], "data": map[string]any{"k": "v"}}
 	if _, ok := pt.nz.normalize(pt.types, obj, odd, gvk); !ok {
 		t.Fatal("the shared metadata was walked")
+	}
+}
+
+// TestConversionMethodsAreTheEntrys: what conversionMethods tells of every
+// type reachable from every kind is what structured-merge-diff's entry of
+// the type tells, which the converter asks.
+func TestConversionMethodsAreTheEntrys(t *testing.T) {
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(rt reflect.Type) {
+		if seen[rt] {
+			return
+		}
+		seen[rt] = true
+		switch rt.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(rt.Elem())
+		case reflect.Struct:
+			for i := range rt.NumField() {
+				walk(rt.Field(i).Type)
+			}
+		}
+	}
+	for _, gt := range ks.AllKnownTypes() {
+		walk(gt)
+		walk(reflect.PointerTo(gt))
+	}
+	custom := 0
+	for rt := range seen {
+		e := value.TypeReflectEntryOf(rt)
+		to, from := conversionMethods(rt)
+		if to != e.CanConvertToUnstructured() || from != e.CanConvertFromUnstructured() {
+			t.Errorf("%v: to %v, from %v; the entry says %v, %v", rt, to, from, e.CanConvertToUnstructured(), e.CanConvertFromUnstructured())
+		}
+		if to || from {
+			custom++
+		}
+	}
+	if len(seen) < 2000 || custom < 10 {
+		t.Errorf("%d types, %d with methods: the walk missed the kinds", len(seen), custom)
 	}
 }
 
