@@ -14,6 +14,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -388,14 +389,10 @@ func TestNormalizeFromABaseSkipsWhatItShares(t *testing.T) {
 	}
 }
 
-// TestConversionMethodsAreTheEntrys: what conversionMethods tells of every
-// type reachable from every kind is what structured-merge-diff's entry of
-// the type tells, which the converter asks.
-func TestConversionMethodsAreTheEntrys(t *testing.T) {
-	ks, err := Kube()
-	if err != nil {
-		t.Fatal(err)
-	}
+// reachableTypes are the Go types of the kinds of ks (internal versions
+// included), their pointers and every type reachable through their
+// fields, elements and pointees.
+func reachableTypes(ks *runtime.Scheme) map[reflect.Type]bool {
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type)
 	walk = func(rt reflect.Type) {
@@ -416,6 +413,18 @@ func TestConversionMethodsAreTheEntrys(t *testing.T) {
 		walk(gt)
 		walk(reflect.PointerTo(gt))
 	}
+	return seen
+}
+
+// TestConversionMethodsAreTheEntrys: what conversionMethods tells of every
+// type reachable from every kind is what structured-merge-diff's entry of
+// the type tells, which the converter asks.
+func TestConversionMethodsAreTheEntrys(t *testing.T) {
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := reachableTypes(ks)
 	custom := 0
 	for rt := range seen {
 		e := value.TypeReflectEntryOf(rt)
@@ -444,28 +453,11 @@ func TestZeroStructIsTheConverter(t *testing.T) {
 	var nz normalizer
 	nz.mu.Lock()
 	defer nz.mu.Unlock()
-	seen := map[reflect.Type]bool{}
 	var structs []reflect.Type
-	var walk func(reflect.Type)
-	walk = func(t reflect.Type) {
-		if seen[t] {
-			return
+	for st := range reachableTypes(ks) {
+		if st.Kind() == reflect.Struct && !isCustom(st) {
+			structs = append(structs, st)
 		}
-		seen[t] = true
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-			walk(t.Elem())
-		case reflect.Struct:
-			if !isCustom(t) {
-				structs = append(structs, t)
-			}
-			for i := range t.NumField() {
-				walk(t.Field(i).Type)
-			}
-		}
-	}
-	for _, gt := range ks.AllKnownTypes() {
-		walk(gt)
 	}
 	if len(structs) < 1000 {
 		t.Fatalf("%d struct types: the walk missed the kinds", len(structs))
