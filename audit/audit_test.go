@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -307,5 +313,44 @@ func TestAuditReadsOnlyTheParamsBindingsName(t *testing.T) {
 	f := findingOf(rep, "web")
 	if f == nil || f.Patch != `[{"op":"add","path":"/metadata/labels/color","value":"blue"}]` {
 		t.Errorf("web: %+v", f)
+	}
+}
+
+// TestPatchIsCreatePatch holds the audit's patch, which encodes the object
+// only when the patch of the decoded values does not check, to
+// jsonpatch.CreatePatch of the encoded object.
+func TestPatchIsCreatePatch(t *testing.T) {
+	obj := func(s string) map[string]any {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	pod := `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}]}}`
+	cases := []struct {
+		name          string
+		before, after map[string]any
+	}{
+		{"a label added", obj(pod), obj(`{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b, c: d}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}]}}`)},
+		{"a container added", obj(pod), obj(`{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}, {name: s, image: j}]}}`)},
+		{"keys to escape", obj(pod), obj(`{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b, "x/y~z": "1"}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}]}}`)},
+		{"a float that is an integer", obj(`{a: 1}`), map[string]any{"a": 2.0}},
+		{"a value JSON cannot carry", obj(`{a: 1}`), map[string]any{"a": math.NaN()}},
+		{"nothing before", nil, obj(`{a: 1}`)},
+		{"unchanged", obj(pod), obj(pod)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, gotErr := patch(c.before, c.after)
+			original, err := jsonvalue.Marshal(c.before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := jsonpatch.CreatePatch(original, c.before, c.after)
+			if string(got) != string(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("patch = %s, %v; CreatePatch = %s, %v", got, gotErr, want, wantErr)
+			}
+		})
 	}
 }

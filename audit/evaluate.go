@@ -124,13 +124,23 @@ func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unst
 }
 
 // patch is the checked JSON patch that turns before into after (what a
-// webhook would answer).
+// webhook would answer): jsonpatch.CreatePatch, with before encoded only
+// when the patch computed on the decoded values does not check (the
+// encoding is for CreatePatch's fallback alone).
 func patch(before, after map[string]any) ([]byte, error) {
+	if before != nil && after != nil {
+		if p, ok := jsonpatch.CreatePatchFast(before, after); ok {
+			return p, nil
+		}
+	}
 	original, err := jsonvalue.Marshal(before)
 	if err != nil {
 		return nil, err
 	}
-	return jsonpatch.CreatePatch(original, before, after)
+	if before == nil {
+		return jsonpatch.CreatePatch(original, nil, after)
+	}
+	return jsonpatch.CreatePatchReference(original, after)
 }
 
 // statusMessage is the message kube-apiserver would answer with for err.
