@@ -47,6 +47,7 @@ type auditOptions struct {
 	pageSize        int64
 	qps             float32
 	burst           int
+	noCompression   bool
 	memoryLimit     string
 	plugins         scheme.AdmissionPluginFlags
 	webhooks        webhookOptions
@@ -126,6 +127,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.Int64Var(&o.pageSize, "page-size", audit.DefaultPageSize, "objects per list request")
 	f.Float32Var(&o.qps, "qps", audit.DefaultQPS, "client-side limit of requests per second to the API server")
 	f.IntVar(&o.burst, "burst", audit.DefaultBurst, "client-side burst of requests")
+	f.BoolVar(&o.noCompression, "disable-compression", false, "ask the API server for uncompressed pages (a cluster on this machine or a fast network: compressing costs its CPU)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "400Mi", "the Go runtime's soft memory limit for the audit (the collector works harder near it); GOMEMLIMIT, when set, wins. Unless GOGC or GOMEMLIMIT is set, the collector's GOGC is 200")
 	addAdmissionPluginFlags(f, &o.plugins)
 	addWebhookFlags(f, &o.webhooks)
@@ -217,7 +219,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		if err != nil {
 			return badInput(err)
 		}
-		if client, err = audit.NewClient(cfg, audit.ClientOptions{QPS: o.qps, Burst: o.burst}); err != nil {
+		if client, err = audit.NewClient(cfg, audit.ClientOptions{QPS: o.qps, Burst: o.burst, DisableCompression: o.noCompression}); err != nil {
 			return badInput(err)
 		}
 	}

@@ -192,11 +192,13 @@ spec:
 // this tree's on the same seeded cluster, MUTATIS_E2E_AUDIT_SCALE_RUNS times
 // each (default 1); MUTATIS_E2E_AUDIT_SCALE_ENV adds KEY=VALUE pairs
 // (comma-separated) to the environment of the audit processes alone (the
-// API server's stays as it is), e.g. GOGC=100.
+// API server's stays as it is), e.g. GOGC=100; MUTATIS_E2E_AUDIT_SCALE_ARGS
+// adds flags (space-separated) to this tree's audit alone (the baseline
+// may not know them), e.g. --disable-compression.
 type scaleSettings struct {
 	namespaces, runs int
 	baseline         string
-	env              []string
+	env, args        []string
 }
 
 func scaleSettingsFromEnv(t *testing.T) scaleSettings {
@@ -211,6 +213,7 @@ func scaleSettingsFromEnv(t *testing.T) scaleSettings {
 			*p = n
 		}
 	}
+	s.args = strings.Fields(os.Getenv("MUTATIS_E2E_AUDIT_SCALE_ARGS"))
 	if v := os.Getenv("MUTATIS_E2E_AUDIT_SCALE_ENV"); v != "" {
 		for _, kv := range strings.Split(v, ",") {
 			if !strings.Contains(kv, "=") {
@@ -230,11 +233,11 @@ type scaleRun struct {
 }
 
 // auditScale runs bin's audit of the seeded cluster.
-func auditScale(t *testing.T, ctx context.Context, bin, kubeconfig, policies, dir string, env []string) scaleRun {
+func auditScale(t *testing.T, ctx context.Context, bin, kubeconfig, policies, dir string, env, args []string) scaleRun {
 	t.Helper()
 	report := filepath.Join(dir, "audit.json")
-	cmd := exec.CommandContext(ctx, bin, "audit", "--kubeconfig", kubeconfig, "--policies", policies,
-		"--disable-admission-plugins", strings.Join(harnessDisabledPlugins, ","), "-o", "json", "--report", report)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"audit", "--kubeconfig", kubeconfig, "--policies", policies,
+		"--disable-admission-plugins", strings.Join(harnessDisabledPlugins, ","), "-o", "json", "--report", report}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -291,14 +294,18 @@ func TestAuditScale(t *testing.T) {
 	policies := scalePolicies(t, dir)
 	seedScale(t, ctx, c.Config, settings.namespaces)
 
-	binaries := []struct{ name, path string }{{"this tree", bin}}
+	type binary struct {
+		name, path string
+		args       []string
+	}
+	binaries := []binary{{"this tree", bin, settings.args}}
 	if settings.baseline != "" {
-		binaries = append([]struct{ name, path string }{{"baseline", settings.baseline}}, binaries...)
+		binaries = append([]binary{{"baseline", settings.baseline, nil}}, binaries...)
 	}
 	want := int64(settings.namespaces * (scaleConfigMaps + scaleDeployments + scalePods))
 	for run := range settings.runs {
 		for _, b := range binaries {
-			r := auditScale(t, ctx, b.path, c.Kubeconfig, policies, dir, settings.env)
+			r := auditScale(t, ctx, b.path, c.Kubeconfig, policies, dir, settings.env, b.args)
 			t.Logf("run %d, %s: audit of %d objects: %.1f s wall, %.1f s CPU, %.0f objects/s, %d MiB max RSS, %d findings",
 				run+1, b.name, r.objects, r.wall.Seconds(), r.cpu.Seconds(), float64(r.objects)/r.wall.Seconds(), r.rssMiB, r.findings)
 			if r.objects < want {
