@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -352,5 +354,59 @@ func TestPatchIsCreatePatch(t *testing.T) {
 				t.Errorf("patch = %s, %v; CreatePatch = %s, %v", got, gotErr, want, wantErr)
 			}
 		})
+	}
+}
+
+// TestPrepareIsCopyAndDrop holds Prepare, which copies only what it keeps,
+// to its definition: a deep copy of the object, then the fields dropped.
+func TestPrepareIsCopyAndDrop(t *testing.T) {
+	reference := func(obj *unstructured.Unstructured, res matching.Resource, op admission.Operation) *unstructured.Unstructured {
+		out := obj.DeepCopy()
+		if op != admission.Create {
+			return out
+		}
+		meta, _ := out.Object["metadata"].(map[string]any)
+		for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+			delete(meta, f)
+		}
+		if _, ok := res.Subresource("status"); ok {
+			delete(out.Object, "status")
+		}
+		return out
+	}
+	var objects []*unstructured.Unstructured
+	for _, p := range benchmarkPages {
+		list := &unstructured.UnstructuredList{}
+		if _, _, err := clientGoDecoder(t).Decode(p.data, nil, list); err != nil {
+			t.Fatal(err)
+		}
+		objects = append(objects, &list.Items[0], &list.Items[1])
+	}
+	for _, o := range []map[string]any{
+		{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any(nil), "status": map[string]any{"phase": "Running"}},
+		{"apiVersion": "v1", "kind": "Pod", "metadata": "not a map"},
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": int64(30), "selfLink": "/x"}, "status": "kept"},
+		{"apiVersion": "v1", "kind": "ConfigMap"},
+		nil,
+	} {
+		objects = append(objects, &unstructured.Unstructured{Object: o})
+	}
+	table := matching.DefaultTable()
+	for _, obj := range objects {
+		gvk := obj.GroupVersionKind()
+		if gvk.Kind == "" {
+			gvk = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+		}
+		res := table.ResourcesForKind(gvk)[0]
+		for _, op := range []admission.Operation{admission.Create, admission.Update} {
+			before := obj.DeepCopy()
+			got, want := Prepare(obj, res, op), reference(obj, res, op)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s: Prepare = %v, want %v", op, gvk.Kind, got, want)
+			}
+			if !reflect.DeepEqual(obj, before) {
+				t.Errorf("%s %s: the object was modified", op, gvk.Kind)
+			}
+		}
 	}
 }

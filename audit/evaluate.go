@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/cluster"
@@ -69,19 +70,39 @@ type Evaluation struct {
 // UPDATE the object itself (the update changes nothing). obj is not
 // modified.
 func Prepare(obj *unstructured.Unstructured, res matching.Resource, op admission.Operation) *unstructured.Unstructured {
-	out := obj.DeepCopy()
-	if op != admission.Create {
-		return out
+	if op != admission.Create || obj.Object == nil {
+		return obj.DeepCopy()
 	}
-	meta, _ := out.Object["metadata"].(map[string]any)
-	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
-		delete(meta, f)
+	// The copy leaves out what is dropped rather than copying it first:
+	// managedFields are often the larger part of a listed object.
+	_, dropStatus := res.Subresource("status")
+	out := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		switch {
+		case k == "status" && dropStatus:
+		case k == "metadata":
+			meta, ok := v.(map[string]any)
+			if !ok || meta == nil {
+				out[k] = runtime.DeepCopyJSONValue(v)
+				break
+			}
+			m := make(map[string]any, len(meta))
+			for f, fv := range meta {
+				if !slices.Contains(createDropped, f) {
+					m[f] = runtime.DeepCopyJSONValue(fv)
+				}
+			}
+			out[k] = m
+		default:
+			out[k] = runtime.DeepCopyJSONValue(v)
+		}
 	}
-	if _, ok := res.Subresource("status"); ok {
-		delete(out.Object, "status")
-	}
-	return out
+	return &unstructured.Unstructured{Object: out}
 }
+
+// createDropped are the metadata fields kube-apiserver sets, which a
+// client re-creating an object does not send.
+var createDropped = []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"}
 
 // Evaluate runs one object of resource res, as read from the cluster,
 // through the admission of the audited operation.
