@@ -126,3 +126,26 @@ func BenchmarkReportAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100_000, "ns/finding")
 }
+
+// BenchmarkEvaluateListed is BenchmarkEvaluate with the objects as
+// kube-apiserver lists them (defaulted, with managedFields and status: the
+// items of BenchmarkListDecode's pages).
+func BenchmarkEvaluateListed(b *testing.B) {
+	a, _ := benchmarkAuditor(b)
+	for _, p := range benchmarkPages {
+		list := &unstructured.UnstructuredList{}
+		if _, _, err := (listDecoder{clientGoDecoder(b)}).Decode(p.data, nil, list); err != nil {
+			b.Fatal(err)
+		}
+		obj := &list.Items[0]
+		obj.SetNamespace("ns")
+		res := a.Cluster().Table.ResourcesForKind(obj.GroupVersionKind())[0]
+		b.Run(p.name, func(b *testing.B) {
+			for b.Loop() {
+				if f := a.finding(context.Background(), res, obj); f.Outcome != OutcomeChange {
+					b.Fatalf("%+v", f)
+				}
+			}
+		})
+	}
+}
