@@ -70,6 +70,10 @@ type Options struct {
 	User user.Info
 	// Workers evaluate objects in parallel; 0: GOMAXPROCS.
 	Workers int
+	// Prefetch is how many pages the lister reads ahead of the page
+	// whose objects are being handed to the workers; 0: DefaultPrefetch.
+	// Up to Prefetch+1 pages of listed objects are held at once.
+	Prefetch int
 	// AllPods lists every Pod, not one line per controller (Group).
 	AllPods bool
 	// AdmissionPlugins choose kube-apiserver's admission plugins before
@@ -371,20 +375,17 @@ func (a *Auditor) Bindings() []*admissionregistrationv1.MutatingAdmissionPolicyB
 // Cluster is the simulated cluster built from the live one.
 func (a *Auditor) Cluster() *cluster.Cluster { return a.sim }
 
-// Run lists the audited objects and evaluates each in the worker pool.
+// Run lists the audited objects and evaluates each in the worker pool,
+// the lister reading up to Options.Prefetch pages ahead of the workers.
 func (a *Auditor) Run(ctx context.Context) (*Report, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	workers := a.opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	type job struct {
-		res matching.Resource
-		obj *unstructured.Unstructured
+	prefetch := a.opts.Prefetch
+	if prefetch <= 0 {
+		prefetch = DefaultPrefetch
 	}
-	jobs := make(chan job, 4*workers)
-	findings := make(chan Finding, 4*workers)
 	rep := newReport(a)
 	start := time.Now()
 	var evaluated int64
@@ -392,74 +393,42 @@ func (a *Auditor) Run(ctx context.Context) (*Report, error) {
 	var mu sync.Mutex
 	listing := Progress{Remaining: -1}
 	progress := func() {
-		if a.opts.Progress != nil {
-			mu.Lock()
-			p := listing
-			mu.Unlock()
-			p.Evaluated, p.Elapsed = evaluated, time.Since(start)
-			a.opts.Progress(p)
-		}
+		mu.Lock()
+		p := listing
+		mu.Unlock()
+		p.Evaluated, p.Elapsed = evaluated, time.Since(start)
+		a.opts.Progress(p)
 	}
-	// Listing: one goroutine, pages to the workers.
-	listErr := make(chan error, 1)
-	go func() {
-		defer close(jobs)
-		listErr <- a.list(ctx, func(res matching.Resource, p Page) error {
-			mu.Lock()
-			listing.Resource, listing.Remaining = resourceName(res), p.Remaining
-			listing.Listed += int64(len(p.Items))
-			mu.Unlock()
-			for i := range p.Items {
-				select {
-				case jobs <- job{res, &p.Items[i]}:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return nil
-		})
-	}()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				f := a.finding(ctx, j.res, j.obj)
-				select {
-				case findings <- f:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(findings) }()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for open := true; open; {
-		select {
-		case f, ok := <-findings:
-			if !ok {
-				open = false
-				break
-			}
+	p := pipeline{
+		workers:  workers,
+		prefetch: prefetch,
+		list: func(ctx context.Context, page func(matching.Resource, Page) error) error {
+			return a.list(ctx, func(res matching.Resource, p Page) error {
+				mu.Lock()
+				listing.Resource, listing.Remaining = resourceName(res), p.Remaining
+				listing.Listed += int64(len(p.Items))
+				mu.Unlock()
+				return page(res, p)
+			})
+		},
+		eval: a.finding,
+		add: func(f Finding) {
 			evaluated++
 			rep.add(f)
-		case <-tick.C:
-			progress()
-		}
+		},
 	}
-	if err := <-listErr; err != nil {
+	if a.opts.Progress != nil {
+		p.tick, p.tickEvery = progress, 200*time.Millisecond
+	}
+	if err := p.run(ctx); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if a.opts.Progress != nil {
+		mu.Lock()
+		listing.Remaining = 0
+		mu.Unlock()
+		progress()
 	}
-	mu.Lock()
-	listing.Remaining = 0
-	mu.Unlock()
-	progress()
 	rep.finish(time.Since(start))
 	return rep, nil
 }

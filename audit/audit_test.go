@@ -3,8 +3,11 @@ package audit
 import (
 	"context"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -307,5 +315,98 @@ func TestAuditReadsOnlyTheParamsBindingsName(t *testing.T) {
 	f := findingOf(rep, "web")
 	if f == nil || f.Patch != `[{"op":"add","path":"/metadata/labels/color","value":"blue"}]` {
 		t.Errorf("web: %+v", f)
+	}
+}
+
+// TestPatchIsCreatePatch holds the audit's patch, which encodes the object
+// only when the patch of the decoded values does not check, to
+// jsonpatch.CreatePatch of the encoded object.
+func TestPatchIsCreatePatch(t *testing.T) {
+	obj := func(s string) map[string]any {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	pod := `{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}]}}`
+	cases := []struct {
+		name          string
+		before, after map[string]any
+	}{
+		{"a label added", obj(pod), obj(`{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b, c: d}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}]}}`)},
+		{"a container added", obj(pod), obj(`{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}, {name: s, image: j}]}}`)},
+		{"keys to escape", obj(pod), obj(`{apiVersion: v1, kind: Pod, metadata: {name: p, labels: {a: b, "x/y~z": "1"}}, spec: {containers: [{name: c, image: i, ports: [{containerPort: 80}]}]}}`)},
+		{"a float that is an integer", obj(`{a: 1}`), map[string]any{"a": 2.0}},
+		{"a value JSON cannot carry", obj(`{a: 1}`), map[string]any{"a": math.NaN()}},
+		{"nothing before", nil, obj(`{a: 1}`)},
+		{"unchanged", obj(pod), obj(pod)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, gotErr := patch(c.before, c.after)
+			original, err := jsonvalue.Marshal(c.before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := jsonpatch.CreatePatch(original, c.before, c.after)
+			if string(got) != string(want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("patch = %s, %v; CreatePatch = %s, %v", got, gotErr, want, wantErr)
+			}
+		})
+	}
+}
+
+// TestPrepareIsCopyAndDrop holds Prepare, which copies only what it keeps,
+// to its definition: a deep copy of the object, then the fields dropped.
+func TestPrepareIsCopyAndDrop(t *testing.T) {
+	reference := func(obj *unstructured.Unstructured, res matching.Resource, op admission.Operation) *unstructured.Unstructured {
+		out := obj.DeepCopy()
+		if op != admission.Create {
+			return out
+		}
+		meta, _ := out.Object["metadata"].(map[string]any)
+		for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+			delete(meta, f)
+		}
+		if _, ok := res.Subresource("status"); ok {
+			delete(out.Object, "status")
+		}
+		return out
+	}
+	var objects []*unstructured.Unstructured
+	for _, p := range benchmarkPages {
+		list := &unstructured.UnstructuredList{}
+		if _, _, err := clientGoDecoder(t).Decode(p.data, nil, list); err != nil {
+			t.Fatal(err)
+		}
+		objects = append(objects, &list.Items[0], &list.Items[1])
+	}
+	for _, o := range []map[string]any{
+		{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any(nil), "status": map[string]any{"phase": "Running"}},
+		{"apiVersion": "v1", "kind": "Pod", "metadata": "not a map"},
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": int64(30), "selfLink": "/x"}, "status": "kept"},
+		{"apiVersion": "v1", "kind": "ConfigMap"},
+		nil,
+	} {
+		objects = append(objects, &unstructured.Unstructured{Object: o})
+	}
+	table := matching.DefaultTable()
+	for _, obj := range objects {
+		gvk := obj.GroupVersionKind()
+		if gvk.Kind == "" {
+			gvk = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+		}
+		res := table.ResourcesForKind(gvk)[0]
+		for _, op := range []admission.Operation{admission.Create, admission.Update} {
+			before := obj.DeepCopy()
+			got, want := Prepare(obj, res, op), reference(obj, res, op)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s: Prepare = %v, want %v", op, gvk.Kind, got, want)
+			}
+			if !reflect.DeepEqual(obj, before) {
+				t.Errorf("%s %s: the object was modified", op, gvk.Kind)
+			}
+		}
 	}
 }

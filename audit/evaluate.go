@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/cluster"
@@ -69,19 +70,39 @@ type Evaluation struct {
 // UPDATE the object itself (the update changes nothing). obj is not
 // modified.
 func Prepare(obj *unstructured.Unstructured, res matching.Resource, op admission.Operation) *unstructured.Unstructured {
-	out := obj.DeepCopy()
-	if op != admission.Create {
-		return out
+	if op != admission.Create || obj.Object == nil {
+		return obj.DeepCopy()
 	}
-	meta, _ := out.Object["metadata"].(map[string]any)
-	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
-		delete(meta, f)
+	// The copy leaves out what is dropped rather than copying it first:
+	// managedFields are often the larger part of a listed object.
+	_, dropStatus := res.Subresource("status")
+	out := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		switch {
+		case k == "status" && dropStatus:
+		case k == "metadata":
+			meta, ok := v.(map[string]any)
+			if !ok || meta == nil {
+				out[k] = runtime.DeepCopyJSONValue(v)
+				break
+			}
+			m := make(map[string]any, len(meta))
+			for f, fv := range meta {
+				if !slices.Contains(createDropped, f) {
+					m[f] = runtime.DeepCopyJSONValue(fv)
+				}
+			}
+			out[k] = m
+		default:
+			out[k] = runtime.DeepCopyJSONValue(v)
+		}
 	}
-	if _, ok := res.Subresource("status"); ok {
-		delete(out.Object, "status")
-	}
-	return out
+	return &unstructured.Unstructured{Object: out}
 }
+
+// createDropped are the metadata fields kube-apiserver sets, which a
+// client re-creating an object does not send.
+var createDropped = []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"}
 
 // Evaluate runs one object of resource res, as read from the cluster,
 // through the admission of the audited operation.
@@ -124,13 +145,23 @@ func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unst
 }
 
 // patch is the checked JSON patch that turns before into after (what a
-// webhook would answer).
+// webhook would answer): jsonpatch.CreatePatch, with before encoded only
+// when the patch computed on the decoded values does not check (the
+// encoding is for CreatePatch's fallback alone).
 func patch(before, after map[string]any) ([]byte, error) {
+	if before != nil && after != nil {
+		if p, ok := jsonpatch.CreatePatchFast(before, after); ok {
+			return p, nil
+		}
+	}
 	original, err := jsonvalue.Marshal(before)
 	if err != nil {
 		return nil, err
 	}
-	return jsonpatch.CreatePatch(original, before, after)
+	if before == nil {
+		return jsonpatch.CreatePatch(original, nil, after)
+	}
+	return jsonpatch.CreatePatchReference(original, after)
 }
 
 // statusMessage is the message kube-apiserver would answer with for err.

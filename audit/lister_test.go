@@ -293,3 +293,36 @@ func TestListerRefusesAStuckContinueToken(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestClientCompression(t *testing.T) {
+	var encoding atomic.Value
+	// Over TLS, as an API server answers: client-go's plain-HTTP transport
+	// is http.DefaultTransport, which always asks for gzip.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		encoding.Store(r.Header.Get("Accept-Encoding"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{},"items":[]}`)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name string
+		opts ClientOptions
+		want string
+	}{
+		{"pages are asked compressed by default", ClientOptions{}, "gzip"},
+		{"DisableCompression asks them uncompressed", ClientOptions{DisableCompression: true}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client, err := NewClient(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Resource(configMapsGVR).List(context.Background(), metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := encoding.Load(); got != c.want {
+				t.Errorf("Accept-Encoding %q, want %q", got, c.want)
+			}
+		})
+	}
+}
