@@ -32,7 +32,7 @@ func (c *Checker) Policy(p manifest.Policy, cp *compiler.Policy) []Finding {
 		}
 	}
 	for _, t := range c.targets(p.Policy) {
-		if err := checkReads(p.Policy, cp, t.schema, params, add); err != nil {
+		if err := checkReads(c.envs, p.Policy, cp, t.schema, params, add); err != nil {
 			out = append(out, Finding{Severity: Warning, Check: "read-type", Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name,
 				Field: "spec", Message: fmt.Sprintf("the expressions could not be typed by the schema of %s: %v", t.label(), err)})
 		}

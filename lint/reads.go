@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 
 	"github.com/google/cel-go/cel"
@@ -17,15 +18,61 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 )
 
+// typedEnvKey names a typed environment: the declaration types of object
+// and params (nil when the policy has none or its paramKind has no
+// schema) and whether the policy has params.
+type typedEnvKey struct {
+	object, params *apiservercel.DeclType
+	hasParams      bool
+}
+
+// typedEnvs are the typed environments a Checker built, shared by the
+// policies that target the same kind: building one walks the kind's whole
+// schema and copies the base environment's declarations, milliseconds
+// each, which a run of apply or test pays at start-up.
+type typedEnvs map[typedEnvKey]*environment.EnvSet
+
+// compiler returns a composited compiler over the environment of key,
+// building the environment on first use. An EnvSet is never modified
+// (Extend returns a new one); the composited compiler, which stores a
+// policy's variables, is the policy's own.
+func (envs typedEnvs) compiler(key typedEnvKey) (*plugincel.CompositedCompiler, error) {
+	set, ok := envs[key]
+	if !ok {
+		var err error
+		if set, err = typedEnvSet(key.object, key.params, key.hasParams); err != nil {
+			return nil, err
+		}
+		envs[key] = set
+	}
+	cc, err := plugincel.NewCompositedCompilerForTypeChecking(set)
+	if err != nil {
+		return nil, err
+	}
+	cc.Compiler = &typeCheckingCompiler{cc: cc}
+	return cc, nil
+}
+
 // typedEnv builds the environment in which a policy's expressions are
-// checked again with object and oldObject of the declaration type of one
-// kind (and params of the paramKind's, when it has a schema): the
+// type-checked against a kind's schema: kube-apiserver's stored-expressions
 // environment of MutatingAdmissionPolicy expressions (the base
 // environment at kube-apiserver's compatibility version, the admission
 // variables, the patch types) with types where kube-apiserver declares
 // dyn, composed with the policy's variables by k8s.io/apiserver's
 // composited compiler, as its ValidatingAdmissionPolicy type checking does.
 func typedEnv(object, params *apiservercel.DeclType, hasParams bool) (*plugincel.CompositedCompiler, error) {
+	return typedEnvs{}.compiler(typedEnvKey{object: object, params: params, hasParams: hasParams})
+}
+
+// storedOnly is the version from which options are introduced that only
+// the stored-expressions environment of an EnvSet takes (it takes options
+// of every version): the checks compile in that environment alone, and
+// declaring the typed variables in the new-expressions one too would walk
+// the kind's schema a second time for an environment nothing compiles in.
+var storedOnly = version.MajorMinor(math.MaxUint, math.MaxUint)
+
+// typedEnvSet is the EnvSet of typedEnv, before the policy's variables.
+func typedEnvSet(object, params *apiservercel.DeclType, hasParams bool) (*environment.EnvSet, error) {
 	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 	requestType := plugincel.BuildRequestType()
 	namespaceType := plugincel.BuildNamespaceType()
@@ -47,23 +94,14 @@ func typedEnv(object, params *apiservercel.DeclType, hasParams bool) (*plugincel
 		opts = append(opts, cel.Variable(compiler.ParamsVar, t))
 	}
 	typed, err := base.Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
+		IntroducedVersion: storedOnly,
 		EnvOptions:        opts,
 		DeclTypes:         declTypes,
 	})
 	if err != nil {
 		return nil, err
 	}
-	withPatch, err := compiler.WithMutationTypes(typed)
-	if err != nil {
-		return nil, err
-	}
-	cc, err := plugincel.NewCompositedCompilerForTypeChecking(withPatch)
-	if err != nil {
-		return nil, err
-	}
-	cc.Compiler = &typeCheckingCompiler{cc: cc}
-	return cc, nil
+	return compiler.WithMutationTypes(typed)
 }
 
 // typeCheckingCompiler compiles in the composited environment, as
@@ -104,12 +142,15 @@ var (
 // typed by kind k and reports what the CEL checker finds that the dyn
 // environment kube-apiserver compiles in cannot: fields the schema does
 // not declare, operations on values of the wrong type.
-func checkReads(p *admissionregistrationv1.MutatingAdmissionPolicy, cp *compiler.Policy, k, params *kindSchema, report func(e *compiler.Expression, sev Severity, id int64, check, msg string)) error {
+func checkReads(envs typedEnvs, p *admissionregistrationv1.MutatingAdmissionPolicy, cp *compiler.Policy, k, params *kindSchema, report func(e *compiler.Expression, sev Severity, id int64, check, msg string)) error {
+	if !hasCompiled(cp) {
+		return nil
+	}
 	var pdecl *apiservercel.DeclType
 	if params != nil {
 		pdecl = params.rootType()
 	}
-	cc, err := typedEnv(k.rootType(), pdecl, cp.HasParams)
+	cc, err := envs.compiler(typedEnvKey{object: k.rootType(), params: pdecl, hasParams: cp.HasParams})
 	if err != nil {
 		return err
 	}
@@ -179,6 +220,18 @@ func checkReads(p *admissionregistrationv1.MutatingAdmissionPolicy, cp *compiler
 		check(e)
 	}
 	return nil
+}
+
+// hasCompiled tells whether a policy has an expression that compiled, the
+// only ones checkReads checks: for a policy without one no typed
+// environment is built.
+func hasCompiled(cp *compiler.Policy) bool {
+	for _, e := range cp.Expressions() {
+		if e.Err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // conditionalNodes walks an expression and returns the nodes that some

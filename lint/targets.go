@@ -29,6 +29,8 @@ type Checker struct {
 	table   *matching.Table
 	schemas *applyconfig.Schemas
 	kinds   map[schema.GroupVersionKind]*kindSchema
+	// envs are the typed CEL environments built for kinds' schemas.
+	envs typedEnvs
 	// objects are the other objects loaded (params, CRDs, ...).
 	objects []manifest.Object
 	// resources tells whether --resources were given: then a paramKind
@@ -56,6 +58,7 @@ func NewChecker(objects []manifest.Object, resources bool) *Checker {
 		table:     matching.DefaultTable(),
 		schemas:   applyconfig.NewSchemas(),
 		kinds:     map[schema.GroupVersionKind]*kindSchema{},
+		envs:      typedEnvs{},
 		objects:   objects,
 		resources: resources,
 	}

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"sort"
+	"sync"
 )
 
 // segment is a piece of an expression's source: plain text, or a decision
@@ -89,13 +90,16 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		data.Policies = append(data.Policies, hp)
 	}
-	return page.Execute(w, data)
+	return page().Execute(w, data)
 }
 
-var page = template.Must(template.New("coverage").Funcs(template.FuncMap{
-	"percent": formatPercent,
-	"cell":    Count.cell,
-}).Parse(`<!DOCTYPE html>
+// page is parsed on first use, not at every process' start (the CLI
+// links this package into every command).
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("coverage").Funcs(template.FuncMap{
+		"percent": formatPercent,
+		"cell":    Count.cell,
+	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -151,3 +155,4 @@ pre.source { background: #f8f8f8; padding: .6em; border: 1px solid #ddd; white-s
 </html>
 {{define "segment"}}{{if .Class}}<span class="{{.Class}}" title="{{.Title}}">{{range .Children}}{{template "segment" .}}{{end}}</span>{{else}}{{.Text}}{{end}}{{end}}
 `))
+})
