@@ -22,7 +22,7 @@ import (
 // decoding any serialized form of it (client-go's YAML, a JSON copy) costs
 // tens of milliseconds in every process.
 func GoSource(s *schema.Schema, pkg, name, generator string) ([]byte, error) {
-	w := &writer{strings: map[string]string{}, scalars: map[schema.Scalar]string{}, relations: map[schema.ElementRelationship]string{}}
+	w := &writer{strings: newPointees[string]("s"), scalars: newPointees[schema.Scalar]("c"), relations: newPointees[schema.ElementRelationship]("r")}
 	var body bytes.Buffer
 	w.out = &body
 	fmt.Fprintf(&body, "var %s = []schema.TypeDef{\n", name)
@@ -46,23 +46,23 @@ func GoSource(s *schema.Schema, pkg, name, generator string) ([]byte, error) {
 // takes.
 type writer struct {
 	out       *bytes.Buffer
-	strings   map[string]string
-	scalars   map[schema.Scalar]string
-	relations map[schema.ElementRelationship]string
+	strings   *pointees[string]
+	scalars   *pointees[schema.Scalar]
+	relations *pointees[schema.ElementRelationship]
 	// emptyMap tells that a default is an empty map (emptyDefault).
 	emptyMap bool
 }
 
 func (w *writer) vars(b *bytes.Buffer) {
 	b.WriteString("// The pointees of the schema's pointers.\nvar (\n")
-	for _, v := range sortedVars(w.strings) {
-		fmt.Fprintf(b, "%s = %s\n", v[1], strconv.Quote(v[0]))
+	for i, v := range w.strings.values {
+		fmt.Fprintf(b, "%s%d = %s\n", w.strings.prefix, i, strconv.Quote(v))
 	}
-	for _, v := range sortedVars(w.scalars) {
-		fmt.Fprintf(b, "%s = schema.Scalar(%q)\n", v[1], v[0])
+	for i, v := range w.scalars.values {
+		fmt.Fprintf(b, "%s%d = schema.Scalar(%q)\n", w.scalars.prefix, i, v)
 	}
-	for _, v := range sortedVars(w.relations) {
-		fmt.Fprintf(b, "%s = schema.ElementRelationship(%q)\n", v[1], v[0])
+	for i, v := range w.relations.values {
+		fmt.Fprintf(b, "%s%d = schema.ElementRelationship(%q)\n", w.relations.prefix, i, v)
 	}
 	if w.emptyMap {
 		b.WriteString("// emptyDefault is every default that is an empty map.\nemptyDefault = map[any]any{}\n")
@@ -70,35 +70,33 @@ func (w *writer) vars(b *bytes.Buffer) {
 	b.WriteString(")\n\n")
 }
 
-// sortedVars are the (value, variable) pairs of m in the variables' order.
-func sortedVars[K ~string](m map[K]string) [][2]string {
-	out := make([][2]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, [2]string{string(k), v})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := strconv.Atoi(out[i][1][1:])
-		b, _ := strconv.Atoi(out[j][1][1:])
-		return a < b
-	})
-	return out
+// pointees are the package-level variables whose addresses the literal
+// takes, named prefix + their index in order of first use.
+type pointees[K comparable] struct {
+	prefix string
+	index  map[K]int
+	values []K
 }
 
-// ref is the address of a variable holding v, named prefix + a number in
-// order of first use.
-func ref[K comparable](m map[K]string, prefix string, v K) string {
-	name, ok := m[v]
+func newPointees[K comparable](prefix string) *pointees[K] {
+	return &pointees[K]{prefix: prefix, index: map[K]int{}}
+}
+
+// ref is the address of the variable holding v.
+func (p *pointees[K]) ref(v K) string {
+	i, ok := p.index[v]
 	if !ok {
-		name = prefix + strconv.Itoa(len(m))
-		m[v] = name
+		i = len(p.values)
+		p.index[v] = i
+		p.values = append(p.values, v)
 	}
-	return "&" + name
+	return "&" + p.prefix + strconv.Itoa(i)
 }
 
 func (w *writer) atom(a schema.Atom) error {
 	w.out.WriteString("schema.Atom{")
 	if a.Scalar != nil {
-		fmt.Fprintf(w.out, "Scalar: %s,", ref(w.scalars, "c", *a.Scalar))
+		fmt.Fprintf(w.out, "Scalar: %s,", w.scalars.ref(*a.Scalar))
 	}
 	if a.List != nil {
 		w.out.WriteString("List: &schema.List{ElementType: ")
@@ -138,7 +136,7 @@ func (w *writer) atom(a schema.Atom) error {
 			for _, u := range m.Unions {
 				w.out.WriteString("{")
 				if u.Discriminator != nil {
-					fmt.Fprintf(w.out, "Discriminator: %s,", ref(w.strings, "s", *u.Discriminator))
+					fmt.Fprintf(w.out, "Discriminator: %s,", w.strings.ref(*u.Discriminator))
 				}
 				if u.DeduceInvalidDiscriminator {
 					w.out.WriteString("DeduceInvalidDiscriminator: true,")
@@ -170,7 +168,7 @@ func (w *writer) atom(a schema.Atom) error {
 func (w *writer) typeRef(r schema.TypeRef) error {
 	w.out.WriteString("schema.TypeRef{")
 	if r.NamedType != nil {
-		fmt.Fprintf(w.out, "NamedType: %s, ", ref(w.strings, "s", *r.NamedType))
+		fmt.Fprintf(w.out, "NamedType: %s, ", w.strings.ref(*r.NamedType))
 	}
 	if a := r.Inlined; a.Scalar != nil || a.List != nil || a.Map != nil {
 		w.out.WriteString("Inlined: ")
@@ -180,7 +178,7 @@ func (w *writer) typeRef(r schema.TypeRef) error {
 		w.out.WriteString(", ")
 	}
 	if r.ElementRelationship != nil {
-		fmt.Fprintf(w.out, "ElementRelationship: %s, ", ref(w.relations, "r", *r.ElementRelationship))
+		fmt.Fprintf(w.out, "ElementRelationship: %s, ", w.relations.ref(*r.ElementRelationship))
 	}
 	if r.Nullable {
 		w.out.WriteString("Nullable: true")
