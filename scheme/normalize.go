@@ -977,8 +977,8 @@ func (nz *normalizer) zeroFields(t reflect.Type, out map[string]any) (map[string
 		case reflect.Float32, reflect.Float64:
 			out[name] = float64(0)
 		default:
-			if e := value.TypeReflectEntryOf(ft); e.CanConvertToUnstructured() {
-				v, err := e.ToUnstructured(reflect.New(ft).Elem())
+			if to, _ := conversionMethods(ft); to {
+				v, err := value.TypeReflectEntryOf(ft).ToUnstructured(reflect.New(ft).Elem())
 				if err != nil {
 					return nil, false
 				}
