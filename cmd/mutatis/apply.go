@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,37 +148,65 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.ValidatePolicies(comp, policySet.Policies); err != nil {
-		return badInput(err)
-	}
+	// API validation of the policies comes first: its error is the one
+	// reported whatever else is wrong. It runs beside the loading of the
+	// other inputs and the first object's decoding (validate), and an
+	// error of those waits for it.
+	validate := sync.OnceValue(func() error { return cluster.ValidatePolicies(comp, policySet.Policies) })
 	webhooks, err := o.webhooks.load(ctx, cmd.InOrStdin())
 	if err != nil {
-		return badInput(err)
+		return badInput(preceded(validate, err))
 	}
 	urls, err := o.webhooks.urls()
 	if err != nil {
-		return badInput(err)
+		return badInput(preceded(validate, err))
 	}
 	var resources manifest.Set
 	if len(o.resources) > 0 {
 		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
 		if err != nil {
-			return badInput(err)
+			return badInput(preceded(validate, err))
 		}
 		resources = *rs
 	}
-
-	sim, err := cluster.New(append(policySet.Objects, resources.Objects...))
+	clusterObjects := append(policySet.Objects, resources.Objects...)
+	sim, err := cluster.New(clusterObjects)
 	if err != nil {
-		return badInput(err)
+		return badInput(preceded(validate, err))
 	}
-	lintWarnings(stderr, comp, policySet, append(policySet.Objects, resources.Objects...), len(o.resources) > 0)
+	// The policies' validation and lint's checks (printed before anything
+	// else) run on a second core while this goroutine decodes the first
+	// object; what the decoding prints is held until they are printed.
+	checked := make(chan error, 1)
+	var lintOut bytes.Buffer
+	go func() {
+		if err := validate(); err != nil {
+			checked <- err
+			return
+		}
+		lintWarnings(&lintOut, comp, policySet, clusterObjects, len(o.resources) > 0)
+		checked <- nil
+	}()
+	notices := &heldWriter{held: true}
+	// printChecked waits for the checks and prints their findings, then
+	// what was held; it returns the validation error.
+	printChecked := sync.OnceValue(func() error {
+		if err := <-checked; err != nil {
+			return badInput(err)
+		}
+		stderr.Write(lintOut.Bytes())
+		notices.release(stderr)
+		return nil
+	})
 	sim.NoDefaults, sim.NoValidate = o.noDefaults, o.noValidate
 	if err := sim.Scheme.SetAdmissionPlugins(o.plugins); err != nil {
+		if verr := printChecked(); verr != nil {
+			return verr
+		}
 		return badInput(err)
 	}
 	sim.OnSynthesize = func(name string) {
-		fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
+		fmt.Fprintf(notices, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
 	}
 	var op admission.Operation
 	if o.operation != "" {
@@ -185,6 +214,9 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		switch op {
 		case admission.Create, admission.Update, admission.Connect:
 		default:
+			if err := printChecked(); err != nil {
+				return err
+			}
 			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
 		}
 	}
@@ -211,13 +243,61 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return ch, nil
 	})}
 	if len(objects) > 1 || len(o.objects) > 1 {
+		if err := printChecked(); err != nil {
+			return err
+		}
 		return applyMany(ctx, cmd, o, sim, chain, op, objects)
 	}
-	before, after, err := admitObject(ctx, stderr, o, sim, chain, op, o.objects[0], objects[0].Object, oldObject)
+	name, object := o.objects[0], objects[0].Object
+	decoded, err := decodeObject(notices, o, sim, op, name, object, oldObject)
+	if err == nil {
+		// Compile the policies for admission while the checks finish; the
+		// chain keeps what this returns for admitDecoded.
+		chain.build()
+	}
+	if verr := printChecked(); verr != nil {
+		return verr
+	}
+	if err != nil {
+		return err
+	}
+	before, after, err := admitDecoded(ctx, stderr, o, sim, chain, name, object, decoded)
 	if err != nil {
 		return err
 	}
 	return printResult(cmd.OutOrStdout(), o.output, o.color, before, after)
+}
+
+// heldWriter holds what is written to it until release, then writes
+// through. It is not safe for concurrent use.
+type heldWriter struct {
+	held bool
+	buf  bytes.Buffer
+	w    io.Writer
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	if h.held {
+		return h.buf.Write(p)
+	}
+	return h.w.Write(p)
+}
+
+// release writes what was held to w, where later writes go too.
+func (h *heldWriter) release(w io.Writer) {
+	h.held, h.w = false, w
+	w.Write(h.buf.Bytes())
+	h.buf.Reset()
+}
+
+// preceded returns the policies' validation error when there is one (the
+// error kube-apiserver's API validation would answer first), err
+// otherwise.
+func preceded(validate func() error, err error) error {
+	if verr := validate(); verr != nil {
+		return verr
+	}
+	return err
 }
 
 // admitObject runs one request, object (named name in errors) with
@@ -232,6 +312,18 @@ type applyChain struct {
 }
 
 func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, op admission.Operation, name string, object, oldObject *unstructured.Unstructured) (before, after map[string]any, err error) {
+	decoded, err := decodeObject(stderr, o, sim, op, name, object, oldObject)
+	if err != nil {
+		return nil, nil, err
+	}
+	return admitDecoded(ctx, stderr, o, sim, ac, name, object, decoded)
+}
+
+// decodeObject decodes the request of object (named name in errors) with
+// oldObject as kube-apiserver's handler does before admission, runs the
+// built-in admission plugins, and prints their trace (--explain) and the
+// decoding's warnings on stderr. A refusal is an exitError.
+func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op admission.Operation, name string, object, oldObject *unstructured.Unstructured) (*cluster.Decoded, error) {
 	decoded, err := sim.DecodeSteps(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
@@ -241,7 +333,7 @@ func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cl
 	if o.explain && decoded != nil && !o.noDefaults {
 		run, rerr := sim.Scheme.RunAdmissionPlugins()
 		if rerr != nil {
-			return nil, nil, rerr
+			return nil, rerr
 		}
 		explain.Plugins(stderr, run, decoded.Plugins)
 	}
@@ -249,14 +341,19 @@ func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cl
 	if errors.As(err, &status) {
 		// kube-apiserver refuses to decode the request body (400), or an
 		// admission plugin refuses the request (403).
-		return nil, nil, &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
+		return nil, &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
 	}
 	if err != nil {
-		return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
+		return nil, badInput(fmt.Errorf("%s: %w", name, err))
 	}
-	attrs := decoded.Attributes
 	printWarnings(stderr, decoded.Warnings)
-	gvk := attrs.Kind
+	return decoded, nil
+}
+
+// admitDecoded admits the decoded request of object (named name in
+// errors) through the chain, as admitObject.
+func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, name string, object *unstructured.Unstructured, decoded *cluster.Decoded) (before, after map[string]any, err error) {
+	gvk := decoded.Attributes.Kind
 
 	chain, err := ac.build()
 	if err != nil {

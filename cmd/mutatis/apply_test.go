@@ -184,3 +184,47 @@ func TestApplyAdmissionPlugins(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyOrderAndPrecedence: apply validates the policies and runs lint's
+// checks beside the object's decoding, yet prints and fails as if one
+// followed the other: lint's findings come before what the decoding prints
+// (the namespace notice), and an invalid policy is the error reported
+// whatever else is wrong (a missing resources file, an object kube-apiserver
+// refuses to decode, a bad --operation), with nothing of the decoding printed.
+func TestApplyOrderAndPrecedence(t *testing.T) {
+	const td = "testdata/apply/"
+	const corpus = "../../lint/testdata/corpus/k8s-docs-applyconfiguration.yaml"
+	t.Run("lint findings before the decoding's notice", func(t *testing.T) {
+		for i := 0; i < 5; i++ { // the two run concurrently: repeat
+			_, _, stderr := runCLI(t, "", "apply", "-f", td+"pod-with-debug.yaml", "--policies", corpus)
+			lintAt, noticeAt := strings.Index(stderr, "warning: lint "), strings.Index(stderr, "notice: namespace ")
+			if lintAt < 0 || noticeAt < 0 || lintAt > noticeAt {
+				t.Fatalf("want lint's findings, then the notice:\n%s", stderr)
+			}
+		}
+	})
+	const invalid = `<input>:1:27: undeclared reference to 'Object.spec.initContainers'`
+	for _, c := range []struct {
+		name   string
+		args   []string
+		reject []string
+	}{
+		{"a resources file that does not exist", []string{"-f", td + "pod.yaml", "--resources", td + "missing.yaml"}, []string{"missing.yaml"}},
+		{"an object kube-apiserver refuses to decode", []string{"-f", td + "pod-priority-overflow.yaml"}, []string{"priority", "notice:"}},
+		{"a bad --operation", []string{"-f", td + "pod.yaml", "--operation", "DELETE"}, []string{"--operation", "notice:"}},
+		{"several objects", []string{"-f", td + "pod.yaml", "-f", td + "configmap.yaml"}, []string{"notice:"}},
+	} {
+		t.Run("an invalid policy before "+c.name, func(t *testing.T) {
+			args := append([]string{"apply", "--policies", td + "invalid-variable.yaml"}, c.args...)
+			code, stdout, stderr := runCLI(t, "", args...)
+			checkCLI(t, code, stdout, stderr, exitUsage, []string{invalid}, c.reject)
+		})
+	}
+	t.Run("lint findings before a bad --operation", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "", "apply", "-f", td+"pod.yaml", "--policies", corpus, "--operation", "DELETE")
+		checkCLI(t, code, stdout, stderr, exitUsage, []string{"warning: lint ", "--operation must be CREATE, UPDATE or CONNECT"}, []string{"notice:"})
+		if strings.Index(stderr, "warning: lint ") > strings.Index(stderr, "--operation") {
+			t.Errorf("want lint's findings before the error:\n%s", stderr)
+		}
+	})
+}

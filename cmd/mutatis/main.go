@@ -12,7 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
-	_ "github.com/mutatis-dev/mutatis/internal/gcstart" // the collector of one-shot commands
+	_ "github.com/mutatis-dev/mutatis/internal/gcstart"   // the collector of one-shot commands
+	_ "github.com/mutatis-dev/mutatis/internal/warmstart" // CEL set-up during the packages' initialisation
 )
 
 // Exit codes shared by every command.
