@@ -39,6 +39,11 @@ type Options struct {
 	// has run (e.g. to stream events, WriteEvents). It is called from
 	// several goroutines at once.
 	Done func(*CaseResult)
+	// Loaded, when set, is handed every suite that loads, as soon as it
+	// has loaded and before its cases run (e.g. to check its policies
+	// beside the run). It is called from the goroutine that called Run,
+	// in the order of the files, and must not modify the suite.
+	Loaded func(*Loaded)
 	// Shuffle re-runs every case with the policies in other orders (the
 	// reverse order, then Orders-1 random ones drawn from Seed) and fails
 	// the cases whose result depends on the order.
@@ -207,6 +212,9 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 			continue
 		}
 		sr.Name, sr.Loaded = l.Name, l
+		if r.opts.Loaded != nil {
+			r.opts.Loaded(l)
+		}
 		jobs = append(jobs, r.suiteJobs(ctx, l, sr)...)
 	}
 	if err := ctx.Err(); err != nil {

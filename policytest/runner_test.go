@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -188,6 +190,49 @@ func TestObserveSeesEveryCase(t *testing.T) {
 	passed, failed, errored, _ := rep.Counts()
 	if got, want := n.Load(), int64(passed+failed+errored); got != want {
 		t.Errorf("Observe called %d times for %d cases", got, want)
+	}
+}
+
+// TestLoadedSeesEverySuiteBeforeItsCases: Options.Loaded is handed each
+// suite that loads, in the order of the files, before any of its cases has
+// run; a suite that fails to load is not handed over.
+func TestLoadedSeesEverySuiteBeforeItsCases(t *testing.T) {
+	var mu sync.Mutex
+	var loaded []string
+	names := map[string]bool{} // the names of the suites loaded so far
+	cases := 0
+	opts := Options{
+		Loaded: func(l *Loaded) {
+			mu.Lock()
+			defer mu.Unlock()
+			loaded = append(loaded, l.File)
+			names[l.Name] = true
+		},
+		Done: func(c *CaseResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			cases++
+			if !names[c.Suite] {
+				t.Errorf("case %s ran before its suite was handed to Loaded", c.FullName())
+			}
+		},
+	}
+	files := []string{"testdata/order/order.mutatis-test.yaml", "testdata/invalid", "testdata/ignored/ignored.mutatis-test.yml", "testdata/auto-bindings/auto-bindings.mutatis-test.yaml"}
+	rep, err := RunFiles(context.Background(), files, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range rep.Suites {
+		if s.Err == nil {
+			want = append(want, s.Loaded.File)
+		}
+	}
+	if len(want) != 3 || !slices.Equal(loaded, want) {
+		t.Errorf("Loaded saw %q, want the loaded suites %q in order", loaded, want)
+	}
+	if cases == 0 {
+		t.Error("no case ran")
 	}
 }
 

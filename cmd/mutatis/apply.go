@@ -175,17 +175,15 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return badInput(preceded(validate, err))
 	}
 	// The policies' validation and lint's checks (printed before anything
-	// else) run on a second core while this goroutine decodes the first
-	// object; what the decoding prints is held until they are printed.
-	checked := make(chan error, 1)
+	// else, unless the validation fails) run on the other core, each in
+	// its goroutine, while this one decodes the first object; what the
+	// decoding prints is held until they are printed.
+	checked, linted := make(chan error, 1), make(chan struct{})
 	var lintOut bytes.Buffer
+	go func() { checked <- validate() }()
 	go func() {
-		if err := validate(); err != nil {
-			checked <- err
-			return
-		}
 		lintWarnings(&lintOut, comp, policySet, clusterObjects, len(o.resources) > 0)
-		checked <- nil
+		close(linted)
 	}()
 	notices := &heldWriter{held: true}
 	// printChecked waits for the checks and prints their findings, then
@@ -194,6 +192,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		if err := <-checked; err != nil {
 			return badInput(err)
 		}
+		<-linted
 		stderr.Write(lintOut.Bytes())
 		notices.release(stderr)
 		return nil

@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
-	_ "github.com/mutatis-dev/mutatis/internal/gcstart"   // the collector of one-shot commands
-	_ "github.com/mutatis-dev/mutatis/internal/warmstart" // CEL set-up during the packages' initialisation
+	_ "github.com/mutatis-dev/mutatis/internal/gcstart"          // the collector of one-shot commands
+	"github.com/mutatis-dev/mutatis/internal/warmstart"          // CEL's parser tables during the packages' initialisation
+	_ "github.com/mutatis-dev/mutatis/internal/warmstart/celenv" // CEL's environments during the packages' initialisation
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Exit codes shared by every command.
@@ -37,6 +39,11 @@ func (e *exitError) Error() string {
 }
 
 func main() {
+	if len(os.Args) > 1 && warmstart.DecodesObjects(os.Args[1]) {
+		// kube-apiserver's scheme, which the first object's decoding
+		// registers, on the second core while the command reads its inputs.
+		go scheme.Warm()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -173,6 +173,9 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			events = policytest.NewEventWriter(stdout)
 			opts.Done = events.Case
 		}
+		// lint's checks run beside the cases; their findings follow the report.
+		linter := newSuiteLinter(ctx)
+		opts.Loaded = linter.loaded
 		rep, err := policytest.RunFiles(ctx, paths, opts)
 		var none *policytest.NoSuitesError
 		if errors.As(err, &none) {
@@ -186,7 +189,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			return exitUsage, nil, werr
 		}
 		code := testExitCode(rep)
-		if testLintWarnings(ctx, cmd.ErrOrStderr(), rep) > 0 && o.strict {
+		if linter.print(cmd.ErrOrStderr(), rep) > 0 && o.strict {
 			code = max(code, exitProblem) // --strict: lint warnings fail the run
 		}
 		if rec != nil {

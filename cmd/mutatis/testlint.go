@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -14,36 +15,69 @@ import (
 	"github.com/mutatis-dev/mutatis/policytest"
 )
 
-// testLintWarnings prints, on w, what the schema-aware checks of mutatis
-// lint find in the policies of every suite of rep, with the wording of
-// mutatis apply (lintWarnings), and returns how many findings it printed.
-// Each suite is checked with its own policy files and resources; a policy
-// file shared by several suites is reported once per distinct set of
-// findings. Suites that could not be loaded are skipped (they are bad
-// input already).
-func testLintWarnings(ctx context.Context, w io.Writer, rep *policytest.Report) int {
-	if rep == nil {
-		return 0
-	}
+// suiteLinter runs the schema-aware checks of mutatis lint on the
+// policies of every suite of a run as soon as the suite has loaded
+// (policytest.Options.Loaded), one suite at a time beside the run's cases,
+// and prints the findings after the report (print).
+type suiteLinter struct {
+	ctx  context.Context
+	comp *compiler.Compiler
+	err  error
+	// sem lets one suite's checks run at a time.
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	// found holds the finding lines of each suite checked.
+	found map[*policytest.Loaded][]string
+}
+
+func newSuiteLinter(ctx context.Context) *suiteLinter {
 	comp, err := compiler.New()
-	if err != nil {
+	return &suiteLinter{ctx: ctx, comp: comp, err: err, sem: make(chan struct{}, 1), found: map[*policytest.Loaded][]string{}}
+}
+
+// loaded starts the checks of the suite l (policytest.Options.Loaded).
+func (sl *suiteLinter) loaded(l *policytest.Loaded) {
+	if sl.err != nil || l.Suite == nil {
+		return
+	}
+	sl.wg.Go(func() {
+		sl.sem <- struct{}{}
+		defer func() { <-sl.sem }()
+		set, objects := suiteManifests(sl.ctx, l)
+		if set == nil {
+			return
+		}
+		var lines []string
+		lintFindings(sl.comp, set, objects, len(l.Suite.Resources) > 0, func(line string) { lines = append(lines, line) })
+		sl.mu.Lock()
+		sl.found[l] = lines
+		sl.mu.Unlock()
+	})
+}
+
+// print waits for the checks and prints, on w, the findings of the suites
+// of rep in their order, with the wording of mutatis apply (lintWarnings),
+// and returns how many it printed. A policy file shared by several suites
+// is reported once per distinct set of findings. Suites that could not be
+// loaded are skipped (they are bad input already), and so are suites rep
+// does not hold (none of their cases selected).
+func (sl *suiteLinter) print(w io.Writer, rep *policytest.Report) int {
+	sl.wg.Wait()
+	if rep == nil {
 		return 0
 	}
 	printed := map[string]bool{}
 	for _, s := range rep.Suites {
-		if s.Loaded == nil || s.Loaded.Suite == nil {
+		if s.Loaded == nil {
 			continue
 		}
-		set, objects := suiteManifests(ctx, s.Loaded)
-		if set == nil {
-			continue
-		}
-		lintFindings(comp, set, objects, len(s.Loaded.Suite.Resources) > 0, func(line string) {
+		for _, line := range sl.found[s.Loaded] {
 			if !printed[line] {
 				printed[line] = true
 				io.WriteString(w, line)
 			}
-		})
+		}
 	}
 	return len(printed)
 }

@@ -20,6 +20,7 @@ func TestTestLintWarnings(t *testing.T) {
 		{name: "--strict fails on the warning", args: []string{"test", "--strict", "testdata/testlint"}, wantCode: exitProblem, want: []string{warning, "PASS: 1 cases"}},
 		{name: "json output keeps stdout clean", args: []string{"test", "-o", "json", "testdata/testlint"}, want: []string{warning}},
 		{name: "the examples lint clean", args: []string{"test", "--strict", "../../examples"}, reject: []string{"warning: lint"}},
+		{name: "a suite none of whose cases --run selects is not checked", args: []string{"test", "--run", "^nothing$", "testdata/testlint"}, want: []string{"PASS: 0 cases"}, reject: []string{"warning: lint"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, "", tc.args...)

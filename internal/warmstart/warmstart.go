@@ -4,29 +4,51 @@
 //
 // Go runs package initialisers one after another on one goroutine: for
 // mutatis, ≈ 20 ms of upstream's (client-go's schemes, Kubernetes' feature
-// gates and API groups, metrics registries), most of them after the
-// packages CEL needs are ready. This package's initialiser runs as soon as
-// package compiler's dependencies are (its import path sorts before the
-// k8s.io ones, and Go initialises the first ready package in that order),
-// and for the commands that compile CEL it starts compiler.Warm in a
-// goroutine: the base environments, their plan checks and cel-go's parser
-// tables, ≈ 10 ms that a one-object apply or a one-case test would
-// otherwise pay on its critical path. Warm only fills process-wide caches
-// that are built once anyway, so no result depends on whether or when it
-// ran. Other commands (version, certs, help) start nothing.
+// gates and API groups, metrics registries), during which the second core
+// has nothing to do. Go initialises, of the packages whose dependencies
+// are ready, the first by import path, and github.com/mutatis-dev/… sorts
+// before the k8s.io/… packages that take most of the time: so a package
+// of this module runs its initialiser as soon as what it imports is
+// ready. Two such packages start the set-up of the commands that compile
+// CEL:
 //
-// Only package main imports it.
+//   - this one imports only cel-go's parser, ready about a third into the
+//     initialisation, and parses a few expressions of the shapes policies
+//     take: cel-go's grammar automaton and the prediction cache its
+//     parser shares among all parses are built then (≈ 3 ms that the
+//     first compilation would otherwise pay);
+//   - warmstart/celenv imports package compiler and runs compiler.Warm,
+//     the base environments and their plan checks (≈ 5 ms).
+//
+// Both only fill process-wide caches that are built once anyway, so no
+// result depends on whether or when they ran. Other commands (version,
+// certs, help) start nothing. The scheme's registration, which needs
+// packages initialised last, is started by main (DecodesObjects).
+//
+// Only package main imports these packages.
 package warmstart
 
 import (
 	"os"
 
-	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/parser"
 )
 
-// compilesCEL tells whether the mutatis command named command compiles
+// Expressions are parsed by the warm-up to fill cel-go's parser tables
+// with the shapes MutatingAdmissionPolicy expressions take: a JSONPatch
+// list, an ApplyConfiguration object, match conditions with macros and
+// optionals, literals of every kind. Their results are thrown away.
+var Expressions = []string{
+	`[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("a/b"), value: "x"}]`,
+	`Object{spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{labels: {"k": params.v}}}}}`,
+	`!has(object.metadata.labels) || object.spec.containers.exists(c, c.name == 'x' && c.?image.orValue("") != "") ? [1, -4][0] == 1 && 2.5 > 0.0 && 3u != 0u && b"x" != b"" && params != null : params.v.size() > 0`,
+	`request.userInfo.groups.all(g, g.startsWith("system:")) && int(object.spec.replicas) in [1, 2] || authorizer.group("").resource("pods").check("get").allowed()`,
+}
+
+// CompilesCEL tells whether the mutatis command named command compiles
 // policies' CEL expressions.
-func compilesCEL(command string) bool {
+func CompilesCEL(command string) bool {
 	switch command {
 	case "apply", "test", "lint", "cost", "bench", "migrate-check", "audit", "serve":
 		return true
@@ -34,8 +56,43 @@ func compilesCEL(command string) bool {
 	return false
 }
 
+// DecodesObjects tells whether the mutatis command named command decodes
+// objects as kube-apiserver does (package scheme), and so would register
+// kube-apiserver's API groups (scheme.Warm) on its critical path.
+func DecodesObjects(command string) bool {
+	switch command {
+	case "apply", "test", "bench", "migrate-check", "audit", "serve", "review":
+		return true
+	}
+	return false
+}
+
+// command is the mutatis command the process runs, or "".
+func command() string {
+	if len(os.Args) > 1 {
+		return os.Args[1]
+	}
+	return ""
+}
+
+// Command tells whether the process runs a command that compiles CEL:
+// the condition of the warm-ups started at initialisation.
+func Command() bool { return CompilesCEL(command()) }
+
+// warmParser parses Expressions with the parser options of kube-apiserver's
+// environments that change what the grammar reads (optional syntax).
+func warmParser() {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
+	if err != nil {
+		return
+	}
+	for _, src := range Expressions {
+		p.Parse(common.NewTextSource(src))
+	}
+}
+
 func init() {
-	if len(os.Args) > 1 && compilesCEL(os.Args[1]) {
-		go compiler.Warm()
+	if Command() {
+		go warmParser()
 	}
 }
