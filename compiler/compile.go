@@ -159,6 +159,19 @@ type Compiler struct {
 
 	mu    sync.Mutex
 	cache map[string]*Policy // policy name → latest compilation
+	// compiling holds the compilations under way, by policy name: a
+	// Compile of the same revision waits for it rather than compiling
+	// again (lint's checks and the admission chain of one run ask for the
+	// same policy at once).
+	compiling map[string]*compilation
+}
+
+// compilation is a compilation under way of the revision key of a policy.
+type compilation struct {
+	key    string
+	done   chan struct{} // closed when policy and err are set
+	policy *Policy
+	err    error
 }
 
 // New returns a Compiler configured by opts. Building the base environments
@@ -168,7 +181,7 @@ func New(opts ...Option) (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Compiler{base: base, envs: newEnvCache(base), estimator: newCostEstimator(), cache: map[string]*Policy{}}
+	c := &Compiler{base: base, envs: newEnvCache(base), estimator: newCostEstimator(), cache: map[string]*Policy{}, compiling: map[string]*compilation{}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(c)
@@ -194,7 +207,8 @@ func Key(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
 // Compile returns the compiled form of p, from the cache when the same
 // revision was compiled before. Compilation problems do not make Compile
 // fail: they are kept on each Expression (and listed by Policy.Errors), as
-// kube-apiserver keeps them until the policy is invoked.
+// kube-apiserver keeps them until the policy is invoked. Calls for the same
+// revision at the same time compile it once and share the result.
 func (c *Compiler) Compile(p *admissionregistrationv1.MutatingAdmissionPolicy) (*Policy, error) {
 	key := Key(p)
 	c.mu.Lock()
@@ -202,16 +216,27 @@ func (c *Compiler) Compile(p *admissionregistrationv1.MutatingAdmissionPolicy) (
 		c.mu.Unlock()
 		return cached, nil
 	}
+	if under, ok := c.compiling[p.Name]; ok && under.key == key {
+		c.mu.Unlock()
+		<-under.done
+		return under.policy, under.err
+	}
+	// The error waiters see should compile panic.
+	under := &compilation{key: key, done: make(chan struct{}), err: fmt.Errorf("compiling policy %q did not finish", p.Name)}
+	c.compiling[p.Name] = under
 	c.mu.Unlock()
 
-	compiled, err := c.compile(p, key)
-	if err != nil {
-		return nil, err
-	}
+	defer close(under.done)
+	under.policy, under.err = c.compile(p, key)
 	c.mu.Lock()
-	c.cache[p.Name] = compiled
+	if c.compiling[p.Name] == under {
+		delete(c.compiling, p.Name)
+	}
+	if under.err == nil {
+		c.cache[p.Name] = under.policy
+	}
 	c.mu.Unlock()
-	return compiled, nil
+	return under.policy, under.err
 }
 
 // Forget drops the cached compilation of the named policy.

@@ -219,6 +219,46 @@ func TestCompileIsCachedByRevision(t *testing.T) {
 	}
 }
 
+// TestConcurrentCompilesCompileOnce: callers compiling the same revision
+// at the same time share one compilation; a caller of another revision
+// gets its own.
+func TestConcurrentCompilesCompileOnce(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := policySpec{ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}, variables: [][2]string{{"one", "1"}, {"two", "variables.one + 1"}}}.build()
+	other := p.DeepCopy()
+	other.Spec.Mutations[0].ApplyConfiguration.Expression = `Object{}`
+	const callers = 8
+	got := make([]*Policy, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			q := p.DeepCopy()
+			if i == callers-1 {
+				q = other
+			}
+			var err error
+			if got[i], err = c.Compile(q); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := 1; i < callers-1; i++ {
+		if got[i] != got[0] {
+			t.Fatalf("caller %d got another compilation of the same revision", i)
+		}
+	}
+	if got[callers-1] == got[0] || got[callers-1].Mutations[0].Source != `Object{}` {
+		t.Fatal("the caller of another revision got the first revision's compilation")
+	}
+}
+
 func TestErrorsCarryFieldPaths(t *testing.T) {
 	c, _ := New()
 	p := policySpec{variables: [][2]string{{"v", "1 +"}}, conditions: [][2]string{{"c", `"s"`}}, jp: []string{`"x"`}}.build()

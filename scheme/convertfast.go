@@ -121,6 +121,21 @@ func (d *defaulter) internal(k *kube, obj map[string]any, gvk schema.GroupVersio
 	return internal, nil
 }
 
+// planAhead builds the plans decodeRequestFast walks for gvk, a kind of
+// s.types, if they are not built yet: the normalizer's of the kind and the
+// defaulter's of its Go type, which typedFast finds through kube-apiserver's
+// scheme (planKind: the same Go type for a versioned kind). Plans are
+// memoized and depend only on the Go types, so building them ahead changes
+// no result.
+func (s *Scheme) planAhead(gvk schema.GroupVersionKind) {
+	s.nz.plan(s.types, gvk)
+	if obj, err := s.types.New(gvk); err == nil {
+		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer {
+			s.df.planType(t.Elem())
+		}
+	}
+}
+
 // decodeRequestFast is what kube-apiserver's request decoder gives for
 // obj (kube.decodeRequest: the internal object), without encoding obj to
 // JSON and decoding it, or ok=false when it cannot tell. An object the

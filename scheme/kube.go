@@ -195,6 +195,12 @@ func (s *Scheme) decodeRequest(obj map[string]any, gvk schema.GroupVersionKind, 
 	if obj == nil || !s.Recognizes(gvk) {
 		return obj, nil, nil
 	}
+	if fast {
+		// The fast path's plans need only the kind's Go type, not
+		// kube-apiserver's scheme: built first, while another goroutine
+		// may still be registering the scheme (Warm).
+		s.planAhead(gvk)
+	}
 	k, err := s.kube()
 	if err != nil {
 		return nil, nil, err

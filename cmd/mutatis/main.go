@@ -42,7 +42,7 @@ func main() {
 	if len(os.Args) > 1 && warmstart.DecodesObjects(os.Args[1]) {
 		// kube-apiserver's scheme, which the first object's decoding
 		// registers, on the second core while the command reads its inputs.
-		go scheme.Warm()
+		warmstart.Then(scheme.Warm)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

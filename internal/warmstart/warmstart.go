@@ -20,10 +20,13 @@
 //   - warmstart/celenv imports package compiler and runs compiler.Warm,
 //     the base environments and their plan checks (≈ 5 ms).
 //
+// and main adds the scheme's registration (scheme.Warm, DecodesObjects),
+// which needs packages initialised last. They run one after the other on
+// one goroutine (Then).
+//
 // Both only fill process-wide caches that are built once anyway, so no
 // result depends on whether or when they ran. Other commands (version,
-// certs, help) start nothing. The scheme's registration, which needs
-// packages initialised last, is started by main (DecodesObjects).
+// certs, help) start nothing.
 //
 // Only package main imports these packages.
 package warmstart
@@ -79,6 +82,25 @@ func command() string {
 // the condition of the warm-ups started at initialisation.
 func Command() bool { return CompilesCEL(command()) }
 
+// queue holds the warm-ups not started yet, which one goroutine runs in
+// order; nil when the process runs no warm-up at initialisation. It is set
+// once, by init, before any other code of the process can read it.
+var queue chan func()
+
+// Then runs f on the warm-up goroutine after the warm-ups given to it
+// before, or on a goroutine of its own when the process started none. One
+// goroutine for all of them keeps at most one warm-up competing with the
+// command for the two cores: a third runnable goroutine could take the
+// core of the command's own, which would wait up to the scheduler's 10 ms
+// time slice to get one back.
+func Then(f func()) {
+	if queue == nil {
+		go f()
+		return
+	}
+	queue <- f
+}
+
 // warmParser parses Expressions with the parser options of kube-apiserver's
 // environments that change what the grammar reads (optional syntax).
 func warmParser() {
@@ -92,7 +114,14 @@ func warmParser() {
 }
 
 func init() {
-	if Command() {
-		go warmParser()
+	if !Command() {
+		return
 	}
+	queue = make(chan func(), 4)
+	queue <- warmParser
+	go func() {
+		for f := range queue {
+			f()
+		}
+	}()
 }

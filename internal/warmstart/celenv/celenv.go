@@ -11,6 +11,6 @@ import (
 
 func init() {
 	if warmstart.Command() {
-		go compiler.Warm()
+		warmstart.Then(compiler.Warm)
 	}
 }
