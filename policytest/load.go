@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,6 +159,19 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 		}
 		policyPaths = defaultPolicies
 	}
+	// kube-apiserver refuses to create a policy whose CEL does not compile:
+	// such a suite is bad input, not a policy to evaluate. The policies'
+	// API validation runs on another goroutine while the suite's other
+	// inputs load and its cases decode, as if they were valid; the
+	// validation's errors are reported where and as the policies' load
+	// errors are, and a suite with any is refused with them alone, as if
+	// nothing after the policies had been loaded (refused).
+	type policyFile struct {
+		i   int
+		set *manifest.Set
+	}
+	var loaded []policyFile
+	policyErrs := make([]*field.Error, len(policyPaths)) // by path: its load or validation error
 	for i, p := range policyPaths {
 		path := p
 		if len(s.Policies) > 0 {
@@ -165,16 +179,11 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 		}
 		set, err := manifest.Load(ctx, []string{path}, nil)
 		if err != nil {
-			errs = append(errs, field.Invalid(policiesPath(s, i), p, err.Error()))
+			policyErrs[i] = field.Invalid(policiesPath(s, i), p, err.Error())
 			continue
 		}
 		l.Files = append(l.Files, manifestFiles(path)...)
-		// kube-apiserver refuses to create a policy whose CEL does not
-		// compile: such a suite is bad input, not a policy to evaluate.
-		if err := validatePolicies(set.Policies); err != nil {
-			errs = append(errs, field.Invalid(policiesPath(s, i), p, err.Error()))
-			continue
-		}
+		loaded = append(loaded, policyFile{i, set})
 		for _, mp := range set.Policies {
 			l.Policies = append(l.Policies, mp.Policy)
 		}
@@ -183,6 +192,34 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 		}
 		l.objects = append(l.objects, set.Objects...)
 	}
+	validated := make(chan []error, 1)
+	go func() {
+		verrs := make([]error, len(loaded))
+		comp, err := compiler.New()
+		for j, f := range loaded {
+			if verrs[j] = err; err == nil {
+				verrs[j] = cluster.ValidatePolicies(comp, f.set.Policies)
+			}
+		}
+		validated <- verrs
+	}()
+	// refused waits for the validation and returns the policies' errors in
+	// their order, nil when there are none.
+	refused := sync.OnceValue(func() field.ErrorList {
+		for j, err := range <-validated {
+			if err != nil {
+				i := loaded[j].i
+				policyErrs[i] = field.Invalid(policiesPath(s, i), policyPaths[i], err.Error())
+			}
+		}
+		var out field.ErrorList
+		for _, e := range policyErrs {
+			if e != nil {
+				out = append(out, e)
+			}
+		}
+		return out
+	})
 	for i, p := range s.Webhooks {
 		path := resolve(dir, p)
 		set, err := manifest.Load(ctx, []string{path}, nil)
@@ -205,21 +242,28 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 	errs = append(errs, rerrs...)
 	l.objects = append(l.objects, objs...)
 	l.Files = append(l.Files, files...)
-	if len(errs) > 0 {
-		return nil, &InputError{File: file, Errs: errs}
+	if len(errs) > 0 || len(loaded) < len(policyPaths) {
+		return nil, &InputError{File: file, Errs: append(refused(), errs...)}
+	}
+	// From here on, what goes wrong is reported only for valid policies.
+	fail := func(errs field.ErrorList) error {
+		if perrs := refused(); len(perrs) > 0 {
+			return &InputError{File: file, Errs: perrs}
+		}
+		return &InputError{File: file, Errs: errs}
 	}
 	if len(l.Policies) == 0 && len(s.Webhooks) == 0 {
-		return nil, &InputError{File: file, Errs: field.ErrorList{field.Invalid(field.NewPath("policies"), policyPaths, "no MutatingAdmissionPolicy found")}}
+		return nil, fail(field.ErrorList{field.Invalid(field.NewPath("policies"), policyPaths, "no MutatingAdmissionPolicy found")})
 	}
 	if s.Bindings == BindingsAuto {
 		l.Bindings = append(l.Bindings, autoBindings(l.Policies, l.Bindings)...)
 	}
 	var err error
 	if l.cluster, err = cluster.New(l.objects); err != nil {
-		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())}}
+		return nil, fail(field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())})
 	}
 	if err := l.setAdmissionPlugins(l.cluster); err != nil {
-		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("admissionPlugins"), err.Error())}}
+		return nil, fail(field.ErrorList{fieldProblem(field.NewPath("admissionPlugins"), err.Error())})
 	}
 	for i := range s.Cases {
 		p := field.NewPath("cases").Index(i)
@@ -228,8 +272,8 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 		l.Files = append(l.Files, files...)
 		l.cases = append(l.cases, lc)
 	}
-	if len(errs) > 0 {
-		return nil, &InputError{File: file, Errs: errs}
+	if len(errs) > 0 || len(refused()) > 0 {
+		return nil, fail(errs)
 	}
 	l.Files = dedupe(l.Files)
 	return l, nil

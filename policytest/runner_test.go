@@ -181,6 +181,65 @@ func TestSuiteLoadErrorsNameFileAndField(t *testing.T) {
 	}
 }
 
+// TestSuiteLoadErrorsPrecedence: the policies' API validation runs beside
+// the rest of the suite's loading, yet a suite is refused as if it ran
+// first: its errors come in the policies' order, with the load errors of
+// other policy files, webhooks and resources after them, and nothing the
+// suite checks only for valid policies (the cluster's resources, admission
+// plugins, cases) is reported beside them.
+func TestSuiteLoadErrorsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	invalid, _ := filepath.Abs("../cmd/mutatis/testdata/apply/invalid-variable.yaml")
+	policies, _ := filepath.Abs("testdata/order/policies.yaml")
+	file := filepath.Join(dir, "s.mutatis-test.yaml")
+	const validation = "policies[0]: Invalid value: \"" // the invalid policy's file
+	for _, tc := range []struct {
+		name, rest   string
+		want, reject []string
+	}{
+		{"a missing policy file and a missing resources file after it", "policies: [" + invalid + ", nope.yaml]\nresources: [gone.yaml]\n",
+			[]string{validation, "undeclared reference to 'Object.spec.initContainers'", "policies[1]: Invalid value: \"nope.yaml\"", "resources[0]: Invalid value: \"gone.yaml\""}, nil},
+		{"a missing object", "policies: [" + invalid + "]\ncases:\n- name: a\n  object: nope.yaml\n",
+			[]string{validation}, []string{"cases[0]"}},
+		{"an unknown admission plugin", "policies: [" + invalid + "]\nadmissionPlugins: {disable: [ServiceAcount]}\n",
+			[]string{validation}, []string{"admissionPlugins"}},
+		{"an objectRef to nothing", "policies: [" + invalid + "]\ncases:\n- name: a\n  objectRef: {kind: ConfigMap, name: missing}\n",
+			[]string{validation}, []string{"objectRef"}},
+		{"a valid policy file before the invalid one", "policies: [" + policies + ", " + invalid + "]\ncases:\n- name: a\n  object: nope.yaml\n",
+			[]string{"policies[1]: Invalid value: \"", "undeclared reference"}, []string{"policies[0]", "cases[0]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			suite := "apiVersion: mutatis.dev/v1alpha1\nkind: PolicyTest\n" + tc.rest
+			if !strings.Contains(suite, "cases:") {
+				suite += "cases:\n- name: a\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"
+			}
+			if err := os.WriteFile(file, []byte(suite), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadSuite(context.Background(), file)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			last := -1
+			for _, w := range tc.want {
+				at := strings.Index(err.Error(), w)
+				if at < 0 {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				} else if at < last {
+					t.Errorf("%q is out of order:\n%v", w, err)
+				} else {
+					last = at
+				}
+			}
+			for _, r := range tc.reject {
+				if strings.Contains(err.Error(), r) {
+					t.Errorf("error has %q:\n%v", r, err)
+				}
+			}
+		})
+	}
+}
+
 func TestObserveSeesEveryCase(t *testing.T) {
 	var n atomic.Int64
 	rep, err := RunFiles(context.Background(), []string{"../examples"}, Options{Observe: func(engine.Result) { n.Add(1) }, Shuffle: true, Idempotence: true})

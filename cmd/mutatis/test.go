@@ -174,7 +174,19 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			opts.Done = events.Case
 		}
 		// lint's checks run beside the cases; their findings follow the report.
-		linter := newSuiteLinter(ctx)
+		// Without coverage they share the run's compiler, and so the
+		// compilations of the policies both need.
+		var comp *compiler.Compiler
+		if rec == nil {
+			comp, _ = compiler.New() // a failure is the run's to report
+			opts.NewCompiler = func() (*compiler.Compiler, error) {
+				if comp == nil {
+					return compiler.New()
+				}
+				return comp, nil
+			}
+		}
+		linter := newSuiteLinter(ctx, comp)
 		opts.Loaded = linter.loaded
 		rep, err := policytest.RunFiles(ctx, paths, opts)
 		var none *policytest.NoSuitesError

@@ -31,8 +31,13 @@ type suiteLinter struct {
 	found map[*policytest.Loaded][]string
 }
 
-func newSuiteLinter(ctx context.Context) *suiteLinter {
-	comp, err := compiler.New()
+// newSuiteLinter returns a suiteLinter that compiles with comp, or with a
+// compiler of its own when comp is nil.
+func newSuiteLinter(ctx context.Context, comp *compiler.Compiler) *suiteLinter {
+	var err error
+	if comp == nil {
+		comp, err = compiler.New()
+	}
 	return &suiteLinter{ctx: ctx, comp: comp, err: err, sem: make(chan struct{}, 1), found: map[*policytest.Loaded][]string{}}
 }
 
