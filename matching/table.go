@@ -217,7 +217,18 @@ func newTable(resources []Resource, key func(schema.GroupResource) string) *Tabl
 	copy(sorted, resources)
 	sort.SliceStable(sorted, func(i, j int) bool { return registrationLess(sorted[i], sorted[j]) })
 	for _, r := range sorted {
-		t.register(r, "builtin:"+key(schema.GroupResource{Group: r.Group, Resource: r.Resource}))
+		t.insert(r, "builtin:"+key(schema.GroupResource{Group: r.Group, Resource: r.Resource}))
+	}
+	// What register's rebuild after each resource leaves, in one pass.
+	byKey := map[string][]schema.GroupResource{}
+	for gr, k := range t.keys {
+		byKey[k] = append(byKey[k], gr)
+	}
+	for _, grs := range byKey {
+		sortGroupResources(grs)
+		for _, gr := range grs {
+			t.groupResources[gr] = grs
+		}
 	}
 	return t
 }
@@ -240,6 +251,12 @@ func registrationLess(a, b Resource) bool {
 
 // register adds r under the equivalence key. The caller holds the write lock or owns t.
 func (t *Table) register(r Resource, key string) {
+	t.insert(r, key)
+	t.rebuildGroupResources(key)
+}
+
+// insert is register without the rebuild of the key's group resources.
+func (t *Table) insert(r Resource, key string) {
 	gvr := r.GroupVersionResource()
 	if _, ok := t.resources[gvr]; !ok {
 		t.order = append(t.order, gvr)
@@ -251,7 +268,6 @@ func (t *Table) register(r Resource, key string) {
 	for _, s := range r.Subresources {
 		t.addToClass(key, s.Name, gvr, s.Kind)
 	}
-	t.rebuildGroupResources(key)
 }
 
 func (t *Table) addToClass(key, sub string, gvr schema.GroupVersionResource, kind schema.GroupVersionKind) {
@@ -279,10 +295,15 @@ func (t *Table) rebuildGroupResources(key string) {
 			grs = append(grs, gr)
 		}
 	}
-	sort.Slice(grs, func(i, j int) bool { return grs[i].String() < grs[j].String() })
+	sortGroupResources(grs)
 	for _, gr := range grs {
 		t.groupResources[gr] = grs
 	}
+}
+
+// sortGroupResources sorts grs by their String form.
+func sortGroupResources(grs []schema.GroupResource) {
+	sort.Slice(grs, func(i, j int) bool { return grs[i].String() < grs[j].String() })
 }
 
 // Resource returns the resource with the given group, version and plural.

@@ -294,3 +294,39 @@ func TestTableConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestNewTableIsRegisterOneByOne: newTable builds each key's group
+// resources once, after every resource is in; the table is the one
+// registering the resources one by one (each registration rebuilding its
+// key's) gives, with the default group/versions and with every one.
+func TestNewTableIsRegisterOneByOne(t *testing.T) {
+	var all []schema.GroupVersion
+	for _, gv := range builtinGroupVersions {
+		all = append(all, schema.GroupVersion{Group: gv.Group, Version: gv.Version})
+	}
+	for _, enable := range [][]schema.GroupVersion{nil, all} {
+		got, err := NewBuiltinTable(enable...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &Table{
+			resources:      map[schema.GroupVersionResource]Resource{},
+			kinds:          map[gvrSub]schema.GroupVersionKind{},
+			keys:           map[schema.GroupResource]string{},
+			classes:        map[string]map[string][]schema.GroupVersionResource{},
+			groupResources: map[schema.GroupResource][]schema.GroupResource{},
+			crds:           map[string][]schema.GroupVersionResource{},
+		}
+		for _, gvr := range got.order {
+			want.register(got.resources[gvr], got.keys[gvr.GroupResource()])
+		}
+		if !reflect.DeepEqual(got.order, want.order) || !reflect.DeepEqual(got.resources, want.resources) ||
+			!reflect.DeepEqual(got.kinds, want.kinds) || !reflect.DeepEqual(got.keys, want.keys) ||
+			!reflect.DeepEqual(got.classes, want.classes) || !reflect.DeepEqual(got.groupResources, want.groupResources) {
+			t.Errorf("enabling %d group/versions: newTable differs from registering one by one", len(enable))
+		}
+		if len(got.groupResources) < 60 {
+			t.Errorf("%d group resources, want the built-in ones", len(got.groupResources))
+		}
+	}
+}
