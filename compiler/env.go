@@ -48,6 +48,27 @@ type baseEnvs struct {
 	// checks are the plan checks of the environments (see planCheck),
 	// shared by the environments extended from them.
 	checks planChecks
+	// unvaried holds, by envSig with no variables, the environments in
+	// which no variable is in scope: every Compiler's first policy (and
+	// every policy without variables) compiles in them, so they are built
+	// once per process (unvariedEnv) rather than once per Compiler.
+	unvaried sync.Map
+}
+
+// unvariedEnv returns the environment of k and mode in which no variable
+// is in scope (build with none), built once per process. Like every
+// cached environment it is never changed.
+func (b *baseEnvs) unvariedEnv(k envKey, mode environment.Type) (*policyEnv, error) {
+	sig := envSig{envKey: k, mode: mode}
+	if env, ok := b.unvaried.Load(sig); ok {
+		return env.(*policyEnv), nil
+	}
+	env, err := b.build(k, mode, nil)
+	if err != nil {
+		return nil, err
+	}
+	stored, _ := b.unvaried.LoadOrStore(sig, env)
+	return stored.(*policyEnv), nil
 }
 
 var (
@@ -217,7 +238,12 @@ func (c *envCache) get(sig envSig, decls []varDecl) (*policyEnv, error) {
 	// Built outside the lock: building takes milliseconds and compilations
 	// of other signatures need not wait. Two goroutines may build the same
 	// environment; the first one stored is shared from then on.
-	env, err := c.base.build(sig.envKey, sig.mode, decls)
+	var err error
+	if len(decls) == 0 {
+		env, err = c.base.unvariedEnv(sig.envKey, sig.mode)
+	} else {
+		env, err = c.base.build(sig.envKey, sig.mode, decls)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,9 @@ package compiler
 import "k8s.io/apiserver/pkg/cel/environment"
 
 // Warm builds, ahead of need, what every Compiler of the process shares
-// and builds once: the base environments and the plan check of each of
-// them in both modes (API validation's and admission's). It changes no
+// and builds once: the base environments, the plan check of each of them
+// in both modes (API validation's and admission's), and the environments
+// without variables that policies compile in. It changes no
 // result, only when the cost is paid: a command-line process calls it on a
 // spare core while the rest of the program initialises
 // (internal/warmstart/celenv). Safe to call concurrently with anything and
@@ -23,6 +24,14 @@ func Warm() {
 				return
 			}
 			b.checks.get(env)
+		}
+	}
+	// The environments without variables that policies compile in.
+	for _, k := range keys {
+		for _, mode := range []environment.Type{environment.NewExpressions, environment.StoredExpressions} {
+			if _, err := b.unvariedEnv(k, mode); err != nil {
+				return
+			}
 		}
 	}
 }
