@@ -226,16 +226,18 @@ func (c *Compiler) Compile(p *admissionregistrationv1.MutatingAdmissionPolicy) (
 	c.compiling[p.Name] = under
 	c.mu.Unlock()
 
-	defer close(under.done)
+	defer func() {
+		c.mu.Lock()
+		if c.compiling[p.Name] == under {
+			delete(c.compiling, p.Name)
+		}
+		if under.err == nil {
+			c.cache[p.Name] = under.policy
+		}
+		c.mu.Unlock()
+		close(under.done)
+	}()
 	under.policy, under.err = c.compile(p, key)
-	c.mu.Lock()
-	if c.compiling[p.Name] == under {
-		delete(c.compiling, p.Name)
-	}
-	if under.err == nil {
-		c.cache[p.Name] = under.policy
-	}
-	c.mu.Unlock()
 	return under.policy, under.err
 }
 

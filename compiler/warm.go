@@ -5,11 +5,9 @@ import "k8s.io/apiserver/pkg/cel/environment"
 // Warm builds, ahead of need, what every Compiler of the process shares
 // and builds once: the base environments, the plan check of each of them
 // in both modes (API validation's and admission's), and the environments
-// without variables that policies compile in. It changes no
-// result, only when the cost is paid: a command-line process calls it on a
-// spare core while the rest of the program initialises
-// (internal/warmstart/celenv). Safe to call concurrently with anything and
-// any number of times; a failure is left for New to report.
+// without variables that policies compile in. Safe to call concurrently
+// with anything, any number of times; a failure is left for New to report.
+// internal/warmstart calls it while the process initialises.
 func Warm() {
 	b, err := loadBaseEnvs()
 	if err != nil {

@@ -39,10 +39,12 @@ type Options struct {
 	// has run (e.g. to stream events, WriteEvents). It is called from
 	// several goroutines at once.
 	Done func(*CaseResult)
-	// Loaded, when set, is handed every suite that loads, as soon as it
-	// has loaded and before its cases run (e.g. to check its policies
-	// beside the run). It is called from the goroutine that called Run,
-	// in the order of the files, and must not modify the suite.
+	// Loaded, when set, is handed every suite that loads and that the
+	// report will hold (one with a case Run selects, or one that fails
+	// before its cases run), as soon as it has loaded and before its cases
+	// run (e.g. to check its policies beside the run). It is called from
+	// the goroutine that called Run, in the order of the files, and must
+	// not modify the suite.
 	Loaded func(*Loaded)
 	// Shuffle re-runs every case with the policies in other orders (the
 	// reverse order, then Orders-1 random ones drawn from Seed) and fails
@@ -197,6 +199,19 @@ func RunFiles(ctx context.Context, paths []string, opts Options) (*Report, error
 	return r.Run(ctx, files)
 }
 
+// selects tells whether Run selects a case of the suite l.
+func (r *Runner) selects(l *Loaded) bool {
+	if r.opts.Run == nil {
+		return true
+	}
+	for _, lc := range l.cases {
+		if r.opts.Run.MatchString(l.Name + "/" + lc.c.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // Run loads and runs the suite files, cases in parallel.
 func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 	start := time.Now()
@@ -212,10 +227,14 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 			continue
 		}
 		sr.Name, sr.Loaded = l.Name, l
-		if r.opts.Loaded != nil {
+		selected := r.selects(l)
+		if selected && r.opts.Loaded != nil {
 			r.opts.Loaded(l)
 		}
 		jobs = append(jobs, r.suiteJobs(ctx, l, sr)...)
+		if !selected && sr.Err != nil && r.opts.Loaded != nil {
+			r.opts.Loaded(l) // reported for its error
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return rep, err

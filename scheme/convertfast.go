@@ -128,6 +128,11 @@ func (d *defaulter) internal(k *kube, obj map[string]any, gvk schema.GroupVersio
 // memoized and depend only on the Go types, so building them ahead changes
 // no result.
 func (s *Scheme) planAhead(gvk schema.GroupVersionKind) {
+	if m := s.nz.kinds.Load(); m != nil {
+		if _, planned := (*m)[gvk]; planned {
+			return // planned before, ahead or by a walk
+		}
+	}
 	s.nz.plan(s.types, gvk)
 	if obj, err := s.types.New(gvk); err == nil {
 		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer {

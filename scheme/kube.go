@@ -647,11 +647,9 @@ func ConvertTyped(in, out runtime.Object) error {
 	return k.scheme.Convert(internal, out, nil)
 }
 
-// Warm registers kube-apiserver's API groups, as the first decoding,
-// defaulting, conversion or validation of a built-in kind does, ahead of
-// need: a command-line process calls it on a spare core while it reads
-// its inputs. The registration happens once per process whoever asks
-// first, so no result depends on whether or when Warm ran. Safe to call
-// concurrently with anything, any number of times; a failure is left for
-// the first real use to report.
+// Warm registers kube-apiserver's API groups ahead of need, as the first
+// decoding, defaulting, conversion or validation of a built-in kind would.
+// Safe to call concurrently with anything, any number of times; a failure
+// is left for the first real use to report. cmd/mutatis calls it on a
+// spare core at start (internal/warmstart).
 func Warm() { kubeOnce() }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -149,10 +150,18 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return err
 	}
 	// API validation of the policies comes first: its error is the one
-	// reported whatever else is wrong. It runs beside the loading of the
-	// other inputs and the first object's decoding (validate), and an
-	// error of those waits for it.
-	validate := sync.OnceValue(func() error { return cluster.ValidatePolicies(comp, policySet.Policies) })
+	// reported whatever else is wrong. It runs on a goroutine of its own
+	// from here, beside the loading of the other inputs and the first
+	// object's decoding; an error of those waits for it (preceded), and so
+	// does reading standard input, which an invalid policy leaves unread.
+	validated := make(chan error, 1)
+	go func() { validated <- cluster.ValidatePolicies(comp, policySet.Policies) }()
+	validate := sync.OnceValue(func() error { return <-validated })
+	if slices.Contains(o.webhooks.paths, "-") || slices.Contains(o.resources, "-") {
+		if err := validate(); err != nil {
+			return badInput(err)
+		}
+	}
 	webhooks, err := o.webhooks.load(ctx, cmd.InOrStdin())
 	if err != nil {
 		return badInput(preceded(validate, err))
@@ -174,25 +183,26 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return badInput(preceded(validate, err))
 	}
-	// The policies' validation and lint's checks (printed before anything
-	// else, unless the validation fails) run on the other core, each in
-	// its goroutine, while this one decodes the first object; what the
-	// decoding prints is held until they are printed.
-	checked, linted := make(chan error, 1), make(chan struct{})
+	// lint's checks (printed before anything else, unless the validation
+	// fails) run on a goroutine of their own too, while this one decodes
+	// the first object; what the decoding prints is held until they are
+	// printed.
+	linted := make(chan struct{})
 	var lintOut bytes.Buffer
-	go func() { checked <- validate() }()
 	go func() {
 		lintWarnings(&lintOut, comp, policySet, clusterObjects, len(o.resources) > 0)
 		close(linted)
 	}()
 	notices := &heldWriter{held: true}
-	// printChecked waits for the checks and prints their findings, then
-	// what was held; it returns the validation error.
+	// printChecked waits for the validation and the checks and prints the
+	// checks' findings, then what was held; it returns the validation
+	// error.
 	printChecked := sync.OnceValue(func() error {
-		if err := <-checked; err != nil {
-			return badInput(err)
-		}
+		verr := validate()
 		<-linted
+		if verr != nil {
+			return badInput(verr)
+		}
 		stderr.Write(lintOut.Bytes())
 		notices.release(stderr)
 		return nil
@@ -299,17 +309,17 @@ func preceded(validate func() error, err error) error {
 	return err
 }
 
-// admitObject runs one request, object (named name in errors) with
-// oldObject, through the simulated cluster: the decoding, the admission
-// plugins, the policies and the validation. It prints warnings (and with
-// --explain the trace) on stderr and returns the object before and after
-// admission, or an exitError when kube-apiserver would refuse it.
 // applyChain is the admission chain of an apply run, built on first use.
 type applyChain struct {
 	webhooks []webhookclient.Configuration
 	build    func() (cluster.Chain, error)
 }
 
+// admitObject runs one request, object (named name in errors) with
+// oldObject, through the simulated cluster: the decoding, the admission
+// plugins, the policies and the validation. It prints warnings (and with
+// --explain the trace) on stderr and returns the object before and after
+// admission, or an exitError when kube-apiserver would refuse it.
 func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, op admission.Operation, name string, object, oldObject *unstructured.Unstructured) (before, after map[string]any, err error) {
 	decoded, err := decodeObject(stderr, o, sim, op, name, object, oldObject)
 	if err != nil {

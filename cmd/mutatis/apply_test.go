@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,6 +223,11 @@ func TestApplyOrderAndPrecedence(t *testing.T) {
 			checkCLI(t, code, stdout, stderr, exitUsage, []string{invalid}, c.reject)
 		})
 	}
+	t.Run("an invalid policy before resources on standard input, left unread", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"apply", "--policies", td + "invalid-variable.yaml", "-f", td + "pod.yaml", "--resources", "-"}, unreadable{t}, &out, &errOut)
+		checkCLI(t, code, out.String(), errOut.String(), exitUsage, []string{invalid}, nil)
+	})
 	t.Run("lint findings before a bad --operation", func(t *testing.T) {
 		code, stdout, stderr := runCLI(t, "", "apply", "-f", td+"pod.yaml", "--policies", corpus, "--operation", "DELETE")
 		checkCLI(t, code, stdout, stderr, exitUsage, []string{"warning: lint ", "--operation must be CREATE, UPDATE or CONNECT"}, []string{"notice:"})
@@ -227,4 +235,12 @@ func TestApplyOrderAndPrecedence(t *testing.T) {
 			t.Errorf("want lint's findings before the error:\n%s", stderr)
 		}
 	})
+}
+
+// unreadable is a standard input that must not be read.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("standard input was read")
+	return 0, io.EOF
 }

@@ -187,6 +187,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			}
 		}
 		linter := newSuiteLinter(ctx, comp)
+		defer linter.wait() // none left running, whatever the way out
 		opts.Loaded = linter.loaded
 		rep, err := policytest.RunFiles(ctx, paths, opts)
 		var none *policytest.NoSuitesError

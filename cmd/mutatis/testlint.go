@@ -61,6 +61,9 @@ func (sl *suiteLinter) loaded(l *policytest.Loaded) {
 	})
 }
 
+// wait waits for the checks started.
+func (sl *suiteLinter) wait() { sl.wg.Wait() }
+
 // print waits for the checks and prints, on w, the findings of the suites
 // of rep in their order, with the wording of mutatis apply (lintWarnings),
 // and returns how many it printed. A policy file shared by several suites
@@ -68,7 +71,7 @@ func (sl *suiteLinter) loaded(l *policytest.Loaded) {
 // loaded are skipped (they are bad input already), and so are suites rep
 // does not hold (none of their cases selected).
 func (sl *suiteLinter) print(w io.Writer, rep *policytest.Report) int {
-	sl.wg.Wait()
+	sl.wait()
 	if rep == nil {
 		return 0
 	}

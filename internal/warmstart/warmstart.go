@@ -24,9 +24,11 @@
 // which needs packages initialised last. They run one after the other on
 // one goroutine (Then).
 //
-// Both only fill process-wide caches that are built once anyway, so no
-// result depends on whether or when they ran. Other commands (version,
-// certs, help) start nothing.
+// The contract of every warm-up: it only fills process-wide caches that
+// are built once anyway, whoever asks first, so no output depends on
+// whether or when it ran (TestWarmStartChangesNothing in cmd/mutatis runs
+// commands in a process that warms up and compares them with runs that do
+// not). Other commands (version, certs, help) start nothing.
 //
 // Only package main imports these packages.
 package warmstart
