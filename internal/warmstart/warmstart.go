@@ -13,10 +13,10 @@
 // CEL:
 //
 //   - this one imports only cel-go's parser, ready about a third into the
-//     initialisation, and parses a few expressions of the shapes policies
+//     initialisation, and parses two expressions of the shapes mutations
 //     take: cel-go's grammar automaton and the prediction cache its
-//     parser shares among all parses are built then (≈ 3 ms that the
-//     first compilation would otherwise pay);
+//     parser shares among all parses are built then (what the first
+//     compilation would otherwise pay);
 //   - warmstart/celenv imports package compiler and runs compiler.Warm,
 //     the base environments and their plan checks (≈ 5 ms).
 //
