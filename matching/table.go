@@ -205,14 +205,7 @@ func NewTable(resources []Resource) *Table {
 }
 
 func newTable(resources []Resource, key func(schema.GroupResource) string) *Table {
-	t := &Table{
-		resources:      map[schema.GroupVersionResource]Resource{},
-		kinds:          map[gvrSub]schema.GroupVersionKind{},
-		keys:           map[schema.GroupResource]string{},
-		classes:        map[string]map[string][]schema.GroupVersionResource{},
-		groupResources: map[schema.GroupResource][]schema.GroupResource{},
-		crds:           map[string][]schema.GroupVersionResource{},
-	}
+	t := emptyTable()
 	sorted := make([]Resource, len(resources))
 	copy(sorted, resources)
 	sort.SliceStable(sorted, func(i, j int) bool { return registrationLess(sorted[i], sorted[j]) })
@@ -231,6 +224,18 @@ func newTable(resources []Resource, key func(schema.GroupResource) string) *Tabl
 		}
 	}
 	return t
+}
+
+// emptyTable is a Table without resources.
+func emptyTable() *Table {
+	return &Table{
+		resources:      map[schema.GroupVersionResource]Resource{},
+		kinds:          map[gvrSub]schema.GroupVersionKind{},
+		keys:           map[schema.GroupResource]string{},
+		classes:        map[string]map[string][]schema.GroupVersionResource{},
+		groupResources: map[schema.GroupResource][]schema.GroupResource{},
+		crds:           map[string][]schema.GroupVersionResource{},
+	}
 }
 
 // registrationLess orders resources the way kube-apiserver installs them: the core group

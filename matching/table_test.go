@@ -309,14 +309,7 @@ func TestNewTableIsRegisterOneByOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &Table{
-			resources:      map[schema.GroupVersionResource]Resource{},
-			kinds:          map[gvrSub]schema.GroupVersionKind{},
-			keys:           map[schema.GroupResource]string{},
-			classes:        map[string]map[string][]schema.GroupVersionResource{},
-			groupResources: map[schema.GroupResource][]schema.GroupResource{},
-			crds:           map[string][]schema.GroupVersionResource{},
-		}
+		want := emptyTable()
 		for _, gvr := range got.order {
 			want.register(got.resources[gvr], got.keys[gvr.GroupResource()])
 		}
