@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -475,10 +474,10 @@ func wantAllOf(fs ...func(t *testing.T, o webhookOutcome)) func(t *testing.T, o 
 
 func counterPath(name string) string { return webhookserver.PathCounter + "/" + name }
 
-func (w *webhookWorld) cases() []webhookCase {
-	otherCA, err := webhookserver.Start(webhookTempDir(), "other")
+func (w *webhookWorld) cases(t *testing.T) []webhookCase {
+	otherCA, err := webhookserver.Start(t.TempDir(), "other")
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	otherCA.Close()
 	hpaV2 := &autoscalingv2.HorizontalPodAutoscaler{
@@ -710,19 +709,11 @@ func (w *webhookWorld) cases() []webhookCase {
 	}
 }
 
-func webhookTempDir() string {
-	dir, err := os.MkdirTemp("", "webhooks")
-	if err != nil {
-		panic(err)
-	}
-	return dir
-}
-
 // TestWebhooksAgainstUpstream runs every scenario through both
 // implementations and requires the same outcome.
 func TestWebhooksAgainstUpstream(t *testing.T) {
 	w := newWebhookWorld(t)
-	for _, c := range w.cases() {
+	for _, c := range w.cases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			want := w.runUpstream(t, c.configs, c.request)
 			got, calls := w.runMutatis(t, c.configs, c.request)

@@ -50,7 +50,18 @@ var (
 	serveErr  error
 )
 
-// buildServe builds cmd/mutatis once per test binary and returns its path.
+// TestMain removes the binary buildServe built (≈ 200 MB with the race
+// detector) once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if serveBin != "" {
+		_ = os.RemoveAll(filepath.Dir(serveBin))
+	}
+	os.Exit(code)
+}
+
+// buildServe builds cmd/mutatis once per test binary and returns its path;
+// TestMain removes it.
 func buildServe(t *testing.T) string {
 	t.Helper()
 	serveOnce.Do(func() {
