@@ -54,7 +54,7 @@ BUILD_FOR = for p in $$platforms; do os=$${p%/*}; arch=$${p\#*/}; ext=; [ $$os !
 	  echo "go build $$os/$$arch$${cache:+ (scratch build cache)}"; \
 	  env $${cache:+GOCACHE=$$cache} CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(STAMPS)" \
 	    -o $(DIST)/build/$${os}_$${arch}/mutatis$$ext ./cmd/mutatis; rc=$$?; \
-	  [ -z "$$cache" ] || { chmod -R u+w $$cache; rm -rf $$cache; }; [ $$rc = 0 ] || exit 1; \
+	  [ -z "$$cache" ] || rm -rf $$cache; [ $$rc = 0 ] || exit 1; \
 	done
 dist:
 	rm -f $(DIST)/mutatis_*.tar.gz $(DIST)/mutatis_*.zip
