@@ -26,6 +26,7 @@ import (
 	"github.com/mutatis-dev/mutatis/controller"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
+	"github.com/mutatis-dev/mutatis/internal/memlimit"
 	"github.com/mutatis-dev/mutatis/source"
 	"github.com/mutatis-dev/mutatis/webhook"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
@@ -57,7 +58,7 @@ type serveOptions struct {
 	memoryLimit         string
 	memoryLimitBytes    int64 // memoryLimit parsed
 	// cgroupRoot is where the container's memory limit is read; tests
-	// change it, and setMemoryLimit, which is debug.SetMemoryLimit.
+	// change it, and setMemoryLimit, which is memlimit.SetRuntime.
 	cgroupRoot     string
 	setMemoryLimit func(int64)
 
@@ -170,7 +171,7 @@ func defaultNamespace() string {
 }
 
 func newServeCommand() *cobra.Command {
-	o := &serveOptions{cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: setRuntimeMemoryLimit}
+	o := &serveOptions{cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: memlimit.SetRuntime}
 	cmd := &cobra.Command{
 		Use:   "serve [--policies PATH…] [--resources PATH…] [--kubeconfig FILE] --listen ADDR [TLS flags]",
 		Short: "Serve MutatingAdmissionPolicies as a mutating admission webhook",
@@ -255,7 +256,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	o.applyMemoryLimit(log)
+	o.memoryLimitFinder().Apply(log, o.setMemoryLimit)
 	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 	defer stop()
