@@ -82,7 +82,8 @@ func (c *Context) Value(key any) any {
 }
 
 // SetValue keeps a stage's state under key, its own (the stage itself, or
-// a key type only it knows), for the rest of the request.
+// a key type only it knows), for the rest of the request; a state that is
+// a Releaser is released when the run ends.
 func (c *Context) SetValue(key, val any) {
 	for i := range c.values {
 		if c.values[i].key == key {
@@ -98,8 +99,19 @@ func (c *Context) SetValue(key, val any) {
 // nothing. A stage must not keep rc beyond its Admit.
 var contexts = sync.Pool{New: func() any { return new(Context) }}
 
-// release empties c (dropping the stages' states) and recycles it.
+// Releaser is a stage's state that wants to know when the run ends (to
+// be recycled): Run calls Release on every value that is one.
+type Releaser interface {
+	Release()
+}
+
+// release empties c (releasing the stages' states) and recycles it.
 func (c *Context) release() {
+	for _, v := range c.values {
+		if r, ok := v.val.(Releaser); ok {
+			r.Release()
+		}
+	}
 	clear(c.values)
 	*c = Context{values: c.values[:0]}
 	contexts.Put(c)

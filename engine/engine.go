@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	celtypes "github.com/google/cel-go/common/types"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -42,6 +43,8 @@ type Evaluator struct {
 	// (an unset one is Fail) and drops the others from the candidates: a
 	// view of the same hooks and index (subset).
 	only admissionregistrationv1.FailurePolicyType
+	// states recycles the reinvocation states of finished requests.
+	states *sync.Pool
 }
 
 // NewEvaluator returns an Evaluator over hooks. It is safe for concurrent
@@ -58,7 +61,7 @@ func evaluatorOver(cfg Config, hooks []Hook) *Evaluator {
 	for i := range hooks {
 		ix.Add(matching.SelectorForPolicy(hooks[i].Policy), i)
 	}
-	return &Evaluator{cfg: cfg, hooks: hooks, index: ix}
+	return &Evaluator{cfg: cfg, hooks: hooks, index: ix, states: &sync.Pool{}}
 }
 
 // candidates returns the indexes of the hooks that may match a, in order.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/mutatis-dev/mutatis/chain"
 )
 
@@ -24,6 +26,8 @@ type reinvocation struct {
 	// cache is what the request's mutations keep for the next ones
 	// (Patcher.mutate).
 	cache mutationCache
+	// pool is where Release recycles the state (its Evaluator's).
+	pool *sync.Pool
 }
 
 func (s *reinvocation) requireReinvokingPrevious() {
@@ -46,12 +50,27 @@ func (s *reinvocation) addPrevious(k invocationKey) {
 	s.previous[k] = true
 }
 
-// stateOf is e's state in rc, made on first use.
+// stateOf is e's state in rc, made on first use (from e's recycled
+// states: Release).
 func stateOf(rc *chain.Context, e *Evaluator) *reinvocation {
 	if st, ok := rc.Value(e).(*reinvocation); ok {
 		return st
 	}
-	st := &reinvocation{}
+	st, _ := e.states.Get().(*reinvocation)
+	if st == nil {
+		st = &reinvocation{}
+	}
+	st.pool = e.states
 	rc.SetValue(e, st)
 	return st
+}
+
+// Release empties s (keeping its maps' room) and recycles it: the run of
+// the chain is over.
+func (s *reinvocation) Release() {
+	pool := s.pool
+	clear(s.previous)
+	clear(s.reinvoke)
+	*s = reinvocation{previous: s.previous, reinvoke: s.reinvoke}
+	pool.Put(s)
 }
