@@ -86,7 +86,7 @@ type Options struct {
 	// Webhooks are MutatingWebhookConfigurations called after the
 	// policies, as kube-apiserver's chain calls them (docs/chain.md); their
 	// services are reached at ServiceURLs. Each object is admitted through
-	// the whole chain (cluster.AdmitChain) in any case: built-in plugins,
+	// the whole chain (cluster.Admit) in any case: built-in plugins,
 	// policies, webhooks and the reinvocation round.
 	Webhooks    []*admissionregistrationv1.MutatingWebhookConfiguration
 	ServiceURLs webhookclient.ServiceURLs

@@ -119,7 +119,7 @@ func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unst
 	}
 	attrs := decoded.Attributes
 	ev.Request, ev.Before = attrs, attrs.Object.Object
-	adm, err := a.sim.AdmitChain(ctx, a.chain, decoded)
+	adm, err := a.sim.Admit(ctx, a.chain, decoded)
 	if err != nil {
 		ev.Outcome, ev.Message = OutcomeError, statusMessage(err)
 		return ev

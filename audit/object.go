@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -48,7 +48,7 @@ func (a *Auditor) Explain(ctx context.Context, res matching.Resource, obj *unstr
 	if len(ev.Patch) > 0 {
 		out.Patch = ev.Patch
 	}
-	var invs []engine.Invocation
+	var invs []chain.Invocation
 	if ev.Admission != nil {
 		invs = ev.Admission.Result.Invocations
 		for _, ig := range ev.Admission.Result.Ignored {
@@ -71,13 +71,13 @@ func (a *Auditor) Explain(ctx context.Context, res matching.Resource, obj *unstr
 			switch {
 			case inv.Err != nil:
 				v.Reason = fmt.Sprintf("pass %d: %s: %v", inv.Pass, inv.Skipped, inv.Err)
-				if inv.Skipped == engine.NotSkipped {
+				if inv.Skipped == chain.NotSkipped {
 					v.Reason = fmt.Sprintf("pass %d: error: %v", inv.Pass, inv.Err)
 				}
 			case inv.Ran():
 				v.Acts = true
 				v.Passes = append(v.Passes, inv.Pass)
-			case v.Reason == "" && inv.Skipped != engine.SkipNotReinvoked:
+			case v.Reason == "" && inv.Skipped != chain.SkipNotReinvoked:
 				v.Reason = inv.SkipMessage()
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 )
 
 // Finding is what the policies would do to one object, or to the Pods of
@@ -40,7 +40,7 @@ type Finding struct {
 	// Count is the number of objects (Pods of Owner) the finding stands for.
 	Count int64 `json:"count"`
 
-	invocations []engine.Invocation
+	invocations []chain.Invocation
 }
 
 // MarshalJSON writes the patch as JSON, not as a string.
@@ -187,12 +187,12 @@ func (r *Report) add(f Finding) {
 		}
 		// The counts are the first pass's: a reinvocation is the same
 		// request.
-		if inv.Pass == 1 && inv.Skipped != engine.SkipPolicyNotSelected && inv.Skipped != engine.SkipBindingNotSelected {
+		if inv.Pass == 1 && inv.Skipped != chain.SkipPolicyNotSelected && inv.Skipped != chain.SkipBindingNotSelected {
 			s.Considered++
 			switch {
 			case inv.Err != nil:
 				s.Errors++
-			case inv.Skipped == engine.SkipMatchConditionFalse:
+			case inv.Skipped == chain.SkipMatchConditionFalse:
 				s.ConditionFalse++
 			case inv.Ran():
 				s.Applied++

@@ -6,18 +6,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
-	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Admission is the outcome of one request in the simulated cluster: the
-// mutating admission and what kube-apiserver does with its result before
-// storing it.
+// mutating admission chain and what kube-apiserver does with its result
+// before storing it.
 type Admission struct {
-	// Result is the engine's.
-	Result engine.Result
+	// Result is the chain's: the object, the refusal and the stage that
+	// refused, the reinvocation round, every stage's records (policies'
+	// invocations of both rounds, webhook calls, the built-in plugins'
+	// steps of the reinvocation round), warnings and audit annotations.
+	Result chain.Result
 	// Object is the object kube-apiserver would go on to store (nil when
 	// the request has none or was denied): the admitted object converted
 	// through its internal version, as admission hands it to the registry.
@@ -32,41 +33,43 @@ type Admission struct {
 	// fields the store sets (uid, creationTimestamp, resourceVersion); nil
 	// when the object was not validated or is invalid.
 	Stored map[string]any
-
-	// What the rest of the chain did (AdmitChain; Admit leaves these
-	// empty). Result then holds the policies' invocations of both rounds
-	// and, in Denied, the refusal of whichever stage refused.
-
-	// DeniedBy names the stage that refused the request: PolicyPlugin,
-	// WebhookPlugin or a built-in plugin of the reinvocation round.
-	DeniedBy string
-	// Reinvoked tells that the chain ran its reinvocation round.
-	Reinvoked bool
-	// ReinvokedPlugins are the steps of the built-in plugins in the
-	// reinvocation round.
-	ReinvokedPlugins []scheme.PluginStep
-	// WebhookCalls has one entry per webhook and round, in order.
-	WebhookCalls []webhookclient.Call
-	// WebhookWarnings are the webhooks' warnings, in order.
-	WebhookWarnings []string
-	// AuditAnnotations are the webhooks' and kube-apiserver's audit
-	// annotations for them.
-	AuditAnnotations map[string]string
 }
 
-// Admit runs a (from Attributes or Decode) through ev, then, unless the
-// request was denied, converts the admitted object through its internal
-// version and validates it as kube-apiserver's registry would (unless
-// NoValidate is set). ev runs alone: no built-in plugin runs again and no
-// webhook is called, whatever the policies do; AdmitChain runs the whole
-// chain as kube-apiserver does.
-func (c *Cluster) Admit(ctx context.Context, ev engine.Admitter, a *matching.Attributes) (*Admission, error) {
-	res, err := ev.Admit(ctx, a)
+// Admit runs the request d (from DecodeSteps: decoded, and through the
+// built-in plugins' first round) through the rest of ch as
+// kube-apiserver's admission chain does (chain.Run over the built-in
+// plugins, the policies, the webhooks), then, unless the request was
+// refused, what its registry does before storing the object: the admitted
+// object converted through its internal version and validated (unless
+// NoValidate is set).
+//
+// The first round is the policies, then the webhooks, each on the object
+// as the stage before left it. If either changed the object
+// (SetShouldReinvoke: any change, whatever the reinvocationPolicy), the
+// whole chain runs once more, as admission.reinvoker reruns it: the
+// built-in plugins (those that ran in the first round, with the same
+// attributes, on the current object), then the policies (those to
+// reinvoke by their own rules, and every reinvocable one that ran if the
+// object changed since they ran), then the webhooks (likewise). So a
+// container a policy adds gets what the built-in plugins give every
+// container (the service account token mount, LimitRange defaults) in
+// the second round, as in a cluster. A Decoded whose request skipped the
+// plugins (Request.SkipAdmissionPlugins) or that was built by hand
+// (Decoded{Attributes: a}) runs the policies and webhooks alone.
+//
+// A refusal by any stage ends the request: Result.Denied holds it and
+// Result.DeniedBy names the stage. The error is for failures of mutatis
+// itself.
+func (c *Cluster) Admit(ctx context.Context, ch Chain, d *Decoded) (*Admission, error) {
+	res, err := chain.Run(ctx, d.Attributes, c.stages(ch, d)...)
 	if err != nil {
 		return nil, err
 	}
 	out := &Admission{Result: res}
-	if err := c.store(ctx, a, out); err != nil {
+	if res.Denied != nil {
+		return out, nil
+	}
+	if err := c.store(ctx, d.Attributes, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme"
@@ -20,7 +19,7 @@ import (
 // its built-in admission plugins (the cluster's Scheme), then the
 // MutatingAdmissionPolicy plugin (Policies), then the
 // MutatingAdmissionWebhook plugin (Webhooks), and the reinvocation round
-// of admission.reinvoker around them.
+// of admission.reinvoker around them (chain.Run).
 type Chain struct {
 	// Policies are the MutatingAdmissionPolicies and bindings; nil: none.
 	Policies *engine.Evaluator
@@ -29,10 +28,10 @@ type Chain struct {
 }
 
 // Plugin names of the chain's stages, as kube-apiserver names them
-// (Admission.DeniedBy names these or a built-in plugin).
+// (chain.Result.DeniedBy names these or a built-in plugin).
 const (
-	PolicyPlugin  = "MutatingAdmissionPolicy"
-	WebhookPlugin = "MutatingAdmissionWebhook"
+	PolicyPlugin  = engine.PluginName
+	WebhookPlugin = webhookclient.PluginName
 )
 
 // Webhooks returns a Dispatcher of configs over this cluster: its
@@ -48,96 +47,55 @@ func (c *Cluster) Webhooks(configs []*admissionregistrationv1.MutatingWebhookCon
 	return webhookclient.NewDispatcher(configs, opts)
 }
 
-// AdmitChain runs the request d (from DecodeSteps: decoded, and through
-// the built-in plugins' first round) through the rest of ch as
-// kube-apiserver's admission chain does, then what its registry does
-// before storing the object (as Admit).
-//
-// The first round is the policies, then the webhooks, each on the object
-// as the stage before left it. If either changed the object
-// (SetShouldReinvoke: any change, whatever the reinvocationPolicy), the
-// whole chain runs once more, as admission.reinvoker reruns it: the
-// built-in plugins (those that ran in the first round, with the same
-// attributes, on the current object), then the policies (those to
-// reinvoke by their own rules, and every reinvocable one that ran if the
-// object changed since they ran), then the webhooks (likewise). So a
-// container a policy adds gets what the built-in plugins give every
-// container (the service account token mount, LimitRange defaults) in
-// the second round, as in a cluster.
-//
-// A refusal by any stage ends the request: Result.Denied holds it and
-// DeniedBy names the stage. The error is for failures of mutatis itself.
-func (c *Cluster) AdmitChain(ctx context.Context, ch Chain, d *Decoded) (*Admission, error) {
-	a := d.Attributes
-	out := &Admission{AuditAnnotations: map[string]string{}}
-	var obj map[string]any
-	if a.Object != nil {
-		obj = a.Object.Object
+// stages is ch as the list of stages chain.Run runs for d: the built-in
+// plugins when they ran at decoding, the policies, the webhooks.
+func (c *Cluster) stages(ch Chain, d *Decoded) []chain.Stage {
+	stages := make([]chain.Stage, 0, 3)
+	if d.admitPlugins {
+		stages = append(stages, &plugins{c: c, changes: d.pluginChanges})
 	}
-	policies, webhooks := &engine.ReinvocationState{}, &webhookclient.ReinvocationState{}
-	for round := 1; round <= 2; round++ {
-		if round == 2 {
-			if !policies.ShouldReinvoke && !webhooks.ShouldReinvoke {
-				break
-			}
-			out.Reinvoked = true
-			policies.Reinvoke, webhooks.Reinvoke = true, true
-			policies.ShouldReinvoke, webhooks.ShouldReinvoke = false, false
-			if d.admitPlugins {
-				var steps []scheme.PluginStep
-				var err error
-				obj, steps, err = c.Scheme.AdmitPluginsSteps(ctx, schemeRequest(a), obj, oldObject(a), a.UserInfo, a.DryRun, d.pluginChanges)
-				out.ReinvokedPlugins = steps
-				if err != nil {
-					return out, c.refuse(out, err, pluginOf(steps))
-				}
-			}
-		}
-		cur := withObject(a, obj)
-		if ch.Policies != nil {
-			res, err := ch.Policies.Dispatch(ctx, cur, policies)
-			if err != nil {
-				return nil, err
-			}
-			out.Result.Invocations = append(out.Result.Invocations, res.Invocations...)
-			out.Result.Ignored = append(out.Result.Ignored, res.Ignored...)
-			out.Result.Reinvoke = res.Reinvoke
-			if res.Denied != nil {
-				out.Result.Denied, out.DeniedBy = res.Denied, PolicyPlugin
-				return out, nil
-			}
-			obj = res.Object
-			cur = withObject(a, obj)
-		}
-		if ch.Webhooks != nil {
-			res, err := ch.Webhooks.Dispatch(ctx, cur, webhooks)
-			if res != nil {
-				out.WebhookCalls = append(out.WebhookCalls, res.Calls...)
-				out.WebhookWarnings = append(out.WebhookWarnings, res.Warnings...)
-				maps.Copy(out.AuditAnnotations, res.AuditAnnotations)
-			}
-			if err != nil {
-				return out, c.refuse(out, err, WebhookPlugin)
-			}
-			obj = res.Object
-		}
+	if ch.Policies != nil {
+		stages = append(stages, ch.Policies)
 	}
-	out.Result.Object = obj
-	if err := c.store(ctx, a, out); err != nil {
-		return nil, err
+	if ch.Webhooks != nil {
+		stages = append(stages, ch.Webhooks)
 	}
-	return out, nil
+	return stages
 }
 
-// refuse records err, a stage's refusal, as the chain's answer; an error
-// that is not kube-apiserver's Status is mutatis' own and returned.
-func (c *Cluster) refuse(out *Admission, err error, by string) error {
-	var status *apierrors.StatusError
-	if !errors.As(err, &status) {
-		return fmt.Errorf("%s: %w", by, err)
+// plugins is the stage of kube-apiserver's built-in admission plugins
+// before the policies. Their first round ran when the request was decoded
+// (DecodeSteps: Decoded.Plugins); in the reinvocation round they run
+// again, those that ran in the first round, with the same attributes, on
+// the current object (none of them looks at IsReinvoke, and none asks for
+// reinvocation).
+type plugins struct {
+	c       *Cluster
+	changes bool
+}
+
+// Name names the stage; a refusal names the plugin (Outcome.DeniedBy).
+func (p *plugins) Name() string { return "admission plugins" }
+
+// Admit runs the plugins in the reinvocation round.
+func (p *plugins) Admit(ctx context.Context, a *matching.Attributes, rc *chain.Context) (chain.Outcome, error) {
+	if a.Object == nil || !rc.IsReinvoke() {
+		return chain.Outcome{Object: objectOf(a)}, nil
 	}
-	out.Result.Denied, out.DeniedBy = status, by
-	return nil
+	out := chain.Outcome{Object: a.Object.Object}
+	obj, steps, err := p.c.Scheme.AdmitPluginsSteps(ctx, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun, p.changes)
+	out.PluginSteps = steps
+	if err != nil {
+		by := pluginOf(steps)
+		var status *apierrors.StatusError
+		if !errors.As(err, &status) {
+			return out, fmt.Errorf("%s: %w", by, err)
+		}
+		out.Denied, out.DeniedBy = status, by
+		return out, nil
+	}
+	out.Object = obj
+	return out, nil
 }
 
 // pluginOf names the built-in plugin that refused the request: the last
@@ -149,13 +107,11 @@ func pluginOf(steps []scheme.PluginStep) string {
 	return "admission plugins"
 }
 
-// withObject is a with obj as its object.
-func withObject(a *matching.Attributes, obj map[string]any) *matching.Attributes {
-	cur := *a
-	if obj != nil {
-		cur.Object = &unstructured.Unstructured{Object: obj}
+func objectOf(a *matching.Attributes) map[string]any {
+	if a.Object == nil {
+		return nil
 	}
-	return &cur
+	return a.Object.Object
 }
 
 func oldObject(a *matching.Attributes) map[string]any {

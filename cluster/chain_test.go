@@ -163,21 +163,21 @@ func TestAdmitChain(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv.ResetCalls()
-			adm, err := cl.AdmitChain(ctx, ch, d)
+			adm, err := cl.Admit(ctx, ch, d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c.denied != "" {
-				if adm.Result.Denied == nil || adm.Result.Denied.ErrStatus.Message != c.denied || adm.DeniedBy != c.deniedBy {
-					t.Fatalf("denied = %v by %q, want %q by %q", adm.Result.Denied, adm.DeniedBy, c.denied, c.deniedBy)
+				if adm.Result.Denied == nil || adm.Result.Denied.ErrStatus.Message != c.denied || adm.Result.DeniedBy != c.deniedBy {
+					t.Fatalf("denied = %v by %q, want %q by %q", adm.Result.Denied, adm.Result.DeniedBy, c.denied, c.deniedBy)
 				}
 				return
 			}
 			if adm.Result.Denied != nil || adm.Invalid != nil {
 				t.Fatalf("refused: %v %v", adm.Result.Denied, adm.Invalid)
 			}
-			if adm.Reinvoked != c.reinvoked {
-				t.Errorf("reinvoked = %v, want %v", adm.Reinvoked, c.reinvoked)
+			if adm.Result.Reinvoked != c.reinvoked {
+				t.Errorf("reinvoked = %v, want %v", adm.Result.Reinvoked, c.reinvoked)
 			}
 			for _, p := range webhookserver.Paths {
 				if got := srv.Calls(p); got != c.calls[p] {

@@ -217,13 +217,13 @@ type Request struct {
 	// Options is the operation's options object (CreateOptions …), if any.
 	Options *unstructured.Unstructured
 	// SkipAdmissionPlugins leaves out the admission plugins before MAP,
-	// in both rounds of the chain (AdmitChain): the object already went
+	// in both rounds of the chain (Admit): the object already went
 	// through them (a re-admission of an admitted object, to see what the
 	// policies alone do to their own output).
 	SkipAdmissionPlugins bool
-	// PluginChanges asks DecodeSteps and AdmitChain to tell, for each
+	// PluginChanges asks DecodeSteps and Admit to tell, for each
 	// step of the admission plugins (Decoded.Plugins,
-	// Admission.ReinvokedPlugins), whether the plugin changed the object
+	// chain.Result.PluginSteps), whether the plugin changed the object
 	// (scheme.PluginStep.Changed): what --explain prints, at the price of
 	// a copy and a comparison of the object per plugin.
 	PluginChanges bool
@@ -276,7 +276,7 @@ type Decoded struct {
 	Plugins []scheme.PluginStep
 	// admitPlugins tells that the admission plugins ran on the object
 	// (a CREATE or UPDATE, neither NoDefaults nor SkipAdmissionPlugins):
-	// the chain's reinvocation round runs them again (AdmitChain).
+	// the chain's reinvocation round runs them again (Admit).
 	admitPlugins bool
 	// pluginChanges is the request's PluginChanges.
 	pluginChanges bool

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/chain"
 )
 
 // BenchmarkAdmitNonMatching is a Pod CREATE among policies for ConfigMaps:
@@ -20,7 +22,7 @@ func BenchmarkAdmitNonMatching(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := ev.Admit(ctx, a)
+		res, err := chain.Run(ctx, a, ev)
 		if err != nil || len(res.Invocations) != 0 {
 			b.Fatal(err, res.Invocations)
 		}

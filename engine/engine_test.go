@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
@@ -61,10 +62,10 @@ func bindingFor(p string) *admissionregistrationv1.MutatingAdmissionPolicyBindin
 
 // admitFrozen is ev.Admit(a), failing t if Admit modified the request's
 // objects (it must never modify its input).
-func admitFrozen(t testing.TB, ev *Evaluator, a *matching.Attributes) (Result, error) {
+func admitFrozen(t testing.TB, ev *Evaluator, a *matching.Attributes) (chain.Result, error) {
 	t.Helper()
 	frozenObj, frozenOld := valuetest.FreezeObject(a.Object), valuetest.FreezeObject(a.OldObject)
-	res, err := ev.Admit(context.Background(), a)
+	res, err := chain.Run(context.Background(), a, ev)
 	frozenObj.Check(t, "the request's object")
 	frozenOld.Check(t, "the request's old object")
 	return res, err
@@ -137,7 +138,7 @@ func createConfigMap() *matching.Attributes {
 		UserInfo: &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}}
 }
 
-func count(t *testing.T, res Result) string {
+func count(t *testing.T, res chain.Result) string {
 	t.Helper()
 	v, _, _ := unstructured.NestedString(res.Object, "metadata", "annotations", "count")
 	return v
@@ -214,7 +215,7 @@ func TestFailurePolicyAndMatchConditions(t *testing.T) {
 func TestOtherOperationsPass(t *testing.T) {
 	a := createConfigMap()
 	a.Operation = admission.Delete
-	res, err := newEvaluator(t, mapPolicy("p", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail, counter)).Admit(context.Background(), a)
+	res, err := chain.Run(context.Background(), a, newEvaluator(t, mapPolicy("p", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail, counter)))
 	if err != nil || res.Denied != nil || len(res.Invocations) != 0 || !strings.Contains("", count(t, res)) {
 		t.Fatalf("DELETE was evaluated: %+v", res)
 	}
@@ -235,12 +236,12 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 	indexed := newEvaluator(t, policies...)
 	brute := newEvaluator(t, policies...)
 	brute.bruteForce = true
-	a, _ := indexed.Admit(context.Background(), createConfigMap())
-	b, _ := brute.Admit(context.Background(), createConfigMap())
-	ran := func(r Result) []string {
+	a, _ := chain.Run(context.Background(), createConfigMap(), indexed)
+	b, _ := chain.Run(context.Background(), createConfigMap(), brute)
+	ran := func(r chain.Result) []string {
 		var out []string
 		for _, inv := range r.Invocations {
-			if inv.Skipped != SkipPolicyNotSelected {
+			if inv.Skipped != chain.SkipPolicyNotSelected {
 				out = append(out, fmt.Sprintf("%d %s %s %q", inv.Pass, inv.Policy, inv.Binding, inv.Skipped))
 			}
 		}
@@ -284,7 +285,7 @@ func TestEquivalentMatchPresentsTheMatchedVersion(t *testing.T) {
 		"metadata": map[string]any{"name": "w", "namespace": "shop"}}}
 	a := &matching.Attributes{Operation: admission.Create, Kind: schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Widget"},
 		Resource: schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}, Name: "w", Namespace: "shop", Object: obj}
-	res, err := ev.Admit(context.Background(), a)
+	res, err := chain.Run(context.Background(), a, ev)
 	if err != nil || res.Denied != nil {
 		t.Fatalf("err %v denied %v", err, res.Denied)
 	}
@@ -313,7 +314,7 @@ func TestMetricsObserveEveryMutation(t *testing.T) {
 		mapPolicy("uncompiled", never, admissionregistrationv1.Ignore, `Object{`))
 	var rec recordedMetrics
 	ev.cfg.Metrics = &rec
-	if _, err := ev.Admit(context.Background(), createConfigMap()); err != nil {
+	if _, err := chain.Run(context.Background(), createConfigMap(), ev); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"good/good-binding/no_error", "runtime/runtime-binding/invalid_error", "uncompiled/uncompiled-binding/compile_error"}
@@ -344,7 +345,7 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 	}{{admissionregistrationv1.Fail, true}, {admissionregistrationv1.Ignore, false}} {
 		ev := newEvaluator(t, mapPolicy("p", never, tc.fp, counter))
 		ev.cfg.Patcher = &Patcher{Scheme: kubescheme.New()} // no Schemas: the lookup panics
-		res, err := ev.Admit(context.Background(), createConfigMap())
+		res, err := chain.Run(context.Background(), createConfigMap(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,29 +422,6 @@ func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
 	}
 	if _, err := New(testConfig()).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
 		t.Errorf("an empty engine's view: %v, want a 503", err)
-	}
-}
-
-// TestSkipReasonsHaveWords: every reason but NotSkipped has its own words,
-// and a false matchCondition is named in the message.
-func TestSkipReasonsHaveWords(t *testing.T) {
-	seen := map[string]SkipReason{}
-	for r := NotSkipped + 1; r <= SkipNotReinvoked; r++ {
-		w := r.String()
-		if w == "" || strings.HasPrefix(w, "skip reason ") {
-			t.Errorf("reason %d has no words", r)
-		}
-		if other, ok := seen[w]; ok {
-			t.Errorf("reasons %d and %d both read %q", r, other, w)
-		}
-		seen[w] = r
-	}
-	if (Invocation{}).SkipMessage() != "" || !(Invocation{}).Ran() {
-		t.Error("an invocation that ran has a skip message")
-	}
-	inv := Invocation{Skipped: SkipMatchConditionFalse, Condition: "not-injected"}
-	if inv.Ran() || inv.SkipMessage() != "matchCondition not-injected is false" {
-		t.Errorf("Ran %v, SkipMessage %q", inv.Ran(), inv.SkipMessage())
 	}
 }
 

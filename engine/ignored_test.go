@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/mutatis-dev/mutatis/chain"
 )
 
 // TestIgnoredErrorsAreReported: kube-apiserver drops the errors of a
 // policy whose failurePolicy is Ignore without a word; the engine admits
-// the same way and lists each in Result.Ignored with the message a denial
+// the same way and lists each in Records.Ignored with the message a denial
 // would have had.
 func TestIgnoredErrorsAreReported(t *testing.T) {
 	never := admissionregistrationv1.NeverReinvocationPolicy
@@ -24,19 +26,19 @@ func TestIgnoredErrorsAreReported(t *testing.T) {
 		name   string
 		policy *admissionregistrationv1.MutatingAdmissionPolicy
 		// want are the ignored errors: pass, mutation, message.
-		want []IgnoredError
+		want []chain.IgnoredError
 		// wantErrs are the errors of the trace's mutations ("" for none).
 		wantErrs []string
 	}{
 		{
 			name: "a mutation error", policy: mapPolicy("p", never, ignore, broken),
-			want: []IgnoredError{{Policy: "p", Binding: "p-binding", Pass: 1, Mutation: 0,
+			want: []chain.IgnoredError{{Policy: "p", Binding: "p-binding", Pass: 1, Mutation: 0,
 				Message: "policy 'p' with binding 'p-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"}},
 			wantErrs: []string{"no such key: missing"},
 		},
 		{
 			name: "every failing mutation of an invocation", policy: twoBroken,
-			want: []IgnoredError{
+			want: []chain.IgnoredError{
 				{Policy: "two", Binding: "two-binding", Pass: 1, Mutation: 0, Message: "policy 'two' with binding 'two-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
 				{Policy: "two", Binding: "two-binding", Pass: 1, Mutation: 1, Message: "policy 'two' with binding 'two-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
 				{Policy: "two", Binding: "two-binding", Pass: 1, Mutation: 2, Message: "policy 'two' with binding 'two-binding' denied request: expression 'Object{metadata: Object.metadata{labels: {\"y\": object.alsoMissing}}}' resulted in error: no such key: alsoMissing"},
@@ -45,7 +47,7 @@ func TestIgnoredErrorsAreReported(t *testing.T) {
 		},
 		{
 			name: "a matchConditions error", policy: mapPolicy("c", never, ignore, counter, "object.nope == 1"),
-			want: []IgnoredError{{Policy: "c", Binding: "c-binding", Pass: 1, Mutation: -1,
+			want: []chain.IgnoredError{{Policy: "c", Binding: "c-binding", Pass: 1, Mutation: -1,
 				Message: "policy 'c' with binding 'c-binding' denied request: expression 'object.nope == 1' resulted in error: no such key: nope"}},
 		},
 		{name: "nothing under Fail when nothing fails", policy: mapPolicy("ok", never, fail, counter)},
@@ -102,7 +104,7 @@ func TestIgnoredMatchConditionErrorIsInTheTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := res.Invocations[0]
-	if inv.Skipped != SkipMatchConditionsErrorIgnored || inv.Err == nil || !strings.Contains(inv.Err.Error(), "no such key: nope") {
+	if inv.Skipped != chain.SkipMatchConditionsErrorIgnored || inv.Err == nil || !strings.Contains(inv.Err.Error(), "no such key: nope") {
 		t.Fatalf("trace = %+v, want skipped with the matchConditions error", inv)
 	}
 }

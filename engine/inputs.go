@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -40,7 +41,7 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 		cur.Object = &unstructured.Unstructured{Object: obj}
 	}
 	a = &cur
-	var res Result
+	var res chain.Outcome
 	views := map[schema.GroupVersionKind]*versionedView{}
 	invs, errs := e.collect(ctx, a, 1, &res, views)
 	if st := e.deny(a, errs, 1, &res); st != nil {
@@ -63,9 +64,9 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 			ii.Param = inv.param.Namespace + "/" + inv.param.Name
 		}
 		ii.MatchConditions = in
-		ii.MatchConditions.Request = AdmissionRequest(a, a.Resource, inv.kind)
+		ii.MatchConditions.Request = a.AdmissionRequest(a.Resource, inv.kind)
 		ii.Mutations = in
-		ii.Mutations.Request = AdmissionRequest(a, inv.resource, inv.kind)
+		ii.Mutations.Request = a.AdmissionRequest(inv.resource, inv.kind)
 		ii.Mutations.Namespace = namespace
 		out = append(out, ii)
 	}

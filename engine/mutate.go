@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
@@ -34,17 +35,12 @@ type Patcher struct {
 	SkipDefaulting bool
 }
 
-// MutationOutcome describes one evaluated mutation.
-type MutationOutcome struct {
-	// Cost is the runtime cost of the expression and the variables it used.
-	Cost int64
-	// Elapsed is the wall time of the whole mutation.
-	Elapsed time.Duration
-	// Skipped is true when a JSON patch "test" operation failed, which
-	// leaves the object unchanged without error.
-	Skipped bool
-	// Err is the mutation's error, if any (before the failure policy).
-	Err error
+// mutationCache is what one admission keeps from a mutation for the next
+// ones of the same object, opaque to the algorithm: the typed value of the
+// last ApplyConfiguration result, which the next merge into that same
+// object reuses (applyconfig.Merger.Merge).
+type mutationCache struct {
+	merged *applyconfig.Merged
 }
 
 // mutate evaluates mutation m of policy p against in and applies its patch
@@ -56,12 +52,10 @@ type MutationOutcome struct {
 // kind, a patched object that does not decode into its type); any other error
 // is an error of this policy invocation, subject to its failure policy.
 //
-// Within one admission, chain, when not nil, holds the typed value of the
-// last ApplyConfiguration result, which the next merge into that same
-// object reuses (applyconfig.Merger.Merge), and is updated; and in.Object
-// is then in normalized form (a result of Normalize), so that normalizing a
-// merge result walks only what the patch changed.
-func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, chain **applyconfig.Merged) (out map[string]any, outcome MutationOutcome, err error) {
+// Within one admission, cache is not nil and is updated; in.Object is then
+// in normalized form (a result of Normalize), so that normalizing a merge
+// result walks only what the patch changed.
+func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, cache *mutationCache) (out map[string]any, outcome chain.MutationOutcome, err error) {
 	start := time.Now()
 	defer func() {
 		outcome.Elapsed = time.Since(start)
@@ -124,24 +118,24 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
 		var prev *applyconfig.Merged
-		if chain != nil {
-			prev = *chain
+		if cache != nil {
+			prev = cache.merged
 		}
 		merged, err := merger.Merge(live, patch, prev) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}
 		var base map[string]any
-		if chain != nil {
+		if cache != nil {
 			base = in.Object
 		}
 		out, err := pt.normalize(merged.Object.Object, base, gvk)
 		if err == nil {
 			out, err = pt.defaults(out, gvk)
 		}
-		if chain != nil && err == nil && jsonvalue.SameMap(out, merged.Object.Object) {
+		if cache != nil && err == nil && jsonvalue.SameMap(out, merged.Object.Object) {
 			// Normalizing changed nothing: the typed value is out's.
-			*chain = merged
+			cache.merged = merged
 		}
 		return out, outcome, err
 	case compiler.KindJSONPatch:

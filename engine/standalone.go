@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
 )
 
@@ -27,6 +28,6 @@ import (
 // mutation (test/bench BenchmarkMutation) and the differential tests and
 // fuzzer of the patchers (test/differential). It does exactly the work a
 // mutation does within Admit, without the chain.
-func MutateStandalone(ctx context.Context, pt *Patcher, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (map[string]any, MutationOutcome, error) {
+func MutateStandalone(ctx context.Context, pt *Patcher, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (map[string]any, chain.MutationOutcome, error) {
 	return pt.mutate(ctx, p, m, in, gvk, nil)
 }

@@ -1,8 +1,8 @@
-// Package explain renders evaluation results for people: the trace of
-// which policy bindings ran in which pass (engine.Result.Invocations), the
-// admission plugins before them (scheme.PluginStep), the webhooks after
-// them (webhookclient.Call), the chain's reinvocation round, and
-// unified diffs of YAML, colored on terminals. `mutatis apply --explain`
+// Package explain renders evaluation results for people: the trace of a
+// chain.Result — which policy bindings ran in which pass
+// (chain.Invocation), the admission plugins before them
+// (scheme.PluginStep), the webhooks after them (chain.Call), the chain's
+// reinvocation round — and unified diffs of YAML, colored on terminals. `mutatis apply --explain`
 // and `mutatis test` print the same text with it.
 package explain
 
@@ -16,14 +16,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/scheme"
-	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Trace writes the evaluation trace of r, one "explain: " line per
 // invocation and mutation.
-func Trace(w io.Writer, r engine.Result) {
+func Trace(w io.Writer, r chain.Result) {
 	if len(r.Invocations) == 0 {
 		fmt.Fprintln(w, "explain: no policy binding matched the request")
 	}
@@ -31,13 +30,14 @@ func Trace(w io.Writer, r engine.Result) {
 	traceEnd(w, r)
 }
 
-// Chain writes the trace of a request through kube-apiserver's whole
+// Chain writes the trace of r, a request through kube-apiserver's whole
 // mutating chain after its first round of admission plugins (which
-// Plugins writes), pass by pass: the policies' invocations (r), the
+// Plugins writes), pass by pass: the policies' invocations, the
 // webhooks' calls, then, when the chain was reinvoked, the admission
-// plugins' steps of the second pass (reinvokedPlugins) and the second
-// pass of the policies and webhooks.
-func Chain(w io.Writer, r engine.Result, calls []webhookclient.Call, reinvoked bool, reinvokedPlugins []scheme.PluginStep) {
+// plugins' steps of the second pass and the second pass of the policies
+// and webhooks.
+func Chain(w io.Writer, r chain.Result) {
+	calls, reinvoked, reinvokedPlugins := r.Calls, r.Reinvoked, r.PluginSteps
 	if len(r.Invocations) == 0 {
 		fmt.Fprintln(w, "explain: no policy binding matched the request")
 	}
@@ -45,14 +45,14 @@ func Chain(w io.Writer, r engine.Result, calls []webhookclient.Call, reinvoked b
 		if pass == 2 {
 			Reinvocation(w, reinvoked, reinvokedPlugins)
 		}
-		var invs []engine.Invocation
+		var invs []chain.Invocation
 		for _, inv := range r.Invocations {
 			if inv.Pass == pass {
 				invs = append(invs, inv)
 			}
 		}
 		invocations(w, invs)
-		var cs []webhookclient.Call
+		var cs []chain.Call
 		for _, c := range calls {
 			if c.Round+1 == pass {
 				cs = append(cs, c)
@@ -64,7 +64,7 @@ func Chain(w io.Writer, r engine.Result, calls []webhookclient.Call, reinvoked b
 }
 
 // invocations writes one line per invocation and mutation.
-func invocations(w io.Writer, invs []engine.Invocation) {
+func invocations(w io.Writer, invs []chain.Invocation) {
 	for _, inv := range invs {
 		param := ""
 		if inv.Param != "" {
@@ -76,7 +76,7 @@ func invocations(w io.Writer, invs []engine.Invocation) {
 		}
 		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
 		switch {
-		case inv.Skipped == engine.SkipMatchConditionsErrorIgnored:
+		case inv.Skipped == chain.SkipMatchConditionsErrorIgnored:
 			fmt.Fprintf(w, ": skipped: %s: %v\n", inv.SkipMessage(), inv.Err)
 		case inv.Err != nil:
 			fmt.Fprintf(w, ": error: %v\n", inv.Err)
@@ -100,7 +100,7 @@ func invocations(w io.Writer, invs []engine.Invocation) {
 
 // traceEnd writes the errors failurePolicy Ignore dropped and whether a
 // policy asked for the chain's reinvocation in the last pass.
-func traceEnd(w io.Writer, r engine.Result) {
+func traceEnd(w io.Writer, r chain.Result) {
 	for _, ig := range r.Ignored {
 		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Pass, ig.Message)
 	}
@@ -112,7 +112,7 @@ func traceEnd(w io.Writer, r engine.Result) {
 // IgnoredWarnings are the warnings that tell a person about the errors
 // failurePolicy Ignore dropped (Result.Ignored), one line each:
 // "policy P binding B mutation N: error ignored by failurePolicy Ignore: MSG".
-func IgnoredWarnings(r engine.Result) []string {
+func IgnoredWarnings(r chain.Result) []string {
 	var out []string
 	for _, ig := range r.Ignored {
 		who := fmt.Sprintf("policy %q", ig.Policy)
@@ -164,18 +164,14 @@ func PluginSteps(w io.Writer, steps []scheme.PluginStep) bool {
 }
 
 // Webhooks writes one "explain: " line per webhook of each pass of the
-// chain (webhookclient.Call), in order: matched or why not, the
+// chain (chain.Call), in order: matched or why not, the
 // AdmissionReview version, the latency, whether it is reinvocable, the
 // outcome under its failure policy and its patch.
-func Webhooks(w io.Writer, calls []webhookclient.Call) {
+func Webhooks(w io.Writer, calls []chain.Call) {
 	for _, c := range calls {
 		fmt.Fprintf(w, "explain: pass %d: webhook %q of %q", c.Round+1, c.Webhook, c.Configuration)
-		if c.Outcome == webhookclient.NotCalled {
-			why := c.Skip.String()
-			if c.Skip == webhookclient.SkipMatchCondition && c.FailedCondition != "" {
-				why = "matchCondition " + c.FailedCondition + " is false"
-			}
-			fmt.Fprintf(w, ": skipped: %s\n", why)
+		if c.Outcome == chain.NotCalled {
+			fmt.Fprintf(w, ": skipped: %s\n", c.SkipMessage())
 			continue
 		}
 		var notes []string
@@ -193,11 +189,11 @@ func Webhooks(w io.Writer, calls []webhookclient.Call) {
 			detail = " (" + strings.Join(notes, ", ") + ")"
 		}
 		switch c.Outcome {
-		case webhookclient.FailedOpen:
+		case chain.FailedOpen:
 			fmt.Fprintf(w, ": called%s: failed open (failurePolicy Ignore): %v\n", detail, c.Err)
-		case webhookclient.FailedClosed:
+		case chain.FailedClosed:
 			fmt.Fprintf(w, ": called%s: failed closed (failurePolicy Fail): %v\n", detail, c.Err)
-		case webhookclient.Denied, webhookclient.Refused:
+		case chain.Denied, chain.Refused:
 			fmt.Fprintf(w, ": called%s: %s: %v\n", detail, c.Outcome, c.Err)
 		default:
 			change := "no patch"
@@ -242,7 +238,7 @@ func Validation(w io.Writer, invalid *apierrors.StatusError, warnings []string) 
 }
 
 // TraceString returns the trace of r as Trace writes it.
-func TraceString(r engine.Result) string {
+func TraceString(r chain.Result) string {
 	var b strings.Builder
 	Trace(&b, r)
 	return b.String()

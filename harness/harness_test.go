@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -127,7 +128,7 @@ func TestRunMatchesTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := ev.Admit(ctx, attrs)
+	res, err := chain.Run(ctx, attrs, ev)
 	if err != nil || res.Denied != nil {
 		t.Fatalf("admit: %v %v", err, res.Denied)
 	}

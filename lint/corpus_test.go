@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -165,7 +166,7 @@ func checkRuntimeTwins(t *testing.T, set *manifest.Set, findings []Finding) {
 		if err != nil {
 			t.Fatalf("request %s: %v", r.Source, err)
 		}
-		res, err := ev.Admit(context.Background(), a)
+		res, err := chain.Run(context.Background(), a, ev)
 		denied := ""
 		defer func() { t.Logf("request %s: %s", r.Source, denied) }()
 		if err != nil {

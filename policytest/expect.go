@@ -16,10 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/scheme"
-	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Failure is one expectation that did not hold.
@@ -58,7 +57,7 @@ func (f Failure) String() string {
 type outcome struct {
 	gvk     schema.GroupVersionKind
 	before  map[string]any
-	result  engine.Result
+	result  chain.Result
 	schemas *applyconfig.Schemas
 	// normalize presents an expected whole object as the engine holds
 	// objects of its kind.
@@ -69,11 +68,6 @@ type outcome struct {
 	warnings []string
 	// plugins are the steps of the admission plugins before MAP.
 	plugins []scheme.PluginStep
-	// calls are the webhooks' calls; reinvoked tells the chain ran its
-	// second pass, whose admission plugins' steps are reinvokedPlugins.
-	calls            []webhookclient.Call
-	reinvoked        bool
-	reinvokedPlugins []scheme.PluginStep
 }
 
 // expectations are the resolved expectations of a case (files read).
@@ -93,7 +87,7 @@ type expectations struct {
 // expect.ignoredErrors: every expression must match one of them; the
 // ignored errors no expression matches are returned as warnings, or as
 // failures when strict.
-func (e *expectations) checkIgnored(r engine.Result, strict bool) (fs []Failure, warnings []string) {
+func (e *expectations) checkIgnored(r chain.Result, strict bool) (fs []Failure, warnings []string) {
 	texts := explain.IgnoredWarnings(r)
 	matched := make([]bool, len(r.Ignored))
 	for _, re := range e.ignoredErrors {
@@ -262,8 +256,8 @@ func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
 func applied(o outcome, name string) bool {
 	if hook, ok := strings.CutPrefix(name, webhookPrefix); ok {
 		config, webhook, _ := strings.Cut(hook, "/")
-		for _, c := range o.calls {
-			if c.Configuration == config && (webhook == "" || c.Webhook == webhook) && c.Outcome == webhookclient.Admitted {
+		for _, c := range o.result.Calls {
+			if c.Configuration == config && (webhook == "" || c.Webhook == webhook) && c.Outcome == chain.Admitted {
 				return true
 			}
 		}
@@ -283,7 +277,7 @@ func (e *expectations) checkInvocations(o outcome) []Failure {
 	r := o.result
 	trace := func() string {
 		var b strings.Builder
-		explain.Chain(&b, r, o.calls, o.reinvoked, o.reinvokedPlugins)
+		explain.Chain(&b, r)
 		return strings.TrimSuffix(b.String(), "\n")
 	}
 	for _, n := range e.applied {

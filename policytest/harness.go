@@ -15,6 +15,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
@@ -237,7 +238,7 @@ type Admission struct {
 }
 
 // Result is the engine's result.
-func (a *Admission) Result() engine.Result { return a.o.result }
+func (a *Admission) Result() chain.Result { return a.o.result }
 
 // Object is the final object (nil when denied).
 func (a *Admission) Object() *unstructured.Unstructured {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
@@ -31,10 +32,10 @@ type Options struct {
 	// NewCompiler returns the compiler every suite of the run is compiled
 	// with (e.g. one instrumented for coverage); nil means compiler.New.
 	NewCompiler func() (*compiler.Compiler, error)
-	// Observe, when set, is handed the engine.Result of every case's
+	// Observe, when set, is handed the chain.Result of every case's
 	// admission (not the extra admissions of Shuffle and Idempotence). It
 	// is called from several goroutines at once.
-	Observe func(engine.Result)
+	Observe func(chain.Result)
 	// Done, when set, is handed every case's result as soon as the case
 	// has run (e.g. to stream events, WriteEvents). It is called from
 	// several goroutines at once.
@@ -125,7 +126,7 @@ type CaseResult struct {
 	Trace   string        `json:"trace,omitempty"`
 	Elapsed time.Duration `json:"elapsed"`
 	// Result is the engine's result of the case's admission.
-	Result engine.Result `json:"-"`
+	Result chain.Result `json:"-"`
 }
 
 // FullName is "suite/case", what Options.Run matches.
@@ -372,7 +373,7 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 	if d != nil && errors.As(err, &status) {
 		// An admission plugin before MAP refused the request (its 403):
 		// kube-apiserver's answer, as a policy's denial is.
-		return outcome{gvk: d.Attributes.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, plugins: d.Plugins, result: engine.Result{Denied: status}}, nil
+		return outcome{gvk: d.Attributes.Kind, schemas: lc.cluster.Schemas, warnings: d.Warnings, plugins: d.Plugins, result: chain.Result{Denied: status}}, nil
 	}
 	if err != nil {
 		return outcome{}, err
@@ -408,13 +409,12 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 		}
 		return patcher.Normalize(u.Object, attrs.Kind)
 	}
-	adm, err := lc.cluster.AdmitChain(ctx, ch, d)
+	adm, err := lc.cluster.Admit(ctx, ch, d)
 	if err != nil {
 		return o, err
 	}
 	o.result = adm.Result
-	o.calls, o.reinvoked, o.reinvokedPlugins = adm.WebhookCalls, adm.Reinvoked, adm.ReinvokedPlugins
-	o.warnings = append(o.warnings, adm.WebhookWarnings...)
+	o.warnings = append(o.warnings, adm.Result.Warnings...)
 	if adm.Object != nil {
 		o.result.Object = adm.Object
 	}
@@ -430,7 +430,7 @@ func traceOf(o outcome) string {
 	var b strings.Builder
 	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
 	if !refused {
-		explain.Chain(&b, o.result, o.calls, o.reinvoked, o.reinvokedPlugins)
+		explain.Chain(&b, o.result)
 	}
 	return b.String()
 }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/scheme"
 )
 
@@ -242,7 +242,7 @@ func TestSuiteLoadErrorsPrecedence(t *testing.T) {
 
 func TestObserveSeesEveryCase(t *testing.T) {
 	var n atomic.Int64
-	rep, err := RunFiles(context.Background(), []string{"../examples"}, Options{Observe: func(engine.Result) { n.Add(1) }, Shuffle: true, Idempotence: true})
+	rep, err := RunFiles(context.Background(), []string{"../examples"}, Options{Observe: func(chain.Result) { n.Add(1) }, Shuffle: true, Idempotence: true})
 	if err != nil {
 		t.Fatal(err)
 	}

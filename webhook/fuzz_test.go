@@ -11,7 +11,7 @@ import (
 	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	"github.com/mutatis-dev/mutatis/matching"
 )
@@ -36,9 +36,9 @@ func FuzzReview(f *testing.F) {
 		// The object the Handler decoded is shared with Respond's diff: the
 		// admitter (the engine) and Respond must never modify it.
 		var frozen []valuetest.Frozen
-		labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+		labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 			if a.Object == nil {
-				return engine.Result{}, nil
+				return chain.Result{}, nil
 			}
 			frozen = append(frozen, valuetest.Freeze(a.Object.Object))
 			obj := a.Object.DeepCopy()
@@ -48,7 +48,7 @@ func FuzzReview(f *testing.F) {
 			}
 			labels["fuzzed"] = "true"
 			obj.SetLabels(labels)
-			return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []engine.MutationOutcome{{}}}}}, nil
+			return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 		})
 		h := &Handler{Admitter: labeler, ExplainDryRun: true}
 		r := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(body))

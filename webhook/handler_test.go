@@ -14,6 +14,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -27,8 +28,8 @@ import (
 )
 
 // passThrough admits every request unchanged.
-var passThrough = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
-	var res engine.Result
+var passThrough = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
+	var res chain.Result
 	if a.Object != nil {
 		res.Object = a.Object.Object
 	}
@@ -110,10 +111,10 @@ func TestNoMutationNoPatch(t *testing.T) {
 	// The engine presents objects through the Go types of this build,
 	// which drop fields they do not know; a request no policy mutated must
 	// not get a patch removing them.
-	dropUnknown := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+	dropUnknown := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		obj := a.Object.DeepCopy()
 		delete(obj.Object, "futureField")
-		return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: engine.SkipBindingNotSelected}}}, nil
+		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: chain.SkipBindingNotSelected}}}}, nil
 	})
 	body := strings.Replace(minimalReview, `"metadata":{"name":"c","namespace":"shop"}`, `"metadata":{"name":"c","namespace":"shop"},"futureField":"x"`, 1)
 	rec := serveOnce(&Handler{Admitter: dropUnknown}, http.MethodPost, PathMutate, "application/json", []byte(body))
@@ -128,13 +129,13 @@ func TestNoMutationNoPatch(t *testing.T) {
 
 func TestTimeoutReachesTheEngine(t *testing.T) {
 	deadlines := make(chan time.Time, 1)
-	h := &Handler{Admitter: fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+	h := &Handler{Admitter: fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 		d, ok := ctx.Deadline()
 		if !ok {
-			return engine.Result{}, errors.New("no deadline")
+			return chain.Result{}, errors.New("no deadline")
 		}
 		deadlines <- d
-		return engine.Result{}, nil
+		return chain.Result{}, nil
 	})}
 	before := time.Now()
 	rec := serveOnce(h, http.MethodPost, "/mutate?timeout=1h", "application/json", []byte(minimalReview))
@@ -159,8 +160,8 @@ func TestEngineErrorsDenyWithTheirStatus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &Handler{Admitter: fakeAdmitter(func(context.Context, *matching.Attributes) (engine.Result, error) {
-				return engine.Result{}, tc.err
+			h := &Handler{Admitter: fakeAdmitter(func(context.Context, *matching.Attributes) (chain.Result, error) {
+				return chain.Result{}, tc.err
 			})}
 			rec := serveOnce(h, http.MethodPost, "/mutate", "application/json", []byte(minimalReview))
 			var rv admissionv1.AdmissionReview
@@ -355,7 +356,7 @@ func TestStatusz(t *testing.T) {
 func TestMaxInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	blocking := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+	blocking := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 		if calls.Add(1) == 1 {
 			close(entered)
 			<-release
@@ -395,7 +396,7 @@ func TestMaxInFlight(t *testing.T) {
 
 func TestReviewPastItsDeadlineIsNotEvaluated(t *testing.T) {
 	var calls atomic.Int32
-	counting := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+	counting := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 		calls.Add(1)
 		return passThrough(ctx, a)
 	})
@@ -425,7 +426,7 @@ func (s splitter) Only(admissionregistrationv1.FailurePolicyType) engine.Admitte
 // engine when the object has neither (the decoding differs from the JSON
 // then, so it must not be diffed).
 func TestPatchFromTheRequestAsSent(t *testing.T) {
-	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		// Copy-on-write, as the engine: the result shares what it does not
 		// change with a.Object.
 		obj := make(map[string]any, len(a.Object.Object))
@@ -438,7 +439,7 @@ func TestPatchFromTheRequestAsSent(t *testing.T) {
 		}
 		meta["labels"] = map[string]any{"example.com/mutated": "true"}
 		obj["metadata"] = meta
-		return engine.Result{Object: obj, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []engine.MutationOutcome{{}}}}}, nil
+		return chain.Result{Object: obj, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 	})
 	cases := []struct {
 		name, object string

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
@@ -269,8 +270,8 @@ func typed(t *testing.T, u *unstructured.Unstructured) runtime.Object {
 }
 
 // fakeAdmitter answers with its function.
-type fakeAdmitter func(ctx context.Context, a *matching.Attributes) (engine.Result, error)
+type fakeAdmitter func(ctx context.Context, a *matching.Attributes) (chain.Result, error)
 
-func (f fakeAdmitter) Admit(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+func (f fakeAdmitter) Admit(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 	return f(ctx, a)
 }

@@ -17,7 +17,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -361,7 +361,7 @@ func TestEvaluationHoldsItsWeight(t *testing.T) {
 	held := make(chan int64, 1)
 	var s *Server
 	s = newServer(t, nil, newTLS(t), func(o *Options) {
-		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 			held <- s.budget.used.Load()
 			return passThrough(ctx, a)
 		})

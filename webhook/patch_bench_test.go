@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme"
 	"github.com/mutatis-dev/mutatis/source"
@@ -31,7 +31,7 @@ type loadPod struct {
 	// original is the Handler's decoding of the request object, which the
 	// engine read.
 	original map[string]any
-	res      engine.Result
+	res      chain.Result
 }
 
 var (
@@ -83,7 +83,7 @@ func makeLoadPod() (*loadPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := engine.AdmissionRequest(attrs, attrs.Resource, attrs.Kind)
+	req := attrs.AdmissionRequest(attrs.Resource, attrs.Kind)
 	req.UID = "load"
 	req.Object = runtime.RawExtension{Raw: raw}
 

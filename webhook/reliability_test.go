@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -52,7 +52,7 @@ func TestPanicIsAnsweredNotDropped(t *testing.T) {
 	f := newTLS(t)
 	log, buf := infoLogger()
 	s := newServer(t, nil, f, func(o *Options) {
-		o.Admitter = fakeAdmitter(func(context.Context, *matching.Attributes) (engine.Result, error) {
+		o.Admitter = fakeAdmitter(func(context.Context, *matching.Attributes) (chain.Result, error) {
 			panic("boom in the engine")
 		})
 		o.Log = log
@@ -132,10 +132,10 @@ func TestHandshakeLogSuppression(t *testing.T) {
 func TestDefaultAndMaximumDeadline(t *testing.T) {
 	deadlines := make(chan time.Duration, 1)
 	s := newServer(t, nil, newTLS(t), func(o *Options) {
-		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 			d, ok := ctx.Deadline()
 			if !ok {
-				return engine.Result{}, errors.New("no deadline")
+				return chain.Result{}, errors.New("no deadline")
 			}
 			deadlines <- time.Until(d)
 			return passThrough(ctx, a)
@@ -164,9 +164,9 @@ func TestDefaultAndMaximumDeadline(t *testing.T) {
 // stops it.
 func TestEvaluationStopsAtTheDefaultDeadline(t *testing.T) {
 	s := newServer(t, nil, newTLS(t), func(o *Options) {
-		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+		o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 			<-ctx.Done()
-			return engine.Result{}, ctx.Err()
+			return chain.Result{}, ctx.Err()
 		})
 		o.MaxReviewTimeout = 50 * time.Millisecond
 	})

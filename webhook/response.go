@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
@@ -26,7 +26,7 @@ const (
 	AnnotationIgnoredErrors = "ignored-errors"
 	// AnnotationReinvoke is "true" when a policy changed the object in the
 	// last pass: kube-apiserver's MAP plugin would then ask for the
-	// reinvocation of the admission chain (engine.Result.Reinvoke). See
+	// reinvocation of the admission chain (chain.Result.Reinvoke). See
 	// docs/webhook.md.
 	AnnotationReinvoke = "reinvoke"
 )
@@ -43,7 +43,7 @@ type RespondOptions struct {
 // object into res.Object. The patch is checked by applying it to the
 // request's object with evanphx/json-patch v4's semantics, as kube-apiserver
 // does (see jsonpatch.CreatePatch); an error means no correct patch could be made.
-func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+func Respond(req *admissionv1.AdmissionRequest, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	return respond(req, nil, res, admitErr, o)
 }
 
@@ -53,7 +53,7 @@ func Respond(req *admissionv1.AdmissionRequest, res engine.Result, admitErr erro
 // the patch is diffed from it instead of decoding the JSON again, and it
 // shares its unchanged maps with res.Object, so the diff need not walk
 // them.
-func respond(req *admissionv1.AdmissionRequest, original map[string]any, res engine.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+func respond(req *admissionv1.AdmissionRequest, original map[string]any, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
@@ -91,7 +91,7 @@ func respond(req *admissionv1.AdmissionRequest, original map[string]any, res eng
 }
 
 // ranMutations tells whether any invocation ran mutations.
-func ranMutations(res engine.Result) bool {
+func ranMutations(res chain.Result) bool {
 	for _, inv := range res.Invocations {
 		if inv.Ran() && len(inv.Mutations) > 0 {
 			return true
@@ -112,14 +112,14 @@ func statusOf(err error) *metav1.Status {
 
 // auditAnnotations names the invocations that ran, those whose errors
 // were ignored, and whether the chain would be reinvoked.
-func auditAnnotations(res engine.Result) map[string]string {
+func auditAnnotations(res chain.Result) map[string]string {
 	type seenKey struct {
 		ignored                bool
 		policy, binding, param string
 	}
 	var applied, ignored strings.Builder
 	var seen map[seenKey]struct{}
-	add := func(b *strings.Builder, inv *engine.Invocation, isIgnored bool) {
+	add := func(b *strings.Builder, inv *chain.Invocation, isIgnored bool) {
 		k := seenKey{isIgnored, inv.Policy, inv.Binding, inv.Param}
 		if _, ok := seen[k]; ok {
 			return
@@ -171,7 +171,7 @@ const maxWarningLength = 256
 
 // Explain summarizes the trace of res as warnings, one per invocation,
 // each prefixed "mutatis:" and at most 256 characters long.
-func Explain(res engine.Result) []string {
+func Explain(res chain.Result) []string {
 	var out []string
 	if len(res.Invocations) == 0 {
 		return []string{"mutatis: no policy binding matched the request"}

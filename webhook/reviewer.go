@@ -16,7 +16,7 @@ import (
 type Reviewer struct {
 	// Admitter evaluates the requests. Admit must not modify the request's
 	// objects: the patch is diffed from the object as the Reviewer decoded
-	// it (engine.Result.Object shares its unchanged maps).
+	// it (chain.Result.Object shares its unchanged maps).
 	Admitter engine.Admitter
 	// ExplainDryRun puts a summary of the trace into the warnings of
 	// dry-run requests.

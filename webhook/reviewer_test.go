@@ -9,7 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -17,10 +17,10 @@ import (
 // in, bytes out, and refuses what it cannot answer with the HTTP status
 // its transport must use.
 func TestReviewerWithoutHTTP(t *testing.T) {
-	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		obj := a.Object.DeepCopy()
 		obj.SetLabels(map[string]string{"team": "shop"})
-		return engine.Result{Object: obj.Object, Invocations: []engine.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []engine.MutationOutcome{{}}}}}, nil
+		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 	})
 	rv := &Reviewer{Admitter: labeler}
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"},"namespace":"shop","name":"cm","operation":"CREATE","userInfo":{"username":"admin"},"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"shop"}}}}`

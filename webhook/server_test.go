@@ -14,6 +14,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
@@ -158,10 +159,10 @@ func TestClientCertificates(t *testing.T) {
 func TestGracefulShutdownFinishesInFlightReviews(t *testing.T) {
 	f := newTLS(t)
 	entered, release := make(chan struct{}), make(chan struct{})
-	blocking := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (engine.Result, error) {
+	blocking := fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
 		close(entered)
 		<-release
-		return engine.Result{}, ctx.Err()
+		return chain.Result{}, ctx.Err()
 	})
 	s := newServer(t, nil, f, func(o *Options) { o.Admitter = blocking })
 	shutdownStarted := make(chan struct{})
@@ -217,15 +218,15 @@ func TestGracefulShutdownFinishesInFlightReviews(t *testing.T) {
 // splitAdmitter records which part of the policy set each request reached.
 type splitAdmitter struct{ calls chan string }
 
-func (s splitAdmitter) Admit(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+func (s splitAdmitter) Admit(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 	s.calls <- "all"
-	return engine.Result{Object: a.Object.Object}, nil
+	return chain.Result{Object: a.Object.Object}, nil
 }
 
 func (s splitAdmitter) Only(fp admissionregistrationv1.FailurePolicyType) engine.Admitter {
-	return fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
+	return fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		s.calls <- string(fp)
-		return engine.Result{Object: a.Object.Object}, nil
+		return chain.Result{Object: a.Object.Object}, nil
 	})
 }
 
@@ -248,8 +249,8 @@ func TestFailurePolicyEndpoints(t *testing.T) {
 	}
 	// An Admitter that cannot split serves /mutate only.
 	plain := newServer(t, nil, f, func(o *Options) {
-		o.Admitter = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (engine.Result, error) {
-			return engine.Result{Object: a.Object.Object}, nil
+		o.Admitter = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
+			return chain.Result{Object: a.Object.Object}, nil
 		})
 	})
 	rp := start(t, plain)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/client-go/rest"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme"
@@ -140,26 +141,17 @@ func (d *Dispatcher) Close(successor *Dispatcher) {
 	}
 }
 
-// ReinvocationState carries the MutatingAdmissionWebhook plugin's state
-// across the rounds of one request (kube-apiserver's
-// webhookReinvokeContext and the part of the admission chain's
-// ReinvocationContext the plugin touches). Use one per request.
-type ReinvocationState struct {
-	// Reinvoke is set by the chain before its reinvocation round
-	// (upstream's IsReinvoke).
-	Reinvoke bool
-	// ShouldReinvoke is set by Dispatch when a webhook changed the
-	// object (upstream's SetShouldReinvoke): the chain then runs one
-	// reinvocation round of every plugin.
-	ShouldReinvoke bool
-
+// reinvocation is the MutatingAdmissionWebhook plugin's state across the
+// rounds of one request (kube-apiserver's webhookReinvokeContext), kept in
+// the request's chain.Context under the Dispatcher.
+type reinvocation struct {
 	hasLastOutput     bool
 	lastOutput        map[string]any
 	previouslyInvoked map[string]bool
 	reinvokeWebhooks  map[string]bool
 }
 
-func (s *ReinvocationState) requireReinvokingPreviouslyInvoked() {
+func (s *reinvocation) requireReinvokingPreviouslyInvoked() {
 	if len(s.previouslyInvoked) == 0 {
 		return
 	}
@@ -170,149 +162,13 @@ func (s *ReinvocationState) requireReinvokingPreviouslyInvoked() {
 	s.previouslyInvoked = map[string]bool{}
 }
 
-// Skip says why a webhook was not called.
-type Skip int
-
-// The reasons a webhook is not called.
-const (
-	// NotSkipped: the webhook was called (or its call was attempted).
-	NotSkipped Skip = iota
-	// SkipRules: no rule (with matchPolicy Equivalent, no rule on an
-	// equivalent resource either) selects the request.
-	SkipRules
-	// SkipNamespaceSelector: the namespaceSelector does not select the
-	// request's namespace.
-	SkipNamespaceSelector
-	// SkipObjectSelector: the objectSelector selects neither the object
-	// nor the old object.
-	SkipObjectSelector
-	// SkipMatchCondition: a matchCondition evaluated to false.
-	SkipMatchCondition
-	// SkipMatchConditionError: a matchCondition failed and the
-	// failurePolicy is Ignore.
-	SkipMatchConditionError
-	// SkipNotReinvoked: in the reinvocation round, the webhook is not one
-	// to reinvoke (reinvocationPolicy Never, not called in the first
-	// round, or nothing changed the object after it ran).
-	SkipNotReinvoked
-	// SkipExempt: webhooks never see the request (webhook
-	// configurations, admission policies, review resources).
-	SkipExempt
-)
-
-// String says why in words.
-func (s Skip) String() string {
-	switch s {
-	case NotSkipped:
-		return "called"
-	case SkipRules:
-		return "no rule matches"
-	case SkipNamespaceSelector:
-		return "namespaceSelector does not match"
-	case SkipObjectSelector:
-		return "objectSelector does not match"
-	case SkipMatchCondition:
-		return "a matchCondition is false"
-	case SkipMatchConditionError:
-		return "a matchCondition failed (failurePolicy Ignore)"
-	case SkipNotReinvoked:
-		return "not reinvoked"
-	case SkipExempt:
-		return "exempt from webhooks"
-	}
-	return fmt.Sprintf("Skip(%d)", int(s))
-}
-
-// Outcome is what came of a call.
-type Outcome int
-
-// The outcomes of a call.
-const (
-	// NotCalled: the webhook was skipped (Call.Skip says why).
-	NotCalled Outcome = iota
-	// Admitted: the webhook allowed the request (with or without a patch).
-	Admitted
-	// Denied: the webhook answered allowed: false.
-	Denied
-	// FailedOpen: the call failed and failurePolicy Ignore let the
-	// request through.
-	FailedOpen
-	// FailedClosed: the call failed and failurePolicy Fail (the default)
-	// refused the request.
-	FailedClosed
-	// Refused: kube-apiserver refused the request whatever the
-	// failurePolicy (dry run on a webhook with side effects, a patch that
-	// does not apply or decode, a patch for an operation without object).
-	Refused
-)
-
-// String names the outcome.
-func (o Outcome) String() string {
-	switch o {
-	case NotCalled:
-		return "not called"
-	case Admitted:
-		return "admitted"
-	case Denied:
-		return "denied"
-	case FailedOpen:
-		return "failed open"
-	case FailedClosed:
-		return "failed closed"
-	case Refused:
-		return "refused"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
-
-// Call records one webhook's part in a pass, whether it was called or
-// not: what --explain shows.
-type Call struct {
-	Configuration, Webhook string
-	// Round is 0 in the first round, 1 in the reinvocation round.
-	Round int
-	// Index is the webhook's position among all webhooks of the pass, as
-	// kube-apiserver's audit annotations count it.
-	Index int
-	// Skip says why the webhook was not called; FailedCondition names
-	// the false matchCondition.
-	Skip            Skip
-	FailedCondition string
-	// Resource and Kind are what the webhook registered for (an
-	// equivalent resource under matchPolicy Equivalent).
-	Resource schema.GroupVersionResource
-	Kind     schema.GroupVersionKind
-	// Version is the AdmissionReview version sent ("" if none).
-	Version string
-	// Latency is the time of the HTTP call.
-	Latency time.Duration
-	// Patch is the webhook's patch (JSON), PatchType its type.
-	Patch     []byte
-	PatchType string
-	// Changed reports whether the patch changed the object.
+// result is one round of the plugin: the stage's outcome, and whether a
+// webhook changed the object.
+type result struct {
+	chain.Outcome
+	// Changed reports whether any webhook changed the object in this
+	// round.
 	Changed bool
-	// Reinvocable is set for reinvocationPolicy IfNeeded.
-	Reinvocable bool
-	Outcome     Outcome
-	// Err is the webhook's denial or the call's failure, as
-	// kube-apiserver words it (a failed-open error included).
-	Err error
-}
-
-// Result is the outcome of one pass.
-type Result struct {
-	// Object is the object after the pass, in the request's kind: the
-	// request's own object when no webhook patched it.
-	Object map[string]any
-	// Changed reports whether any webhook changed the object in this pass.
-	Changed bool
-	// Calls has one entry per webhook of the pass, in order.
-	Calls []Call
-	// Warnings are the webhooks' warnings, in order.
-	Warnings []string
-	// AuditAnnotations are the webhooks' own (keyed "NAME/key") and
-	// kube-apiserver's mutation, patch and failed-open annotations.
-	AuditAnnotations map[string]string
 }
 
 // versioned is upstream's versionedAttributeAccessor: the request's
@@ -324,18 +180,53 @@ type versioned struct {
 	dirty       bool
 }
 
-// Dispatch runs one round of the MutatingAdmissionWebhook plugin for the
-// request a (its Object, in a.Kind, is the object as the earlier plugins
+// PluginName is the name of kube-apiserver's MutatingAdmissionWebhook
+// plugin.
+const PluginName = "MutatingAdmissionWebhook"
+
+// Name is the plugin's name in kube-apiserver: the Dispatcher is the
+// MutatingAdmissionWebhook stage of an admission chain.
+func (d *Dispatcher) Name() string { return PluginName }
+
+// Admit runs one round of the MutatingAdmissionWebhook plugin for the
+// request a (its Object, in a.Kind, is the object as the earlier stages
 // left it): every webhook in order, kube-apiserver's matching,
 // matchConditions, dry-run and reinvocation rules, the call, the checks
-// of the answer and its patch, defaulting after each patch. state carries
-// reinvocation across rounds.
+// of the answer and its patch, defaulting after each patch (chain.Stage).
+// The plugin's state across rounds is its own, in rc; a webhook that
+// changed the object asks for the reinvocation round
+// (rc.SetShouldReinvoke).
 //
-// The error, when not nil, is kube-apiserver's refusal of the request
-// (an *apierrors.StatusError, with its message and code); the Result
-// holds what happened up to it.
-func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state *ReinvocationState) (res *Result, err error) {
-	res = &Result{AuditAnnotations: map[string]string{}}
+// Outcome.Denied is kube-apiserver's refusal of the request (with its
+// message and code); the Outcome holds what happened up to it. The error
+// is for failures of mutatis itself.
+func (d *Dispatcher) Admit(ctx context.Context, a *matching.Attributes, rc *chain.Context) (chain.Outcome, error) {
+	st, ok := rc.Value(d).(*reinvocation)
+	if !ok {
+		st = &reinvocation{}
+		rc.SetValue(d, st)
+	}
+	res, err := d.pass(ctx, a, st, rc.IsReinvoke())
+	if res.Changed {
+		rc.SetShouldReinvoke()
+	}
+	if err != nil {
+		var status *apierrors.StatusError
+		if !errors.As(err, &status) {
+			return res.Outcome, fmt.Errorf("%s: %w", PluginName, err)
+		}
+		res.Denied = status
+	}
+	return res.Outcome, nil
+}
+
+// pass is one round of the plugin (the reinvocation round when reinvoke
+// is set) with the state st (nil: a new one). The error, when not nil,
+// is kube-apiserver's refusal of the request (an *apierrors.StatusError),
+// or a failure of mutatis.
+func (d *Dispatcher) pass(ctx context.Context, a *matching.Attributes, state *reinvocation, reinvoke bool) (res *result, err error) {
+	res = &result{}
+	res.AuditAnnotations = map[string]string{}
 	defer func() {
 		// kube-apiserver's handler turns a panic into a 500 of the request.
 		if r := recover(); r != nil {
@@ -346,21 +237,25 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state
 		res.Object = a.Object.Object
 	}
 	if state == nil {
-		state = &ReinvocationState{}
+		state = &reinvocation{}
+	}
+	round := 0
+	if reinvoke {
+		round = 1
 	}
 	if matching.WebhookExempt(a) {
 		for i, h := range d.hooks {
-			res.Calls = append(res.Calls, Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i, Round: round(state), Skip: SkipExempt})
+			res.Calls = append(res.Calls, chain.Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i, Round: round, Skip: chain.SkipExempt})
 		}
 		return res, nil
 	}
-	if state.Reinvoke && !jsonvalue.SemanticEqual(state.lastOutput, res.Object) {
+	if reinvoke && !jsonvalue.SemanticEqual(state.lastOutput, res.Object) {
 		// The in-tree plugins changed the object since the webhooks last
 		// ran: every reinvocable webhook that ran runs again.
 		state.requireReinvokingPreviouslyInvoked()
 	}
 	v := &versioned{}
-	err = d.dispatch(ctx, a, state, v, res)
+	err = d.dispatch(ctx, a, state, round, v, res)
 	if err == nil && v.set && v.object != nil && v.dirty {
 		res.Object, err = d.convert(v.object, v.kind, a.Kind)
 		if err != nil {
@@ -377,22 +272,15 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a *matching.Attributes, state
 	return res, err
 }
 
-func round(state *ReinvocationState) int {
-	if state.Reinvoke {
-		return 1
-	}
-	return 0
-}
-
-func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state *ReinvocationState, v *versioned, res *Result) error {
+func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state *reinvocation, round int, v *versioned, res *result) error {
 	for i := range d.hooks {
 		h := &d.hooks[i]
 		w := h.webhook
-		call := Call{Configuration: h.configuration, Webhook: w.Name, Index: i, Round: round(state),
+		call := chain.Call{Configuration: h.configuration, Webhook: w.Name, Index: i, Round: round,
 			Reinvocable: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy}
 		inv, skip, err := d.shouldCall(ctx, h, a, v, &call)
 		if err != nil {
-			call.Outcome, call.Err = Refused, err
+			call.Outcome, call.Err = chain.Refused, err
 			res.Calls = append(res.Calls, call)
 			return err
 		}
@@ -402,13 +290,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 			continue
 		}
 		call.Resource, call.Kind = inv.resource, inv.kind
-		if state.Reinvoke && !state.reinvokeWebhooks[h.uid] {
-			call.Skip = SkipNotReinvoked
+		if round == 1 && !state.reinvokeWebhooks[h.uid] {
+			call.Skip = chain.SkipNotReinvoked
 			res.Calls = append(res.Calls, call)
 			continue
 		}
 		if err := d.versionedFor(a, v, inv.kind); err != nil {
-			call.Outcome, call.Err = Refused, err
+			call.Outcome, call.Err = chain.Refused, err
 			res.Calls = append(res.Calls, call)
 			return err
 		}
@@ -429,7 +317,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 				d.opts.Metrics.observeRejection(w.Name, op, rejectionCallingWebhookError, ce.code())
 			}
 			d.opts.Metrics.observe(w.Name, op, elapsed, !ignore, ce.code())
-		case call.Outcome == Denied && errors.As(err, &rejection):
+		case call.Outcome == chain.Denied && errors.As(err, &rejection):
 			d.opts.Metrics.observeRejection(w.Name, op, rejectionNoError, int(rejection.ErrStatus.Code))
 			d.opts.Metrics.observe(w.Name, op, elapsed, true, int(rejection.ErrStatus.Code))
 		default:
@@ -440,7 +328,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 			// Every reinvocable webhook that ran before this change runs
 			// again, and the chain runs a reinvocation round.
 			state.requireReinvokingPreviouslyInvoked()
-			state.ShouldReinvoke = true
 			res.Changed = true
 		}
 		if call.Reinvocable {
@@ -450,14 +337,14 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 			state.previouslyInvoked[h.uid] = true
 		}
 		if err == nil {
-			call.Outcome = Admitted
+			call.Outcome = chain.Admitted
 			res.Calls = append(res.Calls, call)
 			continue
 		}
 		call.Err = err
 		if ce != nil {
 			if ignore {
-				call.Outcome = FailedOpen
+				call.Outcome = chain.FailedOpen
 				res.Calls = append(res.Calls, call)
 				if !errors.Is(ce.reason, context.Canceled) {
 					d.opts.Metrics.observeFailOpen(w.Name)
@@ -469,12 +356,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 				}
 				continue
 			}
-			call.Outcome = FailedClosed
+			call.Outcome = chain.FailedClosed
 			res.Calls = append(res.Calls, call)
 			return apierrors.NewInternalError(ce)
 		}
-		if call.Outcome != Denied {
-			call.Outcome = Refused
+		if call.Outcome != chain.Denied {
+			call.Outcome = chain.Refused
 		}
 		res.Calls = append(res.Calls, call)
 		return err
@@ -485,7 +372,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 // shouldCall is kube-apiserver's ShouldCallHook: selectors and rules
 // (matching.Matcher), then matchConditions on the request seen in the
 // webhook's kind. A nil invocation with no error means skip.
-func (d *Dispatcher) shouldCall(ctx context.Context, h *hook, a *matching.Attributes, v *versioned, call *Call) (*invocation, Skip, error) {
+func (d *Dispatcher) shouldCall(ctx context.Context, h *hook, a *matching.Attributes, v *versioned, call *chain.Call) (*invocation, chain.Skip, error) {
 	check := a
 	if v.set {
 		// Later webhooks see the object as earlier ones left it.
@@ -495,46 +382,46 @@ func (d *Dispatcher) shouldCall(ctx context.Context, h *hook, a *matching.Attrib
 	}
 	m, err := d.opts.Matcher.MutatingWebhookMatches(ctx, check, h.webhook)
 	if err != nil {
-		return nil, NotSkipped, err
+		return nil, chain.NotSkipped, err
 	}
 	if !m.Matches {
 		return nil, d.whyNot(ctx, check, h.webhook), nil
 	}
 	inv := &invocation{resource: m.Resource, kind: m.Kind, attrs: a}
 	if h.matcher == nil {
-		return inv, NotSkipped, nil
+		return inv, chain.NotSkipped, nil
 	}
 	if err := d.versionedFor(a, v, inv.kind); err != nil {
-		return nil, NotSkipped, err
+		return nil, chain.NotSkipped, err
 	}
 	va := d.versionedAttributes(a, v)
 	mr := h.matcher.Match(ctx, va, nil, d.opts.Authorizer)
 	switch {
 	case mr.Error != nil:
-		return nil, NotSkipped, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, mr.Error)
+		return nil, chain.NotSkipped, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, mr.Error)
 	case !mr.Matches && mr.FailedConditionName != "":
 		call.FailedCondition = mr.FailedConditionName
-		return nil, SkipMatchCondition, nil
+		return nil, chain.SkipMatchConditionFalse, nil
 	case !mr.Matches:
-		return nil, SkipMatchConditionError, nil
+		return nil, chain.SkipMatchConditionFailedOpen, nil
 	}
-	return inv, NotSkipped, nil
+	return inv, chain.NotSkipped, nil
 }
 
 // whyNot tells which of the namespaceSelector, objectSelector and rules
 // kept a webhook from matching, in the order kube-apiserver checks them.
-func (d *Dispatcher) whyNot(ctx context.Context, a *matching.Attributes, w *admissionregistrationv1.MutatingWebhook) Skip {
+func (d *Dispatcher) whyNot(ctx context.Context, a *matching.Attributes, w *admissionregistrationv1.MutatingWebhook) chain.Skip {
 	everything := &metav1.LabelSelector{}
 	probe := w.DeepCopy()
 	probe.ObjectSelector = everything
 	if m, err := d.opts.Matcher.MutatingWebhookMatches(ctx, a, probe); err == nil && !m.Matches {
 		probe.NamespaceSelector = everything
 		if m, err := d.opts.Matcher.MutatingWebhookMatches(ctx, a, probe); err == nil && !m.Matches {
-			return SkipRules
+			return chain.SkipRules
 		}
-		return SkipNamespaceSelector
+		return chain.SkipNamespaceSelector
 	}
-	return SkipObjectSelector
+	return chain.SkipObjectSelector
 }
 
 func wrap(obj map[string]any) *unstructured.Unstructured {
@@ -630,7 +517,7 @@ func obj(m map[string]any) runtime.Object {
 // call is kube-apiserver's callAttrMutatingHook: it reports whether the
 // webhook's patch changed the object. Errors are *callError (under the
 // failurePolicy) or an *apierrors.StatusError (the request is refused).
-func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *versioned, call *Call, res *Result) (changed bool, err error) {
+func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *versioned, call *chain.Call, res *result) (changed bool, err error) {
 	w := h.webhook
 	annotate := func(key, value string) {
 		if _, ok := res.AuditAnnotations[key]; !ok {
@@ -694,7 +581,7 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *vers
 	}
 	res.Warnings = append(res.Warnings, resp.warnings...)
 	if !resp.allowed {
-		call.Outcome = Denied
+		call.Outcome = chain.Denied
 		return false, denied(w.Name, resp.result)
 	}
 	if len(resp.patch) == 0 {

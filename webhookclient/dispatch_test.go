@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mutatis-dev/mutatis/chain"
+
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -102,14 +104,14 @@ func TestCallRecords(t *testing.T) {
 			h.AdmissionReviewVersions = []string{"v1beta1", "v1"}
 		}),
 	)
-	res, err := d.Dispatch(context.Background(), podAttributes(t, nil), &ReinvocationState{})
+	res, err := d.pass(context.Background(), podAttributes(t, nil), &reinvocation{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []struct {
-		skip    Skip
-		outcome Outcome
-	}{{SkipNamespaceSelector, NotCalled}, {SkipObjectSelector, NotCalled}, {SkipRules, NotCalled}, {SkipMatchCondition, NotCalled}, {NotSkipped, FailedOpen}, {NotSkipped, Admitted}}
+		skip    chain.Skip
+		outcome chain.CallOutcome
+	}{{chain.SkipNamespaceSelector, chain.NotCalled}, {chain.SkipObjectSelector, chain.NotCalled}, {chain.SkipRules, chain.NotCalled}, {chain.SkipMatchConditionFalse, chain.NotCalled}, {chain.NotSkipped, chain.FailedOpen}, {chain.NotSkipped, chain.Admitted}}
 	if len(res.Calls) != len(want) {
 		t.Fatalf("%d calls, want %d", len(res.Calls), len(want))
 	}
@@ -146,7 +148,7 @@ func TestResponseBound(t *testing.T) {
 		refuse bool
 	}{{size: 1000}, {size: 20000, refuse: true}} {
 		d := f.dispatcher(t, Options{MaxResponseBytes: 8000}, f.hook("huge.example.com", webhookserver.PathHuge+"/"+strconv.Itoa(tc.size)))
-		res, err := d.Dispatch(context.Background(), podAttributes(t, nil), nil)
+		res, err := d.pass(context.Background(), podAttributes(t, nil), nil, false)
 		if !tc.refuse {
 			if err != nil {
 				t.Errorf("size %d: %v", tc.size, err)
@@ -170,7 +172,7 @@ func TestRequestDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := d.Dispatch(ctx, podAttributes(t, nil), nil)
+	_, err := d.pass(ctx, podAttributes(t, nil), nil, false)
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Errorf("took %v", elapsed)
 	}
@@ -191,7 +193,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := f.dispatcher(t, Options{Metrics: m}, f.hook("labels.example.com", webhookserver.PathLabels), f.hook("deny.example.com", webhookserver.PathDeny))
-	if _, err := d.Dispatch(context.Background(), podAttributes(t, nil), nil); err == nil {
+	if _, err := d.pass(context.Background(), podAttributes(t, nil), nil, false); err == nil {
 		t.Fatal("no denial")
 	}
 	families, err := reg.Gather()
@@ -234,7 +236,7 @@ func TestTransport(t *testing.T) {
 	opts := Options{ServiceURLs: ServiceURLs{{Namespace: "hooks", Name: "labels"}: u}}
 	d := f.dispatcher(t, opts, f.hook("local.example.com", webhookserver.PathNoop), svc)
 	for range 3 {
-		if _, err := d.Dispatch(context.Background(), podAttributes(t, nil), nil); err != nil {
+		if _, err := d.pass(context.Background(), podAttributes(t, nil), nil, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +248,7 @@ func TestTransport(t *testing.T) {
 	}
 	// New connections resume the TLS sessions of the old ones.
 	d.Close(nil)
-	if _, err := d.Dispatch(context.Background(), podAttributes(t, nil), nil); err != nil {
+	if _, err := d.pass(context.Background(), podAttributes(t, nil), nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if n, r := f.srv.Connections(), f.srv.Resumed(); n != 4 || r != 2 {

@@ -17,8 +17,9 @@
 // # Dispatching
 //
 // NewDispatcher builds a Dispatcher from the configurations (APIObjects of
-// what Load returned, or objects from a cluster);
-// Dispatcher.Dispatch runs one round of the plugin for one request:
+// what Load returned, or objects from a cluster). A Dispatcher is the
+// MutatingAdmissionWebhook stage of an admission chain (chain.Stage):
+// Dispatcher.Admit runs one round of the plugin for one request:
 //
 //   - configurations in name order, webhooks in list order;
 //   - matching through package matching (namespaceSelector, objectSelector,
@@ -51,34 +52,26 @@
 //     goes on with the next webhook (and stops with a 504 "Timeout: request did not complete within requested timeout" once the
 //     request's own context is done).
 //
-// The Result holds the object after the round (in the request's kind),
-// a Call per webhook (matched or why not, version, latency, patch,
-// reinvocation, outcome), warnings and audit annotations; the error is
-// kube-apiserver's refusal, an *apierrors.StatusError.
+// The chain.Outcome holds the object after the round (in the request's
+// kind), a chain.Call per webhook (matched or why not, version, latency,
+// patch, reinvocation, outcome), warnings, audit annotations and, in
+// Denied, kube-apiserver's refusal.
 //
-// # Calling it from an admission chain
+// # In an admission chain
 //
-// The chain owns the order of plugins and the reinvocation round; the
-// dispatcher owns the webhooks' part of it. For one request:
+// The chain (chain.Run) owns the order of the stages and the reinvocation
+// round; the dispatcher owns the webhooks' part of it, its state kept in
+// the request's chain.Context:
 //
-//	state := &webhookclient.ReinvocationState{}
-//	// first round: built-in plugins, policies, then
-//	res, err := d.Dispatch(ctx, attrs, state) // attrs.Object: the object so far, in typed form
-//	// the chain reinvokes when any plugin asked for it:
-//	if err == nil && (state.ShouldReinvoke || policiesAskedForIt) {
-//		state.Reinvoke = true
-//		// second round: built-in plugins and policies again, then
-//		attrs.Object = &unstructured.Unstructured{Object: objectSoFar}
-//		res, err = d.Dispatch(ctx, attrs, state)
-//	}
+//	res, err := chain.Run(ctx, attrs, plugins, policies, dispatcher)
 //
-// In the second round only webhooks with reinvocationPolicy IfNeeded that
-// ran in the first round and saw a later change are called again: a
-// change by a later webhook, or a change by the other plugins between the
-// rounds (the dispatcher compares the object it is given with the one it
-// returned). attrs.Object must be in typed form (what scheme's
-// normalization and defaulting return), as objects are compared
-// semantically.
+// A webhook that changed the object asks for the reinvocation round. In
+// it only webhooks with reinvocationPolicy IfNeeded that ran in the first
+// round and saw a later change are called again: a change by a later
+// webhook, or a change by the other stages between the rounds (the
+// dispatcher compares the object it is given with the one it returned).
+// attrs.Object must be in typed form (what scheme's normalization and
+// defaulting return), as objects are compared semantically.
 //
 // A Dispatcher is immutable and safe for concurrent use. Build a new one
 // when configurations change, with Options.Previous set to the old one:

@@ -379,20 +379,20 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		// before. Admit once to pay them; the admission is deterministic,
 		// so the second one is the same admission, timed. (Webhooks are
 		// not called twice.)
-		if _, err := sim.AdmitChain(ctx, cluster.Chain{Policies: chain.Policies}, decoded); err != nil {
+		if _, err := sim.Admit(ctx, cluster.Chain{Policies: chain.Policies}, decoded); err != nil {
 			return nil, nil, err
 		}
 	}
-	adm, err := sim.AdmitChain(ctx, chain, decoded)
+	adm, err := sim.Admit(ctx, chain, decoded)
 	if err != nil {
 		return nil, nil, err
 	}
 	if o.explain {
-		explain.Chain(stderr, adm.Result, adm.WebhookCalls, adm.Reinvoked, adm.ReinvokedPlugins)
+		explain.Chain(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
 	}
-	printWarnings(stderr, adm.WebhookWarnings)
-	for _, note := range webhookFailures(ac.webhooks, adm.WebhookCalls) {
+	printWarnings(stderr, adm.Result.Warnings)
+	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing

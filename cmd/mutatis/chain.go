@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -53,10 +54,10 @@ func (o *webhookOptions) load(ctx context.Context, stdin io.Reader) ([]webhookcl
 // webhookFailures are notes naming, for every webhook whose call failed
 // (failed open or closed), the file and field of its configuration, so
 // that an unreachable webhook or a bad caBundle points at what to fix.
-func webhookFailures(configs []webhookclient.Configuration, calls []webhookclient.Call) []string {
+func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call) []string {
 	var out []string
 	for _, c := range calls {
-		if c.Outcome != webhookclient.FailedOpen && c.Outcome != webhookclient.FailedClosed {
+		if c.Outcome != chain.FailedOpen && c.Outcome != chain.FailedClosed {
 			continue
 		}
 		i := slices.IndexFunc(configs, func(cfg webhookclient.Configuration) bool { return cfg.Configuration.Name == c.Configuration })
@@ -66,7 +67,7 @@ func webhookFailures(configs []webhookclient.Configuration, calls []webhookclien
 		cfg := configs[i]
 		j := slices.IndexFunc(cfg.Configuration.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == c.Webhook })
 		how := "failed closed (failurePolicy Fail)"
-		if c.Outcome == webhookclient.FailedOpen {
+		if c.Outcome == chain.FailedOpen {
 			how = "failed open (failurePolicy Ignore)"
 		}
 		out = append(out, fmt.Sprintf("%s: MutatingWebhookConfiguration %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Configuration.Name, j, c.Webhook, how, c.Err))

@@ -226,11 +226,11 @@ func admitOutcome(ctx context.Context, sim *cluster.Cluster, ch cluster.Chain, r
 	if err != nil {
 		return migrate.Outcome{}, err
 	}
-	adm, err := sim.AdmitChain(ctx, ch, decoded)
+	adm, err := sim.Admit(ctx, ch, decoded)
 	if err != nil {
 		return migrate.Outcome{}, err
 	}
-	warnings := append(append(append([]string(nil), decoded.Warnings...), adm.WebhookWarnings...), adm.Warnings...)
+	warnings := append(append(append([]string(nil), decoded.Warnings...), adm.Result.Warnings...), adm.Warnings...)
 	switch {
 	case adm.Result.Denied != nil:
 		out := refusal(adm.Result.Denied)

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
@@ -180,7 +179,7 @@ func reviewBody(sim *cluster.Cluster, a *matching.Attributes, version string) ([
 		return runtime.RawExtension{Raw: b}, err
 	}
 	var err error
-	req := engine.AdmissionRequest(a, a.Resource, a.Kind)
+	req := a.AdmissionRequest(a.Resource, a.Kind)
 	req.UID = uuid.NewUUID()
 	if a.Object != nil {
 		if req.Object, err = raw(a.Object.Object); err != nil {

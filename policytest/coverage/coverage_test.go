@@ -15,9 +15,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -155,7 +155,7 @@ func load(t *testing.T) fixture {
 
 // evaluator returns an Evaluator whose compiler reports to rec (when
 // observe) and a function admitting a request and recording its result.
-func (f fixture) evaluator(t *testing.T, rec *Recorder, observe bool) func(*unstructured.Unstructured) engine.Result {
+func (f fixture) evaluator(t *testing.T, rec *Recorder, observe bool) func(*unstructured.Unstructured) chain.Result {
 	t.Helper()
 	var opts []compiler.Option
 	if observe {
@@ -169,13 +169,13 @@ func (f fixture) evaluator(t *testing.T, rec *Recorder, observe bool) func(*unst
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(obj *unstructured.Unstructured) engine.Result {
+	return func(obj *unstructured.Unstructured) chain.Result {
 		attrs, err := f.cluster.Attributes(cluster.Request{Object: obj.DeepCopy()})
 		if err != nil {
 			t.Error(err)
-			return engine.Result{}
+			return chain.Result{}
 		}
-		res, err := ev.Admit(context.Background(), attrs)
+		res, err := chain.Run(context.Background(), attrs, ev)
 		if err != nil || res.Denied != nil {
 			t.Errorf("admit %s: %v %v", obj.GetName(), err, res.Denied)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/policytest/coverage/decisions"
 )
 
@@ -111,8 +111,8 @@ func (r *Recorder) ObserveEvaluation(ev compiler.Evaluation) {
 
 // notSelected are the engine's reasons for skipping a binding before its
 // matchConditions.
-func notSelected(r engine.SkipReason) bool {
-	return r == engine.SkipBindingNotSelected || r == engine.SkipBindingConfigError
+func notSelected(r chain.Skip) bool {
+	return r == chain.SkipBindingNotSelected || r == chain.SkipBindingConfigError
 }
 
 // RecordResult records the bindings of one admission result: a binding is
@@ -122,7 +122,7 @@ func notSelected(r engine.SkipReason) bool {
 // out counts as evaluated false, and an invocation that got past them
 // counts as all of its policy's matchConditions true, so that
 // matchCondition coverage is right even without the compiler option.
-func (r *Recorder) RecordResult(res engine.Result) {
+func (r *Recorder) RecordResult(res chain.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, inv := range res.Invocations {
@@ -140,9 +140,9 @@ func (r *Recorder) RecordResult(res engine.Result) {
 		case inv.Ran():
 			rec.invoked++
 			r.conditions[conditionKey{policy: inv.Policy}] |= compiler.OutcomeTrue
-		case inv.Skipped == engine.SkipNotReinvoked:
+		case inv.Skipped == chain.SkipNotReinvoked:
 			r.conditions[conditionKey{policy: inv.Policy}] |= compiler.OutcomeTrue
-		case inv.Skipped == engine.SkipMatchConditionFalse:
+		case inv.Skipped == chain.SkipMatchConditionFalse:
 			name := inv.Condition
 			rec.falseConditions[name] = true
 			r.conditions[conditionKey{policy: inv.Policy, condition: name}] |= compiler.OutcomeFalse

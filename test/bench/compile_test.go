@@ -15,8 +15,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/test/upstream"
 )
@@ -219,10 +219,10 @@ func TestNonMatchingAdmitDoesNotAllocate(t *testing.T) {
 			defer stop()
 			ev, attrs := w.mutatisEvaluator(t, s.policies, s.bindings, s.req)
 			ctx := context.Background()
-			var res engine.Result
+			var res chain.Result
 			var err error
 			allocs := testing.AllocsPerRun(100, func() {
-				res, err = ev.Admit(ctx, attrs)
+				res, err = chain.Run(ctx, attrs, ev)
 			})
 			if err != nil || res.Denied != nil || res.Object == nil || len(res.Invocations) != 0 {
 				t.Fatalf("admission: %v, %v, %d invocations, object %v", err, res.Denied, len(res.Invocations), res.Object != nil)

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -185,7 +186,7 @@ func (w *world) mutatisEvaluator(tb testing.TB, policies []*admissionregistratio
 
 // runMutatis admits a through ev and returns the admitted object.
 func runMutatis(ctx context.Context, ev *engine.Evaluator, a *matching.Attributes) (map[string]any, error) {
-	res, err := ev.Admit(ctx, a)
+	res, err := chain.Run(ctx, a, ev)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ package differential
 //     (k8s.io/apiserver's dispatcher behind generic.Plugin's exemptions)
 //     and the MutatingAdmissionWebhook plugin (test/upstream), which wraps
 //     them in admission.reinvoker, the reinvocation round of the chain;
-//   - mutatis': cluster.AdmitChain with engine.Evaluator.Dispatch and
-//     webhookclient.Dispatcher;
+//   - mutatis': cluster.Admit (chain.Run over engine.Evaluator and
+//     webhookclient.Dispatcher);
 //
 // The stored objects (policy counters show how often each policy ran),
 // refusals and the calls each test webhook received must be the same: the
@@ -310,7 +310,7 @@ func (r *chainRig) pod(labels map[string]string) *unstructured.Unstructured {
 	return pod
 }
 
-// runMutatis admits the scenario's Pod through cluster.AdmitChain.
+// runMutatis admits the scenario's Pod through cluster.Admit.
 func (r *chainRig) runMutatis(t *testing.T, s chainScenario, configs []*admissionregistrationv1.MutatingWebhookConfiguration) (chainOutcome, *cluster.Admission) {
 	ctx := context.Background()
 	cl, err := cluster.New(r.objects)
@@ -334,7 +334,7 @@ func (r *chainRig) runMutatis(t *testing.T, s chainScenario, configs []*admissio
 		t.Fatal(err)
 	}
 	r.ww.srv.ResetCalls()
-	adm, err := cl.AdmitChain(ctx, ch, d)
+	adm, err := cl.Admit(ctx, ch, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +568,7 @@ func TestChainAgainstUpstream(t *testing.T) {
 				for _, inv := range adm.Result.Invocations {
 					t.Logf("policy %+v", inv)
 				}
-				for _, c := range adm.WebhookCalls {
+				for _, c := range adm.Result.Calls {
 					t.Logf("webhook %+v", c)
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 
@@ -394,10 +395,10 @@ func (s tableScopes) Namespaced(gvk schema.GroupVersionKind) (bool, bool) {
 }
 
 // runOurs admits r through mutatis' engine.
-func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, r dispatchRequest) (dispatchOutcome, engine.Result, error) {
+func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, r dispatchRequest) (dispatchOutcome, chain.Result, error) {
 	hooks, err := engine.NewHooks(w.compiler, policies, bindings)
 	if err != nil {
-		return dispatchOutcome{}, engine.Result{}, err
+		return dispatchOutcome{}, chain.Result{}, err
 	}
 	nsGetter := namespaceGetter(w.namespaces)
 	pt := &engine.Patcher{Schemas: w.schemas, Scheme: kubescheme.New()}
@@ -409,7 +410,7 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 	}, hooks)
 	attrs := matching.AttributesFrom(r.attributes())
 	frozenObj, frozenOld := valuetest.FreezeObject(attrs.Object), valuetest.FreezeObject(attrs.OldObject)
-	res, err := ev.Admit(ctx, attrs)
+	res, err := chain.Run(ctx, attrs, ev)
 	if frozenObj.Modified() || frozenOld.Modified() {
 		return dispatchOutcome{}, res, errors.New("mutatis' Admit modified the request's objects")
 	}

@@ -36,6 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/utils/ptr"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/rbac"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
@@ -254,7 +255,7 @@ func (w *webhookWorld) outcome(t *testing.T, err error, warns []string, annotati
 	return out
 }
 
-func (w *webhookWorld) runMutatis(t *testing.T, configs []*admissionregistrationv1.MutatingWebhookConfiguration, r webhookRequest) (webhookOutcome, []webhookclient.Call) {
+func (w *webhookWorld) runMutatis(t *testing.T, configs []*admissionregistrationv1.MutatingWebhookConfiguration, r webhookRequest) (webhookOutcome, []chain.Call) {
 	t.Helper()
 	ctx := context.Background()
 	namespaces := map[string]*corev1.Namespace{}
@@ -281,36 +282,38 @@ func (w *webhookWorld) runMutatis(t *testing.T, configs []*admissionregistration
 		a.OldObject = &unstructured.Unstructured{Object: typedToMap(t, r.old)}
 	}
 	w.srv.ResetCalls()
-	state := &webhookclient.ReinvocationState{}
-	res, err := d.Dispatch(ctx, a, state)
-	calls := res.Calls
-	warns := res.Warnings
-	annotations := res.AuditAnnotations
-	if err == nil && r.inTree != nil && res.Object != nil {
-		m := runtime.DeepCopyJSON(res.Object)
-		r.inTree(m)
-		res.Object = m
-		state.ShouldReinvoke = true
+	stages := []chain.Stage{d}
+	if r.inTree != nil {
+		stages = append(stages, inTreeStage(r.inTree))
 	}
-	if err == nil && state.ShouldReinvoke {
-		state.Reinvoke = true
-		if res.Object != nil {
-			a.Object = &unstructured.Unstructured{Object: res.Object}
-		}
-		var res2 *webhookclient.Result
-		res2, err = d.Dispatch(ctx, a, state)
-		calls = append(calls, res2.Calls...)
-		warns = append(warns, res2.Warnings...)
-		for k, v := range res2.AuditAnnotations {
-			annotations[k] = v
-		}
-		res = res2
+	res, err := chain.Run(ctx, a, stages...)
+	if err == nil && res.Denied != nil {
+		err = res.Denied
 	}
-	out := w.outcome(t, err, warns, annotations)
+	out := w.outcome(t, err, res.Warnings, res.AuditAnnotations)
 	if err == nil {
 		out.Object = mapRoundTrip(t, res.Object)
 	}
-	return out, calls
+	return out, res.Calls
+}
+
+// inTreeStage is an in-tree plugin after the webhooks that changes the
+// object between the two rounds, and asks for the second round.
+type inTreeStage func(obj map[string]any)
+
+func (inTreeStage) Name() string { return "in-tree" }
+
+func (f inTreeStage) Admit(_ context.Context, a *matching.Attributes, rc *chain.Context) (chain.Outcome, error) {
+	if a.Object == nil {
+		return chain.Outcome{}, nil
+	}
+	if rc.IsReinvoke() {
+		return chain.Outcome{Object: a.Object.Object}, nil
+	}
+	m := runtime.DeepCopyJSON(a.Object.Object)
+	f(m)
+	rc.SetShouldReinvoke()
+	return chain.Outcome{Object: m}, nil
 }
 
 func mapRoundTrip(t *testing.T, m map[string]any) map[string]any {

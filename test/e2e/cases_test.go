@@ -150,7 +150,7 @@ func TestDifferentialCasesAreValid(t *testing.T) {
 // written, with no help from an API server: the simulated cluster decodes
 // it as kube-apiserver's handler decodes a body (defaulting included),
 // admits it through the chain and runs the registry strategy
-// (Cluster.DecodeSteps, Cluster.AdmitChain).
+// (Cluster.DecodeSteps, Cluster.Admit).
 // The outcome is the object the registry would store, or the refusal
 // (the engine's denial, the 422 of validation, the 400 of decoding).
 func admitRawByMutatis(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured) (outcome, *cluster.Admission) {
@@ -189,7 +189,7 @@ func admitRawWith(t *testing.T, set *manifest.Set, stored *unstructured.Unstruct
 	}
 	// The whole chain, as `mutatis apply` runs it: the reinvocation round
 	// runs the built-in plugins again.
-	adm, err := sim.AdmitChain(context.Background(), cluster.Chain{Policies: ev}, d)
+	adm, err := sim.Admit(context.Background(), cluster.Chain{Policies: ev}, d)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}

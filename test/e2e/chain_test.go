@@ -190,7 +190,7 @@ func chainCases() []chainCase {
 // through a real kube-apiserver with its default admission plugins and
 // the native MAP plugin (DefaultAdmission), and requires the stored
 // object, or the refusal, that mutatis' chain computes offline from the
-// same objects (cluster.DecodeSteps and AdmitChain, what `mutatis apply
+// same objects (cluster.DecodeSteps and Admit, what `mutatis apply
 // --webhooks … --policies …` runs): the built-in plugins, the policies,
 // the webhooks and the reinvocation round across them. Each chain has its
 // own namespace (with its default ServiceAccount, as
@@ -341,7 +341,7 @@ func chainMutatis(t *testing.T, ctx context.Context, set *manifest.Set, configs 
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm, err := sim.AdmitChain(ctx, ch, d)
+	adm, err := sim.Admit(ctx, ch, d)
 	if err != nil {
 		t.Fatal(err)
 	}

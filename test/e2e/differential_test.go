@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -59,7 +60,7 @@ func adminInfo() user.Info {
 // The second takes no help from the API server: mutatis decodes the case
 // object as written (cluster.Decode: defaulting, the admission plugins
 // before MAP; pruning and structural defaults for custom resources),
-// admits it and runs the registry strategy (cluster.AdmitChain); its stored
+// admits it and runs the registry strategy (cluster.Admit); its stored
 // object (Admission.Stored) or refusal (the denial, the 422 of validation)
 // must be S or kube-apiserver's refusal, message for message.
 func TestDifferential(t *testing.T) {
@@ -200,7 +201,7 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 		t.Errorf("mutatis (admitting kube-apiserver's decoded object, then a dry-run create) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if d := diff("kube-apiserver", want, "mutatis", raw); d != "" {
-		t.Errorf("mutatis (from the case object: DecodeSteps, AdmitChain, the stored object) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
+		t.Errorf("mutatis (from the case object: DecodeSteps, Admit, the stored object) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if want.Object != nil && diff("", outcome{Object: in}, "", want) == "" {
 		t.Logf("note: the policies left %s unchanged", kindKey(object))
@@ -248,7 +249,7 @@ func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}
-	res, err := ev.Admit(ctx, attrs)
+	res, err := chain.Run(ctx, attrs, ev)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}

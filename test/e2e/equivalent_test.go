@@ -183,7 +183,7 @@ func admitEquivalentByMutatis(t *testing.T, ctx context.Context, set *manifest.S
 	if err != nil {
 		t.Fatalf("mutatis: decoding the request: %v", err)
 	}
-	adm, err := sim.Admit(ctx, ev, attrs)
+	adm, err := sim.Admit(ctx, cluster.Chain{Policies: ev}, &cluster.Decoded{Attributes: attrs})
 	switch {
 	case err != nil:
 		t.Fatalf("mutatis: %v", err)

@@ -28,7 +28,7 @@ import (
 // runs its default admission plugins, ServiceAccount included
 // (DefaultAdmission), and requires the stored object, or the refusal, that
 // mutatis computes offline from the same objects with kube-apiserver's
-// default set (cluster.New, DecodeSteps, AdmitChain: what `mutatis apply` runs):
+// default set (cluster.New, DecodeSteps, Admit: what `mutatis apply` runs):
 // every plugin before the policies, fed from the case's objects.
 //
 // A case file of testdata/plugins holds the objects of the cluster

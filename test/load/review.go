@@ -16,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme"
 )
@@ -75,7 +74,7 @@ func NewReviews(obj *unstructured.Unstructured, u user.Info) (*Reviews, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := engine.AdmissionRequest(attrs, attrs.Resource, attrs.Kind)
+	req := attrs.AdmissionRequest(attrs.Resource, attrs.Kind)
 	req.UID = types.UID(uidPlaceholder)
 	req.Object = runtime.RawExtension{Raw: raw}
 	body, err := json.Marshal(&admissionv1.AdmissionReview{

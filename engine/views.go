@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// versionedView is the request's object and old object as the policies
+// matched through one kind see them: upstream's admission.VersionedAttributes
+// of that kind, one per kind and pass.
+type versionedView struct {
+	// kind is the matched kind (VersionedKind).
+	kind schema.GroupVersionKind
+	// object is the current object of the view, of kind objectKind, and
+	// oldObject the old object (of kind kind, never mutated).
+	object, oldObject map[string]any
+	objectKind        schema.GroupVersionKind
+	// dirty tells a mutation changed object since the view was made.
+	dirty bool
+}
+
+// view makes the view of cur's objects in kind, unless it exists
+// (admission.NewVersionedAttributes: both objects converted with
+// ConvertToGVK).
+func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind, views map[schema.GroupVersionKind]*versionedView) error {
+	if _, ok := views[kind]; ok {
+		return nil
+	}
+	v := &versionedView{kind: kind, objectKind: kind}
+	var err error
+	if cur.OldObject != nil {
+		if v.oldObject, err = e.toVersion(cur.OldObject.Object, cur.Kind, kind); err != nil {
+			return err
+		}
+	}
+	if cur.Object != nil {
+		if v.object, err = e.toVersion(cur.Object.Object, cur.Kind, kind); err != nil {
+			return err
+		}
+	}
+	views[kind] = v
+	return nil
+}
+
+// toVersion presents obj, of kind from, in the version of kind to, as
+// upstream's ConvertToGVK does. Built-in kinds convert through their
+// internal version with kube-apiserver's own conversions (scheme.Convert);
+// custom resources convert as the CRD "None" strategy does (only
+// apiVersion changes).
+func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	if obj == nil || from == to {
+		return obj, nil
+	}
+	if s := e.cfg.Patcher.Scheme; s != nil && s.Recognizes(from) {
+		return s.Convert(obj, from, to)
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	out["apiVersion"] = to.GroupVersion().String()
+	return out, nil
+}
+
+// backToRequestVersion is what upstream's dispatchOne does to the result of
+// a mutation of a built-in kind before defaulting it:
+// ObjectConvertor.ConvertToVersion to the group/version of the request's
+// kind. For a view in another kind (an Equivalent match) kube-apiserver's
+// scheme has no conversion between two external versions and answers its
+// own error (docs/fidelity.md), which is the policy's error. Custom
+// resources are not converted there.
+func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schema.GroupVersionKind) (map[string]any, schema.GroupVersionKind, error) {
+	s := e.cfg.Patcher.Scheme
+	if obj == nil || kind == request || s == nil || !s.Recognizes(kind) {
+		return obj, kind, nil
+	}
+	return s.ConvertToVersion(obj, kind, request.GroupVersion())
+}
