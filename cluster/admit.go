@@ -8,7 +8,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -44,7 +44,7 @@ type Admission struct {
 	Reinvoked bool
 	// ReinvokedPlugins are the steps of the built-in plugins in the
 	// reinvocation round.
-	ReinvokedPlugins []scheme.PluginStep
+	ReinvokedPlugins []admissionplugins.Step
 	// WebhookCalls has one entry per webhook and round, in order.
 	WebhookCalls []webhookclient.Call
 	// WebhookWarnings are the webhooks' warnings, in order.
@@ -83,14 +83,14 @@ func (c *Cluster) store(ctx context.Context, a *matching.Attributes, out *Admiss
 		return nil
 	}
 	var err error
-	if !c.NoDefaults && c.Scheme.Recognizes(a.Kind) {
+	if !c.opts.NoDefaults && c.Scheme.Recognizes(a.Kind) {
 		// dispatchInvocations converts the versioned object it mutated back
 		// into the request's internal object; storage encodes that.
 		if out.Object, err = c.Scheme.Convert(res.Object, a.Kind, a.Kind); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 	}
-	if c.NoValidate || c.NoDefaults {
+	if c.opts.NoValidate || c.opts.NoDefaults {
 		// An object that was never defaulted is not what the registry
 		// validates: validation needs the defaults.
 		return nil

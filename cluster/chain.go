@@ -12,7 +12,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -84,9 +84,9 @@ func (c *Cluster) AdmitChain(ctx context.Context, ch Chain, d *Decoded) (*Admiss
 			policies.Reinvoke, webhooks.Reinvoke = true, true
 			policies.ShouldReinvoke, webhooks.ShouldReinvoke = false, false
 			if d.admitPlugins {
-				var steps []scheme.PluginStep
+				var steps []admissionplugins.Step
 				var err error
-				obj, steps, err = c.Scheme.AdmitPluginsSteps(ctx, schemeRequest(a), obj, oldObject(a), a.UserInfo, a.DryRun, d.pluginChanges)
+				obj, steps, err = c.Plugins.AdmitSteps(ctx, schemeRequest(a), obj, oldObject(a), a.UserInfo, a.DryRun, d.pluginChanges)
 				out.ReinvokedPlugins = steps
 				if err != nil {
 					return out, c.refuse(out, err, pluginOf(steps))
@@ -142,7 +142,7 @@ func (c *Cluster) refuse(out *Admission, err error, by string) error {
 
 // pluginOf names the built-in plugin that refused the request: the last
 // step's.
-func pluginOf(steps []scheme.PluginStep) string {
+func pluginOf(steps []admissionplugins.Step) string {
 	if len(steps) > 0 && steps[len(steps)-1].Err != nil {
 		return steps[len(steps)-1].Plugin
 	}

@@ -26,7 +26,7 @@ type StaticOptions struct {
 	Compiler *compiler.Compiler
 	// Metrics go into the engine.Config.
 	Metrics engine.Metrics
-	// OnSynthesize becomes the Cluster's OnSynthesize.
+	// OnSynthesize becomes the Cluster's Options.OnSynthesize.
 	OnSynthesize func(namespace string)
 }
 
@@ -83,11 +83,10 @@ func LoadStatic(ctx context.Context, o StaticOptions) (*Static, error) {
 		}
 		objects = append(objects, rset.Objects...)
 	}
-	sim, err := New(objects)
+	sim, err := New(objects, Options{OnSynthesize: o.OnSynthesize})
 	if err != nil {
 		return nil, err
 	}
-	sim.OnSynthesize = o.OnSynthesize
 	policies, bindings := pset.APIObjects()
 	hooks, err := engine.NewHooks(comp, policies, bindings)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package explain renders evaluation results for people: the trace of
 // which policy bindings ran in which pass (engine.Result.Invocations), the
-// admission plugins before them (scheme.PluginStep), the webhooks after
+// admission plugins before them (admissionplugins.Step), the webhooks after
 // them (webhookclient.Call), the chain's reinvocation round, and
 // unified diffs of YAML, colored on terminals. `mutatis apply --explain`
 // and `mutatis test` print the same text with it.
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/engine"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -37,7 +37,7 @@ func Trace(w io.Writer, r engine.Result) {
 // webhooks' calls, then, when the chain was reinvoked, the admission
 // plugins' steps of the second pass (reinvokedPlugins) and the second
 // pass of the policies and webhooks.
-func Chain(w io.Writer, r engine.Result, calls []webhookclient.Call, reinvoked bool, reinvokedPlugins []scheme.PluginStep) {
+func Chain(w io.Writer, r engine.Result, calls []webhookclient.Call, reinvoked bool, reinvokedPlugins []admissionplugins.Step) {
 	if len(r.Invocations) == 0 {
 		fmt.Fprintln(w, "explain: no policy binding matched the request")
 	}
@@ -133,7 +133,7 @@ func IgnoredWarnings(r engine.Result) []string {
 // Plugins writes the stage of kube-apiserver's admission plugins before
 // the policies: the plugins run (in order) and, of the steps, the
 // plugins that changed the object and a refusal.
-func Plugins(w io.Writer, run []string, steps []scheme.PluginStep) {
+func Plugins(w io.Writer, run []string, steps []admissionplugins.Step) {
 	if len(run) == 0 {
 		fmt.Fprintln(w, "explain: admission plugins: none run before the policies")
 		return
@@ -147,7 +147,7 @@ func Plugins(w io.Writer, run []string, steps []scheme.PluginStep) {
 // PluginSteps writes the steps of the admission plugins that changed the
 // object or refused the request, one "explain: " line each, and tells
 // whether there was one.
-func PluginSteps(w io.Writer, steps []scheme.PluginStep) bool {
+func PluginSteps(w io.Writer, steps []admissionplugins.Step) bool {
 	wrote := false
 	for _, st := range steps {
 		switch {
@@ -215,7 +215,7 @@ func Webhooks(w io.Writer, calls []webhookclient.Call) {
 // Reinvocation writes the chain's reinvocation round: that it ran (any
 // change by a policy or a webhook asks for it) and what the built-in
 // plugins did in it; nothing when it did not run.
-func Reinvocation(w io.Writer, ran bool, steps []scheme.PluginStep) {
+func Reinvocation(w io.Writer, ran bool, steps []admissionplugins.Step) {
 	if !ran {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -66,12 +66,12 @@ type outcome struct {
 	// warnings are the decoder's and the registry strategy's.
 	warnings []string
 	// plugins are the steps of the admission plugins before MAP.
-	plugins []scheme.PluginStep
+	plugins []admissionplugins.Step
 	// calls are the webhooks' calls; reinvoked tells the chain ran its
 	// second pass, whose admission plugins' steps are reinvokedPlugins.
 	calls            []webhookclient.Call
 	reinvoked        bool
-	reinvokedPlugins []scheme.PluginStep
+	reinvokedPlugins []admissionplugins.Step
 }
 
 // expectations are the resolved expectations of a case (files read).

@@ -603,6 +603,35 @@ func (k *kube) internal(obj map[string]any, gvk schema.GroupVersionKind) (runtim
 	return internal, nil
 }
 
+// Internal is obj, of built-in kind gvk, in its group's internal version:
+// the object kube-apiserver's admission chain hands its plugins (package
+// admissionplugins runs them on it). An object its Go type cannot hold is
+// the API server's 400, a failed conversion its 500.
+func (s *Scheme) Internal(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	return s.df.internal(k, obj, gvk)
+}
+
+// FromInternal is internal, an object of gvk's group in its internal
+// version that nothing else holds or uses afterwards (the admission
+// plugins' result), converted to gvk's version and unstructured. The
+// conversion may modify internal and the result may share memory with it
+// (kube.convertFresh).
+func (s *Scheme) FromInternal(internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	return s.df.unstructured(versioned, gvk)
+}
+
 // warningRecorder collects the warnings of one request.
 type warningRecorder struct {
 	mu       sync.Mutex

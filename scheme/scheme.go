@@ -40,14 +40,12 @@ type Scheme struct {
 	df defaulter
 	// crs are the custom resources of the run.
 	crs *CustomResources
-	// plugins are kube-apiserver's admission plugins before MAP.
-	plugins *plugins
 }
 
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), plugins: newPlugins()}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources()}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or

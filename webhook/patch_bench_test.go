@@ -19,7 +19,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // loadPod is the request of the load test (test/load): the Pod of
@@ -59,11 +59,8 @@ func makeLoadPod() (*loadPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	sim, err := cluster.New(nil)
+	sim, err := cluster.New(nil, cluster.Options{AdmissionPlugins: admissionplugins.Flags{Disable: []string{"ServiceAccount"}}})
 	if err != nil {
-		return nil, err
-	}
-	if err := sim.Scheme.SetAdmissionPlugins(scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}); err != nil {
 		return nil, err
 	}
 	attrs, err := sim.Attributes(cluster.Request{
