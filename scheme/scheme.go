@@ -24,8 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // Scheme is kube-apiserver's scheme for the objects of one run. The zero
@@ -145,34 +143,28 @@ func (s *Scheme) NormalizeReference(obj map[string]any, gvk schema.GroupVersionK
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
 
-// Decode is jsonpatch.Decode of a JSON patch result of kind gvk (a strict
+// decode is decodeReference of a JSON patch result of kind gvk (a strict
 // JSON decoding into the kind's Go type, then ToUnstructured), computed
 // without encoding and decoding JSON when the object has nothing the
 // decoder could refuse or read differently.
-func (s *Scheme) Decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (s *Scheme) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if s.types.Recognizes(gvk) {
 		if out, ok := s.nz.decode(s.types, doc, gvk); ok {
 			return out, nil
 		}
 	}
-	return jsonpatch.Decode(doc, gvk, s.types)
+	return decodeReference(doc, gvk, s.types)
 }
 
-// DecodeFixed is Decode for a result of jsonpatch.ApplyUnnormalized: it
+// decodeFixed is decode for a result of jsonpatch.ApplyUnnormalized: it
 // answers ok=false unless doc is also a fixed point of jsonpatch.Apply's
 // normalization of its input, so that the result is what jsonpatch.Apply
-// followed by Decode gives. ok=false means it cannot tell.
-func (s *Scheme) DecodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+// followed by decode gives. ok=false means it cannot tell.
+func (s *Scheme) decodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	if !s.types.Recognizes(gvk) {
 		return nil, false
 	}
 	return s.nz.decodeFixed(s.types, doc, gvk)
-}
-
-// DecodeJSON strictly decodes data, a JSON patch result that is not an
-// object, as kube-apiserver's JSONPatch patcher does (its error).
-func (s *Scheme) DecodeJSON(data []byte, gvk schema.GroupVersionKind) (map[string]any, error) {
-	return jsonpatch.DecodeJSON(data, gvk, s.types)
 }
 
 // New returns a new typed object of the built-in kind gvk.
