@@ -109,18 +109,18 @@ func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
 // it (ToUnstructured). Kinds without a Go type come back as they are.
 //
 // Built-in kinds take a planned conversion around the same defaulters
-// when it can tell (defaultFast), DefaultReference otherwise; the result
+// when it can tell (defaultFast), defaultReference otherwise; the result
 // may then share the subtrees the defaulters left alone with obj.
 func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	return s.defaults(obj, gvk, true)
 }
 
-// DefaultReference is Default through the typed round trip, the
+// defaultReference is Default through the typed round trip, the
 // definition of its result and the fallback of its fast path
 // (defaultfast.go): FromUnstructured into the kind's Go type, the
 // scheme's defaulters, ToUnstructured, and the input itself when that
 // changed nothing.
-func (s *Scheme) DefaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (s *Scheme) defaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	return s.defaults(obj, gvk, false)
 }
 
@@ -144,7 +144,7 @@ func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast 
 	return k.defaultTyped(obj, gvk)
 }
 
-// defaultTyped is DefaultReference of a built-in kind.
+// defaultTyped is defaultReference of a built-in kind.
 func (k *kube) defaultTyped(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed, err := k.typed(obj, gvk)
 	if err != nil {

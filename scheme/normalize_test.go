@@ -25,13 +25,13 @@ import (
 func checkAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
-	want, wantErr := pt.NormalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+	want, wantErr := pt.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	if !pt.Recognizes(gvk) {
 		want, wantErr = obj, nil
 	}
 	got, err := pt.Normalize(obj, gvk)
 	if !oneOfTheErrors(err, wantErr, func() error {
-		_, again := pt.NormalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		_, again := pt.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		return again
 	}) {
 		t.Fatalf("error %v, want %v\ninput: %#v", err, wantErr, before)
@@ -130,7 +130,7 @@ func TestNormalizeReturnsNormalizedObjectsAsTheyAre(t *testing.T) {
 			continue
 		}
 		t.Run(in.Name, func(t *testing.T) {
-			normalized, err := pt.NormalizeReference(in.Obj, in.GVK)
+			normalized, err := pt.normalizeReference(in.Obj, in.GVK)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,12 +342,12 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
-			want, wantErr := pt.NormalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
+			want, wantErr := pt.normalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
 			got, err := pt.NormalizeFrom(m, base, in.GVK)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				seen := false
 				for i := 0; i < 100 && !seen && err != nil && wantErr != nil; i++ {
-					_, again := pt.NormalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
+					_, again := pt.normalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
 					seen = fmt.Sprint(again) == fmt.Sprint(err)
 				}
 				if !seen {

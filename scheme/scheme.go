@@ -71,7 +71,7 @@ func (s *Scheme) Recognizes(gvk schema.GroupVersionKind) bool {
 // canonicalizes quantities and timestamps. Objects of other kinds come back
 // as they are.
 //
-// The result is NormalizeReference's, computed without the typed object
+// The result is normalizeReference's, computed without the typed object
 // where the fast path models the input: an object already in typed form is
 // returned as it is, without allocating, and otherwise the result shares the
 // unchanged parts of obj.
@@ -90,7 +90,7 @@ func (s *Scheme) NormalizeFrom(obj, base map[string]any, gvk schema.GroupVersion
 	if out, ok := s.nz.normalize(s.types, obj, base, gvk); ok {
 		return out, nil
 	}
-	return s.NormalizeReference(obj, gvk)
+	return s.normalizeReference(obj, gvk)
 }
 
 // NormalizeRequest is Normalize for an object received in a request (an
@@ -125,10 +125,10 @@ func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKin
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
 
-// NormalizeReference is Normalize through the typed object: the definition
+// normalizeReference is Normalize through the typed object: the definition
 // of the result, and the fallback for the inputs the fast path does not
 // model.
-func (s *Scheme) NormalizeReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (s *Scheme) normalizeReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if !s.types.Recognizes(gvk) {
 		return obj, nil
 	}
