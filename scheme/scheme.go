@@ -1,11 +1,13 @@
 // Package scheme is kube-apiserver's view of an object: the typed form of
-// built-in kinds (what decoding into their Go types and back gives), their
-// defaulting, conversion between versions and API validation, and the
-// structural defaulting, pruning and validation of custom resources.
+// built-in kinds (what decoding into their Go types and back gives), a
+// JSON patch's result decoded strictly (Patch), their defaulting,
+// conversion between versions and API validation, and the structural
+// defaulting, pruning and validation of custom resources.
 //
-// It is the one package of mutatis that imports k8s.io/kubernetes: the
-// defaulters, conversions and registry strategies there are the
-// implementation of what kube-apiserver does, used as they are. What a run
+// With its subpackages (webhookconfig, admissionplugins) it is the only
+// code of mutatis that imports k8s.io/kubernetes: the defaulters,
+// conversions and registry strategies there are the implementation of what
+// kube-apiserver does, used as they are. What a run
 // does not use is never built: the scheme of kube-apiserver's API groups is
 // registered on first use of defaulting, conversion or validation.
 //
