@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 FUZZFLAGS ?=
 FUZZCORPUS ?= 200
 
-.PHONY: all build test run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test
+.PHONY: all build test test-long run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test cross
 
 all: lint build test
 
@@ -36,6 +36,13 @@ test:
 	$(GO) test -race -count=1 $(PKGS)
 	cd deploy/charttest && $(GO) test -race -count=1 ./...
 
+# `make test` with MUTATIS_LONG=1: the oracle sweeps (every kind ×
+# perturbations, randomized patches and objects) at their full sizes rather
+# than the default run's, which proves each property on every kind once
+# (docs/ci.md, "Time").
+test-long:
+	MUTATIS_LONG=1 $(MAKE) test
+
 # Release archives for every platform in DIST (static, trimmed, stripped,
 # stamped), with SHA256SUMS (docs/release.md).
 DIST      ?= dist
@@ -61,6 +68,15 @@ dist:
 	@platforms="$(PLATFORMS)"; scratch="$(DIST_SCRATCH_CACHE)"; $(BUILD_FOR)
 	$(RELEASE) archives -dist $(DIST) -version $(VERSION) -source-date-epoch $(SOURCE_DATE_EPOCH) \
 	  -platforms $$(echo $(PLATFORMS) | tr ' ' ,) LICENSE README.md
+
+# A compile check of cmd/mutatis for CROSS_PLATFORMS with the release's
+# flags, the binary discarded: what CI builds of the platforms whose
+# archives only `make dist` builds, at release time (.ci/run, docs/release.md).
+CROSS_PLATFORMS ?= windows/amd64
+cross:
+	@for p in $(CROSS_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; echo "go build $$os/$$arch (checked, not kept)"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(STAMPS)" -o /dev/null ./cmd/mutatis || exit 1; \
+	done
 
 # The OCI image $(IMAGE_REPO):$(VERSION) for IMAGE_PLATFORMS, built without
 # a container daemon into $(DIST)/image (an OCI layout) and tarballs
@@ -95,10 +111,14 @@ run: build
 	@echo "  $(BIN) review -f webhook/testdata/pod.yaml"
 	./$(BIN) serve --policies examples/ --resources examples/ --self-signed-dir .run/certs --listen 127.0.0.1:8443
 
+# vet with -race: it compiles every package it checks and their
+# dependencies, and with the flags of `make test` those compiles are the
+# ones `make test` then reuses (no file of mutatis has a race build tag, so
+# vet checks the same files; docs/ci.md).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
+	$(GO) vet -race $(PKGS)
 	$(GO) mod tidy -diff
 	cd deploy/charttest && $(GO) mod tidy -diff
 

@@ -3,6 +3,7 @@ package applyconfig
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -146,7 +147,7 @@ func TestFastPathOnPerturbedInputs(t *testing.T) {
 	cases := mergeCases()
 	rng := rand.New(rand.NewPCG(5, 37))
 	n := 3000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 300
 	}
 	fast, merged := 0, 0

@@ -3,6 +3,7 @@ package applyconfig
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
@@ -404,7 +405,7 @@ func acceptsFor(v any) scalarKinds {
 func TestPlanWalksAsSchema(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 3))
 	n := 4000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 400
 	}
 	corpus := map[string][]map[string]any{} // kind -> objects and patches

@@ -7,7 +7,7 @@ import "k8s.io/apiserver/pkg/cel/environment"
 // in both modes (API validation's and admission's), and the environments
 // without variables that policies compile in. Safe to call concurrently
 // with anything, any number of times; a failure is left for New to report.
-// internal/warmstart calls it while the process initialises.
+// cmd/mutatis' main starts it on a spare core (internal/warmstart).
 func Warm() {
 	b, err := loadBaseEnvs()
 	if err != nil {

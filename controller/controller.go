@@ -317,6 +317,12 @@ func New(cfg Config) (*Controller, error) {
 // first sync it knows no policy).
 func (c *Controller) Engine() *engine.Engine { return c.engine }
 
+// LoadInitial is the first load of a policy source (source.Source): a
+// controller has nothing to read before Run, whose informers bring its
+// first policy set (Ready then holds), so it returns nil. New has checked
+// the configuration.
+func (c *Controller) LoadInitial(context.Context) error { return nil }
+
 // Ready reports whether every informer has synced and the first full policy
 // set is in the Engine.
 func (c *Controller) Ready() bool {

@@ -1,7 +1,9 @@
 package costs
 
 import (
+	"fmt"
 	"math"
+	"sort"
 )
 
 // Measured is the runtime cost of an expression measured on objects (mutatis
@@ -72,4 +74,58 @@ func degreeName(d int) string {
 		return "constant"
 	}
 	return growthName(d)
+}
+
+// Sample is one runtime cost measured by the harness of mutatis bench: an
+// expression of a policy evaluated on a fixture at a scale, or the error
+// it failed with.
+type Sample struct {
+	Policy, Path, Fixture string
+	Scale                 int
+	RuntimeCost           int64
+	Err                   string
+}
+
+// Record sets the Measured of every expression of r that samples measured:
+// the largest runtime cost at each scale, its growth beside the formula's,
+// and the errors.
+func (r *Report) Record(samples []Sample) {
+	type key struct{ policy, path string }
+	worst := map[key]map[int]int64{}
+	errs := map[key][]string{}
+	for _, m := range samples {
+		k := key{m.Policy, m.Path}
+		if m.Err != "" {
+			errs[k] = append(errs[k], fmt.Sprintf("%s at ×%d: %s", m.Fixture, m.Scale, m.Err))
+			continue
+		}
+		if worst[k] == nil {
+			worst[k] = map[int]int64{}
+		}
+		if m.RuntimeCost > worst[k][m.Scale] {
+			worst[k][m.Scale] = m.RuntimeCost
+		}
+	}
+	for pi := range r.Policies {
+		p := &r.Policies[pi]
+		for ei := range p.Expressions {
+			e := &p.Expressions[ei]
+			k := key{p.Name, e.Path}
+			byScale := worst[k]
+			if len(byScale) == 0 && len(errs[k]) == 0 {
+				continue
+			}
+			var scales []int
+			for s := range byScale {
+				scales = append(scales, s)
+			}
+			sort.Ints(scales)
+			var cs []int64
+			for _, s := range scales {
+				cs = append(cs, byScale[s])
+			}
+			e.Measured = NewMeasured(scales, cs, e.Formula)
+			e.Measured.Errors = errs[k]
+		}
+	}
 }

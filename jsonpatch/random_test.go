@@ -3,6 +3,7 @@ package jsonpatch
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,7 +171,7 @@ func (g gen) doc() map[string]any {
 
 func TestApplyRandomizedAgainstEvanphx(t *testing.T) {
 	n := 20000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 2000
 	}
 	for i := 0; i < n; i++ {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -269,7 +270,7 @@ func unnormalizedCase(r *rand.Rand) (map[string]any, []Operation) {
 
 func TestApplyUnnormalizedRandomized(t *testing.T) {
 	n := 30000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 3000
 	}
 	vouched, clean := 0, 0

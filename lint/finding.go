@@ -64,13 +64,7 @@ func (f Finding) String() string {
 		fmt.Fprintf(&b, " (line %d:%d)", f.Line, f.Column)
 	}
 	b.WriteString(": ")
-	if f.Kind != "" {
-		b.WriteString(f.Kind)
-		if f.Name != "" {
-			fmt.Fprintf(&b, " %q", f.Name)
-		}
-		b.WriteString(": ")
-	}
+	b.WriteString(manifest.ObjectPrefix(f.Kind, f.Name))
 	if f.Field != "" {
 		b.WriteString(f.Field)
 		b.WriteString(": ")

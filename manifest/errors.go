@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -53,14 +54,21 @@ func (e *Error) prefix() string {
 		fmt.Fprintf(&b, " (line %d)", e.Line)
 	}
 	b.WriteString(": ")
-	if e.Kind != "" {
-		b.WriteString(e.Kind)
-		if e.Name != "" {
-			fmt.Fprintf(&b, " %q", e.Name)
-		}
-		b.WriteString(": ")
-	}
+	b.WriteString(ObjectPrefix(e.Kind, e.Name))
 	return b.String()
+}
+
+// ObjectPrefix names an object at the start of an error or a finding as
+// mutatis prints them: `Kind "name": `, `Kind: ` without a name, nothing
+// without a kind.
+func ObjectPrefix(kind, name string) string {
+	switch {
+	case kind == "":
+		return ""
+	case name == "":
+		return kind + ": "
+	}
+	return kind + " " + strconv.Quote(name) + ": "
 }
 
 // Error prints one line per field error, each prefixed with the source and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -188,7 +189,7 @@ func TestIndexNeverChangesAResult(t *testing.T) {
 	}
 	hits, candidates, total := 0, 0, 0
 	requests := 600
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		requests = 100
 	}
 	for i := 0; i < requests; i++ {

@@ -3,7 +3,9 @@ package policytest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -294,12 +296,7 @@ func (e *expectations) checkInvocations(o outcome) []Failure {
 			fs = append(fs, Failure{Expectation: "notApplied", Message: fmt.Sprintf("%s applied\n%s", n, trace())})
 		}
 	}
-	keys := make([]string, 0, len(e.maxRuntimeCost))
-	for k := range e.maxRuntimeCost {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.maxRuntimeCost)) {
 		limit := e.maxRuntimeCost[k]
 		policy, mutation, _ := parseCostKey(k)
 		cost, ran := int64(0), false

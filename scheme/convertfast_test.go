@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -158,7 +159,7 @@ func TestTypedAndUnstructuredAreTheConverter(t *testing.T) {
 	}
 	gvks := externalKinds(s, k.scheme)
 	fills := 4
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		fills = 1
 	}
 	var typedCount, unstructuredCount, objects int
@@ -185,7 +186,7 @@ func TestTypedAndUnstructuredAreTheConverter(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	ins := testobjects.Inputs(t)
 	n := 1000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 200
 	}
 	for i := range n {
@@ -274,7 +275,7 @@ func TestConvertFreshIsConvertToVersion(t *testing.T) {
 		return want
 	}
 	fills := 4
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		fills = 1
 	}
 	var objects []runtime.Object
@@ -341,7 +342,7 @@ func TestDecodeRequestIsTheDecoder(t *testing.T) {
 		t.Fatal(err)
 	}
 	fills := 4
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		fills = 1
 	}
 	objects, fast := 0, 0
@@ -360,7 +361,7 @@ func TestDecodeRequestIsTheDecoder(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	ins := testobjects.Inputs(t)
 	n := 2000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 300
 	}
 	for i := range n {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -107,7 +108,7 @@ func TestDefaultOnEveryKind(t *testing.T) {
 	}
 	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
 	fills := 3
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		fills = 1
 	}
 	var slow []string
@@ -168,7 +169,7 @@ func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
 	s := New()
 	r := rand.New(rand.NewPCG(1, 2))
 	n := 3000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 300
 	}
 	var ins []testobjects.Input
@@ -528,7 +529,7 @@ func TestBuildAndEmitAreTheConverter(t *testing.T) {
 	}
 	gvks := externalKinds(s, ks)
 	fills := 3
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		fills = 1
 	}
 	for _, gvk := range gvks {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -257,7 +258,7 @@ func TestNormalizeAgreesOnPerturbedObjects(t *testing.T) {
 	inputs := testobjects.Inputs(t)
 	r := rand.New(rand.NewPCG(5, 2026))
 	n := 4000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 400
 	}
 	fast, fastDecode := 0, 0
@@ -319,7 +320,7 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 	inputs := testobjects.Inputs(t)
 	r := rand.New(rand.NewPCG(7, 2026))
 	n := 3000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 300
 	}
 	fast := 0

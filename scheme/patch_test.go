@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -476,7 +477,7 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 	inputs := jpObjects(t)
 	r := rand.New(rand.NewPCG(11, 2026))
 	n := 5000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 500
 	}
 	fast, cleanFast, clean, perturbedFast := 0, 0, 0, 0

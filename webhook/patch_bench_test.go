@@ -21,6 +21,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
+	"github.com/mutatis-dev/mutatis/source"
 )
 
 // loadPod is the request of the load test (test/load): the Pod of
@@ -51,7 +52,7 @@ func newLoadPod(tb testing.TB) *loadPod {
 
 func makeLoadPod() (*loadPod, error) {
 	ctx := context.Background()
-	st, err := cluster.LoadStatic(ctx, cluster.StaticOptions{Policies: []string{"../test/load/testdata/policies"}})
+	st, err := source.Load(ctx, source.Options{Policies: []string{"../test/load/testdata/policies"}})
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/internal/memlimit"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -157,7 +158,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" && o.client == nil {
 		// Process-wide settings: only for a real run, not the tests'.
-		setRuntimeMemoryLimit(limit)
+		memlimit.SetRuntime(limit)
 		if os.Getenv("GOGC") == "" {
 			debug.SetGCPercent(auditGCPercent)
 		}

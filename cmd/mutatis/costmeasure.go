@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,44 +23,11 @@ func measureCosts(cmd *cobra.Command, o costOptions, report *costs.Report) error
 	if len(ms) == 0 {
 		fmt.Fprintln(cmd.ErrOrStderr(), "cost: --measure: no policy binding matched any object; nothing measured")
 	}
-	type key struct{ policy, path string }
-	worst := map[key]map[int]int64{}
-	errs := map[key][]string{}
-	for _, m := range ms {
-		k := key{m.Policy, m.Path}
-		if m.Err != "" {
-			errs[k] = append(errs[k], fmt.Sprintf("%s at ×%d: %s", m.Fixture, m.Scale, m.Err))
-			continue
-		}
-		if worst[k] == nil {
-			worst[k] = map[int]int64{}
-		}
-		if m.RuntimeCost > worst[k][m.Scale] {
-			worst[k][m.Scale] = m.RuntimeCost
-		}
+	samples := make([]costs.Sample, len(ms))
+	for i, m := range ms {
+		samples[i] = costs.Sample{Policy: m.Policy, Path: m.Path, Fixture: m.Fixture, Scale: m.Scale, RuntimeCost: m.RuntimeCost, Err: m.Err}
 	}
-	for pi := range report.Policies {
-		p := &report.Policies[pi]
-		for ei := range p.Expressions {
-			e := &p.Expressions[ei]
-			k := key{p.Name, e.Path}
-			byScale := worst[k]
-			if len(byScale) == 0 && len(errs[k]) == 0 {
-				continue
-			}
-			var scales []int
-			for s := range byScale {
-				scales = append(scales, s)
-			}
-			sort.Ints(scales)
-			var cs []int64
-			for _, s := range scales {
-				cs = append(cs, byScale[s])
-			}
-			e.Measured = costs.NewMeasured(scales, cs, e.Formula)
-			e.Measured.Errors = errs[k]
-		}
-	}
+	report.Record(samples)
 	return nil
 }
 

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
-	_ "github.com/mutatis-dev/mutatis/internal/gcstart"          // the collector of one-shot commands
-	"github.com/mutatis-dev/mutatis/internal/warmstart"          // CEL's parser tables during the packages' initialisation
-	_ "github.com/mutatis-dev/mutatis/internal/warmstart/celenv" // CEL's environments during the packages' initialisation
+	_ "github.com/mutatis-dev/mutatis/internal/gcstart" // the collector of one-shot commands
+	"github.com/mutatis-dev/mutatis/internal/warmstart"
 	"github.com/mutatis-dev/mutatis/scheme"
 )
 
@@ -39,15 +39,30 @@ func (e *exitError) Error() string {
 }
 
 func main() {
-	if len(os.Args) > 1 && warmstart.DecodesObjects(os.Args[1]) {
-		// kube-apiserver's scheme, which the first object's decoding
-		// registers, on the second core while the command reads its inputs.
-		warmstart.Then(scheme.Warm)
-	}
+	warmUp(os.Args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// warmUp starts, on the second core, the one-time set-up the command of
+// args is about to need (internal/warmstart), in the order it needs it:
+// cel-go's parser tables and the base CEL environments for the commands
+// that compile policies, kube-apiserver's scheme (registered by the first
+// object's decoding) for the commands that decode objects.
+func warmUp(args []string) {
+	var command string
+	if len(args) > 1 {
+		command = args[1]
+	}
+	warm := warmstart.Start(command)
+	if warmstart.CompilesCEL(command) {
+		warm.Then(compiler.Warm)
+	}
+	if warmstart.DecodesObjects(command) {
+		warm.Then(scheme.Warm)
+	}
 }
 
 // run executes the CLI with args and returns the process exit code.

@@ -6,16 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,11 +23,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/controller"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
+	"github.com/mutatis-dev/mutatis/internal/memlimit"
+	"github.com/mutatis-dev/mutatis/source"
 	"github.com/mutatis-dev/mutatis/webhook"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -62,7 +58,7 @@ type serveOptions struct {
 	memoryLimit         string
 	memoryLimitBytes    int64 // memoryLimit parsed
 	// cgroupRoot is where the container's memory limit is read; tests
-	// change it, and setMemoryLimit, which is debug.SetMemoryLimit.
+	// change it, and setMemoryLimit, which is memlimit.SetRuntime.
 	cgroupRoot     string
 	setMemoryLimit func(int64)
 
@@ -83,9 +79,6 @@ type serveOptions struct {
 	writeTimeout          time.Duration
 	caBundle              []byte // the CA of the serving certificate, when known
 	selfSignedCertificate *tls.Certificate
-
-	// informers runs informer mode (runController; tests may replace it).
-	informers informerRunner
 }
 
 // defaultShutdownDrain is --shutdown-drain's default: enough for the
@@ -93,63 +86,31 @@ type serveOptions struct {
 // once /readyz fails, so that new connections go to other replicas.
 const defaultShutdownDrain = 5 * time.Second
 
-// informerConfig is what informer mode gets from serve.
-type informerConfig struct {
-	// Rest reaches the cluster (--kubeconfig or in-cluster).
-	Rest *rest.Config
-	// Source is "native" (admissionregistration.k8s.io MAP/MAPB) or
-	// "shadow" (--source).
-	Source string
-	// Metrics go into the engine.Config of the controller's Engine.
-	Metrics engine.Metrics
-	// Ready is called once the caches are synced and the first policy set
-	// (every policy compiled) is in the Engine; /readyz and /mutate wait
-	// for it.
-	Ready func()
-	// Log is the server's logger.
-	Log *slog.Logger
-	// PublishStatus hands serve the function /statusz reports.
-	PublishStatus func(func() controller.Status)
-	// Options are the command's flags (namespace, webhook settings).
-	Options *serveOptions
-}
-
-// informerRunner builds informer mode: the Engine the webhook serves and
-// the function that keeps it in sync with the cluster until ctx is done
-// (runController).
-type informerRunner func(cfg informerConfig) (*engine.Engine, func(ctx context.Context) error, error)
-
-// runController is informer mode: controller/ keeps its Engine current
-// and, with --webhook-url or --webhook-service, the webhook configurations.
-func runController(c informerConfig) (*engine.Engine, func(ctx context.Context) error, error) {
-	o := c.Options
+// policySource is where the policies served come from: the files of
+// static mode (--policies, --resources), or in informer mode a controller
+// that keeps its Engine current and, with --webhook-url or
+// --webhook-service, the webhook configurations.
+func (o *serveOptions) policySource(static bool, metrics engine.Metrics, log *slog.Logger) (source.Source, error) {
+	if static {
+		return source.NewFiles(source.Options{Policies: o.policies, Resources: o.resources, Metrics: metrics}, o.reloadInterval, log)
+	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, badInput(err)
+	}
 	wh := o.webhookOptions()
 	if (wh.URL != "" || wh.Service != nil) && len(wh.CABundle) == 0 {
-		return nil, nil, errors.New("managing webhook configurations needs the CA of the serving certificate: --webhook-ca-file, or a certificate from --self-signed-dir or --self-signed-cert-secret")
+		return nil, errors.New("managing webhook configurations needs the CA of the serving certificate: --webhook-ca-file, or a certificate from --self-signed-dir or --self-signed-cert-secret")
 	}
 	ctl, err := controller.New(controller.Config{
-		RestConfig: c.Rest, Source: c.Source, AcknowledgeBuiltinPluginDisabled: o.nativePluginDisabled,
-		Metrics: c.Metrics, Namespace: o.namespace, Webhook: wh,
+		RestConfig: cfg, Source: o.source, AcknowledgeBuiltinPluginDisabled: o.nativePluginDisabled,
+		Metrics: metrics, Namespace: o.namespace, Webhook: wh,
 		LeaderElection: o.leaderElection(), WriteTimeout: o.writeTimeout,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if c.PublishStatus != nil {
-		c.PublishStatus(ctl.Status)
-	}
-	run := func(ctx context.Context) error {
-		go func() {
-			select {
-			case <-ctl.ReadyCh():
-				c.Log.Info("policy informers synced; ready")
-				c.Ready()
-			case <-ctx.Done():
-			}
-		}()
-		return ctl.Run(ctx)
-	}
-	return ctl.Engine(), run, nil
+	return ctl, nil
 }
 
 // webhookOptions are the webhook configurations the flags ask the
@@ -210,7 +171,7 @@ func defaultNamespace() string {
 }
 
 func newServeCommand() *cobra.Command {
-	o := &serveOptions{informers: runController, cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: setRuntimeMemoryLimit}
+	o := &serveOptions{cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: memlimit.SetRuntime}
 	cmd := &cobra.Command{
 		Use:   "serve [--policies PATH…] [--resources PATH…] [--kubeconfig FILE] --listen ADDR [TLS flags]",
 		Short: "Serve MutatingAdmissionPolicies as a mutating admission webhook",
@@ -295,7 +256,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	o.applyMemoryLimit(log)
+	o.memoryLimitFinder().Apply(log, o.setMemoryLimit)
 	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 	defer stop()
@@ -339,58 +300,39 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		}
 	}
 
-	// The policy sources fill the engine and say when it is ready. Until
+	// The policy source fills the engine and says when it is ready. Until
 	// then /mutate answers 503.
-	var eng *engine.Engine
-	var ready atomic.Bool
-	var sources func(ctx context.Context) error
-	var ic informerConfig
-	if static {
-		src, err := newStaticSource(o, opts.Metrics, log)
-		if err != nil {
-			return err
+	src, err := o.policySource(static, opts.Metrics, log)
+	if err != nil {
+		return err
+	}
+	if err := src.LoadInitial(ctx); err != nil {
+		return badInput(err)
+	}
+	opts.Admitter = src.Engine()
+	opts.Ready = func() error {
+		if !src.Ready() {
+			return errors.New("waiting for the policy informers to sync")
 		}
-		fp := src.fingerprint()
-		st, err := src.load(ctx)
-		if err != nil {
-			return badInput(err)
-		}
-		eng = st.Engine()
-		ready.Store(true)
-		log.Info("loaded static policies", "summary", st.Summary)
-		opts.Ready = func() error { return nil }
-		sources = func(ctx context.Context) error { return src.watch(ctx, eng, o.reloadInterval, fp) }
-	} else {
-		cfg, err := o.restConfig()
-		if err != nil {
-			return badInput(err)
-		}
-		if o.informers == nil {
-			o.informers = runController
-		}
-		opts.Ready = func() error {
-			if !ready.Load() {
-				return errors.New("waiting for the policy informers to sync")
-			}
-			return nil
-		}
+		return nil
+	}
+	if ctl, ok := src.(*controller.Controller); ok {
 		// /statusz: the generation and the resourceVersions of the
 		// policies and bindings in the Engine (controller.Status).
-		var status atomic.Pointer[func() controller.Status]
 		opts.Status = func() any {
-			f := status.Load()
-			if f == nil || !ready.Load() {
+			if !ctl.Ready() {
 				return nil
 			}
-			return (*f)()
+			return ctl.Status()
 		}
-		publish := func(f func() controller.Status) { status.Store(&f) }
-		ic = informerConfig{Rest: cfg, Source: o.source, Metrics: opts.Metrics, Ready: func() { ready.Store(true) }, Log: log, Options: o, PublishStatus: publish}
-		if eng, sources, err = o.informers(ic); err != nil {
-			return err
-		}
+		go func() {
+			select {
+			case <-ctl.ReadyCh():
+				log.Info("policy informers synced; ready")
+			case <-ctx.Done():
+			}
+		}()
 	}
-	opts.Admitter = eng
 
 	srv, err := webhook.NewServer(opts)
 	if err != nil {
@@ -409,7 +351,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	defer cancel()
 	sourceErr := make(chan error, 1)
 	go func() {
-		err := sources(ctx)
+		err := src.Run(ctx)
 		if err != nil && ctx.Err() == nil {
 			log.Error("policy source failed; shutting down", "error", err)
 		}
@@ -540,113 +482,6 @@ func (o *serveOptions) restConfig() (*rest.Config, error) {
 		return nil, errors.New("nothing to serve: give --policies (static mode), or --kubeconfig or run in a cluster (informer mode)")
 	}
 	return cfg, err
-}
-
-// staticSource is the policy source of static mode: manifests on disk.
-type staticSource struct {
-	policies, resources []string
-	comp                *compiler.Compiler
-	metrics             engine.Metrics
-	log                 *slog.Logger
-}
-
-func newStaticSource(o *serveOptions, metrics engine.Metrics, log *slog.Logger) (*staticSource, error) {
-	comp, err := compiler.New()
-	if err != nil {
-		return nil, err
-	}
-	// A path given to both flags (as `make run` does) is read once: its
-	// policies count as policies, its other objects as resources.
-	var resources []string
-	for _, r := range o.resources {
-		if !slices.ContainsFunc(o.policies, func(p string) bool { return filepath.Clean(p) == filepath.Clean(r) }) {
-			resources = append(resources, r)
-		}
-	}
-	return &staticSource{policies: o.policies, resources: resources, comp: comp, metrics: metrics, log: log}, nil
-}
-
-// load reads the files and compiles every policy for the simulated
-// cluster of the resources.
-func (s *staticSource) load(ctx context.Context) (*cluster.Static, error) {
-	return cluster.LoadStatic(ctx, cluster.StaticOptions{
-		Policies: s.policies, Resources: s.resources, Compiler: s.comp, Metrics: s.metrics,
-		OnSynthesize: func(name string) {
-			s.log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)
-		},
-	})
-}
-
-// fingerprint sums up the names, sizes and modification times of the
-// manifest files; a change means the files must be read again.
-func (s *staticSource) fingerprint() string {
-	var lines []string
-	for _, root := range append(slices.Clone(s.policies), s.resources...) {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if path != root {
-				switch strings.ToLower(filepath.Ext(path)) {
-				case ".yaml", ".yml", ".json":
-				default:
-					return nil
-				}
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			lines = append(lines, fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()))
-			return nil
-		})
-		if err != nil {
-			lines = append(lines, root+" error "+err.Error())
-		}
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
-
-// watch polls the files every interval and swaps in a new Evaluator when
-// they changed and load well; a set that fails to load is logged and the
-// previous one stays in service.
-func (s *staticSource) watch(ctx context.Context, eng *engine.Engine, interval time.Duration, last string) error {
-	if interval <= 0 {
-		<-ctx.Done()
-		return nil
-	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		last = s.reload(ctx, eng, last)
-	}
-}
-
-// reload swaps in the files' policies when their fingerprint differs from
-// last, and returns the fingerprint now in service (or last tried).
-func (s *staticSource) reload(ctx context.Context, eng *engine.Engine, last string) string {
-	fp := s.fingerprint()
-	if fp == last {
-		return last
-	}
-	st, err := s.load(ctx)
-	if err != nil {
-		s.log.Error("reloading static policies failed; the previous ones stay in service", "error", err)
-		return fp // do not retry the same broken files at every tick
-	}
-	// The files' other objects are read again too: a new simulated cluster.
-	eng.Replace(st.Config, st.Hooks)
-	s.log.Info("reloaded static policies", "summary", st.Summary)
-	return fp
 }
 
 // statuszNote lists /statusz among the endpoints when it is served.

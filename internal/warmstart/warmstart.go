@@ -1,28 +1,20 @@
-// Package warmstart starts, while a one-shot command's process is still
-// initialising its packages, the one-time set-up that command is about to
-// need, on the core the initialisation leaves idle.
+// Package warmstart runs, on the core a one-shot command leaves idle, the
+// one-time set-up that command is about to need. Package main starts it
+// explicitly (Start, then Then for each warm-up), as the first thing the
+// command does; nothing here runs from a package initialiser.
 //
-// Go runs package initialisers one after another on one goroutine: for
-// mutatis, ≈ 20 ms of upstream's (client-go's schemes, Kubernetes' feature
-// gates and API groups, metrics registries), during which the second core
-// has nothing to do. Go initialises, of the packages whose dependencies
-// are ready, the first by import path, and github.com/mutatis-dev/… sorts
-// before the k8s.io/… packages that take most of the time: so a package
-// of this module runs its initialiser as soon as what it imports is
-// ready. Two such packages start the set-up of the commands that compile
-// CEL:
+// The warm-ups of the commands that compile CEL:
 //
-//   - this one imports only cel-go's parser, ready about a third into the
-//     initialisation, and parses two expressions of the shapes mutations
-//     take: cel-go's grammar automaton and the prediction cache its
-//     parser shares among all parses are built then (what the first
-//     compilation would otherwise pay);
-//   - warmstart/celenv imports package compiler and runs compiler.Warm,
-//     the base environments and their plan checks (≈ 5 ms).
+//   - Start parses two expressions of the shapes mutations take: cel-go's
+//     grammar automaton and the prediction cache its parser shares among
+//     all parses are built then (what the first compilation would
+//     otherwise pay);
+//   - main adds compiler.Warm, the base environments and their plan checks
+//     (≈ 5 ms);
 //
-// and main adds the scheme's registration (scheme.Warm, DecodesObjects),
-// which needs packages initialised last. They run one after the other on
-// one goroutine (Then).
+// and main adds the scheme's registration (scheme.Warm, DecodesObjects)
+// for the commands that decode objects. They run one after the other on
+// one goroutine (Warmer.Then).
 //
 // The contract of every warm-up: it only fills process-wide caches that
 // are built once anyway, whoever asks first, so no output depends on
@@ -30,12 +22,10 @@
 // commands in a process that warms up and compares them with runs that do
 // not). Other commands (version, certs, help) start nothing.
 //
-// Only package main imports these packages.
+// Only package main imports this package.
 package warmstart
 
 import (
-	"os"
-
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/parser"
 )
@@ -72,35 +62,43 @@ func DecodesObjects(command string) bool {
 	return false
 }
 
-// command is the mutatis command the process runs, or "".
-func command() string {
-	if len(os.Args) > 1 {
-		return os.Args[1]
-	}
-	return ""
+// Warmer runs warm-ups in order on one goroutine. One goroutine for all of
+// them keeps at most one warm-up competing with the command for the two
+// cores: a third runnable goroutine could take the core of the command's
+// own, which would wait up to the scheduler's 10 ms time slice to get one
+// back.
+type Warmer struct {
+	// queue holds the warm-ups not started yet; nil when Start started no
+	// goroutine (a command that compiles no CEL).
+	queue chan func()
 }
 
-// Command tells whether the process runs a command that compiles CEL:
-// the condition of the warm-ups started at initialisation.
-func Command() bool { return CompilesCEL(command()) }
-
-// queue holds the warm-ups not started yet, which one goroutine runs in
-// order; nil when the process runs no warm-up at initialisation. It is set
-// once, by init, before any other code of the process can read it.
-var queue chan func()
+// Start starts the warm-ups of the mutatis command named command: for a
+// command that compiles CEL, the goroutine that runs the warm-ups, with
+// cel-go's parser tables first (Expressions); for the others nothing.
+func Start(command string) *Warmer {
+	w := &Warmer{}
+	if !CompilesCEL(command) {
+		return w
+	}
+	w.queue = make(chan func(), 4)
+	w.queue <- warmParser
+	go func() {
+		for f := range w.queue {
+			f()
+		}
+	}()
+	return w
+}
 
 // Then runs f on the warm-up goroutine after the warm-ups given to it
-// before, or on a goroutine of its own when the process started none. One
-// goroutine for all of them keeps at most one warm-up competing with the
-// command for the two cores: a third runnable goroutine could take the
-// core of the command's own, which would wait up to the scheduler's 10 ms
-// time slice to get one back.
-func Then(f func()) {
-	if queue == nil {
+// before, or on a goroutine of its own when Start started none.
+func (w *Warmer) Then(f func()) {
+	if w.queue == nil {
 		go f()
 		return
 	}
-	queue <- f
+	w.queue <- f
 }
 
 // warmParser parses Expressions with the parser options of kube-apiserver's
@@ -113,17 +111,4 @@ func warmParser() {
 	for _, src := range Expressions {
 		p.Parse(common.NewTextSource(src))
 	}
-}
-
-func init() {
-	if !Command() {
-		return
-	}
-	queue = make(chan func(), 4)
-	queue <- warmParser
-	go func() {
-		for f := range queue {
-			f()
-		}
-	}()
 }

@@ -903,7 +903,7 @@ func TestDispatcherRandomizedMatchesUpstream(t *testing.T) {
 		}
 	}
 	combinations := 1000
-	if testing.Short() {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		combinations = 200
 	}
 	t.Logf("seed %d, %d combinations (MUTATIS_DISPATCH_SEED=%d to replay)", seed, combinations, seed)

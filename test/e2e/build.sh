@@ -19,6 +19,13 @@ export GOTOOLCHAIN=local
 # module's GOFLAGS must not leak in. -buildvcs=false: the wrappers live inside
 # mutatis' git tree, whose state is irrelevant to these binaries.
 export GOFLAGS="-mod=readonly -buildvcs=false"
+# CGO_ENABLED=0, as upstream builds kube-apiserver and etcd (static), and as
+# `make dist` builds mutatis: with -trimpath and the same module versions
+# (test/e2e/build/kube-apiserver/go.mod requires those of mutatis' go.mod
+# where both have a module, TestE2EWrapperVersions), kube-apiserver's build
+# reuses the k8s.io packages compiled for the host's release archive, about
+# 1,570 of its 2,080 packages (.ci/run builds that archive first).
+export CGO_ENABLED=0
 GO=${GO:-go}
 
 # module_version MODDIR MODULE prints the version MODDIR/go.mod requires of MODULE.
@@ -28,7 +35,7 @@ module_version() {
 
 # stamp MODDIR: a fingerprint of everything that determines the binary.
 stamp() {
-	{ "$GO" env GOVERSION GOOS GOARCH; cat "$1/go.mod" "$1/go.sum" "$1"/*.go; echo "$2"; } | sha256sum | cut -d' ' -f1
+	{ "$GO" env GOVERSION GOOS GOARCH CGO_ENABLED; cat "$1/go.mod" "$1/go.sum" "$1"/*.go; echo "$2"; } | sha256sum | cut -d' ' -f1
 }
 
 # build NAME MODDIR VERSION LDFLAGS

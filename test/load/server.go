@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/source"
 	"github.com/mutatis-dev/mutatis/webhook"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -45,7 +45,7 @@ type Server struct {
 
 // StartServer serves o.Policies as `mutatis serve --policies …
 // --self-signed-dir …` does in static mode: the same loading
-// (cluster.LoadStatic: create-time validation, simulated cluster of the
+// (source.Load: create-time validation, simulated cluster of the
 // files' other objects), the same engine, metrics and webhook.Server with
 // its defaults (body limit, timeouts, TLS with HTTP/2). It does not watch
 // the files for changes. It returns once the port is open; Close stops it.
@@ -94,7 +94,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 // StartServer serves (and BenchmarkHandler calls without a network).
 func newServer(ctx context.Context, o ServerOptions, log *slog.Logger, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (*webhook.Server, string, error) {
 	metrics := webhook.NewMetrics()
-	st, err := cluster.LoadStatic(ctx, cluster.StaticOptions{
+	st, err := source.Load(ctx, source.Options{
 		Policies: o.Policies, Resources: o.Resources, Metrics: metrics,
 		OnSynthesize: func(name string) {
 			log.Info("namespace not in --resources: using one with only the kubernetes.io/metadata.name label", "namespace", name)

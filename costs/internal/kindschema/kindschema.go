@@ -28,6 +28,8 @@ import (
 	_ "embed" // the generated definitions
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -246,12 +248,7 @@ func Describe(t *apiservercel.DeclType) string {
 			b = append(b, indent+"@items"...)
 			walk(t.ElemType, indent+"  ")
 		}
-		names := make([]string, 0, len(t.Fields))
-		for n := range t.Fields {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(t.Fields)) {
 			f := t.Fields[n]
 			b = fmt.Appendf(b, "%s%s required=%t enum=%v default=%s", indent, n, f.Required, f.EnumValues(), defaultOf(f))
 			walk(f.Type, indent+"  ")

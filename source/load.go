@@ -1,4 +1,4 @@
-package cluster
+package source
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
-// StaticOptions name the manifest files of a static policy set, as
-// `mutatis serve --policies … --resources …` serves it.
-type StaticOptions struct {
+// Options name the manifest files of a static policy set, as `mutatis
+// serve --policies … --resources …` serves it.
+type Options struct {
 	// Policies are files or directories of MutatingAdmissionPolicies and
 	// bindings; the other objects in them count as resources.
 	Policies []string
@@ -30,13 +31,13 @@ type StaticOptions struct {
 	OnSynthesize func(namespace string)
 }
 
-// Static is a policy set read from files with the simulated cluster of the
+// Set is a policy set read from files with the simulated cluster of the
 // files' other objects: what an engine.Engine serves (New over Config, then
 // Swap of Hooks; engine.Engine.Replace on a reload, which rebuilds the
 // cluster).
-type Static struct {
+type Set struct {
 	// Config is the engine configuration over the simulated cluster, with
-	// StaticOptions.Metrics.
+	// Options.Metrics.
 	Config engine.Config
 	// Hooks are the compiled policies with their bindings.
 	Hooks []engine.Hook
@@ -45,16 +46,16 @@ type Static struct {
 }
 
 // Engine returns a new Engine serving s.
-func (s *Static) Engine() *engine.Engine {
+func (s *Set) Engine() *engine.Engine {
 	eng := engine.New(s.Config)
 	eng.Swap(s.Hooks)
 	return eng
 }
 
-// LoadStatic reads the files of o, refuses the policies kube-apiserver
-// would refuse to create (ValidatePolicies), and compiles every policy
+// Load reads the files of o, refuses the policies kube-apiserver would
+// refuse to create (cluster.ValidatePolicies), and compiles every policy
 // for the cluster of the files' other objects.
-func LoadStatic(ctx context.Context, o StaticOptions) (*Static, error) {
+func Load(ctx context.Context, o Options) (*Set, error) {
 	comp := o.Compiler
 	if comp == nil {
 		var err error
@@ -66,24 +67,18 @@ func LoadStatic(ctx context.Context, o StaticOptions) (*Static, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidatePolicies(comp, pset.Policies); err != nil {
+	if err := cluster.ValidatePolicies(comp, pset.Policies); err != nil {
 		return nil, err
 	}
 	objects := pset.Objects
-	var resources []string
-	for _, r := range o.Resources {
-		if !slices.ContainsFunc(o.Policies, func(p string) bool { return filepath.Clean(p) == filepath.Clean(r) }) {
-			resources = append(resources, r)
-		}
-	}
-	if len(resources) > 0 {
+	if resources := resourcesApart(o.Policies, o.Resources); len(resources) > 0 {
 		rset, err := manifest.Load(ctx, resources, nil)
 		if err != nil {
 			return nil, err
 		}
 		objects = append(objects, rset.Objects...)
 	}
-	sim, err := New(objects, Options{OnSynthesize: o.OnSynthesize})
+	sim, err := cluster.New(objects, cluster.Options{OnSynthesize: o.OnSynthesize})
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +89,22 @@ func LoadStatic(ctx context.Context, o StaticOptions) (*Static, error) {
 	}
 	cfg := sim.Config()
 	cfg.Metrics = o.Metrics
-	return &Static{
+	return &Set{
 		Config:  cfg,
 		Hooks:   hooks,
 		Summary: fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects)),
 	}, nil
+}
+
+// resourcesApart are the paths of resources not also in policies: a path
+// given to both flags (as `make run` does) is read once, its policies
+// counting as policies, its other objects as resources.
+func resourcesApart(policies, resources []string) []string {
+	var apart []string
+	for _, r := range resources {
+		if !slices.ContainsFunc(policies, func(p string) bool { return filepath.Clean(p) == filepath.Clean(r) }) {
+			apart = append(apart, r)
+		}
+	}
+	return apart
 }
