@@ -39,7 +39,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -78,7 +78,7 @@ type Options struct {
 	AllPods bool
 	// AdmissionPlugins choose kube-apiserver's admission plugins before
 	// the policies.
-	AdmissionPlugins scheme.AdmissionPluginFlags
+	AdmissionPlugins admissionplugins.Flags
 	// Compiler compiles the policies; nil for a new one.
 	Compiler *compiler.Compiler
 	// Progress, when set, is told how the audit goes, from one goroutine.
@@ -226,11 +226,8 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 		return nil, err
 	}
 	objects = append(objects, o.Resources...)
-	sim, err := cluster.New(objects)
+	sim, err := cluster.New(objects, cluster.Options{AdmissionPlugins: o.AdmissionPlugins})
 	if err != nil {
-		return nil, err
-	}
-	if err := sim.Scheme.SetAdmissionPlugins(o.AdmissionPlugins); err != nil {
 		return nil, err
 	}
 	ev, err := sim.Evaluator(o.Compiler, a.policies, a.bindings)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // benchmarkAuditor is an Auditor with the 20 policies of the audit
@@ -56,7 +56,7 @@ spec: {policyName: scale-%02d}
 	p, bd := set.APIObjects()
 	client := fakeCluster(&testing.T{})
 	a, err := New(context.Background(), Options{Lister: &Lister{Client: client}, Policies: p, Bindings: bd,
-		AdmissionPlugins: scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}})
+		AdmissionPlugins: admissionplugins.Flags{Disable: []string{"ServiceAccount"}}})
 	if err != nil {
 		b.Fatal(err)
 	}

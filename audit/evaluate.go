@@ -149,19 +149,14 @@ func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unst
 // when the patch computed on the decoded values does not check (the
 // encoding is for CreatePatch's fallback alone).
 func patch(before, after map[string]any) ([]byte, error) {
-	if before != nil && after != nil {
-		if p, ok := jsonpatch.CreatePatchFast(before, after); ok {
-			return p, nil
-		}
+	if before != nil {
+		return jsonpatch.CreatePatch(nil, before, after)
 	}
 	original, err := jsonvalue.Marshal(before)
 	if err != nil {
 		return nil, err
 	}
-	if before == nil {
-		return jsonpatch.CreatePatch(original, nil, after)
-	}
-	return jsonpatch.CreatePatchReference(original, after)
+	return jsonpatch.CreatePatch(original, nil, after)
 }
 
 // statusMessage is the message kube-apiserver would answer with for err.

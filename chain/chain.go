@@ -26,7 +26,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // Stage is one admission plugin of a chain.
@@ -151,7 +151,7 @@ type Records struct {
 	// PluginSteps are the built-in plugins' steps that ran in the chain:
 	// the reinvocation round's (the first round's ran when the request was
 	// decoded).
-	PluginSteps []scheme.PluginStep
+	PluginSteps []admissionplugins.Step
 	// Warnings are the stages' warnings, in order.
 	Warnings []string
 	// AuditAnnotations are the stages' audit annotations.

@@ -86,14 +86,14 @@ func (c *Cluster) store(ctx context.Context, a *matching.Attributes, out *Admiss
 		return nil
 	}
 	var err error
-	if !c.NoDefaults && c.Scheme.Recognizes(a.Kind) {
+	if !c.opts.NoDefaults && c.Scheme.Recognizes(a.Kind) {
 		// dispatchInvocations converts the versioned object it mutated back
 		// into the request's internal object; storage encodes that.
 		if out.Object, err = c.Scheme.Convert(res.Object, a.Kind, a.Kind); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 	}
-	if c.NoValidate || c.NoDefaults {
+	if c.opts.NoValidate || c.opts.NoDefaults {
 		// An object that was never defaulted is not what the registry
 		// validates: validation needs the defaults.
 		return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -83,7 +83,7 @@ func (p *plugins) Admit(ctx context.Context, a *matching.Attributes, rc *chain.C
 		return chain.Outcome{Object: objectOf(a)}, nil
 	}
 	out := chain.Outcome{Object: a.Object.Object}
-	obj, steps, err := p.c.Scheme.AdmitPluginsSteps(ctx, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun, p.changes)
+	obj, steps, err := p.c.Plugins.AdmitSteps(ctx, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun, p.changes)
 	out.PluginSteps = steps
 	if err != nil {
 		by := pluginOf(steps)
@@ -100,7 +100,7 @@ func (p *plugins) Admit(ctx context.Context, a *matching.Attributes, rc *chain.C
 
 // pluginOf names the built-in plugin that refused the request: the last
 // step's.
-func pluginOf(steps []scheme.PluginStep) string {
+func pluginOf(steps []admissionplugins.Step) string {
 	if len(steps) > 0 && steps[len(steps)-1].Err != nil {
 		return steps[len(steps)-1].Plugin
 	}

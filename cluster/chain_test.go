@@ -121,7 +121,7 @@ func TestAdmitChain(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			objs := append(load(t, chainPolicies), load(t, chainResources)...)
-			cl, err := New(objs)
+			cl, err := New(objs, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,6 +33,7 @@ import (
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/rbac"
 	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // Cluster is the state of a simulated cluster. Build one with New; it is
@@ -45,36 +46,50 @@ type Cluster struct {
 	// Scheme is kube-apiserver's scheme: the typed form, defaulting,
 	// conversion and validation of the objects.
 	Scheme *scheme.Scheme
+	// Plugins are kube-apiserver's admission plugins before the policies
+	// (Options.AdmissionPlugins), reading the cluster's objects.
+	Plugins *admissionplugins.Chain
 	// Params holds every object (params are looked up here).
 	Params *params.Memory
 	// Authorizer evaluates the RBAC objects; system:masters is allowed all.
 	Authorizer authorizer.Authorizer
 
-	// NoDefaults evaluates objects exactly as written: no decoding as
-	// kube-apiserver decodes a request body, no defaulting after mutations,
-	// and (validation needs the defaults) no validation. Set it before
-	// Config, Patcher or Evaluator.
-	NoDefaults bool
-	// NoValidate skips the API validation of the admitted object (Admit).
-	NoValidate bool
-
-	// OnSynthesize, when set, is called when a request names a namespace
-	// that was not supplied and one is synthesized for it.
-	OnSynthesize func(name string)
-
+	opts       Options
+	stores     *admissionplugins.Stores
 	mu         sync.Mutex
 	namespaces map[string]*corev1.Namespace
 }
 
-// New builds a Cluster from objects. Errors name the object's source.
-func New(objects []manifest.Object) (*Cluster, error) {
+// Options are how a Cluster admits requests, chosen when it is built.
+type Options struct {
+	// AdmissionPlugins choose kube-apiserver's admission plugins that run
+	// before the policies (admissionplugins.Enabled); the zero value is
+	// kube-apiserver 1.37's default set.
+	AdmissionPlugins admissionplugins.Flags
+	// NoDefaults evaluates objects exactly as written: no decoding as
+	// kube-apiserver decodes a request body, no defaulting after mutations,
+	// and (validation needs the defaults) no validation.
+	NoDefaults bool
+	// NoValidate skips the API validation of the admitted object (Admit).
+	NoValidate bool
+	// OnSynthesize, when set, is called when a request names a namespace
+	// that was not supplied and one is synthesized for it.
+	OnSynthesize func(name string)
+}
+
+// New builds a Cluster from objects with options o. Errors name the
+// object's source; admission plugin flags it refuses are
+// admissionplugins.Enabled's error, reported after the objects' errors.
+func New(objects []manifest.Object, o Options) (*Cluster, error) {
 	c := &Cluster{
 		Table:      matching.DefaultTable(),
 		Schemas:    applyconfig.NewSchemas(),
 		Scheme:     scheme.New(),
 		Params:     params.NewMemory(),
+		opts:       o,
 		namespaces: map[string]*corev1.Namespace{},
 	}
+	c.stores = admissionplugins.NewStores(c.Scheme)
 	var rb rbacSet
 	for _, r := range objects {
 		if err := c.add(r.Object, &rb); err != nil {
@@ -86,8 +101,14 @@ func New(objects []manifest.Object) (*Cluster, error) {
 		return nil, err
 	}
 	c.Authorizer = authz
+	if c.Plugins, err = admissionplugins.New(c.stores, o.AdmissionPlugins); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
+
+// Options are the options the Cluster was built with.
+func (c *Cluster) Options() Options { return c.opts }
 
 func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
 	if err := rb.add(u); err != nil {
@@ -127,7 +148,7 @@ func (c *Cluster) add(u *unstructured.Unstructured, rb *rbacSet) error {
 	// The objects kube-apiserver's admission plugins read (ServiceAccounts,
 	// LimitRanges, PriorityClasses, StorageClasses, IngressClasses,
 	// RuntimeClasses, Namespaces, Nodes).
-	if _, err := c.Scheme.AddAdmissionObject(u.Object); err != nil {
+	if _, err := c.stores.Add(u.Object); err != nil {
 		return err
 	}
 	c.Params.Put(u)
@@ -145,8 +166,8 @@ func (c *Cluster) Namespace(_ context.Context, name string) (*corev1.Namespace, 
 		c.namespaces[name] = ns
 	}
 	c.mu.Unlock()
-	if !ok && c.OnSynthesize != nil {
-		c.OnSynthesize(name)
+	if !ok && c.opts.OnSynthesize != nil {
+		c.opts.OnSynthesize(name)
 	}
 	return ns, nil
 }
@@ -180,7 +201,7 @@ func (c *Cluster) Config() engine.Config {
 
 // Patcher returns a Patcher over the cluster's schemas.
 func (c *Cluster) Patcher() *engine.Patcher {
-	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.NoDefaults}
+	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.opts.NoDefaults}
 }
 
 // Evaluator compiles policies and bindings (with comp; nil for a new
@@ -224,7 +245,7 @@ type Request struct {
 	// PluginChanges asks DecodeSteps and Admit to tell, for each
 	// step of the admission plugins (Decoded.Plugins,
 	// chain.Result.PluginSteps), whether the plugin changed the object
-	// (scheme.PluginStep.Changed): what --explain prints, at the price of
+	// (admissionplugins.Step.Changed): what --explain prints, at the price of
 	// a copy and a comparison of the object per plugin.
 	PluginChanges bool
 }
@@ -251,8 +272,8 @@ func (c *Cluster) Attributes(r Request) (*matching.Attributes, error) {
 // through the internal version. A body kube-apiserver refuses to decode is
 // its 400, an *apierrors.StatusError. The object of a CREATE or UPDATE then
 // goes through kube-apiserver's admission plugins that precede
-// MutatingAdmissionPolicy (scheme.AdmitPlugins; its default set unless
-// Scheme.SetAdmissionPlugins chose others: a Pod's service account and
+// MutatingAdmissionPolicy (Plugins: kube-apiserver's default set unless
+// Options.AdmissionPlugins choose others: a Pod's service account and
 // token volume, LimitRange defaults, priority, tolerations, a PVC's
 // default StorageClass …), whose refusals are *apierrors.StatusErrors too.
 func (c *Cluster) Decode(r Request) (*matching.Attributes, []string, error) {
@@ -272,8 +293,8 @@ type Decoded struct {
 	// Warnings are the decoder's.
 	Warnings []string
 	// Plugins are what the admission plugins before MAP did
-	// (scheme.AdmitPluginsSteps): their stage of the request.
-	Plugins []scheme.PluginStep
+	// (admissionplugins.Chain.AdmitSteps): their stage of the request.
+	Plugins []admissionplugins.Step
 	// admitPlugins tells that the admission plugins ran on the object
 	// (a CREATE or UPDATE, neither NoDefaults nor SkipAdmissionPlugins):
 	// the chain's reinvocation round runs them again (Admit).
@@ -295,7 +316,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 		return nil, err
 	}
 	d := &Decoded{Attributes: a, pluginChanges: r.PluginChanges}
-	if c.NoDefaults {
+	if c.opts.NoDefaults {
 		return d, nil
 	}
 	for _, o := range []*unstructured.Unstructured{a.Object, a.OldObject} {
@@ -317,9 +338,9 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 		}
 		var out map[string]any
 		if record {
-			out, d.Plugins, err = c.Scheme.AdmitPluginsSteps(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun, r.PluginChanges)
+			out, d.Plugins, err = c.Plugins.AdmitSteps(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun, r.PluginChanges)
 		} else {
-			out, err = c.Scheme.AdmitPlugins(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun)
+			out, err = c.Plugins.Admit(context.Background(), schemeRequest(a), a.Object.Object, old, a.UserInfo, a.DryRun)
 		}
 		if err != nil {
 			return d, err
@@ -331,7 +352,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 
 // AdmitPlugins runs obj, a decoded object for the request a, through
 // kube-apiserver's admission plugins that precede
-// MutatingAdmissionPolicy (scheme.AdmitPlugins) when a is a CREATE or an
+// MutatingAdmissionPolicy (Plugins) when a is a CREATE or an
 // UPDATE, and returns it as the MAP plugin receives it.
 func (c *Cluster) AdmitPlugins(ctx context.Context, a *matching.Attributes, obj map[string]any) (map[string]any, error) {
 	if a.Operation != admission.Create && a.Operation != admission.Update {
@@ -341,7 +362,7 @@ func (c *Cluster) AdmitPlugins(ctx context.Context, a *matching.Attributes, obj 
 	if a.OldObject != nil {
 		old = a.OldObject.Object
 	}
-	return c.Scheme.AdmitPlugins(ctx, schemeRequest(a), obj, old, a.UserInfo, a.DryRun)
+	return c.Plugins.Admit(ctx, schemeRequest(a), obj, old, a.UserInfo, a.DryRun)
 }
 
 // schemeRequest is the scheme's view of the request a.

@@ -57,12 +57,11 @@ subjects: [{kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}]
 
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
-	c, err := New(load(t, world))
+	var synthesized []string
+	c, err := New(load(t, world), Options{OnSynthesize: func(name string) { synthesized = append(synthesized, name) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var synthesized []string
-	c.OnSynthesize = func(name string) { synthesized = append(synthesized, name) }
 
 	shop, _ := c.Namespace(ctx, "shop")
 	if shop.Labels["env"] != "prod" || shop.Labels["kubernetes.io/metadata.name"] != "shop" {
@@ -102,7 +101,7 @@ func TestCluster(t *testing.T) {
 }
 
 func TestAttributes(t *testing.T) {
-	c, err := New(load(t, world))
+	c, err := New(load(t, world), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +153,7 @@ func TestAttributes(t *testing.T) {
 }
 
 func TestAttributesOfSubresources(t *testing.T) {
-	c, err := New(load(t, world))
+	c, err := New(load(t, world), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,12 +203,13 @@ func TestAttributesOfSubresources(t *testing.T) {
 // receives it, after kube-apiserver's Priority plugin (resolving the
 // cluster's PriorityClasses) and DefaultTolerationSeconds.
 func TestDecodeAdmissionPlugins(t *testing.T) {
-	c, err := New(load(t, `
+	objects := load(t, `
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: batch}
 value: 50
-`))
+`)
+	c, err := New(objects, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,9 @@ value: 50
 		t.Errorf("tolerations %v, want DefaultTolerationSeconds' two", spec["tolerations"])
 	}
 	// NoDefaults: the object as written.
-	c.NoDefaults = true
+	if c, err = New(objects, Options{NoDefaults: true}); err != nil {
+		t.Fatal(err)
+	}
 	a, _, err = c.Decode(Request{Object: pod.DeepCopy()})
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +257,7 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: leaving}
 status: {phase: Terminating}
-`))
+`), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +317,7 @@ status: {phase: Terminating}
 // sets the request namespace to the name); other cluster-scoped kinds
 // have none.
 func TestNamespaceRequestNamespace(t *testing.T) {
-	c, err := New(nil)
+	c, err := New(nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

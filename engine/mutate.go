@@ -143,7 +143,7 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, skipped, err := jsonpatch.Patch(in.Object, ops, gvk, pt.decoder())
+		out, skipped, err := pt.Scheme.Patch(in.Object, ops, gvk) // a nil Scheme decodes with client-go's
 		outcome.Skipped = skipped
 		if err == nil {
 			// dispatchOne defaults whatever the patcher returns, the object
@@ -153,15 +153,6 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 		return out, outcome, err
 	}
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))
-}
-
-// decoder is the decoder of JSON patch results: the scheme's, or
-// client-go's (nil).
-func (pt *Patcher) decoder() jsonpatch.Decoder {
-	if pt.Scheme == nil {
-		return nil
-	}
-	return pt.Scheme
 }
 
 // Normalize presents an object of a built-in kind in its typed form, as

@@ -1,7 +1,7 @@
 // Package explain renders evaluation results for people: the trace of a
 // chain.Result — which policy bindings ran in which pass
 // (chain.Invocation), the admission plugins before them
-// (scheme.PluginStep), the webhooks after them (chain.Call), the chain's
+// (admissionplugins.Step), the webhooks after them (chain.Call), the chain's
 // reinvocation round — and unified diffs of YAML, colored on terminals. `mutatis apply --explain`
 // and `mutatis test` print the same text with it.
 package explain
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/chain"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // Trace writes the evaluation trace of r, one "explain: " line per
@@ -133,7 +133,7 @@ func IgnoredWarnings(r chain.Result) []string {
 // Plugins writes the stage of kube-apiserver's admission plugins before
 // the policies: the plugins run (in order) and, of the steps, the
 // plugins that changed the object and a refusal.
-func Plugins(w io.Writer, run []string, steps []scheme.PluginStep) {
+func Plugins(w io.Writer, run []string, steps []admissionplugins.Step) {
 	if len(run) == 0 {
 		fmt.Fprintln(w, "explain: admission plugins: none run before the policies")
 		return
@@ -147,7 +147,7 @@ func Plugins(w io.Writer, run []string, steps []scheme.PluginStep) {
 // PluginSteps writes the steps of the admission plugins that changed the
 // object or refused the request, one "explain: " line each, and tells
 // whether there was one.
-func PluginSteps(w io.Writer, steps []scheme.PluginStep) bool {
+func PluginSteps(w io.Writer, steps []admissionplugins.Step) bool {
 	wrote := false
 	for _, st := range steps {
 		switch {
@@ -211,7 +211,7 @@ func Webhooks(w io.Writer, calls []chain.Call) {
 // Reinvocation writes the chain's reinvocation round: that it ran (any
 // change by a policy or a webhook asks for it) and what the built-in
 // plugins did in it; nothing when it did not run.
-func Reinvocation(w io.Writer, ran bool, steps []scheme.PluginStep) {
+func Reinvocation(w io.Writer, ran bool, steps []admissionplugins.Step) {
 	if !ran {
 		return
 	}

@@ -74,7 +74,7 @@ func setup(t *testing.T, work int) (*cluster.Cluster, *engine.Evaluator, []Fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.New(nil)
+	c, err := cluster.New(nil, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

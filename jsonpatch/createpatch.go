@@ -29,7 +29,9 @@ import (
 // orig, when not nil, is the decoding of original
 // (sigsjson.UnmarshalCaseSensitivePreserveInts), which the caller has
 // already: it is only read, and the maps want shares with it need no walk.
-// nil: original is decoded here.
+// nil: original is decoded here. original may be nil when orig is not: it
+// is then orig's encoding (jsonvalue.Marshal), made only if the fallback
+// needs it.
 func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
 	if orig == nil {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
@@ -37,18 +39,24 @@ func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
 		}
 	}
 	if orig != nil && want != nil {
-		if patch, ok := CreatePatchFast(orig, want); ok {
+		if patch, ok := createPatchFast(orig, want); ok {
 			return patch, nil
 		}
 	}
-	return CreatePatchReference(original, want)
+	if original == nil && orig != nil {
+		var err error
+		if original, err = jsonvalue.Marshal(orig); err != nil {
+			return nil, err
+		}
+	}
+	return createPatchReference(original, want)
 }
 
-// CreatePatchFast is the patch of Diff from orig, the decoding of the
+// createPatchFast is the patch of Diff from orig, the decoding of the
 // request's object, to want, checked by applying it to orig with
 // Apply (evanphx/json-patch v4's semantics on orig's JSON). ok is
 // false when the check fails or the patch has no JSON encoding.
-func CreatePatchFast(orig, want map[string]any) (patch []byte, ok bool) {
+func createPatchFast(orig, want map[string]any) (patch []byte, ok bool) {
 	ops := Diff(orig, want)
 	if len(ops) == 0 {
 		// The diff found every value equal, as the check would.
@@ -66,12 +74,12 @@ func CreatePatchFast(orig, want map[string]any) (patch []byte, ok bool) {
 	return patch, true
 }
 
-// CreatePatchReference is Patch by diffing JSON documents: the diff of
+// createPatchReference is Patch by diffing JSON documents: the diff of
 // gomodules.xyz/jsonpatch is applied to original with evanphx/json-patch v4
 // (what kube-apiserver applies webhook patches with) and must give want;
 // if it does not, a coarser patch replacing top-level fields is tried and
 // checked the same way.
-func CreatePatchReference(original []byte, want map[string]any) ([]byte, error) {
+func createPatchReference(original []byte, want map[string]any) ([]byte, error) {
 	wantJSON, err := jsonvalue.Marshal(want)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the mutated object: %w", err)

@@ -271,7 +271,7 @@ func TestNativePatch(t *testing.T) {
 					// change with its input.
 					w = shareUnchanged(orig, want).(map[string]any)
 				}
-				patch, ok := CreatePatchFast(orig, w)
+				patch, ok := createPatchFast(orig, w)
 				if !ok {
 					t.Fatalf("shared %v: no native patch", shared)
 				}
@@ -410,7 +410,7 @@ func TestNativePatchFallsBack(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := valuetest.Decode(t, original).(map[string]any)
-			if _, ok := CreatePatchFast(orig, tc.want); ok {
+			if _, ok := createPatchFast(orig, tc.want); ok {
 				t.Fatal("the native patch checked")
 			}
 			patch, err := CreatePatch(original, nil, tc.want)
@@ -502,7 +502,7 @@ func FuzzNativePatch(f *testing.F) {
 		for len(ed.script) > 0 {
 			want = ed.edit(want, 0).(map[string]any)
 		}
-		patch, ok := CreatePatchFast(orig, want)
+		patch, ok := createPatchFast(orig, want)
 		if !ok {
 			t.Fatalf("no native patch from\n%s\nto\n%s", doc, mustJSON(t, want))
 		}

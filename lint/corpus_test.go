@@ -142,7 +142,7 @@ func checkRuntimeTwins(t *testing.T, set *manifest.Set, findings []Finding) {
 	if len(quotes) > 0 && len(requests) == 0 {
 		t.Fatal("error findings but no request object to run them")
 	}
-	sim, err := cluster.New(others)
+	sim, err := cluster.New(others, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/explain"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // Failure is one expectation that did not hold.
@@ -67,7 +67,7 @@ type outcome struct {
 	// warnings are the decoder's and the registry strategy's.
 	warnings []string
 	// plugins are the steps of the admission plugins before MAP.
-	plugins []scheme.PluginStep
+	plugins []admissionplugins.Step
 }
 
 // expectations are the resolved expectations of a case (files read).

@@ -98,7 +98,7 @@ func (h *Harness) load() error {
 			}
 			objs = append(objs, rs.Objects...)
 		}
-		if h.cluster, err = cluster.New(objs); err != nil {
+		if h.cluster, err = cluster.New(objs, cluster.Options{}); err != nil {
 			h.err = err
 			return
 		}

@@ -156,10 +156,10 @@ func KaptestSuite(ctx context.Context, file string) (*Suite, error) {
 }
 
 // loadKaptest loads a kaptest manifest as a suite.
-func loadKaptest(ctx context.Context, file string, policies []string) (*Loaded, error) {
+func loadKaptest(ctx context.Context, file string, policies []string, co clusterOptions) (*Loaded, error) {
 	s, err := KaptestSuite(ctx, file)
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, file, s, policies)
+	return load(ctx, file, s, policies, co)
 }

@@ -280,7 +280,7 @@ func katApplyRequest(c *Case, dir, p string) field.ErrorList {
 }
 
 // loadKat loads a kat tests/ directory as a suite.
-func loadKat(ctx context.Context, dir string, policies []string) (*Loaded, error) {
+func loadKat(ctx context.Context, dir string, policies []string, co clusterOptions) (*Loaded, error) {
 	s, err := KatSuite(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -290,7 +290,7 @@ func loadKat(ctx context.Context, dir string, policies []string) (*Loaded, error
 	}
 	// Paths are relative to the parent directory, the directory of dir:
 	// load resolves them against the directory of the file it is given.
-	l, err := load(ctx, dir, s, policies)
+	l, err := load(ctx, dir, s, policies, co)
 	if err != nil {
 		return nil, err
 	}

@@ -293,10 +293,10 @@ func findObject(objs []manifest.Object, kind, name string) map[string]any {
 }
 
 // loadKyverno loads a Kyverno CLI test file as a suite.
-func loadKyverno(ctx context.Context, file string, policies []string) (*Loaded, error) {
+func loadKyverno(ctx context.Context, file string, policies []string, co clusterOptions) (*Loaded, error) {
 	s, err := KyvernoSuite(ctx, file)
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, file, s, policies)
+	return load(ctx, file, s, policies, co)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -108,6 +109,11 @@ type Loaded struct {
 	objects []manifest.Object // the suite's cluster objects
 	cluster *cluster.Cluster
 	cases   []*loadedCase
+	// clusterOptions are those of the suite's clusters.
+	clusterOptions cluster.Options
+	// runPluginsErr is the refusal of the run's admission plugins
+	// (clusterOptions), which the suite's clusters then leave out.
+	runPluginsErr error
 }
 
 type loadedCase struct {
@@ -124,31 +130,41 @@ type loadedCase struct {
 // everything it refers to. Problems are returned as an *InputError naming
 // the file and the field path.
 func LoadSuite(ctx context.Context, file string) (*Loaded, error) {
-	return loadSuite(ctx, file, nil)
+	return loadSuite(ctx, file, nil, clusterOptions{})
 }
 
 // loadSuite is LoadSuite with the policies of suites that name none
 // (Options.Policies, as given: not relative to the suite).
-func loadSuite(ctx context.Context, file string, policies []string) (*Loaded, error) {
+func loadSuite(ctx context.Context, file string, policies []string, co clusterOptions) (*Loaded, error) {
 	if info, err := os.Stat(file); err == nil && info.IsDir() {
-		return loadKat(ctx, file, policies)
+		return loadKat(ctx, file, policies, co)
 	}
 	if IsKyvernoTestFile(file) {
-		return loadKyverno(ctx, file, policies)
+		return loadKyverno(ctx, file, policies, co)
 	}
 	if IsKaptestFile(file) {
-		return loadKaptest(ctx, file, policies)
+		return loadKaptest(ctx, file, policies, co)
 	}
 	s, err := readSuiteFile(file)
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, file, s, policies)
+	return load(ctx, file, s, policies, co)
+}
+
+// clusterOptions are what a run (Options.NoValidate,
+// Options.AdmissionPlugins) chooses of its suites' simulated clusters.
+type clusterOptions struct {
+	noValidate bool
+	// plugins are the admission plugins of the suites that choose none
+	// (Suite.AdmissionPlugins); nil for kube-apiserver's default set.
+	plugins *admissionplugins.Flags
 }
 
 // load resolves s, whose relative paths are relative to file's directory;
-// a suite without policies tests defaultPolicies.
-func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) (*Loaded, error) {
+// a suite without policies tests defaultPolicies. Its simulated clusters
+// are built with co.
+func load(ctx context.Context, file string, s *Suite, defaultPolicies []string, co clusterOptions) (*Loaded, error) {
 	dir := filepath.Dir(file)
 	l := &Loaded{File: file, Name: s.Metadata.Name, Suite: s, Files: []string{file}}
 	var errs field.ErrorList
@@ -258,12 +274,13 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 	if s.Bindings == BindingsAuto {
 		l.Bindings = append(l.Bindings, autoBindings(l.Policies, l.Bindings)...)
 	}
+	suitePluginsErr := l.chooseClusterOptions(co)
 	var err error
-	if l.cluster, err = cluster.New(l.objects); err != nil {
+	if l.cluster, err = cluster.New(l.objects, l.clusterOptions); err != nil {
 		return nil, fail(field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())})
 	}
-	if err := l.setAdmissionPlugins(l.cluster); err != nil {
-		return nil, fail(field.ErrorList{fieldProblem(field.NewPath("admissionPlugins"), err.Error())})
+	if suitePluginsErr != nil {
+		return nil, fail(field.ErrorList{fieldProblem(field.NewPath("admissionPlugins"), suitePluginsErr.Error())})
 	}
 	for i := range s.Cases {
 		p := field.NewPath("cases").Index(i)
@@ -279,13 +296,27 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string) 
 	return l, nil
 }
 
-// setAdmissionPlugins chooses the suite's admission plugins in cl, if
-// the suite names them.
-func (l *Loaded) setAdmissionPlugins(cl *cluster.Cluster) error {
-	if l.Suite.AdmissionPlugins == nil {
-		return nil
+// chooseClusterOptions chooses the options of the suite's clusters under
+// the run's co: the suite's admission plugins if it names them, else the
+// run's. Flags that admissionplugins.Enabled refuses are left out: the
+// suite's error is returned, the run's kept for suiteJobs to report.
+func (l *Loaded) chooseClusterOptions(co clusterOptions) error {
+	l.clusterOptions = cluster.Options{NoValidate: co.noValidate}
+	var flags admissionplugins.Flags
+	switch {
+	case l.Suite.AdmissionPlugins != nil:
+		flags = l.Suite.AdmissionPlugins.flags()
+		if _, err := admissionplugins.Enabled(flags); err != nil {
+			return err
+		}
+	case co.plugins != nil:
+		flags = *co.plugins
+		if _, l.runPluginsErr = admissionplugins.Enabled(flags); l.runPluginsErr != nil {
+			return nil
+		}
 	}
-	return cl.Scheme.SetAdmissionPlugins(l.Suite.AdmissionPlugins.flags())
+	l.clusterOptions.AdmissionPlugins = flags
+	return nil
 }
 
 func dedupe(s []string) []string {
@@ -411,13 +442,11 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	errs = append(errs, rerrs...)
 	all := append(append([]manifest.Object{}, l.objects...), caseObjs...)
 	if (len(caseObjs) > 0 || c.NoDefaults) && len(rerrs) == 0 {
-		cl, err := cluster.New(all)
+		o := l.clusterOptions
+		o.NoDefaults = c.NoDefaults
+		cl, err := cluster.New(all, o)
 		if err != nil {
 			errs = append(errs, fieldProblem(p.Child("resources"), err.Error()))
-		} else {
-			cl.NoDefaults = c.NoDefaults
-			// The suite's plugins are valid: checked on its cluster.
-			_ = l.setAdmissionPlugins(cl)
 		}
 		lc.cluster = cl
 	}

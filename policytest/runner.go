@@ -19,7 +19,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -69,7 +69,7 @@ type Options struct {
 	// before the policies in the suites that do not choose them
 	// (Suite.AdmissionPlugins); nil means kube-apiserver 1.37's default
 	// set.
-	AdmissionPlugins *scheme.AdmissionPluginFlags
+	AdmissionPlugins *admissionplugins.Flags
 	// Webhooks are the MutatingWebhookConfigurations called after the
 	// policies in the suites that name none (Suite.Webhooks).
 	Webhooks []webhookclient.Configuration
@@ -221,7 +221,7 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 	for _, f := range files {
 		sr := &SuiteResult{File: f}
 		rep.Suites = append(rep.Suites, sr)
-		l, err := loadSuite(ctx, f, r.opts.Policies)
+		l, err := loadSuite(ctx, f, r.opts.Policies, r.clusterOptions())
 		if err != nil {
 			sr.Err = err
 			sr.Name = f
@@ -315,6 +315,11 @@ func (r *Runner) webhooksOf(l *Loaded) ([]webhookclient.Configuration, webhookcl
 	return configs, urls
 }
 
+// clusterOptions are the run's options of the suites' simulated clusters.
+func (r *Runner) clusterOptions() clusterOptions {
+	return clusterOptions{noValidate: r.opts.NoValidate, plugins: r.opts.AdmissionPlugins}
+}
+
 // suiteJobs compiles the suite and returns one job per selected case; the
 // jobs fill sr.Cases in place.
 func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []func() {
@@ -327,12 +332,9 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 	configs, urls := r.webhooksOf(l)
 	var jobs []func()
 	for _, lc := range l.cases {
-		lc.cluster.NoValidate = r.opts.NoValidate
-		if _, seen := run.evaluators[lc.cluster]; !seen && r.opts.AdmissionPlugins != nil && l.Suite.AdmissionPlugins == nil {
-			if err := lc.cluster.Scheme.SetAdmissionPlugins(*r.opts.AdmissionPlugins); err != nil {
-				sr.Err = &InputError{File: l.File, Err: fmt.Errorf("admission plugins: %w", err)}
-				return nil
-			}
+		if l.runPluginsErr != nil {
+			sr.Err = &InputError{File: l.File, Err: fmt.Errorf("admission plugins: %w", l.runPluginsErr)}
+			return nil
 		}
 		if r.opts.Run != nil && !r.opts.Run.MatchString(l.Name+"/"+lc.c.Name) {
 			continue
@@ -396,7 +398,7 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 		if ns != "" && namespaced && u.GetNamespace() == "" {
 			u.SetNamespace(ns)
 		}
-		if !cl.NoDefaults {
+		if !cl.Options().NoDefaults {
 			// An expected object is read as kube-apiserver would store it:
 			// decoded, defaulted, through its internal version, and through
 			// the admission plugins that precede MAP (a Pod's service

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/chain"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 func runText(t *testing.T, opts Options, paths ...string) (*Report, string) {
@@ -382,8 +382,8 @@ func TestAdmissionPlugins(t *testing.T) {
 	}{
 		{name: "the default plugins", failed: 0},
 		{name: "the suite disables ServiceAccount", plugins: "admissionPlugins: {disable: [ServiceAccount]}\n", failed: 2},
-		{name: "the options disable ServiceAccount", opts: Options{AdmissionPlugins: &scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}}, failed: 2},
-		{name: "the suite's choice wins over the options'", plugins: "admissionPlugins: {enable: [AlwaysPullImages]}\n", opts: Options{AdmissionPlugins: &scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}}, failed: 0},
+		{name: "the options disable ServiceAccount", opts: Options{AdmissionPlugins: &admissionplugins.Flags{Disable: []string{"ServiceAccount"}}}, failed: 2},
+		{name: "the suite's choice wins over the options'", plugins: "admissionPlugins: {enable: [AlwaysPullImages]}\n", opts: Options{AdmissionPlugins: &admissionplugins.Flags{Disable: []string{"ServiceAccount"}}}, failed: 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".mutatis-test.yaml")

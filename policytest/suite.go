@@ -14,7 +14,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -96,7 +96,7 @@ type Suite struct {
 }
 
 // AdmissionPlugins are kube-apiserver's flags that choose its admission
-// plugins, with its plugin names (scheme.AdmissionPluginFlags).
+// plugins, with its plugin names (admissionplugins.Flags).
 type AdmissionPlugins struct {
 	// Enable is --enable-admission-plugins: plugins besides the default
 	// ones.
@@ -108,9 +108,9 @@ type AdmissionPlugins struct {
 	Only []string `json:"only,omitempty"`
 }
 
-// flags are p as scheme.AdmissionPluginFlags.
-func (p *AdmissionPlugins) flags() scheme.AdmissionPluginFlags {
-	return scheme.AdmissionPluginFlags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
+// flags are p as admissionplugins.Flags.
+func (p *AdmissionPlugins) flags() admissionplugins.Flags {
+	return admissionplugins.Flags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
 }
 
 // Metadata names a suite; the name defaults to the file name without its

@@ -40,7 +40,7 @@ func RunWith(t *testing.T, opts Options, paths ...string) {
 		}
 	})
 	for _, f := range files {
-		l, err := LoadSuite(t.Context(), f)
+		l, err := loadSuite(t.Context(), f, nil, r.clusterOptions())
 		name := f
 		if l != nil {
 			name = l.Name

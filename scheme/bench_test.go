@@ -18,14 +18,14 @@ func BenchmarkNormalize(b *testing.B) {
 		if in.GVK == testobjects.CRGVK {
 			continue
 		}
-		normalized, err := s.NormalizeReference(in.Obj, in.GVK)
+		normalized, err := s.normalizeReference(in.Obj, in.GVK)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, impl := range []struct {
 			name string
 			f    func(map[string]any, schema.GroupVersionKind) (map[string]any, error)
-		}{{"typed", s.NormalizeReference}, {"planned", s.Normalize}, {"fixed", func(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+		}{{"typed", s.normalizeReference}, {"planned", s.Normalize}, {"fixed", func(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 			// The strict decode walk after a JSON patch (decodeFixed).
 			if _, ok := s.nz.decodeFixed(s.types, obj, gvk); !ok {
 				b.Fatal("decodeFixed refused a normalized object")

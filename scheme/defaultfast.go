@@ -23,7 +23,7 @@ import (
 )
 
 // This file is the fast path of Scheme.Default (defaultFast), beside its
-// definition (DefaultReference: FromUnstructured, the scheme's defaulters,
+// definition (defaultReference: FromUnstructured, the scheme's defaulters,
 // ToUnstructured, and the input when that changed nothing).
 //
 // It runs the very same defaulters on the very same typed object; only the
@@ -1027,7 +1027,7 @@ func sameValue(o, prev any) bool {
 	return false
 }
 
-// defaultFast is DefaultReference for built-in kind gvk (already checked by
+// defaultFast is defaultReference for built-in kind gvk (already checked by
 // the caller: recognized, not a custom resource, obj not nil), or ok=false
 // when the plan cannot tell.
 func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
@@ -1042,7 +1042,7 @@ func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVer
 		return nil, false
 	}
 	if !jsonvalue.SameMap(m, obj) && jsonvalue.Equal(m, obj) {
-		// DefaultReference's last step: an output equal to the input is the
+		// defaultReference's last step: an output equal to the input is the
 		// input.
 		return obj, true
 	}

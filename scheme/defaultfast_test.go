@@ -24,18 +24,18 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
-// checkDefault defaults obj both ways (Default and DefaultReference) and
+// checkDefault defaults obj both ways (Default and defaultReference) and
 // fails unless results (bit for bit) and errors agree, obj is left as it
 // was, and an unchanged result is obj itself in both. It reports whether
 // the fast path answered.
 func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
-	want, wantErr := s.DefaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+	want, wantErr := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	wantSame := wantErr == nil && want != nil && obj != nil && jsonEqualsInput(s, obj, gvk)
 	got, err := s.Default(obj, gvk)
 	if !oneOfTheErrors(err, wantErr, func() error {
-		_, again := s.DefaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		_, again := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		return again
 	}) {
 		t.Fatalf("%s: error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
@@ -59,9 +59,9 @@ func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.Gr
 	return fast
 }
 
-// jsonEqualsInput reports whether DefaultReference returns obj itself.
+// jsonEqualsInput reports whether defaultReference returns obj itself.
 func jsonEqualsInput(s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) bool {
-	out, err := s.DefaultReference(obj, gvk)
+	out, err := s.defaultReference(obj, gvk)
 	return err == nil && out != nil && jsonvalue.SameMap(out, obj)
 }
 
@@ -75,7 +75,7 @@ func TestDefaultIsTheReference(t *testing.T) {
 			}
 			// The defaulted object, as the next mutation's input: a fixed
 			// point, returned as it is.
-			d, err := s.DefaultReference(in.Obj, in.GVK)
+			d, err := s.defaultReference(in.Obj, in.GVK)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
 	var ins []testobjects.Input
 	for _, in := range testobjects.Inputs(t) {
 		ins = append(ins, in)
-		if d, err := s.DefaultReference(in.Obj, in.GVK); err == nil && in.GVK != testobjects.CRGVK {
+		if d, err := s.defaultReference(in.Obj, in.GVK); err == nil && in.GVK != testobjects.CRGVK {
 			ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: d})
 		}
 	}
@@ -293,7 +293,7 @@ func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
 		if in.GVK == testobjects.CRGVK {
 			continue
 		}
-		d, err := s.DefaultReference(in.Obj, in.GVK)
+		d, err := s.defaultReference(in.Obj, in.GVK)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,14 +419,14 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 
 // BenchmarkDefault defaults the real Deployment and Pod, as written
 // (undefaulted) and defaulted (a fixed point), through Default and
-// DefaultReference.
+// defaultReference.
 func BenchmarkDefault(b *testing.B) {
 	s := New()
 	for _, in := range testobjects.Inputs(b) {
 		if in.GVK.Kind != "Deployment" && in.GVK.Kind != "Pod" || !strings.HasSuffix(in.Name, "(ToUnstructured)") {
 			continue
 		}
-		d, err := s.DefaultReference(in.Obj, in.GVK)
+		d, err := s.defaultReference(in.Obj, in.GVK)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -437,7 +437,7 @@ func BenchmarkDefault(b *testing.B) {
 			for _, impl := range []struct {
 				name string
 				f    func(map[string]any, schema.GroupVersionKind) (map[string]any, error)
-			}{{"fast", s.Default}, {"reference", s.DefaultReference}} {
+			}{{"fast", s.Default}, {"reference", s.defaultReference}} {
 				b.Run(in.GVK.Kind+"/"+c.name+"/impl="+impl.name, func(b *testing.B) {
 					b.ReportAllocs()
 					for b.Loop() {

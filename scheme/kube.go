@@ -109,18 +109,18 @@ func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
 // it (ToUnstructured). Kinds without a Go type come back as they are.
 //
 // Built-in kinds take a planned conversion around the same defaulters
-// when it can tell (defaultFast), DefaultReference otherwise; the result
+// when it can tell (defaultFast), defaultReference otherwise; the result
 // may then share the subtrees the defaulters left alone with obj.
 func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	return s.defaults(obj, gvk, true)
 }
 
-// DefaultReference is Default through the typed round trip, the
+// defaultReference is Default through the typed round trip, the
 // definition of its result and the fallback of its fast path
 // (defaultfast.go): FromUnstructured into the kind's Go type, the
 // scheme's defaulters, ToUnstructured, and the input itself when that
 // changed nothing.
-func (s *Scheme) DefaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (s *Scheme) defaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	return s.defaults(obj, gvk, false)
 }
 
@@ -144,7 +144,7 @@ func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast 
 	return k.defaultTyped(obj, gvk)
 }
 
-// defaultTyped is DefaultReference of a built-in kind.
+// defaultTyped is defaultReference of a built-in kind.
 func (k *kube) defaultTyped(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed, err := k.typed(obj, gvk)
 	if err != nil {
@@ -601,6 +601,35 @@ func (k *kube) internal(obj map[string]any, gvk schema.GroupVersionKind) (runtim
 		return nil, apierrors.NewInternalError(err)
 	}
 	return internal, nil
+}
+
+// Internal is obj, of built-in kind gvk, in its group's internal version:
+// the object kube-apiserver's admission chain hands its plugins (package
+// admissionplugins runs them on it). An object its Go type cannot hold is
+// the API server's 400, a failed conversion its 500.
+func (s *Scheme) Internal(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	return s.df.internal(k, obj, gvk)
+}
+
+// FromInternal is internal, an object of gvk's group in its internal
+// version that nothing else holds or uses afterwards (the admission
+// plugins' result), converted to gvk's version and unstructured. The
+// conversion may modify internal and the result may share memory with it
+// (kube.convertFresh).
+func (s *Scheme) FromInternal(internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	return s.df.unstructured(versioned, gvk)
 }
 
 // warningRecorder collects the warnings of one request.

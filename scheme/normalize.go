@@ -276,7 +276,7 @@ func cloneMap(m map[string]any) map[string]any {
 	return out
 }
 
-// decode returns what jsonpatch.Decode gives for obj, a JSON patch result
+// decode returns what decodeReference gives for obj, a JSON patch result
 // of kind gvk (a strict JSON decoding into the Go type, then
 // ToUnstructured), or ok=false when the plan cannot tell. For an object
 // with nothing the decoder could refuse or read differently from

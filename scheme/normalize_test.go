@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
-
-	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // checkAgainstOracle normalizes obj both ways and fails unless results
@@ -28,13 +26,13 @@ import (
 func checkAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
-	want, wantErr := pt.NormalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+	want, wantErr := pt.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	if !pt.Recognizes(gvk) {
 		want, wantErr = obj, nil
 	}
 	got, err := pt.Normalize(obj, gvk)
 	if !oneOfTheErrors(err, wantErr, func() error {
-		_, again := pt.NormalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		_, again := pt.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		return again
 	}) {
 		t.Fatalf("error %v, want %v\ninput: %#v", err, wantErr, before)
@@ -64,18 +62,18 @@ func oneOfTheErrors(err, wantErr error, reference func() error) bool {
 }
 
 // checkDecodeAgainstOracle decodes obj as a JSON patch result both ways
-// (Scheme.Decode and jsonpatch.Decode) and fails unless results and errors
+// (Scheme.decode and decodeReference) and fails unless results and errors
 // agree and obj is left unchanged.
 func checkDecodeAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
-	want, wantErr := jsonpatch.Decode(valuetest.DeepCopy(obj).(map[string]any), gvk, pt.types)
-	got, err := pt.Decode(obj, gvk)
+	want, wantErr := decodeReference(valuetest.DeepCopy(obj).(map[string]any), gvk, pt.types)
+	got, err := pt.decode(obj, gvk)
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 		t.Fatalf("error %v, want %v\ninput: %#v", err, wantErr, before)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("decoded differently from jsonpatch.Decode\ninput: %#v\n got: %#v\nwant: %#v", before, got, want)
+		t.Fatalf("decoded differently from decodeReference\ninput: %#v\n got: %#v\nwant: %#v", before, got, want)
 	}
 	if !testobjects.SameValue(obj, before) {
 		t.Fatalf("the input was modified: %#v, was %#v", obj, before)
@@ -92,7 +90,7 @@ func TestDecodeIsJSONPatchDecode(t *testing.T) {
 		t.Run(in.Name, func(t *testing.T) {
 			fast := checkDecodeAgainstOracle(t, pt, in.Obj, in.GVK)
 			if in.GVK != testobjects.CRGVK && !fast {
-				t.Error("a real object took jsonpatch.Decode: the normalizer should model it")
+				t.Error("a real object took decodeReference: the normalizer should model it")
 			}
 		})
 	}
@@ -106,8 +104,8 @@ func TestDecodeOfWholeFloatsBeyond2To53(t *testing.T) {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	for _, g := range []float64{1 << 52, 1<<53 - 1, 1 << 53, 1 << 62, -(1 << 62), 1e18 + 64} {
 		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "generation": g}}
-		want, wantErr := jsonpatch.Decode(valuetest.DeepCopy(obj).(map[string]any), gvk, pt.types)
-		got, err := pt.Decode(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		want, wantErr := decodeReference(valuetest.DeepCopy(obj).(map[string]any), gvk, pt.types)
+		got, err := pt.decode(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		if (err != nil) != (wantErr != nil) || err == nil && !valuetest.BitsEqual(got, want) {
 			t.Errorf("generation %v: decoded %v (%v), the JSON route %v (%v)", g, got, err, want, wantErr)
 		}
@@ -133,7 +131,7 @@ func TestNormalizeReturnsNormalizedObjectsAsTheyAre(t *testing.T) {
 			continue
 		}
 		t.Run(in.Name, func(t *testing.T) {
-			normalized, err := pt.NormalizeReference(in.Obj, in.GVK)
+			normalized, err := pt.normalizeReference(in.Obj, in.GVK)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +286,7 @@ func TestNormalizeAgreesOnPerturbedObjects(t *testing.T) {
 }
 
 // FuzzNormalize compares Normalize with the typed round trip, and decode
-// with jsonpatch.Decode, on arbitrary JSON objects of a few kinds.
+// with decodeReference, on arbitrary JSON objects of a few kinds.
 func FuzzNormalize(f *testing.F) {
 	kinds := []schema.GroupVersionKind{}
 	for _, in := range testobjects.Inputs(f) {
@@ -345,12 +343,12 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
-			want, wantErr := pt.NormalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
+			want, wantErr := pt.normalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
 			got, err := pt.NormalizeFrom(m, base, in.GVK)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				seen := false
 				for i := 0; i < 100 && !seen && err != nil && wantErr != nil; i++ {
-					_, again := pt.NormalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
+					_, again := pt.normalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
 					seen = fmt.Sprint(again) == fmt.Sprint(err)
 				}
 				if !seen {

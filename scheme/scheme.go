@@ -1,11 +1,13 @@
 // Package scheme is kube-apiserver's view of an object: the typed form of
-// built-in kinds (what decoding into their Go types and back gives), their
-// defaulting, conversion between versions and API validation, and the
-// structural defaulting, pruning and validation of custom resources.
+// built-in kinds (what decoding into their Go types and back gives), a
+// JSON patch's result decoded strictly (Patch), their defaulting,
+// conversion between versions and API validation, and the structural
+// defaulting, pruning and validation of custom resources.
 //
-// It is the one package of mutatis that imports k8s.io/kubernetes: the
-// defaulters, conversions and registry strategies there are the
-// implementation of what kube-apiserver does, used as they are. What a run
+// With its subpackages (webhookconfig, admissionplugins) it is the only
+// code of mutatis that imports k8s.io/kubernetes: the defaulters,
+// conversions and registry strategies there are the implementation of what
+// kube-apiserver does, used as they are. What a run
 // does not use is never built: the scheme of kube-apiserver's API groups is
 // registered on first use of defaulting, conversion or validation.
 //
@@ -24,8 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // Scheme is kube-apiserver's scheme for the objects of one run. The zero
@@ -40,14 +40,12 @@ type Scheme struct {
 	df defaulter
 	// crs are the custom resources of the run.
 	crs *CustomResources
-	// plugins are kube-apiserver's admission plugins before MAP.
-	plugins *plugins
 }
 
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), plugins: newPlugins()}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources()}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or
@@ -75,7 +73,7 @@ func (s *Scheme) Recognizes(gvk schema.GroupVersionKind) bool {
 // canonicalizes quantities and timestamps. Objects of other kinds come back
 // as they are.
 //
-// The result is NormalizeReference's, computed without the typed object
+// The result is normalizeReference's, computed without the typed object
 // where the fast path models the input: an object already in typed form is
 // returned as it is, without allocating, and otherwise the result shares the
 // unchanged parts of obj.
@@ -94,7 +92,7 @@ func (s *Scheme) NormalizeFrom(obj, base map[string]any, gvk schema.GroupVersion
 	if out, ok := s.nz.normalize(s.types, obj, base, gvk); ok {
 		return out, nil
 	}
-	return s.NormalizeReference(obj, gvk)
+	return s.normalizeReference(obj, gvk)
 }
 
 // NormalizeRequest is Normalize for an object received in a request (an
@@ -129,10 +127,10 @@ func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKin
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
 
-// NormalizeReference is Normalize through the typed object: the definition
+// normalizeReference is Normalize through the typed object: the definition
 // of the result, and the fallback for the inputs the fast path does not
 // model.
-func (s *Scheme) NormalizeReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (s *Scheme) normalizeReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if !s.types.Recognizes(gvk) {
 		return obj, nil
 	}
@@ -147,34 +145,28 @@ func (s *Scheme) NormalizeReference(obj map[string]any, gvk schema.GroupVersionK
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 }
 
-// Decode is jsonpatch.Decode of a JSON patch result of kind gvk (a strict
+// decode is decodeReference of a JSON patch result of kind gvk (a strict
 // JSON decoding into the kind's Go type, then ToUnstructured), computed
 // without encoding and decoding JSON when the object has nothing the
 // decoder could refuse or read differently.
-func (s *Scheme) Decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (s *Scheme) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if s.types.Recognizes(gvk) {
 		if out, ok := s.nz.decode(s.types, doc, gvk); ok {
 			return out, nil
 		}
 	}
-	return jsonpatch.Decode(doc, gvk, s.types)
+	return decodeReference(doc, gvk, s.types)
 }
 
-// DecodeFixed is Decode for a result of jsonpatch.ApplyUnnormalized: it
+// decodeFixed is decode for a result of jsonpatch.ApplyUnnormalized: it
 // answers ok=false unless doc is also a fixed point of jsonpatch.Apply's
 // normalization of its input, so that the result is what jsonpatch.Apply
-// followed by Decode gives. ok=false means it cannot tell.
-func (s *Scheme) DecodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+// followed by decode gives. ok=false means it cannot tell.
+func (s *Scheme) decodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	if !s.types.Recognizes(gvk) {
 		return nil, false
 	}
 	return s.nz.decodeFixed(s.types, doc, gvk)
-}
-
-// DecodeJSON strictly decodes data, a JSON patch result that is not an
-// object, as kube-apiserver's JSONPatch patcher does (its error).
-func (s *Scheme) DecodeJSON(data []byte, gvk schema.GroupVersionKind) (map[string]any, error) {
-	return jsonpatch.DecodeJSON(data, gvk, s.types)
 }
 
 // New returns a new typed object of the built-in kind gvk.

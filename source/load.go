@@ -27,7 +27,7 @@ type Options struct {
 	Compiler *compiler.Compiler
 	// Metrics go into the engine.Config.
 	Metrics engine.Metrics
-	// OnSynthesize becomes the Cluster's OnSynthesize.
+	// OnSynthesize becomes the Cluster's Options.OnSynthesize.
 	OnSynthesize func(namespace string)
 }
 
@@ -78,11 +78,10 @@ func Load(ctx context.Context, o Options) (*Set, error) {
 		}
 		objects = append(objects, rset.Objects...)
 	}
-	sim, err := cluster.New(objects)
+	sim, err := cluster.New(objects, cluster.Options{OnSynthesize: o.OnSynthesize})
 	if err != nil {
 		return nil, err
 	}
-	sim.OnSynthesize = o.OnSynthesize
 	policies, bindings := pset.APIObjects()
 	hooks, err := engine.NewHooks(comp, policies, bindings)
 	if err != nil {

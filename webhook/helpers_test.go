@@ -46,7 +46,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.New(set.Objects)
+	c, err := cluster.New(set.Objects, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

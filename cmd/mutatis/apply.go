@@ -24,13 +24,13 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // addAdmissionPluginFlags adds kube-apiserver's flags that choose its
 // admission plugins (the ones before the policies run offline).
-func addAdmissionPluginFlags(f *pflag.FlagSet, p *scheme.AdmissionPluginFlags) {
+func addAdmissionPluginFlags(f *pflag.FlagSet, p *admissionplugins.Flags) {
 	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (only the mutating ones run offline, before the policies)")
 	f.StringSliceVar(&p.Disable, "disable-admission-plugins", nil, "admission plugins of kube-apiserver's default set not to run")
 	f.StringSliceVar(&p.Only, "admission-plugins", nil, "the exact set of admission plugins (as kube-apiserver's --admission-control); excludes the two flags above")
@@ -48,7 +48,7 @@ type applyOptions struct {
 	noDefaults, noValidate bool
 	output                 string
 	color                  colorMode
-	plugins                scheme.AdmissionPluginFlags
+	plugins                admissionplugins.Flags
 	webhooks               webhookOptions
 }
 
@@ -179,7 +179,17 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		resources = *rs
 	}
 	clusterObjects := append(policySet.Objects, resources.Objects...)
-	sim, err := cluster.New(clusterObjects)
+	notices := &heldWriter{held: true}
+	opts := cluster.Options{NoDefaults: o.noDefaults, NoValidate: o.noValidate, OnSynthesize: func(name string) {
+		fmt.Fprintf(notices, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
+	}}
+	// Plugin flags kube-apiserver refuses are reported after the checks
+	// below; the cluster is built without them.
+	_, pluginsErr := admissionplugins.Enabled(o.plugins)
+	if pluginsErr == nil {
+		opts.AdmissionPlugins = o.plugins
+	}
+	sim, err := cluster.New(clusterObjects, opts)
 	if err != nil {
 		return badInput(preceded(validate, err))
 	}
@@ -193,7 +203,6 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		lintWarnings(&lintOut, comp, policySet, clusterObjects, len(o.resources) > 0)
 		close(linted)
 	}()
-	notices := &heldWriter{held: true}
 	// printChecked waits for the validation and the checks and prints the
 	// checks' findings, then what was held; it returns the validation
 	// error.
@@ -207,15 +216,11 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		notices.release(stderr)
 		return nil
 	})
-	sim.NoDefaults, sim.NoValidate = o.noDefaults, o.noValidate
-	if err := sim.Scheme.SetAdmissionPlugins(o.plugins); err != nil {
+	if pluginsErr != nil {
 		if verr := printChecked(); verr != nil {
 			return verr
 		}
-		return badInput(err)
-	}
-	sim.OnSynthesize = func(name string) {
-		fmt.Fprintf(notices, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
+		return badInput(pluginsErr)
 	}
 	var op admission.Operation
 	if o.operation != "" {
@@ -340,7 +345,7 @@ func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op ad
 		PluginChanges: o.explain,
 	})
 	if o.explain && decoded != nil && !o.noDefaults {
-		run, rerr := sim.Scheme.RunAdmissionPlugins()
+		run, rerr := sim.Plugins.Names()
 		if rerr != nil {
 			return nil, rerr
 		}

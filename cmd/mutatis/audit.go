@@ -24,7 +24,7 @@ import (
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/internal/memlimit"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -50,7 +50,7 @@ type auditOptions struct {
 	burst           int
 	noCompression   bool
 	memoryLimit     string
-	plugins         scheme.AdmissionPluginFlags
+	plugins         admissionplugins.Flags
 	webhooks        webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface

@@ -204,11 +204,10 @@ func benchFiles(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]ha
 	if len(fixtureSet.Objects) == 0 {
 		return nil, badInput(errors.New("--filename: no objects found"))
 	}
-	sim, err := cluster.New(objects)
+	sim, err := cluster.New(objects, cluster.Options{OnSynthesize: func(string) {}})
 	if err != nil {
 		return nil, badInput(err)
 	}
-	sim.OnSynthesize = func(string) {}
 	policies, bindings := policySet.APIObjects()
 	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {
@@ -253,7 +252,6 @@ func benchSuites(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]h
 		for _, cr := range l.Requests() {
 			ev, ok := evaluators[cr.Cluster]
 			if !ok {
-				cr.Cluster.OnSynthesize = func(string) {}
 				if ev, err = cr.Cluster.Evaluator(nil, l.Policies, l.Bindings); err != nil {
 					return nil, err
 				}

@@ -17,7 +17,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/migrate"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -30,7 +30,7 @@ type migrateOptions struct {
 	groups               []string
 	dryRun, verbose      bool
 	output               string
-	plugins              scheme.AdmissionPluginFlags
+	plugins              admissionplugins.Flags
 }
 
 func newMigrateCheckCommand() *cobra.Command {
@@ -153,19 +153,15 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 		return badInput(err)
 	}
 
-	sim, err := cluster.New(append(policySet.Objects, resources.Objects...))
-	if err != nil {
-		return badInput(err)
-	}
-	if err := sim.Scheme.SetAdmissionPlugins(o.plugins); err != nil {
-		return badInput(err)
-	}
 	synthesized := map[string]bool{}
-	sim.OnSynthesize = func(name string) {
+	sim, err := cluster.New(append(policySet.Objects, resources.Objects...), cluster.Options{AdmissionPlugins: o.plugins, OnSynthesize: func(name string) {
 		if !synthesized[name] {
 			synthesized[name] = true
 			fmt.Fprintf(stderr, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
 		}
+	}})
+	if err != nil {
+		return badInput(err)
 	}
 	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
 
@@ -79,7 +79,7 @@ message), 2 bad input.`,
 // reviewAdmissionPlugins are the admission plugins before MAP of the
 // request review sends: kube-apiserver's default ones but ServiceAccount,
 // which needs the cluster's ServiceAccounts.
-var reviewAdmissionPlugins = scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}
+var reviewAdmissionPlugins = admissionplugins.Flags{Disable: []string{"ServiceAccount"}}
 
 func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	ctx := cmd.Context()
@@ -93,13 +93,10 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	sim, err := cluster.New(nil)
-	if err != nil {
-		return err
-	}
 	// review has no cluster objects: the ServiceAccount admission plugin
 	// would refuse every Pod that names a ServiceAccount.
-	if err := sim.Scheme.SetAdmissionPlugins(reviewAdmissionPlugins); err != nil {
+	sim, err := cluster.New(nil, cluster.Options{AdmissionPlugins: reviewAdmissionPlugins})
+	if err != nil {
 		return err
 	}
 	op := admission.Operation(strings.ToUpper(o.operation))

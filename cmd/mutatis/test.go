@@ -17,7 +17,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/policytest"
 	"github.com/mutatis-dev/mutatis/policytest/coverage"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 type testOptions struct {
@@ -39,7 +39,7 @@ type testOptions struct {
 	coverageHTML string
 	coverageMin  float64
 
-	plugins  scheme.AdmissionPluginFlags
+	plugins  admissionplugins.Flags
 	webhooks webhookOptions
 }
 
@@ -115,7 +115,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 	}
 	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel, Policies: o.policies}
 	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") {
-		if _, err := scheme.EnabledAdmissionPlugins(o.plugins); err != nil {
+		if _, err := admissionplugins.Enabled(o.plugins); err != nil {
 			return badInput(err)
 		}
 		opts.AdmissionPlugins = &o.plugins

@@ -147,7 +147,7 @@ func load(t *testing.T) fixture {
 	for _, b := range set.Bindings {
 		f.bindings = append(f.bindings, b.Binding)
 	}
-	if f.cluster, err = cluster.New(set.Objects); err != nil {
+	if f.cluster, err = cluster.New(set.Objects, cluster.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return f

@@ -109,7 +109,7 @@ func newWorld(tb testing.TB, objects []runtime.Object, crdFiles ...string) (*wor
 	for _, c := range w.crds {
 		mobjs = append(mobjs, manifest.Object{Object: c.DeepCopy()})
 	}
-	c, err := cluster.New(mobjs)
+	c, err := cluster.New(mobjs, cluster.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

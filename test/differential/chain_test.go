@@ -36,6 +36,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/test/upstream"
 	"github.com/mutatis-dev/mutatis/test/webhookserver"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -313,11 +314,10 @@ func (r *chainRig) pod(labels map[string]string) *unstructured.Unstructured {
 // runMutatis admits the scenario's Pod through cluster.Admit.
 func (r *chainRig) runMutatis(t *testing.T, s chainScenario, configs []*admissionregistrationv1.MutatingWebhookConfiguration) (chainOutcome, *cluster.Admission) {
 	ctx := context.Background()
-	cl, err := cluster.New(r.objects)
+	cl, err := cluster.New(r.objects, cluster.Options{NoValidate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.NoValidate = true
 	ev, err := cl.Evaluator(r.dw.compiler, r.policies, r.bindings)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func (r *chainRig) runUpstream(t *testing.T, s chainScenario, configs []*admissi
 	defer cancel()
 	// The request body as kube-apiserver's handler decodes it (defaulted),
 	// in its internal version.
-	cl, err := cluster.New(nil)
+	cl, err := cluster.New(nil, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,15 +377,19 @@ func (r *chainRig) runUpstream(t *testing.T, s chainScenario, configs []*admissi
 	}
 
 	// The built-in plugins, over their own stores holding the LimitRange.
-	plugins := kubescheme.New()
+	stores := admissionplugins.NewStores(kubescheme.New())
 	lr, err := manifest.Load(ctx, []string{"-"}, strings.NewReader(chainLimitRange))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plugins.AddAdmissionObject(lr.Objects[0].Object.Object); err != nil {
+	if _, err := stores.Add(lr.Objects[0].Object.Object); err != nil {
 		t.Fatal(err)
 	}
-	inTree, err := plugins.AdmissionPluginChain("shop")
+	plugins, err := admissionplugins.New(stores, admissionplugins.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTree, err := plugins.Handler("shop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +496,7 @@ func chainScenarios() []chainScenario {
 	hook := func(name, path string, opts ...hookOpt) func(w *webhookWorld) admissionregistrationv1.MutatingWebhook {
 		return func(w *webhookWorld) admissionregistrationv1.MutatingWebhook { return w.urlHook(name, path, opts...) }
 	}
-	token := "kube-api-access-" + kubescheme.TokenVolumeSuffix
+	token := "kube-api-access-" + admissionplugins.TokenVolumeSuffix
 	return []chainScenario{
 		{name: "none: Never policy and webhook, nothing reinvoked", labels: map[string]string{"count-never": "true"},
 			configs: one(hook("n.example.com", counterPath("n"))),

@@ -21,7 +21,7 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // auditNamespaces are the seeded namespaces of TestAuditDifferential.
@@ -122,7 +122,7 @@ func TestAuditDifferential(t *testing.T) {
 		a, err := audit.New(ctx, audit.Options{
 			Lister:   &audit.Lister{Client: client, PageSize: 50},
 			Policies: policies, Bindings: bindings, Operation: op, User: adminInfo(), AllPods: true,
-			AdmissionPlugins: scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins},
+			AdmissionPlugins: admissionplugins.Flags{Disable: harnessDisabledPlugins},
 		})
 		if err != nil {
 			t.Fatal(err)

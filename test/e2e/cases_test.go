@@ -15,7 +15,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // caseFiles lists the policy sets of the differential scenario.
@@ -162,12 +162,12 @@ func admitRawByMutatis(t *testing.T, set *manifest.Set, stored *unstructured.Uns
 // order gives them (nil: mutatis' order, by name).
 func admitRawInOrder(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured, order func([]engine.Hook) []engine.Hook) (outcome, *cluster.Admission) {
 	t.Helper()
-	return admitRawWith(t, set, stored, order, scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins})
+	return admitRawWith(t, set, stored, order, admissionplugins.Flags{Disable: harnessDisabledPlugins})
 }
 
 // admitRawWith is admitRawInOrder with the admission plugins plugins
 // choose (the zero value: kube-apiserver's default set).
-func admitRawWith(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured, order func([]engine.Hook) []engine.Hook, plugins scheme.AdmissionPluginFlags) (outcome, *cluster.Admission) {
+func admitRawWith(t *testing.T, set *manifest.Set, stored *unstructured.Unstructured, order func([]engine.Hook) []engine.Hook, plugins admissionplugins.Flags) (outcome, *cluster.Admission) {
 	t.Helper()
 	if o, refused := refusedByMutatis(t, set); refused {
 		return o, &cluster.Admission{}
@@ -216,18 +216,15 @@ func simulate(t *testing.T, set *manifest.Set) (*cluster.Cluster, *engine.Evalua
 func simulateInOrder(t *testing.T, set *manifest.Set, order func([]engine.Hook) []engine.Hook) (*cluster.Cluster, *engine.Evaluator) {
 	t.Helper()
 	// The admission plugins of the harness's kube-apiserver.
-	return simulateWith(t, set, order, scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins})
+	return simulateWith(t, set, order, admissionplugins.Flags{Disable: harnessDisabledPlugins})
 }
 
 // simulateWith is simulateInOrder with the admission plugins plugins
 // choose.
-func simulateWith(t *testing.T, set *manifest.Set, order func([]engine.Hook) []engine.Hook, plugins scheme.AdmissionPluginFlags) (*cluster.Cluster, *engine.Evaluator) {
+func simulateWith(t *testing.T, set *manifest.Set, order func([]engine.Hook) []engine.Hook, plugins admissionplugins.Flags) (*cluster.Cluster, *engine.Evaluator) {
 	t.Helper()
-	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
+	sim, err := cluster.New(set.Objects[:len(set.Objects)-1], cluster.Options{AdmissionPlugins: plugins})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.Scheme.SetAdmissionPlugins(plugins); err != nil {
 		t.Fatal(err)
 	}
 	comp, err := compiler.New()

@@ -321,7 +321,7 @@ func chainObjects(t *testing.T, cc chainCase, srv *webhookserver.Server) (*manif
 // --webhooks … --policies …` computes it.
 func chainMutatis(t *testing.T, ctx context.Context, set *manifest.Set, configs []*admissionregistrationv1.MutatingWebhookConfiguration, pod *unstructured.Unstructured) outcome {
 	t.Helper()
-	sim, err := cluster.New(set.Objects)
+	sim, err := cluster.New(set.Objects, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // equivalentRequests says how the last object of a testdata/equivalent case
@@ -165,15 +165,11 @@ func isAPIStatus(err error) bool {
 // before the request's object).
 func admitEquivalentByMutatis(t *testing.T, ctx context.Context, set *manifest.Set, req cluster.Request) outcome {
 	t.Helper()
-	sim, err := cluster.New(set.Objects[:len(set.Objects)-1])
+	// The admission plugins of the harness's kube-apiserver.
+	sim, err := cluster.New(set.Objects[:len(set.Objects)-1], cluster.Options{AdmissionPlugins: admissionplugins.Flags{Disable: harnessDisabledPlugins}, NoValidate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The admission plugins of the harness's kube-apiserver.
-	if err := sim.Scheme.SetAdmissionPlugins(scheme.AdmissionPluginFlags{Disable: harnessDisabledPlugins}); err != nil {
-		t.Fatal(err)
-	}
-	sim.NoValidate = true
 	pols, binds := set.APIObjects()
 	ev, err := sim.Evaluator(nil, pols, binds)
 	if err != nil {

@@ -68,7 +68,7 @@ func (m Mode) String() string {
 // plugin needs the default ServiceAccount, which only
 // kube-controller-manager creates, and adds token volumes with random
 // names. Offline comparisons with those modes disable them too
-// (scheme.AdmissionPluginFlags).
+// (admissionplugins.Flags).
 var harnessDisabledPlugins = []string{"ServiceAccount"}
 
 const (

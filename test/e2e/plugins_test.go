@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // TestBuiltinPlugins creates Pods, PVCs, Ingresses, Nodes and a
@@ -38,7 +38,7 @@ import (
 // ServiceAccount, as kube-controller-manager would (offline, mutatis
 // supplies it). The ServiceAccount plugin names the token volume
 // kube-api-access- and 5 random characters; the real name is read as
-// mutatis' fixed one (scheme.TokenVolumeSuffix). The plugins read their
+// mutatis' fixed one (admissionplugins.TokenVolumeSuffix). The plugins read their
 // objects from informers: the object is dry-run created until the answer
 // is mutatis' (or 60 s pass), then created. Cluster-scoped objects are
 // deleted after each case: the next case's cluster has only its own.
@@ -100,7 +100,7 @@ var generatedTokenVolume = regexp.MustCompile(`"kube-api-access-[bcdfghjklmnpqrs
 // the refusal, with kube-apiserver's default admission plugins.
 func builtinMutatis(t *testing.T, set *manifest.Set) outcome {
 	t.Helper()
-	o, _ := admitRawWith(t, set, nil, nil, scheme.AdmissionPluginFlags{})
+	o, _ := admitRawWith(t, set, nil, nil, admissionplugins.Flags{})
 	return withoutTimes(o)
 }
 
@@ -129,7 +129,7 @@ func builtinOutcome(t *testing.T, u *unstructured.Unstructured, err error) outco
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = generatedTokenVolume.ReplaceAll(b, []byte(`"kube-api-access-`+scheme.TokenVolumeSuffix+`"`))
+	b = generatedTokenVolume.ReplaceAll(b, []byte(`"kube-api-access-`+admissionplugins.TokenVolumeSuffix+`"`))
 	o.Object = nil
 	if err := json.Unmarshal(b, &o.Object); err != nil {
 		t.Fatal(err)

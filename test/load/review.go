@@ -17,7 +17,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // DefaultUser sends the load's requests: the ReplicaSet controller, which
@@ -49,13 +49,10 @@ func NewReviews(obj *unstructured.Unstructured, u user.Info) (*Reviews, error) {
 	if u == nil {
 		u = DefaultUser()
 	}
-	sim, err := cluster.New(nil)
-	if err != nil {
-		return nil, err
-	}
 	// As `mutatis review`: kube-apiserver's default admission plugins but
 	// ServiceAccount, which needs the cluster's ServiceAccounts.
-	if err := sim.Scheme.SetAdmissionPlugins(scheme.AdmissionPluginFlags{Disable: []string{"ServiceAccount"}}); err != nil {
+	sim, err := cluster.New(nil, cluster.Options{AdmissionPlugins: admissionplugins.Flags{Disable: []string{"ServiceAccount"}}})
+	if err != nil {
 		return nil, err
 	}
 	obj = obj.DeepCopy()

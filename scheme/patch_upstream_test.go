@@ -1,4 +1,4 @@
-package jsonpatch
+package scheme
 
 import (
 	"context"
@@ -18,18 +18,20 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 var (
-	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	podsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	widgetsGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	patchDeploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	patchPodsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	patchConfigMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	patchWidgetsGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 )
 
-func testDeployment() *appsv1.Deployment {
+func patchDeployment() *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"app": "web"}},
@@ -44,7 +46,7 @@ func testDeployment() *appsv1.Deployment {
 	}
 }
 
-func testPod() *corev1.Pod {
+func patchPod() *corev1.Pod {
 	return &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Annotations: map[string]string{"a": "b"}},
@@ -55,7 +57,7 @@ func testPod() *corev1.Pod {
 	}
 }
 
-func testConfigMap() *corev1.ConfigMap {
+func patchConfigMap() *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default"},
@@ -63,7 +65,7 @@ func testConfigMap() *corev1.ConfigMap {
 	}
 }
 
-func testWidget() *unstructured.Unstructured {
+func patchWidget() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1",
 		"kind":       "Widget",
@@ -73,7 +75,8 @@ func testWidget() *unstructured.Unstructured {
 }
 
 // TestPipelineMatchesKubeAPIServer runs real CEL expressions through
-// kube-apiserver's jsonPatcher and through FromCEL, Apply and Decode, and
+// kube-apiserver's jsonPatcher and through jsonpatch.FromCEL and Apply and
+// decodeReference, and
 // requires the same object or the same error text.
 func TestPipelineMatchesKubeAPIServer(t *testing.T) {
 	tests := []struct {
@@ -83,103 +86,103 @@ func TestPipelineMatchesKubeAPIServer(t *testing.T) {
 		object     runtime.Object
 		wantErr    bool
 	}{
-		{name: "replace replicas", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "replace replicas", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: object.spec.replicas + 2}]`},
-		{name: "failed test leaves the object unchanged", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "failed test leaves the object unchanged", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "test", path: "/spec/replicas", value: 5}, JSONPatch{op: "replace", path: "/spec/replicas", value: 3}]`},
-		{name: "passing test then replace", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "passing test then replace", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "test", path: "/spec/replicas", value: 1}, JSONPatch{op: "replace", path: "/spec/replicas", value: 3}]`},
-		{name: "escapeKey builds label paths", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "escapeKey builds label paths", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("example.com/x~y"), value: "v"}]`},
-		{name: "big integer becomes a string and fails decoding", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "big integer becomes a string and fails decoding", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: 9007199254740993}]`},
-		{name: "largest safe integer overflows int32", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "largest safe integer overflows int32", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: 9007199254740991}]`},
-		{name: "big integer into a string field", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "big integer into a string field", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/annotations", value: {"n": string(9007199254740993)}}]`},
-		{name: "big negative integer becomes a string in a string map", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "big negative integer becomes a string in a string map", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/annotations", value: {"n": -9007199254740993}}]`},
-		{name: "Object value appends a container", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "Object value appends a container", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "add", path: "/spec/template/spec/containers/-", value: Object.spec.template.spec.containers{name: "sidecar", image: "busybox", args: ["a", "b"]}}]`},
-		{name: "Object value with a mismatching type name", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "Object value with a mismatching type name", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/spec", value: Object.spec{selector: Object.spec.wrong{matchLabels: {"a": "b"}}}}]`},
-		{name: "nested Object values", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "nested Object values", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "replace", path: "/spec/template/spec", value: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: "x", image: "y", ports: [Object.spec.template.spec.containers.ports{containerPort: 8080}]}]}}]`},
-		{name: "unknown field fails strict decoding", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "unknown field fails strict decoding", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/spec/bogus", value: 1}, JSONPatch{op: "add", path: "/spec/template/spec/zzz", value: {"a": 1}}]`},
-		{name: "wrong type fails decoding", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "wrong type fails decoding", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/metadata/labels", value: "x"}]`},
-		{name: "float into an integer field", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "float into an integer field", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: 1.5}]`},
-		{name: "integral double into an integer field", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "integral double into an integer field", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: 4.0}]`},
-		{name: "unsigned value", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "unsigned value", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: 7u}]`},
-		{name: "JSON patch error is prefixed", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "JSON patch error is prefixed", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "remove", path: "/spec/nope"}]`},
-		{name: "move without from", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "move without from", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "move", from: "", path: "/spec/x"}]`},
-		{name: "copy labels to the template", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "copy labels to the template", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/labels/tier", value: "fe"}, JSONPatch{op: "copy", from: "/metadata/labels", path: "/spec/template/metadata/labels"}]`},
-		{name: "null value clears labels", gvr: deploymentsGVR, object: testDeployment(),
+		{name: "null value clears labels", gvr: patchDeploymentsGVR, object: patchDeployment(),
 			expression: `[JSONPatch{op: "replace", path: "/metadata/labels", value: null}]`},
-		{name: "NaN cannot be marshalled", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "NaN cannot be marshalled", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/spec/replicas", value: double("NaN")}]`},
-		{name: "non-string map keys cannot be converted", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "non-string map keys cannot be converted", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/metadata/annotations", value: {1: "a"}}]`},
-		{name: "unknown op", gvr: deploymentsGVR, object: testDeployment(), wantErr: true,
+		{name: "unknown op", gvr: patchDeploymentsGVR, object: patchDeployment(), wantErr: true,
 			expression: `[JSONPatch{op: "upsert", path: "/spec/replicas", value: 1}]`},
-		{name: "pod container added with env", gvr: podsGVR, object: testPod(),
+		{name: "pod container added with env", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "add", path: "/spec/containers/0/env/-", value: {"name": "B", "value": "2"}}, JSONPatch{op: "remove", path: "/spec/containers/1"}]`},
-		{name: "pod resources are canonicalized", gvr: podsGVR, object: testPod(),
+		{name: "pod resources are canonicalized", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "add", path: "/spec/containers/0/resources", value: {"limits": {"cpu": "1000m", "memory": "1024Mi"}}}]`},
-		{name: "pod invalid quantity", gvr: podsGVR, object: testPod(), wantErr: true,
+		{name: "pod invalid quantity", gvr: patchPodsGVR, object: patchPod(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/spec/containers/0/resources", value: {"limits": {"cpu": "lots"}}}]`},
-		{name: "pod bytes and timestamps become strings", gvr: podsGVR, object: testPod(),
+		{name: "pod bytes and timestamps become strings", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/annotations/b", value: string(b"abc")}, JSONPatch{op: "add", path: "/metadata/annotations/t", value: string(timestamp("2024-01-02T03:04:05Z"))}]`},
-		{name: "pod bytes value", gvr: podsGVR, object: testPod(),
+		{name: "pod bytes value", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/annotations/b", value: b"abc"}]`},
-		{name: "pod timestamp value", gvr: podsGVR, object: testPod(),
+		{name: "pod timestamp value", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "add", path: "/metadata/annotations/t", value: timestamp("2024-01-02T03:04:05Z")}, JSONPatch{op: "add", path: "/metadata/annotations/d", value: duration("90s")}]`},
-		{name: "pod unknown field deep", gvr: podsGVR, object: testPod(), wantErr: true,
+		{name: "pod unknown field deep", gvr: patchPodsGVR, object: patchPod(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/spec/containers/0/imagePullPolicyy", value: "Always"}]`},
-		{name: "pod kind changed to an unknown kind", gvr: podsGVR, object: testPod(), wantErr: true,
+		{name: "pod kind changed to an unknown kind", gvr: patchPodsGVR, object: patchPod(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/kind", value: "Pud"}]`},
-		{name: "pod kind removed is defaulted", gvr: podsGVR, object: testPod(),
+		{name: "pod kind removed is defaulted", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "remove", path: "/kind"}]`},
-		{name: "pod kind of the wrong type", gvr: podsGVR, object: testPod(), wantErr: true,
+		{name: "pod kind of the wrong type", gvr: patchPodsGVR, object: patchPod(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/kind", value: 1}]`},
-		{name: "pod root replaced by an array", gvr: podsGVR, object: testPod(), wantErr: true,
+		{name: "pod root replaced by an array", gvr: patchPodsGVR, object: patchPod(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "", value: [1]}]`},
-		{name: "pod root replaced by null decodes an empty pod", gvr: podsGVR, object: testPod(),
+		{name: "pod root replaced by null decodes an empty pod", gvr: patchPodsGVR, object: patchPod(),
 			expression: `[JSONPatch{op: "replace", path: "", value: null}]`},
-		{name: "configmap data added", gvr: configMapsGVR, object: testConfigMap(),
+		{name: "configmap data added", gvr: patchConfigMapsGVR, object: patchConfigMap(),
 			expression: `[JSONPatch{op: "add", path: "/data/" + jsonpatch.escapeKey("a/b"), value: "c"}]`},
-		{name: "configmap data value of the wrong type", gvr: configMapsGVR, object: testConfigMap(), wantErr: true,
+		{name: "configmap data value of the wrong type", gvr: patchConfigMapsGVR, object: patchConfigMap(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/data/n", value: 1}]`},
-		{name: "configmap unknown top-level field", gvr: configMapsGVR, object: testConfigMap(), wantErr: true,
+		{name: "configmap unknown top-level field", gvr: patchConfigMapsGVR, object: patchConfigMap(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/extra", value: {"x": [1, 2]}}]`},
-		{name: "configmap binaryData from bytes", gvr: configMapsGVR, object: testConfigMap(),
+		{name: "configmap binaryData from bytes", gvr: patchConfigMapsGVR, object: patchConfigMap(),
 			expression: `[JSONPatch{op: "add", path: "/binaryData", value: {"b": b"\x00\x01"}}]`},
-		{name: "configmap invalid base64", gvr: configMapsGVR, object: testConfigMap(), wantErr: true,
+		{name: "configmap invalid base64", gvr: patchConfigMapsGVR, object: patchConfigMap(), wantErr: true,
 			expression: `[JSONPatch{op: "add", path: "/binaryData", value: {"b": "!!"}}]`},
-		{name: "custom resource gets new fields", gvr: widgetsGVR, object: testWidget(),
+		{name: "custom resource gets new fields", gvr: patchWidgetsGVR, object: patchWidget(),
 			expression: `[JSONPatch{op: "add", path: "/spec/extra", value: {"n": dyn(1), "f": dyn(2.5), "big": dyn(9007199254740993), "l": dyn([dyn(true), dyn(null)]), "d": dyn(-0.0)}}]`},
-		{name: "custom resource keeps floats and html", gvr: widgetsGVR, object: testWidget(),
+		{name: "custom resource keeps floats and html", gvr: patchWidgetsGVR, object: patchWidget(),
 			expression: `[JSONPatch{op: "test", path: "/spec/ratio", value: 0.5}, JSONPatch{op: "test", path: "/spec/<html>", value: "&"}, JSONPatch{op: "replace", path: "/spec/size", value: 4.0}]`},
-		{name: "custom resource without kind", gvr: widgetsGVR, object: testWidget(), wantErr: true,
+		{name: "custom resource without kind", gvr: patchWidgetsGVR, object: patchWidget(), wantErr: true,
 			expression: `[JSONPatch{op: "remove", path: "/kind"}]`},
-		{name: "custom resource with a bad apiVersion", gvr: widgetsGVR, object: testWidget(), wantErr: true,
+		{name: "custom resource with a bad apiVersion", gvr: patchWidgetsGVR, object: patchWidget(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/apiVersion", value: "a/b/c"}]`},
-		{name: "custom resource with a numeric kind", gvr: widgetsGVR, object: testWidget(), wantErr: true,
+		{name: "custom resource with a numeric kind", gvr: patchWidgetsGVR, object: patchWidget(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "/kind", value: 3}]`},
-		{name: "custom resource root replaced", gvr: widgetsGVR, object: testWidget(),
+		{name: "custom resource root replaced", gvr: patchWidgetsGVR, object: patchWidget(),
 			expression: `[JSONPatch{op: "replace", path: "", value: {"apiVersion": dyn("example.com/v1"), "kind": dyn("Widget"), "spec": dyn({})}}]`},
-		{name: "custom resource root replaced by an array", gvr: widgetsGVR, object: testWidget(), wantErr: true,
+		{name: "custom resource root replaced by an array", gvr: patchWidgetsGVR, object: patchWidget(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "", value: ["x"]}]`},
-		{name: "custom resource root replaced by null", gvr: widgetsGVR, object: testWidget(), wantErr: true,
+		{name: "custom resource root replaced by null", gvr: patchWidgetsGVR, object: patchWidget(), wantErr: true,
 			expression: `[JSONPatch{op: "replace", path: "", value: null}]`},
-		{name: "empty patch", gvr: widgetsGVR, object: testWidget(), expression: `[JSONPatch{op: "add", path: "/x", value: 1}].filter(p, false)`},
+		{name: "empty patch", gvr: patchWidgetsGVR, object: patchWidget(), expression: `[JSONPatch{op: "add", path: "/x", value: 1}].filter(p, false)`},
 	}
 
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
@@ -210,7 +213,7 @@ func TestPipelineMatchesKubeAPIServer(t *testing.T) {
 			upstream, upstreamErr := patch.NewJSONPatcher(evaluator).Patch(context.Background(), patch.Request{
 				MatchedResource:     tc.gvr,
 				VersionedAttributes: vAttrs,
-				ObjectInterfaces:    admission.NewObjectInterfacesFromScheme(scheme.Scheme),
+				ObjectInterfaces:    admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme),
 			}, celconfig.RuntimeCELCostBudget)
 
 			// This package.
@@ -223,7 +226,7 @@ func TestPipelineMatchesKubeAPIServer(t *testing.T) {
 				if res.Error != nil {
 					return nil, res.Error
 				}
-				ops, err := FromCEL(res.EvalResult)
+				ops, err := jsonpatch.FromCEL(res.EvalResult)
 				if err != nil {
 					return nil, err
 				}
@@ -231,17 +234,17 @@ func TestPipelineMatchesKubeAPIServer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				patched, err := Apply(doc, ops)
-				var notObject *NotObjectError
+				patched, err := jsonpatch.Apply(doc, ops)
+				var notObject *jsonpatch.NotObjectError
 				switch {
-				case errors.Is(err, ErrTestFailed):
+				case errors.Is(err, jsonpatch.ErrTestFailed):
 					return doc, nil
 				case errors.As(err, &notObject):
-					return DecodeJSON(notObject.JSON, gvk, scheme.Scheme)
+					return decodeJSON(notObject.JSON, gvk, clientgoscheme.Scheme)
 				case err != nil:
 					return nil, errors.New("JSON Patch: " + err.Error())
 				}
-				return Decode(patched, gvk, scheme.Scheme)
+				return decodeReference(patched, gvk, clientgoscheme.Scheme)
 			}()
 
 			if (upstreamErr != nil) != tc.wantErr {

@@ -1,4 +1,4 @@
-package jsonpatch
+package scheme
 
 import (
 	"encoding/json"
@@ -8,11 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// Decode reproduces kube-apiserver's strict decode of a patched object and
-// returns the object as it then serializes, in unstructured form.
+// decodeReference reproduces kube-apiserver's strict decode of a patched
+// object and returns the object as it then serializes, in unstructured
+// form: the definition of Scheme.decode.
 //
 // Kinds known to s (scheme.Scheme of client-go when s is nil) are decoded
 // into their Go type with the strict JSON serializer, so unknown fields and
@@ -22,10 +23,10 @@ import (
 // unstructured.Unstructured. Errors are apierrors.NewInternalError, with
 // upstream's texts.
 //
-// doc is expected to be a result of Apply.
-func Decode(doc map[string]any, gvk schema.GroupVersionKind, s *runtime.Scheme) (map[string]any, error) {
+// doc is expected to be a result of jsonpatch.Apply.
+func decodeReference(doc map[string]any, gvk schema.GroupVersionKind, s *runtime.Scheme) (map[string]any, error) {
 	if s == nil {
-		s = scheme.Scheme
+		s = clientgoscheme.Scheme
 	}
 	if !s.Recognizes(gvk) {
 		if fastUnstructured(doc) {
@@ -38,14 +39,14 @@ func Decode(doc map[string]any, gvk schema.GroupVersionKind, s *runtime.Scheme) 
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return DecodeJSON(data, gvk, s)
+	return decodeJSON(data, gvk, s)
 }
 
-// DecodeJSON is Decode for an already encoded document, such as the JSON of
-// a NotObjectError.
-func DecodeJSON(data []byte, gvk schema.GroupVersionKind, s *runtime.Scheme) (map[string]any, error) {
+// decodeJSON is decodeReference for an already encoded document, such as
+// the JSON of a jsonpatch.NotObjectError.
+func decodeJSON(data []byte, gvk schema.GroupVersionKind, s *runtime.Scheme) (map[string]any, error) {
 	if s == nil {
-		s = scheme.Scheme
+		s = clientgoscheme.Scheme
 	}
 	serializer := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, s, s,
 		jsonserializer.SerializerOptions{Pretty: false, Strict: true})

@@ -1,4 +1,4 @@
-package jsonpatch
+package scheme
 
 import (
 	"encoding/json"
@@ -10,16 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // upstreamDecode is kube-apiserver's decode after a JSON patch.
 func upstreamDecode(t *testing.T, data []byte, gvk schema.GroupVersionKind) (map[string]any, error) {
-	s := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+	s := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, clientgoscheme.Scheme, clientgoscheme.Scheme,
 		jsonserializer.SerializerOptions{Strict: true})
 	var into runtime.Object = &unstructured.Unstructured{}
-	if scheme.Scheme.Recognizes(gvk) {
-		obj, err := scheme.Scheme.New(gvk)
+	if clientgoscheme.Scheme.Recognizes(gvk) {
+		obj, err := clientgoscheme.Scheme.New(gvk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,13 +69,13 @@ func TestDecodeMatchesStrictSerializer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := mustDoc(t, tc.doc)
+			doc := obj(t, tc.doc)
 			data, err := json.Marshal(doc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want, wantErr := upstreamDecode(t, data, tc.gvk)
-			got, gotErr := Decode(doc, tc.gvk, nil)
+			got, gotErr := decodeReference(doc, tc.gvk, nil)
 			if (wantErr != nil) != tc.wantErr {
 				t.Fatalf("upstream error %v, wantErr %v", wantErr, tc.wantErr)
 			}

@@ -1,4 +1,15 @@
-package scheme
+// Package admissionplugins runs kube-apiserver 1.37's built-in mutating
+// admission plugins, the ones before MutatingAdmissionPolicy in its
+// admission chain, offline: k8s.io/kubernetes' own plugin packages, chained
+// and initialized as kube-apiserver does, fed through client-go informer
+// stores that hold the simulated cluster's objects (filled, never
+// started). A Chain belongs to one simulated cluster (package cluster
+// builds it with its objects); its plugins are chosen when it is built.
+//
+// It is part of scheme's k8s.io/kubernetes boundary, in a package of its
+// own so that the scheme's other jobs (decoding, defaulting, conversion,
+// validation) do not carry the plugins and their stores.
+package admissionplugins
 
 import (
 	"context"
@@ -43,6 +54,8 @@ import (
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageclass/setdefault"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
+
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // Stage is what a kube-apiserver admission plugin is to mutatis' offline
@@ -50,7 +63,7 @@ import (
 type Stage int
 
 const (
-	// Mutating plugins run offline, before the policies (AdmitPlugins).
+	// Mutating plugins run offline, before the policies (Chain.Admit).
 	Mutating Stage = iota
 	// Validating plugins only validate (they have no Admit), after
 	// mutating admission and the registry's validation: not run offline.
@@ -65,14 +78,14 @@ const (
 	Unsupported
 )
 
-// AdmissionPlugin is one of kube-apiserver 1.37's admission plugins.
-type AdmissionPlugin struct {
+// Plugin is one of kube-apiserver 1.37's admission plugins.
+type Plugin struct {
 	// Name is kube-apiserver's (--enable-admission-plugins).
 	Name string
 	// DefaultOn tells whether a kube-apiserver without admission flags
 	// runs it.
 	DefaultOn bool
-	// Stage tells whether AdmitPlugins runs it when it is enabled.
+	// Stage tells whether Chain.Admit runs it when it is enabled.
 	Stage Stage
 	// Why a plugin of Stage Unsupported cannot run offline.
 	Why string
@@ -80,14 +93,14 @@ type AdmissionPlugin struct {
 	register func(*admission.Plugins)
 }
 
-// AdmissionPlugins are kube-apiserver 1.37's admission plugins in the
+// All are kube-apiserver 1.37's admission plugins in the
 // order of its admission chain (options.AllOrderedPlugins of
 // k8s.io/kubernetes/pkg/kubeapiserver/options), which plugins it enables
 // by default (all but options.DefaultOffAdmissionPlugins), and what
 // offline admission does with each. TestAdmissionPluginsAreKubeAPIServers
 // holds the list equal to upstream's and each Stage to the plugin's own
 // interfaces. The slice must not be modified.
-var AdmissionPlugins = []AdmissionPlugin{
+var All = []Plugin{
 	{Name: admit.PluginName, Stage: Mutating, register: admit.Register},
 	{Name: autoprovision.PluginName, Stage: Mutating, register: autoprovision.Register},
 	{Name: lifecycle.PluginName, DefaultOn: true, Stage: Mutating, register: lifecycle.Register},
@@ -129,10 +142,10 @@ var AdmissionPlugins = []AdmissionPlugin{
 	{Name: deny.PluginName, Stage: Mutating, register: deny.Register},
 }
 
-// AdmissionPluginFlags choose kube-apiserver's admission plugins as its
-// flags do. Enabled and disabled plugins are placed in the order of
-// AdmissionPlugins whatever the order of the names.
-type AdmissionPluginFlags struct {
+// Flags choose kube-apiserver's admission plugins as its flags do.
+// Enabled and disabled plugins are placed in the order of All whatever
+// the order of the names. The zero value is kube-apiserver's default set.
+type Flags struct {
 	// Only is the exact set (kube-apiserver's deprecated
 	// --admission-control; mutatis' --admission-plugins); it excludes
 	// Enable and Disable.
@@ -144,14 +157,14 @@ type AdmissionPluginFlags struct {
 	Disable []string
 }
 
-// EnabledAdmissionPlugins returns the plugins kube-apiserver 1.37 runs
-// with flags f, in the order of its chain, refusing flags as it refuses
-// them (the messages name its flags). Names of every stage are accepted:
-// AdmitPlugins runs those of Stage Mutating, and a plugin of Stage
-// Unsupported enabled is an error.
-func EnabledAdmissionPlugins(f AdmissionPluginFlags) ([]AdmissionPlugin, error) {
+// Enabled returns the plugins kube-apiserver 1.37 runs with flags f, in
+// the order of its chain, refusing flags as it refuses them (the messages
+// name its flags). Names of every stage are accepted: Chain.Admit runs
+// those of Stage Mutating, and a plugin of Stage Unsupported enabled is an
+// error.
+func Enabled(f Flags) ([]Plugin, error) {
 	known := map[string]bool{}
-	for _, p := range AdmissionPlugins {
+	for _, p := range All {
 		known[p.Name] = true
 	}
 	var errs []error
@@ -181,8 +194,8 @@ func EnabledAdmissionPlugins(f AdmissionPluginFlags) ([]AdmissionPlugin, error) 
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	var out []AdmissionPlugin
-	for _, p := range AdmissionPlugins {
+	var out []Plugin
+	for _, p := range All {
 		on := p.DefaultOn
 		switch {
 		case len(f.Only) > 0:
@@ -203,32 +216,24 @@ func EnabledAdmissionPlugins(f AdmissionPluginFlags) ([]AdmissionPlugin, error) 
 	return out, errors.Join(errs...)
 }
 
-// PluginStep is what one admission plugin did to a request in
-// AdmitPlugins: plugins that do not handle the request's operation are
-// not steps.
-type PluginStep struct {
+// Step is what one admission plugin did to a request in Chain.Admit:
+// plugins that do not handle the request's operation are not steps.
+type Step struct {
 	// Plugin is the plugin's name.
 	Plugin string
 	// Changed tells whether it changed the object; reported only when
-	// the caller asks for it (AdmitPluginsSteps' changes), false otherwise.
+	// the caller asks for it (AdmitSteps' changes), false otherwise.
 	Changed bool
 	// Err is its refusal (an *apierrors.StatusError), or nil.
 	Err error
 }
 
-// plugins are the admission plugins of a Scheme: the chain of the enabled
-// plugins of Stage Mutating, built as kube-apiserver builds its admission
-// chain (registration, one initializer, each plugin initialized and
-// validated, a chain handler), fed by informers that are never started:
-// their stores hold the objects of the run (AddAdmissionObject), and the
-// client the plugins fall back on when a store misses answers from the
-// same stores.
-type plugins struct {
-	mu    sync.Mutex
-	names []string // nil: kube-apiserver's default set
-	chain admission.MutationInterface
-	run   []string
-
+// Stores hold the objects of a simulated cluster that the admission
+// plugins read: the stores of client-go informers that are filled (Add),
+// never started. Build them with NewStores; they are safe for concurrent
+// use.
+type Stores struct {
+	scheme  *scheme.Scheme
 	factory informers.SharedInformerFactory
 	stores  map[schema.GroupVersionResource]storeOf
 }
@@ -240,9 +245,10 @@ type storeOf struct {
 	indexer cache.Indexer
 }
 
-func newPlugins() *plugins {
+// NewStores returns empty stores for objects of s.
+func NewStores(s *scheme.Scheme) *Stores {
 	f := informers.NewSharedInformerFactory(nil, 0)
-	p := &plugins{factory: f, stores: map[schema.GroupVersionResource]storeOf{}}
+	p := &Stores{scheme: s, factory: f, stores: map[schema.GroupVersionResource]storeOf{}}
 	add := func(gv schema.GroupVersion, resource, kind string, i cache.SharedIndexInformer) {
 		p.stores[gv.WithResource(resource)] = storeOf{kind: gv.WithKind(kind), indexer: i.GetIndexer()}
 	}
@@ -258,9 +264,40 @@ func newPlugins() *plugins {
 	return p
 }
 
+// Chain is the admission plugins of a simulated cluster: the chain of the
+// enabled plugins of Stage Mutating, built on first use as kube-apiserver
+// builds its admission chain (registration, one initializer, each plugin
+// initialized and validated, a chain handler), fed by the informers of
+// its Stores, and a client that answers the plugins' lookups when a store
+// misses from the same stores. Build one with New; it is safe for
+// concurrent use.
+type Chain struct {
+	stores *Stores
+	names  []string // the enabled plugins, Enabled's
+
+	mu    sync.Mutex
+	chain admission.MutationInterface
+	run   []string
+}
+
+// New returns the admission plugins that kube-apiserver 1.37 runs before
+// MutatingAdmissionPolicy with flags f (Enabled, whose error it returns),
+// reading st.
+func New(st *Stores, f Flags) (*Chain, error) {
+	enabled, err := Enabled(f)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, e := range enabled {
+		names = append(names, e.Name)
+	}
+	return &Chain{stores: st, names: names}, nil
+}
+
 // store is the store of objects of kind gvk (any version of the group),
 // if a plugin reads them.
-func (p *plugins) store(gk schema.GroupKind) (storeOf, bool) {
+func (p *Stores) store(gk schema.GroupKind) (storeOf, bool) {
 	for _, s := range p.stores {
 		if s.kind.GroupKind() == gk {
 			return s, true
@@ -269,31 +306,16 @@ func (p *plugins) store(gk schema.GroupKind) (storeOf, bool) {
 	return storeOf{}, false
 }
 
-// setNames chooses the plugins; the chain is built again on next use.
-func (p *plugins) setNames(names []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.names, p.chain, p.run = names, nil, nil
-}
-
-func (p *plugins) build() (admission.MutationInterface, []string, error) {
+func (p *Chain) build() (admission.MutationInterface, []string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.chain != nil {
 		return p.chain, p.run, nil
 	}
-	enabled := p.names
-	if enabled == nil {
-		for _, ap := range AdmissionPlugins {
-			if ap.DefaultOn {
-				enabled = append(enabled, ap.Name)
-			}
-		}
-	}
 	registry := admission.NewPlugins()
 	var run []string
-	for _, ap := range AdmissionPlugins {
-		if ap.Stage == Mutating && slices.Contains(enabled, ap.Name) {
+	for _, ap := range All {
+		if ap.Stage == Mutating && slices.Contains(p.names, ap.Name) {
 			ap.register(registry)
 			run = append(run, ap.Name)
 		}
@@ -327,8 +349,8 @@ func (p *plugins) build() (admission.MutationInterface, []string, error) {
 // initializer does, with the stores' informer factory and client, and
 // kube-apiserver's feature gates; no authorizer (the plugins run here
 // need none), no dynamic client, REST mapper or effective version.
-func (p *plugins) initializer() admission.PluginInitializer {
-	return initializer.New(p.client(), nil, p.factory, nil, utilfeature.DefaultFeatureGate, nil, nil, nil)
+func (p *Chain) initializer() admission.PluginInitializer {
+	return initializer.New(p.stores.client(), nil, p.stores.factory, nil, utilfeature.DefaultFeatureGate, nil, nil, nil)
 }
 
 // client is the clientset the plugins look objects up with when their
@@ -342,7 +364,7 @@ func (p *plugins) initializer() admission.PluginInitializer {
 // field-managed tracker parses client-go's whole structured-merge-diff
 // schema when it is built (≈ 140 ms of CPU, most of a one-object `mutatis
 // apply`, for nothing here).
-func (p *plugins) client() *fake.Clientset {
+func (p *Stores) client() *fake.Clientset {
 	c := fake.NewSimpleClientset() //nolint:staticcheck // the tracker is never used, see above
 	c.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		gvr := action.GetResource()
@@ -392,7 +414,7 @@ type stepsKey struct{}
 
 // stepLog is the recorder of a request's steps.
 type stepLog struct {
-	steps []PluginStep
+	steps []Step
 	// changes asks each step whether its plugin changed the object: a
 	// deep copy of the object before the plugin and a comparison after
 	// it, the larger part of the plugins' cost, so only when asked.
@@ -411,19 +433,20 @@ func (r stepRecorder) Admit(ctx context.Context, a admission.Attributes, o admis
 		before = obj.DeepCopyObject()
 	}
 	err := m.Admit(ctx, a, o)
-	log.steps = append(log.steps, PluginStep{Plugin: r.name, Changed: before != nil && !apiequality.Semantic.DeepEqual(before, a.GetObject()), Err: err})
+	log.steps = append(log.steps, Step{Plugin: r.name, Changed: before != nil && !apiequality.Semantic.DeepEqual(before, a.GetObject()), Err: err})
 	return err
 }
 
-// AddAdmissionObject adds (or replaces) obj, an object of a kind the
-// admission plugins read, to their stores, as stored (defaulted, in the
+// Add adds (or replaces) obj, an object of a kind the admission plugins
+// read, to their stores, as stored (defaulted, in the
 // stores' version): Namespaces (NamespaceLifecycle, PodNodeSelector,
 // PodTolerationRestriction), ServiceAccounts (ServiceAccount), LimitRanges
 // (LimitRanger), Nodes (PodTopologyLabels), PriorityClasses (Priority),
 // StorageClasses (DefaultStorageClass), IngressClasses
 // (DefaultIngressClass), RuntimeClasses (RuntimeClass). It reports whether
 // the kind is one of them; objects of other kinds are left alone.
-func (s *Scheme) AddAdmissionObject(obj map[string]any) (bool, error) {
+func (p *Stores) Add(obj map[string]any) (bool, error) {
+	s := p.scheme
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	gv, err := schema.ParseGroupVersion(apiVersion)
@@ -431,7 +454,7 @@ func (s *Scheme) AddAdmissionObject(obj map[string]any) (bool, error) {
 		return false, err
 	}
 	gvk := gv.WithKind(kind)
-	st, ok := s.plugins.store(gvk.GroupKind())
+	st, ok := p.store(gvk.GroupKind())
 	if !ok || !s.Recognizes(gvk) {
 		return false, nil
 	}
@@ -444,7 +467,7 @@ func (s *Scheme) AddAdmissionObject(obj map[string]any) (bool, error) {
 			return true, err
 		}
 	}
-	typed, err := s.types.New(st.kind)
+	typed, err := s.Types().New(st.kind)
 	if err != nil {
 		return true, err
 	}
@@ -454,32 +477,9 @@ func (s *Scheme) AddAdmissionObject(obj map[string]any) (bool, error) {
 	return true, st.indexer.Update(typed)
 }
 
-// AddPriorityClass adds (or replaces) a scheduling.k8s.io/v1
-// PriorityClass, which the Priority plugin resolves Pods' priorities from.
-func (s *Scheme) AddPriorityClass(obj map[string]any) error {
-	_, err := s.AddAdmissionObject(obj)
-	return err
-}
-
-// SetAdmissionPlugins chooses the admission plugins AdmitPlugins runs
-// (EnabledAdmissionPlugins); without it, kube-apiserver's default set.
-func (s *Scheme) SetAdmissionPlugins(f AdmissionPluginFlags) error {
-	enabled, err := EnabledAdmissionPlugins(f)
-	if err != nil {
-		return err
-	}
-	names := []string{}
-	for _, p := range enabled {
-		names = append(names, p.Name)
-	}
-	s.plugins.setNames(names)
-	return nil
-}
-
-// RunAdmissionPlugins returns the names of the plugins AdmitPlugins runs,
-// in order.
-func (s *Scheme) RunAdmissionPlugins() ([]string, error) {
-	_, run, err := s.plugins.build()
+// Names returns the names of the plugins Admit runs, in order.
+func (p *Chain) Names() ([]string, error) {
+	_, run, err := p.build()
 	return slices.Clone(run), err
 }
 
@@ -489,7 +489,7 @@ func (s *Scheme) RunAdmissionPlugins() ([]string, error) {
 // kubernetes.io/metadata.name label, phase Active), and its "default"
 // ServiceAccount, which kube-controller-manager creates in every
 // namespace (name only).
-func (p *plugins) ensureNamespace(name string) error {
+func (p *Stores) ensureNamespace(name string) error {
 	namespaces := p.stores[corev1.SchemeGroupVersion.WithResource("namespaces")].indexer
 	if _, ok, _ := namespaces.GetByKey(name); !ok {
 		ns := &corev1.Namespace{
@@ -510,57 +510,58 @@ func (p *plugins) ensureNamespace(name string) error {
 	return nil
 }
 
-// AdmitPlugins runs on obj, the decoded object of req (old: the stored
-// object of an UPDATE), the admission plugins of kube-apiserver's chain
-// that precede MutatingAdmissionPolicy (SetAdmissionPlugins; its default
-// set without it), on its internal form as the admission chain does, and
-// returns the object as the MAP plugin receives it, in req's version.
+// Admit runs on obj, the decoded object of req (old: the stored object of
+// an UPDATE), the admission plugins of kube-apiserver's chain that precede
+// MutatingAdmissionPolicy (those New chose), on its internal form as the
+// admission chain does, and returns the object as the MAP plugin receives
+// it, in req's version.
 // Their refusals (e.g. the Priority plugin's 403 for an unknown
 // priorityClassName) are *apierrors.StatusError. Kinds without a Go type
 // come back as they are.
-func (s *Scheme) AdmitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool) (map[string]any, error) {
-	out, _, err := s.admitPlugins(ctx, req, obj, old, u, dryRun, nil)
+func (p *Chain) Admit(ctx context.Context, req scheme.Request, obj, old map[string]any, u user.Info, dryRun bool) (map[string]any, error) {
+	out, _, err := p.admit(ctx, req, obj, old, u, dryRun, nil)
 	return out, err
 }
 
-// AdmitPluginsSteps is AdmitPlugins that also reports what each plugin
+// AdmitSteps is Admit that also reports what each plugin
 // handling the request did, in order (the steps until a refusal, with it,
 // when err is a refusal). With changes, each step tells whether its plugin
-// changed the object (PluginStep.Changed), at the price of a deep copy and
+// changed the object (Step.Changed), at the price of a deep copy and
 // a comparison of the object per plugin; without, the steps name the
 // plugins and their refusal only.
-func (s *Scheme) AdmitPluginsSteps(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun, changes bool) (map[string]any, []PluginStep, error) {
-	return s.admitPlugins(ctx, req, obj, old, u, dryRun, &stepLog{changes: changes})
+func (p *Chain) AdmitSteps(ctx context.Context, req scheme.Request, obj, old map[string]any, u user.Info, dryRun, changes bool) (map[string]any, []Step, error) {
+	return p.admit(ctx, req, obj, old, u, dryRun, &stepLog{changes: changes})
 }
 
-func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[string]any, u user.Info, dryRun bool, log *stepLog) (map[string]any, []PluginStep, error) {
+func (p *Chain) admit(ctx context.Context, req scheme.Request, obj, old map[string]any, u user.Info, dryRun bool, log *stepLog) (map[string]any, []Step, error) {
+	s := p.stores.scheme
 	if obj == nil || !s.Recognizes(req.Kind) {
 		return obj, nil, nil
 	}
-	k, err := s.kube()
+	kube, err := scheme.Kube()
 	if err != nil {
 		return nil, nil, err
 	}
-	chain, _, err := s.plugins.build()
+	chain, _, err := p.build()
 	if err != nil {
 		return nil, nil, err
 	}
 	if req.Namespace != "" {
-		if err := s.plugins.ensureNamespace(req.Namespace); err != nil {
+		if err := p.stores.ensureNamespace(req.Namespace); err != nil {
 			return nil, nil, err
 		}
 	}
-	internal, err := s.df.internal(k, obj, req.Kind)
+	internal, err := s.Internal(obj, req.Kind)
 	if err != nil {
 		return nil, nil, err
 	}
 	var oldInternal runtime.Object
 	if old != nil {
-		if oldInternal, err = s.df.internal(k, old, req.Kind); err != nil {
+		if oldInternal, err = s.Internal(old, req.Kind); err != nil {
 			return nil, nil, err
 		}
 	}
-	steps := func() []PluginStep {
+	steps := func() []Step {
 		if log == nil {
 			return nil
 		}
@@ -571,16 +572,12 @@ func (s *Scheme) admitPlugins(ctx context.Context, req Request, obj, old map[str
 	}
 	attrs := admission.NewAttributesRecord(internal, oldInternal, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, nil, dryRun, u)
 	if chain.Handles(req.Operation) {
-		if err := chain.Admit(ctx, attrs, admission.NewObjectInterfacesFromScheme(k.scheme)); err != nil {
+		if err := chain.Admit(ctx, attrs, admission.NewObjectInterfacesFromScheme(kube)); err != nil {
 			return nil, steps(), err
 		}
 	}
 	// The plugins' object, which nothing uses afterwards.
-	versioned, err := k.convertFresh(internal, req.Kind.GroupVersion())
-	if err != nil {
-		return nil, steps(), apierrors.NewInternalError(err)
-	}
-	out, err := s.df.unstructured(versioned, req.Kind)
+	out, err := s.FromInternal(internal, req.Kind)
 	if err != nil {
 		return nil, steps(), apierrors.NewInternalError(err)
 	}
@@ -637,19 +634,19 @@ func tokenVolume(pod *api.Pod) int {
 	return -1
 }
 
-// AdmissionPluginChain returns the built-in admission plugins AdmitPlugins
-// runs, chained as kube-apiserver chains them (admission.NewChainHandler,
-// on the internal objects of Kube's scheme), with what every namespace of
-// a cluster has in place for namespace (its Namespace and its default
-// ServiceAccount). It lets a test run kube-apiserver's own admission
-// chain and reinvoker around the same plugins, as an oracle.
-func (s *Scheme) AdmissionPluginChain(namespace string) (admission.MutationInterface, error) {
-	chain, _, err := s.plugins.build()
+// Handler returns the built-in admission plugins Admit runs, chained as
+// kube-apiserver chains them (admission.NewChainHandler, on the internal
+// objects of scheme.Kube's scheme), with what every namespace of a cluster
+// has in place for namespace (its Namespace and its default
+// ServiceAccount). It lets a test run kube-apiserver's own admission chain
+// and reinvoker around the same plugins, as an oracle.
+func (p *Chain) Handler(namespace string) (admission.MutationInterface, error) {
+	chain, _, err := p.build()
 	if err != nil {
 		return nil, err
 	}
 	if namespace != "" {
-		if err := s.plugins.ensureNamespace(namespace); err != nil {
+		if err := p.stores.ensureNamespace(namespace); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package scheme
+package admissionplugins
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -24,27 +25,29 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
-// TestAdmissionPluginsAreKubeAPIServers holds AdmissionPlugins equal to
+// TestAdmissionPluginsAreKubeAPIServers holds All equal to
 // kube-apiserver 1.37's own lists (options.AllOrderedPlugins,
 // options.DefaultOffAdmissionPlugins), and each plugin's Stage to what
 // the plugin is: Mutating plugins implement admission.MutationInterface,
 // Validating ones only admission.ValidationInterface.
 func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 	var names []string
-	for _, p := range AdmissionPlugins {
+	for _, p := range All {
 		names = append(names, p.Name)
 	}
 	if !slices.Equal(names, options.AllOrderedPlugins) {
-		t.Fatalf("AdmissionPlugins\n%v\nkube-apiserver's AllOrderedPlugins\n%v", names, options.AllOrderedPlugins)
+		t.Fatalf("All\n%v\nkube-apiserver's AllOrderedPlugins\n%v", names, options.AllOrderedPlugins)
 	}
 	off := options.DefaultOffAdmissionPlugins()
 	registry := options.NewAdmissionOptions().GenericAdmission.Plugins
-	s := New()
+	st := NewStores(scheme.New())
 	// The plugins' initializer with what the validating plugins want too.
-	init := initializer.New(s.plugins.client(), nil, s.plugins.factory, authorizerfactory.NewAlwaysAllowAuthorizer(), utilfeature.DefaultFeatureGate, kubeVersion, nil, nil)
-	for _, p := range AdmissionPlugins {
+	init := initializer.New(st.client(), nil, st.factory, authorizerfactory.NewAlwaysAllowAuthorizer(), utilfeature.DefaultFeatureGate, kubeVersion, nil, nil)
+	for _, p := range All {
 		if p.DefaultOn == off.Has(p.Name) {
 			t.Errorf("%s: DefaultOn %v, kube-apiserver's default off %v", p.Name, p.DefaultOn, off.Has(p.Name))
 		}
@@ -85,22 +88,20 @@ func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 func TestAdmitPluginsDifferential(t *testing.T) {
 	for _, c := range pluginCases() {
 		t.Run(c.name, func(t *testing.T) {
-			s := pluginScheme(t, c)
+			p := pluginChain(t, c)
+			s := p.stores.scheme
 			req, decoded := pluginRequest(t, s, c)
 			chain := oracleChain(t, s, c, req.Namespace)
 
-			got, gotErr := s.AdmitPlugins(context.Background(), req, runtime.DeepCopyJSON(decoded), nil, pluginUser, false)
+			got, gotErr := p.Admit(context.Background(), req, runtime.DeepCopyJSON(decoded), nil, pluginUser, false)
 
-			k, err := s.kube()
+			k, err := scheme.Kube()
 			if err != nil {
 				t.Fatal(err)
 			}
-			internal, err := k.internal(decoded, req.Kind)
-			if err != nil {
-				t.Fatal(err)
-			}
+			internal := internalOf(t, k, decoded, req.Kind)
 			attrs := admission.NewAttributesRecord(internal, nil, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, &metav1.CreateOptions{}, false, pluginUser)
-			wantErr := chain.Admit(context.Background(), attrs, admission.NewObjectInterfacesFromScheme(k.scheme))
+			wantErr := chain.Admit(context.Background(), attrs, admission.NewObjectInterfacesFromScheme(k))
 			if wantErr != nil || gotErr != nil {
 				var ws, gs *apierrors.StatusError
 				if !errors.As(wantErr, &ws) || !errors.As(gotErr, &gs) || !reflect.DeepEqual(ws.ErrStatus, gs.ErrStatus) {
@@ -108,11 +109,12 @@ func TestAdmitPluginsDifferential(t *testing.T) {
 				}
 				return
 			}
-			versioned, err := k.scheme.ConvertToVersion(internal, req.Kind.GroupVersion())
+			versioned, err := k.ConvertToVersion(internal, req.Kind.GroupVersion())
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := unstructuredOf(versioned, req.Kind)
+			versioned.GetObjectKind().SetGroupVersionKind(req.Kind)
+			want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,8 +126,28 @@ func TestAdmitPluginsDifferential(t *testing.T) {
 	}
 }
 
+// internalOf is obj, of kind gvk, in its group's internal version, as
+// kube-apiserver's ObjectConvertor makes it (FromUnstructured into the
+// kind's Go type, ConvertToVersion).
+func internalOf(t *testing.T, k *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) runtime.Object {
+	t.Helper()
+	typed, err := k.New(gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		t.Fatal(err)
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	internal, err := k.ConvertToVersion(typed, schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return internal
+}
+
 // oracleChain is kube-apiserver's admission chain over c's objects.
-func oracleChain(t *testing.T, s *Scheme, c pluginCase, namespace string) admission.MutationInterface {
+func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string) admission.MutationInterface {
 	t.Helper()
 	var objects []runtime.Object
 	hasNS, hasSA := false, false
@@ -137,7 +159,7 @@ func oracleChain(t *testing.T, s *Scheme, c pluginCase, namespace string) admiss
 		if err != nil {
 			t.Fatal(err)
 		}
-		typed, err := s.types.New(gvk)
+		typed, err := s.Types().New(gvk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,11 +194,11 @@ func oracleChain(t *testing.T, s *Scheme, c pluginCase, namespace string) admiss
 	if errs := opts.Validate(); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	k, err := s.kube()
+	k, err := scheme.Kube()
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := server.NewConfig(k.codecs)
+	config := server.NewConfig(serializer.NewCodecFactory(k))
 	config.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
 	if err := opts.ApplyTo(config, factory, client, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), utilfeature.DefaultFeatureGate, kubeVersion); err != nil {
 		t.Fatal(err)

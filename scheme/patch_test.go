@@ -1,4 +1,4 @@
-package jsonpatch_test
+package scheme
 
 import (
 	"encoding/json"
@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	kubescheme "github.com/mutatis-dev/mutatis/scheme"
 
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 
@@ -32,7 +30,7 @@ func errText(err error) string {
 }
 
 // oracleJSONPatch is the patcher as upstream defines it, without any of
-// the engine's shortcuts: jsonpatch.Apply, then jsonpatch.Decode.
+// the engine's shortcuts: jsonpatch.Apply, then decodeReference.
 func oracleJSONPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind, s *runtime.Scheme) (map[string]any, bool, error) {
 	patched, err := jsonpatch.Apply(obj, ops)
 	if errors.Is(err, jsonpatch.ErrTestFailed) {
@@ -40,27 +38,27 @@ func oracleJSONPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.G
 	}
 	var notObject *jsonpatch.NotObjectError
 	if errors.As(err, &notObject) {
-		_, err := jsonpatch.DecodeJSON(notObject.JSON, gvk, s)
+		_, err := decodeJSON(notObject.JSON, gvk, s)
 		return nil, false, err
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("JSON Patch: %w", err)
 	}
-	out, err := jsonpatch.Decode(patched, gvk, s)
+	out, err := decodeReference(patched, gvk, s)
 	return out, false, err
 }
 
-// checkJSONPatch applies ops to obj with jsonpatch.Patch (the fast path
-// when it can tell), the exact path it replaces (PatchReference) and the
-// oracle (jsonpatch.Apply and jsonpatch.Decode), and fails unless the
+// checkJSONPatch applies ops to obj with Scheme.Patch (the fast path
+// when it can tell), the exact path it replaces (patchReference) and the
+// oracle (jsonpatch.Apply and decodeReference), and fails unless the
 // results (bit for bit), skips and error texts agree and obj is left
 // unchanged. It reports whether the fast path answered.
-func checkJSONPatch(t *testing.T, d *kubescheme.Scheme, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast bool) {
+func checkJSONPatch(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
-	want, wantSkipped, wantErr := jsonpatch.PatchReference(obj, ops, gvk, d)
-	got, skipped, err := jsonpatch.Patch(obj, ops, gvk, d)
-	fastOut, fast := jsonpatch.PatchFast(obj, ops, gvk, d)
+	want, wantSkipped, wantErr := d.patchReference(obj, ops, gvk)
+	got, skipped, err := d.Patch(obj, ops, gvk)
+	fastOut, fast := d.patchFast(obj, ops, gvk)
 	oracle, oracleSkipped, oracleErr := oracleJSONPatch(obj, ops, gvk, d.Types())
 	if !valuetest.BitsEqual(obj, before) {
 		t.Fatalf("the object was modified: %#v, was %#v", obj, before)
@@ -75,7 +73,7 @@ func checkJSONPatch(t *testing.T, d *kubescheme.Scheme, obj map[string]any, ops 
 			return true
 		}
 		for i := 0; i < 50 && err != nil && want != nil; i++ {
-			if _, _, again := jsonpatch.PatchReference(obj, ops, gvk, d); errText(again) == errText(err) {
+			if _, _, again := d.patchReference(obj, ops, gvk); errText(again) == errText(err) {
 				return true
 			}
 		}
@@ -374,11 +372,11 @@ func jpObjects(t testing.TB) []testobjects.Input {
 	return testobjects.Inputs(t)
 }
 
-// TestJSONPatchFastPathIsExact compares jsonpatch.Patch with the exact
+// TestJSONPatchFastPathIsExact compares Scheme.Patch with the exact
 // path and the oracle on chosen cases, and checks which take the fast
 // path.
 func TestJSONPatchFastPathIsExact(t *testing.T) {
-	d := kubescheme.New()
+	d := New()
 	inputs := map[string]testobjects.Input{}
 	for _, in := range jpObjects(t) {
 		inputs[in.Name] = in
@@ -475,7 +473,7 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 // result or error with the fast path as with the exact path and the
 // oracle.
 func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
-	d := kubescheme.New()
+	d := New()
 	inputs := jpObjects(t)
 	r := rand.New(rand.NewPCG(11, 2026))
 	n := 5000

@@ -1,4 +1,4 @@
-package scheme
+package admissionplugins
 
 import (
 	"context"
@@ -10,8 +10,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/mutatis-dev/mutatis/scheme"
 )
 
 // pluginCase is one request through the admission plugins before MAP:
@@ -20,7 +23,7 @@ import (
 type pluginCase struct {
 	name     string
 	objects  []string
-	flags    AdmissionPluginFlags
+	flags    Flags
 	resource string // plural, e.g. "pods"
 	object   string
 	// want maps field paths (dots, list indexes as numbers) to their
@@ -144,17 +147,17 @@ func pluginCases() []pluginCase {
 		changed: []string{"ServiceAccount", "Priority", "DefaultTolerationSeconds", "PodTopologyLabels"},
 	}, {
 		name: "a Pod with ServiceAccount and Priority disabled", resource: "pods",
-		flags:  AdmissionPluginFlags{Disable: []string{"ServiceAccount", "Priority"}},
+		flags:  Flags{Disable: []string{"ServiceAccount", "Priority"}},
 		object: pod("ns", `"containers":[{"name":"c","image":"nginx"}]`),
 		want:   map[string]any{"spec.serviceAccountName": nil, "spec.volumes": nil, "spec.priority": nil, "spec.tolerations.0.key": "node.kubernetes.io/not-ready"},
 	}, {
 		name: "AlwaysPullImages enabled", resource: "pods",
-		flags:  AdmissionPluginFlags{Enable: []string{"AlwaysPullImages"}},
+		flags:  Flags{Enable: []string{"AlwaysPullImages"}},
 		object: pod("ns", `"containers":[{"name":"c","image":"nginx","imagePullPolicy":"IfNotPresent"}]`),
 		want:   map[string]any{"spec.containers.0.imagePullPolicy": "Always"},
 	}, {
 		name: "only DefaultTolerationSeconds", resource: "pods",
-		flags:   AdmissionPluginFlags{Only: []string{"DefaultTolerationSeconds"}},
+		flags:   Flags{Only: []string{"DefaultTolerationSeconds"}},
 		object:  pod("ns", `"containers":[{"name":"c","image":"nginx"}]`),
 		want:    map[string]any{"spec.serviceAccountName": nil, "spec.tolerations.0.key": "node.kubernetes.io/not-ready"},
 		changed: []string{"DefaultTolerationSeconds"},
@@ -201,8 +204,18 @@ func pluginCases() []pluginCase {
 	}}
 }
 
+// obj decodes JSON as objects reach the engine (int64 and float64).
+func obj(t testing.TB, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := utiljson.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	return m
+}
+
 // pluginRequest decodes c's object and its request.
-func pluginRequest(t *testing.T, s *Scheme, c pluginCase) (Request, map[string]any) {
+func pluginRequest(t *testing.T, s *scheme.Scheme, c pluginCase) (scheme.Request, map[string]any) {
 	t.Helper()
 	o := obj(t, c.object)
 	apiVersion, kind := o["apiVersion"].(string), o["kind"].(string)
@@ -212,7 +225,7 @@ func pluginRequest(t *testing.T, s *Scheme, c pluginCase) (Request, map[string]a
 	}
 	md := o["metadata"].(map[string]any)
 	ns, _ := md["namespace"].(string)
-	req := Request{Operation: admission.Create, Kind: gv.WithKind(kind), Resource: gv.WithResource(c.resource), Namespace: ns, Name: md["name"].(string)}
+	req := scheme.Request{Operation: admission.Create, Kind: gv.WithKind(kind), Resource: gv.WithResource(c.resource), Namespace: ns, Name: md["name"].(string)}
 	decoded, _, err := s.DecodeRequest(o, req.Kind)
 	if err != nil {
 		t.Fatal(err)
@@ -220,21 +233,20 @@ func pluginRequest(t *testing.T, s *Scheme, c pluginCase) (Request, map[string]a
 	return req, decoded
 }
 
-// pluginScheme is a Scheme holding c's objects, with c's plugins.
-func pluginScheme(t *testing.T, c pluginCase) *Scheme {
+// pluginChain is a Chain with c's plugins holding c's objects.
+func pluginChain(t *testing.T, c pluginCase) *Chain {
 	t.Helper()
-	s := New()
+	st := NewStores(scheme.New())
 	for _, o := range c.objects {
-		if ok, err := s.AddAdmissionObject(obj(t, o)); err != nil || !ok {
+		if ok, err := st.Add(obj(t, o)); err != nil || !ok {
 			t.Fatalf("adding %s: %v, %v", o, ok, err)
 		}
 	}
-	if c.flags.Only != nil || c.flags.Enable != nil || c.flags.Disable != nil {
-		if err := s.SetAdmissionPlugins(c.flags); err != nil {
-			t.Fatal(err)
-		}
+	p, err := New(st, c.flags)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s
+	return p
 }
 
 var pluginUser = &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
@@ -244,9 +256,9 @@ var pluginUser = &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPr
 func TestAdmitPlugins(t *testing.T) {
 	for _, c := range pluginCases() {
 		t.Run(c.name, func(t *testing.T) {
-			s := pluginScheme(t, c)
-			req, decoded := pluginRequest(t, s, c)
-			got, steps, err := s.AdmitPluginsSteps(context.Background(), req, decoded, nil, pluginUser, false, true)
+			p := pluginChain(t, c)
+			req, decoded := pluginRequest(t, p.stores.scheme, c)
+			got, steps, err := p.AdmitSteps(context.Background(), req, decoded, nil, pluginUser, false, true)
 			if c.denied != "" {
 				var status *apierrors.StatusError
 				if !errors.As(err, &status) || status.ErrStatus.Code != 403 || status.ErrStatus.Message != c.denied {
@@ -281,8 +293,8 @@ func TestAdmitPlugins(t *testing.T) {
 				}
 				// Without changes asked, the same plugins, the same object,
 				// and no comparison.
-				_, decoded := pluginRequest(t, s, c)
-				again, cheap, err := s.AdmitPluginsSteps(context.Background(), req, decoded, nil, pluginUser, false, false)
+				_, decoded := pluginRequest(t, p.stores.scheme, c)
+				again, cheap, err := p.AdmitSteps(context.Background(), req, decoded, nil, pluginUser, false, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -341,7 +353,7 @@ func valueAtPath(o any, path string) (any, bool) {
 
 // TestEnabledAdmissionPlugins: kube-apiserver's flags, and its refusals.
 func TestEnabledAdmissionPlugins(t *testing.T) {
-	names := func(ps []AdmissionPlugin) string {
+	names := func(ps []Plugin) string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.Name)
@@ -350,21 +362,21 @@ func TestEnabledAdmissionPlugins(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		flags AdmissionPluginFlags
+		flags Flags
 		want  string
 		err   string
 	}{
 		{name: "the defaults", want: "NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,PodSecurity,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PodGroupProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,DefaultIngressClass,PodTopologyLabels,NodeDeclaredFeatureValidator,PodResizeValidator,MutatingAdmissionPolicy,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota"},
-		{name: "enabled in any order run in the chain's", flags: AdmissionPluginFlags{Only: []string{"DefaultTolerationSeconds", "AlwaysPullImages", "NamespaceLifecycle"}}, want: "NamespaceLifecycle,AlwaysPullImages,DefaultTolerationSeconds"},
-		{name: "enable and disable", flags: AdmissionPluginFlags{Enable: []string{"PodNodeSelector"}, Disable: []string{"ServiceAccount", "ResourceQuota", "PodSecurity", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "NodeDeclaredFeatureValidator", "PodResizeValidator", "PersistentVolumeClaimResize"}},
+		{name: "enabled in any order run in the chain's", flags: Flags{Only: []string{"DefaultTolerationSeconds", "AlwaysPullImages", "NamespaceLifecycle"}}, want: "NamespaceLifecycle,AlwaysPullImages,DefaultTolerationSeconds"},
+		{name: "enable and disable", flags: Flags{Enable: []string{"PodNodeSelector"}, Disable: []string{"ServiceAccount", "ResourceQuota", "PodSecurity", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "NodeDeclaredFeatureValidator", "PodResizeValidator", "PersistentVolumeClaimResize"}},
 			want: "NamespaceLifecycle,LimitRanger,TaintNodesByCondition,PodNodeSelector,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PodGroupProtection,RuntimeClass,DefaultIngressClass,PodTopologyLabels,MutatingAdmissionPolicy"},
-		{name: "unknown names", flags: AdmissionPluginFlags{Enable: []string{"Bogus"}, Disable: []string{"Nope"}}, err: "enable-admission-plugins plugin \"Bogus\" is unknown\ndisable-admission-plugins plugin \"Nope\" is unknown"},
-		{name: "overlap", flags: AdmissionPluginFlags{Enable: []string{"Priority", "AlwaysPullImages"}, Disable: []string{"Priority", "AlwaysPullImages"}}, err: "[AlwaysPullImages Priority] in enable-admission-plugins and disable-admission-plugins overlapped"},
-		{name: "exclusive flags", flags: AdmissionPluginFlags{Only: []string{"Priority"}, Disable: []string{"ServiceAccount"}}, err: "admission-plugins and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive"},
-		{name: "a plugin that cannot run offline", flags: AdmissionPluginFlags{Enable: []string{"NodeRestriction"}}, err: `admission plugin "NodeRestriction" cannot run offline: it restricts what kubelets (system:node:NAME users) may do to their Node and the Pods bound to it, which an offline run does not hold`},
+		{name: "unknown names", flags: Flags{Enable: []string{"Bogus"}, Disable: []string{"Nope"}}, err: "enable-admission-plugins plugin \"Bogus\" is unknown\ndisable-admission-plugins plugin \"Nope\" is unknown"},
+		{name: "overlap", flags: Flags{Enable: []string{"Priority", "AlwaysPullImages"}, Disable: []string{"Priority", "AlwaysPullImages"}}, err: "[AlwaysPullImages Priority] in enable-admission-plugins and disable-admission-plugins overlapped"},
+		{name: "exclusive flags", flags: Flags{Only: []string{"Priority"}, Disable: []string{"ServiceAccount"}}, err: "admission-plugins and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive"},
+		{name: "a plugin that cannot run offline", flags: Flags{Enable: []string{"NodeRestriction"}}, err: `admission plugin "NodeRestriction" cannot run offline: it restricts what kubelets (system:node:NAME users) may do to their Node and the Pods bound to it, which an offline run does not hold`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := EnabledAdmissionPlugins(c.flags)
+			got, err := Enabled(c.flags)
 			if c.err != "" {
 				if err == nil || err.Error() != c.err {
 					t.Fatalf("err %v, want %q", err, c.err)
@@ -379,12 +391,15 @@ func TestEnabledAdmissionPlugins(t *testing.T) {
 			}
 		})
 	}
-	s := New()
-	run, err := s.RunAdmissionPlugins()
+	p, err := New(NewStores(scheme.New()), Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := p.Names()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PodGroupProtection,RuntimeClass,DefaultIngressClass,PodTopologyLabels"; strings.Join(run, ",") != want {
-		t.Errorf("a default Scheme runs %v, want %s", run, want)
+		t.Errorf("a default Chain runs %v, want %s", run, want)
 	}
 }
