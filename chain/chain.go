@@ -2,9 +2,9 @@
 // and one loop (k8s.io/apiserver v0.37.1 pkg/admission: chainAdmissionHandler
 // in chain.go, the reinvoker of reinvocation.go): a Stage is one admission
 // plugin as kube-apiserver names it (the built-in plugins, the
-// MutatingAdmissionPolicy plugin, the MutatingAdmissionWebhook plugin), Run
-// runs a list of them with kube-apiserver's reinvocation rule, and Result
-// is what the whole run left, read whole by the tools that show it.
+// MutatingAdmissionPolicy plugin, the MutatingAdmissionWebhook plugin), a
+// Runner runs a list of them with kube-apiserver's reinvocation rule, and
+// Result is what the whole run left, read whole by the tools that show it.
 //
 // A stage keeps its own state across the rounds of one request in the
 // Context (upstream's ReinvocationContext.SetValue/Value, keyed by the
@@ -13,7 +13,7 @@
 //
 // The mutating chain reinvokes; a validating list (ValidatingAdmissionPolicy,
 // PodSecurity, validating webhooks, after the registry's validation) is a
-// second list run once with RunOnce: the same stages, outcome and result,
+// second list run once with Runner.RunOnce: the same stages, outcome and result,
 // no reinvocation.
 package chain
 
@@ -48,7 +48,7 @@ type Stage interface {
 // Context is the reinvocation context of one request through a chain
 // (upstream's admission.ReinvocationContext): whether this is the
 // reinvocation round, whether a stage asked for it, and each stage's own
-// state. Run makes one per request.
+// state. A Runner makes one per request.
 type Context struct {
 	reinvoke, shouldReinvoke bool
 	// values are the stages' states: few, so a slice.
@@ -94,19 +94,15 @@ func (c *Context) SetValue(key, val any) {
 	c.values = append(c.values, value{key, val})
 }
 
-// contexts recycles the Contexts of finished runs: a run that no stage
-// keeps state for (a request no policy or webhook matches) allocates
-// nothing. A stage must not keep rc beyond its Admit.
-var contexts = sync.Pool{New: func() any { return new(Context) }}
-
 // Releaser is a stage's state that wants to know when the run ends (to
 // be recycled): Run calls Release on every value that is one.
 type Releaser interface {
 	Release()
 }
 
-// release empties c (releasing the stages' states) and recycles it.
-func (c *Context) release() {
+// release empties c (releasing the stages' states) and recycles it into
+// contexts.
+func (c *Context) release(contexts *sync.Pool) {
 	for _, v := range c.values {
 		if r, ok := v.val.(Releaser); ok {
 			r.Release()
@@ -177,29 +173,42 @@ type Result struct {
 	Records
 }
 
+// Runner runs lists of stages, one request at a time or many at once,
+// recycling the Contexts of its finished runs: a run that no stage keeps
+// state for (a request no policy or webhook matches) allocates nothing.
+// Whoever serves requests owns one (engine.Engine, cluster.Cluster); the
+// zero value is ready for use, and a Runner must not be copied after its
+// first run. A stage must not keep its Context beyond its Admit.
+type Runner struct {
+	contexts sync.Pool
+}
+
 // Run runs a through stages as admission.reinvoker runs
 // chainAdmissionHandler: the first round through every stage, each on the
 // object as the stage before left it; if any stage asked for it
 // (SetShouldReinvoke), the whole list once more on the current object;
 // never a third round. A refusal ends the run (Result.Denied, DeniedBy).
 // The error is a stage's own failure.
-func Run(ctx context.Context, a *matching.Attributes, stages ...Stage) (Result, error) {
-	return run(ctx, a, 2, stages)
+func (r *Runner) Run(ctx context.Context, a *matching.Attributes, stages ...Stage) (Result, error) {
+	return r.run(ctx, a, 2, stages)
 }
 
 // RunOnce runs a through stages once, without reinvocation: a validating
 // list.
-func RunOnce(ctx context.Context, a *matching.Attributes, stages ...Stage) (Result, error) {
-	return run(ctx, a, 1, stages)
+func (r *Runner) RunOnce(ctx context.Context, a *matching.Attributes, stages ...Stage) (Result, error) {
+	return r.run(ctx, a, 1, stages)
 }
 
-func run(ctx context.Context, a *matching.Attributes, rounds int, stages []Stage) (Result, error) {
+func (r *Runner) run(ctx context.Context, a *matching.Attributes, rounds int, stages []Stage) (Result, error) {
 	var res Result
 	if a.Object != nil {
 		res.Object = a.Object.Object
 	}
-	rc := contexts.Get().(*Context)
-	defer rc.release()
+	rc, _ := r.contexts.Get().(*Context)
+	if rc == nil {
+		rc = new(Context)
+	}
+	defer rc.release(&r.contexts)
 	for round := 1; round <= rounds; round++ {
 		if round == 2 {
 			if !rc.shouldReinvoke {

@@ -53,6 +53,7 @@ func TestRunReinvokesOnce(t *testing.T) {
 		return a
 	}
 	always := func(int) bool { return true }
+	var r Runner // one for every case: its recycled Contexts start empty
 	for _, tc := range []struct {
 		name      string
 		stages    func() []Stage
@@ -69,9 +70,9 @@ func TestRunReinvokesOnce(t *testing.T) {
 		}, false, 3, true, "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := Run
+			run := r.Run
 			if tc.once {
-				run = RunOnce
+				run = r.RunOnce
 			}
 			res, err := run(context.Background(), pod(), tc.stages()...)
 			if err != nil {

@@ -37,7 +37,7 @@ type Admission struct {
 
 // Admit runs the request d (from DecodeSteps: decoded, and through the
 // built-in plugins' first round) through the rest of ch as
-// kube-apiserver's admission chain does (chain.Run over the built-in
+// kube-apiserver's admission chain does (chain.Runner.Run over the built-in
 // plugins, the policies, the webhooks), then, unless the request was
 // refused, what its registry does before storing the object: the admitted
 // object converted through its internal version and validated (unless
@@ -61,7 +61,7 @@ type Admission struct {
 // Result.DeniedBy names the stage. The error is for failures of mutatis
 // itself.
 func (c *Cluster) Admit(ctx context.Context, ch Chain, d *Decoded) (*Admission, error) {
-	res, err := chain.Run(ctx, d.Attributes, c.stages(ch, d)...)
+	res, err := c.runner.Run(ctx, d.Attributes, c.stages(ch, d)...)
 	if err != nil {
 		return nil, err
 	}

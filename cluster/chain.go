@@ -19,7 +19,7 @@ import (
 // its built-in admission plugins (the cluster's Scheme), then the
 // MutatingAdmissionPolicy plugin (Policies), then the
 // MutatingAdmissionWebhook plugin (Webhooks), and the reinvocation round
-// of admission.reinvoker around them (chain.Run).
+// of admission.reinvoker around them (chain.Runner).
 type Chain struct {
 	// Policies are the MutatingAdmissionPolicies and bindings; nil: none.
 	Policies *engine.Evaluator
@@ -47,7 +47,7 @@ func (c *Cluster) Webhooks(configs []*admissionregistrationv1.MutatingWebhookCon
 	return webhookclient.NewDispatcher(configs, opts)
 }
 
-// stages is ch as the list of stages chain.Run runs for d: the built-in
+// stages is ch as the list of stages the chain runs for d: the built-in
 // plugins when they ran at decoding, the policies, the webhooks.
 func (c *Cluster) stages(ch Chain, d *Decoded) []chain.Stage {
 	stages := make([]chain.Stage, 0, 3)

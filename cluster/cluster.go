@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
@@ -58,6 +59,8 @@ type Cluster struct {
 	stores     *admissionplugins.Stores
 	mu         sync.Mutex
 	namespaces map[string]*corev1.Namespace
+	// runner runs the admission chain (Admit), recycling its Contexts.
+	runner chain.Runner
 }
 
 // Options are how a Cluster admits requests, chosen when it is built.

@@ -153,7 +153,7 @@ const PluginName = "MutatingAdmissionPolicy"
 //
 // The MAP plugin alone inside kube-apiserver's reinvoker (what `serve`
 // answers, kube-apiserver owning the rest of the chain) is
-// chain.Run(ctx, a, e).
+// a chain.Runner's Run(ctx, a, e).
 func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain.Context) (out chain.Outcome, err error) {
 	defer recoverDenial(&out)
 	if out.Object, err = e.requestObject(a); err != nil {

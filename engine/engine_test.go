@@ -65,7 +65,7 @@ func bindingFor(p string) *admissionregistrationv1.MutatingAdmissionPolicyBindin
 func admitFrozen(t testing.TB, ev *Evaluator, a *matching.Attributes) (chain.Result, error) {
 	t.Helper()
 	frozenObj, frozenOld := valuetest.FreezeObject(a.Object), valuetest.FreezeObject(a.OldObject)
-	res, err := chain.Run(context.Background(), a, ev)
+	res, err := new(chain.Runner).Run(context.Background(), a, ev)
 	frozenObj.Check(t, "the request's object")
 	frozenOld.Check(t, "the request's old object")
 	return res, err
@@ -215,7 +215,7 @@ func TestFailurePolicyAndMatchConditions(t *testing.T) {
 func TestOtherOperationsPass(t *testing.T) {
 	a := createConfigMap()
 	a.Operation = admission.Delete
-	res, err := chain.Run(context.Background(), a, newEvaluator(t, mapPolicy("p", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail, counter)))
+	res, err := new(chain.Runner).Run(context.Background(), a, newEvaluator(t, mapPolicy("p", admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.Fail, counter)))
 	if err != nil || res.Denied != nil || len(res.Invocations) != 0 || !strings.Contains("", count(t, res)) {
 		t.Fatalf("DELETE was evaluated: %+v", res)
 	}
@@ -236,8 +236,8 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 	indexed := newEvaluator(t, policies...)
 	brute := newEvaluator(t, policies...)
 	brute.bruteForce = true
-	a, _ := chain.Run(context.Background(), createConfigMap(), indexed)
-	b, _ := chain.Run(context.Background(), createConfigMap(), brute)
+	a, _ := new(chain.Runner).Run(context.Background(), createConfigMap(), indexed)
+	b, _ := new(chain.Runner).Run(context.Background(), createConfigMap(), brute)
 	ran := func(r chain.Result) []string {
 		var out []string
 		for _, inv := range r.Invocations {
@@ -285,7 +285,7 @@ func TestEquivalentMatchPresentsTheMatchedVersion(t *testing.T) {
 		"metadata": map[string]any{"name": "w", "namespace": "shop"}}}
 	a := &matching.Attributes{Operation: admission.Create, Kind: schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Widget"},
 		Resource: schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}, Name: "w", Namespace: "shop", Object: obj}
-	res, err := chain.Run(context.Background(), a, ev)
+	res, err := new(chain.Runner).Run(context.Background(), a, ev)
 	if err != nil || res.Denied != nil {
 		t.Fatalf("err %v denied %v", err, res.Denied)
 	}
@@ -314,7 +314,7 @@ func TestMetricsObserveEveryMutation(t *testing.T) {
 		mapPolicy("uncompiled", never, admissionregistrationv1.Ignore, `Object{`))
 	var rec recordedMetrics
 	ev.cfg.Metrics = &rec
-	if _, err := chain.Run(context.Background(), createConfigMap(), ev); err != nil {
+	if _, err := new(chain.Runner).Run(context.Background(), createConfigMap(), ev); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"good/good-binding/no_error", "runtime/runtime-binding/invalid_error", "uncompiled/uncompiled-binding/compile_error"}
@@ -345,7 +345,7 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 	}{{admissionregistrationv1.Fail, true}, {admissionregistrationv1.Ignore, false}} {
 		ev := newEvaluator(t, mapPolicy("p", never, tc.fp, counter))
 		ev.cfg.Patcher = &Patcher{Scheme: kubescheme.New()} // no Schemas: the lookup panics
-		res, err := chain.Run(context.Background(), createConfigMap(), ev)
+		res, err := new(chain.Runner).Run(context.Background(), createConfigMap(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,8 @@ type Engine struct {
 	mu      sync.Mutex
 	cfg     Config
 	current atomic.Pointer[engineState]
+	// runner runs the requests (recycling their chain Contexts).
+	runner chain.Runner
 }
 
 // engineState is one policy set: all of it, and its policies split by
@@ -82,7 +84,7 @@ func (e *Evaluator) subset(fp admissionregistrationv1.FailurePolicyType) *Evalua
 }
 
 // Admit evaluates a with the current policy set: the MAP plugin alone
-// inside kube-apiserver's reinvoker (chain.Run over the Evaluator), what
+// inside kube-apiserver's reinvoker (chain.Runner.Run over the Evaluator), what
 // `serve` answers, kube-apiserver owning the rest of the chain.
 // Before the first Swap, it answers 503 (the
 // policies are not loaded yet), as kube-apiserver does while its policy
@@ -111,7 +113,7 @@ func (e *Engine) admit(ctx context.Context, a *matching.Attributes, pick func(*e
 	if s == nil {
 		return chain.Result{}, apierrors.NewServiceUnavailable("mutating admission policies are not loaded yet")
 	}
-	res, err := chain.Run(ctx, a, pick(s))
+	res, err := e.runner.Run(ctx, a, pick(s))
 	if res.Denied != nil {
 		// kube-apiserver reinvokes nothing after a refusal: the answer
 		// reports no reinvocation with it.

@@ -128,7 +128,7 @@ func TestRunMatchesTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := chain.Run(ctx, attrs, ev)
+	res, err := new(chain.Runner).Run(ctx, attrs, ev)
 	if err != nil || res.Denied != nil {
 		t.Fatalf("admit: %v %v", err, res.Denied)
 	}

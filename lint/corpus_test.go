@@ -166,7 +166,7 @@ func checkRuntimeTwins(t *testing.T, set *manifest.Set, findings []Finding) {
 		if err != nil {
 			t.Fatalf("request %s: %v", r.Source, err)
 		}
-		res, err := chain.Run(context.Background(), a, ev)
+		res, err := new(chain.Runner).Run(context.Background(), a, ev)
 		denied := ""
 		defer func() { t.Logf("request %s: %s", r.Source, denied) }()
 		if err != nil {

@@ -59,11 +59,11 @@
 //
 // # In an admission chain
 //
-// The chain (chain.Run) owns the order of the stages and the reinvocation
+// The chain (a chain.Runner) owns the order of the stages and the reinvocation
 // round; the dispatcher owns the webhooks' part of it, its state kept in
 // the request's chain.Context:
 //
-//	res, err := chain.Run(ctx, attrs, plugins, policies, dispatcher)
+//	res, err := runner.Run(ctx, attrs, plugins, policies, dispatcher)
 //
 // A webhook that changed the object asks for the reinvocation round. In
 // it only webhooks with reinvocationPolicy IfNeeded that ran in the first

@@ -175,7 +175,7 @@ func (f fixture) evaluator(t *testing.T, rec *Recorder, observe bool) func(*unst
 			t.Error(err)
 			return chain.Result{}
 		}
-		res, err := chain.Run(context.Background(), attrs, ev)
+		res, err := new(chain.Runner).Run(context.Background(), attrs, ev)
 		if err != nil || res.Denied != nil {
 			t.Errorf("admit %s: %v %v", obj.GetName(), err, res.Denied)
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/test/upstream"
@@ -160,9 +161,10 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 		b.Run("impl=mutatis/case="+s.name, func(b *testing.B) {
 			ctx := context.Background()
+			var r chain.Runner
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := runMutatis(ctx, ev, attrs); err != nil {
+				if _, err := runMutatis(ctx, &r, ev, attrs); err != nil {
 					b.Fatal(statusOf(err))
 				}
 			}
@@ -184,7 +186,7 @@ func TestScenariosAgree(t *testing.T) {
 				t.Fatalf("upstream: %s", statusOf(err))
 			}
 			ev, attrs := w.mutatisEvaluator(t, s.policies, s.bindings, s.req)
-			ours, err := runMutatis(ctx, ev, attrs)
+			ours, err := runMutatis(ctx, new(chain.Runner), ev, attrs)
 			if err != nil {
 				t.Fatalf("mutatis: %s", statusOf(err))
 			}

@@ -221,8 +221,9 @@ func TestNonMatchingAdmitDoesNotAllocate(t *testing.T) {
 			ctx := context.Background()
 			var res chain.Result
 			var err error
+			var r chain.Runner
 			allocs := testing.AllocsPerRun(100, func() {
-				res, err = chain.Run(ctx, attrs, ev)
+				res, err = r.Run(ctx, attrs, ev)
 			})
 			if err != nil || res.Denied != nil || res.Object == nil || len(res.Invocations) != 0 {
 				t.Fatalf("admission: %v, %v, %d invocations, object %v", err, res.Denied, len(res.Invocations), res.Object != nil)

@@ -184,9 +184,9 @@ func (w *world) mutatisEvaluator(tb testing.TB, policies []*admissionregistratio
 	return ev, matching.AttributesFrom(r.attributes())
 }
 
-// runMutatis admits a through ev and returns the admitted object.
-func runMutatis(ctx context.Context, ev *engine.Evaluator, a *matching.Attributes) (map[string]any, error) {
-	res, err := chain.Run(ctx, a, ev)
+// runMutatis admits a through ev with r and returns the admitted object.
+func runMutatis(ctx context.Context, r *chain.Runner, ev *engine.Evaluator, a *matching.Attributes) (map[string]any, error) {
+	res, err := r.Run(ctx, a, ev)
 	if err != nil {
 		return nil, err
 	}

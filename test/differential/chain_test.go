@@ -9,7 +9,7 @@ package differential
 //     (k8s.io/apiserver's dispatcher behind generic.Plugin's exemptions)
 //     and the MutatingAdmissionWebhook plugin (test/upstream), which wraps
 //     them in admission.reinvoker, the reinvocation round of the chain;
-//   - mutatis': cluster.Admit (chain.Run over engine.Evaluator and
+//   - mutatis': cluster.Admit (a chain.Runner over engine.Evaluator and
 //     webhookclient.Dispatcher);
 //
 // The stored objects (policy counters show how often each policy ran),

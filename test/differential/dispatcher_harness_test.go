@@ -410,7 +410,7 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 	}, hooks)
 	attrs := matching.AttributesFrom(r.attributes())
 	frozenObj, frozenOld := valuetest.FreezeObject(attrs.Object), valuetest.FreezeObject(attrs.OldObject)
-	res, err := chain.Run(ctx, attrs, ev)
+	res, err := new(chain.Runner).Run(ctx, attrs, ev)
 	if frozenObj.Modified() || frozenOld.Modified() {
 		return dispatchOutcome{}, res, errors.New("mutatis' Admit modified the request's objects")
 	}

@@ -286,7 +286,7 @@ func (w *webhookWorld) runMutatis(t *testing.T, configs []*admissionregistration
 	if r.inTree != nil {
 		stages = append(stages, inTreeStage(r.inTree))
 	}
-	res, err := chain.Run(ctx, a, stages...)
+	res, err := new(chain.Runner).Run(ctx, a, stages...)
 	if err == nil && res.Denied != nil {
 		err = res.Denied
 	}

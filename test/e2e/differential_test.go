@@ -249,7 +249,7 @@ func admitByMutatis(t *testing.T, ctx context.Context, c *Cluster, set *manifest
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}
-	res, err := chain.Run(ctx, attrs, ev)
+	res, err := new(chain.Runner).Run(ctx, attrs, ev)
 	if err != nil {
 		t.Fatalf("mutatis: %v", err)
 	}
