@@ -59,7 +59,7 @@ func (cfg Config) complete() Config {
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
 	}
-	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Patcher != nil && cfg.Patcher.Scheme != nil {
+	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Patcher != nil {
 		p := *cfg.Params
 		p.Scheme = cfg.Patcher.Scheme
 		cfg.Params = &p

@@ -27,7 +27,8 @@ type Patcher struct {
 	Schemas *applyconfig.Schemas
 	// Scheme knows the built-in (typed) kinds; objects of those kinds are
 	// presented in their typed form after every mutation, as kube-apiserver
-	// holds them typed, and defaulted.
+	// holds them typed, and defaulted. Nil knows none
+	// (scheme.Scheme.Recognizes).
 	Scheme *scheme.Scheme
 	// SkipDefaulting leaves the result of a mutation undefaulted (the
 	// dispatcher defaults it before the next mutation): for users who want
@@ -38,9 +39,45 @@ type Patcher struct {
 // mutationCache is what one admission keeps from a mutation for the next
 // ones of the same object, opaque to the algorithm: the typed value of the
 // last ApplyConfiguration result, which the next merge into that same
-// object reuses (applyconfig.Merger.Merge).
+// object reuses (applyconfig.Merger.Merge), and the scheme's cache, which
+// normalizes a merge result walking only what the patch changed. The zero
+// value is an admission's, before its first mutation.
 type mutationCache struct {
-	merged *applyconfig.Merged
+	// standalone tells that the mutated object is not known to be in
+	// typed form (MutateStandalone's): nothing is reused. Within an
+	// admission it is (the request's object as requestObject presents it,
+	// then the results of mutations).
+	standalone bool
+	merged     *applyconfig.Merged
+	typed      scheme.Cache
+}
+
+// merge merges patch into live with merger, reusing the last merge's
+// typed value within an admission.
+func (c *mutationCache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any) (*applyconfig.Merged, error) {
+	if c.standalone {
+		return merger.Merge(live, patch, nil)
+	}
+	return merger.Merge(live, patch, c.merged)
+}
+
+// normalize presents merged, the result of merging a patch into in (of
+// kind gvk), in typed form with pt's scheme: within an admission in is in
+// typed form, and only what the patch changed is walked.
+func (c *mutationCache) normalize(pt *Patcher, merged, in map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if c.standalone {
+		return pt.Scheme.Normalize(merged, gvk)
+	}
+	c.typed.From(in)
+	return c.typed.Normalize(pt.Scheme, merged, gvk)
+}
+
+// keep keeps merged for the next merge when out, the mutation's result,
+// is its object (normalizing changed nothing: the typed value is out's).
+func (c *mutationCache) keep(merged *applyconfig.Merged, out map[string]any) {
+	if !c.standalone && jsonvalue.SameMap(out, merged.Object.Object) {
+		c.merged = merged
+	}
 }
 
 // mutate evaluates mutation m of policy p against in and applies its patch
@@ -52,9 +89,8 @@ type mutationCache struct {
 // kind, a patched object that does not decode into its type); any other error
 // is an error of this policy invocation, subject to its failure policy.
 //
-// Within one admission, cache is not nil and is updated; in.Object is then
-// in normalized form (a result of Normalize), so that normalizing a merge
-// result walks only what the patch changed.
+// cache is what the admission keeps from one mutation for the next
+// (mutationCache), updated.
 func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, cache *mutationCache) (out map[string]any, outcome chain.MutationOutcome, err error) {
 	start := time.Now()
 	defer func() {
@@ -117,25 +153,16 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 			return nil, outcome, apierrors.NewInternalError(fmt.Errorf("mutatis has no schema of %v to merge an ApplyConfiguration with", gvk))
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
-		var prev *applyconfig.Merged
-		if cache != nil {
-			prev = cache.merged
-		}
-		merged, err := merger.Merge(live, patch, prev) // errors carry upstream's "error applying patch: " prefix
+		merged, err := cache.merge(merger, live, patch) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}
-		var base map[string]any
-		if cache != nil {
-			base = in.Object
-		}
-		out, err := pt.normalize(merged.Object.Object, base, gvk)
+		out, err := cache.normalize(pt, merged.Object.Object, in.Object, gvk)
 		if err == nil {
 			out, err = pt.defaults(out, gvk)
 		}
-		if cache != nil && err == nil && jsonvalue.SameMap(out, merged.Object.Object) {
-			// Normalizing changed nothing: the typed value is out's.
-			cache.merged = merged
+		if err == nil {
+			cache.keep(merged, out)
 		}
 		return out, outcome, err
 	case compiler.KindJSONPatch:
@@ -159,33 +186,20 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 // kube-apiserver holds it after a mutation (scheme.Scheme.Normalize);
 // objects of other kinds come back as they are.
 func (pt *Patcher) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	return pt.normalize(obj, nil, gvk)
+	return pt.Scheme.Normalize(obj, gvk)
 }
 
 // NormalizeRequest presents the object of a request as Normalize does, but
 // refuses what kube-apiserver's request decoder refuses
 // (scheme.Scheme.NormalizeRequest).
 func (pt *Patcher) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.Scheme == nil {
-		return obj, nil
-	}
 	return pt.Scheme.NormalizeRequest(obj, gvk)
-}
-
-// normalize is Normalize; base, when not nil, is an object of kind gvk in
-// typed form, whose maps and slices obj shares (at the same places) need no
-// walk (scheme.Scheme.NormalizeFrom).
-func (pt *Patcher) normalize(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.Scheme == nil {
-		return obj, nil
-	}
-	return pt.Scheme.NormalizeFrom(obj, base, gvk)
 }
 
 // defaults applies kube-apiserver's defaulting to the result of a mutation,
 // as the dispatcher does before the next mutation (dispatchOne).
 func (pt *Patcher) defaults(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if pt.SkipDefaulting || pt.Scheme == nil {
+	if pt.SkipDefaulting {
 		return obj, nil
 	}
 	out, err := pt.Scheme.Default(obj, gvk)

@@ -29,5 +29,5 @@ import (
 // fuzzer of the patchers (test/differential). It does exactly the work a
 // mutation does within Admit, without the chain.
 func MutateStandalone(ctx context.Context, pt *Patcher, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (map[string]any, chain.MutationOutcome, error) {
-	return pt.mutate(ctx, p, m, in, gvk, nil)
+	return pt.mutate(ctx, p, m, in, gvk, &mutationCache{standalone: true})
 }

@@ -52,7 +52,7 @@ func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKi
 	if obj == nil || from == to {
 		return obj, nil
 	}
-	if s := e.cfg.Patcher.Scheme; s != nil && s.Recognizes(from) {
+	if s := e.cfg.Patcher.Scheme; s.Recognizes(from) {
 		return s.Convert(obj, from, to)
 	}
 	out := make(map[string]any, len(obj))
@@ -72,7 +72,7 @@ func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKi
 // resources are not converted there.
 func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schema.GroupVersionKind) (map[string]any, schema.GroupVersionKind, error) {
 	s := e.cfg.Patcher.Scheme
-	if obj == nil || kind == request || s == nil || !s.Recognizes(kind) {
+	if obj == nil || kind == request || !s.Recognizes(kind) {
 		return obj, kind, nil
 	}
 	return s.ConvertToVersion(obj, kind, request.GroupVersion())

@@ -126,7 +126,7 @@ func (s *Scheme) defaultReference(obj map[string]any, gvk schema.GroupVersionKin
 
 // defaults is Default, through the fast path when fast is set.
 func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast bool) (map[string]any, error) {
-	if obj != nil && s.crs.Recognizes(gvk) {
+	if obj != nil && s != nil && s.crs.Recognizes(gvk) {
 		return s.crs.Default(obj, gvk)
 	}
 	if obj == nil || !s.Recognizes(gvk) {

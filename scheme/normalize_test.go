@@ -344,7 +344,7 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
 			want, wantErr := pt.normalizeReference(valuetest.DeepCopy(m).(map[string]any), in.GVK)
-			got, err := pt.NormalizeFrom(m, base, in.GVK)
+			got, err := pt.normalizeFrom(m, base, in.GVK)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				seen := false
 				for i := 0; i < 100 && !seen && err != nil && wantErr != nil; i++ {

@@ -62,8 +62,11 @@ func (s *Scheme) CustomResources() *CustomResources { return s.crs }
 func (s *Scheme) Types() *runtime.Scheme { return s.types }
 
 // Recognizes tells whether gvk is a built-in kind (one with a Go type).
+// A nil Scheme recognizes none: its Normalize, NormalizeRequest and
+// Default present every object as it is, and its Patch decodes with
+// client-go's scheme.
 func (s *Scheme) Recognizes(gvk schema.GroupVersionKind) bool {
-	return s.types.Recognizes(gvk)
+	return s != nil && s.types.Recognizes(gvk)
 }
 
 // Normalize presents an object of a built-in kind in its typed form:
@@ -78,21 +81,44 @@ func (s *Scheme) Recognizes(gvk schema.GroupVersionKind) bool {
 // returned as it is, without allocating, and otherwise the result shares the
 // unchanged parts of obj.
 func (s *Scheme) Normalize(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	return s.NormalizeFrom(obj, nil, gvk)
+	return s.normalizeFrom(obj, nil, gvk)
 }
 
-// NormalizeFrom is Normalize; base, when not nil, is an object of kind gvk
+// normalizeFrom is Normalize; base, when not nil, is an object of kind gvk
 // in typed form whose maps and slices obj shares (at the same places): those
 // need no walk. A merge result shares all but the patched paths with the
-// object it was merged into.
-func (s *Scheme) NormalizeFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if !s.types.Recognizes(gvk) {
+// object it was merged into. Callers reach it through a Cache.
+func (s *Scheme) normalizeFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if !s.Recognizes(gvk) {
 		return obj, nil
 	}
 	if out, ok := s.nz.normalize(s.types, obj, base, gvk); ok {
 		return out, nil
 	}
 	return s.normalizeReference(obj, gvk)
+}
+
+// Cache is what one request's successive normalizations of its object
+// reuse, opaque to its holder (the engine keeps one per request, in its
+// state across the chain's rounds); the zero value reuses nothing. It is
+// for one request at a time.
+type Cache struct {
+	// base is the object, in typed form, that the next object normalized
+	// through the cache derives from.
+	base map[string]any
+}
+
+// From tells c that the next object normalized through it derives from
+// base, an object of the same kind in typed form (a result of Normalize,
+// NormalizeRequest or Default): the maps and slices it shares with base at
+// the same places need no walk. A merge result shares all but the patched
+// paths with the object it was merged into.
+func (c *Cache) From(base map[string]any) { c.base = base }
+
+// Normalize is s.Normalize(obj, gvk), walking only what obj does not share
+// with the object c was told it derives from (From), if any.
+func (c *Cache) Normalize(s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.normalizeFrom(obj, c.base, gvk)
 }
 
 // NormalizeRequest is Normalize for an object received in a request (an
@@ -105,7 +131,7 @@ func (s *Scheme) NormalizeFrom(obj, base map[string]any, gvk schema.GroupVersion
 // type int32") instead of being converted (FromUnstructured wraps integers
 // around).
 func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if !s.types.Recognizes(gvk) {
+	if !s.Recognizes(gvk) {
 		return obj, nil
 	}
 	if out, ok := s.nz.normalize(s.types, obj, nil, gvk); ok {
