@@ -104,3 +104,41 @@ func exportedNames(f *ast.File) []*ast.Ident {
 	}
 	return out
 }
+
+// TestNoStateInTheChain holds the chain and its stages (chain, engine,
+// cluster, webhookclient) to "no global mutable state": no package-level
+// variable of a type from sync or sync/atomic (a pool, a lock, a counter)
+// in their non-test files. What a run recycles belongs to a value its
+// caller owns (chain.Runner, an Evaluator's states).
+func TestNoStateInTheChain(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, dir := range []string{"chain", "engine", "cluster", "webhookclient"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.VAR {
+					continue
+				}
+				ast.Inspect(gd, func(n ast.Node) bool {
+					if sel, ok := n.(*ast.SelectorExpr); ok {
+						if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "sync" || pkg.Name == "atomic") {
+							t.Errorf("%s: package-level %s.%s: state belongs to a value its caller owns", fset.Position(sel.Pos()), pkg.Name, sel.Sel.Name)
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+}

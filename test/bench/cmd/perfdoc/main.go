@@ -184,7 +184,7 @@ var families = []struct{ name, title, about string }{
 	{"Mutation", "One mutation (compiled), small Deployment",
 		"Upstream: `NewApplyConfigurationPatcher`/`NewJSONPatcher` `.Patch` plus the dispatcher's conversion back to the typed object and defaulting. mutatis: `engine.MutateStandalone`."},
 	{"Admit", "Whole admissions through the dispatcher",
-		"Upstream: `mutating.NewDispatcher` over fake informers (one `DeepCopyObject` of the request object per admission included: the dispatcher mutates attributes in place), reinvocation pass when asked for. mutatis: `cluster` + `engine.Evaluator.Admit`."},
+		"Upstream: `mutating.NewDispatcher` over fake informers (one `DeepCopyObject` of the request object per admission included: the dispatcher mutates attributes in place), reinvocation pass when asked for. mutatis: `cluster` + a `chain.Runner` over the `engine.Evaluator`."},
 	{"Compile", "Compiling 1,000 policies (in process)",
 		"Each iteration compiles 1,000 policies (a variable, a matchCondition and a mutation each) from scratch; `live-heap-MB` is the heap in use after a GC with all compiled policies held."},
 	{"CompileProcess", "Compiling 1,000 policies (fresh process)",
