@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
@@ -186,7 +184,7 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 			if op == admission.Update {
 				req.OldObject = obj.Object.DeepCopy()
 			}
-			return admitOutcome(ctx, sim, cluster.Chain{Policies: policies, Webhooks: webhooks}, req)
+			return migrate.Admit(ctx, sim, cluster.Chain{Policies: policies, Webhooks: webhooks}, req)
 		}
 	}
 	rep, err := migrate.Check(ctx, objects.Objects, side(nil, before), side(ev, after))
@@ -209,41 +207,4 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 		return &exitError{code: exitProblem}
 	}
 	return nil
-}
-
-// admitOutcome admits req through ch as `mutatis apply` does and returns
-// what kube-apiserver would store, or its refusal.
-func admitOutcome(ctx context.Context, sim *cluster.Cluster, ch cluster.Chain, req cluster.Request) (migrate.Outcome, error) {
-	decoded, err := sim.DecodeSteps(req)
-	var status *apierrors.StatusError
-	if errors.As(err, &status) {
-		return refusal(status), nil
-	}
-	if err != nil {
-		return migrate.Outcome{}, err
-	}
-	adm, err := sim.Admit(ctx, ch, decoded)
-	if err != nil {
-		return migrate.Outcome{}, err
-	}
-	warnings := append(append(append([]string(nil), decoded.Warnings...), adm.Result.Warnings...), adm.Warnings...)
-	switch {
-	case adm.Result.Denied != nil:
-		out := refusal(adm.Result.Denied)
-		out.Warnings = warnings
-		return out, nil
-	case adm.Invalid != nil:
-		out := refusal(adm.Invalid)
-		out.Warnings = warnings
-		return out, nil
-	}
-	stored := adm.Stored
-	if stored == nil {
-		stored = adm.Object
-	}
-	return migrate.Outcome{Object: stored, Warnings: warnings}, nil
-}
-
-func refusal(s *apierrors.StatusError) migrate.Outcome {
-	return migrate.Outcome{Refused: s.ErrStatus.Message, Code: s.ErrStatus.Code}
 }

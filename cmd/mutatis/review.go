@@ -16,15 +16,13 @@ import (
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 type reviewOptions struct {
@@ -112,7 +110,7 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
-	body, err := reviewBody(sim, attrs, o.version)
+	body, err := webhookclient.ReviewBody(sim.Scheme, attrs, o.version)
 	if err != nil {
 		return badInput(err)
 	}
@@ -158,40 +156,6 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 		return &exitError{code: exitProblem, err: fmt.Errorf("the answer is no AdmissionReview response: %s", out)}
 	}
 	return printReview(cmd, rv.Response)
-}
-
-// reviewBody is the AdmissionReview JSON kube-apiserver would send.
-func reviewBody(sim *cluster.Cluster, a *matching.Attributes, version string) ([]byte, error) {
-	patcher := sim.Patcher()
-	raw := func(u map[string]any) (runtime.RawExtension, error) {
-		if u == nil {
-			return runtime.RawExtension{}, nil
-		}
-		// kube-apiserver sends built-in objects as their Go types encode.
-		n, err := patcher.Normalize(u, a.Kind)
-		if err != nil {
-			return runtime.RawExtension{}, err
-		}
-		b, err := json.Marshal(n)
-		return runtime.RawExtension{Raw: b}, err
-	}
-	var err error
-	req := a.AdmissionRequest(a.Resource, a.Kind)
-	req.UID = uuid.NewUUID()
-	if a.Object != nil {
-		if req.Object, err = raw(a.Object.Object); err != nil {
-			return nil, err
-		}
-	}
-	if a.OldObject != nil {
-		if req.OldObject, err = raw(a.OldObject.Object); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(&admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/" + version, Kind: "AdmissionReview"},
-		Request:  req,
-	})
 }
 
 func (o *reviewOptions) client() (*http.Client, error) {
