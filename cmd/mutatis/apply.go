@@ -413,13 +413,6 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	return before, adm.Object, nil
 }
 
-// lintWarnings prints what the schema-aware checks of mutatis lint find in
-// the policies (docs/lint.md), errors included, as warnings: the run goes
-// on and shows what the engine does.
-func lintWarnings(w io.Writer, comp *compiler.Compiler, set *manifest.Set, objects []manifest.Object, resources bool) {
-	lintFindings(comp, set, objects, resources, func(line string) { io.WriteString(w, line) })
-}
-
 // printWarnings prints warnings as kubectl does.
 func printWarnings(w io.Writer, warnings []string) {
 	for _, text := range warnings {
