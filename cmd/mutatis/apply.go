@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
@@ -41,8 +40,7 @@ type applyOptions struct {
 	oldObject              string
 	policies, resources    []string
 	operation, subresource string
-	userName, uid          string
-	groups                 []string
+	user                   userFlags
 	namespace              string
 	dryRun, explain        bool
 	noDefaults, noValidate bool
@@ -108,9 +106,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
 	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE or CONNECT (default CREATE, or UPDATE with --old-object)")
 	f.StringVar(&o.subresource, "subresource", "", "the subresource of the request")
-	f.StringVar(&o.userName, "user", "admin", "the requesting user")
-	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
-	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	o.user.add(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
@@ -341,7 +337,7 @@ func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op ad
 	decoded, err := sim.DecodeSteps(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
-		User:          &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+		User:          o.user.info(),
 		PluginChanges: o.explain,
 	})
 	if o.explain && decoded != nil && !o.noDefaults {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -24,8 +23,7 @@ type migrateOptions struct {
 	resources, replaces  []string
 	webhooks             webhookOptions
 	operation, namespace string
-	userName, uid        string
-	groups               []string
+	user                 userFlags
 	dryRun, verbose      bool
 	output               string
 	plugins              admissionplugins.Flags
@@ -71,9 +69,7 @@ Exit status: 0 no object differs; 1 some object differs; 2 bad input.`,
 	f.StringArrayVar(&o.webhooks.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: reach a webhook's clientConfig.service at URL (repeatable)")
 	f.StringVar(&o.operation, "operation", "CREATE", "CREATE, or UPDATE (each object updated without change: old object = object)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the requests (default: each object's, or default)")
-	f.StringVar(&o.userName, "user", "admin", "the requesting user")
-	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
-	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	o.user.add(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the requests as dry runs (webhooks with sideEffects Unknown or Some then refuse them, as kube-apiserver does)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also list the objects that do not differ")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
@@ -177,7 +173,7 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 		}
 		defer after.Close(nil)
 	}
-	u := &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups}
+	u := o.user.info()
 	side := func(policies *engine.Evaluator, webhooks *webhookclient.Dispatcher) migrate.Side {
 		return func(ctx context.Context, obj manifest.Object) (migrate.Outcome, error) {
 			req := cluster.Request{Object: obj.Object.DeepCopy(), Operation: op, Namespace: o.namespace, DryRun: o.dryRun, User: u}

@@ -17,7 +17,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
@@ -30,8 +29,7 @@ type reviewOptions struct {
 	object, oldObject     string
 	operation, subresrc   string
 	namespace             string
-	userName, uid         string
-	groups                []string
+	user                  userFlags
 	dryRun                bool
 	version               string
 	timeout               time.Duration
@@ -64,9 +62,7 @@ message), 2 bad input.`,
 	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE, DELETE or CONNECT (default CREATE, or UPDATE with --old-object)")
 	f.StringVar(&o.subresrc, "subresource", "", "the subresource of the request")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
-	f.StringVar(&o.userName, "user", "admin", "the requesting user")
-	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
-	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	o.user.add(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVar(&o.version, "review-version", "v1", "the AdmissionReview version to send: v1 or v1beta1")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "the webhook timeout (sent as ?timeout=, as kube-apiserver does)")
@@ -101,7 +97,7 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	req := cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresrc,
 		Namespace: o.namespace, DryRun: o.dryRun,
-		User: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+		User: o.user.info(),
 	}
 	if op == admission.Delete {
 		req.Object, req.OldObject = nil, object
