@@ -22,6 +22,7 @@ import (
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -147,30 +148,29 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	// API validation of the policies comes first: its error is the one
 	// reported whatever else is wrong. It runs on a goroutine of its own
-	// from here, beside the loading of the other inputs and the first
-	// object's decoding; an error of those waits for it (preceded), and so
-	// does reading standard input, which an invalid policy leaves unread.
-	validated := make(chan error, 1)
-	go func() { validated <- cluster.ValidatePolicies(comp, policySet.Policies) }()
-	validate := sync.OnceValue(func() error { return <-validated })
+	// from here (lint.Checks), beside the loading of the other inputs and
+	// the first object's decoding; an error of those waits for it
+	// (Preceded), and so does reading standard input, which an invalid
+	// policy leaves unread.
+	checks := lint.StartChecks(comp, policySet)
 	if slices.Contains(o.webhooks.paths, "-") || slices.Contains(o.resources, "-") {
-		if err := validate(); err != nil {
+		if err := checks.Validation(); err != nil {
 			return badInput(err)
 		}
 	}
 	webhooks, err := o.webhooks.load(ctx, cmd.InOrStdin())
 	if err != nil {
-		return badInput(preceded(validate, err))
+		return badInput(checks.Preceded(err))
 	}
 	urls, err := o.webhooks.urls()
 	if err != nil {
-		return badInput(preceded(validate, err))
+		return badInput(checks.Preceded(err))
 	}
 	var resources manifest.Set
 	if len(o.resources) > 0 {
 		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
 		if err != nil {
-			return badInput(preceded(validate, err))
+			return badInput(checks.Preceded(err))
 		}
 		resources = *rs
 	}
@@ -187,28 +187,25 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	sim, err := cluster.New(clusterObjects, opts)
 	if err != nil {
-		return badInput(preceded(validate, err))
+		return badInput(checks.Preceded(err))
 	}
 	// lint's checks (printed before anything else, unless the validation
 	// fails) run on a goroutine of their own too, while this one decodes
 	// the first object; what the decoding prints is held until they are
 	// printed.
-	linted := make(chan struct{})
-	var lintOut bytes.Buffer
-	go func() {
-		lintWarnings(&lintOut, comp, policySet, clusterObjects, len(o.resources) > 0)
-		close(linted)
-	}()
+	checks.Lint(clusterObjects, len(o.resources) > 0)
 	// printChecked waits for the validation and the checks and prints the
 	// checks' findings, then what was held; it returns the validation
 	// error.
 	printChecked := sync.OnceValue(func() error {
-		verr := validate()
-		<-linted
+		verr := checks.Validation()
+		findings := checks.Findings()
 		if verr != nil {
 			return badInput(verr)
 		}
-		stderr.Write(lintOut.Bytes())
+		for _, f := range findings {
+			io.WriteString(stderr, lintLine(f))
+		}
 		notices.release(stderr)
 		return nil
 	})
@@ -298,16 +295,6 @@ func (h *heldWriter) release(w io.Writer) {
 	h.held, h.w = false, w
 	w.Write(h.buf.Bytes())
 	h.buf.Reset()
-}
-
-// preceded returns the policies' validation error when there is one (the
-// error kube-apiserver's API validation would answer first), err
-// otherwise.
-func preceded(validate func() error, err error) error {
-	if verr := validate(); verr != nil {
-		return verr
-	}
-	return err
 }
 
 // applyChain is the admission chain of an apply run, built on first use.

@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/lint"
-	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/policytest"
 )
 
 // printSuiteFindings waits for the checks of suites and prints, on w, the
 // findings of the suites of rep in their order, with the wording of
-// mutatis apply (lintWarnings), and returns how many it printed. A policy
+// mutatis apply (lintLine), and returns how many it printed. A policy
 // file shared by several suites is reported once per distinct set of
 // findings. Suites that could not be loaded are skipped (they are bad
 // input already), and so are suites rep does not hold (none of their cases
@@ -35,15 +33,6 @@ func printSuiteFindings(w io.Writer, suites *lint.Suites, rep *policytest.Report
 		}
 	}
 	return len(printed)
-}
-
-// lintWarnings prints what the schema-aware checks of mutatis lint find in
-// the policies (docs/lint.md), errors included, as warnings: the run goes
-// on and shows what the engine does.
-func lintWarnings(w io.Writer, comp *compiler.Compiler, set *manifest.Set, objects []manifest.Object, resources bool) {
-	for _, f := range lint.Findings(comp, set, objects, resources) {
-		io.WriteString(w, lintLine(f))
-	}
 }
 
 // lintLine is one finding as a warning line, "warning: lint SEVERITY:
