@@ -17,12 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/explain"
+	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -41,8 +41,7 @@ type applyOptions struct {
 	oldObject              string
 	policies, resources    []string
 	operation, subresource string
-	userName, uid          string
-	groups                 []string
+	user                   userFlags
 	namespace              string
 	dryRun, explain        bool
 	noDefaults, noValidate bool
@@ -108,9 +107,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
 	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE or CONNECT (default CREATE, or UPDATE with --old-object)")
 	f.StringVar(&o.subresource, "subresource", "", "the subresource of the request")
-	f.StringVar(&o.userName, "user", "admin", "the requesting user")
-	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
-	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	o.user.add(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
@@ -151,30 +148,29 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	// API validation of the policies comes first: its error is the one
 	// reported whatever else is wrong. It runs on a goroutine of its own
-	// from here, beside the loading of the other inputs and the first
-	// object's decoding; an error of those waits for it (preceded), and so
-	// does reading standard input, which an invalid policy leaves unread.
-	validated := make(chan error, 1)
-	go func() { validated <- cluster.ValidatePolicies(comp, policySet.Policies) }()
-	validate := sync.OnceValue(func() error { return <-validated })
+	// from here (lint.Checks), beside the loading of the other inputs and
+	// the first object's decoding; an error of those waits for it
+	// (Preceded), and so does reading standard input, which an invalid
+	// policy leaves unread.
+	checks := lint.StartChecks(comp, policySet)
 	if slices.Contains(o.webhooks.paths, "-") || slices.Contains(o.resources, "-") {
-		if err := validate(); err != nil {
+		if err := checks.Validation(); err != nil {
 			return badInput(err)
 		}
 	}
 	webhooks, err := o.webhooks.load(ctx, cmd.InOrStdin())
 	if err != nil {
-		return badInput(preceded(validate, err))
+		return badInput(checks.Preceded(err))
 	}
 	urls, err := o.webhooks.urls()
 	if err != nil {
-		return badInput(preceded(validate, err))
+		return badInput(checks.Preceded(err))
 	}
 	var resources manifest.Set
 	if len(o.resources) > 0 {
 		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
 		if err != nil {
-			return badInput(preceded(validate, err))
+			return badInput(checks.Preceded(err))
 		}
 		resources = *rs
 	}
@@ -191,28 +187,25 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	sim, err := cluster.New(clusterObjects, opts)
 	if err != nil {
-		return badInput(preceded(validate, err))
+		return badInput(checks.Preceded(err))
 	}
 	// lint's checks (printed before anything else, unless the validation
 	// fails) run on a goroutine of their own too, while this one decodes
 	// the first object; what the decoding prints is held until they are
 	// printed.
-	linted := make(chan struct{})
-	var lintOut bytes.Buffer
-	go func() {
-		lintWarnings(&lintOut, comp, policySet, clusterObjects, len(o.resources) > 0)
-		close(linted)
-	}()
+	checks.Lint(clusterObjects, len(o.resources) > 0)
 	// printChecked waits for the validation and the checks and prints the
 	// checks' findings, then what was held; it returns the validation
 	// error.
 	printChecked := sync.OnceValue(func() error {
-		verr := validate()
-		<-linted
+		verr := checks.Validation()
+		findings := checks.Findings()
 		if verr != nil {
 			return badInput(verr)
 		}
-		stderr.Write(lintOut.Bytes())
+		for _, f := range findings {
+			io.WriteString(stderr, lintLine(f))
+		}
 		notices.release(stderr)
 		return nil
 	})
@@ -304,16 +297,6 @@ func (h *heldWriter) release(w io.Writer) {
 	h.buf.Reset()
 }
 
-// preceded returns the policies' validation error when there is one (the
-// error kube-apiserver's API validation would answer first), err
-// otherwise.
-func preceded(validate func() error, err error) error {
-	if verr := validate(); verr != nil {
-		return verr
-	}
-	return err
-}
-
 // applyChain is the admission chain of an apply run, built on first use.
 type applyChain struct {
 	webhooks []webhookclient.Configuration
@@ -341,7 +324,7 @@ func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op ad
 	decoded, err := sim.DecodeSteps(cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
-		User:          &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+		User:          o.user.info(),
 		PluginChanges: o.explain,
 	})
 	if o.explain && decoded != nil && !o.noDefaults {
@@ -411,13 +394,6 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
 	return before, adm.Object, nil
-}
-
-// lintWarnings prints what the schema-aware checks of mutatis lint find in
-// the policies (docs/lint.md), errors included, as warnings: the run goes
-// on and shows what the engine does.
-func lintWarnings(w io.Writer, comp *compiler.Compiler, set *manifest.Set, objects []manifest.Object, resources bool) {
-	lintFindings(comp, set, objects, resources, func(line string) { io.WriteString(w, line) })
 }
 
 // printWarnings prints warnings as kubectl does.

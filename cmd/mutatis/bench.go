@@ -4,19 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/harness"
-	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/policytest"
 )
 
@@ -177,63 +171,13 @@ func writeFile(path string, write func(*os.File) error) error {
 
 // benchFiles measures --policies against the objects of --filename.
 func benchFiles(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]harness.Measurement, error) {
-	ctx := cmd.Context()
-	policySet, err := manifest.Load(ctx, o.policies, cmd.InOrStdin())
-	if err != nil {
-		return nil, badInput(err)
-	}
-	comp, err := compiler.New()
-	if err != nil {
-		return nil, err
-	}
-	if err := cluster.ValidatePolicies(comp, policySet.Policies); err != nil {
-		return nil, badInput(err)
-	}
-	objects := policySet.Objects
-	if len(o.resources) > 0 {
-		rs, err := manifest.Load(ctx, o.resources, cmd.InOrStdin())
-		if err != nil {
-			return nil, badInput(err)
-		}
-		objects = append(objects, rs.Objects...)
-	}
-	fixtureSet, err := manifest.Load(ctx, o.fixtures, cmd.InOrStdin())
-	if err != nil {
-		return nil, badInput(err)
-	}
-	if len(fixtureSet.Objects) == 0 {
-		return nil, badInput(errors.New("--filename: no objects found"))
-	}
-	sim, err := cluster.New(objects, cluster.Options{OnSynthesize: func(string) {}})
-	if err != nil {
-		return nil, badInput(err)
-	}
-	policies, bindings := policySet.APIObjects()
-	ev, err := sim.Evaluator(comp, policies, bindings)
-	if err != nil {
-		return nil, err
-	}
-	var objs []*unstructured.Unstructured
-	var names []string
-	for _, fo := range fixtureSet.Objects {
-		objs = append(objs, fo.Object)
-		name := fo.Source.String()
-		if fo.Object.GetName() != "" {
-			name = fmt.Sprintf("%s (%s %s)", filepath.Base(fo.Source.File), fo.Object.GetKind(), fo.Object.GetName())
-		}
-		names = append(names, name)
-	}
-	ms, err := harness.Run(ctx, sim, ev, harness.FixturesFromObjects(objs, names), opts)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return ms, nil
+	files := harness.Files{Policies: o.policies, Resources: o.resources, Fixtures: o.fixtures, Stdin: cmd.InOrStdin()}
+	return benchInput(harness.RunFiles(cmd.Context(), files, opts))
 }
 
 // benchSuites measures every case of the --suite suites, each in its own
 // simulated cluster with its suite's policies.
 func benchSuites(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]harness.Measurement, error) {
-	ctx := cmd.Context()
 	files, err := policytest.Discover(o.suites)
 	if err != nil {
 		return nil, badInput(err)
@@ -241,28 +185,16 @@ func benchSuites(cmd *cobra.Command, o *benchOptions, opts harness.Options) ([]h
 	if len(files) == 0 {
 		return nil, badInput(fmt.Errorf("--suite: no *.mutatis-test.yaml under %s", strings.Join(o.suites, ", ")))
 	}
-	var ms []harness.Measurement
-	for _, file := range files {
-		l, err := policytest.LoadSuite(ctx, file)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		// Cases share their suite's cluster unless they add resources.
-		evaluators := map[*cluster.Cluster]*engine.Evaluator{}
-		for _, cr := range l.Requests() {
-			ev, ok := evaluators[cr.Cluster]
-			if !ok {
-				if ev, err = cr.Cluster.Evaluator(nil, l.Policies, l.Bindings); err != nil {
-					return nil, err
-				}
-				evaluators[cr.Cluster] = ev
-			}
-			got, err := harness.Run(ctx, cr.Cluster, ev, []harness.Fixture{{Name: cr.Name, Request: cr.Request}}, opts)
-			if err != nil {
-				return nil, badInput(fmt.Errorf("%s: %w", file, err))
-			}
-			ms = append(ms, got...)
-		}
+	return benchInput(harness.RunSuites(cmd.Context(), files, opts))
+}
+
+// benchInput gives the harness' input errors the exit code of bad input.
+func benchInput(ms []harness.Measurement, err error) ([]harness.Measurement, error) {
+	if errors.Is(err, harness.ErrNoFixtures) {
+		return nil, badInput(errors.New("--filename: no objects found"))
 	}
-	return ms, nil
+	if ie := (*harness.InputError)(nil); errors.As(err, &ie) {
+		return nil, badInput(ie.Err)
+	}
+	return ms, err
 }

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -26,8 +23,7 @@ type migrateOptions struct {
 	resources, replaces  []string
 	webhooks             webhookOptions
 	operation, namespace string
-	userName, uid        string
-	groups               []string
+	user                 userFlags
 	dryRun, verbose      bool
 	output               string
 	plugins              admissionplugins.Flags
@@ -73,9 +69,7 @@ Exit status: 0 no object differs; 1 some object differs; 2 bad input.`,
 	f.StringArrayVar(&o.webhooks.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: reach a webhook's clientConfig.service at URL (repeatable)")
 	f.StringVar(&o.operation, "operation", "CREATE", "CREATE, or UPDATE (each object updated without change: old object = object)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the requests (default: each object's, or default)")
-	f.StringVar(&o.userName, "user", "admin", "the requesting user")
-	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
-	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	o.user.add(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the requests as dry runs (webhooks with sideEffects Unknown or Some then refuse them, as kube-apiserver does)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also list the objects that do not differ")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
@@ -179,14 +173,14 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 		}
 		defer after.Close(nil)
 	}
-	u := &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups}
+	u := o.user.info()
 	side := func(policies *engine.Evaluator, webhooks *webhookclient.Dispatcher) migrate.Side {
 		return func(ctx context.Context, obj manifest.Object) (migrate.Outcome, error) {
 			req := cluster.Request{Object: obj.Object.DeepCopy(), Operation: op, Namespace: o.namespace, DryRun: o.dryRun, User: u}
 			if op == admission.Update {
 				req.OldObject = obj.Object.DeepCopy()
 			}
-			return admitOutcome(ctx, sim, cluster.Chain{Policies: policies, Webhooks: webhooks}, req)
+			return migrate.Admit(ctx, sim, cluster.Chain{Policies: policies, Webhooks: webhooks}, req)
 		}
 	}
 	rep, err := migrate.Check(ctx, objects.Objects, side(nil, before), side(ev, after))
@@ -209,41 +203,4 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 		return &exitError{code: exitProblem}
 	}
 	return nil
-}
-
-// admitOutcome admits req through ch as `mutatis apply` does and returns
-// what kube-apiserver would store, or its refusal.
-func admitOutcome(ctx context.Context, sim *cluster.Cluster, ch cluster.Chain, req cluster.Request) (migrate.Outcome, error) {
-	decoded, err := sim.DecodeSteps(req)
-	var status *apierrors.StatusError
-	if errors.As(err, &status) {
-		return refusal(status), nil
-	}
-	if err != nil {
-		return migrate.Outcome{}, err
-	}
-	adm, err := sim.Admit(ctx, ch, decoded)
-	if err != nil {
-		return migrate.Outcome{}, err
-	}
-	warnings := append(append(append([]string(nil), decoded.Warnings...), adm.Result.Warnings...), adm.Warnings...)
-	switch {
-	case adm.Result.Denied != nil:
-		out := refusal(adm.Result.Denied)
-		out.Warnings = warnings
-		return out, nil
-	case adm.Invalid != nil:
-		out := refusal(adm.Invalid)
-		out.Warnings = warnings
-		return out, nil
-	}
-	stored := adm.Stored
-	if stored == nil {
-		stored = adm.Object
-	}
-	return migrate.Outcome{Object: stored, Warnings: warnings}, nil
-}
-
-func refusal(s *apierrors.StatusError) migrate.Outcome {
-	return migrate.Outcome{Refused: s.ErrStatus.Message, Code: s.ErrStatus.Code}
 }

@@ -16,15 +16,12 @@ import (
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
-	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 type reviewOptions struct {
@@ -32,8 +29,7 @@ type reviewOptions struct {
 	object, oldObject     string
 	operation, subresrc   string
 	namespace             string
-	userName, uid         string
-	groups                []string
+	user                  userFlags
 	dryRun                bool
 	version               string
 	timeout               time.Duration
@@ -66,9 +62,7 @@ message), 2 bad input.`,
 	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE, DELETE or CONNECT (default CREATE, or UPDATE with --old-object)")
 	f.StringVar(&o.subresrc, "subresource", "", "the subresource of the request")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
-	f.StringVar(&o.userName, "user", "admin", "the requesting user")
-	f.StringVar(&o.uid, "uid", "", "the requesting user's UID")
-	f.StringSliceVar(&o.groups, "groups", []string{"system:masters", "system:authenticated"}, "the requesting user's groups")
+	o.user.add(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
 	f.StringVar(&o.version, "review-version", "v1", "the AdmissionReview version to send: v1 or v1beta1")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "the webhook timeout (sent as ?timeout=, as kube-apiserver does)")
@@ -103,7 +97,7 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	req := cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresrc,
 		Namespace: o.namespace, DryRun: o.dryRun,
-		User: &user.DefaultInfo{Name: o.userName, UID: o.uid, Groups: o.groups},
+		User: o.user.info(),
 	}
 	if op == admission.Delete {
 		req.Object, req.OldObject = nil, object
@@ -112,7 +106,7 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 	if err != nil {
 		return badInput(fmt.Errorf("%s: %w", o.object, err))
 	}
-	body, err := reviewBody(sim, attrs, o.version)
+	body, err := webhookclient.ReviewBody(sim.Scheme, attrs, o.version)
 	if err != nil {
 		return badInput(err)
 	}
@@ -158,40 +152,6 @@ func runReview(cmd *cobra.Command, o *reviewOptions) error {
 		return &exitError{code: exitProblem, err: fmt.Errorf("the answer is no AdmissionReview response: %s", out)}
 	}
 	return printReview(cmd, rv.Response)
-}
-
-// reviewBody is the AdmissionReview JSON kube-apiserver would send.
-func reviewBody(sim *cluster.Cluster, a *matching.Attributes, version string) ([]byte, error) {
-	patcher := sim.Patcher()
-	raw := func(u map[string]any) (runtime.RawExtension, error) {
-		if u == nil {
-			return runtime.RawExtension{}, nil
-		}
-		// kube-apiserver sends built-in objects as their Go types encode.
-		n, err := patcher.Normalize(u, a.Kind)
-		if err != nil {
-			return runtime.RawExtension{}, err
-		}
-		b, err := json.Marshal(n)
-		return runtime.RawExtension{Raw: b}, err
-	}
-	var err error
-	req := a.AdmissionRequest(a.Resource, a.Kind)
-	req.UID = uuid.NewUUID()
-	if a.Object != nil {
-		if req.Object, err = raw(a.Object.Object); err != nil {
-			return nil, err
-		}
-	}
-	if a.OldObject != nil {
-		if req.OldObject, err = raw(a.OldObject.Object); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(&admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/" + version, Kind: "AdmissionReview"},
-		Request:  req,
-	})
 }
 
 func (o *reviewOptions) client() (*http.Client, error) {

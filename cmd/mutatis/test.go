@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/lint"
 	"github.com/mutatis-dev/mutatis/policytest"
 	"github.com/mutatis-dev/mutatis/policytest/coverage"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
@@ -186,9 +187,9 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 				return comp, nil
 			}
 		}
-		linter := newSuiteLinter(ctx, comp)
-		defer linter.wait() // none left running, whatever the way out
-		opts.Loaded = linter.loaded
+		linter := lint.NewSuites(ctx, comp)
+		defer linter.Wait() // none left running, whatever the way out
+		opts.Loaded = linter.Loaded
 		rep, err := policytest.RunFiles(ctx, paths, opts)
 		var none *policytest.NoSuitesError
 		if errors.As(err, &none) {
@@ -202,7 +203,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 			return exitUsage, nil, werr
 		}
 		code := testExitCode(rep)
-		if linter.print(cmd.ErrOrStderr(), rep) > 0 && o.strict {
+		if printSuiteFindings(cmd.ErrOrStderr(), linter, rep) > 0 && o.strict {
 			code = max(code, exitProblem) // --strict: lint warnings fail the run
 		}
 		if rec != nil {
