@@ -325,13 +325,14 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 			}
 			return ctl.Status()
 		}
-		go func() {
+		// ctx is passed, not captured: runServe derives a new ctx below.
+		go func(ctx context.Context) {
 			select {
 			case <-ctl.ReadyCh():
 				log.Info("policy informers synced; ready")
 			case <-ctx.Done():
 			}
-		}()
+		}(ctx)
 	}
 
 	srv, err := webhook.NewServer(opts)
