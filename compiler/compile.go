@@ -159,10 +159,11 @@ type Compiler struct {
 
 	mu    sync.Mutex
 	cache map[string]*Policy // policy name → latest compilation
-	// compiling holds the compilations under way, by policy name: a
-	// Compile of the same revision waits for it rather than compiling
-	// again (lint's checks and the admission chain of one run ask for the
-	// same policy at once).
+	// compiling holds the compilations under way, by policy name and
+	// revision: a Compile of the same revision waits for it rather than
+	// compiling again (lint's checks and the admission chain of one run ask
+	// for the same policy at once), and a compilation of another revision
+	// of the same policy does not take the waiters' place.
 	compiling map[string]*compilation
 }
 
@@ -216,21 +217,22 @@ func (c *Compiler) Compile(p *admissionregistrationv1.MutatingAdmissionPolicy) (
 		c.mu.Unlock()
 		return cached, nil
 	}
-	if under, ok := c.compiling[p.Name]; ok && under.key == key {
+	// In flight by name and revision: two revisions of one policy compiled
+	// at once must not displace each other's waiters.
+	flight := p.Name + "\x00" + key
+	if under, ok := c.compiling[flight]; ok {
 		c.mu.Unlock()
 		<-under.done
 		return under.policy, under.err
 	}
 	// The error waiters see should compile panic.
 	under := &compilation{key: key, done: make(chan struct{}), err: fmt.Errorf("compiling policy %q did not finish", p.Name)}
-	c.compiling[p.Name] = under
+	c.compiling[flight] = under
 	c.mu.Unlock()
 
 	defer func() {
 		c.mu.Lock()
-		if c.compiling[p.Name] == under {
-			delete(c.compiling, p.Name)
-		}
+		delete(c.compiling, flight)
 		if under.err == nil {
 			c.cache[p.Name] = under.policy
 		}
