@@ -19,8 +19,8 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
@@ -31,20 +31,7 @@ var (
 	patchWidgetsGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 )
 
-func patchDeployment() *appsv1.Deployment {
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"app": "web"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.27"}}},
-			},
-		},
-	}
-}
+func patchDeployment() *appsv1.Deployment { return testobjects.WebDeployment() }
 
 func patchPod() *corev1.Pod {
 	return &corev1.Pod{
