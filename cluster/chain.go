@@ -19,12 +19,19 @@ import (
 // its built-in admission plugins (the cluster's Scheme), then the
 // MutatingAdmissionPolicy plugin (Policies), then the
 // MutatingAdmissionWebhook plugin (Webhooks), and the reinvocation round
-// of admission.reinvoker around them (chain.Runner).
+// of admission.reinvoker around them (chain.Runner); then its validating
+// stages, once, on what the registry would store (Admission.Validation).
 type Chain struct {
 	// Policies are the MutatingAdmissionPolicies and bindings; nil: none.
 	Policies *engine.Evaluator
 	// Webhooks are the MutatingWebhookConfigurations; nil: none.
 	Webhooks *webhookclient.Dispatcher
+	// ValidatingPolicies is the stage of the ValidatingAdmissionPolicy
+	// plugin, and ValidatingWebhooks the ValidatingAdmissionWebhook
+	// plugin's, run once after the registry's validation (Admission.
+	// Validation); nil: none.
+	ValidatingPolicies chain.Stage
+	ValidatingWebhooks chain.Stage
 }
 
 // Plugin names of the chain's stages, as kube-apiserver names them

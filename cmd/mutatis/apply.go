@@ -393,6 +393,10 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if adm.Invalid != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
+	printWarnings(stderr, adm.Validation.Warnings)
+	if adm.Validation.Denied != nil {
+		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
+	}
 	return before, adm.Object, nil
 }
 

@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/mutatis-dev/mutatis/chain"
+)
+
+// validate runs kube-apiserver's validating admission for the request d
+// into out: the list of validating stages (validatingStages), once, with
+// no reinvocation (chain.Runner.RunOnce), on the object as the registry
+// hands it to its createValidation/updateValidation (k8s.io/apiserver
+// pkg/registry/generic/registry/store.go: after the strategy's
+// PrepareForCreate/PrepareForUpdate and its validation), or, for a DELETE
+// or a CONNECT, on the request's old object alone. It runs only when
+// neither the mutating chain nor the registry refused the request: their
+// refusals come first, as in kube-apiserver.
+func (c *Cluster) validate(ctx context.Context, ch Chain, d *Decoded, out *Admission) error {
+	if out.Result.Denied != nil || out.Invalid != nil {
+		return nil
+	}
+	stages := c.validatingStages(ch)
+	if len(stages) == 0 {
+		return nil
+	}
+	va := *d.Attributes
+	switch va.Operation {
+	case admission.Create, admission.Update:
+		obj := out.Stored
+		if obj == nil {
+			// NoValidate or NoDefaults: the object as admission left it.
+			obj = out.Object
+		}
+		if obj == nil {
+			return nil
+		}
+		va.Object = &unstructured.Unstructured{Object: obj}
+	default:
+		va.Object = nil
+	}
+	res, err := c.runner.RunOnce(ctx, &va, stages...)
+	out.Validation = res
+	return err
+}
+
+// validatingStages is ch's validating list in kube-apiserver 1.37's order
+// (k8s.io/kubernetes pkg/kubeapiserver/options/plugins.go,
+// AllOrderedPlugins): the ValidatingAdmissionPolicy plugin, then the
+// ValidatingAdmissionWebhook plugin, those ch has.
+func (c *Cluster) validatingStages(ch Chain) []chain.Stage {
+	var stages []chain.Stage
+	if ch.ValidatingPolicies != nil {
+		stages = append(stages, ch.ValidatingPolicies)
+	}
+	if ch.ValidatingWebhooks != nil {
+		stages = append(stages, ch.ValidatingWebhooks)
+	}
+	return stages
+}
+
+// Refusal is the request's refusal, the first in kube-apiserver's order,
+// and who refused: the mutating chain's (a built-in plugin, a policy, a
+// webhook: Result.DeniedBy), the registry's validation ("validation":
+// Invalid, the 422), then the validating stage's (Validation.DeniedBy).
+// nil when the request was admitted.
+func (adm *Admission) Refusal() (status *apierrors.StatusError, by string) {
+	switch {
+	case adm.Result.Denied != nil:
+		return adm.Result.Denied, adm.Result.DeniedBy
+	case adm.Invalid != nil:
+		return adm.Invalid, "validation"
+	case adm.Validation.Denied != nil:
+		return adm.Validation.Denied, adm.Validation.DeniedBy
+	}
+	return nil, ""
+}
