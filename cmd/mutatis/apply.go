@@ -105,7 +105,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs")
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
-	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE or CONNECT (default CREATE, or UPDATE with --old-object)")
+	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE, DELETE or CONNECT (default CREATE, or UPDATE with --old-object); a DELETE deletes the object of --old-object, else of -f, and prints nothing when admitted")
 	f.StringVar(&o.subresource, "subresource", "", "the subresource of the request")
 	o.user.add(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
@@ -219,12 +219,12 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if o.operation != "" {
 		op = admission.Operation(strings.ToUpper(o.operation))
 		switch op {
-		case admission.Create, admission.Update, admission.Connect:
+		case admission.Create, admission.Update, admission.Connect, admission.Delete:
 		default:
 			if err := printChecked(); err != nil {
 				return err
 			}
-			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
+			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", o.operation))
 		}
 	}
 	// The chain is built once, on the first object that needs it, and
@@ -256,6 +256,14 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return applyMany(ctx, cmd, o, sim, chain, op, objects)
 	}
 	name, object := o.objects[0], objects[0].Object
+	if op == admission.Delete {
+		// kube-apiserver's DELETE carries the stored object as the old
+		// object and no object.
+		if oldObject == nil {
+			oldObject = object
+		}
+		object = nil
+	}
 	decoded, err := decodeObject(notices, o, sim, op, name, object, oldObject)
 	if err == nil {
 		// Compile the policies for admission while the checks finish; the
@@ -271,6 +279,10 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	before, after, err := admitDecoded(ctx, stderr, o, sim, chain, name, object, decoded)
 	if err != nil {
 		return err
+	}
+	if object == nil {
+		// A DELETE: no object to print.
+		return nil
 	}
 	return printResult(cmd.OutOrStdout(), o.output, o.color, before, after)
 }
@@ -356,9 +368,11 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if err != nil {
 		return nil, nil, err
 	}
-	before, err = sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
-	if err != nil {
-		return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
+	if object != nil {
+		before, err = sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
+		if err != nil {
+			return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
+		}
 	}
 	if o.explain {
 		// The trace's times are those of a warm process: the first
