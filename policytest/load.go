@@ -490,8 +490,17 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	lc.expect = expectations{
 		patch: derefPatch(e.Patch), hasPatch: e.Patch != nil, unchanged: e.Unchanged, denied: e.Denied,
 		applied: e.Applied, notApplied: e.NotApplied, maxRuntimeCost: e.MaxRuntimeCost,
+		auditAnnotations: e.AuditAnnotations, validationFailures: e.ValidationFailures,
 	}
 	ep := p.Child("expect")
+	for i, text := range e.Warnings {
+		re, err := regexp.Compile(text)
+		if err != nil {
+			errs = append(errs, field.Invalid(ep.Child("warnings").Index(i), text, err.Error()))
+			continue
+		}
+		lc.expect.warnings = append(lc.expect.warnings, re)
+	}
 	for i, text := range e.IgnoredErrors {
 		re, err := regexp.Compile(text)
 		if err != nil {

@@ -422,6 +422,8 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 	}
 	o.invalid = adm.Invalid
 	o.warnings = append(o.warnings, adm.Warnings...)
+	o.validation = adm.Validation
+	o.warnings = append(o.warnings, adm.Validation.Warnings...)
 	return o, nil
 }
 
