@@ -427,7 +427,7 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 	if err != nil {
 		return nil, nil, err
 	}
-	other := len(set.Policies) + len(set.Bindings)
+	other := len(set.Policies) + len(set.Bindings) + len(set.ValidatingPolicies) + len(set.ValidatingBindings)
 	switch {
 	case len(paths) == 1 && len(set.Objects) <= 1 && (len(set.Objects) == 0 || other != 0):
 		return nil, nil, fmt.Errorf("%s: want exactly one object, found %d", paths[0], len(set.Objects)+other)
@@ -439,6 +439,12 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 	case len(set.Bindings) > 0:
 		b := set.Bindings[0]
 		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
+	case len(set.ValidatingPolicies) > 0:
+		p := set.ValidatingPolicies[0]
+		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicy %q is not an object to admit (policies go in --policies)", p.Source, p.Policy.Name)
+	case len(set.ValidatingBindings) > 0:
+		b := set.ValidatingBindings[0]
+		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
 	}
 	if oldPath == "" {
 		return set.Objects, nil, nil
@@ -455,8 +461,8 @@ func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructure
 	if err != nil {
 		return nil, err
 	}
-	if len(set.Objects) != 1 || len(set.Policies)+len(set.Bindings) != 0 {
-		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+len(set.Policies)+len(set.Bindings))
+	if other := len(set.Policies) + len(set.Bindings) + len(set.ValidatingPolicies) + len(set.ValidatingBindings); len(set.Objects) != 1 || other != 0 {
+		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+other)
 	}
 	return set.Objects[0].Object, nil
 }
