@@ -102,7 +102,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.objects, "filename", "f", nil, "the objects under admission: files, directories, or - for stdin; repeat -f for more (each object is admitted on its own)")
-	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies, ValidatingAdmissionPolicies and their bindings")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs")
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
 	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE or CONNECT (default CREATE, or UPDATE with --old-object)")
@@ -245,6 +245,15 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		ch, err := chainOf(sim, cluster.Chain{Policies: ev}, webhooks, urls)
 		if err != nil {
 			return ch, badInput(err)
+		}
+		// The ValidatingAdmissionPolicies of --policies: the validating
+		// stage, after the registry's validation.
+		if vps, vbs := policySet.ValidatingAPIObjects(); len(vps) > 0 {
+			vev, err := sim.ValidatingPolicies(nil, vps, vbs)
+			if err != nil {
+				return ch, err
+			}
+			ch.ValidatingPolicies = vev
 		}
 		dispatcher = ch.Webhooks
 		return ch, nil
