@@ -3,11 +3,15 @@ package cluster
 import (
 	"context"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/validating"
 )
 
 // validate runs kube-apiserver's validating admission for the request d
@@ -77,4 +81,19 @@ func (adm *Admission) Refusal() (status *apierrors.StatusError, by string) {
 		return adm.Validation.Denied, adm.Validation.DeniedBy
 	}
 	return nil, ""
+}
+
+// ValidatingPolicies returns the stage of the ValidatingAdmissionPolicy
+// plugin over this cluster (Chain.ValidatingPolicies): policies compiled
+// with comp (nil for a new Compiler) and their bindings, matched against
+// its namespaces and resources, params from its objects, objects presented
+// in a matched version with its scheme, its authorizer for the CEL
+// authorizer variables.
+func (c *Cluster) ValidatingPolicies(comp *validating.Compiler, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) (*validating.Evaluator, error) {
+	return validating.NewEvaluator(validating.Config{
+		Matcher:    matching.NewMatcher(c, c.Table),
+		Params:     &params.Collector{Source: c.Params, Scopes: c},
+		Scheme:     c.Scheme,
+		Authorizer: c.Authorizer,
+	}, comp, policies, bindings), nil
 }

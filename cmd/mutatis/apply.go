@@ -102,7 +102,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.objects, "filename", "f", nil, "the objects under admission: files, directories, or - for stdin; repeat -f for more (each object is admitted on its own)")
-	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies, ValidatingAdmissionPolicies and their bindings")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs")
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
 	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE, DELETE or CONNECT (default CREATE, or UPDATE with --old-object); a DELETE deletes the object of --old-object, else of -f, and prints nothing when admitted")
@@ -245,6 +245,15 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		ch, err := chainOf(sim, cluster.Chain{Policies: ev}, webhooks, urls)
 		if err != nil {
 			return ch, badInput(err)
+		}
+		// The ValidatingAdmissionPolicies of --policies: the validating
+		// stage, after the registry's validation.
+		if vps, vbs := policySet.ValidatingAPIObjects(); len(vps) > 0 {
+			vev, err := sim.ValidatingPolicies(nil, vps, vbs)
+			if err != nil {
+				return ch, err
+			}
+			ch.ValidatingPolicies = vev
 		}
 		dispatcher = ch.Webhooks
 		return ch, nil
@@ -441,7 +450,7 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 	if err != nil {
 		return nil, nil, err
 	}
-	other := len(set.Policies) + len(set.Bindings)
+	other := len(set.Policies) + len(set.Bindings) + len(set.ValidatingPolicies) + len(set.ValidatingBindings)
 	switch {
 	case len(paths) == 1 && len(set.Objects) <= 1 && (len(set.Objects) == 0 || other != 0):
 		return nil, nil, fmt.Errorf("%s: want exactly one object, found %d", paths[0], len(set.Objects)+other)
@@ -453,6 +462,12 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 	case len(set.Bindings) > 0:
 		b := set.Bindings[0]
 		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
+	case len(set.ValidatingPolicies) > 0:
+		p := set.ValidatingPolicies[0]
+		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicy %q is not an object to admit (policies go in --policies)", p.Source, p.Policy.Name)
+	case len(set.ValidatingBindings) > 0:
+		b := set.ValidatingBindings[0]
+		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
 	}
 	if oldPath == "" {
 		return set.Objects, nil, nil
@@ -469,8 +484,8 @@ func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructure
 	if err != nil {
 		return nil, err
 	}
-	if len(set.Objects) != 1 || len(set.Policies)+len(set.Bindings) != 0 {
-		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+len(set.Policies)+len(set.Bindings))
+	if other := len(set.Policies) + len(set.Bindings) + len(set.ValidatingPolicies) + len(set.ValidatingBindings); len(set.Objects) != 1 || other != 0 {
+		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+other)
 	}
 	return set.Objects[0].Object, nil
 }
