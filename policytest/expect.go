@@ -287,6 +287,13 @@ func applied(o outcome, name string) bool {
 			return true
 		}
 	}
+	// A ValidatingAdmissionPolicy applies when a binding of it evaluated
+	// its validations.
+	for _, v := range o.validation.Validations {
+		if v.Policy == policy && (bind == "" || v.Binding == bind) && v.Ran() && v.Binding != "" {
+			return true
+		}
+	}
 	return false
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
+	"github.com/mutatis-dev/mutatis/validating"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -157,6 +158,8 @@ func (r *Report) Counts() (passed, failed, errored, badSuites int) {
 type Runner struct {
 	opts Options
 	comp *compiler.Compiler
+	// vcomp compiles the ValidatingAdmissionPolicies, once per revision.
+	vcomp *validating.Compiler
 	// dispatchers are the webhook dispatchers of the current Run, closed
 	// when it ends.
 	dispatchers []*webhookclient.Dispatcher
@@ -178,7 +181,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.Orders <= 0 {
 		opts.Orders = 5
 	}
-	return &Runner{opts: opts, comp: comp}, nil
+	return &Runner{opts: opts, comp: comp, vcomp: validating.NewCompiler()}, nil
 }
 
 // RunFiles discovers the suites under paths (see Discover), loads and runs
@@ -294,11 +297,18 @@ type suiteRun struct {
 	// webhooks are the dispatchers of the suite's webhooks, per cluster
 	// (none without webhooks).
 	webhooks map[*cluster.Cluster]*webhookclient.Dispatcher
+	// validating are the stages of the suite's ValidatingAdmissionPolicies,
+	// per cluster (none without them).
+	validating map[*cluster.Cluster]*validating.Evaluator
 }
 
 // chain is the admission chain of a case in cl with the policies of ev.
 func (run *suiteRun) chain(cl *cluster.Cluster, ev *engine.Evaluator) cluster.Chain {
-	return cluster.Chain{Policies: ev, Webhooks: run.webhooks[cl]}
+	ch := cluster.Chain{Policies: ev, Webhooks: run.webhooks[cl]}
+	if v := run.validating[cl]; v != nil {
+		ch.ValidatingPolicies = v
+	}
+	return ch
 }
 
 // webhooksOf are the configurations a suite calls (its own, or the
@@ -328,7 +338,7 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		sr.Err = &InputError{File: l.File, Err: fmt.Errorf("compiling the policies: %w", err)}
 		return nil
 	}
-	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}, webhooks: map[*cluster.Cluster]*webhookclient.Dispatcher{}}
+	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}, webhooks: map[*cluster.Cluster]*webhookclient.Dispatcher{}, validating: map[*cluster.Cluster]*validating.Evaluator{}}
 	configs, urls := r.webhooksOf(l)
 	var jobs []func()
 	for _, lc := range l.cases {
@@ -341,6 +351,14 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		}
 		if _, ok := run.evaluators[lc.cluster]; !ok {
 			run.evaluators[lc.cluster] = engine.NewEvaluator(lc.cluster.Config(), hooks)
+			if len(l.ValidatingPolicies) > 0 {
+				v, err := lc.cluster.ValidatingPolicies(r.vcomp, l.ValidatingPolicies, l.ValidatingBindings)
+				if err != nil {
+					sr.Err = &InputError{File: l.File, Err: fmt.Errorf("validating admission policies: %w", err)}
+					return nil
+				}
+				run.validating[lc.cluster] = v
+			}
 			if len(configs) > 0 {
 				d, err := lc.cluster.Webhooks(webhookclient.APIObjects(configs), urls, webhookclient.Options{})
 				if err != nil {
