@@ -23,7 +23,6 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/mutatis-dev/mutatis/scheme"
@@ -184,6 +183,7 @@ func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string)
 	factory := informers.NewSharedInformerFactory(client, 0)
 
 	opts := options.NewAdmissionOptions()
+	opts.GenericAdmission.ConfigFile = c.flags.ConfigFile
 	notHere := []string{"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if c.flags.Only != nil {
 		opts.PluginNames = c.flags.Only
@@ -216,9 +216,6 @@ func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string)
 	time.Sleep(10 * time.Millisecond)
 	return config.AdmissionControl.(admission.MutationInterface)
 }
-
-// kubeVersion is kube-apiserver's effective version.
-var kubeVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
 
 var generatedTokenVolume = regexp.MustCompile(`^kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}$`)
 
