@@ -32,7 +32,8 @@ import (
 // kube-apiserver 1.37's own lists (options.AllOrderedPlugins,
 // options.DefaultOffAdmissionPlugins), and each plugin's Stage to what
 // the plugin is: Mutating plugins implement admission.MutationInterface,
-// Validating ones only admission.ValidationInterface.
+// Validating ones only admission.ValidationInterface, and Chain.Validate
+// runs every Validating one it can build.
 func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 	var names []string
 	for _, p := range All {
@@ -69,6 +70,9 @@ func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 		_, mutating := plugin.(admission.MutationInterface)
 		if mutating != (p.Stage == Mutating || p.Stage == Unsupported) {
 			t.Errorf("%s: Stage %v, implements MutationInterface %v", p.Name, p.Stage, mutating)
+		}
+		if _, validating := plugin.(admission.ValidationInterface); p.Stage == Validating && validating != (p.register != nil) {
+			t.Errorf("%s: Chain.Validate runs it %v, implements ValidationInterface %v", p.Name, p.register != nil, validating)
 		}
 	}
 }

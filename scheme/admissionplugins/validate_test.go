@@ -25,7 +25,9 @@ type validateCase struct {
 	user user.Info
 	// denied is the refusal's message; by the plugin that refused.
 	denied, by string
-	warnings   []string
+	// code is the refusal's HTTP code; 0: 403.
+	code     int32
+	warnings []string
 	// annotations are audit annotations that must be among the result's.
 	annotations map[string]string
 	// admitted is the object after the plugins before MAP.
@@ -117,6 +119,10 @@ func validateCases() []validateCase {
 			pluginCase:  configured(with(podIn("ns", `"runtimeClassName":"kata",`+plainContainer), kataRC), "podsecurity.yaml"),
 			annotations: map[string]string{"pod-security.kubernetes.io/exempt": "runtimeClass"},
 		}),
+		named("PodSecurity refuses a Namespace labelled with an unknown level", validateCase{
+			pluginCase: pluginCase{resource: "namespaces", object: `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"strict","labels":{"pod-security.kubernetes.io/enforce":"strict"}}}`}, by: "PodSecurity",
+			code: 422, denied: `Namespace "strict" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted`,
+		}),
 		named("LimitRanger refuses a container over the maximum", validateCase{
 			pluginCase: with(podIn("limited", `"containers":[{"name":"c","image":"nginx","resources":{"requests":{"memory":"100Mi"},"limits":{"cpu":"2","memory":"100Mi"}}}]`), maxLimitRange), by: "LimitRanger",
 			denied: `pods "p" is forbidden: maximum cpu usage per Container is 1, but limit is 2`,
@@ -174,8 +180,12 @@ func checkValidation(t *testing.T, c *validateCase, v Validation, err error) {
 	t.Helper()
 	if c.denied != "" {
 		var status *apierrors.StatusError
-		if !errors.As(err, &status) || status.ErrStatus.Code != 403 || status.ErrStatus.Message != c.denied {
-			t.Errorf("got %v, want the 403\n%s", err, c.denied)
+		code := c.code
+		if code == 0 {
+			code = 403
+		}
+		if !errors.As(err, &status) || status.ErrStatus.Code != code || status.ErrStatus.Message != c.denied {
+			t.Errorf("got %v, want the %d\n%s", err, code, c.denied)
 		}
 		if len(v.Steps) == 0 || v.Steps[len(v.Steps)-1].Plugin != c.by || v.Steps[len(v.Steps)-1].Err != err {
 			t.Errorf("steps %+v: want the last to be %s's refusal", v.Steps, c.by)
