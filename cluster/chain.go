@@ -93,16 +93,27 @@ func (p *plugins) Admit(ctx context.Context, a *matching.Attributes, rc *chain.C
 	obj, steps, err := p.c.Plugins.AdmitSteps(ctx, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun, p.changes)
 	out.PluginSteps = steps
 	if err != nil {
-		by := pluginOf(steps)
-		var status *apierrors.StatusError
-		if !errors.As(err, &status) {
-			return out, fmt.Errorf("%s: %w", by, err)
-		}
-		out.Denied, out.DeniedBy = status, by
-		return out, nil
+		return out, refused(&out, err)
 	}
 	out.Object = obj
 	return out, nil
+}
+
+// refused puts err, the built-in plugins' error with out.PluginSteps
+// their steps, into out: a refusal (an *apierrors.StatusError) as
+// out.Denied by the plugin of the last step; any other error is returned,
+// naming the plugin.
+func refused(out *chain.Outcome, err error) error {
+	if err == nil {
+		return nil
+	}
+	by := pluginOf(out.PluginSteps)
+	var status *apierrors.StatusError
+	if !errors.As(err, &status) {
+		return fmt.Errorf("%s: %w", by, err)
+	}
+	out.Denied, out.DeniedBy = status, by
+	return nil
 }
 
 // pluginOf names the built-in plugin that refused the request: the last

@@ -11,6 +11,7 @@ import (
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/validating"
 )
 
@@ -27,7 +28,7 @@ func (c *Cluster) validate(ctx context.Context, ch Chain, d *Decoded, out *Admis
 	if out.Result.Denied != nil || out.Invalid != nil {
 		return nil
 	}
-	stages := c.validatingStages(ch)
+	stages := c.validatingStages(ch, d)
 	if len(stages) == 0 {
 		return nil
 	}
@@ -51,17 +52,27 @@ func (c *Cluster) validate(ctx context.Context, ch Chain, d *Decoded, out *Admis
 	return err
 }
 
-// validatingStages is ch's validating list in kube-apiserver 1.37's order
-// (k8s.io/kubernetes pkg/kubeapiserver/options/plugins.go,
-// AllOrderedPlugins): the ValidatingAdmissionPolicy plugin, then the
-// ValidatingAdmissionWebhook plugin, those ch has.
-func (c *Cluster) validatingStages(ch Chain) []chain.Stage {
+// validatingStages is ch's validating list for d in kube-apiserver 1.37's
+// order (k8s.io/kubernetes pkg/kubeapiserver/options/plugins.go,
+// AllOrderedPlugins): the built-in plugins that validate before the
+// ValidatingAdmissionPolicy plugin (PodSecurity, LimitRanger …), the
+// ValidatingAdmissionPolicy plugin, then the ValidatingAdmissionWebhook
+// plugin, those ch has, then the built-in plugins after them. The
+// built-in plugins run when the request went through the plugins before
+// MAP (neither NoDefaults nor Request.SkipAdmissionPlugins).
+func (c *Cluster) validatingStages(ch Chain, d *Decoded) []chain.Stage {
 	var stages []chain.Stage
+	if d.validatePlugins {
+		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.BeforePolicies})
+	}
 	if ch.ValidatingPolicies != nil {
 		stages = append(stages, ch.ValidatingPolicies)
 	}
 	if ch.ValidatingWebhooks != nil {
 		stages = append(stages, ch.ValidatingWebhooks)
+	}
+	if d.validatePlugins {
+		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.AfterWebhooks})
 	}
 	return stages
 }

@@ -118,6 +118,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	addAdmissionPluginFlags(f, &o.plugins)
+	f.StringVar(&o.plugins.ConfigFile, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration file, configuring its admission plugins (PodSecurity's defaults and exemptions)")
 	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
