@@ -394,7 +394,7 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
 	}
 	printWarnings(stderr, adm.Result.Warnings)
-	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls) {
+	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing

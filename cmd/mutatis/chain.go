@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
@@ -53,24 +52,26 @@ func (o *webhookOptions) load(ctx context.Context, stdin io.Reader) ([]webhookcl
 
 // webhookFailures are notes naming, for every webhook whose call failed
 // (failed open or closed), the file and field of its configuration, so
-// that an unreachable webhook or a bad caBundle points at what to fix.
-func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call) []string {
+// that an unreachable webhook or a bad caBundle points at what to fix:
+// calls of the mutating webhooks, or of the validating ones (validating).
+func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call, validating bool) []string {
 	var out []string
 	for _, c := range calls {
 		if c.Outcome != chain.FailedOpen && c.Outcome != chain.FailedClosed {
 			continue
 		}
-		i := slices.IndexFunc(configs, func(cfg webhookclient.Configuration) bool { return cfg.Configuration.Name == c.Configuration })
+		i := slices.IndexFunc(configs, func(cfg webhookclient.Configuration) bool {
+			return cfg.Name() == c.Configuration && (cfg.Validating != nil) == validating
+		})
 		if i < 0 {
 			continue
 		}
 		cfg := configs[i]
-		j := slices.IndexFunc(cfg.Configuration.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == c.Webhook })
 		how := "failed closed (failurePolicy Fail)"
 		if c.Outcome == chain.FailedOpen {
 			how = "failed open (failurePolicy Ignore)"
 		}
-		out = append(out, fmt.Sprintf("%s: MutatingWebhookConfiguration %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Configuration.Name, j, c.Webhook, how, c.Err))
+		out = append(out, fmt.Sprintf("%s: %s %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Kind(), cfg.Name(), cfg.WebhookIndex(c.Webhook), c.Webhook, how, c.Err))
 	}
 	return out
 }
