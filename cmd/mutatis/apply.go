@@ -82,6 +82,9 @@ plugins, the policies and the webhooks run once more by their
 reinvocation rules (without webhooks too: a policy's sidecar gets the
 service account token mount the plugins give every container). --explain
 shows every webhook call beside the policies and plugins (docs/chain.md).
+The ValidatingWebhookConfigurations found there are called once, all at
+once, on the object the registry would store (a DELETE's old object),
+after validation and the ValidatingAdmissionPolicies.
 
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
 1 denied, refused by decoding (400), by an admission plugin (403), by a
@@ -230,12 +233,8 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	// The chain is built once, on the first object that needs it, and
 	// serves every object: policies, then the webhooks' dispatcher (one
 	// HTTP client per configuration, connections kept).
-	var dispatcher *webhookclient.Dispatcher
-	defer func() {
-		if dispatcher != nil {
-			dispatcher.Close(nil)
-		}
-	}()
+	var built cluster.Chain
+	defer func() { closeChain(built) }()
 	chain := &applyChain{webhooks: webhooks, build: sync.OnceValues(func() (cluster.Chain, error) {
 		policies, bindings := policySet.APIObjects()
 		ev, err := sim.Evaluator(comp, policies, bindings)
@@ -246,7 +245,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		if err != nil {
 			return ch, badInput(err)
 		}
-		dispatcher = ch.Webhooks
+		built = ch
 		return ch, nil
 	})}
 	if len(objects) > 1 || len(o.objects) > 1 {
@@ -408,6 +407,9 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
 	printWarnings(stderr, adm.Validation.Warnings)
+	for _, note := range webhookFailures(ac.webhooks, adm.Validation.Calls, true) {
+		fmt.Fprintf(stderr, "note: %s\n", note)
+	}
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
 	}
