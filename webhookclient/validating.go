@@ -155,7 +155,13 @@ type answer struct {
 	rel         int
 }
 
-func (v *ValidatingDispatcher) dispatch(ctx context.Context, a *matching.Attributes, out *chain.Outcome) error {
+func (v *ValidatingDispatcher) dispatch(ctx context.Context, a *matching.Attributes, out *chain.Outcome) (err error) {
+	defer func() {
+		// kube-apiserver's handler turns a panic into a 500 of the request.
+		if r := recover(); r != nil {
+			err = apierrors.NewInternalError(fmt.Errorf("panic while calling validating webhooks: %v", r))
+		}
+	}()
 	d := v.d
 	if matching.WebhookExempt(a) {
 		for i, h := range d.hooks {
