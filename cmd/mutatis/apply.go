@@ -391,6 +391,7 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if o.explain {
 		explain.Chain(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
+		explain.ValidatingWebhooks(stderr, adm.Validation.Calls)
 	}
 	printWarnings(stderr, adm.Result.Warnings)
 	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
