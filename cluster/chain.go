@@ -37,8 +37,9 @@ type Chain struct {
 // Plugin names of the chain's stages, as kube-apiserver names them
 // (chain.Result.DeniedBy names these or a built-in plugin).
 const (
-	PolicyPlugin  = engine.PluginName
-	WebhookPlugin = webhookclient.PluginName
+	PolicyPlugin            = engine.PluginName
+	WebhookPlugin           = webhookclient.PluginName
+	ValidatingWebhookPlugin = webhookclient.ValidatingPluginName
 )
 
 // Webhooks returns a Dispatcher of configs over this cluster: its
@@ -52,6 +53,18 @@ func (c *Cluster) Webhooks(configs []*admissionregistrationv1.MutatingWebhookCon
 	opts.Authorizer = c.Authorizer
 	opts.ServiceURLs = urls
 	return webhookclient.NewDispatcher(configs, opts)
+}
+
+// ValidatingWebhooks returns the ValidatingAdmissionWebhook stage of
+// configs over this cluster, for Chain.ValidatingWebhooks, built as
+// Webhooks builds the mutating one (previous: the dispatcher it replaces,
+// or nil).
+func (c *Cluster) ValidatingWebhooks(configs []*admissionregistrationv1.ValidatingWebhookConfiguration, urls webhookclient.ServiceURLs, opts webhookclient.Options, previous *webhookclient.ValidatingDispatcher) (*webhookclient.ValidatingDispatcher, error) {
+	opts.Matcher = matching.NewMatcher(c, c.Table)
+	opts.Scheme = c.Scheme
+	opts.Authorizer = c.Authorizer
+	opts.ServiceURLs = urls
+	return webhookclient.NewValidatingDispatcher(configs, opts, previous)
 }
 
 // stages is ch as the list of stages the chain runs for d: the built-in

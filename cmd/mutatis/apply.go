@@ -82,6 +82,9 @@ plugins, the policies and the webhooks run once more by their
 reinvocation rules (without webhooks too: a policy's sidecar gets the
 service account token mount the plugins give every container). --explain
 shows every webhook call beside the policies and plugins (docs/chain.md).
+The ValidatingWebhookConfigurations found there are called once, all at
+once, on the object the registry would store (a DELETE's old object),
+after validation and the ValidatingAdmissionPolicies.
 
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
 1 denied, refused by decoding (400), by an admission plugin (403), by a
@@ -231,12 +234,8 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	// The chain is built once, on the first object that needs it, and
 	// serves every object: policies, then the webhooks' dispatcher (one
 	// HTTP client per configuration, connections kept).
-	var dispatcher *webhookclient.Dispatcher
-	defer func() {
-		if dispatcher != nil {
-			dispatcher.Close(nil)
-		}
-	}()
+	var built cluster.Chain
+	defer func() { closeChain(built) }()
 	chain := &applyChain{webhooks: webhooks, build: sync.OnceValues(func() (cluster.Chain, error) {
 		policies, bindings := policySet.APIObjects()
 		ev, err := sim.Evaluator(comp, policies, bindings)
@@ -256,7 +255,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 			}
 			ch.ValidatingPolicies = vev
 		}
-		dispatcher = ch.Webhooks
+		built = ch
 		return ch, nil
 	})}
 	if len(objects) > 1 || len(o.objects) > 1 {
@@ -402,9 +401,10 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if o.explain {
 		explain.Chain(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
+		explain.ValidatingWebhooks(stderr, adm.Validation.Calls)
 	}
 	printWarnings(stderr, adm.Result.Warnings)
-	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls) {
+	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
@@ -418,6 +418,9 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
 	printWarnings(stderr, adm.Validation.Warnings)
+	for _, note := range webhookFailures(ac.webhooks, adm.Validation.Calls, true) {
+		fmt.Fprintf(stderr, "note: %s\n", note)
+	}
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
 	}
