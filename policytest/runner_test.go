@@ -119,7 +119,7 @@ func TestRunnerAcceptance(t *testing.T) {
 				`    denied.by: the request was refused by ValidatingAdmissionPolicy, want PodSecurity: pods "web" is forbidden: ValidatingAdmissionPolicy 'memory-limits' with binding 'memory-limits-strict' denied request: container app has no memory limit`,
 			}},
 		{name: "the examples pass with both checks", path: "../examples", opts: Options{Shuffle: true, Seed: 1, Idempotence: true},
-			passed: 38, want: []string{"PASS: 38 cases in 5 suites"}},
+			passed: 41, want: []string{"PASS: 41 cases in 7 suites"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
