@@ -486,7 +486,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		// even one that changed nothing.
 		st.requireReinvokingPrevious()
 		st.changed = true
-		out, err := e.toVersion(last.object, last.objectKind, a.Kind)
+		out, err := e.cfg.Patcher.Scheme.ConvertToGVK(last.object, last.objectKind, a.Kind)
 		if err != nil {
 			return object, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
 		}
