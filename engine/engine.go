@@ -39,24 +39,16 @@ type Evaluator struct {
 	// bruteForce makes every hook a candidate (tests prove the index never
 	// changes a result).
 	bruteForce bool
-	// only, when set, keeps the hooks whose policy has that failure policy
-	// (an unset one is Fail) and drops the others from the candidates: a
-	// view of the same hooks and index (subset).
-	only admissionregistrationv1.FailurePolicyType
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
 }
 
 // NewEvaluator returns an Evaluator over hooks. It is safe for concurrent
-// use. Where policy sets follow each other over the same collaborators
-// (a webhook, a controller), an Engine holds them (New, Engine.Swap).
+// use. Only what belongs to the policy set is built: its candidate index.
+// Where policy sets follow each other over the same collaborators (serve),
+// webhook.Engine swaps their Evaluators.
 func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
-	return evaluatorOver(cfg.complete(), hooks)
-}
-
-// evaluatorOver is NewEvaluator over a completed cfg: the policy set's own
-// part, its candidate index.
-func evaluatorOver(cfg Config, hooks []Hook) *Evaluator {
+	cfg = cfg.complete()
 	ix := matching.NewIndex[int](cfg.Matcher.Table())
 	for i := range hooks {
 		ix.Add(matching.SelectorForPolicy(hooks[i].Policy), i)
@@ -69,16 +61,12 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 	var out []int
 	if e.bruteForce {
 		for i := range e.hooks {
-			if e.keeps(i) {
-				out = append(out, i)
-			}
+			out = append(out, i)
 		}
 		return out
 	}
 	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
-		if e.keeps(i) {
-			out = append(out, i)
-		}
+		out = append(out, i)
 		return true
 	})
 	return out
@@ -87,32 +75,15 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 // anyCandidate tells whether any hook may match a (candidates would not be
 // empty), without allocating.
 func (e *Evaluator) anyCandidate(a *matching.Attributes) bool {
-	found := false
 	if e.bruteForce {
-		for i := range e.hooks {
-			if found = e.keeps(i); found {
-				break
-			}
-		}
-		return found
+		return len(e.hooks) > 0
 	}
-	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
-		found = e.keeps(i)
-		return !found
+	found := false
+	e.index.Lookup(a.Operation, a.Resource, func(int) bool {
+		found = true
+		return false
 	})
 	return found
-}
-
-// keeps tells whether hook i is one of the evaluator's (only).
-func (e *Evaluator) keeps(i int) bool {
-	if e.only == "" {
-		return true
-	}
-	fp := admissionregistrationv1.Fail
-	if p := e.hooks[i].Policy.Spec.FailurePolicy; p != nil {
-		fp = *p
-	}
-	return fp == e.only
 }
 
 type policyError struct {
@@ -446,7 +417,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 				continue
 			}
 			in.Object = view.object
-			out, outcome, err := e.cfg.Patcher.mutate(ctx, inv.hook.Compiled, m, in, view.objectKind, &st.cache)
+			out, outcome, err := st.cache.Mutate(ctx, e.cfg.Patcher, inv.hook.Compiled, m, in, view.objectKind)
 			outKind := view.objectKind
 			if err == nil {
 				out, outKind, err = e.backToRequestVersion(out, view.objectKind, a.Kind)

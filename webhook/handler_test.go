@@ -23,7 +23,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -416,9 +415,9 @@ func TestReviewPastItsDeadlineIsNotEvaluated(t *testing.T) {
 }
 
 // splitter serves its Admitter on the per-failure-policy paths too.
-type splitter struct{ engine.Admitter }
+type splitter struct{ chain.Admitter }
 
-func (s splitter) Only(admissionregistrationv1.FailurePolicyType) engine.Admitter { return s.Admitter }
+func (s splitter) Only(admissionregistrationv1.FailurePolicyType) chain.Admitter { return s.Admitter }
 
 // TestPatchFromTheRequestAsSent checks the patch the Handler diffs from its
 // own decoding of the request object: it turns the object as sent into the
