@@ -233,30 +233,30 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 		m, err := e.cfg.Matcher.PolicyMatches(ctx, cur, h.Policy)
 		if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipPolicyConfigError, Err: err})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
 		if !m.Matches {
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipPolicyNotSelected})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyNotSelected}})
 			continue
 		}
 		if skip, err := e.cfg.Params.CheckKind(h.Policy.Spec.ParamKind); skip {
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipParamKindInactive, Err: err})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipParamKindInactive, Err: err}})
 			continue
 		} else if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipPolicyConfigError, Err: err})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
 		for _, b := range h.Bindings {
 			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, cur, b)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipBindingConfigError, Err: err})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipBindingConfigError, Err: err}})
 				continue
 			}
 			if !ok {
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipBindingNotSelected})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipBindingNotSelected}})
 				continue
 			}
 			// Upstream converts the request's objects to the matched kind
@@ -265,17 +265,17 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 			// any mutation: every view starts from the pass's object.
 			if err := e.view(cur, m.Kind, views); err != nil {
 				errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipConversion, Err: err})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipConversion, Err: err}})
 				continue
 			}
 			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipParams, Err: err})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipParams, Err: err}})
 				continue
 			}
 			if len(ps) == 0 {
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipNoParams})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipNoParams}})
 			}
 			for _, p := range ps {
 				invocations = append(invocations, invocation{hook: h, binding: b, param: p, resource: m.Resource, kind: m.Kind})
@@ -313,8 +313,8 @@ func (e *Evaluator) deny(a *matching.Attributes, errs []policyError, pass int, r
 	for _, pe := range errs {
 		if fp := pe.policy.Spec.FailurePolicy; fp != nil && *fp == admissionregistrationv1.Ignore {
 			res.Ignored = append(res.Ignored, chain.IgnoredError{
-				Policy: pe.policy.Name, Binding: pe.binding, Pass: pass, Mutation: pe.mutation - 1,
-				Message: pe.message(), Err: pe.err,
+				Record:   chain.Record{Configuration: pe.policy.Name, Hook: pe.binding, Round: pass - 1, Err: pe.err},
+				Mutation: pe.mutation - 1, Message: pe.message(),
 			})
 			continue
 		}
@@ -375,7 +375,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		if inv.param.Object != nil {
 			key.param = inv.param.Namespace + "/" + inv.param.Name
 		}
-		trace := chain.Invocation{Policy: key.policy, Binding: key.binding, Param: key.param, Pass: pass}
+		trace := chain.Invocation{Record: chain.Record{Configuration: key.policy, Hook: key.binding, Round: pass - 1}, Param: key.param}
 		// The policy sees the objects in the kind its rules matched
 		// (matchPolicy Equivalent), as kube-apiserver converts them.
 		view := views[inv.kind]
@@ -387,7 +387,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
 		if matched, condition, err := e.matchConditions(ctx, inv, a, in); matched != chain.NotSkipped {
-			trace.Skipped, trace.Condition, trace.Err = matched, condition, err
+			trace.Skip, trace.Condition, trace.Err = matched, condition, err
 			if err != nil {
 				// Under failurePolicy Ignore, deny drops it (Result.Ignored).
 				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
@@ -396,7 +396,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			continue
 		}
 		if pass == 2 && !st.reinvoke[key] {
-			trace.Skipped = chain.SkipNotReinvoked
+			trace.Skip = chain.SkipNotReinvoked
 			res.Invocations = append(res.Invocations, trace)
 			continue
 		}

@@ -234,8 +234,8 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 	ran := func(r chain.Result) []string {
 		var out []string
 		for _, inv := range r.Invocations {
-			if inv.Skipped != chain.SkipPolicyNotSelected {
-				out = append(out, fmt.Sprintf("%d %s %s %q", inv.Pass, inv.Policy, inv.Binding, inv.Skipped))
+			if inv.Skip != chain.SkipPolicyNotSelected {
+				out = append(out, fmt.Sprintf("%d %s %s %q", inv.Round+1, inv.Configuration, inv.Hook, inv.Skip))
 			}
 		}
 		return out

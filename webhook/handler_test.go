@@ -113,7 +113,7 @@ func TestNoMutationNoPatch(t *testing.T) {
 	dropUnknown := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		obj := a.Object.DeepCopy()
 		delete(obj.Object, "futureField")
-		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: chain.SkipBindingNotSelected}}}}, nil
+		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b", Skip: chain.SkipBindingNotSelected}}}}}, nil
 	})
 	body := strings.Replace(minimalReview, `"metadata":{"name":"c","namespace":"shop"}`, `"metadata":{"name":"c","namespace":"shop"},"futureField":"x"`, 1)
 	rec := serveOnce(&Handler{Admitter: dropUnknown}, http.MethodPost, PathMutate, "application/json", []byte(body))
@@ -438,7 +438,7 @@ func TestPatchFromTheRequestAsSent(t *testing.T) {
 		}
 		meta["labels"] = map[string]any{"example.com/mutated": "true"}
 		obj["metadata"] = meta
-		return chain.Result{Object: obj, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
+		return chain.Result{Object: obj, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b"}, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 	})
 	cases := []struct {
 		name, object string

@@ -245,7 +245,7 @@ func (d *Dispatcher) pass(ctx context.Context, a *matching.Attributes, state *re
 	}
 	if matching.WebhookExempt(a) {
 		for i, h := range d.hooks {
-			res.Calls = append(res.Calls, chain.Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i, Round: round, Skip: chain.SkipExempt})
+			res.Calls = append(res.Calls, chain.Call{Record: chain.Record{Configuration: h.configuration, Hook: h.webhook.Name, Round: round, Skip: chain.SkipExempt}, Index: i})
 		}
 		return res, nil
 	}
@@ -276,7 +276,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 	for i := range d.hooks {
 		h := &d.hooks[i]
 		w := h.webhook
-		call := chain.Call{Configuration: h.configuration, Webhook: w.Name, Index: i, Round: round,
+		call := chain.Call{Record: chain.Record{Configuration: h.configuration, Hook: w.Name, Round: round}, Index: i,
 			Reinvocable: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy}
 		inv, skip, err := d.shouldCall(ctx, h, a, v, &call)
 		if err != nil {
@@ -400,7 +400,7 @@ func (d *Dispatcher) shouldCall(ctx context.Context, h *hook, a *matching.Attrib
 	case mr.Error != nil:
 		return nil, chain.NotSkipped, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, mr.Error)
 	case !mr.Matches && mr.FailedConditionName != "":
-		call.FailedCondition = mr.FailedConditionName
+		call.Condition = mr.FailedConditionName
 		return nil, chain.SkipMatchConditionFalse, nil
 	case !mr.Matches:
 		return nil, chain.SkipMatchConditionFailedOpen, nil

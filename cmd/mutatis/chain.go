@@ -65,12 +65,12 @@ func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call) 
 			continue
 		}
 		cfg := configs[i]
-		j := slices.IndexFunc(cfg.Configuration.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == c.Webhook })
+		j := slices.IndexFunc(cfg.Configuration.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == c.Hook })
 		how := "failed closed (failurePolicy Fail)"
 		if c.Outcome == chain.FailedOpen {
 			how = "failed open (failurePolicy Ignore)"
 		}
-		out = append(out, fmt.Sprintf("%s: MutatingWebhookConfiguration %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Configuration.Name, j, c.Webhook, how, c.Err))
+		out = append(out, fmt.Sprintf("%s: MutatingWebhookConfiguration %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Configuration.Name, j, c.Hook, how, c.Err))
 	}
 	return out
 }
