@@ -56,7 +56,7 @@
 // policy is invoked, under its failure policy) and is reported. Reports are
 // Kubernetes Events on the object and, in shadow mode, a Ready condition in
 // the object's status. The new policy set is swapped into the Engine
-// atomically (source.Engine.Swap: only its candidate index is built; the
+// atomically (source.Engine.Swap: only its candidate indexes are built; the
 // Engine's matcher, params, schemas and scheme, built once when the
 // controller is created, stay) and the generation counter moves on. Each cluster write of a
 // sync (the webhook configurations, a Ready condition) is bounded by
