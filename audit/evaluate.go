@@ -189,7 +189,7 @@ func (a *Auditor) finding(ctx context.Context, res matching.Resource, obj *unstr
 		f.invocations = r.Invocations
 		for _, inv := range r.Invocations {
 			if inv.Ran() || inv.Err != nil {
-				name := PolicyBinding{Policy: inv.Policy, Binding: inv.Binding}.String()
+				name := PolicyBinding{Policy: inv.Configuration, Binding: inv.Hook}.String()
 				if !slices.Contains(f.Policies, name) {
 					f.Policies = append(f.Policies, name)
 				}

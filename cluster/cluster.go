@@ -31,6 +31,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/rbac"
 	"github.com/mutatis-dev/mutatis/scheme"
@@ -207,8 +208,8 @@ func (c *Cluster) Config() engine.Config {
 }
 
 // Patcher returns a Patcher over the cluster's schemas.
-func (c *Cluster) Patcher() *engine.Patcher {
-	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.opts.NoDefaults}
+func (c *Cluster) Patcher() *mutation.Patcher {
+	return &mutation.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.opts.NoDefaults}
 }
 
 // Evaluator compiles policies and bindings (with comp; nil for a new

@@ -47,7 +47,7 @@ func Chain(w io.Writer, r chain.Result) {
 		}
 		var invs []chain.Invocation
 		for _, inv := range r.Invocations {
-			if inv.Pass == pass {
+			if inv.Round+1 == pass {
 				invs = append(invs, inv)
 			}
 		}
@@ -70,13 +70,13 @@ func invocations(w io.Writer, invs []chain.Invocation) {
 		if inv.Param != "" {
 			param = " param " + inv.Param
 		}
-		who := fmt.Sprintf("policy %q", inv.Policy)
-		if inv.Binding != "" {
-			who += fmt.Sprintf(" binding %q", inv.Binding)
+		who := fmt.Sprintf("policy %q", inv.Configuration)
+		if inv.Hook != "" {
+			who += fmt.Sprintf(" binding %q", inv.Hook)
 		}
-		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
+		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Round+1, who, param)
 		switch {
-		case inv.Skipped == chain.SkipMatchConditionsErrorIgnored:
+		case inv.Skip == chain.SkipMatchConditionsErrorIgnored:
 			fmt.Fprintf(w, ": skipped: %s: %v\n", inv.SkipMessage(), inv.Err)
 		case inv.Err != nil:
 			fmt.Fprintf(w, ": error: %v\n", inv.Err)
@@ -102,7 +102,7 @@ func invocations(w io.Writer, invs []chain.Invocation) {
 // policy asked for the chain's reinvocation in the last pass.
 func traceEnd(w io.Writer, r chain.Result) {
 	for _, ig := range r.Ignored {
-		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Pass, ig.Message)
+		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Round+1, ig.Message)
 	}
 	if r.Reinvoke {
 		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
@@ -115,14 +115,14 @@ func traceEnd(w io.Writer, r chain.Result) {
 func IgnoredWarnings(r chain.Result) []string {
 	var out []string
 	for _, ig := range r.Ignored {
-		who := fmt.Sprintf("policy %q", ig.Policy)
-		if ig.Binding != "" {
-			who += fmt.Sprintf(" binding %q", ig.Binding)
+		who := fmt.Sprintf("policy %q", ig.Configuration)
+		if ig.Hook != "" {
+			who += fmt.Sprintf(" binding %q", ig.Hook)
 		}
 		if ig.Mutation >= 0 {
 			who += fmt.Sprintf(" mutation %d", ig.Mutation)
 		}
-		if ig.Pass == 2 {
+		if ig.Round == 1 {
 			who += " (reinvocation)"
 		}
 		out = append(out, fmt.Sprintf("%s: error ignored by failurePolicy Ignore: %v", who, ig.Err))
@@ -169,7 +169,7 @@ func PluginSteps(w io.Writer, steps []admissionplugins.Step) bool {
 // outcome under its failure policy and its patch.
 func Webhooks(w io.Writer, calls []chain.Call) {
 	for _, c := range calls {
-		fmt.Fprintf(w, "explain: pass %d: webhook %q of %q", c.Round+1, c.Webhook, c.Configuration)
+		fmt.Fprintf(w, "explain: pass %d: webhook %q of %q", c.Round+1, c.Hook, c.Configuration)
 		if c.Outcome == chain.NotCalled {
 			fmt.Fprintf(w, ": skipped: %s\n", c.SkipMessage())
 			continue

@@ -275,7 +275,7 @@ func applied(o outcome, name string) bool {
 	if hook, ok := strings.CutPrefix(name, webhookPrefix); ok {
 		config, webhook, _ := strings.Cut(hook, "/")
 		for _, c := range o.result.Calls {
-			if c.Configuration == config && (webhook == "" || c.Webhook == webhook) && c.Outcome == chain.Admitted {
+			if c.Configuration == config && (webhook == "" || c.Hook == webhook) && c.Outcome == chain.Admitted {
 				return true
 			}
 		}
@@ -283,7 +283,7 @@ func applied(o outcome, name string) bool {
 	}
 	policy, bind, _ := strings.Cut(name, "/")
 	for _, inv := range o.result.Invocations {
-		if inv.Policy == policy && (bind == "" || inv.Binding == bind) && inv.Ran() && inv.Binding != "" {
+		if inv.Configuration == policy && (bind == "" || inv.Hook == bind) && inv.Ran() && inv.Hook != "" {
 			return true
 		}
 	}
@@ -320,7 +320,7 @@ func (e *expectations) checkInvocations(o outcome) []Failure {
 		policy, mutation, _ := parseCostKey(k)
 		cost, ran := int64(0), false
 		for _, inv := range r.Invocations {
-			if inv.Policy != policy || len(inv.Mutations) == 0 {
+			if inv.Configuration != policy || len(inv.Mutations) == 0 {
 				continue
 			}
 			var c int64
