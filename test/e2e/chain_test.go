@@ -152,9 +152,9 @@ type chainHook struct {
 // chainCase is one chain: its policies, its webhooks, and whether its
 // namespace has a LimitRange.
 type chainCase struct {
-	name       string
-	policies   []string
-	hooks      []chainHook
+	name     string
+	policies []string
+	hooks    []chainHook
 	// validating are ValidatingWebhookConfigurations' webhooks (ifNeeded
 	// unused): the validating stage, after the registry's validation.
 	validating []chainHook
