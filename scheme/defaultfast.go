@@ -24,7 +24,8 @@ import (
 // ToUnstructured, and the input when that changed nothing).
 //
 // It runs the very same defaulters on the very same typed object; only the
-// two conversions around them are planned:
+// two conversions around them are planned, as walks over the kind's plan
+// (plan.go, the planner normalization walks too):
 //
 //   - build is runtime.DefaultUnstructuredConverter.FromUnstructured
 //     specialized per Go type (fields found by name through a table built

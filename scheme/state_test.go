@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"go/ast"
+	gobuild "go/build"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -28,48 +29,62 @@ func TestNoStateInTheScheme(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	for _, dir := range []string{".", "../jsonpatch"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, v := range packageVars(t, fset, dir) {
+			if allowed[v.qualified] {
+				continue
+			}
+			if v.name.IsExported() && !strings.HasPrefix(v.name.Name, "Err") {
+				t.Errorf("%s: exported package-level variable %s: make it a constant or an argument", fset.Position(v.name.Pos()), v.qualified)
+			}
+			ast.Inspect(v.spec, func(n ast.Node) bool {
+				if _, isFunc := n.(*ast.FuncLit); isFunc {
+					return false // what a function body uses is not the variable's type
+				}
+				sel, isSel := n.(*ast.SelectorExpr)
+				if !isSel {
+					return true
+				}
+				if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "sync" || pkg.Name == "atomic") {
+					t.Errorf("%s: package-level %s of type %s.%s: give it to a value its caller owns", fset.Position(v.name.Pos()), v.qualified, pkg.Name, sel.Sel.Name)
+					return false
+				}
+				return true
+			})
+		}
+	}
+}
+
+// packageVar is a package-level variable and its declaration.
+type packageVar struct {
+	qualified string // package.name
+	name      *ast.Ident
+	spec      *ast.ValueSpec
+}
+
+// packageVars lists the package-level variables of the non-test Go files
+// of the package in dir.
+func packageVars(t *testing.T, fset *token.FileSet, dir string) []packageVar {
+	t.Helper()
+	pkg, err := gobuild.ImportDir(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []packageVar
+	for _, name := range pkg.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.VAR {
-					continue
-				}
+		for _, decl := range f.Decls {
+			if gd, isGen := decl.(*ast.GenDecl); isGen && gd.Tok == token.VAR {
 				for _, spec := range gd.Specs {
 					vs := spec.(*ast.ValueSpec)
-					for _, name := range vs.Names {
-						qualified := f.Name.Name + "." + name.Name
-						if allowed[qualified] {
-							continue
-						}
-						if name.IsExported() && !strings.HasPrefix(name.Name, "Err") {
-							t.Errorf("%s: exported package-level variable %s: make it a constant or an argument", fset.Position(name.Pos()), qualified)
-						}
-						ast.Inspect(vs, func(n ast.Node) bool {
-							if _, isFunc := n.(*ast.FuncLit); isFunc {
-								return false // what a function body uses is not the variable's type
-							}
-							if sel, ok := n.(*ast.SelectorExpr); ok {
-								if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "sync" || pkg.Name == "atomic") {
-									t.Errorf("%s: package-level %s of type %s.%s: give it to a value its caller owns", fset.Position(name.Pos()), qualified, pkg.Name, sel.Sel.Name)
-									return false
-								}
-							}
-							return true
-						})
+					for _, id := range vs.Names {
+						out = append(out, packageVar{pkg.Name + "." + id.Name, id, vs})
 					}
 				}
 			}
 		}
 	}
+	return out
 }
