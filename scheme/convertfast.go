@@ -99,10 +99,11 @@ func (p *planner) internal(k *kube, obj map[string]any, gvk schema.GroupVersionK
 }
 
 // planAhead builds the plan decodeRequestFast walks for gvk, a kind of
-// s.types, if it is not built yet: the normalizer walks the kind's node,
-// which typedFast finds again through kube-apiserver's scheme (the same
-// Go type for a versioned kind). Plans are memoized and depend only on the
-// Go types, so building them ahead changes no result.
+// s.types, if it is not built yet, before kube-apiserver's scheme is
+// registered: decode walks the kind's node, and typedFast finds the same
+// node again through kube-apiserver's scheme (the same Go type for a
+// versioned kind). Plans are memoized and depend only on the Go types, so
+// building them ahead changes no result.
 func (s *Scheme) planAhead(gvk schema.GroupVersionKind) { s.plans.kind(s.types, gvk) }
 
 // decodeRequestFast is what kube-apiserver's request decoder gives for
