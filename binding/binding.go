@@ -7,7 +7,11 @@ package binding
 
 import (
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
@@ -23,25 +27,66 @@ type Hook struct {
 // by policy name (kube-apiserver's order is undefined; mutatis documents
 // this one). Bindings naming a policy that does not exist are dropped.
 func Group(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) []Hook {
-	byName := make(map[string]*Hook, len(policies))
-	for _, p := range policies {
-		byName[p.Name] = &Hook{Policy: p}
+	var hooks []Hook
+	for p, bs := range group(policies, bindings,
+		func(p *admissionregistrationv1.MutatingAdmissionPolicy) string { return p.Name },
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) (string, string) {
+			return b.Spec.PolicyName, b.Name
+		}) {
+		hooks = append(hooks, Hook{Policy: p, Bindings: bs})
 	}
-	for _, b := range bindings {
-		if h, ok := byName[b.Spec.PolicyName]; ok {
-			h.Bindings = append(h.Bindings, b)
-		}
-	}
-	hooks := make([]Hook, 0, len(byName))
-	for _, h := range byName {
-		if len(h.Bindings) == 0 {
-			continue
-		}
-		sort.Slice(h.Bindings, func(i, j int) bool { return h.Bindings[i].Name < h.Bindings[j].Name })
-		hooks = append(hooks, *h)
-	}
-	sort.Slice(hooks, func(i, j int) bool { return hooks[i].Policy.Name < hooks[j].Policy.Name })
 	return hooks
+}
+
+// ValidatingHook is a ValidatingAdmissionPolicy with the bindings that
+// select it, in the order of Hook.
+type ValidatingHook struct {
+	Policy   *admissionregistrationv1.ValidatingAdmissionPolicy
+	Bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+}
+
+// GroupValidating is Group for ValidatingAdmissionPolicies: kube-apiserver
+// groups them alike (its generic policy source), in the same order.
+func GroupValidating(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) []ValidatingHook {
+	var hooks []ValidatingHook
+	for p, bs := range group(policies, bindings,
+		func(p *admissionregistrationv1.ValidatingAdmissionPolicy) string { return p.Name },
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (string, string) {
+			return b.Spec.PolicyName, b.Name
+		}) {
+		hooks = append(hooks, ValidatingHook{Policy: p, Bindings: bs})
+	}
+	return hooks
+}
+
+// group yields each policy that has bindings with them, policies by name
+// and bindings by name. names gives a binding's policy name and its own.
+func group[P, B any](policies []P, bindings []B, name func(P) string, names func(B) (policy, binding string)) iter.Seq2[P, []B] {
+	return func(yield func(P, []B) bool) {
+		// A later policy of the same name replaces an earlier one.
+		byName := make(map[string]P, len(policies))
+		for _, p := range policies {
+			byName[name(p)] = p
+		}
+		bound := make(map[string][]B, len(byName))
+		for _, b := range bindings {
+			pn, _ := names(b)
+			if _, ok := byName[pn]; ok {
+				bound[pn] = append(bound[pn], b)
+			}
+		}
+		for _, pn := range slices.Sorted(maps.Keys(bound)) {
+			bs := bound[pn]
+			slices.SortStableFunc(bs, func(a, b B) int {
+				_, an := names(a)
+				_, bn := names(b)
+				return strings.Compare(an, bn)
+			})
+			if !yield(byName[pn], bs) {
+				return
+			}
+		}
+	}
 }
 
 // Warning is a cross-object problem that kube-apiserver accepts.

@@ -144,6 +144,9 @@ type Records struct {
 	Ignored []IgnoredError
 	// Calls are the webhooks': one per webhook and round.
 	Calls []Call
+	// Validations are the ValidatingAdmissionPolicies' (policy × binding
+	// × param).
+	Validations []Validation
 	// PluginSteps are the built-in plugins' steps that ran in the chain:
 	// the reinvocation round's (the first round's ran when the request was
 	// decoded).
@@ -243,6 +246,7 @@ func (res *Result) add(o Outcome) {
 	res.Invocations = appendTo(res.Invocations, o.Invocations)
 	res.Ignored = appendTo(res.Ignored, o.Ignored)
 	res.Calls = appendTo(res.Calls, o.Calls)
+	res.Validations = appendTo(res.Validations, o.Validations)
 	res.PluginSteps = appendTo(res.PluginSteps, o.PluginSteps)
 	res.Warnings = appendTo(res.Warnings, o.Warnings)
 	if len(o.AuditAnnotations) > 0 {

@@ -33,6 +33,12 @@ type Admission struct {
 	// fields the store sets (uid, creationTimestamp, resourceVersion); nil
 	// when the object was not validated or is invalid.
 	Stored map[string]any
+	// Validation is the validating stage's result (the validating list of
+	// the Chain run once on the stored object, or on the old object of a
+	// DELETE): its refusal, warnings, audit annotations and records. Zero
+	// when the request was refused before it or the Chain has no
+	// validating stage.
+	Validation chain.Result
 }
 
 // Admit runs the request d (from DecodeSteps: decoded, and through the
@@ -58,8 +64,11 @@ type Admission struct {
 // (Decoded{Attributes: a}) runs the policies and webhooks alone.
 //
 // A refusal by any stage ends the request: Result.Denied holds it and
-// Result.DeniedBy names the stage. The error is for failures of mutatis
-// itself.
+// Result.DeniedBy names the stage. An object the registry would store then
+// goes through the Chain's validating stages (Validation), as
+// kube-apiserver's createValidation/updateValidation run them; a DELETE
+// or CONNECT goes through them with its old object. Refusal tells the
+// first refusal of all. The error is for failures of mutatis itself.
 func (c *Cluster) Admit(ctx context.Context, ch Chain, d *Decoded) (*Admission, error) {
 	res, err := c.runner.Run(ctx, d.Attributes, c.stages(ch, d)...)
 	if err != nil {
@@ -70,6 +79,9 @@ func (c *Cluster) Admit(ctx context.Context, ch Chain, d *Decoded) (*Admission, 
 		return out, nil
 	}
 	if err := c.store(ctx, d.Attributes, out); err != nil {
+		return nil, err
+	}
+	if err := c.validate(ctx, ch, d, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -19,19 +19,27 @@ import (
 // its built-in admission plugins (the cluster's Scheme), then the
 // MutatingAdmissionPolicy plugin (Policies), then the
 // MutatingAdmissionWebhook plugin (Webhooks), and the reinvocation round
-// of admission.reinvoker around them (chain.Runner).
+// of admission.reinvoker around them (chain.Runner); then its validating
+// stages, once, on what the registry would store (Admission.Validation).
 type Chain struct {
 	// Policies are the MutatingAdmissionPolicies and bindings; nil: none.
 	Policies *engine.Evaluator
 	// Webhooks are the MutatingWebhookConfigurations; nil: none.
 	Webhooks *webhookclient.Dispatcher
+	// ValidatingPolicies is the stage of the ValidatingAdmissionPolicy
+	// plugin, and ValidatingWebhooks the ValidatingAdmissionWebhook
+	// plugin's, run once after the registry's validation (Admission.
+	// Validation); nil: none.
+	ValidatingPolicies chain.Stage
+	ValidatingWebhooks chain.Stage
 }
 
 // Plugin names of the chain's stages, as kube-apiserver names them
 // (chain.Result.DeniedBy names these or a built-in plugin).
 const (
-	PolicyPlugin  = engine.PluginName
-	WebhookPlugin = webhookclient.PluginName
+	PolicyPlugin            = engine.PluginName
+	WebhookPlugin           = webhookclient.PluginName
+	ValidatingWebhookPlugin = webhookclient.ValidatingPluginName
 )
 
 // Webhooks returns a Dispatcher of configs over this cluster: its
@@ -45,6 +53,18 @@ func (c *Cluster) Webhooks(configs []*admissionregistrationv1.MutatingWebhookCon
 	opts.Authorizer = c.Authorizer
 	opts.ServiceURLs = urls
 	return webhookclient.NewDispatcher(configs, opts)
+}
+
+// ValidatingWebhooks returns the ValidatingAdmissionWebhook stage of
+// configs over this cluster, for Chain.ValidatingWebhooks, built as
+// Webhooks builds the mutating one (previous: the dispatcher it replaces,
+// or nil).
+func (c *Cluster) ValidatingWebhooks(configs []*admissionregistrationv1.ValidatingWebhookConfiguration, urls webhookclient.ServiceURLs, opts webhookclient.Options, previous *webhookclient.ValidatingDispatcher) (*webhookclient.ValidatingDispatcher, error) {
+	opts.Matcher = matching.NewMatcher(c, c.Table)
+	opts.Scheme = c.Scheme
+	opts.Authorizer = c.Authorizer
+	opts.ServiceURLs = urls
+	return webhookclient.NewValidatingDispatcher(configs, opts, previous)
 }
 
 // stages is ch as the list of stages the chain runs for d: the built-in
@@ -86,16 +106,27 @@ func (p *plugins) Admit(ctx context.Context, a *matching.Attributes, rc *chain.C
 	obj, steps, err := p.c.Plugins.AdmitSteps(ctx, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun, p.changes)
 	out.PluginSteps = steps
 	if err != nil {
-		by := pluginOf(steps)
-		var status *apierrors.StatusError
-		if !errors.As(err, &status) {
-			return out, fmt.Errorf("%s: %w", by, err)
-		}
-		out.Denied, out.DeniedBy = status, by
-		return out, nil
+		return out, refused(&out, err)
 	}
 	out.Object = obj
 	return out, nil
+}
+
+// refused puts err, the built-in plugins' error with out.PluginSteps
+// their steps, into out: a refusal (an *apierrors.StatusError) as
+// out.Denied by the plugin of the last step; any other error is returned,
+// naming the plugin.
+func refused(out *chain.Outcome, err error) error {
+	if err == nil {
+		return nil
+	}
+	by := pluginOf(out.PluginSteps)
+	var status *apierrors.StatusError
+	if !errors.As(err, &status) {
+		return fmt.Errorf("%s: %w", by, err)
+	}
+	out.Denied, out.DeniedBy = status, by
+	return nil
 }
 
 // pluginOf names the built-in plugin that refused the request: the last

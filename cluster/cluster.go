@@ -47,8 +47,10 @@ type Cluster struct {
 	// Scheme is kube-apiserver's scheme: the typed form, defaulting,
 	// conversion and validation of the objects.
 	Scheme *scheme.Scheme
-	// Plugins are kube-apiserver's admission plugins before the policies
-	// (Options.AdmissionPlugins), reading the cluster's objects.
+	// Plugins are kube-apiserver's built-in admission plugins
+	// (Options.AdmissionPlugins), reading the cluster's objects: those
+	// before the policies, and the validating halves the validating stage
+	// runs.
 	Plugins *admissionplugins.Chain
 	// Params holds every object (params are looked up here).
 	Params *params.Memory
@@ -66,8 +68,10 @@ type Cluster struct {
 // Options are how a Cluster admits requests, chosen when it is built.
 type Options struct {
 	// AdmissionPlugins choose kube-apiserver's admission plugins that run
-	// before the policies (admissionplugins.Enabled); the zero value is
-	// kube-apiserver 1.37's default set.
+	// before the policies and in the validating stage
+	// (admissionplugins.Enabled), and configure them (ConfigFile:
+	// --admission-control-config-file, PodSecurity's defaults and
+	// exemptions); the zero value is kube-apiserver 1.37's default set.
 	AdmissionPlugins admissionplugins.Flags
 	// NoDefaults evaluates objects exactly as written: no decoding as
 	// kube-apiserver decodes a request body, no defaulting after mutations,
@@ -104,7 +108,7 @@ func New(objects []manifest.Object, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.Authorizer = authz
-	if c.Plugins, err = admissionplugins.New(c.stores, o.AdmissionPlugins); err != nil {
+	if c.Plugins, err = admissionplugins.New(c.stores, o.AdmissionPlugins, admissionplugins.WithAuthorizer(authz)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -304,6 +308,10 @@ type Decoded struct {
 	admitPlugins bool
 	// pluginChanges is the request's PluginChanges.
 	pluginChanges bool
+	// validatePlugins tells that the built-in plugins' validating halves
+	// run in the validating stage (neither NoDefaults nor
+	// SkipAdmissionPlugins: they need the typed, admitted object).
+	validatePlugins bool
 }
 
 // DecodeSteps is Decode reporting the steps of the admission plugins.
@@ -318,7 +326,7 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Decoded{Attributes: a, pluginChanges: r.PluginChanges}
+	d := &Decoded{Attributes: a, pluginChanges: r.PluginChanges, validatePlugins: !c.opts.NoDefaults && !r.SkipAdmissionPlugins}
 	if c.opts.NoDefaults {
 		return d, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -194,13 +195,20 @@ func New(opts ...Option) (*Compiler, error) {
 // Key returns the cache key of a policy revision: UID and resourceVersion
 // when the policy came from a cluster, otherwise a hash of its name and spec.
 func Key(p *admissionregistrationv1.MutatingAdmissionPolicy) string {
-	if p.UID != "" && p.ResourceVersion != "" {
-		return string(p.UID) + "/" + p.ResourceVersion
+	return RevisionKey(&p.ObjectMeta, &p.Spec)
+}
+
+// RevisionKey is Key for any object with metadata meta and spec spec (a
+// ValidatingAdmissionPolicy's): UID and resourceVersion when the object
+// came from a cluster, otherwise a hash of its name and spec.
+func RevisionKey(meta *metav1.ObjectMeta, spec any) string {
+	if meta.UID != "" && meta.ResourceVersion != "" {
+		return string(meta.UID) + "/" + meta.ResourceVersion
 	}
 	h := sha256.New()
-	h.Write([]byte(p.Name))
+	h.Write([]byte(meta.Name))
 	h.Write([]byte{0})
-	b, _ := json.Marshal(&p.Spec) // a spec of plain Go values always marshals
+	b, _ := json.Marshal(spec) // a spec of plain Go values always marshals
 	h.Write(b)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -27,6 +27,12 @@
 //
 //	policies/bad.yaml#2 (line 14): yaml: line 14: mapping values are not allowed in this context
 //
+// ValidatingAdmissionPolicies and their bindings (v1 and v1beta1) go through
+// kube-apiserver's own create path instead of a port (scheme/policyconfig:
+// the defaulters of their version, the conversion to v1, the registry
+// strategy's validation, which compiles and type-checks every expression)
+// into Set.ValidatingPolicies and Set.ValidatingBindings.
+//
 // A policy or binding that fails decoding or validation is left out of the
 // Set, as is a policy or binding whose name an earlier one already used.
 package manifest

@@ -42,6 +42,26 @@ type Binding struct {
 	Binding    *v1.MutatingAdmissionPolicyBinding
 }
 
+// ValidatingPolicy is a ValidatingAdmissionPolicy read from a manifest,
+// as kube-apiserver would store it: converted to
+// admissionregistration.k8s.io/v1, defaulted and validated by its own
+// create path (scheme/policyconfig).
+type ValidatingPolicy struct {
+	Source Source
+	// APIVersion is the apiVersion the manifest was written in.
+	APIVersion string
+	Policy     *v1.ValidatingAdmissionPolicy
+}
+
+// ValidatingBinding is a ValidatingAdmissionPolicyBinding read from a
+// manifest, as kube-apiserver would store it (ValidatingPolicy).
+type ValidatingBinding struct {
+	Source Source
+	// APIVersion is the apiVersion the manifest was written in.
+	APIVersion string
+	Binding    *v1.ValidatingAdmissionPolicyBinding
+}
+
 // Object is any other Kubernetes object read from a manifest (params,
 // Namespaces, CRDs, RBAC, objects to admit, ...).
 type Object struct {
@@ -58,6 +78,10 @@ type Set struct {
 	// They are never evaluated (the API server refuses them); linters use
 	// them to report every problem of a policy at once, CEL included.
 	Rejected []Policy
+	// ValidatingPolicies and ValidatingBindings are the
+	// ValidatingAdmissionPolicies and their bindings, in input order.
+	ValidatingPolicies []ValidatingPolicy
+	ValidatingBindings []ValidatingBinding
 }
 
 func (s *Set) append(o *Set) {
@@ -65,14 +89,18 @@ func (s *Set) append(o *Set) {
 	s.Bindings = append(s.Bindings, o.Bindings...)
 	s.Objects = append(s.Objects, o.Objects...)
 	s.Rejected = append(s.Rejected, o.Rejected...)
+	s.ValidatingPolicies = append(s.ValidatingPolicies, o.ValidatingPolicies...)
+	s.ValidatingBindings = append(s.ValidatingBindings, o.ValidatingBindings...)
 }
 
 // GroupName is the API group of MutatingAdmissionPolicy.
 const GroupName = "admissionregistration.k8s.io"
 
 const (
-	kindPolicy  = "MutatingAdmissionPolicy"
-	kindBinding = "MutatingAdmissionPolicyBinding"
+	kindPolicy            = "MutatingAdmissionPolicy"
+	kindBinding           = "MutatingAdmissionPolicyBinding"
+	kindValidatingPolicy  = "ValidatingAdmissionPolicy"
+	kindValidatingBinding = "ValidatingAdmissionPolicyBinding"
 )
 
 // Load reads every path: a file (whatever its extension), a directory
@@ -237,7 +265,26 @@ func (s *Set) dedupe() ErrorList {
 		bindings = append(bindings, b)
 	}
 	s.Bindings = bindings
+	s.ValidatingPolicies = dedupeNamed(s.ValidatingPolicies, kindValidatingPolicy, &errs, func(p ValidatingPolicy) (string, Source) { return p.Policy.Name, p.Source })
+	s.ValidatingBindings = dedupeNamed(s.ValidatingBindings, kindValidatingBinding, &errs, func(b ValidatingBinding) (string, Source) { return b.Binding.Name, b.Source })
 	return errs
+}
+
+// dedupeNamed drops the items of list whose name an earlier one used,
+// with an error each in errs.
+func dedupeNamed[T any](list []T, kind string, errs *ErrorList, id func(T) (string, Source)) []T {
+	seen := map[string]Source{}
+	out := list[:0]
+	for _, it := range list {
+		name, src := id(it)
+		if first, ok := seen[name]; ok {
+			*errs = append(*errs, &Error{Source: src, Kind: kind, Name: name, Err: fmt.Errorf("already defined at %s", first)})
+			continue
+		}
+		seen[name] = src
+		out = append(out, it)
+	}
+	return out
 }
 
 // Parse reads the YAML or JSON data of one file (named file in Sources and
@@ -509,6 +556,9 @@ func addObject(set *Set, src Source, js []byte, obj map[string]any) ErrorList {
 	name := ""
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		name, _ = md["name"].(string)
+	}
+	if gv.Group == GroupName && (kind == kindValidatingPolicy || kind == kindValidatingBinding) {
+		return addValidating(set, src, js, gv.Version, apiVersion, kind, name)
 	}
 	if gv.Group != GroupName || (kind != kindPolicy && kind != kindBinding) {
 		set.Objects = append(set.Objects, Object{Source: src, Object: &unstructured.Unstructured{Object: obj}})

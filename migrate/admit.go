@@ -25,14 +25,9 @@ func Admit(ctx context.Context, sim *cluster.Cluster, ch cluster.Chain, req clus
 	if err != nil {
 		return Outcome{}, err
 	}
-	warnings := append(append(append([]string(nil), decoded.Warnings...), adm.Result.Warnings...), adm.Warnings...)
-	switch {
-	case adm.Result.Denied != nil:
-		out := refusal(adm.Result.Denied)
-		out.Warnings = warnings
-		return out, nil
-	case adm.Invalid != nil:
-		out := refusal(adm.Invalid)
+	warnings := append(append(append(append([]string(nil), decoded.Warnings...), adm.Result.Warnings...), adm.Warnings...), adm.Validation.Warnings...)
+	if status, _ := adm.Refusal(); status != nil {
+		out := refusal(status)
 		out.Warnings = warnings
 		return out, nil
 	}

@@ -64,8 +64,11 @@ type outcome struct {
 	normalize func(map[string]any) (map[string]any, error)
 	// invalid is the refusal of the admitted object by API validation.
 	invalid *apierrors.StatusError
-	// warnings are the decoder's and the registry strategy's.
+	// warnings are every warning of the request: the decoder's, the
+	// chain's, the registry strategy's and the validating stage's.
 	warnings []string
+	// validation is the validating stage's result (cluster.Admission's).
+	validation chain.Result
 	// plugins are the steps of the admission plugins before MAP.
 	plugins []admissionplugins.Step
 }
@@ -81,6 +84,9 @@ type expectations struct {
 	applied, notApplied    []string
 	maxRuntimeCost         map[string]int64
 	ignoredErrors          []*regexp.Regexp
+	warnings               []*regexp.Regexp
+	auditAnnotations       map[string]string
+	validationFailures     []ValidationFailure
 }
 
 // checkIgnored compares the errors failurePolicy Ignore dropped with
@@ -127,12 +133,21 @@ func (e *expectations) check(o outcome) []Failure {
 	var fs []Failure
 	r := o.result
 	fs = append(fs, e.checkInvocations(o)...)
+	fs = append(fs, e.checkValidating(o)...)
+	denied, deniedBy := r.Denied, r.DeniedBy
+	if denied == nil && o.invalid == nil {
+		// The validating stage runs on what the registry would store.
+		denied, deniedBy = o.validation.Denied, o.validation.DeniedBy
+	}
 	if e.denied != nil {
-		if r.Denied == nil {
+		if denied == nil {
 			diff, _ := explain.Diff("input", "admitted", canonical(o.before), canonical(r.Object))
 			return append(fs, Failure{Expectation: "denied", Message: "the request was admitted", Diff: diff})
 		}
-		st := r.Denied.ErrStatus
+		st := denied.ErrStatus
+		if e.denied.By != "" && e.denied.By != deniedBy {
+			fs = append(fs, Failure{Expectation: "denied.by", Message: fmt.Sprintf("the request was refused by %s, want %s: %s", deniedBy, e.denied.By, st.Message), field: []string{"denied", "by"}, actual: deniedBy})
+		}
 		if e.denied.Message != "" && !strings.Contains(st.Message, e.denied.Message) {
 			fs = append(fs, Failure{Expectation: "denied.message", Message: fmt.Sprintf("the denial message does not contain %q:\n%s", e.denied.Message, st.Message), field: []string{"denied", "message"}, actual: st.Message})
 		}
@@ -148,6 +163,9 @@ func (e *expectations) check(o outcome) []Failure {
 	}
 	if r.Denied != nil {
 		return append(fs, Failure{Expectation: "admitted", Message: "the request was denied: " + r.Denied.ErrStatus.Message})
+	}
+	if denied != nil {
+		fs = append(fs, Failure{Expectation: "admitted", Message: "the request was refused by " + deniedBy + ": " + denied.ErrStatus.Message})
 	}
 	switch {
 	case e.invalid != nil && o.invalid == nil:
@@ -269,6 +287,13 @@ func applied(o outcome, name string) bool {
 			return true
 		}
 	}
+	// A ValidatingAdmissionPolicy applies when a binding of it evaluated
+	// its validations.
+	for _, v := range o.validation.Validations {
+		if v.Policy == policy && (bind == "" || v.Binding == bind) && v.Ran() && v.Binding != "" {
+			return true
+		}
+	}
 	return false
 }
 
@@ -316,6 +341,88 @@ func (e *expectations) checkInvocations(o outcome) []Failure {
 			fs = append(fs, Failure{Expectation: "maxRuntimeCost", Message: fmt.Sprintf("%s: no such mutation ran, so its cost is unknown", k)})
 		case cost > limit:
 			fs = append(fs, Failure{Expectation: "maxRuntimeCost", Message: fmt.Sprintf("%s: runtime cost %d exceeds %d", k, cost, limit)})
+		}
+	}
+	return fs
+}
+
+// validationFailureAnnotation is the audit annotation of kube-apiserver's
+// ValidatingAdmissionPolicy plugin that lists the failed validations of
+// bindings with the Audit action (k8s.io/apiserver
+// plugin/policy/validating, dispatcher.go).
+const validationFailureAnnotation = "validation.policy.admission.k8s.io/validation_failure"
+
+// auditAnnotations are every audit annotation of the request: the
+// mutating chain's and the validating stage's.
+func (o outcome) auditAnnotations() map[string]string {
+	out := make(map[string]string, len(o.result.AuditAnnotations)+len(o.validation.AuditAnnotations))
+	maps.Copy(out, o.result.AuditAnnotations)
+	maps.Copy(out, o.validation.AuditAnnotations)
+	return out
+}
+
+// validationFailures are the failures the request's
+// validationFailureAnnotation lists.
+func (o outcome) validationFailures() ([]ValidationFailure, error) {
+	text, ok := o.auditAnnotations()[validationFailureAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var out []ValidationFailure
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		return nil, fmt.Errorf("%s: %w", validationFailureAnnotation, err)
+	}
+	return out, nil
+}
+
+// matches tells whether the actual failure got meets the expected one f.
+func (f ValidationFailure) matches(got ValidationFailure) bool {
+	return f.Policy == got.Policy &&
+		(f.Binding == "" || f.Binding == got.Binding) &&
+		strings.Contains(got.Message, f.Message) &&
+		(f.ExpressionIndex == nil || got.ExpressionIndex != nil && *f.ExpressionIndex == *got.ExpressionIndex) &&
+		(f.ValidationActions == nil || slices.Equal(f.ValidationActions, got.ValidationActions))
+}
+
+// checkValidating checks the expectations on what the validating stage
+// (and the rest of the chain) leaves beside the object: warnings, audit
+// annotations and validation failures.
+func (e *expectations) checkValidating(o outcome) []Failure {
+	var fs []Failure
+	if len(e.warnings) > 0 {
+		quoted := make([]any, len(o.warnings))
+		for i, w := range o.warnings {
+			quoted[i] = "^" + regexp.QuoteMeta(w) + "$"
+		}
+		for _, re := range e.warnings {
+			if !slices.ContainsFunc(o.warnings, re.MatchString) {
+				fs = append(fs, Failure{Expectation: "warnings", Message: fmt.Sprintf("no warning matches %q; warnings:\n%s", re, strings.Join(o.warnings, "\n")), field: []string{"warnings"}, actual: quoted})
+			}
+		}
+	}
+	if len(e.auditAnnotations) > 0 {
+		got := o.auditAnnotations()
+		for _, k := range slices.Sorted(maps.Keys(e.auditAnnotations)) {
+			if v, ok := got[k]; !ok || v != e.auditAnnotations[k] {
+				actual := make(map[string]any, len(got))
+				for k, v := range got {
+					actual[k] = v
+				}
+				fs = append(fs, Failure{Expectation: "auditAnnotations", Message: fmt.Sprintf("audit annotation %q is %q, want %q", k, v, e.auditAnnotations[k]), Diff: diffText(e.auditAnnotations, got), field: []string{"auditAnnotations"}, actual: actual})
+				break
+			}
+		}
+	}
+	if len(e.validationFailures) > 0 {
+		got, err := o.validationFailures()
+		if err != nil {
+			return append(fs, Failure{Expectation: "validationFailures", Message: err.Error()})
+		}
+		for _, want := range e.validationFailures {
+			if !slices.ContainsFunc(got, want.matches) {
+				fs = append(fs, Failure{Expectation: "validationFailures", Message: fmt.Sprintf("no validation failure of policy %q matches", want.Policy), Diff: diffText(e.validationFailures, got), field: []string{"validationFailures"}, actual: got})
+				break
+			}
 		}
 	}
 	return fs

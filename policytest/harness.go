@@ -21,6 +21,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/validating"
 )
 
 // Harness is the fluent API for policy tests written in Go: the policies
@@ -48,7 +49,9 @@ type Harness struct {
 	once    sync.Once
 	cluster *cluster.Cluster
 	ev      *engine.Evaluator
-	err     error
+	// vev is the stage of the ValidatingAdmissionPolicies; nil: none.
+	vev *validating.Evaluator
+	err error
 }
 
 // New returns a Harness that reports to t.
@@ -108,7 +111,12 @@ func (h *Harness) load() error {
 			return
 		}
 		policies, bindings := set.APIObjects()
-		h.ev, h.err = h.cluster.Evaluator(comp, policies, bindings)
+		if h.ev, h.err = h.cluster.Evaluator(comp, policies, bindings); h.err != nil {
+			return
+		}
+		if vps, vbs := set.ValidatingAPIObjects(); len(vps) > 0 {
+			h.vev, h.err = h.cluster.ValidatingPolicies(validating.NewCompiler(), vps, vbs)
+		}
 	})
 	return h.err
 }
@@ -223,7 +231,11 @@ func (r *Request) Admit() *Admission {
 		h.t.Fatalf("policytest: %v", err)
 	}
 	r.lc.cluster = h.cluster
-	o, err := admit(h.t.Context(), &r.lc, cluster.Chain{Policies: h.ev}, nil)
+	ch := cluster.Chain{Policies: h.ev}
+	if h.vev != nil {
+		ch.ValidatingPolicies = h.vev
+	}
+	o, err := admit(h.t.Context(), &r.lc, ch, nil)
 	if err != nil {
 		h.t.Fatalf("policytest: admitting %s %q: %v", r.lc.object.GetKind(), r.lc.object.GetName(), err)
 	}

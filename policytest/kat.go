@@ -174,10 +174,8 @@ func katValidatingPolicies(ctx context.Context, dir string, files []string) []st
 		if set == nil {
 			continue
 		}
-		for _, o := range set.Objects {
-			if o.Object.GetKind() == "ValidatingAdmissionPolicy" {
-				names = append(names, o.Object.GetName())
-			}
+		for _, p := range set.ValidatingPolicies {
+			names = append(names, p.Policy.Name)
 		}
 	}
 	return names

@@ -99,6 +99,11 @@ type Loaded struct {
 	// Policies and Bindings are the policies under test.
 	Policies []*admissionregistrationv1.MutatingAdmissionPolicy
 	Bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// ValidatingPolicies and ValidatingBindings are the
+	// ValidatingAdmissionPolicies under test, run by the validating stage
+	// on what the registry would store.
+	ValidatingPolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	ValidatingBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	// Webhooks are the suite's MutatingWebhookConfigurations, called
 	// after the policies; ServiceURLs where their services are reached.
 	Webhooks    []webhookclient.Configuration
@@ -206,6 +211,9 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string, 
 		for _, b := range set.Bindings {
 			l.Bindings = append(l.Bindings, b.Binding)
 		}
+		vps, vbs := set.ValidatingAPIObjects()
+		l.ValidatingPolicies = append(l.ValidatingPolicies, vps...)
+		l.ValidatingBindings = append(l.ValidatingBindings, vbs...)
 		l.objects = append(l.objects, set.Objects...)
 	}
 	validated := make(chan []error, 1)
@@ -268,11 +276,12 @@ func load(ctx context.Context, file string, s *Suite, defaultPolicies []string, 
 		}
 		return &InputError{File: file, Errs: errs}
 	}
-	if len(l.Policies) == 0 && len(s.Webhooks) == 0 {
-		return nil, fail(field.ErrorList{field.Invalid(field.NewPath("policies"), policyPaths, "no MutatingAdmissionPolicy found")})
+	if len(l.Policies) == 0 && len(l.ValidatingPolicies) == 0 && len(s.Webhooks) == 0 {
+		return nil, fail(field.ErrorList{field.Invalid(field.NewPath("policies"), policyPaths, "no MutatingAdmissionPolicy or ValidatingAdmissionPolicy found")})
 	}
 	if s.Bindings == BindingsAuto {
 		l.Bindings = append(l.Bindings, autoBindings(l.Policies, l.Bindings)...)
+		l.ValidatingBindings = append(l.ValidatingBindings, autoValidatingBindings(l.ValidatingPolicies, l.ValidatingBindings)...)
 	}
 	suitePluginsErr := l.chooseClusterOptions(co)
 	var err error
@@ -490,8 +499,17 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	lc.expect = expectations{
 		patch: derefPatch(e.Patch), hasPatch: e.Patch != nil, unchanged: e.Unchanged, denied: e.Denied,
 		applied: e.Applied, notApplied: e.NotApplied, maxRuntimeCost: e.MaxRuntimeCost,
+		auditAnnotations: e.AuditAnnotations, validationFailures: e.ValidationFailures,
 	}
 	ep := p.Child("expect")
+	for i, text := range e.Warnings {
+		re, err := regexp.Compile(text)
+		if err != nil {
+			errs = append(errs, field.Invalid(ep.Child("warnings").Index(i), text, err.Error()))
+			continue
+		}
+		lc.expect.warnings = append(lc.expect.warnings, re)
+	}
 	for i, text := range e.IgnoredErrors {
 		re, err := regexp.Compile(text)
 		if err != nil {
@@ -643,6 +661,32 @@ func autoBindings(policies []*admissionregistrationv1.MutatingAdmissionPolicy, b
 		}
 		manifest.DefaultBinding(b)
 		out = append(out, b)
+	}
+	return out
+}
+
+// autoValidatingBindings are autoBindings for ValidatingAdmissionPolicies:
+// a binding named after each policy no binding names, with the Deny
+// action (what a binding must have one of; Deny is what kube-apiserver
+// enforces).
+func autoValidatingBindings(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	bound, taken := map[string]bool{}, map[string]bool{}
+	for _, b := range bindings {
+		bound[b.Spec.PolicyName], taken[b.Name] = true, true
+	}
+	var out []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, p := range policies {
+		if bound[p.Name] || taken[p.Name] {
+			continue
+		}
+		out = append(out, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        p.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			},
+		})
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
+	"github.com/mutatis-dev/mutatis/validating"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
@@ -157,9 +158,23 @@ func (r *Report) Counts() (passed, failed, errored, badSuites int) {
 type Runner struct {
 	opts Options
 	comp *compiler.Compiler
-	// dispatchers are the webhook dispatchers of the current Run, closed
-	// when it ends.
+	// vcomp compiles the ValidatingAdmissionPolicies, once per revision.
+	vcomp *validating.Compiler
+	// dispatchers and validating are the webhook dispatchers of the
+	// current Run, closed when it ends (closeDispatchers).
 	dispatchers []*webhookclient.Dispatcher
+	validating  []*webhookclient.ValidatingDispatcher
+}
+
+// closeDispatchers closes the webhook dispatchers of the current Run.
+func (r *Runner) closeDispatchers() {
+	for _, d := range r.dispatchers {
+		d.Close(nil)
+	}
+	for _, d := range r.validating {
+		d.Close(nil)
+	}
+	r.dispatchers, r.validating = nil, nil
 }
 
 // NewRunner returns a Runner for opts.
@@ -178,7 +193,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.Orders <= 0 {
 		opts.Orders = 5
 	}
-	return &Runner{opts: opts, comp: comp}, nil
+	return &Runner{opts: opts, comp: comp, vcomp: validating.NewCompiler()}, nil
 }
 
 // RunFiles discovers the suites under paths (see Discover), loads and runs
@@ -256,10 +271,7 @@ func (r *Runner) Run(ctx context.Context, files []string) (*Report, error) {
 		})
 	}
 	wg.Wait()
-	for _, d := range r.dispatchers {
-		d.Close(nil)
-	}
-	r.dispatchers = nil
+	r.closeDispatchers()
 	if r.opts.Run != nil {
 		// Suites without a selected case are not part of the run.
 		kept := rep.Suites[:0]
@@ -291,14 +303,26 @@ type suiteRun struct {
 	l          *Loaded
 	hooks      []engine.Hook
 	evaluators map[*cluster.Cluster]*engine.Evaluator
-	// webhooks are the dispatchers of the suite's webhooks, per cluster
-	// (none without webhooks).
-	webhooks map[*cluster.Cluster]*webhookclient.Dispatcher
+	// webhooks and validating are the dispatchers of the suite's
+	// mutating and validating webhooks, per cluster (none without
+	// webhooks).
+	webhooks   map[*cluster.Cluster]*webhookclient.Dispatcher
+	validating map[*cluster.Cluster]*webhookclient.ValidatingDispatcher
+	// vaps are the stages of the suite's ValidatingAdmissionPolicies, per
+	// cluster (none without them).
+	vaps map[*cluster.Cluster]*validating.Evaluator
 }
 
 // chain is the admission chain of a case in cl with the policies of ev.
 func (run *suiteRun) chain(cl *cluster.Cluster, ev *engine.Evaluator) cluster.Chain {
-	return cluster.Chain{Policies: ev, Webhooks: run.webhooks[cl]}
+	ch := cluster.Chain{Policies: ev, Webhooks: run.webhooks[cl]}
+	if v := run.vaps[cl]; v != nil {
+		ch.ValidatingPolicies = v
+	}
+	if d := run.validating[cl]; d != nil {
+		ch.ValidatingWebhooks = d
+	}
+	return ch
 }
 
 // webhooksOf are the configurations a suite calls (its own, or the
@@ -328,7 +352,8 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		sr.Err = &InputError{File: l.File, Err: fmt.Errorf("compiling the policies: %w", err)}
 		return nil
 	}
-	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}, webhooks: map[*cluster.Cluster]*webhookclient.Dispatcher{}}
+	run := &suiteRun{l: l, hooks: hooks, evaluators: map[*cluster.Cluster]*engine.Evaluator{}, webhooks: map[*cluster.Cluster]*webhookclient.Dispatcher{},
+		validating: map[*cluster.Cluster]*webhookclient.ValidatingDispatcher{}, vaps: map[*cluster.Cluster]*validating.Evaluator{}}
 	configs, urls := r.webhooksOf(l)
 	var jobs []func()
 	for _, lc := range l.cases {
@@ -341,14 +366,31 @@ func (r *Runner) suiteJobs(ctx context.Context, l *Loaded, sr *SuiteResult) []fu
 		}
 		if _, ok := run.evaluators[lc.cluster]; !ok {
 			run.evaluators[lc.cluster] = engine.NewEvaluator(lc.cluster.Config(), hooks)
-			if len(configs) > 0 {
-				d, err := lc.cluster.Webhooks(webhookclient.APIObjects(configs), urls, webhookclient.Options{})
+			if len(l.ValidatingPolicies) > 0 {
+				v, err := lc.cluster.ValidatingPolicies(r.vcomp, l.ValidatingPolicies, l.ValidatingBindings)
+				if err != nil {
+					sr.Err = &InputError{File: l.File, Err: fmt.Errorf("validating admission policies: %w", err)}
+					return nil
+				}
+				run.vaps[lc.cluster] = v
+			}
+			if mutating := webhookclient.APIObjects(configs); len(mutating) > 0 {
+				d, err := lc.cluster.Webhooks(mutating, urls, webhookclient.Options{})
 				if err != nil {
 					sr.Err = &InputError{File: l.File, Err: fmt.Errorf("webhooks: %w", err)}
 					return nil
 				}
 				r.dispatchers = append(r.dispatchers, d)
 				run.webhooks[lc.cluster] = d
+			}
+			if validating := webhookclient.ValidatingAPIObjects(configs); len(validating) > 0 {
+				d, err := lc.cluster.ValidatingWebhooks(validating, urls, webhookclient.Options{}, nil)
+				if err != nil {
+					sr.Err = &InputError{File: l.File, Err: fmt.Errorf("webhooks: %w", err)}
+					return nil
+				}
+				r.validating = append(r.validating, d)
+				run.validating[lc.cluster] = d
 			}
 		}
 		cr := &CaseResult{Suite: l.Name, Name: lc.c.Name}
@@ -422,6 +464,13 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 	}
 	o.invalid = adm.Invalid
 	o.warnings = append(o.warnings, adm.Warnings...)
+	// The validating stage ran when nothing before it refused: its
+	// records, its warnings, and its refusal as the request's.
+	o.validation = adm.Validation
+	o.warnings = append(o.warnings, adm.Validation.Warnings...)
+	if adm.Validation.Denied != nil {
+		o.result.Denied, o.result.DeniedBy = adm.Validation.Denied, adm.Validation.DeniedBy
+	}
 	return o, nil
 }
 

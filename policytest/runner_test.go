@@ -112,8 +112,14 @@ func TestRunnerAcceptance(t *testing.T) {
 		{name: "--no-validate skips the validation of admitted objects", path: "testdata/stored",
 			opts: Options{NoValidate: true}, passed: 2, failed: 3,
 			want: []string{`--- FAIL: stored/an expected refusal by validation passes`, `invalid: the admitted object is valid, want a refusal matching`}},
+		{name: "ValidatingAdmissionPolicies run on what the registry would store: denied.by, warnings, validationFailures, auditAnnotations, applied", path: "testdata/validating",
+			passed: 2, failed: 1,
+			want: []string{
+				"--- FAIL: validating/a wrong expectation of the refusing plugin fails",
+				`    denied.by: the request was refused by ValidatingAdmissionPolicy, want PodSecurity: pods "web" is forbidden: ValidatingAdmissionPolicy 'memory-limits' with binding 'memory-limits-strict' denied request: container app has no memory limit`,
+			}},
 		{name: "the examples pass with both checks", path: "../examples", opts: Options{Shuffle: true, Seed: 1, Idempotence: true},
-			passed: 38, want: []string{"PASS: 38 cases in 5 suites"}},
+			passed: 41, want: []string{"PASS: 41 cases in 7 suites"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,11 +309,11 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	if len(all) != 0 {
 		t.Errorf("found %v under ., want nothing (suites here are in testdata)", all)
 	}
-	named, err := Discover([]string{"testdata", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"})
+	named, err := Discover([]string{"testdata", "testdata/order/order.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml", "testdata/validating/validating.mutatis-test.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"testdata/auto-bindings/auto-bindings.mutatis-test.yaml", "testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence-switch/idempotence-switch.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/kaptest/label-policy.test/kaptest.yaml", "testdata/kat/add-default-labels/tests", "testdata/kat/mutating-with-binding/tests", "testdata/kat/namespace-selector-binding-mutating/tests", "testdata/kat/sidecar-injection/tests", "testdata/kyverno/check-user-info/kyverno-test.yaml", "testdata/kyverno/mutate-namespace/kyverno-test.yaml", "testdata/kyverno/specify-namespace-selector/kyverno-test.yaml", "testdata/kyverno/specify-object-selector/kyverno-test.yaml", "testdata/kyverno/specify-resource-name/kyverno-test.yaml", "testdata/kyverno/with-apply-configuration/kyverno-test.yaml", "testdata/kyverno/with-binding-exclude-resources/kyverno-test.yaml", "testdata/kyverno/with-binding-match-resources/kyverno-test.yaml", "testdata/kyverno/with-binding-namespace-selector/kyverno-test.yaml", "testdata/kyverno/with-binding-object-selector/kyverno-test.yaml", "testdata/kyverno/with-json-patch/kyverno-test.yaml", "testdata/kyverno/with-match-conditions/kyverno-test.yaml", "testdata/kyverno/with-params/kyverno-test.yaml", "testdata/kyverno/with-two-params/kyverno-test.yaml", "testdata/no-policies/no-policies.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/skip-idempotence/skip-idempotence.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml"}
+	want := []string{"testdata/auto-bindings/auto-bindings.mutatis-test.yaml", "testdata/broken/broken.mutatis-test.yaml", "testdata/idempotence-switch/idempotence-switch.mutatis-test.yaml", "testdata/idempotence/idempotence.mutatis-test.yaml", "testdata/ignored/ignored.mutatis-test.yml", "testdata/invalid/invalid.mutatis-test.yaml", "testdata/kaptest/label-policy.test/kaptest.yaml", "testdata/kat/add-default-labels/tests", "testdata/kat/mutating-with-binding/tests", "testdata/kat/namespace-selector-binding-mutating/tests", "testdata/kat/sidecar-injection/tests", "testdata/kyverno/check-user-info/kyverno-test.yaml", "testdata/kyverno/mutate-namespace/kyverno-test.yaml", "testdata/kyverno/specify-namespace-selector/kyverno-test.yaml", "testdata/kyverno/specify-object-selector/kyverno-test.yaml", "testdata/kyverno/specify-resource-name/kyverno-test.yaml", "testdata/kyverno/with-apply-configuration/kyverno-test.yaml", "testdata/kyverno/with-binding-exclude-resources/kyverno-test.yaml", "testdata/kyverno/with-binding-match-resources/kyverno-test.yaml", "testdata/kyverno/with-binding-namespace-selector/kyverno-test.yaml", "testdata/kyverno/with-binding-object-selector/kyverno-test.yaml", "testdata/kyverno/with-json-patch/kyverno-test.yaml", "testdata/kyverno/with-match-conditions/kyverno-test.yaml", "testdata/kyverno/with-params/kyverno-test.yaml", "testdata/kyverno/with-two-params/kyverno-test.yaml", "testdata/no-policies/no-policies.mutatis-test.yaml", "testdata/order/order.mutatis-test.yaml", "testdata/skip-idempotence/skip-idempotence.mutatis-test.yaml", "testdata/stored/stored.mutatis-test.yaml", "testdata/validating/validating.mutatis-test.yaml"}
 	if strings.Join(named, ",") != strings.Join(want, ",") {
 		t.Errorf("found %v, want %v", named, want)
 	}

@@ -226,6 +226,38 @@ type Expect struct {
 	// no entry matches is a warning of the case, and a failure with
 	// --strict (Options.Strict).
 	IgnoredErrors []string `json:"ignoredErrors,omitempty"`
+	// Warnings are Go regular expressions, each matching at least one of
+	// the warnings kube-apiserver returns for the request (the decoder's,
+	// the admission chain's, the registry's and the validating stage's:
+	// a ValidatingAdmissionPolicy's Warn action, PodSecurity's, a
+	// webhook's).
+	Warnings []string `json:"warnings,omitempty"`
+	// AuditAnnotations are audit annotations the request must leave, each
+	// with exactly this value (a ValidatingAdmissionPolicy's
+	// auditAnnotations keyed "POLICY/KEY", a webhook's, PodSecurity's).
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	// ValidationFailures are the failed validations of
+	// ValidatingAdmissionPolicies whose bindings' validationActions hold
+	// Audit: each must be among the request's (kube-apiserver's audit
+	// annotation validation.policy.admission.k8s.io/validation_failure).
+	ValidationFailures []ValidationFailure `json:"validationFailures,omitempty"`
+}
+
+// ValidationFailure is one failed validation of a
+// ValidatingAdmissionPolicy as kube-apiserver's audit annotation
+// validation.policy.admission.k8s.io/validation_failure records it; the
+// fields left out match any.
+type ValidationFailure struct {
+	// Policy and Binding name the policy and its binding.
+	Policy  string `json:"policy"`
+	Binding string `json:"binding,omitempty"`
+	// Message must occur in the failure's message.
+	Message string `json:"message,omitempty"`
+	// ExpressionIndex is the index of the validation that failed.
+	ExpressionIndex *int `json:"expressionIndex,omitempty"`
+	// ValidationActions are the binding's actions, as the annotation
+	// lists them.
+	ValidationActions []string `json:"validationActions,omitempty"`
 }
 
 // Patch is a JSON patch: a list of operations.
@@ -240,6 +272,11 @@ type Denial struct {
 	MessageRegex string `json:"messageRegex,omitempty"`
 	// Code is the HTTP code of the Status (e.g. 403), if set.
 	Code int32 `json:"code,omitempty"`
+	// By names the admission plugin that refused, as kube-apiserver names
+	// it: a built-in plugin ("PodSecurity", "LimitRanger" …),
+	// "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
+	// "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"; if set.
+	By string `json:"by,omitempty"`
 
 	// unknown are the fields of the YAML object that Denial lacks (one a
 	// line; a string keeps Denial comparable), reported with their path
@@ -575,6 +612,16 @@ func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 	for i, re := range c.Expect.IgnoredErrors {
 		if _, err := regexp.Compile(re); err != nil {
 			errs = append(errs, field.Invalid(e.Child("ignoredErrors").Index(i), re, err.Error()))
+		}
+	}
+	for i, re := range c.Expect.Warnings {
+		if _, err := regexp.Compile(re); err != nil {
+			errs = append(errs, field.Invalid(e.Child("warnings").Index(i), re, err.Error()))
+		}
+	}
+	for i, vf := range c.Expect.ValidationFailures {
+		if vf.Policy == "" {
+			errs = append(errs, field.Required(e.Child("validationFailures").Index(i).Child("policy"), ""))
 		}
 	}
 	for k, v := range c.Expect.MaxRuntimeCost {

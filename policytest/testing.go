@@ -34,11 +34,7 @@ func RunWith(t *testing.T, opts Options, paths ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, d := range r.dispatchers {
-			d.Close(nil)
-		}
-	})
+	t.Cleanup(r.closeDispatchers)
 	for _, f := range files {
 		l, err := loadSuite(t.Context(), f, nil, r.clusterOptions())
 		name := f

@@ -20,6 +20,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
@@ -35,8 +36,8 @@ const DefaultMaxResponseBytes = 16 << 20
 // over the limit.
 var ErrResponseTooLarge = errors.New("webhook response body too large")
 
-// clients holds the HTTP clients of one generation of one
-// MutatingWebhookConfiguration: one REST client per distinct clientConfig
+// clients holds the HTTP clients of one generation of one webhook
+// configuration (mutating or validating: one client for both kinds): one REST client per distinct clientConfig
 // (as kube-apiserver's ClientManager caches them, by clientConfig without
 // the webhook's name), each over its own transport so that connections
 // and TLS sessions are reused between calls and never between
@@ -55,11 +56,11 @@ type clients struct {
 // generationOf identifies the generation of a configuration: its uid and
 // generation when it came from a cluster, a hash of its webhooks
 // otherwise.
-func generationOf(c *admissionregistrationv1.MutatingWebhookConfiguration) string {
-	if c.UID != "" && c.Generation != 0 {
-		return string(c.UID) + "/" + strconv.FormatInt(c.Generation, 10)
+func generationOf(uid types.UID, generation int64, webhooks any) string {
+	if uid != "" && generation != 0 {
+		return string(uid) + "/" + strconv.FormatInt(generation, 10)
 	}
-	js, _ := json.Marshal(c.Webhooks)
+	js, _ := json.Marshal(webhooks)
 	sum := sha256.Sum256(js)
 	return hex.EncodeToString(sum[:])
 }

@@ -133,6 +133,47 @@ func TestLoadOnly(t *testing.T) {
 kind: MutatingWebhookConfiguration
 metadata: {name: a}
 webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: None, admissionReviewVersions: [v1]}]`},
+		{name: "mutating and validating configurations, one name", count: 2, yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: a}
+webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: None, admissionReviewVersions: [v1]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: a}
+webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: None, admissionReviewVersions: [v1]}]`},
+		{name: "a validating configuration twice", yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: a}
+webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: None, admissionReviewVersions: [v1]}]
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: ValidatingWebhookConfiguration
+metadata: {name: a}
+webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects: None}]`,
+			want: []string{`hooks.yaml#1: ValidatingWebhookConfiguration "a": ValidatingWebhookConfiguration "a" already exists (first defined at hooks.yaml#0)`}},
+		{name: "an invalid validating configuration names its field", yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: v}
+webhooks:
+- name: v.example.com
+  clientConfig: {url: "https://h/x"}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  matchConditions: [{name: c, expression: "object.metadata.name =="}]
+  reinvocationPolicy: IfNeeded`,
+			want: []string{`hooks.yaml#0: ValidatingWebhookConfiguration "v": strict decoding error: unknown field "webhooks[0].reinvocationPolicy"`}},
+		{name: "a validating matchCondition that does not compile", yaml: `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: v}
+webhooks:
+- name: v.example.com
+  clientConfig: {url: "https://h/x"}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 31
+  matchConditions: [{name: c, expression: "object.metadata.name =="}]`,
+			want: []string{`hooks.yaml#0: ValidatingWebhookConfiguration "v": webhooks[0].timeoutSeconds: Invalid value: 31`, `webhooks[0].matchConditions[0].expression: Invalid value: "object.metadata.name =="`}},
 		{name: "a policy, a binding and a ConfigMap are named", yaml: `apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: p}
@@ -168,6 +209,9 @@ webhooks: [{name: a.example.com, clientConfig: {url: "https://h/x"}, sideEffects
 			if len(c.want) == 0 {
 				if err != nil || len(configs) != c.count {
 					t.Fatalf("got %d configurations, %v; want %d", len(configs), err, c.count)
+				}
+				if n := len(APIObjects(configs)) + len(ValidatingAPIObjects(configs)); n != c.count {
+					t.Errorf("APIObjects and ValidatingAPIObjects hold %d configurations, want %d", n, c.count)
 				}
 				return
 			}

@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
@@ -75,6 +73,8 @@ type Dispatcher struct {
 	hooks   []hook
 	opts    Options
 	clients map[string]*clients
+	// typ is the plugin's type in metrics: "admit".
+	typ string
 }
 
 // NewDispatcher builds the dispatcher of configs (validated, as Load
@@ -83,6 +83,29 @@ type Dispatcher struct {
 // environment (object, oldObject, request, authorizer; no params,
 // namespaceObject or variables).
 func NewDispatcher(configs []*admissionregistrationv1.MutatingWebhookConfiguration, opts Options) (*Dispatcher, error) {
+	list := make([]configuration, len(configs))
+	for i, c := range configs {
+		list[i] = configuration{name: c.Name, generation: generationOf(c.UID, c.Generation, c.Webhooks)}
+		for j := range c.Webhooks {
+			list[i].webhooks = append(list[i].webhooks, c.Webhooks[j].DeepCopy())
+		}
+	}
+	return newDispatcher(list, opts, opts.Previous, "admit")
+}
+
+// configuration is a webhook configuration of either kind as a
+// dispatcher takes it: its webhooks as MutatingWebhooks (a
+// ValidatingWebhook's fields are a MutatingWebhook's but
+// reinvocationPolicy).
+type configuration struct {
+	name, generation string
+	webhooks         []*admissionregistrationv1.MutatingWebhook
+}
+
+// newDispatcher builds the dispatcher of configs, taking over previous's
+// HTTP clients; typ is the plugin's type ("admit", "validating") in
+// metrics.
+func newDispatcher(configs []configuration, opts Options, previous *Dispatcher, typ string) (*Dispatcher, error) {
 	if opts.Matcher == nil || opts.Scheme == nil {
 		return nil, errors.New("webhookclient: Options.Matcher and Options.Scheme are required")
 	}
@@ -93,26 +116,24 @@ func NewDispatcher(configs []*admissionregistrationv1.MutatingWebhookConfigurati
 	if err != nil {
 		return nil, err
 	}
-	sorted := append([]*admissionregistrationv1.MutatingWebhookConfiguration(nil), configs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sorted := append([]configuration(nil), configs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
 	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	d := &Dispatcher{opts: opts, clients: map[string]*clients{}}
+	d := &Dispatcher{opts: opts, clients: map[string]*clients{}, typ: typ}
 	for _, c := range sorted {
-		gen := generationOf(c)
 		cl := (*clients)(nil)
-		if p := opts.Previous; p != nil {
-			if old, ok := p.clients[c.Name]; ok && old.generation == gen {
+		if previous != nil {
+			if old, ok := previous.clients[c.name]; ok && old.generation == c.generation {
 				cl = old
 			}
 		}
 		if cl == nil {
-			cl = &clients{generation: gen, services: opts.ServiceURLs, maxBytes: opts.MaxResponseBytes, codec: codec, byConfig: map[string]*rest.RESTClient{}}
+			cl = &clients{generation: c.generation, services: opts.ServiceURLs, maxBytes: opts.MaxResponseBytes, codec: codec, byConfig: map[string]*rest.RESTClient{}}
 		}
-		d.clients[c.Name] = cl
+		d.clients[c.name] = cl
 		names := map[string]int{}
-		for i := range c.Webhooks {
-			w := c.Webhooks[i].DeepCopy()
-			h := hook{uid: fmt.Sprintf("%s/%s/%d", c.Name, w.Name, names[w.Name]), configuration: c.Name, webhook: w, clients: cl}
+		for _, w := range c.webhooks {
+			h := hook{uid: fmt.Sprintf("%s/%s/%d", c.name, w.Name, names[w.Name]), configuration: c.name, webhook: w, clients: cl}
 			names[w.Name]++
 			if len(w.MatchConditions) > 0 {
 				exprs := make([]plugincel.ExpressionAccessor, len(w.MatchConditions))
@@ -121,7 +142,7 @@ func NewDispatcher(configs []*admissionregistrationv1.MutatingWebhookConfigurati
 				}
 				h.matcher = matchconditions.NewMatcher(compiler.CompileCondition(exprs,
 					plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true},
-					environment.StoredExpressions), w.FailurePolicy, "webhook", "admit", w.Name)
+					environment.StoredExpressions), w.FailurePolicy, "webhook", typ, w.Name)
 			}
 			d.hooks = append(d.hooks, h)
 		}
@@ -305,25 +326,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 		start := time.Now()
 		changed, err := d.call(ctx, h, inv, v, &call, res)
 		elapsed := time.Since(start)
-		op := string(a.Operation)
 		ignore := w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Ignore
 		var ce *callError
-		var rejection *apierrors.StatusError
-		switch {
-		case err == nil:
-			d.opts.Metrics.observe(w.Name, op, elapsed, false, 200)
-		case errors.As(err, &ce):
-			if !ignore && !errors.Is(ce.reason, context.Canceled) {
-				d.opts.Metrics.observeRejection(w.Name, op, rejectionCallingWebhookError, ce.code())
-			}
-			d.opts.Metrics.observe(w.Name, op, elapsed, !ignore, ce.code())
-		case call.Outcome == chain.Denied && errors.As(err, &rejection):
-			d.opts.Metrics.observeRejection(w.Name, op, rejectionNoError, int(rejection.ErrStatus.Code))
-			d.opts.Metrics.observe(w.Name, op, elapsed, true, int(rejection.ErrStatus.Code))
-		default:
-			d.opts.Metrics.observeRejection(w.Name, op, rejectionAPIServerInternalError, 0)
-			d.opts.Metrics.observe(w.Name, op, elapsed, true, 0)
-		}
+		errors.As(err, &ce)
+		d.opts.Metrics.observeCall(d.typ, w.Name, string(a.Operation), elapsed, err, ignore, call.Outcome == chain.Denied)
 		if changed {
 			// Every reinvocable webhook that ran before this change runs
 			// again, and the chain runs a reinvocation round.
@@ -347,7 +353,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 				call.Outcome = chain.FailedOpen
 				res.Calls = append(res.Calls, call)
 				if !errors.Is(ce.reason, context.Canceled) {
-					d.opts.Metrics.observeFailOpen(w.Name)
+					d.opts.Metrics.observeFailOpen(d.typ, w.Name)
 					res.AuditAnnotations[fmt.Sprintf("failed-open.mutation.webhook.admission.k8s.io/round_%d_index_%d", call.Round, i)] = w.Name
 				}
 				if ctx.Err() != nil {
@@ -529,48 +535,12 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *vers
 			annotate(fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", call.Round, call.Index), string(js))
 		}
 	}()
-	if inv.attrs.DryRun {
-		if w.SideEffects == nil {
-			return false, &callError{webhook: w.Name, reason: errors.New("Webhook SideEffects is nil"), status: apierrors.NewBadRequest("Webhook SideEffects is nil")}
-		}
-		if se := *w.SideEffects; se != admissionregistrationv1.SideEffectClassNone && se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
-			return false, dryRunUnsupported(w.Name)
-		}
+	if err := dryRunCheck(w, inv.attrs); err != nil {
+		return false, err
 	}
-	uid := types.UID(uuid.NewUUID())
-	request, answer, version, err := newReview(uid, inv, w.AdmissionReviewVersions)
+	uid, answer, err := h.post(ctx, inv, call)
 	if err != nil {
-		return false, &callError{webhook: w.Name, reason: fmt.Errorf("could not create admission objects: %w", err), status: apierrors.NewBadRequest("error creating admission objects")}
-	}
-	call.Version = version
-	client, err := h.clients.client(w.ClientConfig, w.Name)
-	if err != nil {
-		return false, &callError{webhook: w.Name, reason: fmt.Errorf("could not get REST client: %w", err), status: apierrors.NewInternalError(err)}
-	}
-	if w.TimeoutSeconds != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(*w.TimeoutSeconds)*time.Second)
-		defer cancel()
-	}
-	r := client.Post().Body(request)
-	if deadline, ok := ctx.Deadline(); ok {
-		if timeout := time.Until(deadline); timeout > 0 {
-			// Whole seconds, rounded up, as kube-apiserver tells the webhook.
-			if truncated := timeout.Truncate(time.Second); truncated != timeout {
-				timeout = truncated + time.Second
-			}
-			r.Timeout(timeout)
-		}
-	}
-	start := time.Now()
-	err = r.Do(ctx).Into(answer)
-	call.Latency = time.Since(start)
-	if err != nil {
-		var status *apierrors.StatusError
-		if !errors.As(err, &status) || status != err {
-			status = apierrors.NewServiceUnavailable("error calling webhook")
-		}
-		return false, &callError{webhook: w.Name, reason: fmt.Errorf("failed to call webhook: %w", err), status: status}
+		return false, err
 	}
 	resp, err := verifyResponse(uid, answer)
 	if err != nil {

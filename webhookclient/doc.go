@@ -1,13 +1,15 @@
-// Package webhookclient calls mutating admission webhooks the way
-// kube-apiserver 1.37's MutatingAdmissionWebhook plugin does: it is the
-// client side of MutatingWebhookConfigurations (package webhook is the
-// server side, mutatis serving as a webhook; the two share nothing).
+// Package webhookclient calls admission webhooks the way kube-apiserver
+// 1.37's MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins
+// do: it is the client side of MutatingWebhookConfigurations and
+// ValidatingWebhookConfigurations (package webhook is the server side,
+// mutatis serving as a webhook; the two share nothing).
 //
 // # Loading
 //
-// Load takes the MutatingWebhookConfigurations out of a manifest.Set
-// (manifest hands them back as other objects): admissionregistration.k8s.io
-// v1, or v1beta1 with v1beta1's own defaults (failurePolicy Ignore,
+// Load takes the MutatingWebhookConfigurations and
+// ValidatingWebhookConfigurations out of a manifest.Set (manifest hands
+// them back as other objects): admissionregistration.k8s.io v1, or
+// v1beta1 with v1beta1's own defaults (failurePolicy Ignore,
 // matchPolicy Exact, sideEffects Unknown, timeoutSeconds 30,
 // admissionReviewVersions [v1beta1]), strictly decoded, defaulted,
 // converted to v1 and validated by kube-apiserver's own registry code
@@ -79,8 +81,21 @@
 // generation did not change are kept, the others are new; then Close the
 // old one.
 //
+// # Validating webhooks
+//
+// NewValidatingDispatcher builds the ValidatingAdmissionWebhook stage of a
+// validating list (run once, chain.Runner.RunOnce, on the object the
+// registry would store or a DELETE's old object): the webhooks matched in
+// order as above, then every matching one called concurrently over the
+// same clients and AdmissionReviews, each answer checked by upstream's
+// VerifyAdmissionResponse for a validating webhook (a patch is an invalid
+// answer, under the failurePolicy), the first refusal to arrive the
+// request's, warnings and audit annotations (the webhooks' own and
+// failed-open.validating.webhook.admission.k8s.io/round_0_index_I) as the
+// answers arrive.
+//
 // kube-apiserver's algorithm and messages are taken from k8s.io/apiserver
-// v0.37.1 pkg/admission/plugin/webhook (mutating dispatcher, generic,
-// request, errors), which test/differential runs side by side with this
-// package as the oracle.
+// v0.37.1 pkg/admission/plugin/webhook (mutating and validating
+// dispatchers, generic, request, errors), which test/differential runs
+// side by side with this package as the oracle.
 package webhookclient

@@ -1,15 +1,20 @@
 package webhookclient
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are kube-apiserver's admission webhook metrics, with its names,
 // labels and buckets, registered on a registry the caller owns (never the
-// global one). Type is always "admit".
+// global one). Type is "admit" for the mutating webhooks, "validating"
+// for the validating ones, as upstream labels them.
 type Metrics struct {
 	duration  *prometheus.HistogramVec
 	rejection *prometheus.CounterVec
@@ -62,26 +67,50 @@ func truncCode(code int) string {
 }
 
 // observe is upstream's ObserveWebhook.
-func (m *Metrics) observe(name, operation string, elapsed time.Duration, rejected bool, code int) {
+func (m *Metrics) observe(typ, name, operation string, elapsed time.Duration, rejected bool, code int) {
 	if m == nil {
 		return
 	}
 	r := strconv.FormatBool(rejected)
-	m.request.WithLabelValues(name, "admit", operation, truncCode(code), r).Inc()
-	m.duration.WithLabelValues(name, "admit", operation, r).Observe(elapsed.Seconds())
+	m.request.WithLabelValues(name, typ, operation, truncCode(code), r).Inc()
+	m.duration.WithLabelValues(name, typ, operation, r).Observe(elapsed.Seconds())
 }
 
 // observeRejection is upstream's ObserveWebhookRejection.
-func (m *Metrics) observeRejection(name, operation, errorType string, code int) {
+func (m *Metrics) observeRejection(typ, name, operation, errorType string, code int) {
 	if m == nil {
 		return
 	}
-	m.rejection.WithLabelValues(name, "admit", operation, errorType, truncCode(code)).Inc()
+	m.rejection.WithLabelValues(name, typ, operation, errorType, truncCode(code)).Inc()
 }
 
-func (m *Metrics) observeFailOpen(name string) {
+func (m *Metrics) observeFailOpen(typ, name string) {
 	if m == nil {
 		return
 	}
-	m.failOpen.WithLabelValues(name, "admit").Inc()
+	m.failOpen.WithLabelValues(name, typ).Inc()
+}
+
+// observeCall records one call to webhook (of type typ) that took
+// elapsed and ended with err (nil, a *callError under failurePolicy
+// Ignore when ignore is set, the webhook's denial when denied is set,
+// another refusal), as both of upstream's dispatchers record it.
+func (m *Metrics) observeCall(typ, webhook, op string, elapsed time.Duration, err error, ignore, denied bool) {
+	var ce *callError
+	var rejection *apierrors.StatusError
+	switch {
+	case err == nil:
+		m.observe(typ, webhook, op, elapsed, false, 200)
+	case errors.As(err, &ce):
+		if !ignore && !errors.Is(ce.reason, context.Canceled) {
+			m.observeRejection(typ, webhook, op, rejectionCallingWebhookError, ce.code())
+		}
+		m.observe(typ, webhook, op, elapsed, !ignore, ce.code())
+	case denied && errors.As(err, &rejection):
+		m.observeRejection(typ, webhook, op, rejectionNoError, int(rejection.ErrStatus.Code))
+		m.observe(typ, webhook, op, elapsed, true, int(rejection.ErrStatus.Code))
+	default:
+		m.observeRejection(typ, webhook, op, rejectionAPIServerInternalError, 0)
+		m.observe(typ, webhook, op, elapsed, true, 0)
+	}
 }

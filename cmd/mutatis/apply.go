@@ -82,6 +82,9 @@ plugins, the policies and the webhooks run once more by their
 reinvocation rules (without webhooks too: a policy's sidecar gets the
 service account token mount the plugins give every container). --explain
 shows every webhook call beside the policies and plugins (docs/chain.md).
+The ValidatingWebhookConfigurations found there are called once, all at
+once, on the object the registry would store (a DELETE's old object),
+after validation and the ValidatingAdmissionPolicies.
 
 Exit status: 0 admitted (stdout: the final object, or the patch or diff);
 1 denied, refused by decoding (400), by an admission plugin (403), by a
@@ -102,10 +105,10 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.objects, "filename", "f", nil, "the objects under admission: files, directories, or - for stdin; repeat -f for more (each object is admitted on its own)")
-	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings")
+	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies, ValidatingAdmissionPolicies and their bindings")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs")
 	f.StringVar(&o.oldObject, "old-object", "", "the old object (makes the operation UPDATE by default)")
-	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE or CONNECT (default CREATE, or UPDATE with --old-object)")
+	f.StringVar(&o.operation, "operation", "", "CREATE, UPDATE, DELETE or CONNECT (default CREATE, or UPDATE with --old-object); a DELETE deletes the object of --old-object, else of -f, and prints nothing when admitted")
 	f.StringVar(&o.subresource, "subresource", "", "the subresource of the request")
 	o.user.add(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
@@ -118,6 +121,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	addAdmissionPluginFlags(f, &o.plugins)
+	f.StringVar(&o.plugins.ConfigFile, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration file, configuring its admission plugins (PodSecurity's defaults and exemptions)")
 	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
@@ -219,23 +223,19 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if o.operation != "" {
 		op = admission.Operation(strings.ToUpper(o.operation))
 		switch op {
-		case admission.Create, admission.Update, admission.Connect:
+		case admission.Create, admission.Update, admission.Connect, admission.Delete:
 		default:
 			if err := printChecked(); err != nil {
 				return err
 			}
-			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or CONNECT, not %q", o.operation))
+			return badInput(fmt.Errorf("--operation must be CREATE, UPDATE, DELETE or CONNECT, not %q", o.operation))
 		}
 	}
 	// The chain is built once, on the first object that needs it, and
 	// serves every object: policies, then the webhooks' dispatcher (one
 	// HTTP client per configuration, connections kept).
-	var dispatcher *webhookclient.Dispatcher
-	defer func() {
-		if dispatcher != nil {
-			dispatcher.Close(nil)
-		}
-	}()
+	var built cluster.Chain
+	defer func() { closeChain(built) }()
 	chain := &applyChain{webhooks: webhooks, build: sync.OnceValues(func() (cluster.Chain, error) {
 		policies, bindings := policySet.APIObjects()
 		ev, err := sim.Evaluator(comp, policies, bindings)
@@ -246,7 +246,16 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		if err != nil {
 			return ch, badInput(err)
 		}
-		dispatcher = ch.Webhooks
+		// The ValidatingAdmissionPolicies of --policies: the validating
+		// stage, after the registry's validation.
+		if vps, vbs := policySet.ValidatingAPIObjects(); len(vps) > 0 {
+			vev, err := sim.ValidatingPolicies(nil, vps, vbs)
+			if err != nil {
+				return ch, err
+			}
+			ch.ValidatingPolicies = vev
+		}
+		built = ch
 		return ch, nil
 	})}
 	if len(objects) > 1 || len(o.objects) > 1 {
@@ -256,6 +265,14 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return applyMany(ctx, cmd, o, sim, chain, op, objects)
 	}
 	name, object := o.objects[0], objects[0].Object
+	if op == admission.Delete {
+		// kube-apiserver's DELETE carries the stored object as the old
+		// object and no object.
+		if oldObject == nil {
+			oldObject = object
+		}
+		object = nil
+	}
 	decoded, err := decodeObject(notices, o, sim, op, name, object, oldObject)
 	if err == nil {
 		// Compile the policies for admission while the checks finish; the
@@ -271,6 +288,10 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	before, after, err := admitDecoded(ctx, stderr, o, sim, chain, name, object, decoded)
 	if err != nil {
 		return err
+	}
+	if object == nil {
+		// A DELETE: no object to print.
+		return nil
 	}
 	return printResult(cmd.OutOrStdout(), o.output, o.color, before, after)
 }
@@ -356,9 +377,11 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if err != nil {
 		return nil, nil, err
 	}
-	before, err = sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
-	if err != nil {
-		return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
+	if object != nil {
+		before, err = sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
+		if err != nil {
+			return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
+		}
 	}
 	if o.explain {
 		// The trace's times are those of a warm process: the first
@@ -378,9 +401,10 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if o.explain {
 		explain.Chain(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
+		explain.ValidatingWebhooks(stderr, adm.Validation.Calls)
 	}
 	printWarnings(stderr, adm.Result.Warnings)
-	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls) {
+	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
@@ -392,6 +416,13 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	printWarnings(stderr, adm.Warnings)
 	if adm.Invalid != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
+	}
+	printWarnings(stderr, adm.Validation.Warnings)
+	for _, note := range webhookFailures(ac.webhooks, adm.Validation.Calls, true) {
+		fmt.Fprintf(stderr, "note: %s\n", note)
+	}
+	if adm.Validation.Denied != nil {
+		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
 	}
 	return before, adm.Object, nil
 }
@@ -423,7 +454,7 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 	if err != nil {
 		return nil, nil, err
 	}
-	other := len(set.Policies) + len(set.Bindings)
+	other := len(set.Policies) + len(set.Bindings) + len(set.ValidatingPolicies) + len(set.ValidatingBindings)
 	switch {
 	case len(paths) == 1 && len(set.Objects) <= 1 && (len(set.Objects) == 0 || other != 0):
 		return nil, nil, fmt.Errorf("%s: want exactly one object, found %d", paths[0], len(set.Objects)+other)
@@ -435,6 +466,12 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 	case len(set.Bindings) > 0:
 		b := set.Bindings[0]
 		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
+	case len(set.ValidatingPolicies) > 0:
+		p := set.ValidatingPolicies[0]
+		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicy %q is not an object to admit (policies go in --policies)", p.Source, p.Policy.Name)
+	case len(set.ValidatingBindings) > 0:
+		b := set.ValidatingBindings[0]
+		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
 	}
 	if oldPath == "" {
 		return set.Objects, nil, nil
@@ -451,8 +488,8 @@ func readObject(ctx context.Context, path string, stdin io.Reader) (*unstructure
 	if err != nil {
 		return nil, err
 	}
-	if len(set.Objects) != 1 || len(set.Policies)+len(set.Bindings) != 0 {
-		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+len(set.Policies)+len(set.Bindings))
+	if other := len(set.Policies) + len(set.Bindings) + len(set.ValidatingPolicies) + len(set.ValidatingBindings); len(set.Objects) != 1 || other != 0 {
+		return nil, fmt.Errorf("%s: want exactly one object, found %d", path, len(set.Objects)+other)
 	}
 	return set.Objects[0].Object, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"gomodules.xyz/jsonpatch/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 
@@ -49,7 +50,12 @@ func applyMany(ctx context.Context, cmd *cobra.Command, o *applyOptions, sim *cl
 		}
 		r := &appliedObject{source: obj.Source, kind: obj.Object.GetKind(), ns: obj.Object.GetNamespace(), name: obj.Object.GetName()}
 		// The request's object is decoded in place: keep the input apart.
-		before, after, err := admitObject(ctx, stderr, o, sim, chain, op, obj.Source.String(), obj.Object.DeepCopy(), nil)
+		object, oldObject := obj.Object.DeepCopy(), (*unstructured.Unstructured)(nil)
+		if op == admission.Delete {
+			// A DELETE's object is the old object (nothing to print).
+			object, oldObject = nil, object
+		}
+		before, after, err := admitObject(ctx, stderr, o, sim, chain, op, obj.Source.String(), object, oldObject)
 		var exit *exitError
 		switch {
 		case err == nil:

@@ -214,7 +214,7 @@ func TestApplyOrderAndPrecedence(t *testing.T) {
 	}{
 		{"a resources file that does not exist", []string{"-f", td + "pod.yaml", "--resources", td + "missing.yaml"}, []string{"missing.yaml"}},
 		{"an object kube-apiserver refuses to decode", []string{"-f", td + "pod-priority-overflow.yaml"}, []string{"priority", "notice:"}},
-		{"a bad --operation", []string{"-f", td + "pod.yaml", "--operation", "DELETE"}, []string{"--operation", "notice:"}},
+		{"a bad --operation", []string{"-f", td + "pod.yaml", "--operation", "PATCH"}, []string{"--operation", "notice:"}},
 		{"several objects", []string{"-f", td + "pod.yaml", "-f", td + "configmap.yaml"}, []string{"notice:"}},
 	} {
 		t.Run("an invalid policy before "+c.name, func(t *testing.T) {
@@ -229,12 +229,32 @@ func TestApplyOrderAndPrecedence(t *testing.T) {
 		checkCLI(t, code, out.String(), errOut.String(), exitUsage, []string{invalid}, nil)
 	})
 	t.Run("lint findings before a bad --operation", func(t *testing.T) {
-		code, stdout, stderr := runCLI(t, "", "apply", "-f", td+"pod.yaml", "--policies", corpus, "--operation", "DELETE")
-		checkCLI(t, code, stdout, stderr, exitUsage, []string{"warning: lint ", "--operation must be CREATE, UPDATE or CONNECT"}, []string{"notice:"})
+		code, stdout, stderr := runCLI(t, "", "apply", "-f", td+"pod.yaml", "--policies", corpus, "--operation", "PATCH")
+		checkCLI(t, code, stdout, stderr, exitUsage, []string{"warning: lint ", "--operation must be CREATE, UPDATE, DELETE or CONNECT"}, []string{"notice:"})
 		if strings.Index(stderr, "warning: lint ") > strings.Index(stderr, "--operation") {
 			t.Errorf("want lint's findings before the error:\n%s", stderr)
 		}
 	})
+}
+
+// TestApplyDelete: a DELETE carries the object of --old-object, else of
+// -f, as its old object and no object; MutatingAdmissionPolicies do not
+// run on it (their rules cannot name DELETE), and nothing is printed when
+// it is admitted.
+func TestApplyDelete(t *testing.T) {
+	const td = "testdata/apply/"
+	for _, args := range [][]string{
+		{"-f", td + "pod.yaml"},
+		{"-f", td + "pod.yaml", "--old-object", td + "pod.yaml"},
+		{"-f", td + "pod.yaml", "-f", td + "configmap.yaml"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append([]string{"apply", "--policies", "../../examples/sidecar-injection", "--operation", "delete", "--explain"}, args...)...)
+			if code != exitOK || strings.TrimSpace(stdout) != "" {
+				t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+			}
+		})
+	}
 }
 
 // unreadable is a standard input that must not be read.

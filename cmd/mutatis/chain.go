@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
@@ -16,14 +15,15 @@ import (
 )
 
 // webhookOptions are the flags that put MutatingWebhookConfigurations
-// into the chain of `apply` and `test`.
+// and ValidatingWebhookConfigurations into the chain of `apply` and
+// `test`.
 type webhookOptions struct {
 	paths       []string
 	serviceURLs []string
 }
 
 func addWebhookFlags(f *pflag.FlagSet, o *webhookOptions) {
-	f.StringSliceVar(&o.paths, "webhooks", nil, "files or directories of MutatingWebhookConfigurations (admissionregistration.k8s.io v1 or v1beta1) called after the policies, as kube-apiserver's chain calls them (docs/chain.md)")
+	f.StringSliceVar(&o.paths, "webhooks", nil, "files or directories of MutatingWebhookConfigurations and ValidatingWebhookConfigurations (admissionregistration.k8s.io v1 or v1beta1), called after the policies and after validation, as kube-apiserver's chain calls them (docs/chain.md)")
 	f.StringSliceVar(&o.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: call the webhooks' clientConfig.service NAME in NS (at PORT, or every port) at URL (https://HOST:PORT), verifying its certificate for NAME.NS.svc")
 }
 
@@ -39,7 +39,8 @@ func (o *webhookOptions) urls() (webhookclient.ServiceURLs, error) {
 }
 
 // load reads the configurations of --webhooks (nil without the flag):
-// every document must be a MutatingWebhookConfiguration.
+// every document must be a MutatingWebhookConfiguration or a
+// ValidatingWebhookConfiguration.
 func (o *webhookOptions) load(ctx context.Context, stdin io.Reader) ([]webhookclient.Configuration, error) {
 	if len(o.paths) == 0 {
 		return nil, nil
@@ -53,38 +54,58 @@ func (o *webhookOptions) load(ctx context.Context, stdin io.Reader) ([]webhookcl
 
 // webhookFailures are notes naming, for every webhook whose call failed
 // (failed open or closed), the file and field of its configuration, so
-// that an unreachable webhook or a bad caBundle points at what to fix.
-func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call) []string {
+// that an unreachable webhook or a bad caBundle points at what to fix:
+// calls of the mutating webhooks, or of the validating ones (validating).
+func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call, validating bool) []string {
 	var out []string
 	for _, c := range calls {
 		if c.Outcome != chain.FailedOpen && c.Outcome != chain.FailedClosed {
 			continue
 		}
-		i := slices.IndexFunc(configs, func(cfg webhookclient.Configuration) bool { return cfg.Configuration.Name == c.Configuration })
+		i := slices.IndexFunc(configs, func(cfg webhookclient.Configuration) bool {
+			return cfg.Name() == c.Configuration && (cfg.Validating != nil) == validating
+		})
 		if i < 0 {
 			continue
 		}
 		cfg := configs[i]
-		j := slices.IndexFunc(cfg.Configuration.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == c.Webhook })
 		how := "failed closed (failurePolicy Fail)"
 		if c.Outcome == chain.FailedOpen {
 			how = "failed open (failurePolicy Ignore)"
 		}
-		out = append(out, fmt.Sprintf("%s: MutatingWebhookConfiguration %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Configuration.Name, j, c.Webhook, how, c.Err))
+		out = append(out, fmt.Sprintf("%s: %s %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Kind(), cfg.Name(), cfg.WebhookIndex(c.Webhook), c.Webhook, how, c.Err))
 	}
 	return out
 }
 
-// chainOf is the chain of sim with ev's policies and, when configs are
-// given, a dispatcher of them (to Close after use).
+// chainOf is the chain of sim with ev's policies and, when configs hold
+// mutating or validating configurations, a dispatcher of each kind
+// (closeChain closes them after use).
 func chainOf(sim *cluster.Cluster, ch cluster.Chain, configs []webhookclient.Configuration, urls webhookclient.ServiceURLs) (cluster.Chain, error) {
-	if len(configs) == 0 {
-		return ch, nil
+	if mutating := webhookclient.APIObjects(configs); len(mutating) > 0 {
+		d, err := sim.Webhooks(mutating, urls, webhookclient.Options{})
+		if err != nil {
+			return ch, err
+		}
+		ch.Webhooks = d
 	}
-	d, err := sim.Webhooks(webhookclient.APIObjects(configs), urls, webhookclient.Options{})
-	if err != nil {
-		return ch, err
+	if validating := webhookclient.ValidatingAPIObjects(configs); len(validating) > 0 {
+		d, err := sim.ValidatingWebhooks(validating, urls, webhookclient.Options{}, nil)
+		if err != nil {
+			closeChain(ch)
+			return ch, err
+		}
+		ch.ValidatingWebhooks = d
 	}
-	ch.Webhooks = d
 	return ch, nil
+}
+
+// closeChain closes the webhook dispatchers chainOf put in ch.
+func closeChain(ch cluster.Chain) {
+	if ch.Webhooks != nil {
+		ch.Webhooks.Close(nil)
+	}
+	if d, ok := ch.ValidatingWebhooks.(*webhookclient.ValidatingDispatcher); ok {
+		d.Close(nil)
+	}
 }

@@ -198,8 +198,8 @@ func TestApply(t *testing.T) {
 		{name: "a missing object file is bad input",
 			args:     []string{"apply", "-f", "testdata/apply/none.yaml", "--policies", "../../examples"},
 			wantCode: exitUsage},
-		{name: "DELETE is not an operation policies see",
-			args:     []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "--operation", "DELETE"},
+		{name: "PATCH is not an operation",
+			args:     []string{"apply", "-f", "testdata/apply/pod.yaml", "--policies", "../../examples", "--operation", "PATCH"},
 			wantCode: exitUsage},
 	}
 	for _, tc := range cases {

@@ -107,7 +107,7 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if len(configs) == 0 {
+	if len(webhookclient.APIObjects(configs)) == 0 {
 		return badInput(fmt.Errorf("--webhooks %s: no MutatingWebhookConfiguration found", strings.Join(o.webhooks.paths, ", ")))
 	}
 	objects, err := manifest.Load(ctx, o.objects, stdin)

@@ -29,7 +29,12 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
+	apiserverapiv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -38,20 +43,32 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/plugin/pkg/admission/admit"
 	"k8s.io/kubernetes/plugin/pkg/admission/alwayspullimages"
+	"k8s.io/kubernetes/plugin/pkg/admission/antiaffinity"
+	certapproval "k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest"
+	certsigning "k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
+	certsubjectrestriction "k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/defaulttolerationseconds"
 	"k8s.io/kubernetes/plugin/pkg/admission/deny"
+	"k8s.io/kubernetes/plugin/pkg/admission/eventratelimit"
 	"k8s.io/kubernetes/plugin/pkg/admission/extendedresourcetoleration"
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/namespace/autoprovision"
+	"k8s.io/kubernetes/plugin/pkg/admission/namespace/exists"
 	"k8s.io/kubernetes/plugin/pkg/admission/network/defaultingressclass"
+	"k8s.io/kubernetes/plugin/pkg/admission/network/denyserviceexternalips"
+	"k8s.io/kubernetes/plugin/pkg/admission/nodedeclaredfeatures"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
 	"k8s.io/kubernetes/plugin/pkg/admission/podnodeselector"
+	"k8s.io/kubernetes/plugin/pkg/admission/podresize"
 	"k8s.io/kubernetes/plugin/pkg/admission/podtolerationrestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/podtopologylabels"
 	podpriority "k8s.io/kubernetes/plugin/pkg/admission/priority"
 	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/scheduling/podgroupprotection"
+	"k8s.io/kubernetes/plugin/pkg/admission/security/podsecurity"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/persistentvolume/resize"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageclass/setdefault"
 	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection"
 
@@ -66,7 +83,8 @@ const (
 	// Mutating plugins run offline, before the policies (Chain.Admit).
 	Mutating Stage = iota
 	// Validating plugins only validate (they have no Admit), after
-	// mutating admission and the registry's validation: not run offline.
+	// mutating admission and the registry's validation: Chain.Validate
+	// runs them, but for those that cannot run offline (Plugin.Why).
 	Validating
 	// Policies is the MutatingAdmissionPolicy plugin: mutatis' engine.
 	Policies
@@ -87,7 +105,8 @@ type Plugin struct {
 	DefaultOn bool
 	// Stage tells whether Chain.Admit runs it when it is enabled.
 	Stage Stage
-	// Why a plugin of Stage Unsupported cannot run offline.
+	// Why a plugin of Stage Unsupported cannot run offline, or why
+	// Chain.Validate does not run a plugin of Stage Validating.
 	Why string
 
 	register func(*admission.Plugins)
@@ -104,41 +123,41 @@ var All = []Plugin{
 	{Name: admit.PluginName, Stage: Mutating, register: admit.Register},
 	{Name: autoprovision.PluginName, Stage: Mutating, register: autoprovision.Register},
 	{Name: lifecycle.PluginName, DefaultOn: true, Stage: Mutating, register: lifecycle.Register},
-	{Name: "NamespaceExists", Stage: Validating},
-	{Name: "LimitPodHardAntiAffinityTopology", Stage: Validating},
+	{Name: exists.PluginName, Stage: Validating, register: exists.Register},
+	{Name: antiaffinity.PluginName, Stage: Validating, register: antiaffinity.Register},
 	{Name: limitranger.PluginName, DefaultOn: true, Stage: Mutating, register: limitranger.Register},
 	{Name: serviceaccount.PluginName, DefaultOn: true, Stage: Mutating, register: serviceaccount.Register},
 	{Name: "NodeRestriction", Stage: Unsupported, Why: "it restricts what kubelets (system:node:NAME users) may do to their Node and the Pods bound to it, which an offline run does not hold"},
 	{Name: nodetaint.PluginName, DefaultOn: true, Stage: Mutating, register: nodetaint.Register},
 	{Name: alwayspullimages.PluginName, Stage: Mutating, register: alwayspullimages.Register},
-	{Name: "ImagePolicyWebhook", Stage: Validating},
-	{Name: "PodSecurity", DefaultOn: true, Stage: Validating},
+	{Name: "ImagePolicyWebhook", Stage: Validating, Why: "it asks an image review webhook backend (its configuration file's kubeconfig) about every Pod"},
+	{Name: podsecurity.PluginName, DefaultOn: true, Stage: Validating, register: podsecurity.Register},
 	{Name: podnodeselector.PluginName, Stage: Mutating, register: podnodeselector.Register},
 	{Name: podpriority.PluginName, DefaultOn: true, Stage: Mutating, register: podpriority.Register},
 	{Name: defaulttolerationseconds.PluginName, DefaultOn: true, Stage: Mutating, register: defaulttolerationseconds.Register},
 	{Name: podtolerationrestriction.PluginName, Stage: Mutating, register: podtolerationrestriction.Register},
-	{Name: "EventRateLimit", Stage: Validating},
+	{Name: eventratelimit.PluginName, Stage: Validating, register: eventratelimit.Register},
 	{Name: extendedresourcetoleration.PluginName, Stage: Mutating, register: extendedresourcetoleration.Register},
 	{Name: setdefault.PluginName, DefaultOn: true, Stage: Mutating, register: setdefault.Register},
 	{Name: storageobjectinuseprotection.PluginName, DefaultOn: true, Stage: Mutating, register: storageobjectinuseprotection.Register},
 	{Name: podgroupprotection.PluginName, DefaultOn: true, Stage: Mutating, register: podgroupprotection.Register},
-	{Name: "OwnerReferencesPermissionEnforcement", Stage: Validating},
-	{Name: "PersistentVolumeClaimResize", DefaultOn: true, Stage: Validating},
+	{Name: "OwnerReferencesPermissionEnforcement", Stage: Validating, Why: "it asks the authorizer about the owners' resources through a REST mapper of the live API server's discovery"},
+	{Name: resize.PluginName, DefaultOn: true, Stage: Validating, register: resize.Register},
 	{Name: runtimeclass.PluginName, DefaultOn: true, Stage: Mutating, register: runtimeclass.Register},
-	{Name: "CertificateApproval", DefaultOn: true, Stage: Validating},
-	{Name: "CertificateSigning", DefaultOn: true, Stage: Validating},
-	{Name: "ClusterTrustBundleAttest", DefaultOn: true, Stage: Validating},
-	{Name: "CertificateSubjectRestriction", DefaultOn: true, Stage: Validating},
+	{Name: certapproval.PluginName, DefaultOn: true, Stage: Validating, register: certapproval.Register},
+	{Name: certsigning.PluginName, DefaultOn: true, Stage: Validating, register: certsigning.Register},
+	{Name: ctbattest.PluginName, DefaultOn: true, Stage: Validating, register: ctbattest.Register},
+	{Name: certsubjectrestriction.PluginName, DefaultOn: true, Stage: Validating, register: certsubjectrestriction.Register},
 	{Name: defaultingressclass.PluginName, DefaultOn: true, Stage: Mutating, register: defaultingressclass.Register},
-	{Name: "DenyServiceExternalIPs", Stage: Validating},
+	{Name: denyserviceexternalips.PluginName, Stage: Validating, register: denyserviceexternalips.Register},
 	{Name: podtopologylabels.PluginName, DefaultOn: true, Stage: Mutating, register: podtopologylabels.Register},
-	{Name: "NodeDeclaredFeatureValidator", DefaultOn: true, Stage: Validating},
-	{Name: "PodResizeValidator", DefaultOn: true, Stage: Validating},
+	{Name: nodedeclaredfeatures.PluginName, DefaultOn: true, Stage: Validating, register: nodedeclaredfeatures.Register},
+	{Name: podresize.PluginName, DefaultOn: true, Stage: Validating, register: podresize.Register},
 	{Name: "MutatingAdmissionPolicy", DefaultOn: true, Stage: Policies},
 	{Name: "MutatingAdmissionWebhook", DefaultOn: true, Stage: Webhooks},
-	{Name: "ValidatingAdmissionPolicy", DefaultOn: true, Stage: Validating},
-	{Name: "ValidatingAdmissionWebhook", DefaultOn: true, Stage: Validating},
-	{Name: "ResourceQuota", DefaultOn: true, Stage: Validating},
+	{Name: "ValidatingAdmissionPolicy", DefaultOn: true, Stage: Validating, Why: "mutatis' ValidatingAdmissionPolicy stage runs it"},
+	{Name: "ValidatingAdmissionWebhook", DefaultOn: true, Stage: Validating, Why: "mutatis' validating webhook stage runs it"},
+	{Name: "ResourceQuota", DefaultOn: true, Stage: Validating, Why: "not run offline yet: it charges each request to the ResourceQuotas' status through the quota controller's evaluator"},
 	{Name: deny.PluginName, Stage: Mutating, register: deny.Register},
 }
 
@@ -155,6 +174,13 @@ type Flags struct {
 	Enable []string
 	// Disable removes plugins from it (--disable-admission-plugins).
 	Disable []string
+	// ConfigFile is kube-apiserver's --admission-control-config-file: an
+	// AdmissionConfiguration (apiserver.config.k8s.io/v1) whose plugins'
+	// configurations (embedded, or a path relative to the file) configure
+	// the plugins as kube-apiserver's do (PodSecurity's
+	// PodSecurityConfiguration: defaults and exemptions). "": none, each
+	// plugin's defaults.
+	ConfigFile string
 }
 
 // Enabled returns the plugins kube-apiserver 1.37 runs with flags f, in
@@ -265,25 +291,50 @@ func NewStores(s *scheme.Scheme) *Stores {
 }
 
 // Chain is the admission plugins of a simulated cluster: the chain of the
-// enabled plugins of Stage Mutating, built on first use as kube-apiserver
-// builds its admission chain (registration, one initializer, each plugin
-// initialized and validated, a chain handler), fed by the informers of
-// its Stores, and a client that answers the plugins' lookups when a store
-// misses from the same stores. Build one with New; it is safe for
-// concurrent use.
+// enabled plugins of Stage Mutating (Admit) and the validating lists of
+// the enabled plugins that validate (Validate), built on first use as
+// kube-apiserver builds its admission chain (registration, the plugins'
+// configurations, one initializer, each plugin initialized and
+// validated, a chain handler), fed by the informers of its Stores, and a
+// client that answers the plugins' lookups when a store misses from the
+// same stores. A plugin that both mutates and validates (LimitRanger,
+// ServiceAccount, Priority, RuntimeClass …) is one instance in both, as in
+// kube-apiserver. Build one with New; it is safe for concurrent use.
 type Chain struct {
 	stores *Stores
 	names  []string // the enabled plugins, Enabled's
+	config admission.ConfigProvider
+	authz  authorizer.Authorizer
 
 	mu    sync.Mutex
-	chain admission.MutationInterface
-	run   []string
+	built *built
 }
 
-// New returns the admission plugins that kube-apiserver 1.37 runs before
-// MutatingAdmissionPolicy with flags f (Enabled, whose error it returns),
-// reading st.
-func New(st *Stores, f Flags) (*Chain, error) {
+// built is a Chain's plugins, once built.
+type built struct {
+	// mutating chains the plugins of Stage Mutating; run names them.
+	mutating admission.MutationInterface
+	run      []string
+	// validating chains, for each Phase, the plugins that validate.
+	validating [phases]admission.ValidationInterface
+}
+
+// Option configures a Chain (New).
+type Option func(*Chain)
+
+// WithAuthorizer is the authorizer the plugins ask (the certificate
+// plugins: CertificateApproval, CertificateSigning,
+// ClusterTrustBundleAttest). Without it they are built with
+// kube-apiserver's default --authorization-mode, AlwaysAllow.
+func WithAuthorizer(a authorizer.Authorizer) Option {
+	return func(c *Chain) { c.authz = a }
+}
+
+// New returns the admission plugins that kube-apiserver 1.37 runs with
+// flags f (Enabled, whose error it returns), reading st. A configuration
+// file (Flags.ConfigFile) is read, and the plugins are built with it, at
+// once: its errors are New's, as kube-apiserver's are at start.
+func New(st *Stores, f Flags, opts ...Option) (*Chain, error) {
 	enabled, err := Enabled(f)
 	if err != nil {
 		return nil, err
@@ -292,7 +343,26 @@ func New(st *Stores, f Flags) (*Chain, error) {
 	for _, e := range enabled {
 		names = append(names, e.Name)
 	}
-	return &Chain{stores: st, names: names}, nil
+	configScheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{apiserverapi.AddToScheme, apiserverapiv1alpha1.AddToScheme, apiserverapiv1.AddToScheme} {
+		if err := add(configScheme); err != nil {
+			return nil, err
+		}
+	}
+	config, err := admission.ReadAdmissionConfiguration(names, f.ConfigFile, configScheme)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read plugin config: %w", err)
+	}
+	c := &Chain{stores: st, names: names, config: config, authz: authorizerfactory.NewAlwaysAllowAuthorizer()}
+	for _, o := range opts {
+		o(c)
+	}
+	if f.ConfigFile != "" {
+		if _, err := c.build(); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.ConfigFile, err)
+		}
+	}
+	return c, nil
 }
 
 // store is the store of objects of kind gvk (any version of the group),
@@ -306,51 +376,70 @@ func (p *Stores) store(gk schema.GroupKind) (storeOf, bool) {
 	return storeOf{}, false
 }
 
-func (p *Chain) build() (admission.MutationInterface, []string, error) {
+func (p *Chain) build() (*built, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.chain != nil {
-		return p.chain, p.run, nil
+	if p.built != nil {
+		return p.built, nil
 	}
 	registry := admission.NewPlugins()
-	var run []string
+	var enabled []Plugin
 	for _, ap := range All {
-		if ap.Stage == Mutating && slices.Contains(p.names, ap.Name) {
+		if ap.register != nil && slices.Contains(p.names, ap.Name) {
 			ap.register(registry)
-			run = append(run, ap.Name)
+			enabled = append(enabled, ap)
 		}
 	}
 	init := p.initializer()
-	// As registry.NewFromPlugins, without configuration files (each
-	// plugin's defaults) and without its log line; each plugin decorated
-	// as kube-apiserver decorates them for its metrics, here to report
-	// steps.
-	var handlers []admission.Interface
-	for _, name := range run {
-		plugin, err := registry.InitPlugin(name, nil, init)
+	// As registry.NewFromPlugins, without its log line; each plugin
+	// decorated as kube-apiserver decorates them for its metrics, here to
+	// report steps.
+	b := &built{}
+	var mutating []admission.Interface
+	var validating [phases][]admission.Interface
+	for _, ap := range enabled {
+		name := ap.Name
+		config, err := p.config.ConfigFor(name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("building kube-apiserver's admission plugin %s: %w", name, err)
+			return nil, fmt.Errorf("building kube-apiserver's admission plugin %s: %w", name, err)
+		}
+		plugin, err := registry.InitPlugin(name, config, init)
+		if err != nil {
+			return nil, fmt.Errorf("building kube-apiserver's admission plugin %s: %w", name, err)
 		}
 		if r, ok := plugin.(interface{ SetReadyFunc(admission.ReadyFunc) }); ok {
 			// The plugins wait for their informers to sync; these stores
 			// are complete before the first request.
 			r.SetReadyFunc(func() bool { return true })
 		}
+		if v, ok := plugin.(admission.ValidationInterface); ok {
+			at := phaseOf(name)
+			validating[at] = append(validating[at], validationRecorder{name: name, ValidationInterface: v})
+		}
+		if ap.Stage != Mutating {
+			continue
+		}
 		if name == serviceaccount.PluginName {
 			plugin = tokenVolumeNamer{plugin}
 		}
-		handlers = append(handlers, stepRecorder{name: name, Interface: plugin})
+		mutating = append(mutating, stepRecorder{name: name, Interface: plugin})
+		b.run = append(b.run, name)
 	}
-	p.chain, p.run = admission.NewChainHandler(handlers...), run
-	return p.chain, p.run, nil
+	b.mutating = admission.NewChainHandler(mutating...)
+	for at, handlers := range validating {
+		b.validating[at] = admission.NewChainHandler(handlers...)
+	}
+	p.built = b
+	return b, nil
 }
 
 // initializer initializes plugins as kube-apiserver's generic plugin
-// initializer does, with the stores' informer factory and client, and
-// kube-apiserver's feature gates; no authorizer (the plugins run here
-// need none), no dynamic client, REST mapper or effective version.
+// initializer does, with the stores' informer factory and client, the
+// Chain's authorizer, kube-apiserver's feature gates and its effective
+// version (1.37, PodSecurity's "latest"); no dynamic client, drain
+// notification or REST mapper (the plugins run here need none).
 func (p *Chain) initializer() admission.PluginInitializer {
-	return initializer.New(p.stores.client(), nil, p.stores.factory, nil, utilfeature.DefaultFeatureGate, nil, nil, nil)
+	return initializer.New(p.stores.client(), nil, p.stores.factory, p.authz, utilfeature.DefaultFeatureGate, kubeVersion, nil, nil)
 }
 
 // client is the clientset the plugins look objects up with when their
@@ -479,8 +568,11 @@ func (p *Stores) Add(obj map[string]any) (bool, error) {
 
 // Names returns the names of the plugins Admit runs, in order.
 func (p *Chain) Names() ([]string, error) {
-	_, run, err := p.build()
-	return slices.Clone(run), err
+	b, err := p.build()
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(b.run), nil
 }
 
 // ensureNamespace puts into the stores what every namespace of a cluster
@@ -542,10 +634,11 @@ func (p *Chain) admit(ctx context.Context, req scheme.Request, obj, old map[stri
 	if err != nil {
 		return nil, nil, err
 	}
-	chain, _, err := p.build()
+	b, err := p.build()
 	if err != nil {
 		return nil, nil, err
 	}
+	chain := b.mutating
 	if req.Namespace != "" {
 		if err := p.stores.ensureNamespace(req.Namespace); err != nil {
 			return nil, nil, err
@@ -641,7 +734,7 @@ func tokenVolume(pod *api.Pod) int {
 // ServiceAccount). It lets a test run kube-apiserver's own admission chain
 // and reinvoker around the same plugins, as an oracle.
 func (p *Chain) Handler(namespace string) (admission.MutationInterface, error) {
-	chain, _, err := p.build()
+	b, err := p.build()
 	if err != nil {
 		return nil, err
 	}
@@ -650,5 +743,5 @@ func (p *Chain) Handler(namespace string) (admission.MutationInterface, error) {
 			return nil, err
 		}
 	}
-	return chain, nil
+	return b.mutating, nil
 }

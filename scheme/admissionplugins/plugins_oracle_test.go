@@ -23,7 +23,6 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/mutatis-dev/mutatis/scheme"
@@ -33,7 +32,8 @@ import (
 // kube-apiserver 1.37's own lists (options.AllOrderedPlugins,
 // options.DefaultOffAdmissionPlugins), and each plugin's Stage to what
 // the plugin is: Mutating plugins implement admission.MutationInterface,
-// Validating ones only admission.ValidationInterface.
+// Validating ones only admission.ValidationInterface, and Chain.Validate
+// runs every Validating one it can build.
 func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 	var names []string
 	for _, p := range All {
@@ -70,6 +70,9 @@ func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 		_, mutating := plugin.(admission.MutationInterface)
 		if mutating != (p.Stage == Mutating || p.Stage == Unsupported) {
 			t.Errorf("%s: Stage %v, implements MutationInterface %v", p.Name, p.Stage, mutating)
+		}
+		if _, validating := plugin.(admission.ValidationInterface); p.Stage == Validating && validating != (p.register != nil) {
+			t.Errorf("%s: Chain.Validate runs it %v, implements ValidationInterface %v", p.Name, p.register != nil, validating)
 		}
 	}
 }
@@ -184,6 +187,7 @@ func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string)
 	factory := informers.NewSharedInformerFactory(client, 0)
 
 	opts := options.NewAdmissionOptions()
+	opts.GenericAdmission.ConfigFile = c.flags.ConfigFile
 	notHere := []string{"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if c.flags.Only != nil {
 		opts.PluginNames = c.flags.Only
@@ -216,9 +220,6 @@ func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string)
 	time.Sleep(10 * time.Millisecond)
 	return config.AdmissionControl.(admission.MutationInterface)
 }
-
-// kubeVersion is kube-apiserver's effective version.
-var kubeVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
 
 var generatedTokenVolume = regexp.MustCompile(`^kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}$`)
 

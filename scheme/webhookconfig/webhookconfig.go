@@ -1,11 +1,12 @@
 // Package webhookconfig is kube-apiserver's create path for a
-// MutatingWebhookConfiguration: the defaults of the version it is written
-// in (admissionregistration.k8s.io v1 or v1beta1, each with its own), the
-// conversion through the internal version to v1, and the registry
-// strategy's API validation (k8s.io/kubernetes
-// pkg/apis/admissionregistration/validation through
-// pkg/registry/admissionregistration/mutatingwebhookconfiguration, with
-// declarative validation and the metadata checks of rest.ValidateCreate).
+// MutatingWebhookConfiguration or a ValidatingWebhookConfiguration: the
+// defaults of the version it is written in (admissionregistration.k8s.io
+// v1 or v1beta1, each with its own), the conversion through the internal
+// version to v1, and the registry strategy's API validation
+// (k8s.io/kubernetes pkg/apis/admissionregistration/validation through
+// pkg/registry/admissionregistration/mutatingwebhookconfiguration or
+// validatingwebhookconfiguration, with declarative validation and the
+// metadata checks of rest.ValidateCreate).
 //
 // It is part of scheme, the one place of mutatis that imports
 // k8s.io/kubernetes, in a package of its own because the validation
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration"
 
 	"github.com/mutatis-dev/mutatis/scheme"
 )
@@ -54,35 +56,89 @@ func Mutating(in runtime.Object) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("not a MutatingWebhookConfiguration: %T", in)
 	}
-	k, err := scheme.Kube()
+	out := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	invalid, warnings, err := create(in, &admissionregistration.MutatingWebhookConfiguration{}, out, "mutatingwebhookconfigurations", mutatingwebhookconfiguration.Strategy)
 	if err != nil {
 		return nil, err
+	}
+	if len(invalid) > 0 {
+		return &Result{Invalid: invalid}, nil
+	}
+	out.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"))
+	return &Result{Configuration: out, Warnings: warnings}, nil
+}
+
+// ValidatingResult is a ValidatingWebhookConfiguration as kube-apiserver
+// would store it, or the reasons it would refuse it (Result's fields).
+type ValidatingResult struct {
+	// Configuration is the defaulted configuration in
+	// admissionregistration.k8s.io/v1; nil when Invalid is not empty.
+	Configuration *admissionregistrationv1.ValidatingWebhookConfiguration
+	Invalid       field.ErrorList
+	Warnings      []string
+}
+
+// Validating is Mutating for a ValidatingWebhookConfiguration (v1 or
+// v1beta1 as decoded from a manifest), through the
+// validatingwebhookconfiguration registry strategy.
+func Validating(in runtime.Object) (*ValidatingResult, error) {
+	switch in.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1beta1.ValidatingWebhookConfiguration:
+	default:
+		return nil, fmt.Errorf("not a ValidatingWebhookConfiguration: %T", in)
+	}
+	out := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	invalid, warnings, err := create(in, &admissionregistration.ValidatingWebhookConfiguration{}, out, "validatingwebhookconfigurations", validatingwebhookconfiguration.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	if len(invalid) > 0 {
+		return &ValidatingResult{Invalid: invalid}, nil
+	}
+	out.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"))
+	return &ValidatingResult{Configuration: out, Warnings: warnings}, nil
+}
+
+// strategy is what create needs of a registry strategy.
+type strategy interface {
+	rest.RESTCreateStrategy
+	Canonicalize(obj runtime.Object)
+}
+
+// create is the create path of in into internal (its internal type) and
+// out (its v1 type): the version's defaults, the conversion, the
+// strategy's PrepareForCreate, validation, warnings and
+// canonicalization, then the conversion to v1. invalid are the field
+// errors of a refusal (out is then left empty).
+func create(in runtime.Object, internal interface {
+	runtime.Object
+	GetName() string
+}, out runtime.Object, resource string, st strategy) (invalid field.ErrorList, warnings []string, err error) {
+	k, err := scheme.Kube()
+	if err != nil {
+		return nil, nil, err
 	}
 	versioned := in.DeepCopyObject()
 	// The defaulters of the version the object was written in, as the
 	// API server's decoder applies them.
 	k.Default(versioned)
-	internal := &admissionregistration.MutatingWebhookConfiguration{}
 	if err := k.Convert(versioned, internal, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx := genericapirequest.WithNamespace(context.Background(), "")
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: "create", APIPrefix: "apis",
 		APIGroup: admissionregistrationv1.GroupName, APIVersion: "v1",
-		Resource: "mutatingwebhookconfigurations", Name: internal.Name,
+		Resource: resource, Name: internal.GetName(),
 	})
-	st := mutatingwebhookconfiguration.Strategy
 	st.PrepareForCreate(ctx, internal)
 	if errs := rest.ValidateCreate(ctx, internal, st); len(errs) > 0 {
-		return &Result{Invalid: errs}, nil
+		return errs, nil, nil
 	}
-	warnings := st.WarningsOnCreate(ctx, internal)
+	warnings = st.WarningsOnCreate(ctx, internal)
 	st.Canonicalize(internal)
-	out := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := k.Convert(internal, out, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"))
-	return &Result{Configuration: out, Warnings: warnings}, nil
+	return nil, warnings, nil
 }

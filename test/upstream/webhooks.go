@@ -8,7 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
 	webhookmutating "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	webhookvalidating "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
@@ -29,6 +31,28 @@ func MutatingWebhooks(ctx context.Context, objects []runtime.Object, services ma
 	if err != nil {
 		return nil, err
 	}
+	if err := wire(ctx, wh.Webhook, objects, services, authz); err != nil {
+		return nil, err
+	}
+	return wh, nil
+}
+
+// ValidatingWebhooks is MutatingWebhooks for k8s.io/apiserver's
+// ValidatingAdmissionWebhook plugin: call Validate once per request.
+func ValidatingWebhooks(ctx context.Context, objects []runtime.Object, services map[string]*url.URL, authz authorizer.Authorizer) (admission.ValidationInterface, error) {
+	wh, err := webhookvalidating.NewValidatingAdmissionWebhook(nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := wire(ctx, wh.Webhook, objects, services, authz); err != nil {
+		return nil, err
+	}
+	return wh, nil
+}
+
+// wire initializes a webhook plugin as kube-apiserver does and starts its
+// informers.
+func wire(ctx context.Context, wh *generic.Webhook, objects []runtime.Object, services map[string]*url.URL, authz authorizer.Authorizer) error {
 	client := fake.NewSimpleClientset(objects...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	// kube-apiserver's initializers: the feature gates, and the
@@ -47,11 +71,11 @@ func MutatingWebhooks(ctx context.Context, objects []runtime.Object, services ma
 		wh.SetUnconditionalAuthorizer(authz)
 	}
 	if err := wh.ValidateInitialization(); err != nil {
-		return nil, err
+		return err
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	return wh, nil
+	return nil
 }
 
 // reviewResources are kube-apiserver's excluded admission resources

@@ -1,5 +1,5 @@
-// Package webhookserver serves realistic mutating admission webhooks over
-// TLS, for the tests of the webhook client and of the admission chain:
+// Package webhookserver serves realistic mutating and validating
+// admission webhooks over TLS, for the tests of the webhook client and of the admission chain:
 // the same server answers kube-apiserver's own webhook plugin (the
 // oracle) and mutatis's client, so both see the same webhooks.
 //
@@ -73,11 +73,22 @@ const (
 	PathNoop = "/noop"
 	// PathUnknownField adds a field no Go type has (dropped by decoding).
 	PathUnknownField = "/unknown-field"
+	// PathRequireLabel is a validating webhook: it denies (403) an
+	// object, or a DELETE's old object, without the label the path's
+	// next segment names (/require-label/team), e.g. one a policy sets,
+	// and admits with a warning naming the label otherwise.
+	PathRequireLabel = "/require-label"
+	// PathBarrier admits once as many calls to it as the path's last
+	// segment says are in flight together (/barrier/NAME/2: two calls of
+	// barrier NAME), waiting for them until the request is cancelled (a
+	// timeout): called one after the other, the first call never returns
+	// in time; called concurrently, all are admitted.
+	PathBarrier = "/barrier"
 )
 
 // Paths are every webhook the server serves.
 var Paths = []string{PathSidecar, PathLabels, PathCounter, PathReadsPolicy, PathSlow, PathBroken, PathBadUID,
-	PathMergePatch, PathDeny, PathDenyBare, PathServerError, PathHuge, PathBadPatch, PathWarn, PathNoop, PathUnknownField}
+	PathMergePatch, PathDeny, PathDenyBare, PathServerError, PathHuge, PathBadPatch, PathWarn, PathNoop, PathUnknownField, PathRequireLabel, PathBarrier}
 
 // Server is a running test webhook server.
 type Server struct {
@@ -93,6 +104,35 @@ type Server struct {
 	protos  []string
 	conns   int
 	resumed int
+	// barriers are PathBarrier's, by name.
+	barriers map[string]*barrier
+}
+
+// barrier is one PathBarrier: the calls that arrived, and a channel closed
+// when enough have.
+type barrier struct {
+	arrived int
+	open    chan struct{}
+}
+
+// arrive counts a call at barrier name, which opens at n calls, and
+// returns the channel that is closed when it opens.
+func (s *Server) arrive(name string, n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.barriers == nil {
+		s.barriers = map[string]*barrier{}
+	}
+	b := s.barriers[name]
+	if b == nil {
+		b = &barrier{open: make(chan struct{})}
+		s.barriers[name] = b
+	}
+	b.arrived++
+	if b.arrived == n {
+		close(b.open)
+	}
+	return b.open
 }
 
 // Start serves the webhooks on a new TLS server whose certificate is
@@ -159,6 +199,7 @@ func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.calls)
+	clear(s.barriers)
 	s.protos = nil
 	s.conns = 0
 	s.resumed = 0
@@ -214,6 +255,18 @@ func (s *Server) Webhook(name, path string, opts ...func(*admissionregistrationv
 	return h
 }
 
+// ValidatingWebhook is Webhook as a ValidatingWebhook (the same fields
+// but reinvocationPolicy), opts changing the MutatingWebhook first.
+func (s *Server) ValidatingWebhook(name, path string, opts ...func(*admissionregistrationv1.MutatingWebhook)) admissionregistrationv1.ValidatingWebhook {
+	m := s.Webhook(name, path, opts...)
+	return admissionregistrationv1.ValidatingWebhook{
+		Name: m.Name, ClientConfig: m.ClientConfig, Rules: m.Rules, FailurePolicy: m.FailurePolicy,
+		MatchPolicy: m.MatchPolicy, NamespaceSelector: m.NamespaceSelector, ObjectSelector: m.ObjectSelector,
+		SideEffects: m.SideEffects, TimeoutSeconds: m.TimeoutSeconds, AdmissionReviewVersions: m.AdmissionReviewVersions,
+		MatchConditions: m.MatchConditions,
+	}
+}
+
 // review is the part of an AdmissionReview (v1 or v1beta1, which share
 // their JSON) the mutators read and write.
 type review struct {
@@ -229,6 +282,7 @@ type request struct {
 	DryRun    *bool          `json:"dryRun,omitempty"`
 	Kind      map[string]any `json:"kind"`
 	Object    map[string]any `json:"object"`
+	OldObject map[string]any `json:"oldObject"`
 }
 
 type response struct {
@@ -323,6 +377,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		resp.patchJSON([]op{})
 	case PathUnknownField:
 		resp.patchJSON([]op{{Op: "add", Path: "/spec/notAField", Value: "x"}})
+	case PathBarrier:
+		name, count, _ := strings.Cut(arg, "/")
+		n, _ := strconv.Atoi(count)
+		select {
+		case <-s.arrive(name, n):
+		case <-r.Context().Done():
+			return
+		}
+	case PathRequireLabel:
+		target := obj
+		if target == nil {
+			target = in.Request.OldObject
+		}
+		if v := label(target, arg); v == "" {
+			resp.Allowed = false
+			resp.Result = map[string]any{"code": 403, "reason": "Forbidden", "message": fmt.Sprintf("%s %s: the label %s is required", in.Request.Operation, in.Request.Kind["kind"], arg)}
+		} else {
+			resp.Warnings = []string{fmt.Sprintf("label %s=%s checked", arg, v)}
+			resp.AuditAnnotations = map[string]string{"checked": arg}
+		}
 	default:
 		http.NotFound(w, r)
 		return

@@ -1,0 +1,460 @@
+// Package validating is kube-apiserver's ValidatingAdmissionPolicy plugin as
+// a chain.Stage (Evaluator), read top to bottom as its dispatcher runs one
+// request (k8s.io/apiserver v0.37.1 pkg/admission/plugin/policy/validating,
+// dispatcher.go Dispatch): each policy whose matchConstraints select the
+// request, each of its bindings whose matchResources do, each param of the
+// binding; the validations, messages and auditAnnotations evaluated by
+// upstream's own Validator (compiled as its plugin compiles it: Compiler);
+// the binding's validationActions applied to the decisions; the refusal,
+// warnings and audit annotations exactly as kube-apiserver words them.
+// Matching and params are mutatis' shared matching and params packages.
+package validating
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apiserver/pkg/admission"
+	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
+	upstream "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+
+	"github.com/mutatis-dev/mutatis/binding"
+	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/params"
+	"github.com/mutatis-dev/mutatis/scheme"
+)
+
+// PluginName is the name of kube-apiserver's ValidatingAdmissionPolicy
+// plugin: the Evaluator's Name.
+const PluginName = upstream.PluginName
+
+// ValidationFailureAnnotation is the audit annotation of the validations
+// that failed in bindings with the Audit action (its value: a JSON list of
+// upstream's ValidationFailureValue).
+const ValidationFailureAnnotation = "validation.policy.admission.k8s.io/validation_failure"
+
+// Bounds kube-apiserver's dispatcher puts on what it publishes (its
+// maxValidationFailures and maxAuditAnnotationValueLength, unexported).
+const (
+	maxValidationFailures         = 50
+	maxAuditAnnotationValueLength = 10 * 1024
+)
+
+// Config is what an Evaluator needs besides its policies: the simulated
+// cluster's collaborators.
+type Config struct {
+	// Matcher matches policies and bindings; its namespace getter also
+	// gives namespaceObject.
+	Matcher *matching.Matcher
+	// Params resolves the bindings' params.
+	Params *params.Collector
+	// Scheme converts the objects of built-in kinds to the version a
+	// policy matched (matchPolicy Equivalent); nil: no conversion.
+	Scheme *scheme.Scheme
+	// Authorizer backs the CEL authorizer variables; nil denies every
+	// check.
+	Authorizer authorizer.Authorizer
+}
+
+// Hook is one compiled policy with its bindings, in evaluation order.
+type Hook struct {
+	Policy    *admissionregistrationv1.ValidatingAdmissionPolicy
+	Bindings  []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	Validator upstream.Validator
+}
+
+// Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
+// over a fixed set of policies and bindings. It keeps no state across
+// requests and is safe for concurrent use.
+type Evaluator struct {
+	cfg   Config
+	hooks []Hook
+	// index finds the hooks whose rules can match a request.
+	index *matching.Index[int]
+}
+
+// NewEvaluator compiles policies with comp (nil: a new Compiler) and groups
+// their bindings in kube-apiserver's grouping, in mutatis' documented order
+// (policy name, then binding name: binding.GroupValidating).
+func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *Evaluator {
+	if comp == nil {
+		comp = NewCompiler()
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
+	}
+	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Scheme != nil {
+		p := *cfg.Params
+		p.Scheme = cfg.Scheme
+		cfg.Params = &p
+	}
+	e := &Evaluator{cfg: cfg, index: matching.NewIndex[int](cfg.Matcher.Table())}
+	for _, g := range binding.GroupValidating(policies, bindings) {
+		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
+		e.hooks = append(e.hooks, Hook{Policy: g.Policy, Bindings: g.Bindings, Validator: comp.Compile(g.Policy)})
+	}
+	return e
+}
+
+// Name is the plugin's name in kube-apiserver.
+func (e *Evaluator) Name() string { return PluginName }
+
+// decision is a denying decision with the policy and binding that made it
+// (upstream's policyDecisionWithMetadata).
+type decision struct {
+	upstream.PolicyDecision
+	policy  *admissionregistrationv1.ValidatingAdmissionPolicy
+	binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+}
+
+// Admit runs the ValidatingAdmissionPolicy plugin once for a (chain.Stage):
+// its Object is what the registry would store (nil for DELETE and
+// CONNECT, whose OldObject the policies see). The object is not changed.
+// A refusal is Outcome.Denied, with kube-apiserver's status, code and
+// message; the Warn action's warnings are Outcome.Warnings, the Audit
+// action's failures and the policies' auditAnnotations
+// Outcome.AuditAnnotations; every evaluation is in Outcome.Validations.
+func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, _ *chain.Context) (chain.Outcome, error) {
+	var out chain.Outcome
+	if a.Object != nil {
+		out.Object = a.Object.Object
+	}
+	switch a.Operation {
+	case admission.Create, admission.Update, admission.Delete, admission.Connect:
+	default:
+		return out, nil
+	}
+	if matching.PolicyExempt(a) {
+		return out, nil
+	}
+	var cands []int
+	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
+		cands = append(cands, i)
+		return true
+	})
+	if len(cands) == 0 {
+		return out, nil
+	}
+	err := e.dispatch(ctx, a, cands, &out)
+	return out, err
+}
+
+// dispatch is upstream's dispatcher.Dispatch over the candidate hooks.
+func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands []int, out *chain.Outcome) error {
+	var denied []decision
+	var failures []upstream.ValidationFailureValue
+	// addConfigError: a configuration error denies under failurePolicy
+	// Fail (the API defaults and validates it) and is dropped under Ignore.
+	addConfigError := func(err error, p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+		fp := admissionregistrationv1.Fail
+		if p.Spec.FailurePolicy != nil {
+			fp = *p.Spec.FailurePolicy
+		}
+		switch fp {
+		case admissionregistrationv1.Ignore:
+			return
+		case admissionregistrationv1.Fail:
+			msg := fmt.Errorf("failed to configure policy: %w", err).Error()
+			if b != nil {
+				msg = fmt.Errorf("failed to configure binding: %w", err).Error()
+			}
+			denied = append(denied, decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: msg}, policy: p, binding: b})
+		default:
+			denied = append(denied, decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: fmt.Errorf("unrecognized failure policy: '%v'", fp).Error()}, policy: p, binding: b})
+		}
+	}
+	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
+
+	attrs := a.AdmissionAttributes()
+	authz := admissionauthorizer.NewCachingAuthorizer(e.cfg.Authorizer)
+	versioned := map[schema.GroupVersionKind]*admission.VersionedAttributes{}
+	for _, i := range cands {
+		h := &e.hooks[i]
+		p := h.Policy
+		m, err := e.cfg.Matcher.DefinitionMatches(ctx, a, p.Spec.MatchConstraints)
+		if err != nil {
+			addConfigError(err, p, nil)
+			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipPolicyConfigError, Err: err})
+			continue
+		}
+		if !m.Matches {
+			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipPolicyNotSelected})
+			continue
+		}
+		// The policy source's configuration error: a paramKind that is not
+		// served (one whose apiVersion does not parse never becomes a hook).
+		if skip, err := e.cfg.Params.CheckKind(p.Spec.ParamKind); skip {
+			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipParamKindInactive, Err: err})
+			continue
+		} else if err != nil {
+			addConfigError(err, p, nil)
+			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipPolicyConfigError, Err: err})
+			continue
+		}
+		annotations := newAuditAnnotationCollector()
+		for _, b := range h.Bindings {
+			rec := chain.Validation{Policy: p.Name, Binding: b.Name, Actions: b.Spec.ValidationActions}
+			ok, err := e.cfg.Matcher.BindingMatches(ctx, a, b.Spec.MatchResources)
+			if err != nil {
+				addConfigError(err, p, b)
+				rec.Skipped, rec.Err = chain.SkipBindingConfigError, err
+				record(rec)
+				continue
+			}
+			if !ok {
+				rec.Skipped = chain.SkipBindingNotSelected
+				record(rec)
+				continue
+			}
+			ps, err := e.cfg.Params.Collect(ctx, p.Spec.ParamKind, b.Spec.ParamRef, a.Namespace)
+			if err != nil {
+				addConfigError(err, p, b)
+				rec.Skipped, rec.Err = chain.SkipParams, err
+				record(rec)
+				continue
+			}
+			if len(ps) == 0 {
+				rec.Skipped = chain.SkipNoParams
+				record(rec)
+				continue
+			}
+			va := versioned[m.Kind]
+			if va == nil {
+				if va, err = e.versionedAttributes(a, attrs, m.Kind); err != nil {
+					err = fmt.Errorf("failed to convert object version: %w", err)
+					addConfigError(err, p, b)
+					rec.Skipped, rec.Err = chain.SkipConversion, err
+					record(rec)
+					continue
+				}
+				versioned[m.Kind] = va
+			}
+			namespace, err := e.namespaceObject(ctx, a)
+			if err != nil {
+				return err
+			}
+			for _, param := range ps {
+				prec := rec
+				var versionedParams runtime.Object
+				if param.Object != nil {
+					prec.Param = param.Namespace + "/" + param.Name
+					versionedParams = withTypeMeta(param.Object, p.Spec.ParamKind)
+				}
+				result := h.Validator.Validate(ctx, m.Resource, va, versionedParams, namespace, celconfig.RuntimeCELCostBudget, authz)
+				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
+					// Validate answers nothing only when a matchCondition is
+					// false (a policy has validations or auditAnnotations).
+					prec.Skipped = chain.SkipMatchConditionFalse
+				}
+				for i, d := range result.Decisions {
+					prec.Decisions = append(prec.Decisions, chain.Decision{
+						Action: chain.DecisionAction(d.Action), Error: d.Evaluation == upstream.EvalError,
+						Message: d.Message, Reason: d.Reason, Elapsed: d.Elapsed,
+					})
+					switch d.Action {
+					case upstream.ActionAdmit:
+					case upstream.ActionDeny:
+						for _, action := range b.Spec.ValidationActions {
+							switch action {
+							case admissionregistrationv1.Deny:
+								denied = append(denied, decision{PolicyDecision: d, policy: p, binding: b})
+							case admissionregistrationv1.Audit:
+								failures = append(failures, upstream.ValidationFailureValue{
+									ExpressionIndex: i, Message: d.Message, ValidationActions: b.Spec.ValidationActions,
+									Binding: b.Name, Policy: b.Spec.PolicyName,
+								})
+							case admissionregistrationv1.Warn:
+								out.Warnings = appendWarning(out.Warnings, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Name, b.Name, d.Message))
+							}
+						}
+					default:
+						return fmt.Errorf("unrecognized evaluation decision '%s' for ValidatingAdmissionPolicyBinding '%s' with ValidatingAdmissionPolicy '%s'", d.Action, b.Name, p.Name)
+					}
+				}
+				for _, aa := range result.AuditAnnotations {
+					switch aa.Action {
+					case upstream.AuditAnnotationActionPublish:
+						value := aa.Value
+						if len(value) > maxAuditAnnotationValueLength {
+							value = value[:maxAuditAnnotationValueLength]
+						}
+						annotations.add(aa.Key, value)
+						if prec.AuditAnnotations == nil {
+							prec.AuditAnnotations = map[string]string{}
+						}
+						prec.AuditAnnotations[aa.Key] = value
+					case upstream.AuditAnnotationActionError:
+						// Under failurePolicy Fail an auditAnnotation's error
+						// denies.
+						d := upstream.PolicyDecision{Action: upstream.ActionDeny, Evaluation: upstream.EvalError, Message: aa.Error, Elapsed: aa.Elapsed}
+						denied = append(denied, decision{PolicyDecision: d, policy: p, binding: b})
+						prec.Decisions = append(prec.Decisions, chain.Decision{Action: chain.DecisionDeny, Error: true, Message: aa.Error, Elapsed: aa.Elapsed})
+					case upstream.AuditAnnotationActionExclude:
+					default:
+						return fmt.Errorf("unsupported AuditAnnotation Action: %s", aa.Action)
+					}
+				}
+				record(prec)
+			}
+		}
+		annotations.publish(p.Name, out)
+	}
+	if len(failures) > 0 {
+		publishValidationFailures(failures, out)
+	}
+	if len(denied) > 0 {
+		out.Denied = refusal(attrs, denied[0])
+	}
+	return nil
+}
+
+// refusal is kube-apiserver's answer to the first denying decision: the
+// Forbidden status admission.NewForbidden builds, with the decision's
+// reason (Invalid unless the validation says) and its code.
+func refusal(attrs admission.Attributes, d decision) *apierrors.StatusError {
+	var message string
+	if d.binding != nil {
+		message = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", d.policy.Name, d.binding.Name, d.Message)
+	} else {
+		message = fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", d.policy.Name, d.Message)
+	}
+	var status *apierrors.StatusError
+	if !errors.As(admission.NewForbidden(attrs, errors.New(message)), &status) {
+		return apierrors.NewInternalError(errors.New("failed to create status error"))
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = metav1.StatusReasonInvalid
+	}
+	status.ErrStatus.Reason = reason
+	status.ErrStatus.Code = reasonToCode(reason)
+	status.ErrStatus.Details.Causes = append(status.ErrStatus.Details.Causes, metav1.StatusCause{Message: message})
+	return status
+}
+
+// reasonToCode is upstream's unexported reasonToCode (policy_decision.go):
+// the HTTP code of the reasons the API allows a validation to give.
+func reasonToCode(r metav1.StatusReason) int32 {
+	switch r {
+	case metav1.StatusReasonForbidden:
+		return http.StatusForbidden
+	case metav1.StatusReasonUnauthorized:
+		return http.StatusUnauthorized
+	case metav1.StatusReasonRequestEntityTooLarge:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusUnprocessableEntity
+}
+
+// publishValidationFailures is upstream's publishValidationFailureAnnotations:
+// the first 50 failures as JSON under ValidationFailureAnnotation.
+func publishValidationFailures(failures []upstream.ValidationFailureValue, out *chain.Outcome) {
+	if len(failures) > maxValidationFailures {
+		failures = failures[:maxValidationFailures]
+	}
+	value, err := utiljson.Marshal(failures)
+	if err != nil {
+		return // upstream logs it and publishes nothing
+	}
+	addAnnotation(out, ValidationFailureAnnotation, string(value))
+}
+
+// addAnnotation sets an audit annotation as admission.Attributes'
+// AddAnnotation does: a key already set to another value keeps its value
+// (upstream logs the error).
+func addAnnotation(out *chain.Outcome, key, value string) {
+	if out.AuditAnnotations == nil {
+		out.AuditAnnotations = map[string]string{}
+	}
+	if _, ok := out.AuditAnnotations[key]; !ok {
+		out.AuditAnnotations[key] = value
+	}
+}
+
+// auditAnnotationCollector is upstream's: a policy's auditAnnotations over
+// all its bindings and params, each key's distinct values in order.
+type auditAnnotationCollector struct {
+	keys   []string
+	values map[string][]string
+}
+
+func newAuditAnnotationCollector() *auditAnnotationCollector {
+	return &auditAnnotationCollector{values: map[string][]string{}}
+}
+
+func (c *auditAnnotationCollector) add(key, value string) {
+	vs, seen := c.values[key]
+	for _, v := range vs {
+		if v == value {
+			return
+		}
+	}
+	if !seen {
+		c.keys = append(c.keys, key)
+	}
+	c.values[key] = append(vs, value)
+}
+
+// publish adds the policy's annotations as POLICY/KEY, several distinct
+// values of a key joined by ", ".
+func (c *auditAnnotationCollector) publish(policy string, out *chain.Outcome) {
+	for _, k := range c.keys {
+		addAnnotation(out, policy+"/"+k, strings.Join(c.values[k], ", "))
+	}
+}
+
+// appendWarning adds a warning unless the same text is already there, as
+// kube-apiserver's warning recorder keeps one of each text.
+func appendWarning(warnings []string, text string) []string {
+	for _, w := range warnings {
+		if w == text {
+			return warnings
+		}
+	}
+	return append(warnings, text)
+}
+
+// namespaceObject is the request's namespace for namespaceObject, or nil
+// for cluster-scoped requests and Namespaces themselves.
+func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes) (*corev1.Namespace, error) {
+	name := a.Namespace
+	if a.Kind.Group == "" && a.Kind.Version == "v1" && a.Kind.Kind == "Namespace" {
+		name = ""
+	}
+	if name == "" {
+		return nil, nil
+	}
+	return e.cfg.Matcher.Namespace(ctx, name)
+}
+
+// withTypeMeta is a param as the dispatcher hands it to CEL: a typed
+// built-in param (which kube-apiserver's informer holds without apiVersion
+// and kind) gets those of the paramKind (upstream's wrappedParam).
+func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) *unstructured.Unstructured {
+	av, _ := obj["apiVersion"].(string)
+	k, _ := obj["kind"].(string)
+	if (av != "" || k != "") || kind == nil {
+		return &unstructured.Unstructured{Object: obj}
+	}
+	m := make(map[string]any, len(obj)+2)
+	for key, v := range obj {
+		m[key] = v
+	}
+	m["apiVersion"], m["kind"] = kind.APIVersion, kind.Kind
+	return &unstructured.Unstructured{Object: m}
+}

@@ -1,0 +1,259 @@
+package validating_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/validating"
+)
+
+// vap is a ValidatingAdmissionPolicy on Deployments (CREATE, UPDATE,
+// DELETE) with spec, and its binding with bindingSpec.
+func vap(name, spec, bindingSpec string) string {
+	return `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: ` + name + `
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE, DELETE]
+      resources: [deployments]
+` + spec + `
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: ` + name + `-binding
+spec:
+  policyName: ` + name + `
+` + bindingSpec + "\n---\n"
+}
+
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: prod
+  labels: {app: web}
+spec:
+  replicas: 5
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+`
+
+const resources = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: prod
+  labels: {env: prod}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: limits
+  namespace: prod
+  labels: {policy: replicas}
+data: {maxReplicas: "3"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: limits-strict
+  namespace: prod
+  labels: {policy: replicas}
+data: {maxReplicas: "2"}
+`
+
+type want struct {
+	code     int32
+	reason   string
+	message  string
+	warnings []string
+	audit    map[string]string
+}
+
+func TestValidatingAdmissionPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		policies  string
+		object    string
+		oldObject string
+		operation admission.Operation
+		want      want
+		// skipped is the Skip of the first record, when it is not
+		// NotSkipped.
+		skipped chain.Skip
+	}{
+		{name: "Deny with the default reason is a 422 naming the expression",
+			policies: vap("max-replicas", "  validations:\n  - expression: object.spec.replicas <= 3", "  validationActions: [Deny]"),
+			object:   deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed expression: object.spec.replicas <= 3`}},
+		{name: "reason Forbidden is a 403 with the message",
+			policies: vap("max-replicas", "  validations:\n  - expression: object.spec.replicas <= 3\n    message: too many replicas\n    reason: Forbidden", "  validationActions: [Deny]"),
+			object:   deployment,
+			want: want{code: 403, reason: "Forbidden",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: too many replicas`}},
+		{name: "messageExpression and variables",
+			policies: vap("max-replicas", `  variables:
+  - name: max
+    expression: "3"
+  validations:
+  - expression: object.spec.replicas <= variables.max
+    messageExpression: "'replicas ' + string(object.spec.replicas) + ' > ' + string(variables.max)"`, "  validationActions: [Deny]"),
+			object: deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: replicas 5 > 3`}},
+		{name: "Warn is a warning, and the request is admitted",
+			policies: vap("max-replicas", "  validations:\n  - expression: object.spec.replicas <= 3\n    message: too many replicas", "  validationActions: [Warn]"),
+			object:   deployment,
+			want:     want{warnings: []string{"Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': too many replicas"}}},
+		{name: "Audit is the validation_failure audit annotation",
+			policies: vap("max-replicas", "  validations:\n  - expression: object.spec.replicas <= 3\n    message: too many replicas", "  validationActions: [Audit, Warn]"),
+			object:   deployment,
+			want: want{
+				warnings: []string{"Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': too many replicas"},
+				audit:    map[string]string{validating.ValidationFailureAnnotation: `[{"message":"too many replicas","policy":"max-replicas","binding":"max-replicas-binding","expressionIndex":0,"validationActions":["Audit","Warn"]}]`}}},
+		{name: "auditAnnotations are published as POLICY/KEY",
+			policies: vap("replicas", "  auditAnnotations:\n  - key: count\n    valueExpression: \"'replicas: ' + string(object.spec.replicas)\"", "  validationActions: [Audit]"),
+			object:   deployment,
+			want:     want{audit: map[string]string{"replicas/count": "replicas: 5"}}},
+		{name: "params by name",
+			policies: vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
+  validations:
+  - expression: object.spec.replicas <= int(params.data.maxReplicas)
+    messageExpression: "params.kind + ' ' + params.metadata.name + ' allows ' + params.data.maxReplicas"`, "  validationActions: [Deny]\n  paramRef: {name: limits, parameterNotFoundAction: Deny}"),
+			object: deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: ConfigMap limits allows 3`}},
+		{name: "params by selector: one evaluation per param, each warns",
+			policies: vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
+  validations:
+  - expression: object.spec.replicas <= int(params.data.maxReplicas)
+    messageExpression: "params.metadata.name + ' allows ' + params.data.maxReplicas"`, "  validationActions: [Warn]\n  paramRef: {selector: {matchLabels: {policy: replicas}}, parameterNotFoundAction: Deny}"),
+			object: deployment,
+			want: want{warnings: []string{
+				"Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': limits allows 3",
+				"Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': limits-strict allows 2",
+			}}},
+		{name: "parameterNotFoundAction Deny refuses",
+			policies: vap("max-replicas", "  paramKind: {apiVersion: v1, kind: ConfigMap}\n  validations:\n  - expression: \"true\"", "  validationActions: [Deny]\n  paramRef: {name: missing, parameterNotFoundAction: Deny}"),
+			object:   deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"},
+			skipped: chain.SkipParams},
+		{name: "parameterNotFoundAction Allow skips the binding",
+			policies: vap("max-replicas", "  paramKind: {apiVersion: v1, kind: ConfigMap}\n  validations:\n  - expression: \"false\"", "  validationActions: [Deny]\n  paramRef: {name: missing, parameterNotFoundAction: Allow}"),
+			object:   deployment,
+			skipped:  chain.SkipNoParams},
+		{name: "a false matchCondition skips the policy",
+			policies: vap("max-replicas", "  matchConditions:\n  - name: big\n    expression: object.spec.replicas > 10\n  validations:\n  - expression: \"false\"", "  validationActions: [Deny]"),
+			object:   deployment,
+			skipped:  chain.SkipMatchConditionFalse},
+		{name: "an expression error under failurePolicy Fail refuses",
+			policies: vap("max-replicas", "  validations:\n  - expression: object.spec.missing.replicas > 1", "  validationActions: [Deny]"),
+			object:   deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: expression 'object.spec.missing.replicas > 1' resulted in error: no such key: missing`}},
+		{name: "an expression error under failurePolicy Ignore admits",
+			policies: vap("max-replicas", "  failurePolicy: Ignore\n  validations:\n  - expression: object.spec.missing.replicas > 1", "  validationActions: [Deny]"),
+			object:   deployment},
+		{name: "UPDATE sees oldObject",
+			policies: vap("no-scale-down", "  validations:\n  - expression: request.operation != 'UPDATE' || object.spec.replicas >= oldObject.spec.replicas\n    message: no scaling down", "  validationActions: [Deny]"),
+			object:   strings.Replace(deployment, "replicas: 5", "replicas: 2", 1), oldObject: deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'no-scale-down' with binding 'no-scale-down-binding' denied request: no scaling down`}},
+		{name: "DELETE: object is null, oldObject is set",
+			policies:  vap("no-delete-prod", "  validations:\n  - expression: request.operation != 'DELETE' || (object == null && oldObject.metadata.labels.app != 'web')\n    messageExpression: \"'cannot delete ' + oldObject.metadata.name + ' in ' + namespaceObject.metadata.labels.env\"", "  validationActions: [Deny]"),
+			oldObject: deployment, operation: admission.Delete,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'no-delete-prod' with binding 'no-delete-prod-binding' denied request: cannot delete web in prod`}},
+		{name: "the binding's matchResources do not select the request",
+			policies: vap("max-replicas", "  validations:\n  - expression: \"false\"", "  validationActions: [Deny]\n  matchResources:\n    namespaceSelector: {matchLabels: {env: dev}}"),
+			object:   deployment,
+			skipped:  chain.SkipBindingNotSelected},
+		{name: "the authorizer: the default user may do anything",
+			policies: vap("admins", "  validations:\n  - expression: authorizer.group('apps').resource('deployments').namespace('prod').check('delete').allowed()\n    message: not allowed", "  validationActions: [Deny]"),
+			object:   deployment},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			set, err := manifest.Parse("policies.yaml", []byte(tc.policies))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := manifest.Parse("resources.yaml", []byte(resources))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim, err := cluster.New(rs.Objects, cluster.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			policies, bindings := set.ValidatingAPIObjects()
+			ev, err := sim.ValidatingPolicies(nil, policies, bindings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := cluster.Request{Object: object(t, tc.object), OldObject: object(t, tc.oldObject), Operation: tc.operation}
+			d, err := sim.DecodeSteps(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			adm, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if adm.Invalid != nil {
+				t.Fatalf("invalid: %v", adm.Invalid)
+			}
+			res := adm.Validation
+			var got want
+			if res.Denied != nil {
+				got.code, got.reason, got.message = res.Denied.ErrStatus.Code, string(res.Denied.ErrStatus.Reason), res.Denied.ErrStatus.Message
+				if res.DeniedBy != validating.PluginName {
+					t.Errorf("DeniedBy %q", res.DeniedBy)
+				}
+			}
+			got.warnings, got.audit = res.Warnings, res.AuditAnnotations
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+			if len(res.Validations) == 0 {
+				t.Fatal("no record")
+			}
+			if s := res.Validations[0].Skipped; s != tc.skipped {
+				t.Errorf("record %+v, want skip %v", res.Validations[0], tc.skipped)
+			}
+		})
+	}
+}
+
+func object(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	if y == "" {
+		return nil
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}

@@ -1,0 +1,54 @@
+package validating
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/mutatis-dev/mutatis/matching"
+)
+
+// versionedAttributes is upstream's admission.NewVersionedAttributes for
+// the policies matched through kind: the request's object and old object
+// presented in kind's version.
+func (e *Evaluator) versionedAttributes(a *matching.Attributes, attrs admission.Attributes, kind schema.GroupVersionKind) (*admission.VersionedAttributes, error) {
+	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: kind}
+	if a.OldObject != nil {
+		old, err := e.toVersion(a.OldObject.Object, a.Kind, kind)
+		if err != nil {
+			return nil, err
+		}
+		va.VersionedOldObject = admission.NewLazyObject(&unstructured.Unstructured{Object: old})
+	}
+	if a.Object != nil {
+		obj, err := e.toVersion(a.Object.Object, a.Kind, kind)
+		if err != nil {
+			return nil, err
+		}
+		va.VersionedObject = admission.NewLazyObject(&unstructured.Unstructured{Object: obj})
+	}
+	return va, nil
+}
+
+// toVersion presents obj, of kind from, in the version of kind to, as
+// upstream's ConvertToGVK does: built-in kinds through their internal
+// version with kube-apiserver's own conversions (scheme.Convert), custom
+// resources as the CRD "None" strategy (only apiVersion changes).
+//
+// TODO(lead): this is engine.Evaluator.toVersion's way (engine/views.go);
+// switch to the shared "present an object in a version" function being
+// unified for the engine and webhookclient when it lands.
+func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	if obj == nil || from == to {
+		return obj, nil
+	}
+	if s := e.cfg.Scheme; s != nil && s.Recognizes(from) {
+		return s.Convert(obj, from, to)
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	out["apiVersion"] = to.GroupVersion().String()
+	return out, nil
+}
