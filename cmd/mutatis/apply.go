@@ -31,7 +31,7 @@ import (
 // addAdmissionPluginFlags adds kube-apiserver's flags that choose its
 // admission plugins (the ones before the policies run offline).
 func addAdmissionPluginFlags(f *pflag.FlagSet, p *admissionplugins.Flags) {
-	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (only the mutating ones run offline, before the policies)")
+	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (docs/chain.md: which run offline; disabling ValidatingAdmissionPolicy, ValidatingAdmissionWebhook or PodSecurity skips that part of the validating stage)")
 	f.StringSliceVar(&p.Disable, "disable-admission-plugins", nil, "admission plugins of kube-apiserver's default set not to run")
 	f.StringSliceVar(&p.Only, "admission-plugins", nil, "the exact set of admission plugins (as kube-apiserver's --admission-control); excludes the two flags above")
 }
