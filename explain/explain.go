@@ -208,15 +208,6 @@ func Webhooks(w io.Writer, calls []chain.Call) {
 	}
 }
 
-// ValidatingWebhooks writes one "explain: validating webhook " line per
-// webhook of the validating stage (chain.Call, run once), as Webhooks
-// words them.
-func ValidatingWebhooks(w io.Writer, calls []chain.Call) {
-	var b strings.Builder
-	Webhooks(&b, calls)
-	io.WriteString(w, strings.ReplaceAll(b.String(), "explain: pass 1: webhook ", "explain: validating webhook "))
-}
-
 // Reinvocation writes the chain's reinvocation round: that it ran (any
 // change by a policy or a webhook asks for it) and what the built-in
 // plugins did in it; nothing when it did not run.
