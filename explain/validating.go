@@ -16,10 +16,11 @@ import (
 
 // ValidatingStage writes the validating stage of an admission, r (what
 // cluster.Admission.Validation holds: the validating list kube-apiserver
-// runs once after the registry's validation), read whole, one
-// "explain: validating …" line each, in kube-apiserver's order: the
-// built-in plugins that validate before the policies and their decision
-// (PodSecurity with the level it enforced or its exemption), each
+// runs once after the registry's validation), read whole, in
+// "explain: validating …" lines, in kube-apiserver's order: the built-in
+// plugins that validate before the policies and their decision (those
+// that admitted on one line, a refusal on its own; PodSecurity with the
+// level it enforced or its exemption), each
 // ValidatingAdmissionPolicy evaluation (policy × binding × param: why it
 // was skipped, or its binding's validationActions and each decision:
 // admit, deny with its reason and message, an error and what the failure
@@ -37,12 +38,12 @@ func ValidatingStage(w io.Writer, r chain.Result) {
 			before = append(before, st)
 		}
 	}
-	validatingPluginSteps(w, before, r.AuditAnnotations)
+	validatingPluginSteps(w, "before the policies", before, r.AuditAnnotations)
 	for _, v := range r.Validations {
 		validation(w, v)
 	}
 	validatingWebhooks(w, r.Calls)
-	validatingPluginSteps(w, after, r.AuditAnnotations)
+	validatingPluginSteps(w, "after the webhooks", after, r.AuditAnnotations)
 	switch {
 	case r.Denied != nil:
 		st := r.Denied.ErrStatus
@@ -69,21 +70,30 @@ func afterWebhooks(name string) bool {
 	return i >= 0 && vwh >= 0 && i > vwh
 }
 
-// validatingPluginSteps writes one line per built-in validating plugin
-// that handled the request: admitted, or refused with kube-apiserver's
-// status. PodSecurity's line tells the level it enforced, or why the
-// request was exempt, from its audit annotations.
-func validatingPluginSteps(w io.Writer, steps []admissionplugins.Step, annotations map[string]string) {
+// validatingPluginSteps writes the built-in validating plugins that
+// handled the request at where (before the policies, after the
+// webhooks): one line for those that admitted it, in order, and one for
+// a refusal with kube-apiserver's status. PodSecurity tells the level it
+// enforced, or why the request was exempt, from its audit annotations.
+func validatingPluginSteps(w io.Writer, where string, steps []admissionplugins.Step, annotations map[string]string) {
+	var admitted []string
 	for _, st := range steps {
-		detail := ""
-		if st.Plugin == "PodSecurity" {
-			detail = podSecurityDetail(annotations)
+		name := st.Plugin
+		if name == "PodSecurity" {
+			name += podSecurityDetail(annotations)
 		}
 		if st.Err != nil {
-			fmt.Fprintf(w, "explain: validating admission plugin %s%s: refused: %v\n", st.Plugin, detail, st.Err)
+			if len(admitted) > 0 {
+				fmt.Fprintf(w, "explain: validating admission plugins %s: %s: admitted\n", where, strings.Join(admitted, ", "))
+				admitted = nil
+			}
+			fmt.Fprintf(w, "explain: validating admission plugin %s: refused: %v\n", name, st.Err)
 			continue
 		}
-		fmt.Fprintf(w, "explain: validating admission plugin %s%s: admitted\n", st.Plugin, detail)
+		admitted = append(admitted, name)
+	}
+	if len(admitted) > 0 {
+		fmt.Fprintf(w, "explain: validating admission plugins %s: %s: admitted\n", where, strings.Join(admitted, ", "))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/explain"
@@ -273,6 +274,9 @@ webhooks:
 		name, policies, webhooks, object string
 		operation                        admission.Operation
 		noDefaults                       bool
+		// exempt is the ci-bot user, whom the AdmissionConfiguration
+		// exempts from PodSecurity.
+		exempt bool
 	}{
 		{name: "podsecurity-refuses-the-sidecar", policies: sidecar, object: pod("locked", "{}")},
 		{name: "podsecurity-admits-the-hardened-sidecar", policies: sidecar + "---" + harden, object: pod("locked", "{}")},
@@ -283,11 +287,16 @@ webhooks:
 		{name: "webhooks", policies: vaps, object: pod("shop", `{"team": "web"}`),
 			webhooks: webhook("warns", webhookserver.PathWarn, "") + "---" + webhook("team", webhookserver.PathRequireLabel+"/tier", "  namespaceSelector: {matchLabels: {env: prod}}\n") +
 				"---" + webhook("skipped", webhookserver.PathDeny, "  objectSelector: {matchLabels: {team: none}}\n")},
+		{name: "podsecurity-exempts-a-user", policies: sidecar, object: pod("shop", "{}"), exempt: true},
 		{name: "nothing-validates", policies: sidecar, object: pod("shop", "{}"), noDefaults: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			cl, err := cluster.New(load(t, world), cluster.Options{NoDefaults: c.noDefaults})
+			opts := cluster.Options{NoDefaults: c.noDefaults}
+			if c.exempt {
+				opts.AdmissionPlugins.ConfigFile = "testdata/validating/admission.yaml"
+			}
+			cl, err := cluster.New(load(t, world), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,6 +329,9 @@ webhooks:
 				t.Fatal(err)
 			}
 			req := cluster.Request{Object: obj, Operation: c.operation}
+			if c.exempt {
+				req.User = &user.DefaultInfo{Name: "ci-bot"}
+			}
 			if c.operation == admission.Delete {
 				req.Object, req.OldObject = nil, obj
 			}
