@@ -3,7 +3,6 @@ package explain
 import (
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 
@@ -53,9 +52,7 @@ func ValidatingStage(w io.Writer, r chain.Result) {
 	default:
 		fmt.Fprintln(w, "explain: validating: admitted")
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.AuditAnnotations)) {
-		fmt.Fprintf(w, "explain: validating: audit annotation %s: %s\n", k, r.AuditAnnotations[k])
-	}
+	auditAnnotations(w, "explain: validating: audit annotation ", r.AuditAnnotations)
 	for _, text := range Returned(r.Warnings)[0] {
 		fmt.Fprintf(w, "explain: validating: warning: %s\n", text)
 	}
@@ -148,9 +145,7 @@ func validation(w io.Writer, v chain.Validation) {
 			fmt.Fprintf(w, "explain:   decision %d: %s%s\n", i, d.Action, elapsed)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(v.AuditAnnotations)) {
-		fmt.Fprintf(w, "explain:   audit annotation %s: %s\n", k, v.AuditAnnotations[k])
-	}
+	auditAnnotations(w, "explain:   audit annotation ", v.AuditAnnotations)
 }
 
 // actions is a binding's validationActions, comma separated.

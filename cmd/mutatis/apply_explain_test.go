@@ -68,7 +68,8 @@ func TestApplyWarningsOnce(t *testing.T) {
 	}
 	// Both stages recorded them.
 	for _, w := range []string{`explain: pass 1: webhook "warns.example.com" of "warns": called`, `explain: validating webhook "checks.example.com" of "checks": called`,
-		"explain: validating: warning: first warning\n", "explain: validating: warning: second warning\n"} {
+		"explain: validating: warning: first warning\n", "explain: validating: warning: second warning\n",
+		"explain: audit annotation warns.example.com/decision: allowed\n", "explain: validating: audit annotation checks.example.com/decision: allowed\n"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("no %q:\n%s", w, stderr)
 		}
