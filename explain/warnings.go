@@ -14,8 +14,9 @@ import (
 // stage's, in the order kube-apiserver records them) go through
 // k8s.io/apiserver's own warning recorder (filters.WithWarningRecorder,
 // one per request), which keeps each text once, in order, drops a text
-// that cannot be a Warning header (a control character) and truncates
-// them all past 4096 characters; the result has the texts it returned,
+// that cannot be a Warning header (a control character) and, past 4096
+// characters in all, cuts every text to 256 characters (a dropped one
+// may fit then) and drops the rest; the result has the texts it returned,
 // each in the stage that recorded it first (len(stages) lists, an empty
 // one for a stage with none returned).
 func Returned(stages ...[]string) [][]string {
@@ -29,8 +30,9 @@ func Returned(stages ...[]string) [][]string {
 		}
 	})).ServeHTTP(rec, &http.Request{})
 	headers, _ := utilnet.ParseWarningHeaders(rec["Warning"])
-	// Align the headers with the texts recorded: each text once, those
-	// a header can carry, in order, until the headers run out.
+	// Align the headers with the texts recorded, each once, in order: a
+	// header is its text, or its first 256 characters once the recorder
+	// truncates; a text without a header was dropped.
 	seen := map[string]bool{}
 	for i, texts := range stages {
 		for _, text := range texts {
@@ -38,14 +40,22 @@ func Returned(stages ...[]string) [][]string {
 				continue
 			}
 			seen[text] = true
-			if _, err := utilnet.NewWarningHeader(299, "", text); err != nil {
-				continue
+			if h := headers[0].Text; h == text || h == truncated(text) {
+				out[i] = append(out[i], h)
+				headers = headers[1:]
 			}
-			out[i] = append(out[i], headers[0].Text)
-			headers = headers[1:]
 		}
 	}
 	return out
+}
+
+// truncated is text as the warning recorder cuts it when it truncates:
+// its first 256 characters.
+func truncated(text string) string {
+	if r := []rune(text); len(r) > 256 {
+		return string(r[:256])
+	}
+	return text
 }
 
 // headerWriter is an http.ResponseWriter that keeps the headers alone.

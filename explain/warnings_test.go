@@ -39,6 +39,9 @@ func TestReturned(t *testing.T) {
 			// 256 make 4096, the 4 last are dropped.
 			stages: [][]string{texts(0, 10, 300), texts(10, 20, 300)},
 			want:   [][]string{texts(0, 10, 256), texts(10, 16, 256)}},
+		{name: "a text dropped for a control character comes back cut to 256 once truncating",
+			stages: [][]string{{long("a"), long("b"), long("c")[:500] + "\n" + long("c")[:499], long("d"), long("e")}, {long("f")}},
+			want:   [][]string{texts(0, 5, 256), texts(5, 6, 256)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := explain.Returned(c.stages...)
