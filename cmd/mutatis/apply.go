@@ -375,8 +375,8 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	gvk := decoded.Attributes.Kind
 	printed := false
 
-	// Until the request is admitted, the decoding's warnings are all
-	// there is to print.
+	// A request that fails before its admission is done (bad input, a
+	// failure of mutatis) prints the decoding's warnings alone.
 	defer func() {
 		if err != nil && !printed {
 			printWarnings(stderr, explain.Returned(decoded.Warnings)[0])
