@@ -14,9 +14,11 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/test/webhookserver"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
@@ -384,5 +386,24 @@ func checkGolden(t *testing.T, golden, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("differs from %s (-update rewrites it):\n%s", golden, got)
+	}
+}
+
+// TestAfterWebhooks: the built-in plugins kube-apiserver runs after the
+// ValidatingAdmissionWebhook plugin (ResourceQuota) are written after
+// the webhooks, the others before the policies.
+func TestAfterWebhooks(t *testing.T) {
+	var b strings.Builder
+	explain.ValidatingStage(&b, chain.Result{Records: chain.Records{
+		PluginSteps: []admissionplugins.Step{{Plugin: "LimitRanger"}, {Plugin: "PodSecurity"}, {Plugin: "ResourceQuota"}},
+		Calls:       []chain.Call{{Configuration: "c", Webhook: "w.example.com", Skip: chain.SkipRules}},
+	}})
+	want := `explain: validating admission plugins before the policies: LimitRanger, PodSecurity: admitted
+explain: validating webhook "w.example.com" of "c": skipped: no rule matches
+explain: validating admission plugins after the webhooks: ResourceQuota: admitted
+explain: validating: admitted
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
