@@ -2,14 +2,20 @@
 // chain.Result — which policy bindings ran in which pass
 // (chain.Invocation), the admission plugins before them
 // (admissionplugins.Step), the webhooks after them (chain.Call), the chain's
-// reinvocation round — and unified diffs of YAML, colored on terminals. `mutatis apply --explain`
-// and `mutatis test` print the same text with it.
+// reinvocation round, its audit annotations — the validating stage after
+// the registry's validation (ValidatingStage: the validating plugins,
+// ValidatingAdmissionPolicies and webhooks, the refusal, the audit
+// annotations), the warnings of a request as kube-apiserver returns them
+// (Returned), and unified diffs of YAML, colored on terminals.
+// `mutatis apply --explain` and `mutatis test` print the same text with it.
 package explain
 
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -35,7 +41,8 @@ func Trace(w io.Writer, r chain.Result) {
 // Plugins writes), pass by pass: the policies' invocations, the
 // webhooks' calls, then, when the chain was reinvoked, the admission
 // plugins' steps of the second pass and the second pass of the policies
-// and webhooks.
+// and webhooks; last, the chain's audit annotations (the webhooks'), by
+// key.
 func Chain(w io.Writer, r chain.Result) {
 	calls, reinvoked, reinvokedPlugins := r.Calls, r.Reinvoked, r.PluginSteps
 	if len(r.Invocations) == 0 {
@@ -61,6 +68,15 @@ func Chain(w io.Writer, r chain.Result) {
 		Webhooks(w, cs)
 	}
 	traceEnd(w, r)
+	auditAnnotations(w, "explain: audit annotation ", r.AuditAnnotations)
+}
+
+// auditAnnotations writes one line per audit annotation, prefix then
+// "KEY: VALUE", by key.
+func auditAnnotations(w io.Writer, prefix string, annotations map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, k, annotations[k])
+	}
 }
 
 // invocations writes one line per invocation and mutation.
@@ -206,15 +222,6 @@ func Webhooks(w io.Writer, calls []chain.Call) {
 			fmt.Fprintf(w, ": called%s: %s, %s\n", detail, c.Outcome, change)
 		}
 	}
-}
-
-// ValidatingWebhooks writes one "explain: validating webhook " line per
-// webhook of the validating stage (chain.Call, run once), as Webhooks
-// words them.
-func ValidatingWebhooks(w io.Writer, calls []chain.Call) {
-	var b strings.Builder
-	Webhooks(&b, calls)
-	io.WriteString(w, strings.ReplaceAll(b.String(), "explain: pass 1: webhook ", "explain: validating webhook "))
 }
 
 // Reinvocation writes the chain's reinvocation round: that it ran (any

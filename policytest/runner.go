@@ -476,12 +476,16 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 
 // traceOf is the explain trace of an outcome: the admission plugins that
 // changed the object or refused the request, then the policies (unless a
-// plugin refused: they never ran).
+// plugin refused: they never ran), then the validating stage (unless the
+// mutating chain or the registry refused: it never ran).
 func traceOf(o outcome) string {
 	var b strings.Builder
 	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
 	if !refused {
 		explain.Chain(&b, o.result)
+	}
+	if !refused && o.result.Denied == nil && o.invalid == nil {
+		explain.ValidatingStage(&b, o.validation)
 	}
 	return b.String()
 }
