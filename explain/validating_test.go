@@ -396,7 +396,7 @@ func TestAfterWebhooks(t *testing.T) {
 	var b strings.Builder
 	explain.ValidatingStage(&b, chain.Result{Records: chain.Records{
 		PluginSteps: []admissionplugins.Step{{Plugin: "LimitRanger"}, {Plugin: "PodSecurity"}, {Plugin: "ResourceQuota"}},
-		Calls:       []chain.Call{{Configuration: "c", Webhook: "w.example.com", Skip: chain.SkipRules}},
+		Calls:       []chain.Call{{Record: chain.Record{Configuration: "c", Hook: "w.example.com", Skip: chain.SkipRules}}},
 	}})
 	want := `explain: validating admission plugins before the policies: LimitRanger, PodSecurity: admitted
 explain: validating webhook "w.example.com" of "c": skipped: no rule matches
