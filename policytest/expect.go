@@ -274,7 +274,8 @@ func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
 func applied(o outcome, name string) bool {
 	if hook, ok := strings.CutPrefix(name, webhookPrefix); ok {
 		config, webhook, _ := strings.Cut(hook, "/")
-		for _, c := range o.result.Calls {
+		// The mutating webhooks' calls, then the validating ones'.
+		for _, c := range slices.Concat(o.result.Calls, o.validation.Calls) {
 			if c.Configuration == config && (webhook == "" || c.Webhook == webhook) && c.Outcome == chain.Admitted {
 				return true
 			}

@@ -100,7 +100,7 @@ func TestRunnerAcceptance(t *testing.T) {
 			passed: 3,
 			want:   []string{"ok   sidecar-injection\t../examples/sidecar-injection/sidecar-injection.mutatis-test.yaml\t3 cases\n", "PASS: 3 cases in 1 suites"}},
 		{name: "an invalid suite is bad input naming file and field", path: "testdata/invalid", bad: 1,
-			want: []string{"BAD  testdata/invalid/invalid.mutatis-test.yaml\n", `testdata/invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "DELETE"`}},
+			want: []string{"BAD  testdata/invalid/invalid.mutatis-test.yaml\n", `testdata/invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "PATCH"`}},
 		{name: "the admitted object is validated as kube-apiserver's registry would", path: "testdata/stored",
 			passed: 3, failed: 2,
 			want: []string{
@@ -113,7 +113,7 @@ func TestRunnerAcceptance(t *testing.T) {
 			opts: Options{NoValidate: true}, passed: 2, failed: 3,
 			want: []string{`--- FAIL: stored/an expected refusal by validation passes`, `invalid: the admitted object is valid, want a refusal matching`}},
 		{name: "ValidatingAdmissionPolicies run on what the registry would store: denied.by, warnings, validationFailures, auditAnnotations, applied", path: "testdata/validating",
-			passed: 2, failed: 1,
+			passed: 4, failed: 1,
 			want: []string{
 				"--- FAIL: validating/a wrong expectation of the refusing plugin fails",
 				`    denied.by: the request was refused by ValidatingAdmissionPolicy, want PodSecurity: pods "web" is forbidden: ValidatingAdmissionPolicy 'memory-limits' with binding 'memory-limits-strict' denied request: container app has no memory limit`,

@@ -77,7 +77,7 @@ func TestSchemaRejectsWhatParseSuiteRejects(t *testing.T) {
 		head + "cases:\n- name: a\n  object: {apiVersion: v1, kind: Pod}\n  expect: {unchangd: true}\n",
 		head + "cases:\n- name: a\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  objectRef: {kind: Pod, name: p}\n",
-		head + "cases:\n- name: a\n  operation: DELETE\n  object: p.yaml\n",
+		head + "cases:\n- name: a\n  operation: PATCH\n  object: p.yaml\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {denied: false}\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {maxRuntimeCost: {\"p[x]\": 1}}\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {denied: {messageRegex: \"(\"}}\n",
