@@ -482,6 +482,7 @@ func traceOf(o outcome) string {
 	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
 	if !refused {
 		explain.Chain(&b, o.result)
+		explain.ValidatingWebhooks(&b, o.validation.Calls)
 	}
 	return b.String()
 }
