@@ -118,19 +118,19 @@ type katRequest struct {
 		Groups   []string            `json:"groups,omitempty"`
 		Extra    map[string][]string `json:"extra,omitempty"`
 	} `json:"userInfo,omitempty"`
-	DryRun    bool           `json:"dryRun,omitempty"`
-	UID       string         `json:"uid,omitempty"`
+	DryRun bool   `json:"dryRun,omitempty"`
+	UID    string `json:"uid,omitempty"`
 	// The fields of an AdmissionRequest that kat reads and ignores (it
 	// derives them from the objects).
-	APIVersion         string `json:"apiVersion,omitempty"`
-	Kind               any    `json:"kind,omitempty"`
-	Resource           any    `json:"resource,omitempty"`
-	RequestKind        any    `json:"requestKind,omitempty"`
-	RequestResource    any    `json:"requestResource,omitempty"`
-	RequestSubResource string `json:"requestSubResource,omitempty"`
-	Object    map[string]any `json:"object,omitempty"`
-	OldObject map[string]any `json:"oldObject,omitempty"`
-	Options   map[string]any `json:"options,omitempty"`
+	APIVersion         string         `json:"apiVersion,omitempty"`
+	Kind               any            `json:"kind,omitempty"`
+	Resource           any            `json:"resource,omitempty"`
+	RequestKind        any            `json:"requestKind,omitempty"`
+	RequestResource    any            `json:"requestResource,omitempty"`
+	RequestSubResource string         `json:"requestSubResource,omitempty"`
+	Object             map[string]any `json:"object,omitempty"`
+	OldObject          map[string]any `json:"oldObject,omitempty"`
+	Options            map[string]any `json:"options,omitempty"`
 }
 
 // KatSuite reads a kat tests/ directory (IsKatTestsDir) as a suite: the
