@@ -52,9 +52,9 @@ type kaptestFile struct {
 	SkipSchemaValidation bool     `json:"skipSchemaValidation"`
 	Policies             []string `json:"policies"`
 	// ValidatingAdmissionPolicies is the older name of Policies.
-	ValidatingAdmissionPolicies []string         `json:"validatingAdmissionPolicies"`
-	Resources                   []string         `json:"resources"`
-	SchemaLocations             []string         `json:"schemaLocations"`
+	ValidatingAdmissionPolicies []string `json:"validatingAdmissionPolicies"`
+	Resources                   []string `json:"resources"`
+	SchemaLocations             []string `json:"schemaLocations"`
 	// TestSuites is the older name of VAPTestSuites.
 	TestSuites    []kaptestPolicyT `json:"testSuites"`
 	VAPTestSuites []kaptestPolicyT `json:"vapTestSuites"`
@@ -89,7 +89,7 @@ type kaptestCase struct {
 	// DisableNameOverwrite compares the final object with expectObject as
 	// it is, its name included (MAP tests, v0.2).
 	DisableNameOverwrite bool `json:"disableNameOverwrite"`
-	UserInfo     *struct {
+	UserInfo             *struct {
 		Name   string              `json:"name"`
 		Groups []string            `json:"groups"`
 		Extra  map[string][]string `json:"extra"`
