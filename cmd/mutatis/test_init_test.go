@@ -85,8 +85,8 @@ func TestTestUpdate(t *testing.T) {
 }
 
 // TestTestConvert: the PolicyTest that convert writes for a Kyverno CLI
-// test file, a kaptest manifest and a kat directory runs as the original
-// does (kat's example policy lacks the reinvocationPolicy kube-apiserver
+// test file, kaptest manifests (of MAPs and of VAPs) and kat directories
+// (of MAPs and of VAPs: a DELETE, params) runs as the original does (kat's example policy lacks the reinvocationPolicy kube-apiserver
 // requires, in both forms).
 func TestTestConvert(t *testing.T) {
 	const td = "../../policytest/testdata/"
@@ -99,6 +99,9 @@ func TestTestConvert(t *testing.T) {
 		{td + "kyverno/specify-namespace-selector/kyverno-test.yaml", "kyverno", exitOK, "ok   specify-namespace-selector\t"},
 		{td + "kaptest/label-policy.test/kaptest.yaml", "kaptest", exitOK, "ok   label-policy\t"},
 		{td + "kat/add-default-labels/tests", "kat", exitUsage, "spec.reinvocationPolicy: Required value"},
+		{td + "kat/validating/delete-protection/tests", "kat-delete", exitOK, "ok   delete-protection\t"},
+		{td + "kat/validating/replica-limit-with-params/tests", "kat-params", exitProblem, "--- FAIL: replica-limit-with-params/replica-limit-params.no-params.deny"},
+		{td + "kaptest/vap-v0.2/replicas.test/kaptest.yaml", "kaptest-vap", exitOK, "ok   replicas\t"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, orig, _ := runCLI(t, "", "test", c.src)
