@@ -39,7 +39,7 @@ func TestTestInit(t *testing.T) {
 		want string
 	}{
 		{"no policies", []string{"test", "init"}, "give the policies"},
-		{"a file without policies", []string{"test", "init", "testdata/apply/pod.yaml"}, "no MutatingAdmissionPolicy in testdata/apply/pod.yaml"},
+		{"a file without policies", []string{"test", "init", "testdata/apply/pod.yaml"}, "no MutatingAdmissionPolicy or ValidatingAdmissionPolicy in testdata/apply/pod.yaml"},
 		{"an invalid policy", []string{"test", "init", "testdata/apply/invalid-variable.yaml"}, `MutatingAdmissionPolicy "badvar": spec.variables[0].expression`},
 		{"an existing file", []string{"test", "init", "../../examples/image-registry-rewrite/policy.yaml", "--write", existing}, "file exists"},
 	} {
