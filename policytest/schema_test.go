@@ -120,7 +120,11 @@ cases:
     maxRuntimeCost: {p: 10, "p[0]": 5}
 - name: denial
   object: p.yaml
-  expect: {denied: {message: m, messageRegex: "^m", code: 403}}
+  expect: {denied: {message: m, messageRegex: "^m", code: 403, by: ValidatingAdmissionPolicy}, warnings: [w], auditAnnotations: {p/k: v}, validationFailures: [{policy: p, expressionIndex: 0}]}
+- name: a delete
+  operation: DELETE
+  oldObject: p.yaml
+  expect: {applied: [webhook:c/w]}
 `
 	if _, err := ParseSuite("s.mutatis-test.yaml", []byte(good)); err != nil {
 		t.Errorf("ParseSuite: %v", err)
