@@ -484,7 +484,10 @@ func traceOf(o outcome) string {
 	if !refused {
 		explain.Chain(&b, o.result)
 	}
-	if !refused && o.result.Denied == nil && o.invalid == nil {
+	// admit folds the validating stage's refusal into the result: the
+	// mutating chain refused when its refusal is another.
+	mutatingRefused := o.result.Denied != nil && o.result.Denied != o.validation.Denied
+	if !refused && !mutatingRefused && o.invalid == nil {
 		explain.ValidatingStage(&b, o.validation)
 	}
 	return b.String()

@@ -32,7 +32,7 @@ func TestTestCommand(t *testing.T) {
 		{name: "--color takes auto, always or never", args: []string{"test", td + "broken", "--color=sometimes"}, wantCode: exitUsage,
 			want: []string{`must be auto, always or never, not "sometimes"`}},
 		{name: "an invalid suite exits 2 naming file and field", args: []string{"test", td + "invalid"}, wantCode: exitUsage,
-			want: []string{td + `invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "DELETE"`}},
+			want: []string{td + `invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "PATCH"`}},
 		{name: "a missing path exits 2", args: []string{"test", "nope"}, wantCode: exitUsage, want: []string{"nope"}},
 		{name: "a bad --run exits 2", args: []string{"test", "--run", "(", "../../examples"}, wantCode: exitUsage, want: []string{"--run"}},
 		{name: "a bad seed exits 2", args: []string{"test", "--shuffle=x", "../../examples"}, wantCode: exitUsage, want: []string{"--shuffle"}},
