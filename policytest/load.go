@@ -314,7 +314,7 @@ func (l *Loaded) chooseClusterOptions(co clusterOptions) error {
 	var flags admissionplugins.Flags
 	switch {
 	case l.Suite.AdmissionPlugins != nil:
-		flags = l.Suite.AdmissionPlugins.flags()
+		flags = l.Suite.AdmissionPlugins.flags(filepath.Dir(l.File))
 		if _, err := admissionplugins.Enabled(flags); err != nil {
 			return err
 		}

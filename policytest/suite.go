@@ -106,11 +106,19 @@ type AdmissionPlugins struct {
 	// Only is the exact set (--admission-plugins, kube-apiserver's
 	// --admission-control); it excludes Enable and Disable.
 	Only []string `json:"only,omitempty"`
+	// ConfigFile is --admission-control-config-file: kube-apiserver's
+	// AdmissionConfiguration (PodSecurity's defaults and exemptions), a
+	// path relative to the suite's file.
+	ConfigFile string `json:"configFile,omitempty"`
 }
 
-// flags are p as admissionplugins.Flags.
-func (p *AdmissionPlugins) flags() admissionplugins.Flags {
-	return admissionplugins.Flags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
+// flags are p as admissionplugins.Flags, ConfigFile resolved against dir.
+func (p *AdmissionPlugins) flags(dir string) admissionplugins.Flags {
+	f := admissionplugins.Flags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
+	if p.ConfigFile != "" {
+		f.ConfigFile = resolve(dir, p.ConfigFile)
+	}
+	return f
 }
 
 // Metadata names a suite; the name defaults to the file name without its

@@ -34,6 +34,7 @@ func addAdmissionPluginFlags(f *pflag.FlagSet, p *admissionplugins.Flags) {
 	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (docs/chain.md: which run offline; disabling ValidatingAdmissionPolicy, ValidatingAdmissionWebhook or PodSecurity skips that part of the validating stage)")
 	f.StringSliceVar(&p.Disable, "disable-admission-plugins", nil, "admission plugins of kube-apiserver's default set not to run")
 	f.StringSliceVar(&p.Only, "admission-plugins", nil, "the exact set of admission plugins (as kube-apiserver's --admission-control); excludes the two flags above")
+	f.StringVar(&p.ConfigFile, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration file, configuring its admission plugins (PodSecurity's defaults and exemptions)")
 }
 
 type applyOptions struct {
@@ -121,7 +122,6 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	addAdmissionPluginFlags(f, &o.plugins)
-	f.StringVar(&o.plugins.ConfigFile, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration file, configuring its admission plugins (PodSecurity's defaults and exemptions)")
 	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
