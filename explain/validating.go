@@ -111,9 +111,9 @@ func podSecurityDetail(annotations map[string]string) string {
 // validationActions, then one line per decision and per audit annotation
 // it published.
 func validation(w io.Writer, v chain.Validation) {
-	who := fmt.Sprintf("policy %q", v.Policy)
-	if v.Binding != "" {
-		who += fmt.Sprintf(" binding %q", v.Binding)
+	who := fmt.Sprintf("policy %q", v.Configuration)
+	if v.Hook != "" {
+		who += fmt.Sprintf(" binding %q", v.Hook)
 	}
 	if v.Param != "" {
 		who += " param " + v.Param

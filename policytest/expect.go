@@ -291,7 +291,7 @@ func applied(o outcome, name string) bool {
 	// A ValidatingAdmissionPolicy applies when a binding of it evaluated
 	// its validations.
 	for _, v := range o.validation.Validations {
-		if v.Policy == policy && (bind == "" || v.Binding == bind) && v.Ran() && v.Binding != "" {
+		if v.Configuration == policy && (bind == "" || v.Hook == bind) && v.Ran() && v.Hook != "" {
 			return true
 		}
 	}
