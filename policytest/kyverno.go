@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"regexp"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -198,14 +198,14 @@ func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
 	if err != nil {
 		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())}}
 	}
-	var policies []manifest.Object
+	var bindings []manifest.ValidatingBinding
 	for _, r := range t.Results {
 		if r.IsValidatingAdmissionPolicy {
 			set, err := manifest.Load(ctx, resolveAll(dir, t.Policies), nil)
 			if err != nil {
 				return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("policies"), err.Error())}}
 			}
-			policies = set.Objects
+			bindings = set.ValidatingBindings
 			break
 		}
 	}
@@ -216,7 +216,7 @@ func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
 		p := field.NewPath("results").Index(i)
 		var fail func() Expect
 		if r.IsValidatingAdmissionPolicy {
-			fail = func() Expect { return kyvernoFailure(r.Policy, policies) }
+			fail = func() Expect { return kyvernoFailure(r.Policy, bindings) }
 		}
 		cs, rerrs := kyvernoCases(ctx, dir, p, r, objects.Objects, user, fail)
 		errs = append(errs, rerrs...)
@@ -271,35 +271,30 @@ func kyvernoNamespaces(v kyvernoValues) []Manifest {
 
 // kyvernoFailure is what Kyverno's fail of the ValidatingAdmissionPolicy
 // policy (a validation evaluated to false) is in kube-apiserver, by the
-// validationActions of the policy's bindings among policies: a refusal by
+// validationActions of the policy's bindings among bindings: a refusal by
 // ValidatingAdmissionPolicy if one of them denies or none binds the
 // policy (`bindings: auto` binds it with Deny, as Kyverno evaluates an
 // unbound policy); else the warning of a Warn binding, or the
 // validation failure an Audit binding records.
-func kyvernoFailure(policy string, policies []manifest.Object) Expect {
-	actions := map[string]bool{}
+func kyvernoFailure(policy string, bindings []manifest.ValidatingBinding) Expect {
+	actions := map[admissionregistrationv1.ValidationAction]bool{}
 	bound := false
-	for _, o := range policies {
-		u := o.Object
-		if u.GetKind() != "ValidatingAdmissionPolicyBinding" {
-			continue
-		}
-		if name, _, _ := unstructured.NestedString(u.Object, "spec", "policyName"); name != policy {
+	for _, b := range bindings {
+		if b.Binding.Spec.PolicyName != policy {
 			continue
 		}
 		bound = true
-		as, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "validationActions")
-		for _, a := range as {
+		for _, a := range b.Binding.Spec.ValidationActions {
 			actions[a] = true
 		}
 	}
 	var e Expect
 	switch {
-	case !bound || actions["Deny"]:
+	case !bound || actions[admissionregistrationv1.Deny]:
 		e.Denied = &Denial{By: "ValidatingAdmissionPolicy"}
-	case actions["Warn"]:
+	case actions[admissionregistrationv1.Warn]:
 		e.Warnings = []string{"^Validation failed for ValidatingAdmissionPolicy '" + regexp.QuoteMeta(policy) + "' with binding '[^']*': "}
-	case actions["Audit"]:
+	case actions[admissionregistrationv1.Audit]:
 		e.ValidationFailures = []ValidationFailure{{Policy: policy}}
 	default:
 		// A binding without actions, which kube-apiserver refuses: the
