@@ -100,14 +100,17 @@ type kyvernoValues struct {
 	APIVersion        string   `json:"apiVersion"`
 	Kind              string   `json:"kind"`
 	Metadata          Metadata `json:"metadata"`
-	NamespaceSelector []struct {
-		Name   string            `json:"name"`
-		Labels map[string]string `json:"labels"`
-	} `json:"namespaceSelector"`
+	NamespaceSelector []kyvernoNamespaceSelector `json:"namespaceSelector"`
 	Policies     []any            `json:"policies"`
 	GlobalVals   any              `json:"globalValues"`
 	Subresources []any            `json:"subresources"`
 	Namespaces   []map[string]any `json:"namespaces"`
+}
+
+// kyvernoNamespaceSelector gives the namespace of a name its labels.
+type kyvernoNamespaceSelector struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
 }
 
 type kyvernoUserInfo struct {

@@ -3,6 +3,7 @@ package policytest
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -111,4 +112,21 @@ func TestKyvernoTestFilesOfOtherPoliciesAreNotSuites(t *testing.T) {
 func passedOf(rep *Report) int {
 	passed, _, _, _ := rep.Counts()
 	return passed
+}
+
+// A values file's namespaces are the cluster's, with the labels its
+// namespaceSelector gives them; a namespaceSelector entry of another name
+// is a namespace of its own.
+func TestKyvernoNamespaces(t *testing.T) {
+	var v kyvernoValues
+	v.Namespaces = []map[string]any{{"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "1"}}}}
+	v.NamespaceSelector = []kyvernoNamespaceSelector{{"a", map[string]string{"y": "2"}}, {"b", map[string]string{"z": "3"}}}
+	got := kyvernoNamespaces(v)
+	want := []Manifest{
+		{Inline: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "1", "y": "2"}}}},
+		{Inline: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "b", "labels": map[string]any{"z": "3"}}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kyvernoNamespaces = %v, want %v", got, want)
+	}
 }
