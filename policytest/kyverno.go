@@ -97,14 +97,14 @@ type kyvernoResult struct {
 }
 
 type kyvernoValues struct {
-	APIVersion        string   `json:"apiVersion"`
-	Kind              string   `json:"kind"`
-	Metadata          Metadata `json:"metadata"`
+	APIVersion        string                     `json:"apiVersion"`
+	Kind              string                     `json:"kind"`
+	Metadata          Metadata                   `json:"metadata"`
 	NamespaceSelector []kyvernoNamespaceSelector `json:"namespaceSelector"`
-	Policies     []any            `json:"policies"`
-	GlobalVals   any              `json:"globalValues"`
-	Subresources []any            `json:"subresources"`
-	Namespaces   []map[string]any `json:"namespaces"`
+	Policies          []any                      `json:"policies"`
+	GlobalVals        any                        `json:"globalValues"`
+	Subresources      []any                      `json:"subresources"`
+	Namespaces        []map[string]any           `json:"namespaces"`
 }
 
 // kyvernoNamespaceSelector gives the namespace of a name its labels.
