@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -29,12 +31,12 @@ import (
 const KyvernoTestFile = "kyverno-test.yaml"
 
 // IsKyvernoTestFile tells whether file is a Kyverno CLI test file with
-// results for MutatingAdmissionPolicies.
+// results for MutatingAdmissionPolicies or ValidatingAdmissionPolicies.
 func IsKyvernoTestFile(file string) bool {
 	if b := filepath.Base(file); b != KyvernoTestFile && b != "kyverno-test.yml" {
 		return false
 	}
-	return fileContains(file, "isMutatingAdmissionPolicy: true")
+	return fileContains(file, "isMutatingAdmissionPolicy: true") || fileContains(file, "isValidatingAdmissionPolicy: true")
 }
 
 // markerBytes bounds how much of a file discovery reads to tell whose
@@ -95,17 +97,20 @@ type kyvernoResult struct {
 }
 
 type kyvernoValues struct {
-	APIVersion        string   `json:"apiVersion"`
-	Kind              string   `json:"kind"`
-	Metadata          Metadata `json:"metadata"`
-	NamespaceSelector []struct {
-		Name   string            `json:"name"`
-		Labels map[string]string `json:"labels"`
-	} `json:"namespaceSelector"`
-	Policies     []any `json:"policies"`
-	GlobalVals   any   `json:"globalValues"`
-	Subresources []any `json:"subresources"`
-	Namespaces   []any `json:"namespaces"`
+	APIVersion        string                     `json:"apiVersion"`
+	Kind              string                     `json:"kind"`
+	Metadata          Metadata                   `json:"metadata"`
+	NamespaceSelector []kyvernoNamespaceSelector `json:"namespaceSelector"`
+	Policies          []any                      `json:"policies"`
+	GlobalVals        any                        `json:"globalValues"`
+	Subresources      []any                      `json:"subresources"`
+	Namespaces        []map[string]any           `json:"namespaces"`
+}
+
+// kyvernoNamespaceSelector gives the namespace of a name its labels.
+type kyvernoNamespaceSelector struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
 }
 
 type kyvernoUserInfo struct {
@@ -152,13 +157,17 @@ func readStrict(dir, p string, v any) field.ErrorList {
 // KyvernoSuite reads a Kyverno CLI test file as a suite: its policies
 // (bound with `bindings: auto` where they hold no binding), its resources
 // and paramResources as the cluster's objects, the namespaces of its
-// variables' namespaceSelector with their labels, its userinfo as the
-// requesting user, and a case per resource of every result marked
-// isMutatingAdmissionPolicy — pass with patchedResources: the final object
-// is the patched resource of the same kind and name; pass without: the
-// policy applied; skip: it did not; error: the request is denied (an
-// error under failurePolicy Fail). Other results are left out; a result
-// mutatis cannot check (fail) is bad input naming it.
+// variables' namespaces and the namespaces of its namespaceSelector with
+// their labels, its userinfo as the requesting user, and a case per
+// resource of every result marked isMutatingAdmissionPolicy or
+// isValidatingAdmissionPolicy — pass with patchedResources: the final
+// object is the patched resource of the same kind and name; pass without:
+// the policy applied (and the request was admitted); skip: it did not
+// apply; error: the request is denied (an error under failurePolicy
+// Fail); fail, for a ValidatingAdmissionPolicy: a validation failed, seen
+// as its bindings' actions make kube-apiserver show it (kyvernoFailure).
+// Other results are left out; a result mutatis cannot check (fail of a
+// MutatingAdmissionPolicy) is bad input naming it.
 func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
 	dir := filepath.Dir(file)
 	var t kyvernoTest
@@ -180,13 +189,7 @@ func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
 	if t.Variables != "" {
 		var v kyvernoValues
 		errs = append(errs, readStrict(dir, t.Variables, &v)...)
-		for _, ns := range v.NamespaceSelector {
-			labels := map[string]any{}
-			for k, val := range ns.Labels {
-				labels[k] = val
-			}
-			s.Resources = append(s.Resources, Manifest{Inline: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns.Name, "labels": labels}}})
-		}
+		s.Resources = append(s.Resources, kyvernoNamespaces(v)...)
 	}
 	var user *User
 	if t.UserInfo != "" {
@@ -198,12 +201,27 @@ func KyvernoSuite(ctx context.Context, file string) (*Suite, error) {
 	if err != nil {
 		return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("resources"), err.Error())}}
 	}
+	var bindings []manifest.ValidatingBinding
+	for _, r := range t.Results {
+		if r.IsValidatingAdmissionPolicy {
+			set, err := manifest.Load(ctx, resolveAll(dir, t.Policies), nil)
+			if err != nil {
+				return nil, &InputError{File: file, Errs: field.ErrorList{fieldProblem(field.NewPath("policies"), err.Error())}}
+			}
+			bindings = set.ValidatingBindings
+			break
+		}
+	}
 	for i, r := range t.Results {
-		if !r.IsMutatingAdmissionPolicy {
+		if !r.IsMutatingAdmissionPolicy && !r.IsValidatingAdmissionPolicy {
 			continue
 		}
 		p := field.NewPath("results").Index(i)
-		cs, rerrs := kyvernoCases(ctx, dir, p, r, objects.Objects, user)
+		var fail func() Expect
+		if r.IsValidatingAdmissionPolicy {
+			fail = func() Expect { return kyvernoFailure(r.Policy, bindings) }
+		}
+		cs, rerrs := kyvernoCases(ctx, dir, p, r, objects.Objects, user, fail)
 		errs = append(errs, rerrs...)
 		s.Cases = append(s.Cases, cs...)
 	}
@@ -218,9 +236,81 @@ func resolveAll(dir string, paths []string) []string {
 	return out
 }
 
+// kyvernoNamespaces are the namespaces of a values file: its namespaces
+// as written, and those of its namespaceSelector with their labels (added
+// to the namespace of that name if there is one).
+func kyvernoNamespaces(v kyvernoValues) []Manifest {
+	var out []Manifest
+	byName := map[string]map[string]any{}
+	for _, ns := range v.Namespaces {
+		o := map[string]any{"apiVersion": "v1", "kind": "Namespace"}
+		for k, val := range ns {
+			o[k] = val
+		}
+		if md, ok := o["metadata"].(map[string]any); ok {
+			if name, ok := md["name"].(string); ok {
+				byName[name] = md
+			}
+		}
+		out = append(out, Manifest{Inline: o})
+	}
+	for _, ns := range v.NamespaceSelector {
+		md := byName[ns.Name]
+		if md == nil {
+			md = map[string]any{"name": ns.Name}
+			out = append(out, Manifest{Inline: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": md}})
+		}
+		labels, _ := md["labels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+			md["labels"] = labels
+		}
+		for k, val := range ns.Labels {
+			labels[k] = val
+		}
+	}
+	return out
+}
+
+// kyvernoFailure is what Kyverno's fail of the ValidatingAdmissionPolicy
+// policy (a validation evaluated to false) is in kube-apiserver, by the
+// validationActions of the policy's bindings among bindings: a refusal by
+// ValidatingAdmissionPolicy if one of them denies or none binds the
+// policy (`bindings: auto` binds it with Deny, as Kyverno evaluates an
+// unbound policy); else the warning of a Warn binding, or the
+// validation failure an Audit binding records.
+func kyvernoFailure(policy string, bindings []manifest.ValidatingBinding) Expect {
+	actions := map[admissionregistrationv1.ValidationAction]bool{}
+	bound := false
+	for _, b := range bindings {
+		if b.Binding.Spec.PolicyName != policy {
+			continue
+		}
+		bound = true
+		for _, a := range b.Binding.Spec.ValidationActions {
+			actions[a] = true
+		}
+	}
+	var e Expect
+	switch {
+	case !bound || actions[admissionregistrationv1.Deny]:
+		e.Denied = &Denial{By: "ValidatingAdmissionPolicy"}
+	case actions[admissionregistrationv1.Warn]:
+		e.Warnings = []string{"^Validation failed for ValidatingAdmissionPolicy '" + regexp.QuoteMeta(policy) + "' with binding '[^']*': "}
+	case actions[admissionregistrationv1.Audit]:
+		e.ValidationFailures = []ValidationFailure{{Policy: policy}}
+	default:
+		// A binding without actions, which kube-apiserver refuses: the
+		// suite's load reports it.
+		e.Denied = &Denial{By: "ValidatingAdmissionPolicy"}
+	}
+	return e
+}
+
 // kyvernoCases are the cases of one result: one per resource it names
-// (or per resource of its kind).
-func kyvernoCases(ctx context.Context, dir string, p *field.Path, r kyvernoResult, objects []manifest.Object, user *User) ([]Case, field.ErrorList) {
+// (or per resource of its kind). fail makes what a fail result expects
+// (nil: fail is not checked).
+func kyvernoCases(ctx context.Context, dir string, p *field.Path, r kyvernoResult, objects []manifest.Object, user *User, fail func() Expect) ([]Case, field.ErrorList) {
 	names := r.Resources
 	if r.Resource != "" {
 		names = append([]string{r.Resource}, names...)
@@ -273,8 +363,15 @@ func kyvernoCases(ctx context.Context, dir string, p *field.Path, r kyvernoResul
 			c.Expect.NotApplied = []string{r.Policy}
 		case "error":
 			c.Expect.Denied = &Denial{}
+		case "fail":
+			if fail == nil {
+				errs = append(errs, fieldProblem(p.Child("result"), fmt.Sprintf("%q: mutatis checks pass, skip and error of a MutatingAdmissionPolicy (a failing mutation is a result to fix, not to expect)", result)))
+				continue
+			}
+			c.Expect = fail()
+			c.Expect.Applied = []string{r.Policy}
 		default:
-			errs = append(errs, fieldProblem(p.Child("result"), fmt.Sprintf("%q: mutatis checks pass, skip and error (a failing mutation is a result to fix, not to expect)", result)))
+			errs = append(errs, fieldProblem(p.Child("result"), fmt.Sprintf("%q: mutatis checks pass, skip, error and, of a ValidatingAdmissionPolicy, fail", result)))
 			continue
 		}
 		cases = append(cases, c)

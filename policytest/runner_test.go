@@ -318,7 +318,7 @@ func TestDiscoverSkipsTestdataUnlessNamed(t *testing.T) {
 	// their own tests.
 	var named []string
 	for _, f := range found {
-		if !strings.HasPrefix(f, "testdata/kat/validating/") && !strings.HasPrefix(f, "testdata/kaptest/vap-") && !strings.HasPrefix(f, "testdata/kyverno/vap-") {
+		if !strings.HasPrefix(f, "testdata/kat/validating/") && !strings.HasPrefix(f, "testdata/kaptest/vap-") && !strings.HasPrefix(f, "testdata/kyverno/validating/") {
 			named = append(named, f)
 		}
 	}

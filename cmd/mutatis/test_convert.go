@@ -18,7 +18,8 @@ func newTestConvertCommand() *cobra.Command {
 		Use:   "convert SUITE [--write FILE]",
 		Short: "Write the PolicyTest equivalent of a kat, Kyverno CLI or kaptest suite",
 		Long: `convert reads a suite in another tool's format — kat's tests/ directory,
-a Kyverno CLI kyverno-test.yaml of MutatingAdmissionPolicies, a kaptest
+a Kyverno CLI kyverno-test.yaml of MutatingAdmissionPolicies or
+ValidatingAdmissionPolicies, a kaptest
 manifest with vapTestSuites (testSuites) or mapTestSuites — as mutatis test runs it (docs/testing.md),
 and writes it as a PolicyTest suite: to stdout, or to --write FILE (named
 *.mutatis-test.yaml, with the paths relative to it; an existing file is
