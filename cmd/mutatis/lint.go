@@ -168,6 +168,9 @@ func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 	for _, c := range all {
 		findings = append(findings, checker.Policy(c.src, c.policy)...)
 	}
+	for _, p := range set.ValidatingPolicies {
+		findings = append(findings, checker.ValidatingPolicy(p)...)
+	}
 	findings = append(findings, checker.Set(set)...)
 	lint.Locate(findings)
 	nErrors := lint.Errors(findings)
@@ -195,7 +198,7 @@ func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}
-	if showCost && len(all) > 0 {
+	if showCost && len(all)+len(set.ValidatingPolicies) > 0 {
 		if len(problems)+len(warnings)+len(findings) > 0 {
 			fmt.Fprintln(out)
 		}
@@ -210,7 +213,7 @@ func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems)+nErrors, len(warnings))
+	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies)+len(set.ValidatingPolicies), len(set.Bindings)+len(set.ValidatingBindings), countProblems(problems)+nErrors, len(warnings))
 	if len(problems) > 0 || nErrors > 0 || (o.strict && len(warnings) > 0) {
 		return &exitError{code: exitProblem}
 	}
@@ -246,7 +249,7 @@ func lintReport(out io.Writer, o lintOptions, set *manifest.Set, problems manife
 	if o.output == "sarif" {
 		err = lint.WriteSARIF(out, all)
 	} else {
-		err = lint.WriteJSON(out, all, lint.Summary{Policies: len(set.Policies), Bindings: len(set.Bindings), Problems: nProblems, Warnings: nWarnings})
+		err = lint.WriteJSON(out, all, lint.Summary{Policies: len(set.Policies) + len(set.ValidatingPolicies), Bindings: len(set.Bindings) + len(set.ValidatingBindings), Problems: nProblems, Warnings: nWarnings})
 	}
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}

@@ -108,6 +108,25 @@ func TestLint(t *testing.T) {
 			want:     []string{"spec.matchConditions[0].expression: estimated cost 16555551 exceeds the per-call limit 1000000", "0 problems, 1 warnings"},
 		},
 		{
+			name:     "ValidatingAdmissionPolicies: kube-apiserver's create-time refusals are problems, the type checker's warnings are warnings",
+			args:     []string{"lint", "--no-cost", "testdata/lint/vap.yaml"},
+			wantCode: exitProblem,
+			want: []string{
+				`testdata/lint/vap.yaml#2: ValidatingAdmissionPolicy "refused": spec.validations[0].expression: Invalid value: "object.spec.containers.all(c,\n  c.image.startsWith(\"registry.example.com/\") &&)\n": compilation failed: ERROR: <input>:2:49: Syntax error: mismatched input ')'`,
+				" |   c.image.startsWith(\"registry.example.com/\") &&)\n | ................................................^\n",
+				`testdata/lint/vap.yaml#2: ValidatingAdmissionPolicy "refused": spec.auditAnnotations[0].valueExpression: Invalid value: "size(object.spec.containers)": must evaluate to one of [string null_type] but got int`,
+				"warning: testdata/lint/vap.yaml#0 (line 14:17): ValidatingAdmissionPolicy \"replica-limit\": spec.validations[0].expression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz <= 5\n | ...........^\n",
+				"warning: testdata/lint/vap.yaml#0 (line 16:24): ValidatingAdmissionPolicy \"replica-limit\": spec.validations[1].messageExpression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:23: found no matching overload for '_+_' applied to '(string, int)'",
+				"\n1 policies, 1 bindings, 2 problems, 2 warnings\n",
+			},
+		},
+		{
+			name:     "ValidatingAdmissionPolicies in JSON: the type checker's warnings with their positions",
+			args:     []string{"lint", "-o", "json", "testdata/lint/vap.yaml"},
+			wantCode: exitProblem,
+			want:     []string{`"check": "type-checking",`, `"line": 14,`, `"column": 17,`, `"celLine": 1,`, `"celColumn": 12`, `"policies": 1,`},
+		},
+		{
 			name:     "a missing file is bad input",
 			args:     []string{"lint", "testdata/lint/nope.yaml"},
 			wantCode: exitProblem,
