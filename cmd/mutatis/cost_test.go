@@ -22,6 +22,20 @@ func TestCost(t *testing.T) {
 		wantNot  []string
 	}{
 		{
+			name:     "ValidatingAdmissionPolicies: every expression against the per-call limit, the validations' and auditAnnotations' budgets",
+			args:     []string{"cost", "testdata/cost/vap.yaml"},
+			wantCode: exitProblem,
+			want: []string{
+				"pod-images     spec.matchConditions[0].expression (not-system)  Pod v1              4    4         0.00%              ok",
+				"pod-images     spec.validations[0].messageExpression            Pod v1",
+				"replica-limit  spec.auditAnnotations[0].valueExpression         Deployment apps/v1",
+				"pod-images     spec.validations       2 expressions + 1 variable  260         10000000  0.00%     ok          profile  unbounded  unbounded  260       18 + 18.4·n(object.spec.containers) + 6·n(object.spec.containers)^2",
+				"expensive: spec.validations[0].expression: worst case 16555551 exceeds the per-call limit (1000000) for ConfigMap v1",
+				"expensive: spec.validations: worst case 16555551 of spec.validations[0].expression exceeds the budget 10000000 for ConfigMap v1",
+				"3 policies, 2 not within the limits",
+			},
+		},
+		{
 			name:     "a list without maxItems in the CRD is flagged with the field, the reason and a fix",
 			args:     []string{"cost", policy, "--resources", unbounded},
 			wantCode: exitProblem,

@@ -1,0 +1,135 @@
+package costs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// The runtime budgets kube-apiserver's ValidatingAdmissionPolicy plugin
+// gives one evaluation of a policy × binding × param (k8s.io/apiserver
+// plugin/policy/validating validator.go, dispatcher.go): the
+// matchConditions share celconfig.RuntimeCELCostBudgetMatchConditions;
+// the validations share celconfig.RuntimeCELCostBudget and the
+// messageExpressions have what they left; the auditAnnotations have a
+// budget of their own. A variable is charged to the first expression of
+// each that evaluates it. Every expression has the per-call limit.
+const (
+	// ValidationsBudget is the budget of the validations and their
+	// messageExpressions.
+	ValidationsBudget = celconfig.RuntimeCELCostBudget
+	// AuditAnnotationsBudget is the budget of the auditAnnotations.
+	AuditAnnotationsBudget = celconfig.RuntimeCELCostBudget
+)
+
+// vapRole is what a ValidatingAdmissionPolicy expression is, where
+// the cost report's Expression.Kind says it.
+type vapRole struct {
+	kind string
+	path string
+}
+
+// analyzeValidating estimates a ValidatingAdmissionPolicy as analyze does
+// a MutatingAdmissionPolicy, with the sizes, points, formulas and drivers
+// of the same analysis: its variables and matchConditions are compiled as
+// they are (the same environment of stored expressions, with object,
+// oldObject, request, params, namespaceObject and authorizer), and its
+// validations, messageExpressions and auditAnnotations as variables after
+// them, which is what their cost is (an expression of any type over the
+// same variables; kube-apiserver requires their types at create time,
+// which the manifest's loading checked). The report names each by its
+// own field path and kind (validation, messageExpression,
+// auditAnnotation). The budgets are the plugin's: spec.matchConditions,
+// spec.validations (validations and messageExpressions) and
+// spec.auditAnnotations.
+func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.ValidatingPolicy) (Policy, error) {
+	vap := p.Policy
+	m := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	m.Name = vap.Name
+	m.Spec.ParamKind = vap.Spec.ParamKind
+	m.Spec.MatchConstraints = vap.Spec.MatchConstraints
+	m.Spec.FailurePolicy = vap.Spec.FailurePolicy
+	for _, c := range vap.Spec.MatchConditions {
+		m.Spec.MatchConditions = append(m.Spec.MatchConditions, admissionregistrationv1.MatchCondition(c))
+	}
+	for _, v := range vap.Spec.Variables {
+		m.Spec.Variables = append(m.Spec.Variables, admissionregistrationv1.Variable(v))
+	}
+	roles := map[string]vapRole{} // synthetic variable name → role
+	add := func(kind, path, expr string) {
+		// Not a CEL identifier a policy can name: never referenced.
+		name := fmt.Sprintf("__%s_%d", kind, len(roles))
+		roles[name] = vapRole{kind: kind, path: path}
+		m.Spec.Variables = append(m.Spec.Variables, admissionregistrationv1.Variable{Name: name, Expression: expr})
+	}
+	for i, v := range vap.Spec.Validations {
+		add("validation", fmt.Sprintf("spec.validations[%d].expression", i), v.Expression)
+		if v.MessageExpression != "" {
+			add("messageExpression", fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression)
+		}
+	}
+	for i, an := range vap.Spec.AuditAnnotations {
+		add("auditAnnotation", fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), an.ValueExpression)
+	}
+	cp, err := comp.Compile(m)
+	if err != nil {
+		return Policy{}, err
+	}
+	comp.Forget(m.Name) // a compilation of the report's own, not of a policy
+	if errs := cp.Errors(); len(errs) > 0 {
+		return Policy{}, &manifest.Error{Source: p.Source, Kind: "ValidatingAdmissionPolicy", Name: vap.Name, Errs: errs}
+	}
+	pa, pc := a.analyze(manifest.Policy{Source: p.Source, Policy: m}, cp)
+	var validations, audits []*compiler.Expression
+	for _, v := range cp.Variables {
+		switch roles[v.Name].kind {
+		case "validation", "messageExpression":
+			validations = append(validations, v)
+		case "auditAnnotation":
+			audits = append(audits, v)
+		}
+	}
+	if len(cp.MatchConditions) > 0 {
+		pc.Budgets = append(pc.Budgets, pa.budget("spec.matchConditions", cp.MatchConditions, compiler.MatchConditionsBudget))
+	}
+	if len(validations) > 0 {
+		pc.Budgets = append(pc.Budgets, pa.budget("spec.validations", validations, ValidationsBudget))
+	}
+	if len(audits) > 0 {
+		pc.Budgets = append(pc.Budgets, pa.budget("spec.auditAnnotations", audits, AuditAnnotationsBudget))
+	}
+	// Name every synthetic variable by its own field.
+	for i := range pc.Expressions {
+		e := &pc.Expressions[i]
+		if r, ok := roles[e.Name]; ok {
+			e.Path, e.Kind, e.Name = r.path, r.kind, ""
+		}
+	}
+	// In the order kube-apiserver evaluates them: the matchConditions
+	// before the validations (variables first, as they are compiled).
+	rank := func(e Expression) int {
+		switch e.Kind {
+		case "variable":
+			return 0
+		case "matchCondition":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(pc.Expressions, func(i, j int) bool { return rank(pc.Expressions[i]) < rank(pc.Expressions[j]) })
+	for i := range pc.Budgets {
+		b := &pc.Budgets[i]
+		for j, label := range b.Expressions {
+			if r, ok := roles[strings.TrimPrefix(label, "variables.")]; ok {
+				b.Expressions[j] = r.path
+			}
+		}
+	}
+	return pc, nil
+}
