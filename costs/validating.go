@@ -28,28 +28,35 @@ const (
 	AuditAnnotationsBudget = celconfig.RuntimeCELCostBudget
 )
 
-// vapRole is what a ValidatingAdmissionPolicy expression is, where
-// the cost report's Expression.Kind says it.
-type vapRole struct {
-	kind string
-	path string
+// Role is what a ValidatingAdmissionPolicy's expression is, where a
+// Surrogate holds it as a variable.
+type Role struct {
+	// Kind is "validation", "messageExpression" or "auditAnnotation".
+	Kind string
+	// Path is the expression's field path in the ValidatingAdmissionPolicy.
+	Path string
 }
 
-// analyzeValidating estimates a ValidatingAdmissionPolicy as analyze does
-// a MutatingAdmissionPolicy, with the sizes, points, formulas and drivers
-// of the same analysis: its variables and matchConditions are compiled as
-// they are (the same environment of stored expressions, with object,
-// oldObject, request, params, namespaceObject and authorizer), and its
-// validations, messageExpressions and auditAnnotations as variables after
-// them, which is what their cost is (an expression of any type over the
-// same variables; kube-apiserver requires their types at create time,
-// which the manifest's loading checked). The report names each by its
-// own field path and kind (validation, messageExpression,
-// auditAnnotation). The budgets are the plugin's: spec.matchConditions,
-// spec.validations (validations and messageExpressions) and
-// spec.auditAnnotations.
-func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.ValidatingPolicy) (Policy, error) {
-	vap := p.Policy
+// Surrogate is a ValidatingAdmissionPolicy as a MutatingAdmissionPolicy
+// that mutates nothing, for the analyses that measure or estimate
+// expressions one by one (cost here, bench in harness): the same name,
+// paramKind, matchConstraints, failurePolicy, matchConditions and
+// variables, then the validations, messageExpressions and auditAnnotations
+// as variables after them. That is what their cost is: an expression of
+// any type in the same environment of stored expressions (object,
+// oldObject, request, params, namespaceObject, authorizer, the variables
+// before them); kube-apiserver checks their types at create time, which
+// the manifest's loading did. It is never admitted with: the
+// ValidatingAdmissionPolicy plugin itself is package validating's.
+type Surrogate struct {
+	Policy *admissionregistrationv1.MutatingAdmissionPolicy
+	// Roles names each added variable (by its name) as the expression it
+	// stands for.
+	Roles map[string]Role
+}
+
+// SurrogateOf returns vap's Surrogate.
+func SurrogateOf(vap *admissionregistrationv1.ValidatingAdmissionPolicy) Surrogate {
 	m := &admissionregistrationv1.MutatingAdmissionPolicy{}
 	m.Name = vap.Name
 	m.Spec.ParamKind = vap.Spec.ParamKind
@@ -61,11 +68,11 @@ func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.Validat
 	for _, v := range vap.Spec.Variables {
 		m.Spec.Variables = append(m.Spec.Variables, admissionregistrationv1.Variable(v))
 	}
-	roles := map[string]vapRole{} // synthetic variable name → role
+	roles := map[string]Role{}
 	add := func(kind, path, expr string) {
-		// Not a CEL identifier a policy can name: never referenced.
+		// Not a name a policy can declare: never referenced.
 		name := fmt.Sprintf("__%s_%d", kind, len(roles))
-		roles[name] = vapRole{kind: kind, path: path}
+		roles[name] = Role{Kind: kind, Path: path}
 		m.Spec.Variables = append(m.Spec.Variables, admissionregistrationv1.Variable{Name: name, Expression: expr})
 	}
 	for i, v := range vap.Spec.Validations {
@@ -77,6 +84,31 @@ func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.Validat
 	for i, an := range vap.Spec.AuditAnnotations {
 		add("auditAnnotation", fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), an.ValueExpression)
 	}
+	return Surrogate{Policy: m, Roles: roles}
+}
+
+// SurrogateBinding is b as a binding of the Surrogate: the same policy
+// name, paramRef and matchResources.
+func SurrogateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	mb.Name = b.Name
+	mb.Spec.PolicyName = b.Spec.PolicyName
+	mb.Spec.ParamRef = b.Spec.ParamRef
+	mb.Spec.MatchResources = b.Spec.MatchResources
+	return mb
+}
+
+// analyzeValidating estimates a ValidatingAdmissionPolicy as analyze does
+// a MutatingAdmissionPolicy, through its Surrogate: the sizes, points,
+// formulas and drivers of the same analysis. The report names each
+// expression by its own field path and kind (validation,
+// messageExpression, auditAnnotation). The budgets are the plugin's:
+// spec.matchConditions, spec.validations (validations and
+// messageExpressions) and spec.auditAnnotations.
+func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.ValidatingPolicy) (Policy, error) {
+	vap := p.Policy
+	sur := SurrogateOf(vap)
+	m, roles := sur.Policy, sur.Roles
 	cp, err := comp.Compile(m)
 	if err != nil {
 		return Policy{}, err
@@ -88,7 +120,7 @@ func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.Validat
 	pa, pc := a.analyze(manifest.Policy{Source: p.Source, Policy: m}, cp)
 	var validations, audits []*compiler.Expression
 	for _, v := range cp.Variables {
-		switch roles[v.Name].kind {
+		switch roles[v.Name].Kind {
 		case "validation", "messageExpression":
 			validations = append(validations, v)
 		case "auditAnnotation":
@@ -108,7 +140,7 @@ func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.Validat
 	for i := range pc.Expressions {
 		e := &pc.Expressions[i]
 		if r, ok := roles[e.Name]; ok {
-			e.Path, e.Kind, e.Name = r.path, r.kind, ""
+			e.Path, e.Kind, e.Name = r.Path, r.Kind, ""
 		}
 	}
 	// In the order kube-apiserver evaluates them: the matchConditions
@@ -127,7 +159,7 @@ func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.Validat
 		b := &pc.Budgets[i]
 		for j, label := range b.Expressions {
 			if r, ok := roles[strings.TrimPrefix(label, "variables.")]; ok {
-				b.Expressions[j] = r.path
+				b.Expressions[j] = r.Path
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/costs"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/policytest"
@@ -80,6 +81,34 @@ func RunFiles(ctx context.Context, f Files, opts Options) ([]Measurement, error)
 		return nil, &InputError{err}
 	}
 	policies, bindings := policySet.APIObjects()
+	// ValidatingAdmissionPolicies are measured through their surrogates
+	// (costs.Surrogate), each expression named back by its own field.
+	// A ValidatingAdmissionPolicy named as a MutatingAdmissionPolicy is
+	// left out: measurements name policies.
+	mutating := map[string]bool{}
+	for _, p := range policies {
+		mutating[p.Name] = true
+	}
+	roles := map[string]map[string]costs.Role{} // policy → variable path → role
+	for _, vp := range policySet.ValidatingPolicies {
+		if mutating[vp.Policy.Name] {
+			continue
+		}
+		sur := costs.SurrogateOf(vp.Policy)
+		byPath := map[string]costs.Role{}
+		for k, v := range sur.Policy.Spec.Variables {
+			if r, ok := sur.Roles[v.Name]; ok {
+				byPath[fmt.Sprintf("spec.variables[%d].expression", k)] = r
+			}
+		}
+		roles[vp.Policy.Name] = byPath
+		policies = append(policies, sur.Policy)
+	}
+	for _, vb := range policySet.ValidatingBindings {
+		if _, ok := roles[vb.Binding.Spec.PolicyName]; ok {
+			bindings = append(bindings, costs.SurrogateBinding(vb.Binding))
+		}
+	}
 	ev, err := sim.Evaluator(comp, policies, bindings)
 	if err != nil {
 		return nil, err
@@ -97,6 +126,11 @@ func RunFiles(ctx context.Context, f Files, opts Options) ([]Measurement, error)
 	ms, err := Run(ctx, sim, ev, FixturesFromObjects(objs, names), opts)
 	if err != nil {
 		return nil, &InputError{err}
+	}
+	for i := range ms {
+		if r, ok := roles[ms[i].Policy][ms[i].Path]; ok {
+			ms[i].Path, ms[i].Kind = r.Path, r.Kind
+		}
 	}
 	return ms, nil
 }

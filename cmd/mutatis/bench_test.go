@@ -121,3 +121,39 @@ func TestBenchSuites(t *testing.T) {
 		})
 	}
 }
+
+// A ValidatingAdmissionPolicy's expressions are measured one by one, each
+// named by its own field (the validations, messageExpressions and
+// auditAnnotations beside the variables), the variables an expression
+// evaluates charged to it as kube-apiserver charges them.
+func TestBenchValidatingPolicies(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "bench", "-f", "testdata/bench/deployment.yaml", "--benchtime", "1ms", "--policies", "testdata/bench/vap.yaml", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Measurements []struct {
+			Policy, Binding, Path, Kind string
+			RuntimeCost                 int64
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	got := map[string]int64{}
+	for _, m := range out.Measurements {
+		if m.Policy != "images-from-registry" || m.Binding != "images-from-registry" {
+			t.Errorf("measurement %+v", m)
+		}
+		got[m.Kind+" "+m.Path] = m.RuntimeCost
+	}
+	variable := got["variable spec.variables[0].expression"]
+	for _, k := range []string{"validation spec.validations[0].expression", "messageExpression spec.validations[0].messageExpression", "auditAnnotation spec.auditAnnotations[0].valueExpression"} {
+		if got[k] <= variable {
+			t.Errorf("%s: runtime cost %d, want more than the variable it evaluates (%d): %v", k, got[k], variable, got)
+		}
+	}
+	if len(got) != 4 || variable == 0 {
+		t.Errorf("measurements %v", got)
+	}
+}
