@@ -13,7 +13,11 @@
 // bounded worker pool while the next pages are read. The Report keeps
 // counts, per-policy counts, the heaviest runtime costs and one Finding
 // per object that would not be left unchanged (Pods of one controller
-// that would change the same way are one Finding).
+// that would change the same way are one Finding). ValidatingAdmissionPolicies
+// audited beside them (Options.ValidatingPolicies) run in the validating
+// stage with PodSecurity and the other built-in plugins' validating halves:
+// a refusal there is a deny, and every failing validation is reported
+// with its binding's actions (what Deny would refuse).
 package audit
 
 import (
@@ -52,6 +56,16 @@ type Options struct {
 	Policies        []*admissionregistrationv1.MutatingAdmissionPolicy
 	Bindings        []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	ClusterPolicies bool
+	// ValidatingPolicies and ValidatingBindings are
+	// ValidatingAdmissionPolicies and their bindings audited beside them
+	// (--policies): the validating stage of every object's admission runs
+	// them after the registry's validation, with the built-in plugins'
+	// validating halves (PodSecurity …), as kube-apiserver does; each
+	// object's Finding says which bindings' validations fail on it, with
+	// their validationActions, whatever those are (what switching an Audit
+	// binding to Deny would refuse).
+	ValidatingPolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	ValidatingBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	// Resources are objects read from files that join the cluster's own
 	// around the policies (params or Namespaces not created yet).
 	Resources []manifest.Object
@@ -115,6 +129,8 @@ type Auditor struct {
 	chain     cluster.Chain
 	policies  []*admissionregistrationv1.MutatingAdmissionPolicy
 	bindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	vpolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	vbindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	targets   []matching.Resource
 	operation admission.Operation
 }
@@ -178,7 +194,7 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 		}
 		o.Compiler = comp
 	}
-	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings}
+	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings, vpolicies: o.ValidatingPolicies, vbindings: o.ValidatingBindings}
 	var objects []manifest.Object
 	readSelected := func(gvr schema.GroupVersionResource, sel Selector, keep func(*unstructured.Unstructured)) error {
 		err := o.Lister.List(ctx, gvr, "", sel, func(p Page) error {
@@ -240,7 +256,14 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 			return nil, err
 		}
 	}
-	a.targets = Targets(sim.Table, a.policies, o.Operation, o.Kinds)
+	if len(a.vpolicies) > 0 {
+		vev, err := sim.ValidatingPolicies(nil, a.vpolicies, a.vbindings)
+		if err != nil {
+			return nil, err
+		}
+		a.chain.ValidatingPolicies = vev
+	}
+	a.targets = targets(sim.Table, a.selectors(), o.Operation, o.Kinds)
 	return a, nil
 }
 
@@ -258,9 +281,24 @@ func (a *Auditor) Close() {
 // Objects already read (a paramKind that is also a context resource) are
 // kept once.
 func (a *Auditor) readParams(table *matching.Table, read func(schema.GroupVersionResource, Selector, func(*unstructured.Unstructured)) error, add func(*unstructured.Unstructured)) error {
+	type ref struct {
+		kind *admissionregistrationv1.ParamKind
+		ref  *admissionregistrationv1.ParamRef
+	}
+	var refs []ref
 	kinds := map[string]*admissionregistrationv1.ParamKind{}
 	for _, p := range a.policies {
 		kinds[p.Name] = p.Spec.ParamKind
+	}
+	for _, b := range a.bindings {
+		refs = append(refs, ref{kinds[b.Spec.PolicyName], b.Spec.ParamRef})
+	}
+	vkinds := map[string]*admissionregistrationv1.ParamKind{}
+	for _, p := range a.vpolicies {
+		vkinds[p.Name] = p.Spec.ParamKind
+	}
+	for _, b := range a.vbindings {
+		refs = append(refs, ref{vkinds[b.Spec.PolicyName], b.Spec.ParamRef})
 	}
 	type query struct {
 		gvr schema.GroupVersionResource
@@ -268,8 +306,8 @@ func (a *Auditor) readParams(table *matching.Table, read func(schema.GroupVersio
 	}
 	seen := map[query]bool{}
 	kept := map[string]bool{}
-	for _, b := range a.bindings {
-		pk, ref := kinds[b.Spec.PolicyName], b.Spec.ParamRef
+	for _, r := range refs {
+		pk, ref := r.kind, r.ref
 		if pk == nil || ref == nil {
 			continue
 		}
@@ -360,6 +398,30 @@ func (a *Auditor) retried(err error, wait time.Duration) {
 // Targets are the audited resources: those the policies' rules can match
 // (Targets).
 func (a *Auditor) Targets() []matching.Resource { return a.targets }
+
+// ValidatingPolicies and ValidatingBindings are the audited
+// ValidatingAdmissionPolicies and their bindings.
+func (a *Auditor) ValidatingPolicies() []*admissionregistrationv1.ValidatingAdmissionPolicy {
+	return a.vpolicies
+}
+
+// ValidatingBindings are the audited ValidatingAdmissionPolicyBindings.
+func (a *Auditor) ValidatingBindings() []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return a.vbindings
+}
+
+// selectors are the matchConstraints of every audited policy, mutating
+// and validating.
+func (a *Auditor) selectors() []matching.Selector {
+	var out []matching.Selector
+	for _, p := range a.policies {
+		out = append(out, matching.SelectorForPolicy(p))
+	}
+	for _, p := range a.vpolicies {
+		out = append(out, matching.SelectorForMatchResources(p.Spec.MatchConstraints))
+	}
+	return out
+}
 
 // Policies and Bindings are the audited policy set.
 func (a *Auditor) Policies() []*admissionregistrationv1.MutatingAdmissionPolicy { return a.policies }

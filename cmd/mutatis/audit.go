@@ -98,6 +98,14 @@ The client only reads: any request but GET is refused before it is sent.
 Pages (--page-size), a client-side rate limit (--qps, --burst) and retries
 from the continue token protect the API server.
 
+ValidatingAdmissionPolicies and bindings among --policies run in the
+validating stage after the registry's validation, with the built-in
+plugins' validating halves (PodSecurity from the Namespaces' labels …), as
+kube-apiserver runs them: an object they refuse is deny (with the refusing
+plugin), and every validation that fails on an object is listed with its
+binding's validationActions, Audit and Warn too: what switching a binding
+to Deny would refuse (--fail-on validation fails on any).
+
 --object KIND/NAME [-n NS] explains one object: every policy and binding
 that would act on it, and why the others would not.
 
@@ -121,7 +129,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.IntVar(&o.workers, "workers", 0, "objects evaluated in parallel (default GOMAXPROCS)")
 	f.StringVarP(&o.output, "output", "o", "table", "table, json, junit or html")
 	f.StringVar(&o.report, "report", "", "write the -o report to this file instead of stdout (the summary line goes to stderr)")
-	f.StringSliceVar(&o.failOn, "fail-on", nil, "exit 1 when an object would: change, deny (denied or refused by validation), error (failed, or errors ignored by failurePolicy Ignore)")
+	f.StringSliceVar(&o.failOn, "fail-on", nil, "exit 1 when an object would: change, deny (denied or refused by validation), error (failed, or errors ignored by failurePolicy Ignore), validation (fail a ValidatingAdmissionPolicy validation, whatever its binding's actions)")
 	f.StringVar(&o.object, "object", "", "explain one object, KIND/NAME (with -n NS for a namespaced one)")
 	f.BoolVar(&o.allPods, "all-pods", false, "list every Pod, not one line per controller")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr (there is none unless stderr is a terminal)")
@@ -205,6 +213,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 			return badInput(err)
 		}
 		opts.Policies, opts.Bindings = set.APIObjects()
+		opts.ValidatingPolicies, opts.ValidatingBindings = set.ValidatingAPIObjects()
 		opts.Resources = set.Objects
 	}
 	if len(o.resources) > 0 {

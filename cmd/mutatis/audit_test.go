@@ -78,7 +78,13 @@ func TestAuditCommandExitCodes(t *testing.T) {
 		{"--fail-on change finds the changes", []string{policies, "--fail-on", "change", "-o", "json"}, exitProblem, `"outcome": "change"`, ""},
 		{"--fail-on error finds the ignored error", []string{policies, "--fail-on=error", "-o", "junit"}, exitProblem, "<testsuites", ""},
 		{"nothing fails in kube-system", []string{policies, "--fail-on=deny,change,error", "-n", "kube-system"}, exitOK, "unchanged 1", ""},
-		{"--fail-on refuses an unknown outcome", []string{policies, "--fail-on=warn"}, exitUsage, "", `--fail-on must be change, deny or error, not "warn"`},
+		{"ValidatingAdmissionPolicies in --policies: a Deny binding's refusal is a deny", []string{"--policies=../../audit/testdata/validating.yaml", "--fail-on=deny"}, exitProblem,
+			"ValidatingAdmissionPolicy: deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'at-most-two-replicas' with binding 'at-most-two-replicas' denied r", ""},
+		{"--fail-on validation finds the validations an Audit binding fails", []string{"--policies=../../audit/testdata/validating.yaml", "--fail-on=validation", "-o", "json", "--kinds", "pods"}, exitProblem,
+			`"actions": [
+            "Audit"
+          ],`, ""},
+		{"--fail-on refuses an unknown outcome", []string{policies, "--fail-on=warn"}, exitUsage, "", `--fail-on must be change, deny, error or validation, not "warn"`},
 		{"policies from files or from the cluster, not both", []string{policies, "--cluster-policies"}, exitUsage, "", "give either --policies PATH… or --cluster-policies"},
 		{"an unknown format", []string{policies, "-o", "yaml"}, exitUsage, "", `--output must be table, json, junit or html, not "yaml"`},
 		{"an unknown operation", []string{policies, "--operation", "DELETE"}, exitUsage, "", `--operation must be CREATE or UPDATE, not "DELETE"`},

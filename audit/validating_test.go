@@ -1,0 +1,110 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mutatis-dev/mutatis/manifest"
+)
+
+// runValidatingAudit audits testdata/cluster.yaml and testdata/podsecurity.yaml
+// with the ValidatingAdmissionPolicies of testdata/validating.yaml alone.
+func runValidatingAudit(t *testing.T) *Report {
+	t.Helper()
+	set, err := manifest.Load(context.Background(), []string{"testdata/validating.yaml"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp, vb := set.ValidatingAPIObjects()
+	a, err := New(context.Background(), Options{
+		Lister:             &Lister{Client: fakeCluster(t, "testdata/cluster.yaml", "testdata/podsecurity.yaml"), PageSize: 2},
+		ValidatingPolicies: vp, ValidatingBindings: vb, Workers: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// The validating stage over live objects: a Deny binding refuses (the
+// refusal kube-apiserver answers), PodSecurity enforce refuses a Pod and
+// warns about a Deployment, and the validations of Warn and Audit bindings
+// that fail are listed with their actions on objects that are otherwise
+// admitted — what switching them to Deny would refuse.
+func TestAuditValidatingPolicies(t *testing.T) {
+	rep := runValidatingAudit(t)
+	type got struct {
+		Outcome     Outcome
+		RefusedBy   string
+		Message     string
+		Validations []string
+		Warnings    []string
+		Count       int64
+	}
+	findings := map[string]got{}
+	for _, f := range rep.Findings {
+		g := got{Outcome: f.Outcome, RefusedBy: f.RefusedBy, Message: f.Message, Warnings: f.Warnings, Count: f.Count}
+		for _, v := range f.Validations {
+			g.Validations = append(g.Validations, v.String())
+		}
+		findings[f.Resource+" "+f.Object()] = g
+	}
+	const (
+		podSecurity   = `violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "app" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "app" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "app" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "app" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
+		limits        = "pods-need-limits/pods-need-limits-audit [Audit]: every container needs resource limits"
+		registry      = "images-from-registry/images-from-registry [Warn]: images come from registry.example.com"
+		registryWarns = "Validation failed for ValidatingAdmissionPolicy 'images-from-registry' with binding 'images-from-registry': images come from registry.example.com"
+	)
+	want := map[string]got{
+		"deployments.apps team-a/web": {Outcome: OutcomeDeny, RefusedBy: "ValidatingAdmissionPolicy", Count: 1,
+			Message:     `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'at-most-two-replicas' with binding 'at-most-two-replicas' denied request: replicas must be at most 2, not 3`,
+			Validations: []string{"at-most-two-replicas/at-most-two-replicas [Deny]: replicas must be at most 2, not 3"}},
+		"pods locked/root": {Outcome: OutcomeDeny, RefusedBy: "PodSecurity", Count: 1, Message: `pods "root" is forbidden: ` + podSecurity},
+		"deployments.apps locked/api": {Outcome: OutcomeUnchanged, Count: 1,
+			Warnings: []string{`would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "api" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "api" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "api" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "api" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`}},
+		"pods team-a/ReplicaSet/web-7d9c5 (3 pods)": {Outcome: OutcomeUnchanged, Count: 3, Validations: []string{registry, limits}, Warnings: []string{registryWarns}},
+		"pods team-a/lonely":                        {Outcome: OutcomeUnchanged, Count: 1, Validations: []string{registry, limits}, Warnings: []string{registryWarns}},
+	}
+	if !reflect.DeepEqual(findings, want) {
+		t.Errorf("findings\n%+v\nwant\n%+v", findings, want)
+	}
+	stats := map[string][3]int64{}
+	for _, s := range rep.ValidatingPolicies {
+		stats[s.PolicyBinding.String()+" "+strings.Join(s.Actions, ",")] = [3]int64{s.Considered, s.Evaluated, s.Failed}
+	}
+	wantStats := map[string][3]int64{
+		// Considered, evaluated, failed, in objects: the four Pods of team-a
+		// (locked/root was refused by PodSecurity, which runs first).
+		"at-most-two-replicas/at-most-two-replicas Deny": {2, 2, 1},
+		"images-from-registry/images-from-registry Warn": {4, 4, 4},
+		"pods-need-limits/pods-need-limits-audit Audit":  {4, 4, 4},
+	}
+	if !reflect.DeepEqual(stats, wantStats) {
+		t.Errorf("stats %v, want %v", stats, wantStats)
+	}
+	s := rep.Summary
+	if s.ValidatingPolicies != 3 || s.ValidatingBindings != 3 || s.WithValidationFailures != 5 || s.WithWarnings != 5 || s.Outcomes[OutcomeDeny] != 2 {
+		t.Errorf("summary %+v", s)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"ValidatingAdmissionPolicies: 3, bindings: 3; objects a validation fails on: 5; objects warned about: 5\n",
+		"VALIDATING POLICY     BINDING                 ACTIONS  CONSIDERED  EVALUATED  FAILED\n",
+		"pods-need-limits      pods-need-limits-audit  Audit    4           4          4\n",
+		"deny       pods              locked/root                                     PodSecurity: pods \"root\" is forbidden: violates PodSecurity",
+	} {
+		if !strings.Contains(table.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, table.String())
+		}
+	}
+}
