@@ -165,3 +165,44 @@ func (a *analyzer) analyzeValidating(comp *compiler.Compiler, p manifest.Validat
 	}
 	return pc, nil
 }
+
+// ValidatingEstimate is the static cost estimate of one expression of a
+// ValidatingAdmissionPolicy, as Estimates gives a MutatingAdmissionPolicy's.
+type ValidatingEstimate struct {
+	// Path is the expression's field path in the policy; Name the
+	// variable's or matchCondition's name.
+	Path, Name string
+	Cost       compiler.CostEstimate
+}
+
+// ValidatingEstimates returns the estimate of every expression of vap that
+// compiles (through its Surrogate, compiled with comp), in the surrogate's
+// order (variables, matchConditions, validations with their
+// messageExpressions, auditAnnotations): what mutatis lint shows.
+func (ix *CRDIndex) ValidatingEstimates(comp *compiler.Compiler, vap *admissionregistrationv1.ValidatingAdmissionPolicy) ([]ValidatingEstimate, error) {
+	sur := SurrogateOf(vap)
+	cp, err := comp.Compile(sur.Policy)
+	if err != nil {
+		return nil, err
+	}
+	comp.Forget(sur.Policy.Name)
+	var out []ValidatingEstimate
+	for _, e := range ix.Estimates(sur.Policy, cp) {
+		ve := ValidatingEstimate{Path: e.Expression.Path.String(), Name: e.Expression.Name, Cost: e.Cost}
+		if r, ok := sur.Roles[e.Expression.Name]; ok {
+			ve.Path, ve.Name = r.Path, ""
+		}
+		out = append(out, ve)
+	}
+	rank := func(e ValidatingEstimate) int {
+		switch {
+		case strings.HasPrefix(e.Path, "spec.variables"):
+			return 0
+		case strings.HasPrefix(e.Path, "spec.matchConditions"):
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out, nil
+}

@@ -1,9 +1,11 @@
 package lint
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 )
 
@@ -104,7 +106,7 @@ func TestValidatingPolicyTypeChecking(t *testing.T) {
 				objects = res.Objects
 			}
 			var got []string
-			for _, f := range NewChecker(objects, false).ValidatingPolicy(set.ValidatingPolicies[0]) {
+			for _, f := range NewChecker(objects, false).ValidatingPolicy(nil, set.ValidatingPolicies[0]) {
 				if f.Severity != Warning || f.Check != "type-checking" || f.Kind != "ValidatingAdmissionPolicy" || f.CELLine != 1 {
 					t.Errorf("finding %+v", f)
 				}
@@ -112,6 +114,45 @@ func TestValidatingPolicyTypeChecking(t *testing.T) {
 			}
 			if strings.Join(got, "\n---\n") != strings.Join(tc.want, "\n---\n") {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n---\n"), strings.Join(tc.want, "\n---\n"))
+			}
+		})
+	}
+}
+
+// The read-unguarded-optional check runs on a ValidatingAdmissionPolicy's
+// expressions, each finding named by its own field; a has() in a
+// matchCondition guards them all.
+func TestValidatingPolicyOptionalReads(t *testing.T) {
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unguarded := vapFor("", "pods", "  - expression: object.spec.initContainers.all(c, c.image != '')\n    messageExpression: \"'labels: ' + string(size(object.metadata.labels))\"\n")
+	guarded := strings.Replace(unguarded, "  validations:\n", "  matchConditions:\n  - name: has-init\n    expression: has(object.spec.initContainers) && has(object.metadata.labels)\n  validations:\n", 1)
+	for _, tc := range []struct {
+		name, policy string
+		want         []string
+	}{
+		{"unguarded", unguarded, []string{
+			"spec.validations[0].expression 1:12: object.spec.initContainers is optional in the schema of v1 Pod and often absent: on objects without it the read fails with \"no such key: initContainers\"; guard it with has(object.spec.initContainers) or read object.spec.?initContainers.orValue([])",
+			"spec.validations[0].messageExpression 1:41: object.metadata.labels is optional in the schema of v1 Pod and often absent: on objects without it the read fails with \"no such key: labels\"; guard it with has(object.metadata.labels) or read object.metadata.?labels.orValue({})",
+		}},
+		{"guarded by a matchCondition", guarded, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := manifest.Parse("p.yaml", []byte(tc.policy))
+			if err != nil || len(set.ValidatingPolicies) != 1 {
+				t.Fatalf("loading the policy: %v", err)
+			}
+			var got []string
+			for _, f := range NewChecker(nil, false).ValidatingPolicy(comp, set.ValidatingPolicies[0]) {
+				if f.Check != "read-unguarded-optional" || f.Kind != "ValidatingAdmissionPolicy" || f.Severity != Warning {
+					t.Errorf("finding %+v", f)
+				}
+				got = append(got, fmt.Sprintf("%s %d:%d: %s", f.Field, f.CELLine, f.CELColumn, f.Message))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}

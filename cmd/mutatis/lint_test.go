@@ -117,7 +117,19 @@ func TestLint(t *testing.T) {
 				`testdata/lint/vap.yaml#2: ValidatingAdmissionPolicy "refused": spec.auditAnnotations[0].valueExpression: Invalid value: "size(object.spec.containers)": must evaluate to one of [string null_type] but got int`,
 				"warning: testdata/lint/vap.yaml#0 (line 14:17): ValidatingAdmissionPolicy \"replica-limit\": spec.validations[0].expression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz <= 5\n | ...........^\n",
 				"warning: testdata/lint/vap.yaml#0 (line 16:24): ValidatingAdmissionPolicy \"replica-limit\": spec.validations[1].messageExpression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:23: found no matching overload for '_+_' applied to '(string, int)'",
-				"\n1 policies, 1 bindings, 2 problems, 2 warnings\n",
+				// string() of a dyn value: the estimate MAPs get too.
+				"warning: testdata/lint/vap.yaml#0: ValidatingAdmissionPolicy \"replica-limit\": spec.auditAnnotations[0].valueExpression: estimated cost 1844674407370955265 exceeds the per-call limit 1000000",
+				"\n1 policies, 1 bindings, 2 problems, 4 warnings\n",
+			},
+		},
+		{
+			name:     "ValidatingAdmissionPolicies in the cost table",
+			args:     []string{"lint", "testdata/cost/vap.yaml"},
+			wantCode: exitOK,
+			want: []string{
+				"pod-images     spec.matchConditions[0].expression (not-system)  4..4                    0.00%                 -\n",
+				"expensive      spec.validations[0].expression                   41..16555551            1655.6% (over)        -\n",
+				"warning: testdata/cost/vap.yaml#4: ValidatingAdmissionPolicy \"expensive\": spec.validations[0].expression: estimated cost 16555551 exceeds the per-call limit 1000000 (16.6x)",
 			},
 		},
 		{
