@@ -157,3 +157,34 @@ func TestValidatingPolicyOptionalReads(t *testing.T) {
 		})
 	}
 }
+
+// The policy-set check of unserved resources covers ValidatingAdmissionPolicies
+// and their bindings.
+func TestValidatingPolicyUnservedResources(t *testing.T) {
+	doc := vapFor("apps", "deployment", "  - expression: 'true'\n") + `---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: b}
+spec:
+  policyName: p
+  validationActions: [Deny]
+  matchResources:
+    resourceRules:
+    - {apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+`
+	set, err := manifest.Parse("p.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range NewChecker(nil, false).Set(set) {
+		got = append(got, f.Kind+" "+f.Field+": "+f.Message)
+	}
+	want := []string{
+		`ValidatingAdmissionPolicy spec.matchConstraints.resourceRules[0].resources[0]: Kubernetes v1.37.1 serves no resource "deployment" in group apps version v1; the rule never matches it; did you mean deployments in apps/v1?`,
+		`ValidatingAdmissionPolicyBinding spec.matchResources.resourceRules[0].resources[0]: Kubernetes v1.37.1 serves no resource "pods" in group apps version v1; the rule never matches it; did you mean pods in core/v1 (apiGroups: [""])?`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
