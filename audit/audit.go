@@ -66,6 +66,10 @@ type Options struct {
 	// binding to Deny would refuse).
 	ValidatingPolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	ValidatingBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// ClusterValidatingPolicies adds the cluster's own
+	// ValidatingAdmissionPolicies and bindings to them (read as stored,
+	// admissionregistration.k8s.io/v1).
+	ClusterValidatingPolicies bool
 	// Resources are objects read from files that join the cluster's own
 	// around the policies (params or Namespaces not created yet).
 	Resources []manifest.Object
@@ -149,7 +153,10 @@ var (
 	crdsGVR     = schema.GroupVersionResource{Group: apiextensionsv1.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
 	policiesGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "mutatingadmissionpolicies"}
 	bindingsGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "mutatingadmissionpolicybindings"}
-	contextGVRs = []schema.GroupVersionResource{
+	// The cluster's ValidatingAdmissionPolicies (ClusterValidatingPolicies).
+	validatingPoliciesGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "validatingadmissionpolicies"}
+	validatingBindingsGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "validatingadmissionpolicybindings"}
+	contextGVRs           = []schema.GroupVersionResource{
 		{Version: "v1", Resource: "namespaces"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
@@ -167,12 +174,13 @@ var (
 )
 
 // ContextResources are the resources an audit reads besides the audited
-// ones: the CRDs, the cluster's policies and bindings (ClusterPolicies),
-// and the objects around the policies. With the param resources of the
+// ones: the CRDs, the cluster's policies and bindings (ClusterPolicies;
+// its ValidatingAdmissionPolicies and bindings with
+// ClusterValidatingPolicies), and the objects around the policies. With the param resources of the
 // policies and the audited resources, they are what the least-privilege
 // ClusterRole of docs/audit.md grants.
 func ContextResources() []schema.GroupVersionResource {
-	return append([]schema.GroupVersionResource{crdsGVR, policiesGVR, bindingsGVR}, contextGVRs...)
+	return append([]schema.GroupVersionResource{crdsGVR, policiesGVR, bindingsGVR, validatingPoliciesGVR, validatingBindingsGVR}, contextGVRs...)
 }
 
 // New reads from the cluster what the evaluation needs and builds the
@@ -229,6 +237,18 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 	}
 	if o.ClusterPolicies {
 		if err := a.readClusterPolicies(read); err != nil {
+			return nil, err
+		}
+	}
+	if o.ClusterValidatingPolicies {
+		var errs []error
+		if err := read(validatingPoliciesGVR, typed(&a.vpolicies, &errs)); err != nil {
+			return nil, err
+		}
+		if err := read(validatingBindingsGVR, typed(&a.vbindings, &errs)); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
 	}

@@ -39,7 +39,26 @@ func runValidatingAudit(t *testing.T) *Report {
 // that fail are listed with their actions on objects that are otherwise
 // admitted — what switching them to Deny would refuse.
 func TestAuditValidatingPolicies(t *testing.T) {
-	rep := runValidatingAudit(t)
+	t.Run("from files", func(t *testing.T) { checkValidatingAudit(t, runValidatingAudit(t)) })
+	// The same policies deployed in the cluster, read with
+	// ClusterValidatingPolicies.
+	t.Run("from the cluster", func(t *testing.T) {
+		a, err := New(context.Background(), Options{
+			Lister:                    &Lister{Client: fakeCluster(t, "testdata/cluster.yaml", "testdata/podsecurity.yaml", "testdata/validating.yaml"), PageSize: 2},
+			ClusterValidatingPolicies: true, Workers: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := a.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkValidatingAudit(t, rep)
+	})
+}
+
+func checkValidatingAudit(t *testing.T, rep *Report) {
 	type got struct {
 		Outcome     Outcome
 		RefusedBy   string

@@ -33,25 +33,27 @@ type auditOptions struct {
 	policies        []string
 	resources       []string
 	clusterPolicies bool
-	allNamespaces   bool
-	namespaces      []string
-	selector        string
-	kinds           []string
-	operation       string
-	as              string
-	asGroups        []string
-	workers         int
-	output, report  string
-	failOn          []string
-	object          string
-	allPods, quiet  bool
-	pageSize        int64
-	qps             float32
-	burst           int
-	noCompression   bool
-	memoryLimit     string
-	plugins         admissionplugins.Flags
-	webhooks        webhookOptions
+	// clusterValidating reads the cluster's ValidatingAdmissionPolicies.
+	clusterValidating bool
+	allNamespaces     bool
+	namespaces        []string
+	selector          string
+	kinds             []string
+	operation         string
+	as                string
+	asGroups          []string
+	workers           int
+	output, report    string
+	failOn            []string
+	object            string
+	allPods, quiet    bool
+	pageSize          int64
+	qps               float32
+	burst             int
+	noCompression     bool
+	memoryLimit       string
+	plugins           admissionplugins.Flags
+	webhooks          webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
 }
@@ -105,6 +107,8 @@ kube-apiserver runs them: an object they refuse is deny (with the refusing
 plugin), and every validation that fails on an object is listed with its
 binding's validationActions, Audit and Warn too: what switching a binding
 to Deny would refuse (--fail-on validation fails on any).
+--cluster-validating-policies adds the cluster's own ValidatingAdmissionPolicies
+and bindings (as they are deployed, Audit bindings included).
 
 --object KIND/NAME [-n NS] explains one object: every policy and binding
 that would act on it, and why the others would not.
@@ -118,6 +122,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings to audit")
 	f.BoolVar(&o.clusterPolicies, "cluster-policies", false, "audit the cluster's own MutatingAdmissionPolicies and bindings")
+	f.BoolVar(&o.clusterValidating, "cluster-validating-policies", false, "audit the cluster's own ValidatingAdmissionPolicies and bindings too (with --policies, --cluster-policies, or alone)")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of objects to add to the cluster's (params, Namespaces, CRDs not created yet)")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "audit every namespace and the cluster-scoped objects (the default)")
 	f.StringSliceVarP(&o.namespaces, "namespace", "n", nil, "audit only the namespaced objects of these namespaces")
@@ -154,7 +159,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if o.object != "" && o.output != "table" && o.output != "json" {
 		return badInput(fmt.Errorf("--object writes table or json, not %q", o.output))
 	}
-	if (len(o.policies) > 0) == o.clusterPolicies {
+	if (len(o.policies) > 0) == o.clusterPolicies && !(o.clusterValidating && !o.clusterPolicies) {
 		return badInput(errors.New("give either --policies PATH… or --cluster-policies"))
 	}
 	if o.allNamespaces && len(o.namespaces) > 0 && o.object == "" {
@@ -188,7 +193,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return err
 	}
 	opts := audit.Options{
-		ClusterPolicies: o.clusterPolicies, Selector: o.selector, Kinds: kinds, Operation: op,
+		ClusterPolicies: o.clusterPolicies, ClusterValidatingPolicies: o.clusterValidating, Selector: o.selector, Kinds: kinds, Operation: op,
 		User: &user.DefaultInfo{Name: o.as, Groups: o.asGroups}, Workers: o.workers, AllPods: o.allPods,
 		AdmissionPlugins: o.plugins, Compiler: comp,
 		Notice: func(s string) { fmt.Fprintf(stderr, "notice: %s\n", s) },
