@@ -108,6 +108,10 @@ type Options struct {
 	// policies, webhooks and the reinvocation round.
 	Webhooks    []*admissionregistrationv1.MutatingWebhookConfiguration
 	ServiceURLs webhookclient.ServiceURLs
+	// ValidatingWebhooks are ValidatingWebhookConfigurations called in the
+	// validating stage, after the ValidatingAdmissionPolicies, as
+	// kube-apiserver calls them (concurrently; a refusal is a deny).
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
 	// Notice receives what the run tells a person (a resource skipped, a
 	// page retried); may be nil.
 	Notice func(string)
@@ -135,8 +139,11 @@ type Auditor struct {
 	bindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	vpolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	vbindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	targets   []matching.Resource
-	operation admission.Operation
+	// validatingWebhooks is the chain's ValidatingWebhooks stage, kept to
+	// close its clients.
+	validatingWebhooks *webhookclient.ValidatingDispatcher
+	targets            []matching.Resource
+	operation          admission.Operation
 }
 
 // clusterSource names an object read from the cluster in errors.
@@ -276,6 +283,14 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 			return nil, err
 		}
 	}
+	if len(o.ValidatingWebhooks) > 0 {
+		vd, err := sim.ValidatingWebhooks(o.ValidatingWebhooks, o.ServiceURLs, webhookclient.Options{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		a.validatingWebhooks = vd
+		a.chain.ValidatingWebhooks = vd
+	}
 	if len(a.vpolicies) > 0 {
 		vev, err := sim.ValidatingPolicies(nil, a.vpolicies, a.vbindings)
 		if err != nil {
@@ -291,6 +306,9 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 func (a *Auditor) Close() {
 	if a.chain.Webhooks != nil {
 		a.chain.Webhooks.Close(nil)
+	}
+	if a.validatingWebhooks != nil {
+		a.validatingWebhooks.Close(nil)
 	}
 }
 

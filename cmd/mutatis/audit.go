@@ -108,7 +108,8 @@ plugin), and every validation that fails on an object is listed with its
 binding's validationActions, Audit and Warn too: what switching a binding
 to Deny would refuse (--fail-on validation fails on any).
 --cluster-validating-policies adds the cluster's own ValidatingAdmissionPolicies
-and bindings (as they are deployed, Audit bindings included).
+and bindings (as they are deployed, Audit bindings included). The
+ValidatingWebhookConfigurations among --webhooks are called in the same stage.
 
 --object KIND/NAME [-n NS] explains one object: every policy and binding
 that would act on it, and why the others would not.
@@ -209,6 +210,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return badInput(err)
 	}
 	opts.Webhooks = webhookclient.APIObjects(webhooks)
+	opts.ValidatingWebhooks = webhookclient.ValidatingAPIObjects(webhooks)
 	if len(o.policies) > 0 {
 		set, err := manifest.Load(ctx, o.policies, cmd.InOrStdin())
 		if err != nil {

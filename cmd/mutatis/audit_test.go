@@ -166,3 +166,26 @@ func TestAuditWithWebhooks(t *testing.T) {
 		t.Errorf("--webhooks without a configuration: exit %d: %s", code, stderr)
 	}
 }
+
+// The ValidatingWebhookConfigurations among --webhooks are called in the
+// validating stage: the test server's require-label webhook refuses every
+// Pod without the label team, after the policies annotated it.
+func TestAuditWithValidatingWebhooks(t *testing.T) {
+	srv, err := webhookserver.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	stdout, stderr, code := runAuditCommand(t, "--policies=../../audit/testdata/policies.yaml", "--kinds=pods", "--all-pods", "--webhooks", validatingWebhookConfig(t, srv), "-o", "json", "--fail-on=deny")
+	if code != exitProblem {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"outcome": "deny"`, `"refusedBy": "ValidatingAdmissionWebhook"`, `"message": "admission webhook \"require-team.example.com\" denied the request: CREATE Pod: the label team is required"`, `"deny": 4`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %s:\n%s", want, stdout)
+		}
+	}
+	if n := srv.Calls(webhookserver.PathRequireLabel); n != 4 {
+		t.Errorf("the validating webhook was called %d times, want once per Pod (4)", n)
+	}
+}
