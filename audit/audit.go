@@ -66,6 +66,12 @@ type Options struct {
 	// binding to Deny would refuse).
 	ValidatingPolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
 	ValidatingBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// PodSecurity, when set (ParsePodSecurity), is the PodSecurity level
+	// every Namespace is audited at: its enforce label (and version) in
+	// place of the Namespace's own, the Pods and the kinds with a pod
+	// template audited (PodSecurity refuses the Pods and warns about the
+	// templates): what labelling the Namespaces would refuse.
+	PodSecurity *PodSecurityLevel
 	// ClusterValidatingPolicies adds the cluster's own
 	// ValidatingAdmissionPolicies and bindings to them (read as stored,
 	// admissionregistration.k8s.io/v1).
@@ -269,6 +275,9 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 		return nil, err
 	}
 	objects = append(objects, o.Resources...)
+	if o.PodSecurity != nil {
+		objects = o.PodSecurity.label(objects)
+	}
 	sim, err := cluster.New(objects, cluster.Options{AdmissionPlugins: o.AdmissionPlugins})
 	if err != nil {
 		return nil, err
@@ -298,7 +307,11 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 		}
 		a.chain.ValidatingPolicies = vev
 	}
-	a.targets = targets(sim.Table, a.selectors(), o.Operation, o.Kinds)
+	sels := a.selectors()
+	if o.PodSecurity != nil {
+		sels = append(sels, podSecuritySelector)
+	}
+	a.targets = targets(sim.Table, sels, o.Operation, o.Kinds)
 	return a, nil
 }
 

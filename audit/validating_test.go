@@ -127,3 +127,62 @@ func checkValidatingAudit(t *testing.T, rep *Report) {
 		}
 	}
 }
+
+// PodSecurity: every Namespace audited as if labelled enforce=restricted,
+// without a policy: the Pods and the kinds with a pod template of
+// testdata/cluster.yaml, the Pods refused, the Deployment warned about.
+func TestAuditPodSecurityLevel(t *testing.T) {
+	level, err := ParsePodSecurity("restricted:v1.37")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(context.Background(), Options{
+		Lister:      &Lister{Client: fakeCluster(t, "testdata/cluster.yaml"), PageSize: 2},
+		PodSecurity: level, Workers: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, r := range a.Targets() {
+		targets = append(targets, resourceName(r))
+	}
+	if want := "pods,podtemplates,replicationcontrollers,daemonsets.apps,deployments.apps,replicasets.apps,statefulsets.apps,cronjobs.batch,jobs.batch"; strings.Join(targets, ",") != want {
+		t.Errorf("targets %s, want %s", strings.Join(targets, ","), want)
+	}
+	rep, err := a.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range rep.Findings {
+		key := f.Resource + " " + f.Object()
+		if f.Owner != "" {
+			key = f.Resource + " " + f.Name
+		}
+		got[key] = string(f.Outcome) + " " + f.RefusedBy + " " + f.Message + strings.Join(f.Warnings, "; ")
+	}
+	violations := func(c string) string {
+		return `"restricted:v1.37": allowPrivilegeEscalation != false (container "` + c + `" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "` + c + `" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "` + c + `" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "` + c + `" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
+	}
+	want := map[string]string{
+		"deployments.apps team-a/web":               "unchanged  would violate PodSecurity " + violations("web"),
+		"pods team-a/lonely":                        `deny PodSecurity pods "lonely" is forbidden: violates PodSecurity ` + violations("app"),
+	}
+	// The refusals name their Pod: the Pods of web-7d9c5 are one finding
+	// each.
+	for _, pod := range []string{"web-7d9c5-pod1", "web-7d9c5-pod2", "web-7d9c5-pod3"} {
+		want["pods "+pod] = `deny PodSecurity pods "` + pod + `" is forbidden: violates PodSecurity ` + violations("web")
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s:\n got %q\nwant %q", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("findings %v", got)
+	}
+	if _, err := ParsePodSecurity("strict"); err == nil || err.Error() != `--pod-security must be privileged, baseline or restricted (LEVEL[:VERSION]), not "strict"` {
+		t.Errorf("ParsePodSecurity(strict): %v", err)
+	}
+}

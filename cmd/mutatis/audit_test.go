@@ -80,6 +80,9 @@ func TestAuditCommandExitCodes(t *testing.T) {
 		{"nothing fails in kube-system", []string{policies, "--fail-on=deny,change,error", "-n", "kube-system"}, exitOK, "unchanged 1", ""},
 		{"ValidatingAdmissionPolicies in --policies: a Deny binding's refusal is a deny", []string{"--policies=../../audit/testdata/validating.yaml", "--fail-on=deny"}, exitProblem,
 			"ValidatingAdmissionPolicy: deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'at-most-two-replicas' with binding 'at-most-two-replicas' denied r", ""},
+		{"--pod-security alone audits the Pods and their controllers at a level", []string{"--pod-security=restricted", "--fail-on=deny"}, exitProblem,
+			`deny       pods              team-a/lonely                                   PodSecurity: pods "lonely" is forbidden: violates PodSecurity "restricted:latest"`, ""},
+		{"--pod-security refuses an unknown level", []string{"--pod-security=strict"}, exitUsage, "", `--pod-security must be privileged, baseline or restricted (LEVEL[:VERSION]), not "strict"`},
 		{"--fail-on validation finds the validations an Audit binding fails", []string{"--policies=../../audit/testdata/validating.yaml", "--fail-on=validation", "-o", "json", "--kinds", "pods"}, exitProblem,
 			`"actions": [
             "Audit"
