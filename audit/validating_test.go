@@ -166,8 +166,8 @@ func TestAuditPodSecurityLevel(t *testing.T) {
 		return `"restricted:v1.37": allowPrivilegeEscalation != false (container "` + c + `" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "` + c + `" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "` + c + `" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "` + c + `" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`
 	}
 	want := map[string]string{
-		"deployments.apps team-a/web":               "unchanged  would violate PodSecurity " + violations("web"),
-		"pods team-a/lonely":                        `deny PodSecurity pods "lonely" is forbidden: violates PodSecurity ` + violations("app"),
+		"deployments.apps team-a/web": "unchanged  would violate PodSecurity " + violations("web"),
+		"pods team-a/lonely":          `deny PodSecurity pods "lonely" is forbidden: violates PodSecurity ` + violations("app"),
 	}
 	// The refusals name their Pod: the Pods of web-7d9c5 are one finding
 	// each.
