@@ -107,6 +107,8 @@ func TestBenchSuites(t *testing.T) {
 	}{
 		{name: "cases of a suite are the fixtures", args: []string{"--suite", "../../examples/sidecar-injection"},
 			wantStdout: "inject-logging-sidecar/inject-logging-sidecar"},
+		{name: "the ValidatingAdmissionPolicies of a suite are measured", args: []string{"--suite", "../../policytest/testdata/validating/validating.mutatis-test.yaml"},
+			wantStdout: "memory-limits/memory-limits-strict"},
 		{name: "a directory without suites is bad input", args: []string{"--suite", "testdata/bench"}, wantCode: 2, wantStderr: "--suite: no *.mutatis-test.yaml under testdata/bench"},
 		{name: "neither suites nor fixtures", args: []string{"--policies", "testdata/bench/policy-x1.yaml"}, wantCode: 2, wantStderr: "give --policies and --filename, or --suite"},
 	} {
@@ -155,5 +157,38 @@ func TestBenchValidatingPolicies(t *testing.T) {
 	}
 	if len(got) != 4 || variable == 0 {
 		t.Errorf("measurements %v", got)
+	}
+}
+
+// A suite's ValidatingAdmissionPolicies are measured on the object the
+// validating stage sees: the case's Pod with the sidecar its
+// MutatingAdmissionPolicy injects, which the messageExpression names (on
+// the Pod as written it would fail: no container lacks a memory limit).
+func TestBenchValidatingSuite(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "bench", "--benchtime", "1ms", "-o", "json", "--suite", "../../policytest/testdata/validating/validating.mutatis-test.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Measurements []struct {
+			Fixture, Policy, Path, Kind, Error string
+			ObjectBytes                        int
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range out.Measurements {
+		if m.Kind != "messageExpression" || m.Policy != "memory-limits" {
+			continue
+		}
+		n++
+		if m.Error != "" || m.Path != "spec.validations[0].messageExpression" {
+			t.Errorf("%s: %s %s: error %q", m.Fixture, m.Policy, m.Path, m.Error)
+		}
+	}
+	if n == 0 {
+		t.Errorf("no messageExpression measured:\n%s", stdout)
 	}
 }
