@@ -22,6 +22,14 @@ func TestCost(t *testing.T) {
 		wantNot  []string
 	}{
 		{
+			name:     "--measure measures the ValidatingAdmissionPolicies' expressions too",
+			args:     []string{"cost", "testdata/bench/vap.yaml", "--measure", "testdata/bench/deployment.yaml"},
+			wantCode: exitOK,
+			want: []string{
+				"images-from-registry: spec.validations[0].messageExpression: measured runtime cost 44 at ×1, 77 at ×2, 141 at ×4, 269 at ×8: grows as scale^0.93 (linear), as the formula predicts (linear)",
+			},
+		},
+		{
 			name:     "ValidatingAdmissionPolicies: every expression against the per-call limit, the validations' and auditAnnotations' budgets",
 			args:     []string{"cost", "testdata/cost/vap.yaml"},
 			wantCode: exitProblem,
