@@ -186,3 +186,36 @@ func TestAuditPodSecurityLevel(t *testing.T) {
 		t.Errorf("ParsePodSecurity(strict): %v", err)
 	}
 }
+
+// --object explains the validating stage: the plugin that refused the
+// object, and for every ValidatingAdmissionPolicy binding whether it
+// evaluated the object, and what failed.
+func TestExplainObjectValidating(t *testing.T) {
+	set, err := manifest.Load(context.Background(), []string{"testdata/validating.yaml"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp, vb := set.ValidatingAPIObjects()
+	a, err := New(context.Background(), Options{
+		Lister:             &Lister{Client: fakeCluster(t, "testdata/cluster.yaml", "testdata/podsecurity.yaml"), PageSize: 2},
+		ValidatingPolicies: vp, ValidatingBindings: vb,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, o := range []struct{ kind, ns, name string }{{"deployment", "team-a", "web"}, {"pod", "team-a", "lonely"}, {"pod", "locked", "root"}} {
+		res, err := Kind{Name: o.kind}.Resolve(a.Cluster().Table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := a.Get(context.Background(), res, o.ns, o.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Explain(context.Background(), res, obj).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "explain-validating.txt", b.String())
+}
