@@ -198,7 +198,7 @@ func (a *Auditor) finding(ctx context.Context, res matching.Resource, obj *unstr
 				if d.Action != chain.DecisionDeny {
 					continue
 				}
-				vf := ValidationFailure{Policy: val.Policy, Binding: val.Binding, Param: val.Param, Message: d.Message, Error: d.Error}
+				vf := ValidationFailure{Policy: val.Configuration, Binding: val.Hook, Param: val.Param, Message: d.Message, Error: d.Error}
 				for _, act := range val.Actions {
 					vf.Actions = append(vf.Actions, string(act))
 				}
@@ -215,7 +215,7 @@ func (a *Auditor) finding(ctx context.Context, res matching.Resource, obj *unstr
 		f.invocations = r.Invocations
 		for _, inv := range r.Invocations {
 			if inv.Ran() || inv.Err != nil {
-				name := PolicyBinding{Policy: inv.Policy, Binding: inv.Binding}.String()
+				name := PolicyBinding{Policy: inv.Configuration, Binding: inv.Hook}.String()
 				if !slices.Contains(f.Policies, name) {
 					f.Policies = append(f.Policies, name)
 				}

@@ -88,19 +88,19 @@ func (a *Auditor) Explain(ctx context.Context, res matching.Resource, obj *unstr
 		bound[pb.Policy] = true
 		v := Verdict{PolicyBinding: pb}
 		for _, inv := range invs {
-			if inv.Policy != pb.Policy || inv.Binding != pb.Binding {
+			if inv.Configuration != pb.Policy || inv.Hook != pb.Binding {
 				continue
 			}
 			switch {
 			case inv.Err != nil:
-				v.Reason = fmt.Sprintf("pass %d: %s: %v", inv.Pass, inv.Skipped, inv.Err)
-				if inv.Skipped == chain.NotSkipped {
-					v.Reason = fmt.Sprintf("pass %d: error: %v", inv.Pass, inv.Err)
+				v.Reason = fmt.Sprintf("pass %d: %s: %v", inv.Round+1, inv.Skip, inv.Err)
+				if inv.Skip == chain.NotSkipped {
+					v.Reason = fmt.Sprintf("pass %d: error: %v", inv.Round+1, inv.Err)
 				}
 			case inv.Ran():
 				v.Acts = true
-				v.Passes = append(v.Passes, inv.Pass)
-			case v.Reason == "" && inv.Skipped != chain.SkipNotReinvoked:
+				v.Passes = append(v.Passes, inv.Round+1)
+			case v.Reason == "" && inv.Skip != chain.SkipNotReinvoked:
 				v.Reason = inv.SkipMessage()
 			}
 		}
@@ -155,7 +155,7 @@ func (a *Auditor) validatingVerdicts(ev *Evaluation) []ValidatingVerdict {
 		}
 		found := false
 		for _, r := range records {
-			if r.Policy != v.Policy || r.Binding != v.Binding {
+			if r.Configuration != v.Policy || r.Hook != v.Binding {
 				continue
 			}
 			found = true

@@ -251,7 +251,7 @@ func (r *Report) add(f Finding) {
 		object = f.Resource + " " + f.Namespace + "/" + f.Name
 	}
 	for _, inv := range f.invocations {
-		pb := PolicyBinding{Policy: inv.Policy, Binding: inv.Binding}
+		pb := PolicyBinding{Policy: inv.Configuration, Binding: inv.Hook}
 		s := r.stats[pb]
 		if s == nil {
 			s = &PolicyStats{PolicyBinding: pb}
@@ -259,18 +259,18 @@ func (r *Report) add(f Finding) {
 		}
 		// The counts are the first pass's: a reinvocation is the same
 		// request.
-		if inv.Pass == 1 && inv.Skipped != chain.SkipPolicyNotSelected && inv.Skipped != chain.SkipBindingNotSelected {
+		if inv.Round == 0 && inv.Skip != chain.SkipPolicyNotSelected && inv.Skip != chain.SkipBindingNotSelected {
 			s.Considered++
 			switch {
 			case inv.Err != nil:
 				s.Errors++
-			case inv.Skipped == chain.SkipMatchConditionFalse:
+			case inv.Skip == chain.SkipMatchConditionFalse:
 				s.ConditionFalse++
 			case inv.Ran():
 				s.Applied++
 			}
 		}
-		if (inv.Ran() || inv.Err != nil) && inv.Pass == 1 {
+		if (inv.Ran() || inv.Err != nil) && inv.Round == 0 {
 			switch f.Outcome {
 			case OutcomeChange:
 				s.Changed++
@@ -302,9 +302,9 @@ func (r *Report) add(f Finding) {
 	}
 	counted := map[PolicyBinding]bool{}
 	for _, v := range f.validations {
-		pb := PolicyBinding{Policy: v.Policy, Binding: v.Binding}
+		pb := PolicyBinding{Policy: v.Configuration, Binding: v.Hook}
 		s := r.vstats[pb]
-		if s == nil || counted[pb] || v.Skipped == chain.SkipPolicyNotSelected || v.Skipped == chain.SkipBindingNotSelected {
+		if s == nil || counted[pb] || v.Skip == chain.SkipPolicyNotSelected || v.Skip == chain.SkipBindingNotSelected {
 			continue // a policy without bindings, or one param of several already counted
 		}
 		counted[pb] = true

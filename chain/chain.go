@@ -45,6 +45,14 @@ type Stage interface {
 	Admit(ctx context.Context, a *matching.Attributes, rc *Context) (Outcome, error)
 }
 
+// Admitter runs a whole chain for one request and answers with what it
+// left: what a server answers with (source.Engine, the MutatingAdmissionPolicy
+// stage alone inside kube-apiserver's reinvoker, and its per-failure-policy
+// views).
+type Admitter interface {
+	Admit(ctx context.Context, a *matching.Attributes) (Result, error)
+}
+
 // Context is the reinvocation context of one request through a chain
 // (upstream's admission.ReinvocationContext): whether this is the
 // reinvocation round, whether a stage asked for it, and each stage's own
@@ -179,7 +187,7 @@ type Result struct {
 // Runner runs lists of stages, one request at a time or many at once,
 // recycling the Contexts of its finished runs: a run that no stage keeps
 // state for (a request no policy or webhook matches) allocates nothing.
-// Whoever serves requests owns one (engine.Engine, cluster.Cluster); the
+// Whoever serves requests owns one (webhook.Engine, cluster.Cluster); the
 // zero value is ready for use, and a Runner must not be copied after its
 // first run. A stage must not keep its Context beyond its Admit.
 type Runner struct {

@@ -94,7 +94,7 @@ var skipReasons = [...]string{
 	SkipExempt:                      "exempt from webhooks",
 }
 
-// String is the reason in words ("" for NotSkipped); a record's
+// String is the reason in words ("" for NotSkipped); a Record's
 // SkipMessage names a false matchCondition.
 func (r Skip) String() string {
 	if int(r) < len(skipReasons) {
@@ -103,45 +103,56 @@ func (r Skip) String() string {
 	return "skip reason " + strconv.Itoa(int(r))
 }
 
-// skipMessage is why in words, naming the false condition.
-func skipMessage(r Skip, condition string) string {
-	if r == SkipMatchConditionFalse && condition != "" {
-		return "matchCondition " + condition + " is false"
-	}
-	return r.String()
-}
-
-// Invocation records one policy × binding × param evaluation of the
-// MutatingAdmissionPolicy stage.
-type Invocation struct {
-	Policy, Binding string
-	// Param is "namespace/name" of the param, or "" for none.
-	Param string
-	// Pass is 1 or 2 (reinvocation).
-	Pass int
-	// Skipped tells why the invocation did not run its mutations
-	// (NotSkipped if it ran).
-	Skipped Skip
+// Record is what every stage's record of one hook in one round says, in
+// one vocabulary: who, which round, whether it was skipped and why, and
+// its error. Each stage's record extends it with its own detail
+// (Invocation, Call, IgnoredError; the validating stages' to come), so a
+// reader can take any record by its common part.
+type Record struct {
+	// Configuration and Hook identify the hook as its API objects name
+	// it: the object that configures it — the policy of a policy
+	// invocation, the webhook configuration of a webhook call — and the
+	// hook within it: the policy's binding ("" for a record of the policy
+	// itself), the webhook.
+	Configuration, Hook string
+	// Round is the chain's round: 0 the first, 1 the reinvocation round,
+	// as kube-apiserver counts rounds (its audit annotations'
+	// round_0_index_…). Readers that show "pass N" show Round+1.
+	Round int
+	// Skip says why the hook did not run (NotSkipped if it ran, or its
+	// call was attempted).
+	Skip Skip
 	// Condition names the matchCondition that was false
 	// (SkipMatchConditionFalse).
 	Condition string
-	// Mutations are the outcomes of the mutations that ran, in order.
-	Mutations []MutationOutcome
-	// Err is the invocation's error, if any (before the failure policy).
+	// Err is the hook's error, if any: before the failure policy for a
+	// policy invocation; a webhook's denial or failure as kube-apiserver
+	// words it (a failed-open error included).
 	Err error
 }
 
-// Ran tells whether the invocation ran its mutations.
-func (inv Invocation) Ran() bool { return inv.Skipped == NotSkipped }
+// Ran tells whether the hook ran (or its call was attempted).
+func (r Record) Ran() bool { return r.Skip == NotSkipped }
 
-// SkipMessage is why the invocation did not run its mutations, in words
-// ("matchCondition NAME is false"), or "" if it ran. Words are for people;
-// code reads Skipped and Condition.
-func (inv Invocation) SkipMessage() string {
-	if inv.Skipped == SkipMatchConditionFalse {
-		return "matchCondition " + inv.Condition + " is false"
+// SkipMessage is why the hook did not run, in words ("matchCondition
+// NAME is false"), or "" if it ran. Words are for people; code reads Skip
+// and Condition.
+func (r Record) SkipMessage() string {
+	if r.Skip == SkipMatchConditionFalse && r.Condition != "" {
+		return "matchCondition " + r.Condition + " is false"
 	}
-	return inv.Skipped.String()
+	return r.Skip.String()
+}
+
+// Invocation records one policy × binding × param evaluation of the
+// MutatingAdmissionPolicy stage: Configuration is the policy, Hook the
+// binding.
+type Invocation struct {
+	Record
+	// Param is "namespace/name" of the param, or "" for none.
+	Param string
+	// Mutations are the outcomes of the mutations that ran, in order.
+	Mutations []MutationOutcome
 }
 
 // MutationOutcome describes one evaluated mutation.
@@ -159,21 +170,17 @@ type MutationOutcome struct {
 
 // IgnoredError is an error of a policy whose failurePolicy is Ignore: a
 // mutation that failed, matchConditions that could not be evaluated, or a
-// policy or binding that cannot be configured.
+// policy or binding that cannot be configured. Configuration is the
+// policy, Hook the binding ("" for an error of the policy itself), Err
+// the error itself; Skip is the invocation's.
 type IgnoredError struct {
-	Policy string
-	// Binding is "" for an error of the policy itself.
-	Binding string
-	// Pass is the pass (1, or 2 for reinvocation) that met the error.
-	Pass int
+	Record
 	// Mutation is the index of the mutation that failed, or -1 when the
 	// error is not a mutation's.
 	Mutation int
 	// Message is the error as a denial would have worded it under
 	// failurePolicy Fail ("policy 'p' with binding 'b' denied request: …").
 	Message string
-	// Err is the error itself.
-	Err error
 }
 
 // CallOutcome is what came of a webhook's call.
@@ -218,19 +225,13 @@ func (o CallOutcome) String() string {
 
 // Call records one webhook's part in a round of the
 // MutatingAdmissionWebhook stage, whether it was called or not: what
-// --explain shows.
+// --explain shows. Configuration is the webhook configuration, Hook the
+// webhook; Err is the webhook's denial or the call's failure.
 type Call struct {
-	Configuration, Webhook string
-	// Round is 0 in the first round, 1 in the reinvocation round (as
-	// kube-apiserver's audit annotations count rounds).
-	Round int
+	Record
 	// Index is the webhook's position among all webhooks of the round, as
 	// kube-apiserver's audit annotations count it.
 	Index int
-	// Skip says why the webhook was not called; FailedCondition names
-	// the false matchCondition.
-	Skip            Skip
-	FailedCondition string
 	// Resource and Kind are what the webhook registered for (an
 	// equivalent resource under matchPolicy Equivalent).
 	Resource schema.GroupVersionResource
@@ -247,11 +248,4 @@ type Call struct {
 	// Reinvocable is set for reinvocationPolicy IfNeeded.
 	Reinvocable bool
 	Outcome     CallOutcome
-	// Err is the webhook's denial or the call's failure, as
-	// kube-apiserver words it (a failed-open error included).
-	Err error
 }
-
-// SkipMessage is why the webhook was not called, in words ("matchCondition
-// NAME is false").
-func (c Call) SkipMessage() string { return skipMessage(c.Skip, c.FailedCondition) }

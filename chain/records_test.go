@@ -22,8 +22,13 @@ func TestSkipReasonsHaveWords(t *testing.T) {
 	if (Invocation{}).SkipMessage() != "" || !(Invocation{}).Ran() {
 		t.Error("an invocation that ran has a skip message")
 	}
-	inv := Invocation{Skipped: SkipMatchConditionFalse, Condition: "not-injected"}
+	inv := Invocation{Record: Record{Skip: SkipMatchConditionFalse, Condition: "not-injected"}}
 	if inv.Ran() || inv.SkipMessage() != "matchCondition not-injected is false" {
 		t.Errorf("Ran %v, SkipMessage %q", inv.Ran(), inv.SkipMessage())
+	}
+	// A webhook's record says it in the same words.
+	call := Call{Record: inv.Record}
+	if call.Ran() || call.SkipMessage() != inv.SkipMessage() {
+		t.Errorf("a call: Ran %v, SkipMessage %q", call.Ran(), call.SkipMessage())
 	}
 }

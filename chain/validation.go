@@ -9,19 +9,23 @@ import (
 
 // Validation records one policy × binding × param evaluation of the
 // ValidatingAdmissionPolicy stage, or why the policy or binding did not
-// evaluate (Skipped): what explain, policytest and audit read.
+// evaluate (Skip): what explain, policytest and audit read.
 type Validation struct {
-	// Policy and Binding name the evaluation ("" Binding: the policy
-	// itself, e.g. its matchConstraints do not select the request).
-	Policy, Binding string
-	// Param is "namespace/name" of the param, or "" for none.
-	Param string
-	// Skipped tells why the policy or binding did not evaluate its
-	// validations (NotSkipped if it did): SkipPolicyNotSelected,
+	// Record is the evaluation's identity and skip, in the vocabulary of
+	// every stage's records: Configuration the policy, Hook the binding
+	// ("" for a record of the policy itself, e.g. its matchConstraints do
+	// not select the request), Round 0 (the validating list runs once),
+	// Skip why the policy or binding did not evaluate its validations
+	// (NotSkipped if it did): SkipPolicyNotSelected,
 	// SkipBindingNotSelected, SkipPolicyConfigError, SkipBindingConfigError,
 	// SkipParams, SkipNoParams, SkipConversion, SkipMatchConditionFalse
-	// (kube-apiserver's validator does not say which condition).
-	Skipped Skip
+	// (kube-apiserver's validator does not say which condition, so
+	// Condition stays ""), and Err the configuration error (policy,
+	// binding, params, conversion) behind a skip, before the failure
+	// policy.
+	Record
+	// Param is "namespace/name" of the param, or "" for none.
+	Param string
 	// Actions are the binding's validationActions (Deny, Warn, Audit).
 	Actions []admissionregistrationv1.ValidationAction
 	// Decisions are the validations' decisions, one per validation in
@@ -32,16 +36,7 @@ type Validation struct {
 	// AuditAnnotations are the policy's auditAnnotations this evaluation
 	// published (key → value, before the POLICY/ prefix).
 	AuditAnnotations map[string]string
-	// Err is the configuration error (policy, binding, params, conversion)
-	// behind a skip, before the failure policy.
-	Err error
 }
-
-// Ran tells whether the evaluation ran its validations.
-func (v Validation) Ran() bool { return v.Skipped == NotSkipped }
-
-// SkipMessage is why the evaluation did not run, in words, or "".
-func (v Validation) SkipMessage() string { return v.Skipped.String() }
 
 // DecisionAction is what a validation decided: kube-apiserver's
 // PolicyDecisionAction ("admit" or "deny").

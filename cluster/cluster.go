@@ -31,10 +31,13 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/rbac"
 	"github.com/mutatis-dev/mutatis/scheme"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
+	"github.com/mutatis-dev/mutatis/validating"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // Cluster is the state of a simulated cluster. Build one with New; it is
@@ -57,7 +60,11 @@ type Cluster struct {
 	// Authorizer evaluates the RBAC objects; system:masters is allowed all.
 	Authorizer authorizer.Authorizer
 
-	opts       Options
+	opts Options
+	// disabled are the admission plugins the options leave out, of those
+	// whose stage a Chain brings (ValidatingAdmissionPolicy,
+	// ValidatingAdmissionWebhook): validatingStages skips them.
+	disabled   map[string]bool
 	stores     *admissionplugins.Stores
 	mu         sync.Mutex
 	namespaces map[string]*corev1.Namespace
@@ -108,6 +115,12 @@ func New(objects []manifest.Object, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.Authorizer = authz
+	if enabled, err := admissionplugins.Enabled(o.AdmissionPlugins); err == nil {
+		c.disabled = map[string]bool{validating.PluginName: true, webhookclient.ValidatingPluginName: true}
+		for _, p := range enabled {
+			delete(c.disabled, p.Name)
+		}
+	}
 	if c.Plugins, err = admissionplugins.New(c.stores, o.AdmissionPlugins, admissionplugins.WithAuthorizer(authz)); err != nil {
 		return nil, err
 	}
@@ -207,8 +220,8 @@ func (c *Cluster) Config() engine.Config {
 }
 
 // Patcher returns a Patcher over the cluster's schemas.
-func (c *Cluster) Patcher() *engine.Patcher {
-	return &engine.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.opts.NoDefaults}
+func (c *Cluster) Patcher() *mutation.Patcher {
+	return &mutation.Patcher{Schemas: c.Schemas, Scheme: c.Scheme, SkipDefaulting: c.opts.NoDefaults}
 }
 
 // Evaluator compiles policies and bindings (with comp; nil for a new

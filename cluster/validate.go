@@ -13,6 +13,7 @@ import (
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/validating"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // validate runs kube-apiserver's validating admission for the request d
@@ -65,10 +66,10 @@ func (c *Cluster) validatingStages(ch Chain, d *Decoded) []chain.Stage {
 	if d.validatePlugins {
 		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.BeforePolicies})
 	}
-	if ch.ValidatingPolicies != nil {
+	if ch.ValidatingPolicies != nil && !c.disabled[validating.PluginName] {
 		stages = append(stages, ch.ValidatingPolicies)
 	}
-	if ch.ValidatingWebhooks != nil {
+	if ch.ValidatingWebhooks != nil && !c.disabled[webhookclient.ValidatingPluginName] {
 		stages = append(stages, ch.ValidatingWebhooks)
 	}
 	if d.validatePlugins {

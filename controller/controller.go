@@ -33,8 +33,10 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/params"
 	kubescheme "github.com/mutatis-dev/mutatis/scheme"
+	"github.com/mutatis-dev/mutatis/source"
 )
 
 // The policy sources (Config.Source).
@@ -168,7 +170,7 @@ type Controller struct {
 	clients Clients
 	// engine is built once over the controller's caches (engineConfig);
 	// every sync swaps its policy set in.
-	engine   *engine.Engine
+	engine   *source.Engine
 	compiler *compiler.Compiler
 	table    *matching.Table
 	schemas  *applyconfig.Schemas
@@ -294,7 +296,7 @@ func New(cfg Config) (*Controller, error) {
 		c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mutatis"})
 	}
 	c.params = newParamInformers(c.clients.Dynamic, c.table)
-	c.engine = engine.New(c.engineConfig())
+	c.engine = source.NewEngine(c.engineConfig())
 	// Until the first policy set is in, the engine knows no policy: the
 	// webhook must not serve before Ready.
 	c.engine.Swap(nil)
@@ -315,7 +317,7 @@ func New(cfg Config) (*Controller, error) {
 // Engine returns the Engine the controller keeps current: the one a
 // webhook serves (built by New over the controller's caches; until the
 // first sync it knows no policy).
-func (c *Controller) Engine() *engine.Engine { return c.engine }
+func (c *Controller) Engine() *source.Engine { return c.engine }
 
 // LoadInitial is the first load of a policy source (source.Source): a
 // controller has nothing to read before Run, whose informers bring its
@@ -553,7 +555,7 @@ func (c *Controller) crdChanged(ctx context.Context, obj any, deleted bool) {
 // matcher, params collector and patcher (and their per-kind plans).
 func (c *Controller) engineConfig() engine.Config {
 	ns := matching.NamespaceGetterFunc(c.namespace)
-	pt := &engine.Patcher{Schemas: c.schemas, Scheme: c.scheme}
+	pt := &mutation.Patcher{Schemas: c.schemas, Scheme: c.scheme}
 	return engine.Config{
 		Matcher:    matching.NewMatcher(ns, c.table),
 		Params:     &params.Collector{Source: c.params, Scopes: scopes{c.table}},

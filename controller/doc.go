@@ -1,4 +1,4 @@
-// Package controller keeps an engine.Engine current with the
+// Package controller keeps a source.Engine current with the
 // MutatingAdmissionPolicies and bindings of a live cluster, and keeps the
 // MutatingWebhookConfigurations through which kube-apiserver calls mutatis
 // in step with them.
@@ -56,7 +56,7 @@
 // policy is invoked, under its failure policy) and is reported. Reports are
 // Kubernetes Events on the object and, in shadow mode, a Ready condition in
 // the object's status. The new policy set is swapped into the Engine
-// atomically (engine.Engine.Swap: only its candidate index is built; the
+// atomically (source.Engine.Swap: only its candidate indexes are built; the
 // Engine's matcher, params, schemas and scheme, built once when the
 // controller is created, stay) and the generation counter moves on. Each cluster write of a
 // sync (the webhook configurations, a Ready condition) is bounded by

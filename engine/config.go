@@ -8,6 +8,7 @@ import (
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/params"
 )
 
@@ -46,7 +47,7 @@ type Config struct {
 	// Params resolves the bindings' params.
 	Params *params.Collector
 	// Patcher applies mutations.
-	Patcher *Patcher
+	Patcher *mutation.Patcher
 	// Metrics, when set, observes every evaluated mutation.
 	Metrics Metrics
 	// Authorizer backs the CEL authorizer variables; nil denies every check.

@@ -39,24 +39,16 @@ type Evaluator struct {
 	// bruteForce makes every hook a candidate (tests prove the index never
 	// changes a result).
 	bruteForce bool
-	// only, when set, keeps the hooks whose policy has that failure policy
-	// (an unset one is Fail) and drops the others from the candidates: a
-	// view of the same hooks and index (subset).
-	only admissionregistrationv1.FailurePolicyType
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
 }
 
 // NewEvaluator returns an Evaluator over hooks. It is safe for concurrent
-// use. Where policy sets follow each other over the same collaborators
-// (a webhook, a controller), an Engine holds them (New, Engine.Swap).
+// use. Only what belongs to the policy set is built: its candidate index.
+// Where policy sets follow each other over the same collaborators (serve),
+// webhook.Engine swaps their Evaluators.
 func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
-	return evaluatorOver(cfg.complete(), hooks)
-}
-
-// evaluatorOver is NewEvaluator over a completed cfg: the policy set's own
-// part, its candidate index.
-func evaluatorOver(cfg Config, hooks []Hook) *Evaluator {
+	cfg = cfg.complete()
 	ix := matching.NewIndex[int](cfg.Matcher.Table())
 	for i := range hooks {
 		ix.Add(matching.SelectorForPolicy(hooks[i].Policy), i)
@@ -69,16 +61,12 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 	var out []int
 	if e.bruteForce {
 		for i := range e.hooks {
-			if e.keeps(i) {
-				out = append(out, i)
-			}
+			out = append(out, i)
 		}
 		return out
 	}
 	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
-		if e.keeps(i) {
-			out = append(out, i)
-		}
+		out = append(out, i)
 		return true
 	})
 	return out
@@ -87,32 +75,15 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 // anyCandidate tells whether any hook may match a (candidates would not be
 // empty), without allocating.
 func (e *Evaluator) anyCandidate(a *matching.Attributes) bool {
-	found := false
 	if e.bruteForce {
-		for i := range e.hooks {
-			if found = e.keeps(i); found {
-				break
-			}
-		}
-		return found
+		return len(e.hooks) > 0
 	}
-	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
-		found = e.keeps(i)
-		return !found
+	found := false
+	e.index.Lookup(a.Operation, a.Resource, func(int) bool {
+		found = true
+		return false
 	})
 	return found
-}
-
-// keeps tells whether hook i is one of the evaluator's (only).
-func (e *Evaluator) keeps(i int) bool {
-	if e.only == "" {
-		return true
-	}
-	fp := admissionregistrationv1.Fail
-	if p := e.hooks[i].Policy.Spec.FailurePolicy; p != nil {
-		fp = *p
-	}
-	return fp == e.only
 }
 
 type policyError struct {
@@ -262,30 +233,30 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 		m, err := e.cfg.Matcher.PolicyMatches(ctx, cur, h.Policy)
 		if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipPolicyConfigError, Err: err})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
 		if !m.Matches {
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipPolicyNotSelected})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyNotSelected}})
 			continue
 		}
 		if skip, err := e.cfg.Params.CheckKind(h.Policy.Spec.ParamKind); skip {
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipParamKindInactive, Err: err})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipParamKindInactive, Err: err}})
 			continue
 		} else if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-			res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Pass: pass, Skipped: chain.SkipPolicyConfigError, Err: err})
+			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
 		for _, b := range h.Bindings {
 			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, cur, b)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipBindingConfigError, Err: err})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipBindingConfigError, Err: err}})
 				continue
 			}
 			if !ok {
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipBindingNotSelected})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipBindingNotSelected}})
 				continue
 			}
 			// Upstream converts the request's objects to the matched kind
@@ -294,17 +265,17 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 			// any mutation: every view starts from the pass's object.
 			if err := e.view(cur, m.Kind, views); err != nil {
 				errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipConversion, Err: err})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipConversion, Err: err}})
 				continue
 			}
 			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipParams, Err: err})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipParams, Err: err}})
 				continue
 			}
 			if len(ps) == 0 {
-				res.Invocations = append(res.Invocations, chain.Invocation{Policy: h.Policy.Name, Binding: b.Name, Pass: pass, Skipped: chain.SkipNoParams})
+				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipNoParams}})
 			}
 			for _, p := range ps {
 				invocations = append(invocations, invocation{hook: h, binding: b, param: p, resource: m.Resource, kind: m.Kind})
@@ -342,8 +313,8 @@ func (e *Evaluator) deny(a *matching.Attributes, errs []policyError, pass int, r
 	for _, pe := range errs {
 		if fp := pe.policy.Spec.FailurePolicy; fp != nil && *fp == admissionregistrationv1.Ignore {
 			res.Ignored = append(res.Ignored, chain.IgnoredError{
-				Policy: pe.policy.Name, Binding: pe.binding, Pass: pass, Mutation: pe.mutation - 1,
-				Message: pe.message(), Err: pe.err,
+				Record:   chain.Record{Configuration: pe.policy.Name, Hook: pe.binding, Round: pass - 1, Err: pe.err},
+				Mutation: pe.mutation - 1, Message: pe.message(),
 			})
 			continue
 		}
@@ -404,7 +375,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		if inv.param.Object != nil {
 			key.param = inv.param.Namespace + "/" + inv.param.Name
 		}
-		trace := chain.Invocation{Policy: key.policy, Binding: key.binding, Param: key.param, Pass: pass}
+		trace := chain.Invocation{Record: chain.Record{Configuration: key.policy, Hook: key.binding, Round: pass - 1}, Param: key.param}
 		// The policy sees the objects in the kind its rules matched
 		// (matchPolicy Equivalent), as kube-apiserver converts them.
 		view := views[inv.kind]
@@ -416,7 +387,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
 		if matched, condition, err := e.matchConditions(ctx, inv, a, in); matched != chain.NotSkipped {
-			trace.Skipped, trace.Condition, trace.Err = matched, condition, err
+			trace.Skip, trace.Condition, trace.Err = matched, condition, err
 			if err != nil {
 				// Under failurePolicy Ignore, deny drops it (Result.Ignored).
 				errs = append(errs, policyError{policy: inv.hook.Policy, binding: inv.binding.Name, err: err, reason: metav1.StatusReasonInvalid})
@@ -425,7 +396,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			continue
 		}
 		if pass == 2 && !st.reinvoke[key] {
-			trace.Skipped = chain.SkipNotReinvoked
+			trace.Skip = chain.SkipNotReinvoked
 			res.Invocations = append(res.Invocations, trace)
 			continue
 		}
@@ -446,7 +417,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 				continue
 			}
 			in.Object = view.object
-			out, outcome, err := e.cfg.Patcher.mutate(ctx, inv.hook.Compiled, m, in, view.objectKind, &st.cache)
+			out, outcome, err := st.cache.Mutate(ctx, e.cfg.Patcher, inv.hook.Compiled, m, in, view.objectKind)
 			outKind := view.objectKind
 			if err == nil {
 				out, outKind, err = e.backToRequestVersion(out, view.objectKind, a.Kind)
@@ -486,7 +457,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		// even one that changed nothing.
 		st.requireReinvokingPrevious()
 		st.changed = true
-		out, err := e.toVersion(last.object, last.objectKind, a.Kind)
+		out, err := e.cfg.Patcher.Scheme.ConvertToGVK(last.object, last.objectKind, a.Kind)
 		if err != nil {
 			return object, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/params"
 )
 
@@ -76,14 +77,6 @@ func newEvaluator(t testing.TB, policies ...*admissionregistrationv1.MutatingAdm
 	return NewEvaluator(testConfig(), testHooks(t, policies...))
 }
 
-// newEngine is an Engine over testConfig serving policies.
-func newEngine(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) *Engine {
-	t.Helper()
-	eng := New(testConfig())
-	eng.Swap(testHooks(t, policies...))
-	return eng
-}
-
 // testHooks compiles policies, each with one binding (bindingFor).
 func testHooks(t testing.TB, policies ...*admissionregistrationv1.MutatingAdmissionPolicy) []Hook {
 	t.Helper()
@@ -117,7 +110,7 @@ func testConfigLabelled(labels map[string]string) Config {
 	return Config{
 		Matcher: matching.NewMatcher(namespaces, table),
 		Params:  &params.Collector{Source: params.NewMemory(), Scopes: scopesOf{table}},
-		Patcher: &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()},
+		Patcher: &mutation.Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()},
 	}
 }
 
@@ -241,8 +234,8 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 	ran := func(r chain.Result) []string {
 		var out []string
 		for _, inv := range r.Invocations {
-			if inv.Skipped != chain.SkipPolicyNotSelected {
-				out = append(out, fmt.Sprintf("%d %s %s %q", inv.Pass, inv.Policy, inv.Binding, inv.Skipped))
+			if inv.Skip != chain.SkipPolicyNotSelected {
+				out = append(out, fmt.Sprintf("%d %s %s %q", inv.Round+1, inv.Configuration, inv.Hook, inv.Skip))
 			}
 		}
 		return out
@@ -323,20 +316,6 @@ func TestMetricsObserveEveryMutation(t *testing.T) {
 	}
 }
 
-func TestEngineSwapIsAtomic(t *testing.T) {
-	never := admissionregistrationv1.NeverReinvocationPolicy
-	eng := newEngine(t)
-	res, _ := eng.Admit(context.Background(), createConfigMap())
-	if count(t, res) != "" {
-		t.Fatal("an empty policy set mutated")
-	}
-	eng.Swap(testHooks(t, mapPolicy("p", never, admissionregistrationv1.Fail, counter)))
-	res, _ = eng.Admit(context.Background(), createConfigMap())
-	if count(t, res) != "1" {
-		t.Fatalf("after Swap count = %q, want 1", count(t, res))
-	}
-}
-
 func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 	never := admissionregistrationv1.NeverReinvocationPolicy
 	for _, tc := range []struct {
@@ -344,7 +323,7 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 		denied bool
 	}{{admissionregistrationv1.Fail, true}, {admissionregistrationv1.Ignore, false}} {
 		ev := newEvaluator(t, mapPolicy("p", never, tc.fp, counter))
-		ev.cfg.Patcher = &Patcher{Scheme: kubescheme.New()} // no Schemas: the lookup panics
+		ev.cfg.Patcher = &mutation.Patcher{Scheme: kubescheme.New()} // no Schemas: the lookup panics
 		res, err := new(chain.Runner).Run(context.Background(), createConfigMap(), ev)
 		if err != nil {
 			t.Fatal(err)
@@ -355,73 +334,6 @@ func TestPanicInAMutationFollowsTheFailurePolicy(t *testing.T) {
 		if tc.denied && !strings.Contains(res.Denied.ErrStatus.Message, "panic") {
 			t.Fatalf("denial does not name the panic: %s", res.Denied.ErrStatus.Message)
 		}
-	}
-}
-
-// TestEngineReplaceKeepsTheNewCollaborators: Replace serves its policy set
-// over its own collaborators, and later Swaps keep them.
-func TestEngineReplaceKeepsTheNewCollaborators(t *testing.T) {
-	never := admissionregistrationv1.NeverReinvocationPolicy
-	hooks := testHooks(t, mapPolicy("team", never, admissionregistrationv1.Fail,
-		`Object{metadata: Object.metadata{annotations: {"team": namespaceObject.metadata.labels[?"team"].orValue("none")}}}`))
-	eng := New(testConfig())
-	team := func() string {
-		t.Helper()
-		res, err := eng.Admit(context.Background(), createConfigMap())
-		if err != nil || res.Denied != nil {
-			t.Fatal(err, res.Denied)
-		}
-		v, _, _ := unstructured.NestedString(res.Object, "metadata", "annotations", "team")
-		return v
-	}
-	eng.Swap(hooks)
-	if got := team(); got != "none" {
-		t.Fatalf("before Replace team = %q, want none", got)
-	}
-	eng.Replace(testConfigLabelled(map[string]string{"team": "blue"}), hooks)
-	if got := team(); got != "blue" {
-		t.Fatalf("after Replace team = %q, want blue", got)
-	}
-	eng.Swap(hooks)
-	if got := team(); got != "blue" {
-		t.Fatalf("after a later Swap team = %q, want blue (Replace's collaborators)", got)
-	}
-}
-
-func TestEngineWithoutEvaluatorIsUnavailable(t *testing.T) {
-	_, err := New(testConfig()).Admit(context.Background(), &matching.Attributes{})
-	if !apierrors.IsServiceUnavailable(err) {
-		t.Fatalf("err = %v, want a 503", err)
-	}
-}
-
-func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
-	never := admissionregistrationv1.NeverReinvocationPolicy
-	eng := newEngine(t,
-		mapPolicy("a", never, admissionregistrationv1.Fail, counter),
-		mapPolicy("b", never, admissionregistrationv1.Ignore, counter),
-	)
-	for _, tc := range []struct {
-		name  string
-		admit Admitter
-		want  string
-	}{
-		{"all policies", eng, "2"},
-		{"only Fail", eng.Only(admissionregistrationv1.Fail), "1"},
-		{"only Ignore", eng.Only(admissionregistrationv1.Ignore), "1"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := tc.admit.Admit(context.Background(), createConfigMap())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := count(t, res); got != tc.want {
-				t.Errorf("count = %q, want %q", got, tc.want)
-			}
-		})
-	}
-	if _, err := New(testConfig()).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
-		t.Errorf("an empty engine's view: %v, want a 503", err)
 	}
 }
 

@@ -32,22 +32,22 @@ func TestIgnoredErrorsAreReported(t *testing.T) {
 	}{
 		{
 			name: "a mutation error", policy: mapPolicy("p", never, ignore, broken),
-			want: []chain.IgnoredError{{Policy: "p", Binding: "p-binding", Pass: 1, Mutation: 0,
+			want: []chain.IgnoredError{{Record: chain.Record{Configuration: "p", Hook: "p-binding", Round: 0}, Mutation: 0,
 				Message: "policy 'p' with binding 'p-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"}},
 			wantErrs: []string{"no such key: missing"},
 		},
 		{
 			name: "every failing mutation of an invocation", policy: twoBroken,
 			want: []chain.IgnoredError{
-				{Policy: "two", Binding: "two-binding", Pass: 1, Mutation: 0, Message: "policy 'two' with binding 'two-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
-				{Policy: "two", Binding: "two-binding", Pass: 1, Mutation: 1, Message: "policy 'two' with binding 'two-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
-				{Policy: "two", Binding: "two-binding", Pass: 1, Mutation: 2, Message: "policy 'two' with binding 'two-binding' denied request: expression 'Object{metadata: Object.metadata{labels: {\"y\": object.alsoMissing}}}' resulted in error: no such key: alsoMissing"},
+				{Record: chain.Record{Configuration: "two", Hook: "two-binding", Round: 0}, Mutation: 0, Message: "policy 'two' with binding 'two-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
+				{Record: chain.Record{Configuration: "two", Hook: "two-binding", Round: 0}, Mutation: 1, Message: "policy 'two' with binding 'two-binding' denied request: expression '" + broken + "' resulted in error: no such key: missing"},
+				{Record: chain.Record{Configuration: "two", Hook: "two-binding", Round: 0}, Mutation: 2, Message: "policy 'two' with binding 'two-binding' denied request: expression 'Object{metadata: Object.metadata{labels: {\"y\": object.alsoMissing}}}' resulted in error: no such key: alsoMissing"},
 			},
 			wantErrs: []string{"no such key: missing", "no such key: missing", "no such key: alsoMissing"},
 		},
 		{
 			name: "a matchConditions error", policy: mapPolicy("c", never, ignore, counter, "object.nope == 1"),
-			want: []chain.IgnoredError{{Policy: "c", Binding: "c-binding", Pass: 1, Mutation: -1,
+			want: []chain.IgnoredError{{Record: chain.Record{Configuration: "c", Hook: "c-binding", Round: 0}, Mutation: -1,
 				Message: "policy 'c' with binding 'c-binding' denied request: expression 'object.nope == 1' resulted in error: no such key: nope"}},
 		},
 		{name: "nothing under Fail when nothing fails", policy: mapPolicy("ok", never, fail, counter)},
@@ -64,7 +64,7 @@ func TestIgnoredErrorsAreReported(t *testing.T) {
 			}
 			for i, w := range tc.want {
 				g := res.Ignored[i]
-				if g.Policy != w.Policy || g.Binding != w.Binding || g.Pass != w.Pass || g.Mutation != w.Mutation || g.Message != w.Message || g.Err == nil {
+				if g.Configuration != w.Configuration || g.Hook != w.Hook || g.Round != w.Round || g.Mutation != w.Mutation || g.Message != w.Message || g.Err == nil {
 					t.Errorf("ignored[%d] = %+v\nwant %+v", i, g, w)
 				}
 			}
@@ -104,7 +104,7 @@ func TestIgnoredMatchConditionErrorIsInTheTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := res.Invocations[0]
-	if inv.Skipped != chain.SkipMatchConditionsErrorIgnored || inv.Err == nil || !strings.Contains(inv.Err.Error(), "no such key: nope") {
+	if inv.Skip != chain.SkipMatchConditionsErrorIgnored || inv.Err == nil || !strings.Contains(inv.Err.Error(), "no such key: nope") {
 		t.Fatalf("trace = %+v, want skipped with the matchConditions error", inv)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/mutation"
 )
 
 type invocationKey struct{ policy, binding, param string }
@@ -24,8 +25,8 @@ type reinvocation struct {
 	previous   map[invocationKey]bool // reinvocable invocations since the last change
 	reinvoke   map[invocationKey]bool // invocations to run in the reinvocation round
 	// cache is what the request's mutations keep for the next ones
-	// (Patcher.mutate).
-	cache mutationCache
+	// (mutation.Cache.Mutate).
+	cache mutation.Cache
 	// pool is where Release recycles the state (its Evaluator's).
 	pool *sync.Pool
 }

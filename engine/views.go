@@ -22,7 +22,7 @@ type versionedView struct {
 
 // view makes the view of cur's objects in kind, unless it exists
 // (admission.NewVersionedAttributes: both objects converted with
-// ConvertToGVK).
+// ConvertToGVK, the scheme's presenter every stage shares).
 func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind, views map[schema.GroupVersionKind]*versionedView) error {
 	if _, ok := views[kind]; ok {
 		return nil
@@ -30,37 +30,17 @@ func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind,
 	v := &versionedView{kind: kind, objectKind: kind}
 	var err error
 	if cur.OldObject != nil {
-		if v.oldObject, err = e.toVersion(cur.OldObject.Object, cur.Kind, kind); err != nil {
+		if v.oldObject, err = e.cfg.Patcher.Scheme.ConvertToGVK(cur.OldObject.Object, cur.Kind, kind); err != nil {
 			return err
 		}
 	}
 	if cur.Object != nil {
-		if v.object, err = e.toVersion(cur.Object.Object, cur.Kind, kind); err != nil {
+		if v.object, err = e.cfg.Patcher.Scheme.ConvertToGVK(cur.Object.Object, cur.Kind, kind); err != nil {
 			return err
 		}
 	}
 	views[kind] = v
 	return nil
-}
-
-// toVersion presents obj, of kind from, in the version of kind to, as
-// upstream's ConvertToGVK does. Built-in kinds convert through their
-// internal version with kube-apiserver's own conversions (scheme.Convert);
-// custom resources convert as the CRD "None" strategy does (only
-// apiVersion changes).
-func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
-	if obj == nil || from == to {
-		return obj, nil
-	}
-	if s := e.cfg.Patcher.Scheme; s.Recognizes(from) {
-		return s.Convert(obj, from, to)
-	}
-	out := make(map[string]any, len(obj))
-	for k, v := range obj {
-		out[k] = v
-	}
-	out["apiVersion"] = to.GroupVersion().String()
-	return out, nil
 }
 
 // backToRequestVersion is what upstream's dispatchOne does to the result of

@@ -2,14 +2,20 @@
 // chain.Result — which policy bindings ran in which pass
 // (chain.Invocation), the admission plugins before them
 // (admissionplugins.Step), the webhooks after them (chain.Call), the chain's
-// reinvocation round — and unified diffs of YAML, colored on terminals. `mutatis apply --explain`
-// and `mutatis test` print the same text with it.
+// reinvocation round, its audit annotations — the validating stage after
+// the registry's validation (ValidatingStage: the validating plugins,
+// ValidatingAdmissionPolicies and webhooks, the refusal, the audit
+// annotations), the warnings of a request as kube-apiserver returns them
+// (Returned), and unified diffs of YAML, colored on terminals.
+// `mutatis apply --explain` and `mutatis test` print the same text with it.
 package explain
 
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -35,7 +41,8 @@ func Trace(w io.Writer, r chain.Result) {
 // Plugins writes), pass by pass: the policies' invocations, the
 // webhooks' calls, then, when the chain was reinvoked, the admission
 // plugins' steps of the second pass and the second pass of the policies
-// and webhooks.
+// and webhooks; last, the chain's audit annotations (the webhooks'), by
+// key.
 func Chain(w io.Writer, r chain.Result) {
 	calls, reinvoked, reinvokedPlugins := r.Calls, r.Reinvoked, r.PluginSteps
 	if len(r.Invocations) == 0 {
@@ -47,7 +54,7 @@ func Chain(w io.Writer, r chain.Result) {
 		}
 		var invs []chain.Invocation
 		for _, inv := range r.Invocations {
-			if inv.Pass == pass {
+			if inv.Round+1 == pass {
 				invs = append(invs, inv)
 			}
 		}
@@ -61,6 +68,15 @@ func Chain(w io.Writer, r chain.Result) {
 		Webhooks(w, cs)
 	}
 	traceEnd(w, r)
+	auditAnnotations(w, "explain: audit annotation ", r.AuditAnnotations)
+}
+
+// auditAnnotations writes one line per audit annotation, prefix then
+// "KEY: VALUE", by key.
+func auditAnnotations(w io.Writer, prefix string, annotations map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, k, annotations[k])
+	}
 }
 
 // invocations writes one line per invocation and mutation.
@@ -70,13 +86,13 @@ func invocations(w io.Writer, invs []chain.Invocation) {
 		if inv.Param != "" {
 			param = " param " + inv.Param
 		}
-		who := fmt.Sprintf("policy %q", inv.Policy)
-		if inv.Binding != "" {
-			who += fmt.Sprintf(" binding %q", inv.Binding)
+		who := fmt.Sprintf("policy %q", inv.Configuration)
+		if inv.Hook != "" {
+			who += fmt.Sprintf(" binding %q", inv.Hook)
 		}
-		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Pass, who, param)
+		fmt.Fprintf(w, "explain: pass %d: %s%s", inv.Round+1, who, param)
 		switch {
-		case inv.Skipped == chain.SkipMatchConditionsErrorIgnored:
+		case inv.Skip == chain.SkipMatchConditionsErrorIgnored:
 			fmt.Fprintf(w, ": skipped: %s: %v\n", inv.SkipMessage(), inv.Err)
 		case inv.Err != nil:
 			fmt.Fprintf(w, ": error: %v\n", inv.Err)
@@ -102,7 +118,7 @@ func invocations(w io.Writer, invs []chain.Invocation) {
 // policy asked for the chain's reinvocation in the last pass.
 func traceEnd(w io.Writer, r chain.Result) {
 	for _, ig := range r.Ignored {
-		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Pass, ig.Message)
+		fmt.Fprintf(w, "explain: pass %d: ignored (failurePolicy Ignore): %s\n", ig.Round+1, ig.Message)
 	}
 	if r.Reinvoke {
 		fmt.Fprintln(w, "explain: the admission chain would be reinvoked")
@@ -115,14 +131,14 @@ func traceEnd(w io.Writer, r chain.Result) {
 func IgnoredWarnings(r chain.Result) []string {
 	var out []string
 	for _, ig := range r.Ignored {
-		who := fmt.Sprintf("policy %q", ig.Policy)
-		if ig.Binding != "" {
-			who += fmt.Sprintf(" binding %q", ig.Binding)
+		who := fmt.Sprintf("policy %q", ig.Configuration)
+		if ig.Hook != "" {
+			who += fmt.Sprintf(" binding %q", ig.Hook)
 		}
 		if ig.Mutation >= 0 {
 			who += fmt.Sprintf(" mutation %d", ig.Mutation)
 		}
-		if ig.Pass == 2 {
+		if ig.Round == 1 {
 			who += " (reinvocation)"
 		}
 		out = append(out, fmt.Sprintf("%s: error ignored by failurePolicy Ignore: %v", who, ig.Err))
@@ -169,7 +185,7 @@ func PluginSteps(w io.Writer, steps []admissionplugins.Step) bool {
 // outcome under its failure policy and its patch.
 func Webhooks(w io.Writer, calls []chain.Call) {
 	for _, c := range calls {
-		fmt.Fprintf(w, "explain: pass %d: webhook %q of %q", c.Round+1, c.Webhook, c.Configuration)
+		fmt.Fprintf(w, "explain: pass %d: webhook %q of %q", c.Round+1, c.Hook, c.Configuration)
 		if c.Outcome == chain.NotCalled {
 			fmt.Fprintf(w, ": skipped: %s\n", c.SkipMessage())
 			continue
@@ -206,15 +222,6 @@ func Webhooks(w io.Writer, calls []chain.Call) {
 			fmt.Fprintf(w, ": called%s: %s, %s\n", detail, c.Outcome, change)
 		}
 	}
-}
-
-// ValidatingWebhooks writes one "explain: validating webhook " line per
-// webhook of the validating stage (chain.Call, run once), as Webhooks
-// words them.
-func ValidatingWebhooks(w io.Writer, calls []chain.Call) {
-	var b strings.Builder
-	Webhooks(&b, calls)
-	io.WriteString(w, strings.ReplaceAll(b.String(), "explain: pass 1: webhook ", "explain: validating webhook "))
 }
 
 // Reinvocation writes the chain's reinvocation round: that it ran (any

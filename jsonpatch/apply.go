@@ -34,11 +34,12 @@ var (
 // whole request; Apply reports it as an ordinary error instead.
 var ErrUpstreamPanic = errors.New("JSON patch library would panic")
 
-// AccumulatedCopySizeLimit limits the total size in bytes of the JSON encoding
-// of the values duplicated by "copy" operations of one patch. It mirrors
-// evanphx's AccumulatedCopySizeLimit as kube-apiserver configures it
-// (--json-patch-max-copy-bytes default 3 MiB). Zero or less means no limit.
-var AccumulatedCopySizeLimit int64 = 3 * 1024 * 1024
+// AccumulatedCopySizeLimit is the limit Apply puts on the total size in
+// bytes of the JSON encoding of the values duplicated by "copy" operations
+// of one patch: evanphx's AccumulatedCopySizeLimit as kube-apiserver
+// configures it (--json-patch-max-copy-bytes, default 3 MiB). A constant,
+// not evanphx's process-wide variable: nothing a run does can change it.
+const AccumulatedCopySizeLimit int64 = 3 * 1024 * 1024
 
 // NotObjectError is returned by Apply when a "replace" of the root ("") left
 // an array at the root. JSON holds the patched document as evanphx would
@@ -77,7 +78,13 @@ func (nullNode) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 //
 // A failed "test" returns an error matching ErrTestFailed.
 func Apply(doc map[string]any, ops []Operation) (result map[string]any, err error) {
-	a := &applier{}
+	return applyLimited(doc, ops, AccumulatedCopySizeLimit)
+}
+
+// applyLimited is Apply with copyLimit in place of AccumulatedCopySizeLimit
+// (zero or less: no limit).
+func applyLimited(doc map[string]any, ops []Operation, copyLimit int64) (result map[string]any, err error) {
+	a := &applier{copyLimit: copyLimit}
 	root, _, err := a.normalize(doc)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create JSON patch: %w", err)
@@ -133,6 +140,7 @@ type applier struct {
 	nOwnedFew int
 	owned     map[uintptr]struct{}
 	copySize  int64
+	copyLimit int64
 	// fixup is set when the result may hold a nullNode or a float -0,
 	// which the final decode turns into nil and int64 0.
 	fixup bool
@@ -423,8 +431,8 @@ func (a *applier) copyOp(op *Operation) error {
 		a.copySize += int64(len(b))
 		valCopy = deepCopy(val, true)
 	}
-	if AccumulatedCopySizeLimit > 0 && a.copySize > AccumulatedCopySizeLimit {
-		return evanphx.NewAccumulatedCopySizeError(AccumulatedCopySizeLimit, a.copySize)
+	if a.copyLimit > 0 && a.copySize > a.copyLimit {
+		return evanphx.NewAccumulatedCopySizeError(a.copyLimit, a.copySize)
 	}
 	if err := a.conAdd(&con, key, valCopy); err != nil {
 		return fmt.Errorf("error while adding value during copy: %w", err)

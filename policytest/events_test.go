@@ -80,7 +80,7 @@ func TestEventsAreGoTestJSON(t *testing.T) {
 	for name, w := range map[string][]string{
 		"broken-sidecar/the sidecar is injected":      {"=== RUN   broken-sidecar/the sidecar is injected\n", "    objectContains: the final object does not contain the expected fields\n", "\n--- FAIL: broken-sidecar/the sidecar is injected ("},
 		"broken-sidecar/":                             {"FAIL\nFAIL\tbroken-sidecar\t"},
-		"testdata/invalid/invalid.mutatis-test.yaml/": {`cases[1].operation: Unsupported value: "DELETE"`},
+		"testdata/invalid/invalid.mutatis-test.yaml/": {`cases[1].operation: Unsupported value: "PATCH"`},
 	} {
 		for _, s := range w {
 			if !strings.Contains(outputs[name], s) {

@@ -41,7 +41,7 @@ func TestWebhookExample(t *testing.T) {
 
 // TestValidatingWebhookSuite: a suite's webhooks may be validating ones;
 // their refusal is the case's denial (after the policies), their
-// warnings its warnings.
+// warnings its warnings; applied and notApplied name them.
 func TestValidatingWebhookSuite(t *testing.T) {
 	srv, err := webhookserver.Start(t.TempDir())
 	if err != nil {
@@ -88,12 +88,14 @@ cases:
   object: {apiVersion: v1, kind: Pod, metadata: {name: web, labels: {inject-team: "yes"}}, spec: {containers: [{name: app, image: nginx}]}}
   expect:
     objectContains: {metadata: {labels: {team: web}}}
+    applied: [team-label, webhook:require-team/team.example.com]
 - name: without the policy the webhook refuses
   object: {apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: app, image: nginx}]}}
   expect:
     denied:
       code: 403
       message: 'admission webhook "team.example.com" denied the request: CREATE Pod: the label team is required'
+    notApplied: [webhook:require-team]
 `
 	for name, text := range map[string]string{"hooks.yaml": hooks, "policy.yaml": policy, "validating.mutatis-test.yaml": suite} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {

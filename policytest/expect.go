@@ -274,8 +274,9 @@ func checkPatch(want Patch, before, after map[string]any) (Failure, bool) {
 func applied(o outcome, name string) bool {
 	if hook, ok := strings.CutPrefix(name, webhookPrefix); ok {
 		config, webhook, _ := strings.Cut(hook, "/")
-		for _, c := range o.result.Calls {
-			if c.Configuration == config && (webhook == "" || c.Webhook == webhook) && c.Outcome == chain.Admitted {
+		// The mutating webhooks' calls, then the validating ones'.
+		for _, c := range slices.Concat(o.result.Calls, o.validation.Calls) {
+			if c.Configuration == config && (webhook == "" || c.Hook == webhook) && c.Outcome == chain.Admitted {
 				return true
 			}
 		}
@@ -283,14 +284,14 @@ func applied(o outcome, name string) bool {
 	}
 	policy, bind, _ := strings.Cut(name, "/")
 	for _, inv := range o.result.Invocations {
-		if inv.Policy == policy && (bind == "" || inv.Binding == bind) && inv.Ran() && inv.Binding != "" {
+		if inv.Configuration == policy && (bind == "" || inv.Hook == bind) && inv.Ran() && inv.Hook != "" {
 			return true
 		}
 	}
 	// A ValidatingAdmissionPolicy applies when a binding of it evaluated
 	// its validations.
 	for _, v := range o.validation.Validations {
-		if v.Policy == policy && (bind == "" || v.Binding == bind) && v.Ran() && v.Binding != "" {
+		if v.Configuration == policy && (bind == "" || v.Hook == bind) && v.Ran() && v.Hook != "" {
 			return true
 		}
 	}
@@ -320,7 +321,7 @@ func (e *expectations) checkInvocations(o outcome) []Failure {
 		policy, mutation, _ := parseCostKey(k)
 		cost, ran := int64(0), false
 		for _, inv := range r.Invocations {
-			if inv.Policy != policy || len(inv.Mutations) == 0 {
+			if inv.Configuration != policy || len(inv.Mutations) == 0 {
 				continue
 			}
 			var c int64
@@ -404,9 +405,13 @@ func (e *expectations) checkValidating(o outcome) []Failure {
 		got := o.auditAnnotations()
 		for _, k := range slices.Sorted(maps.Keys(e.auditAnnotations)) {
 			if v, ok := got[k]; !ok || v != e.auditAnnotations[k] {
-				actual := make(map[string]any, len(got))
-				for k, v := range got {
-					actual[k] = v
+				// --update writes the expected keys' actual values (those
+				// the request leaves), not every annotation.
+				actual := make(map[string]any, len(e.auditAnnotations))
+				for k := range e.auditAnnotations {
+					if v, ok := got[k]; ok {
+						actual[k] = v
+					}
 				}
 				fs = append(fs, Failure{Expectation: "auditAnnotations", Message: fmt.Sprintf("audit annotation %q is %q, want %q", k, v, e.auditAnnotations[k]), Diff: diffText(e.auditAnnotations, got), field: []string{"auditAnnotations"}, actual: actual})
 				break
@@ -420,10 +425,24 @@ func (e *expectations) checkValidating(o outcome) []Failure {
 		}
 		for _, want := range e.validationFailures {
 			if !slices.ContainsFunc(got, want.matches) {
-				fs = append(fs, Failure{Expectation: "validationFailures", Message: fmt.Sprintf("no validation failure of policy %q matches", want.Policy), Diff: diffText(e.validationFailures, got), field: []string{"validationFailures"}, actual: got})
+				fs = append(fs, Failure{Expectation: "validationFailures", Message: fmt.Sprintf("no validation failure of policy %q matches", want.Policy), Diff: diffText(e.validationFailures, got), field: []string{"validationFailures"}, actual: jsonValue(got)})
 				break
 			}
 		}
 	}
 	return fs
+}
+
+// jsonValue is v as its JSON makes it (maps, slices, strings, numbers):
+// what --update writes of a value with JSON field names.
+func jsonValue(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil
+	}
+	return out
 }

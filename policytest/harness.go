@@ -237,7 +237,11 @@ func (r *Request) Admit() *Admission {
 	}
 	o, err := admit(h.t.Context(), &r.lc, ch, nil)
 	if err != nil {
-		h.t.Fatalf("policytest: admitting %s %q: %v", r.lc.object.GetKind(), r.lc.object.GetName(), err)
+		obj := r.lc.object
+		if obj == nil {
+			obj = r.lc.oldObject // a DELETE's
+		}
+		h.t.Fatalf("policytest: admitting %s %q: %v", obj.GetKind(), obj.GetName(), err)
 	}
 	return &Admission{t: h.t, h: h, o: o}
 }

@@ -2,8 +2,11 @@ package policytest
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -16,10 +19,16 @@ import (
 // kat (github.com/zemanlx/kat) keeps the tests of the policies of a
 // directory in its tests/ subdirectory, one file per part of a case, named
 // <policy>.<test>[.<expect>].<part>.yaml: object, oldObject, request
-// (operation, user, namespace, namespaceObject …), params, gold (the
-// expected object) and message.txt (the expected denial). mutatis reads
-// such a directory as a suite (KatSuite) and runs it as kat does: the
-// objects exactly as written (noDefaults), every test file a case.
+// (operation, user, namespace, namespaceObject, options …), params, gold
+// (the expected object), message.txt (the expected denial), warnings.txt
+// (the expected warnings, one a line), annotations.yaml (the expected
+// audit annotations) and authorizer.yaml (the authorizer's decisions).
+// <expect> is allow, deny, warn or audit. mutatis reads such a directory
+// as a suite (KatSuite) and runs it as kat does: the objects exactly as
+// written (noDefaults), every test file a case; what kat's texts leave
+// out of kube-apiserver's (the policy and binding of a denial or a
+// warning, the policy of an audit annotation's key) is matched around
+// them.
 
 // katTestsDir is the name of the directory of kat's tests.
 const katTestsDir = "tests"
@@ -73,9 +82,9 @@ func katPolicyFiles(dir string) []string {
 }
 
 // IsKatTestsDir tells whether dir is the tests/ directory of kat's
-// convention whose parent holds MutatingAdmissionPolicies: a directory
-// named tests with kat test files, beside policy files that name the
-// kind.
+// convention whose parent holds MutatingAdmissionPolicies or
+// ValidatingAdmissionPolicies: a directory named tests with kat test
+// files, beside policy files that name either kind.
 func IsKatTestsDir(dir string) bool {
 	if filepath.Base(dir) != katTestsDir {
 		return false
@@ -89,7 +98,7 @@ func IsKatTestsDir(dir string) bool {
 	}
 	parent := filepath.Dir(dir)
 	for _, f := range katPolicyFiles(parent) {
-		if fileContains(filepath.Join(parent, f), "kind: MutatingAdmissionPolicy") {
+		if file := filepath.Join(parent, f); fileContains(file, "kind: MutatingAdmissionPolicy") || fileContains(file, "kind: ValidatingAdmissionPolicy") {
 			return true
 		}
 	}
@@ -109,19 +118,37 @@ type katRequest struct {
 		Groups   []string            `json:"groups,omitempty"`
 		Extra    map[string][]string `json:"extra,omitempty"`
 	} `json:"userInfo,omitempty"`
-	DryRun    bool           `json:"dryRun,omitempty"`
-	UID       string         `json:"uid,omitempty"`
-	Object    map[string]any `json:"object,omitempty"`
-	OldObject map[string]any `json:"oldObject,omitempty"`
-	Options   map[string]any `json:"options,omitempty"`
+	DryRun bool   `json:"dryRun,omitempty"`
+	UID    string `json:"uid,omitempty"`
+	// The fields of an AdmissionRequest that kat reads and ignores (it
+	// derives them from the objects).
+	APIVersion         string         `json:"apiVersion,omitempty"`
+	Kind               any            `json:"kind,omitempty"`
+	Resource           any            `json:"resource,omitempty"`
+	RequestKind        any            `json:"requestKind,omitempty"`
+	RequestResource    any            `json:"requestResource,omitempty"`
+	RequestSubResource string         `json:"requestSubResource,omitempty"`
+	Object             map[string]any `json:"object,omitempty"`
+	OldObject          map[string]any `json:"oldObject,omitempty"`
+	Options            map[string]any `json:"options,omitempty"`
 }
 
 // KatSuite reads a kat tests/ directory (IsKatTestsDir) as a suite: the
 // policies of its parent directory (bound with `bindings: auto` where
 // kat's files bind none), a case per test, named by its file names'
-// <policy>.<test>[.<expect>] part. Tests of the parent's
-// ValidatingAdmissionPolicies are left out: mutatis evaluates mutating
-// policies only. Paths in the suite are relative to the parent directory.
+// <policy>.<test>[.<expect>] part; the test's policy is the one whose
+// name prefixes it, or the only one. Paths in the suite are relative to
+// the parent directory.
+//
+// A deny test expects a denial whose message holds message.txt (kat's
+// message is the validation's, kube-apiserver's says which policy and
+// binding denied the request before it); a warn test, warnings that end
+// in each line of warnings.txt after kube-apiserver's "Validation failed
+// for ValidatingAdmissionPolicy 'POLICY' with binding 'BINDING': "; an
+// audit test, the audit annotations of annotations.yaml, whose keys kat
+// writes without the "POLICY/" kube-apiserver gives them; allow (or no
+// expectation) an admission. An authorizer.yaml's allow decisions become
+// RBAC rules of the test's user (kat's deny is RBAC's default).
 func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 	parent := filepath.Dir(dir)
 	s := &Suite{
@@ -130,7 +157,7 @@ func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 		Policies: katPolicyFiles(parent),
 		Bindings: BindingsAuto,
 	}
-	validating := katValidatingPolicies(ctx, parent, s.Policies)
+	policies := katPolicyNames(ctx, parent, s.Policies)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, &InputError{File: dir, Err: err}
@@ -151,28 +178,29 @@ func KatSuite(ctx context.Context, dir string) (*Suite, error) {
 	}
 	bases := make([]string, 0, len(parts))
 	for b := range parts {
-		if !slices.ContainsFunc(validating, func(v string) bool { return strings.HasPrefix(b, v+".") }) {
-			bases = append(bases, b)
-		}
+		bases = append(bases, b)
 	}
 	sort.Strings(bases)
 	var errs field.ErrorList
 	for _, base := range bases {
-		c, cerrs := katCase(parent, base, parts[base])
+		c, cerrs := katCase(parent, base, katPolicyOf(base, policies), parts[base])
 		errs = append(errs, cerrs...)
 		s.Cases = append(s.Cases, c)
 	}
 	return finish(s, dir, errs)
 }
 
-// katValidatingPolicies are the names of the ValidatingAdmissionPolicies
+// katPolicyNames are the names of the policies (mutating and validating)
 // among the policy files of dir.
-func katValidatingPolicies(ctx context.Context, dir string, files []string) []string {
+func katPolicyNames(ctx context.Context, dir string, files []string) []string {
 	var names []string
 	for _, f := range files {
 		set, _ := manifest.Load(ctx, []string{filepath.Join(dir, f)}, nil)
 		if set == nil {
 			continue
+		}
+		for _, p := range set.Policies {
+			names = append(names, p.Policy.Name)
 		}
 		for _, p := range set.ValidatingPolicies {
 			names = append(names, p.Policy.Name)
@@ -181,20 +209,38 @@ func katValidatingPolicies(ctx context.Context, dir string, files []string) []st
 	return names
 }
 
-// katCase is the case of one kat test: its files by part, relative to
-// the suite's directory dir.
-func katCase(dir, base string, files map[string]string) (Case, field.ErrorList) {
-	c := Case{Name: base, NoDefaults: true}
-	var errs field.ErrorList
-	at := func(part string) *field.Path { return field.NewPath(files[part]) }
-	for _, part := range []string{".warnings.txt", ".annotations.yaml"} {
-		if files[part] != "" {
-			errs = append(errs, fieldProblem(at(part), "warnings and audit annotations are what ValidatingAdmissionPolicies give; a mutating policy has none"))
+// katPolicyOf is the policy a kat test named base tests, as kat finds it:
+// the policy whose name and a dot start base, or the only policy; "" when
+// neither.
+func katPolicyOf(base string, policies []string) string {
+	for _, p := range policies {
+		if strings.HasPrefix(base, p+".") {
+			return p
 		}
 	}
-	if files[".authorizer.yaml"] != "" {
-		errs = append(errs, fieldProblem(at(".authorizer.yaml"), "kat's authorizer mocks are not read: give Roles and RoleBindings (or ClusterRoles) as resources of a PolicyTest, which back the CEL authorizer"))
+	if len(policies) == 1 {
+		return policies[0]
 	}
+	return ""
+}
+
+// katExpect is the expectation a kat test's name gives: "deny", "warn",
+// "audit", or "allow" (also for a name without one, kat's default).
+func katExpect(base string) string {
+	for _, e := range []string{"deny", "warn", "audit"} {
+		if strings.Contains(base+".", "."+e+".") {
+			return e
+		}
+	}
+	return "allow"
+}
+
+// katCase is the case of one kat test of policy (the test's policy, ""
+// when unknown): its files by part, relative to the suite's directory
+// dir.
+func katCase(dir, base, policy string, files map[string]string) (Case, field.ErrorList) {
+	c := Case{Name: base, NoDefaults: true}
+	var errs field.ErrorList
 	if p := files[".object.yaml"]; p != "" {
 		c.Object = &Manifest{Path: p}
 	}
@@ -215,23 +261,104 @@ func katCase(dir, base string, files map[string]string) (Case, field.ErrorList) 
 			c.Operation = "DELETE"
 		}
 	}
-	if c.Operation == "DELETE" {
-		errs = append(errs, fieldProblem(field.NewPath(base), "a DELETE: MutatingAdmissionPolicies are never called for it (kube-apiserver's API validation refuses the operation in their rules)"))
+	if p := files[".authorizer.yaml"]; p != "" {
+		errs = append(errs, katAuthorizer(&c, dir, p)...)
 	}
-	if strings.Contains(base+".", ".deny.") {
-		d := &Denial{}
-		if p := files[".message.txt"]; p != "" {
-			data, err := os.ReadFile(filepath.Join(dir, p))
-			if err != nil {
-				errs = append(errs, fieldProblem(field.NewPath(p), err.Error()))
-			}
-			d.Message = strings.TrimSpace(string(data))
+	read := func(part string) string {
+		p := files[part]
+		if p == "" {
+			return ""
 		}
-		c.Expect.Denied = d
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			errs = append(errs, fieldProblem(field.NewPath(p), err.Error()))
+		}
+		return string(data)
+	}
+	if katExpect(base) == "deny" {
+		c.Expect.Denied = &Denial{Message: strings.TrimSpace(read(".message.txt"))}
 	} else if p := files[".gold.yaml"]; p != "" {
 		c.Expect.Object = &Manifest{Path: p}
 	}
+	quotedPolicy := `[^']*`
+	if policy != "" {
+		quotedPolicy = regexp.QuoteMeta(policy)
+	}
+	for _, line := range strings.Split(read(".warnings.txt"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			c.Expect.Warnings = append(c.Expect.Warnings, "^Validation failed for ValidatingAdmissionPolicy '"+quotedPolicy+"' with binding '[^']*': "+regexp.QuoteMeta(line)+"$")
+		}
+	}
+	if p := files[".annotations.yaml"]; p != "" {
+		var annotations map[string]string
+		if aerrs := readStrict(dir, p, &annotations); len(aerrs) > 0 {
+			errs = append(errs, aerrs...)
+		}
+		for k, v := range annotations {
+			if policy != "" && !strings.Contains(k, "/") {
+				k = policy + "/" + k
+			}
+			if c.Expect.AuditAnnotations == nil {
+				c.Expect.AuditAnnotations = map[string]string{}
+			}
+			c.Expect.AuditAnnotations[k] = v
+		}
+	}
 	return c, errs
+}
+
+// katAuthorization is one decision of kat's authorizer.yaml.
+type katAuthorization struct {
+	Group       string `json:"group,omitempty"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Verb        string `json:"verb"`
+	Decision    string `json:"decision"`
+}
+
+// katAuthorizer gives the case the RBAC objects that make kube-apiserver's
+// authorizer decide as kat's authorizer file p does for the case's user:
+// a Role and RoleBinding per allowed namespaced check, a ClusterRole and
+// ClusterRoleBinding per allowed cluster-wide one. kat's deny, and what
+// the file does not name, is RBAC's answer without a rule.
+func katAuthorizer(c *Case, dir, p string) field.ErrorList {
+	var decisions []katAuthorization
+	if errs := readStrict(dir, p, &decisions); len(errs) > 0 {
+		return errs
+	}
+	if c.User == nil || c.User.Name == "" {
+		return field.ErrorList{fieldProblem(field.NewPath(p), "the authorizer's decisions are those of the request's user: give its userInfo in the test's request file (mutatis' default user is in system:masters, whom every check allows)")}
+	}
+	var errs field.ErrorList
+	for i, d := range decisions {
+		switch d.Decision {
+		case "deny":
+			continue
+		case "allow":
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath(p).Index(i).Child("decision"), d.Decision, []string{"allow", "deny"}))
+			continue
+		}
+		resource := d.Resource
+		if d.Subresource != "" {
+			resource += "/" + d.Subresource
+		}
+		name := fmt.Sprintf("kat-authorizer-%d", i)
+		rule := map[string]any{"apiGroups": []any{d.Group}, "resources": []any{resource}, "verbs": []any{d.Verb}}
+		subject := map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": c.User.Name}
+		role, binding := "ClusterRole", "ClusterRoleBinding"
+		meta := map[string]any{"name": name}
+		if d.Namespace != "" {
+			role, binding = "Role", "RoleBinding"
+			meta["namespace"] = d.Namespace
+		}
+		c.Resources = append(c.Resources,
+			Manifest{Inline: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": role, "metadata": meta, "rules": []any{rule}}},
+			Manifest{Inline: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": binding, "metadata": maps.Clone(meta),
+				"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": name}, "subjects": []any{subject}}})
+	}
+	return errs
 }
 
 // katApplyRequest sets what kat's request file p gives to the case.
@@ -272,9 +399,41 @@ func katApplyRequest(c *Case, dir, p string) field.ErrorList {
 		c.OldObject = &Manifest{Inline: r.OldObject}
 	}
 	if c.Operation == "CONNECT" && c.Object == nil {
-		errs = append(errs, fieldProblem(field.NewPath(p), "a CONNECT without an object (its options): give the object under admission, e.g. a PodExecOptions, in the request's object"))
+		if opts := katConnectOptions(c.Subresource, r); opts != nil {
+			// kube-apiserver's CONNECT admits the options object.
+			c.Object = &Manifest{Inline: opts}
+		} else {
+			errs = append(errs, fieldProblem(field.NewPath(p), "a CONNECT without an object (its options): give the object under admission, e.g. a PodExecOptions, in the request's object, or pods' exec, attach, portforward or proxy as subResource with the options"))
+		}
 	}
 	return errs
+}
+
+// katConnectKinds are the options kinds of the pods' subresources a
+// CONNECT reaches.
+var katConnectKinds = map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions", "proxy": "PodProxyOptions"}
+
+// katConnectOptions is the object of a CONNECT that kat's request r gives
+// as its options (kat's request.options, as kube-apiserver passes the
+// options object to admission): the options of the pods' subresource
+// named by the request, nil for another.
+func katConnectOptions(subresource string, r katRequest) map[string]any {
+	kind, ok := katConnectKinds[subresource]
+	if !ok {
+		return nil
+	}
+	opts := map[string]any{"apiVersion": "v1", "kind": kind}
+	for k, v := range r.Options {
+		if k != "apiVersion" && k != "kind" {
+			opts[k] = v
+		}
+	}
+	meta := map[string]any{"name": r.Name}
+	if r.Namespace != "" {
+		meta["namespace"] = r.Namespace
+	}
+	opts["metadata"] = meta
+	return opts
 }
 
 // loadKat loads a kat tests/ directory as a suite.

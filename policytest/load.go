@@ -314,7 +314,7 @@ func (l *Loaded) chooseClusterOptions(co clusterOptions) error {
 	var flags admissionplugins.Flags
 	switch {
 	case l.Suite.AdmissionPlugins != nil:
-		flags = l.Suite.AdmissionPlugins.flags()
+		flags = l.Suite.AdmissionPlugins.flags(filepath.Dir(l.File))
 		if _, err := admissionplugins.Enabled(flags); err != nil {
 			return err
 		}
@@ -480,6 +480,11 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 	lc.object = get("object", c.Object, c.ObjectRef)
 	lc.oldObject = get("oldObject", c.OldObject, c.OldObjectRef)
 	lc.operation = admission.Operation(c.operation(l.Suite.Defaults))
+	if lc.operation == admission.Delete && lc.oldObject == nil {
+		// A DELETE carries the deleted object as its old object, and no
+		// object (as kube-apiserver's request does).
+		lc.object, lc.oldObject = nil, lc.object
+	}
 	lc.namespace = c.Namespace
 	if lc.namespace == "" {
 		lc.namespace = l.Suite.Defaults.Namespace
@@ -545,7 +550,7 @@ func (l *Loaded) loadCase(ctx context.Context, p *field.Path, c *Case) (*loadedC
 		}
 		*x.dst = u.Object
 	}
-	if len(errs) == 0 && lc.object != nil {
+	if len(errs) == 0 && (lc.object != nil || lc.oldObject != nil) {
 		// Resolve the request now, so that a case the cluster cannot serve
 		// is bad input rather than a failure.
 		if _, err := lc.resolve(); err != nil {

@@ -476,12 +476,19 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 
 // traceOf is the explain trace of an outcome: the admission plugins that
 // changed the object or refused the request, then the policies (unless a
-// plugin refused: they never ran).
+// plugin refused: they never ran), then the validating stage (unless the
+// mutating chain or the registry refused: it never ran).
 func traceOf(o outcome) string {
 	var b strings.Builder
 	refused := explain.PluginSteps(&b, o.plugins) && o.plugins[len(o.plugins)-1].Err != nil
 	if !refused {
 		explain.Chain(&b, o.result)
+	}
+	// admit folds the validating stage's refusal into the result: the
+	// mutating chain refused when its refusal is another.
+	mutatingRefused := o.result.Denied != nil && o.result.Denied != o.validation.Denied
+	if !refused && !mutatingRefused && o.invalid == nil {
+		explain.ValidatingStage(&b, o.validation)
 	}
 	return b.String()
 }

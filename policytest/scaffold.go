@@ -28,8 +28,9 @@ func Scaffold(ctx context.Context, paths []string, dir, name string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if len(set.Policies) == 0 {
-		return nil, fmt.Errorf("no MutatingAdmissionPolicy in %s", strings.Join(paths, ", "))
+	vaps, vbindings := set.ValidatingAPIObjects()
+	if len(set.Policies) == 0 && len(vaps) == 0 {
+		return nil, fmt.Errorf("no MutatingAdmissionPolicy or ValidatingAdmissionPolicy in %s", strings.Join(paths, ", "))
 	}
 	// A suite of policies kube-apiserver would not create tests nothing.
 	if err := validatePolicies(set.Policies); err != nil {
@@ -42,11 +43,18 @@ func Scaffold(ctx context.Context, paths []string, dir, name string) ([]byte, er
 	}
 	auto := autoBindings(policies, bindings)
 	all := append(slices.Clone(bindings), auto...)
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].Spec.PolicyName != all[j].Spec.PolicyName {
-			return all[i].Spec.PolicyName < all[j].Spec.PolicyName
+	sortBindings(all)
+	vbyName := map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{}
+	for _, p := range vaps {
+		vbyName[p.Name] = p
+	}
+	vauto := autoValidatingBindings(vaps, vbindings)
+	vall := append(slices.Clone(vbindings), vauto...)
+	sort.SliceStable(vall, func(i, j int) bool {
+		if vall[i].Spec.PolicyName != vall[j].Spec.PolicyName {
+			return vall[i].Spec.PolicyName < vall[j].Spec.PolicyName
 		}
-		return all[i].Name < all[j].Name
+		return vall[i].Name < vall[j].Name
 	})
 
 	var b strings.Builder
@@ -61,7 +69,7 @@ func Scaffold(ctx context.Context, paths []string, dir, name string) ([]byte, er
 	for _, p := range paths {
 		fmt.Fprintf(&b, "- %s\n", quote(relativeTo(dir, p)))
 	}
-	if len(auto) > 0 {
+	if len(auto)+len(vauto) > 0 {
 		b.WriteString("bindings: auto   # a binding of its own for every policy that no binding names\n")
 	}
 	b.WriteString("cases:\n")
@@ -72,16 +80,51 @@ func Scaffold(ctx context.Context, paths []string, dir, name string) ([]byte, er
 			fmt.Fprintf(&b, "# binding %q names policy %q, which is not among the policies: it does nothing.\n", bd.Name, bd.Spec.PolicyName)
 			continue
 		}
-		writeCase(&b, table, p, bd, slices.Contains(auto, bd))
+		writeCase(&b, table, p, bd, slices.Contains(auto, bd), nil)
+	}
+	for _, bd := range vall {
+		p := vbyName[bd.Spec.PolicyName]
+		if p == nil {
+			fmt.Fprintf(&b, "# binding %q names policy %q, which is not among the policies: it does nothing.\n", bd.Name, bd.Spec.PolicyName)
+			continue
+		}
+		// The sample object is drawn from the rules as for a mutating
+		// policy: the same fields hold them.
+		mp := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: p.ObjectMeta, Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: p.Spec.MatchConstraints, ParamKind: p.Spec.ParamKind}}
+		mb := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: bd.ObjectMeta, Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: bd.Spec.PolicyName, MatchResources: bd.Spec.MatchResources, ParamRef: bd.Spec.ParamRef}}
+		auto := slices.Contains(vauto, bd)
+		writeCase(&b, table, mp, mb, auto, bd)
+		writeCase(&b, table, mp, mb, auto, bd, true)
 	}
 	return []byte(b.String()), nil
 }
 
-// writeCase writes the case of one binding of p.
-func writeCase(b *strings.Builder, table *matching.Table, p *admissionregistrationv1.MutatingAdmissionPolicy, bd *admissionregistrationv1.MutatingAdmissionPolicyBinding, auto bool) {
+// sortBindings sorts bindings by policy, then name.
+func sortBindings(all []*admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Spec.PolicyName != all[j].Spec.PolicyName {
+			return all[i].Spec.PolicyName < all[j].Spec.PolicyName
+		}
+		return all[i].Name < all[j].Name
+	})
+}
+
+// writeCase writes the case of one binding of p. For a
+// ValidatingAdmissionPolicy (vb, its binding; p and bd hold its rules),
+// the case expects the request to pass its validations, or, when failing
+// is set, the outcome of the binding's validationActions (a denial, a
+// warning, an audited failure) once the object breaks a validation.
+func writeCase(b *strings.Builder, table *matching.Table, p *admissionregistrationv1.MutatingAdmissionPolicy, bd *admissionregistrationv1.MutatingAdmissionPolicyBinding, auto bool, vb *admissionregistrationv1.ValidatingAdmissionPolicyBinding, failing ...bool) {
 	caseName := fmt.Sprintf("%s applies through %s", p.Name, bd.Name)
 	if auto {
 		caseName = fmt.Sprintf("%s applies", p.Name)
+	}
+	fails := len(failing) > 0 && failing[0]
+	if vb != nil {
+		caseName = fmt.Sprintf("%s admits through %s", p.Name, bd.Name)
+		if fails {
+			caseName = fmt.Sprintf("%s %s through %s", p.Name, actionVerb(vb.Spec.ValidationActions), bd.Name)
+		}
 	}
 	fmt.Fprintf(b, "- name: %s\n", quote(caseName))
 	res, op, ok := sampleResource(table, p, bd)
@@ -89,7 +132,7 @@ func writeCase(b *strings.Builder, table *matching.Table, p *admissionregistrati
 		fmt.Fprintf(b, "  # No built-in resource matches the rules of %q (a custom resource?):\n", p.Name)
 		fmt.Fprintf(b, "  # write the object under admission, and give its CRD in resources.\n")
 		fmt.Fprintf(b, "  object: %s\n", quote(p.Name+"-object.yaml"))
-		fmt.Fprintf(b, "  expect:\n    applied: [%s]\n", quote(p.Name+"/"+bd.Name))
+		writeExpect(b, p.Name+"/"+bd.Name, vb, fails)
 		return
 	}
 	nsLabels := selectedLabels(p.Spec.MatchConstraints.NamespaceSelector, bindingSelector(bd, true))
@@ -111,14 +154,57 @@ func writeCase(b *strings.Builder, table *matching.Table, p *admissionregistrati
 		fmt.Fprintf(b, "  # The binding takes params (%s): give them in resources.\n", paramKindText(p))
 	}
 	obj := sampleObject(res, "example", namespace, objLabels)
+	if fails {
+		b.WriteString("  # Change the object so that a validation of the policy fails.\n")
+	}
 	b.WriteString("  object:\n")
 	writeObject(b, "    ", "    ", obj)
 	if op == "UPDATE" {
 		b.WriteString("  oldObject:   # the stored object: change it to what the update starts from\n")
 		writeObject(b, "    ", "    ", obj)
 	}
-	fmt.Fprintf(b, "  expect:\n    applied: [%s]\n", quote(p.Name+"/"+bd.Name))
-	b.WriteString("    # objectContains: {…}   the fields the policy sets\n")
+	writeExpect(b, p.Name+"/"+bd.Name, vb, fails)
+}
+
+// writeExpect writes the expectations of a case of the binding named
+// policyBinding ("POLICY/BINDING"): that it applied, and what a
+// ValidatingAdmissionPolicy's failing validation (fails) gives under its
+// binding vb's validationActions.
+func writeExpect(b *strings.Builder, policyBinding string, vb *admissionregistrationv1.ValidatingAdmissionPolicyBinding, fails bool) {
+	fmt.Fprintf(b, "  expect:\n    applied: [%s]\n", quote(policyBinding))
+	if vb == nil {
+		b.WriteString("    # objectContains: {…}   the fields the policy sets\n")
+		return
+	}
+	if !fails {
+		return
+	}
+	policy, binding, _ := strings.Cut(policyBinding, "/")
+	actions := vb.Spec.ValidationActions
+	if slices.Contains(actions, admissionregistrationv1.Deny) {
+		fmt.Fprintf(b, "    denied:\n      by: ValidatingAdmissionPolicy\n      message: %s\n", quote(fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", policy, binding)))
+		return
+	}
+	if slices.Contains(actions, admissionregistrationv1.Warn) {
+		fmt.Fprintf(b, "    warnings:\n    - %s\n", quote(fmt.Sprintf("^Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': ", policy, binding)))
+	}
+	if slices.Contains(actions, admissionregistrationv1.Audit) {
+		fmt.Fprintf(b, "    validationFailures:\n    - {policy: %s, binding: %s}\n", quote(policy), quote(binding))
+	}
+}
+
+// actionVerb says what a binding's validationActions do to a request
+// that fails a validation.
+func actionVerb(actions []admissionregistrationv1.ValidationAction) string {
+	switch {
+	case slices.Contains(actions, admissionregistrationv1.Deny):
+		return "denies"
+	case slices.Contains(actions, admissionregistrationv1.Warn) && slices.Contains(actions, admissionregistrationv1.Audit):
+		return "warns and audits"
+	case slices.Contains(actions, admissionregistrationv1.Warn):
+		return "warns"
+	}
+	return "audits"
 }
 
 // paramKindText names a policy's paramKind.
@@ -191,7 +277,9 @@ func sampleResource(table *matching.Table, p *admissionregistrationv1.MutatingAd
 	mc := p.Spec.MatchConstraints
 	for _, rule := range mc.ResourceRules {
 		op := ""
-		for _, want := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update} {
+		// A DELETE last: only ValidatingAdmissionPolicies see it (its
+		// object is the deleted one).
+		for _, want := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete} {
 			if slices.Contains(rule.Operations, want) || slices.Contains(rule.Operations, admissionregistrationv1.OperationAll) {
 				op = string(want)
 				break

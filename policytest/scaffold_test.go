@@ -74,3 +74,38 @@ spec:
 		t.Errorf("passed %d, failed %d, bad %d; want 2, 0, 0:\n%s\n%s", passed, failed, bad, out, text)
 	}
 }
+
+// TestScaffoldValidatingPolicies: a ValidatingAdmissionPolicy gets two
+// cases per binding — its validations pass, and its binding's
+// validationActions act (a denial, a warning and an audited failure)
+// once the object breaks one — drawn from its rules (a DELETE for a
+// DELETE-only rule). On the sample objects, which a person edits, the
+// expectations the policies meet pass, the others fail.
+func TestScaffoldValidatingPolicies(t *testing.T) {
+	dir := t.TempDir()
+	text, err := Scaffold(context.Background(), []string{"testdata/validating/policies.yaml"}, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(text)
+	for _, w := range []string{
+		"- name: memory-limits admits through memory-limits-strict\n",
+		"- name: memory-limits denies through memory-limits-strict\n",
+		"    denied:\n      by: ValidatingAdmissionPolicy\n      message: 'ValidatingAdmissionPolicy ''images'' with binding ''images'' denied request: '\n",
+		"- name: memory-limits warns and audits through memory-limits-lenient\n",
+		"    warnings:\n    - '^Validation failed for ValidatingAdmissionPolicy ''memory-limits'' with binding ''memory-limits-lenient'': '\n    validationFailures:\n    - {policy: memory-limits, binding: memory-limits-lenient}\n",
+		"- name: protect denies through protect\n  operation: DELETE\n",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the suite lacks %q:\n%s", w, got)
+		}
+	}
+	file := filepath.Join(dir, "s.mutatis-test.yaml")
+	if err := os.WriteFile(file, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, out := runText(t, Options{}, file)
+	if passed, failed, _, bad := rep.Counts(); passed != 6 || failed != 3 || bad != 0 {
+		t.Errorf("passed %d, failed %d, bad %d; want 6, 3, 0:\n%s", passed, failed, bad, out)
+	}
+}

@@ -77,7 +77,7 @@ func TestSchemaRejectsWhatParseSuiteRejects(t *testing.T) {
 		head + "cases:\n- name: a\n  object: {apiVersion: v1, kind: Pod}\n  expect: {unchangd: true}\n",
 		head + "cases:\n- name: a\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  objectRef: {kind: Pod, name: p}\n",
-		head + "cases:\n- name: a\n  operation: DELETE\n  object: p.yaml\n",
+		head + "cases:\n- name: a\n  operation: PATCH\n  object: p.yaml\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {denied: false}\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {maxRuntimeCost: {\"p[x]\": 1}}\n",
 		head + "cases:\n- name: a\n  object: p.yaml\n  expect: {denied: {messageRegex: \"(\"}}\n",
@@ -120,7 +120,11 @@ cases:
     maxRuntimeCost: {p: 10, "p[0]": 5}
 - name: denial
   object: p.yaml
-  expect: {denied: {message: m, messageRegex: "^m", code: 403}}
+  expect: {denied: {message: m, messageRegex: "^m", code: 403, by: ValidatingAdmissionPolicy}, warnings: [w], auditAnnotations: {p/k: v}, validationFailures: [{policy: p, expressionIndex: 0}]}
+- name: a delete
+  operation: DELETE
+  oldObject: p.yaml
+  expect: {applied: [webhook:c/w]}
 `
 	if _, err := ParseSuite("s.mutatis-test.yaml", []byte(good)); err != nil {
 		t.Errorf("ParseSuite: %v", err)

@@ -106,11 +106,19 @@ type AdmissionPlugins struct {
 	// Only is the exact set (--admission-plugins, kube-apiserver's
 	// --admission-control); it excludes Enable and Disable.
 	Only []string `json:"only,omitempty"`
+	// ConfigFile is --admission-control-config-file: kube-apiserver's
+	// AdmissionConfiguration (PodSecurity's defaults and exemptions), a
+	// path relative to the suite's file.
+	ConfigFile string `json:"configFile,omitempty"`
 }
 
-// flags are p as admissionplugins.Flags.
-func (p *AdmissionPlugins) flags() admissionplugins.Flags {
-	return admissionplugins.Flags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
+// flags are p as admissionplugins.Flags, ConfigFile resolved against dir.
+func (p *AdmissionPlugins) flags(dir string) admissionplugins.Flags {
+	f := admissionplugins.Flags{Enable: p.Enable, Disable: p.Disable, Only: p.Only}
+	if p.ConfigFile != "" {
+		f.ConfigFile = resolve(dir, p.ConfigFile)
+	}
+	return f
 }
 
 // Metadata names a suite; the name defaults to the file name without its
@@ -121,8 +129,8 @@ type Metadata struct {
 
 // Defaults are the request attributes cases inherit.
 type Defaults struct {
-	// Operation is CREATE, UPDATE or CONNECT; without it, CREATE (UPDATE
-	// when the case has an old object).
+	// Operation is CREATE, UPDATE, DELETE or CONNECT; without it, CREATE
+	// (UPDATE when the case has an old object).
 	Operation string `json:"operation,omitempty"`
 	// Namespace of namespaced objects that name none (default "default").
 	Namespace string `json:"namespace,omitempty"`
@@ -159,7 +167,11 @@ type Case struct {
 	// names one of the resources instead.
 	Object    *Manifest  `json:"object,omitempty"`
 	ObjectRef *ObjectRef `json:"objectRef,omitempty"`
-	// OldObject (or OldObjectRef) is the stored object of an UPDATE.
+	// OldObject (or OldObjectRef) is the stored object of an UPDATE, or
+	// the deleted object of a DELETE (which may give it as Object
+	// instead, as `mutatis apply --operation DELETE` takes it): a DELETE
+	// has no object, MutatingAdmissionPolicies never run on it, the
+	// validating stage does.
 	OldObject    *Manifest  `json:"oldObject,omitempty"`
 	OldObjectRef *ObjectRef `json:"oldObjectRef,omitempty"`
 	// Resources are added to the suite's resources for this case only.
@@ -456,7 +468,10 @@ func countDocuments(data []byte) int {
 	return n
 }
 
-var operations = map[string]bool{"CREATE": true, "UPDATE": true, "CONNECT": true}
+var operations = map[string]bool{"CREATE": true, "UPDATE": true, "DELETE": true, "CONNECT": true}
+
+// operationNames are the values of operation, as errors list them.
+var operationNames = []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
 
 func (s *Suite) validate() field.ErrorList {
 	var errs field.ErrorList
@@ -496,7 +511,7 @@ func (s *Suite) validate() field.ErrorList {
 	errs = append(errs, validateManifests(field.NewPath("resources"), s.Resources)...)
 	d := field.NewPath("defaults")
 	if op := s.Defaults.Operation; op != "" && !operations[op] {
-		errs = append(errs, field.NotSupported(d.Child("operation"), op, []string{"CREATE", "UPDATE", "CONNECT"}))
+		errs = append(errs, field.NotSupported(d.Child("operation"), op, operationNames))
 	}
 	if len(s.Cases) == 0 {
 		errs = append(errs, field.Required(field.NewPath("cases"), "at least one case"))
@@ -530,12 +545,19 @@ func validateManifests(p *field.Path, ms []Manifest) field.ErrorList {
 func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 	var errs field.ErrorList
 	if c.Operation != "" && !operations[c.Operation] {
-		errs = append(errs, field.NotSupported(p.Child("operation"), c.Operation, []string{"CREATE", "UPDATE", "CONNECT"}))
+		errs = append(errs, field.NotSupported(p.Child("operation"), c.Operation, operationNames))
 	}
+	op := c.operation(d)
+	hasObject, hasOld := c.Object != nil || c.ObjectRef != nil, c.OldObject != nil || c.OldObjectRef != nil
 	switch {
-	case c.Object == nil && c.ObjectRef == nil:
+	case op == "DELETE" && hasObject && hasOld:
+		errs = append(errs, field.Forbidden(p.Child("object"), "a DELETE has no object: give the deleted object as oldObject (or as object)"))
+	case op == "DELETE" && !hasObject && !hasOld:
+		errs = append(errs, field.Required(p.Child("oldObject"), "the deleted object: oldObject, oldObjectRef, object or objectRef"))
+	case op != "DELETE" && !hasObject:
 		errs = append(errs, field.Required(p.Child("object"), "object or objectRef"))
-	case c.Object != nil && c.ObjectRef != nil:
+	}
+	if c.Object != nil && c.ObjectRef != nil {
 		errs = append(errs, field.Forbidden(p.Child("objectRef"), "object and objectRef are mutually exclusive"))
 	}
 	if c.OldObject != nil && c.OldObjectRef != nil {
@@ -555,25 +577,28 @@ func (c *Case) validate(p *field.Path, d Defaults) field.ErrorList {
 			errs = append(errs, field.Required(p.Child(r.name, "name"), ""))
 		}
 	}
-	op := c.operation(d)
-	hasOld := c.OldObject != nil || c.OldObjectRef != nil
 	if op == "UPDATE" && !hasOld {
 		errs = append(errs, field.Required(p.Child("oldObject"), "an UPDATE has an old object"))
 	}
-	if op != "UPDATE" && hasOld {
-		errs = append(errs, field.Forbidden(p.Child("oldObject"), "only an UPDATE has an old object, not a "+op))
+	if op != "UPDATE" && op != "DELETE" && hasOld {
+		errs = append(errs, field.Forbidden(p.Child("oldObject"), "only an UPDATE or a DELETE has an old object, not a "+op))
 	}
 	errs = append(errs, validateManifests(p.Child("resources"), c.Resources)...)
 	e := p.Child("expect")
-	if c.Expect.Denied != nil {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"object", c.Expect.Object != nil}, {"objectContains", c.Expect.ObjectContains != nil}, {"patch", c.Expect.Patch != nil}, {"unchanged", c.Expect.Unchanged}} {
-			if f.set {
-				errs = append(errs, field.Forbidden(e.Child(f.name), "a denied request has no final object"))
-			}
+	finalObject := []struct {
+		name string
+		set  bool
+	}{{"object", c.Expect.Object != nil}, {"objectContains", c.Expect.ObjectContains != nil}, {"patch", c.Expect.Patch != nil}, {"unchanged", c.Expect.Unchanged}}
+	for _, f := range finalObject {
+		switch {
+		case !f.set:
+		case c.Expect.Denied != nil:
+			errs = append(errs, field.Forbidden(e.Child(f.name), "a denied request has no final object"))
+		case op == "DELETE":
+			errs = append(errs, field.Forbidden(e.Child(f.name), "a DELETE has no final object"))
 		}
+	}
+	if c.Expect.Denied != nil {
 		for _, name := range strings.Fields(c.Expect.Denied.unknown) {
 			fe := unknownFieldAt(name, reflect.TypeFor[Denial]())
 			fe.Field = e.Child("denied").String() + "." + fe.Field

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,7 +31,8 @@ type NotUpdated struct {
 // Update writes the actual results of the failing cases into their
 // expectations, as `mutatis test --update` does: expect.object,
 // objectContains and patch (inline in the suite, or in the file they
-// name), and denied's message, messageRegex and code. An edit replaces
+// name), denied's message, messageRegex, code and by, warnings,
+// auditAnnotations and validationFailures. An edit replaces
 // the expectation's value in the file's text and nothing else, so the
 // rest of the file — comments, order, layout — stays as it was; inside
 // the value, comments and the order of the fields that remain are kept.
@@ -67,6 +69,9 @@ func (r *Report) Update() ([]Updated, []NotUpdated, error) {
 				if s.Loaded.isKat() {
 					notDone = append(notDone, NotUpdated{Case: c.FullName(), Reason: f.Expectation + ": kat's files hold no such expectation"})
 					continue
+				}
+				if slices.ContainsFunc(edits[s.File], func(e suiteEdit) bool { return e.caseName == c.Name && slices.Equal(e.field, f.field) }) {
+					continue // one edit writes every failure of the field (warnings)
 				}
 				edits[s.File] = append(edits[s.File], suiteEdit{caseName: c.Name, field: f.field, value: f.actual})
 				written = append(written, f.Expectation)
@@ -221,7 +226,15 @@ func applyEdit(text []byte, e suiteEdit) ([]byte, error) {
 	newValue := plain(e.value)
 	if len(e.field) == 2 {
 		// denied: a string is the message; a mapping has the field.
-		if value.Kind == yaml.MappingNode {
+		if value.Kind == yaml.MappingNode && value.Style&yaml.FlowStyle != 0 {
+			// A flow mapping ({by: X}) is rewritten whole, on its line.
+			var m map[string]any
+			if err := value.Decode(&m); err != nil {
+				return nil, err
+			}
+			m[e.field[1]] = newValue
+			newValue = m
+		} else if value.Kind == yaml.MappingNode {
 			if k, v := mappingValue(value, e.field[1]); k != nil {
 				key, value = k, v
 			}

@@ -106,3 +106,58 @@ func TestUpdateWritesTheActualResults(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateWritesTheValidatingStage: --update rewrites the expectations
+// on the validating stage — denied.by, warnings, auditAnnotations,
+// validationFailures — with what kube-apiserver's answer holds.
+func TestUpdateWritesTheValidatingStage(t *testing.T) {
+	dir := t.TempDir()
+	policies, err := os.ReadFile("testdata/validating/policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := `apiVersion: mutatis.dev/v1alpha1
+kind: PolicyTest
+policies: [policies.yaml]
+cases:
+- name: refused
+  object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: strict}, spec: {containers: [{name: app, image: nginx:1.27, resources: {limits: {memory: 64Mi}}}]}}
+  expect:
+    denied: {by: PodSecurity}
+- name: warned
+  object: {apiVersion: v1, kind: Pod, metadata: {name: web, namespace: lenient}, spec: {containers: [{name: app, image: nginx:1.27, resources: {limits: {memory: 64Mi}}}]}}
+  expect:
+    warnings: [no such warning, nor this one]
+    auditAnnotations: {images/list: "nginx"}
+    validationFailures:
+    - {policy: memory-limits, message: an old message}
+`
+	for name, content := range map[string]string{"policies.yaml": string(policies), "v.mutatis-test.yaml": suite} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "v.mutatis-test.yaml")
+	rep, out := runText(t, Options{}, file)
+	if _, failed, _, _ := rep.Counts(); failed != 2 {
+		t.Fatalf("%d failed, want 2:\n%s", failed, out)
+	}
+	done, notDone, err := rep.Update()
+	if err != nil || len(notDone) != 0 || len(done) != 2 {
+		t.Fatalf("updated %+v, not updated %+v, %v", done, notDone, err)
+	}
+	if got := strings.Join(done[1].Expectations, ","); got != "warnings,auditAnnotations,validationFailures" {
+		t.Errorf("the second case's expectations written: %s", got)
+	}
+	rep, out = runText(t, Options{}, file)
+	if passed, failed, _, _ := rep.Counts(); passed != 2 || failed != 0 {
+		data, _ := os.ReadFile(file)
+		t.Errorf("after the update: passed %d, failed %d:\n%s\n%s", passed, failed, out, data)
+	}
+	data, _ := os.ReadFile(file)
+	for _, w := range []string{"denied: {by: ValidatingAdmissionPolicy}", `auditAnnotations: {images/list: "nginx:1.27,registry.example.com/proxy:1.0"}`, "binding: memory-limits-lenient", "validationActions: [Warn, Audit]"} {
+		if !strings.Contains(string(data), w) {
+			t.Errorf("the suite lacks %q:\n%s", w, data)
+		}
+	}
+}

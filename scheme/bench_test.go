@@ -27,7 +27,7 @@ func BenchmarkNormalize(b *testing.B) {
 			f    func(map[string]any, schema.GroupVersionKind) (map[string]any, error)
 		}{{"typed", s.normalizeReference}, {"planned", s.Normalize}, {"fixed", func(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 			// The strict decode walk after a JSON patch (decodeFixed).
-			if _, ok := s.nz.decodeFixed(s.types, obj, gvk); !ok {
+			if _, ok := s.plans.decodeFixed(s.types, obj, gvk); !ok {
 				b.Fatal("decodeFixed refused a normalized object")
 			}
 			return nil, nil

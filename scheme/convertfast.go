@@ -29,16 +29,16 @@ import (
 // every kind, and FuzzTypedAndUnstructured on any JSON object.
 
 // typedFast is k.typed(obj, gvk), or ok=false when the plan cannot tell.
-func (d *defaulter) typedFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, bool) {
+func (p *planner) typedFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, bool) {
 	if obj == nil {
 		return nil, false
 	}
-	n := d.planKind(k.scheme, gvk)
+	n := p.typedKind(k.scheme, gvk)
 	if n == nil {
 		return nil, false
 	}
 	// What k.scheme.New(gvk) returns (reflect.New of the type registered
-	// for gvk, which planKind took from it; a scheme refuses to register
+	// for gvk, which typedKind took from it; a scheme refuses to register
 	// another type under a kind), without its lookups.
 	rv := reflect.New(n.t)
 	typed, isObject := rv.Interface().(runtime.Object)
@@ -51,7 +51,7 @@ func (d *defaulter) typedFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 
 // unstructuredFast is unstructuredOf(typed, gvk), or ok=false when the
 // plan cannot tell. The result shares nothing with typed.
-func (d *defaulter) unstructuredFast(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, bool) {
+func (p *planner) unstructuredFast(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	if _, isUnstructured := typed.(runtime.Unstructured); isUnstructured {
 		return nil, false
 	}
@@ -59,40 +59,17 @@ func (d *defaulter) unstructuredFast(typed runtime.Object, gvk schema.GroupVersi
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return nil, false
 	}
-	n := d.planType(rv.Type().Elem())
+	n := p.typedType(rv.Type().Elem())
 	if n == nil {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
-	return emitObject(rv.UnsafePointer(), n, nil)
-}
-
-// planType returns the plan of struct type t, or nil when the plan does
-// not model it.
-func (d *defaulter) planType(t reflect.Type) *tnode {
-	if p, ok := d.byType.Load(t); ok {
-		return p.(*tnode)
-	}
-	var n *tnode
-	if t.Kind() == reflect.Struct {
-		d.mu.Lock()
-		if d.types == nil {
-			d.types = map[reflect.Type]*tnode{}
-		}
-		n = d.plan(t)
-		markUnsupported(n, map[*tnode]bool{})
-		d.mu.Unlock()
-		if n.unsupported || n.kind != tStruct {
-			n = nil
-		}
-	}
-	d.byType.Store(t, n)
-	return n
+	return p.emitObject(rv.UnsafePointer(), n, nil)
 }
 
 // typed is k.typed through typedFast where it can tell.
-func (d *defaulter) typed(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
-	if typed, ok := d.typedFast(k, obj, gvk); ok {
+func (p *planner) typed(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if typed, ok := p.typedFast(k, obj, gvk); ok {
 		return typed, nil
 	}
 	return k.typed(obj, gvk)
@@ -100,8 +77,8 @@ func (d *defaulter) typed(k *kube, obj map[string]any, gvk schema.GroupVersionKi
 
 // unstructured is unstructuredOf through unstructuredFast where it can
 // tell.
-func (d *defaulter) unstructured(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if m, ok := d.unstructuredFast(typed, gvk); ok {
+func (p *planner) unstructured(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if m, ok := p.unstructuredFast(typed, gvk); ok {
 		return m, nil
 	}
 	return unstructuredOf(typed, gvk)
@@ -109,8 +86,8 @@ func (d *defaulter) unstructured(typed runtime.Object, gvk schema.GroupVersionKi
 
 // internal is k.internal (obj in its group's internal version) through
 // typedFast where it can tell.
-func (d *defaulter) internal(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
-	typed, ok := d.typedFast(k, obj, gvk)
+func (p *planner) internal(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	typed, ok := p.typedFast(k, obj, gvk)
 	if !ok {
 		return k.internal(obj, gvk)
 	}
@@ -121,40 +98,28 @@ func (d *defaulter) internal(k *kube, obj map[string]any, gvk schema.GroupVersio
 	return internal, nil
 }
 
-// planAhead builds the plans decodeRequestFast walks for gvk, a kind of
-// s.types, if they are not built yet: the normalizer's of the kind and the
-// defaulter's of its Go type, which typedFast finds through kube-apiserver's
-// scheme (planKind: the same Go type for a versioned kind). Plans are
-// memoized and depend only on the Go types, so building them ahead changes
-// no result.
-func (s *Scheme) planAhead(gvk schema.GroupVersionKind) {
-	if m := s.nz.kinds.Load(); m != nil {
-		if _, planned := (*m)[gvk]; planned {
-			return // planned before, ahead or by a walk
-		}
-	}
-	s.nz.plan(s.types, gvk)
-	if obj, err := s.types.New(gvk); err == nil {
-		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer {
-			s.df.planType(t.Elem())
-		}
-	}
-}
+// planAhead builds the plan decodeRequestFast walks for gvk, a kind of
+// s.types, if it is not built yet, before kube-apiserver's scheme is
+// registered: decode walks the kind's node, and typedFast finds the same
+// node again through kube-apiserver's scheme (the same Go type for a
+// versioned kind). Plans are memoized and depend only on the Go types, so
+// building them ahead changes no result.
+func (s *Scheme) planAhead(gvk schema.GroupVersionKind) { s.plans.kind(s.types, gvk) }
 
 // decodeRequestFast is what kube-apiserver's request decoder gives for
 // obj (kube.decodeRequest: the internal object), without encoding obj to
 // JSON and decoding it, or ok=false when it cannot tell. An object the
 // strict JSON decoding reads as FromUnstructured reads it, without a
-// strict error (normalizer.decode: no unknown fields, none that differs
+// strict error (planner.decode: no unknown fields, none that differs
 // only in case, no nulls but in fields of plain types, valid UTF-8, no NaN
 // or infinities, apiVersion and kind those of gvk) and that build models,
 // is the typed object the decoder's serializer makes; the decoder then
 // defaults it and converts it to the internal version, as here.
 func (s *Scheme) decodeRequestFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, bool) {
-	if _, ok := s.nz.decode(s.types, obj, gvk); !ok {
+	if _, ok := s.plans.decode(s.types, obj, gvk); !ok {
 		return nil, false
 	}
-	typed, ok := s.df.typedFast(k, obj, gvk)
+	typed, ok := s.plans.typedFast(k, obj, gvk)
 	if !ok {
 		return nil, false
 	}

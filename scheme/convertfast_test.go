@@ -30,11 +30,11 @@ func checkTypedFast(t testing.TB, s *Scheme, k *kube, u map[string]any, gvk sche
 	t.Helper()
 	before := valuetest.DeepCopy(u)
 	want, wantErr := k.typed(u, gvk)
-	got, fast := s.df.typedFast(k, u, gvk)
+	got, fast := s.plans.typedFast(k, u, gvk)
 	if fast && (wantErr != nil || !reflect.DeepEqual(got, want)) {
 		t.Fatalf("%v: typedFast built %#v\nFromUnstructured gives %#v (%v)\ninput: %#v", gvk, got, want, wantErr, before)
 	}
-	got, err := s.df.typed(k, u, gvk)
+	got, err := s.plans.typed(k, u, gvk)
 	// The converter walks maps in Go's random order: with two errors in
 	// an object, it reports either.
 	sameErr := oneOfTheErrors(err, wantErr, func() error {
@@ -60,14 +60,14 @@ func checkUnstructuredFast(t testing.TB, s *Scheme, typed runtime.Object, gvk sc
 	t.Helper()
 	ref := typed.DeepCopyObject()
 	want, wantErr := unstructuredOf(ref, gvk)
-	got, fast := s.df.unstructuredFast(typed, gvk)
+	got, fast := s.plans.unstructuredFast(typed, gvk)
 	if fast && (wantErr != nil || !valuetest.BitsEqual(got, want)) {
 		t.Fatalf("%v: unstructuredFast wrote %#v\nToUnstructured writes %#v (%v)", gvk, got, want, wantErr)
 	}
 	if !reflect.DeepEqual(typed, ref) {
 		t.Fatalf("%v: the typed object was modified: %#v, was %#v", gvk, typed, ref)
 	}
-	got, err := s.df.unstructured(typed, gvk)
+	got, err := s.plans.unstructured(typed, gvk)
 	sameErr := oneOfTheErrors(err, wantErr, func() error {
 		_, again := unstructuredOf(typed.DeepCopyObject(), gvk)
 		return again
@@ -464,15 +464,15 @@ func TestPlanAheadIsWhatTheDecoderWalks(t *testing.T) {
 		if gvk.Version == runtime.APIVersionInternal || !s.Recognizes(gvk) {
 			continue
 		}
-		if m := s.nz.kinds.Load(); m == nil || (*m)[gvk] != s.nz.plan(s.types, gvk) {
+		if ahead, ok := s.plans.kinds.load(kindKey{s.types, gvk}); !ok || ahead != s.plans.kind(s.types, gvk) {
 			t.Errorf("%v: the normalizer's plan was not built ahead", gvk)
 		}
 		obj, err := s.types.New(gvk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ahead, _ := s.df.byType.Load(reflect.TypeOf(obj).Elem())
-		if got := s.df.planKind(k.scheme, gvk); got != ahead.(*tnode) {
+		ahead, _ := s.plans.roots.load(reflect.TypeOf(obj).Elem())
+		if got := s.plans.typedKind(k.scheme, gvk); got != ahead {
 			t.Errorf("%v: the decoder's plan %p is not the one built ahead %p", gvk, got, ahead)
 		}
 		checked++

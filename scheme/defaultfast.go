@@ -6,19 +6,16 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
-	"github.com/mutatis-dev/mutatis/internal/fieldtable"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
@@ -27,7 +24,8 @@ import (
 // ToUnstructured, and the input when that changed nothing).
 //
 // It runs the very same defaulters on the very same typed object; only the
-// two conversions around them are planned:
+// two conversions around them are planned, as walks over the kind's plan
+// (plan.go, the planner normalization walks too):
 //
 //   - build is runtime.DefaultUnstructuredConverter.FromUnstructured
 //     specialized per Go type (fields found by name through a table built
@@ -61,294 +59,44 @@ import (
 // TestBuildAndEmitAreTheConverter holds what build and emit read and write
 // to FromUnstructured and ToUnstructured themselves.
 
-// defaulter holds the plans of the fast path, and of the typed conversions
-// of convertfast.go; the zero value is ready.
-type defaulter struct {
-	mu     sync.Mutex
-	kinds  sync.Map // schema.GroupVersionKind -> *tnode (nil: not planned)
-	byType sync.Map // reflect.Type -> *tnode (nil: not planned)
-	types  map[reflect.Type]*tnode
-}
-
-type tkind uint8
-
-const (
-	tUnsupported tkind = iota
-	tString
-	tBool
-	tInt
-	tUint
-	tFloat
-	tBytes
-	tMap
-	tSlice
-	tPtr
-	tStruct
-	// tCustom is a type the converter converts through its
-	// TypeReflectEntry both ways (custom JSON marshalers).
-	tCustom
-)
-
-// tnode is the plan of one Go type.
-type tnode struct {
-	kind tkind
-	t    reflect.Type
-	// entry is the type's TypeReflectEntry; fromCustom and toCustom tell
-	// that the converter hands values to it (FromUnstructured for maps,
-	// slices, pointers and structs; ToUnstructured for any type outside a
-	// struct field of a scalar kind).
-	entry      *value.TypeReflectCacheEntry
-	fromCustom bool
-	toCustom   bool
-	// plainConverter tells that the entry's ToUnstructured is the type's
-	// own value-receiver ToUnstructured() (value.UnstructuredConverter,
-	// and no ToUnstructuredWithError to take precedence): emit calls it
-	// through a pointer, which does not copy the value into an interface.
-	plainConverter bool
-	// bits is the size of a numeric type.
-	bits int
-	elem *tnode
-	// fields are a struct's fields in order (emit); byName finds them by
-	// JSON name with inlined structs flattened (build), through table.
-	fields []tfield
-	byName map[string]*tfield
-	table  fieldtable.Table[*tfield]
-	// size is the size of a value of the type (t.Size()).
-	size uintptr
-	// unsupported is set on every node that reaches a type the plan does
-	// not model (computed after building).
-	unsupported bool
-}
-
-// tfield is one field of a struct.
-type tfield struct {
-	// offset is the field's offset in the struct whose byName holds it
-	// (inlined fields: the sum of the offsets on the way).
-	offset uintptr
-	// own is the field's offset in its own struct.
-	own  uintptr
-	name string
-	// inline is an inlined struct: its fields are written to the same map.
-	inline    bool
-	omitempty bool
-	omitzero  func(reflect.Value) bool
-	node      *tnode
-}
-
-// planKind returns the plan of gvk's Go type, or nil.
-func (d *defaulter) planKind(s *runtime.Scheme, gvk schema.GroupVersionKind) *tnode {
-	if p, ok := d.kinds.Load(gvk); ok {
-		return p.(*tnode)
-	}
-	var n *tnode
-	if obj, err := s.New(gvk); err == nil {
-		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer {
-			n = d.planType(t.Elem())
-		}
-	}
-	d.kinds.Store(gvk, n)
-	return n
-}
-
-// markUnsupported propagates unsupported up from the types the plan does
-// not model; it reports whether n is unsupported.
-func markUnsupported(n *tnode, seen map[*tnode]bool) bool {
-	if seen[n] {
-		return n.unsupported
-	}
-	seen[n] = true
-	if n.kind == tUnsupported {
-		n.unsupported = true
-	}
-	if n.elem != nil && markUnsupported(n.elem, seen) {
-		n.unsupported = true
-	}
-	for i := range n.fields {
-		if markUnsupported(n.fields[i].node, seen) {
-			n.unsupported = true
-		}
-	}
-	return n.unsupported
-}
-
-func (d *defaulter) plan(t reflect.Type) *tnode {
-	if n, ok := d.types[t]; ok {
-		return n
-	}
-	to, from := conversionMethods(t)
-	var entry *value.TypeReflectCacheEntry
-	if to || from {
-		entry = value.TypeReflectEntryOf(t) // only for types with methods: the entry calls them
-	}
-	n := &tnode{t: t, entry: entry, toCustom: to, size: t.Size()}
-	n.plainConverter = t.Kind() != reflect.Pointer && t.Implements(unstructuredConverterType) &&
-		!t.Implements(unstructuredConverterWithErrorType) &&
-		!reflect.PointerTo(t).Implements(unstructuredConverterWithErrorType)
-	d.types[t] = n
-	switch t.Kind() {
-	case reflect.String:
-		n.kind = tString
-	case reflect.Bool:
-		n.kind = tBool
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n.kind, n.bits = tInt, t.Bits()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n.kind, n.bits = tUint, t.Bits()
-	case reflect.Float32, reflect.Float64:
-		n.kind, n.bits = tFloat, t.Bits()
-	case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Struct:
-		// The converter hands values of these kinds to the type's entry
-		// when it unmarshals them itself (FromUnstructured), and values of
-		// any kind when it marshals them (ToUnstructured).
-		n.fromCustom = from
-		switch {
-		case n.fromCustom && n.toCustom:
-			n.kind = tCustom
-		case n.fromCustom:
-			// Read through the type's own conversion, written by
-			// reflection: not modelled.
-		case t.Kind() == reflect.Map:
-			if t.Key().Kind() == reflect.String {
-				n.kind = tMap
-				n.elem = d.plan(t.Elem())
-			}
-		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
-			n.kind = tBytes
-		case t.Kind() == reflect.Slice:
-			n.kind = tSlice
-			n.elem = d.plan(t.Elem())
-		case t.Kind() == reflect.Pointer:
-			// A pointer to a custom type (*metav1.Time) marshals through its
-			// entry (emit handles toCustom) and unmarshals its element.
-			n.kind = tPtr
-			n.elem = d.plan(t.Elem())
-		case n.toCustom:
-			// Written by the type's own conversion, read by reflection.
-		default:
-			n.kind = tStruct
-			n.byName = map[string]*tfield{}
-			if !d.planStruct(n, t) {
-				n.kind = tUnsupported
-			}
-		}
-	}
-	return n
-}
-
-// planStruct fills the fields of struct node n, as the converter's
-// fieldInfoFromField reads them.
-func (d *defaulter) planStruct(n *tnode, t reflect.Type) bool {
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		f := tfield{offset: sf.Offset, own: sf.Offset}
-		jsonTag, exists := sf.Tag.Lookup("json")
-		if !exists || len(jsonTag) == 0 {
-			if !sf.Anonymous {
-				f.name = sf.Name
-			}
-		} else {
-			items := strings.Split(jsonTag, ",")
-			f.name = items[0]
-			if isInlinedTag(sf, items[0], items[1:]) {
-				f.name = ""
-			} else if len(f.name) == 0 && !sf.Anonymous {
-				f.name = sf.Name
-			}
-			for j := range items {
-				if j > 0 && items[j] == "omitempty" {
-					f.omitempty = true
-				}
-				if j > 0 && items[j] == "omitzero" {
-					f.omitzero = value.OmitZeroFunc(sf.Type)
-				}
-			}
-		}
-		if !sf.IsExported() && f.name != "-" {
-			return false // the converter would panic or skip: not modelled
-		}
-		// A field named "-" is read (FromUnstructured looks the key "-"
-		// up) but never written.
-		f.inline = f.name == ""
-		f.node = d.plan(sf.Type)
-		n.fields = append(n.fields, f)
-	}
-	for i := range n.fields {
-		f := &n.fields[i]
-		if f.inline {
-			in := f.node
-			if in.kind != tStruct || in.toCustom || in.fromCustom || in == n {
-				return false
-			}
-			for name, sub := range in.byName {
-				if _, dup := n.byName[name]; dup {
-					return false
-				}
-				c := *sub
-				c.offset = f.own + sub.offset
-				n.byName[name] = &c
-			}
-			continue
-		}
-		if _, dup := n.byName[f.name]; dup {
-			return false
-		}
-		n.byName[f.name] = f
-	}
-	n.table = fieldtable.New(n.byName)
-	return true
-}
-
-// isInlinedTag is the converter's isInlinedFromTag.
-func isInlinedTag(sf reflect.StructField, name string, opts []string) bool {
-	if sf.Anonymous && name == "" {
-		return true
-	}
-	for _, o := range opts {
-		if o == "inline" {
-			return true
-		}
-	}
-	return false
-}
-
 // build sets the zero value of n's type at p to what FromUnstructured reads
 // from v, or answers false when the plan cannot tell. It writes through
 // unsafe pointers at the offsets the plan took from reflect (the Go value at
 // p is of type n.t, always addressable, as the converter's are when it
 // reads): TestBuildIsFromUnstructured holds the typed objects it builds to
 // the converter's.
-func build(v any, p unsafe.Pointer, n *tnode) bool {
+func build(v any, p unsafe.Pointer, n *node) bool {
 	if v == nil {
 		return true // null reads as the zero value, which p holds
 	}
 	switch n.kind {
-	case tString:
+	case nodeString:
 		s, ok := v.(string)
 		if ok {
 			*(*string)(p) = s
 		}
 		return ok
-	case tBool:
+	case nodeBool:
 		b, ok := v.(bool)
 		if ok {
 			*(*bool)(p) = b
 		}
 		return ok
-	case tInt:
+	case nodeInt:
 		x, ok := wholeNumber(v, n.bits-1)
 		if !ok || n.bits < 64 && (x < -1<<(n.bits-1) || x > 1<<(n.bits-1)-1) {
 			return false
 		}
 		putBits(p, n.bits, uint64(x))
 		return true
-	case tUint:
+	case nodeUint:
 		x, ok := wholeNumber(v, n.bits)
 		if !ok || x < 0 || n.bits < 64 && x > 1<<n.bits-1 {
 			return false
 		}
 		putBits(p, n.bits, uint64(x))
 		return true
-	case tFloat:
+	case nodeFloat:
 		x, ok := v.(float64)
 		if !ok || n.bits != 64 || math.IsNaN(x) || math.IsInf(x, 0) {
 			return false
@@ -356,7 +104,7 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		*(*float64)(p) = x
 		return true
 	}
-	if n.kind == tCustom && n.t == intOrStringType {
+	if n.kind == nodeCustom && n.t == intOrStringType {
 		// IntOrString.UnmarshalJSON of json.Marshal(v): a string (valid
 		// UTF-8, which the JSON round trip keeps) or an int32.
 		x := (*intstr.IntOrString)(p)
@@ -373,7 +121,7 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 			}
 		}
 	}
-	if n.kind == tCustom {
+	if n.kind == nodeCustom {
 		if ok, done := buildKnown(v, p, n); done {
 			return ok
 		}
@@ -382,7 +130,7 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		return isJSONValue(v, 0) && n.entry.FromUnstructured(reflect.ValueOf(v), reflect.NewAt(n.t, p).Elem()) == nil
 	}
 	switch n.kind {
-	case tBytes:
+	case nodeBytes:
 		s, ok := v.(string)
 		if !ok || !canonicalBase64(s) {
 			return false
@@ -397,7 +145,7 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		}
 		*(*[]byte)(p) = b
 		return true
-	case tMap:
+	case nodeMap:
 		m, ok := v.(map[string]any)
 		if !ok || m == nil {
 			return false
@@ -433,7 +181,7 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 		}
 		reflect.NewAt(n.t, p).Elem().Set(out)
 		return true
-	case tSlice:
+	case nodeSlice:
 		l, ok := v.([]any)
 		if !ok || l == nil {
 			return false
@@ -454,14 +202,14 @@ func build(v any, p unsafe.Pointer, n *tnode) bool {
 			}
 		}
 		return true
-	case tPtr:
+	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
 		if !build(v, q, n.elem) {
 			return false
 		}
 		*(*unsafe.Pointer)(p) = q
 		return true
-	case tStruct:
+	case nodeStruct:
 		m, ok := v.(map[string]any)
 		if !ok || m == nil {
 			return false
@@ -519,7 +267,7 @@ func putBits(p unsafe.Pointer, bits int, x uint64) {
 // buildKnown is the entry's FromUnstructured (UnmarshalJSON of
 // json.Marshal(v)) for Quantity and Time values whose JSON text is known
 // without encoding it; done=false leaves v to the entry.
-func buildKnown(v any, p unsafe.Pointer, n *tnode) (ok, done bool) {
+func buildKnown(v any, p unsafe.Pointer, n *node) (ok, done bool) {
 	switch n.t {
 	case quantityType:
 		// UnmarshalJSON strips the quotes and parses the text, which
@@ -626,8 +374,8 @@ type entry struct {
 // (errors). addr tells whether the converter reaches the value as an
 // addressable reflect.Value (everything but what lies in a map's values),
 // which decides the methods a type's entry may call.
-func (e *emitter) emit(p unsafe.Pointer, n *tnode, prev any, addr bool) (out any, ok bool) {
-	if n.kind == tPtr && n.toCustom && n.elem.toCustom {
+func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any, ok bool) {
+	if n.kind == nodePointer && n.toCustom && n.elem.toCustom {
 		// The entry of *T writes nothing for nil and otherwise calls the
 		// same method as the entry of T on the (addressable) element, in
 		// the same order of precedence (ToUnstructuredWithError,
@@ -649,9 +397,9 @@ func (e *emitter) emit(p unsafe.Pointer, n *tnode, prev any, addr bool) (out any
 		return v, true
 	}
 	switch n.kind {
-	case tString, tBool, tInt, tUint, tFloat:
+	case nodeString, nodeBool, nodeInt, nodeUint, nodeFloat:
 		return scalarOut(p, n, prev)
-	case tBytes:
+	case nodeBytes:
 		b := *(*[]byte)(p)
 		if b == nil {
 			return nil, true
@@ -661,7 +409,7 @@ func (e *emitter) emit(p unsafe.Pointer, n *tnode, prev any, addr bool) (out any
 			return prev, true
 		}
 		return s, true
-	case tMap:
+	case nodeMap:
 		if n.t == stringMapType {
 			ss := *(*map[string]string)(p)
 			if ss == nil {
@@ -710,7 +458,7 @@ func (e *emitter) emit(p unsafe.Pointer, n *tnode, prev any, addr bool) (out any
 			out[k] = o
 		}
 		return out, true
-	case tSlice:
+	case nodeSlice:
 		h := (*sliceHeader)(p)
 		if h.data == nil {
 			return nil, true
@@ -744,13 +492,13 @@ func (e *emitter) emit(p unsafe.Pointer, n *tnode, prev any, addr bool) (out any
 			return prev, true
 		}
 		return out, true
-	case tPtr:
+	case nodePointer:
 		q := *(*unsafe.Pointer)(p)
 		if q == nil {
 			return nil, true
 		}
 		return e.emit(q, n.elem, prev, true)
-	case tStruct:
+	case nodeStruct:
 		pm, _ := prev.(map[string]any)
 		start := len(e.scratch)
 		same, ok := e.fields(p, n, pm, addr)
@@ -780,7 +528,7 @@ type sliceHeader struct {
 
 // customOut is the entry's ToUnstructured of the value of custom type at
 // p, reached addressable or not (addr).
-func customOut(p unsafe.Pointer, n *tnode, addr bool) (any, bool) {
+func customOut(p unsafe.Pointer, n *node, addr bool) (any, bool) {
 	switch {
 	case n.plainConverter:
 		// What the entry does (getUnstructuredConverter, case
@@ -810,15 +558,11 @@ func customOut(p unsafe.Pointer, n *tnode, addr bool) (any, bool) {
 	return v, err == nil
 }
 
-var (
-	unstructuredConverterType          = reflect.TypeFor[value.UnstructuredConverter]()
-	unstructuredConverterWithErrorType = reflect.TypeFor[value.UnstructuredConverterWithError]()
-	intOrStringType                    = reflect.TypeFor[intstr.IntOrString]()
-)
+var intOrStringType = reflect.TypeFor[intstr.IntOrString]()
 
 // fields appends the entries structToUnstructured writes for the struct at
 // p to e.scratch; same tells that each is bit for bit prev's entry.
-func (e *emitter) fields(p unsafe.Pointer, n *tnode, pm map[string]any, addr bool) (same, ok bool) {
+func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool) (same, ok bool) {
 	same = true
 	for i := range n.fields {
 		f := &n.fields[i]
@@ -847,7 +591,7 @@ func (e *emitter) fields(p unsafe.Pointer, n *tnode, pm map[string]any, addr boo
 		}
 		var o any
 		switch f.node.kind {
-		case tString, tBool, tInt, tUint, tFloat:
+		case nodeString, nodeBool, nodeInt, nodeUint, nodeFloat:
 			// structToUnstructured writes scalar kinds directly, whatever
 			// their type's own conversions.
 			o, ok = scalarOut(fp, f.node, pv)
@@ -867,27 +611,27 @@ func (e *emitter) fields(p unsafe.Pointer, n *tnode, pm map[string]any, addr boo
 
 // scalarOut is ToUnstructured of the value of scalar kind at p: prev when
 // it is that very value (same Go type, floats bit for bit).
-func scalarOut(p unsafe.Pointer, n *tnode, prev any) (any, bool) {
+func scalarOut(p unsafe.Pointer, n *node, prev any) (any, bool) {
 	switch n.kind {
-	case tString:
+	case nodeString:
 		s := *(*string)(p)
 		if p, ok := prev.(string); ok && p == s {
 			return prev, true
 		}
 		return s, true
-	case tBool:
+	case nodeBool:
 		b := *(*bool)(p)
 		if p, ok := prev.(bool); ok && p == b {
 			return prev, true
 		}
 		return b, true
-	case tInt:
+	case nodeInt:
 		x := intAt(p, n.bits)
 		if p, ok := prev.(int64); ok && p == x {
 			return prev, true
 		}
 		return x, true
-	case tUint:
+	case nodeUint:
 		u := uintAt(p, n.bits)
 		if u > math.MaxInt64 {
 			return nil, false
@@ -896,7 +640,7 @@ func scalarOut(p unsafe.Pointer, n *tnode, prev any) (any, bool) {
 			return prev, true
 		}
 		return int64(u), true
-	case tFloat:
+	case nodeFloat:
 		x := floatAt(p, n.bits)
 		if p, ok := prev.(float64); ok && math.Float64bits(p) == math.Float64bits(x) {
 			return prev, true
@@ -963,7 +707,7 @@ func stringMapOut(m map[string]string, prev any) any {
 }
 
 // isEmptyAt is the converter's isEmpty of the value of n's type at p.
-func isEmptyAt(p unsafe.Pointer, n *tnode) bool {
+func isEmptyAt(p unsafe.Pointer, n *node) bool {
 	switch n.t.Kind() {
 	case reflect.String:
 		return len(*(*string)(p)) == 0
@@ -1030,14 +774,14 @@ func sameValue(o, prev any) bool {
 // defaultFast is defaultReference for built-in kind gvk (already checked by
 // the caller: recognized, not a custom resource, obj not nil), or ok=false
 // when the plan cannot tell.
-func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	typed, ok := d.typedFast(k, obj, gvk)
+func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	typed, ok := p.typedFast(k, obj, gvk)
 	if !ok {
 		return nil, false
 	}
 	k.scheme.Default(typed)
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
-	m, ok := emitObject(reflect.ValueOf(typed).UnsafePointer(), d.planKind(k.scheme, gvk), obj)
+	m, ok := p.emitObject(reflect.ValueOf(typed).UnsafePointer(), p.typedKind(k.scheme, gvk), obj)
 	if !ok {
 		return nil, false
 	}
@@ -1050,21 +794,23 @@ func (d *defaulter) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVer
 }
 
 // emitObject is emit of the object of struct plan n at p as a map (the
-// converter's ToUnstructured of a pointer to it), against prev.
-func emitObject(p unsafe.Pointer, n *tnode, prev map[string]any) (map[string]any, bool) {
-	e := emitterPool.Get().(*emitter)
+// converter's ToUnstructured of a pointer to it), against prev, with
+// scratch space from the planner's pool.
+func (p *planner) emitObject(at unsafe.Pointer, n *node, prev map[string]any) (map[string]any, bool) {
+	e, _ := p.emitters.Get().(*emitter)
+	if e == nil {
+		e = &emitter{}
+	}
 	var pv any
 	if prev != nil {
 		pv = prev
 	}
-	out, ok := e.emit(p, n, pv, true)
+	out, ok := e.emit(at, n, pv, true)
 	e.scratch = e.scratch[:0]
-	emitterPool.Put(e)
+	p.emitters.Put(e)
 	m, isMap := out.(map[string]any)
 	if !ok || !isMap || m == nil {
 		return nil, false
 	}
 	return m, true
 }
-
-var emitterPool = sync.Pool{New: func() any { return &emitter{} }}

@@ -54,7 +54,7 @@ func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.Gr
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, fast = s.df.defaultFast(k, obj, gvk)
+		_, fast = s.plans.defaultFast(k, obj, gvk)
 	}
 	return fast
 }
@@ -301,7 +301,7 @@ func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, ok := s.df.defaultFast(k, d, in.GVK)
+		out, ok := s.plans.defaultFast(k, d, in.GVK)
 		if !ok || !jsonvalue.SameMap(out, d) {
 			t.Errorf("%s: a defaulted object did not come back as it is (fast path %v)", in.Name, ok)
 		}
@@ -312,7 +312,7 @@ func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
 // against the converter's entry (json.Marshal, then UnmarshalJSON), on
 // odd and ordinary values.
 func TestCustomBuildIsTheEntry(t *testing.T) {
-	d := &defaulter{types: map[reflect.Type]*tnode{}}
+	p := &planner{}
 	odd := []any{"", "null", "a\xffb", "\u2028<&>", " 1", "1 ", "\"1\"", "\\1", "<1>", "1&", "\t1", 1.5, 80.0, true, map[string]any{}, []any{}}
 	cases := map[reflect.Type][]any{
 		reflect.TypeFor[intstr.IntOrString](): {"25%", "80", int64(0), int64(80), int64(-1), int64(math.MaxInt32), int64(math.MaxInt32) + 1, int64(math.MinInt32), int64(math.MinInt32) - 1},
@@ -320,9 +320,9 @@ func TestCustomBuildIsTheEntry(t *testing.T) {
 		reflect.TypeFor[metav1.Time]():        {"2026-11-23T10:00:00Z", "2026-11-23T10:00:00+02:00", "2026-11-23T10:00:00.123456789Z", "2026-11-23", "yesterday", int64(0)},
 	}
 	for typ, values := range cases {
-		d.mu.Lock()
-		n := d.plan(typ)
-		d.mu.Unlock()
+		p.mu.Lock()
+		n := p.node(typ, "")
+		p.mu.Unlock()
 		for _, v := range append(values, odd...) {
 			got := reflect.New(n.t).Elem()
 			ok := build(v, got.Addr().UnsafePointer(), n)
@@ -365,7 +365,7 @@ func FuzzDefaultFast(f *testing.F) {
 // type's own ToUnstructured through a pointer, IntOrString) against the
 // converter's entry, on random values.
 func TestCustomOutIsTheEntry(t *testing.T) {
-	d := &defaulter{types: map[reflect.Type]*tnode{}}
+	p := &planner{}
 	r := rand.New(rand.NewPCG(3, 4))
 	strs := []string{"", "0", "25%", "a\xffb", "\u2028<&>", "80", "x y"}
 	for i := range 2000 {
@@ -385,9 +385,9 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 			v = &metav1.MicroTime{Time: time.Unix(r.Int64N(1<<34), r.Int64N(1e9))}
 		}
 		sv := reflect.ValueOf(v).Elem()
-		d.mu.Lock()
-		n := d.plan(sv.Type())
-		d.mu.Unlock()
+		p.mu.Lock()
+		n := p.node(sv.Type(), "")
+		p.mu.Unlock()
 		got, gotOK := customOut(sv.Addr().UnsafePointer(), n, true)
 		want, err := n.entry.ToUnstructured(sv)
 		if gotOK != (err == nil) || !valuetest.BitsEqual(got, want) {
@@ -404,9 +404,9 @@ func TestCustomOutIsTheEntry(t *testing.T) {
 		if r.IntN(4) == 0 {
 			pv = reflect.Zero(pv.Type())
 		}
-		d.mu.Lock()
-		pn := d.plan(pv.Type())
-		d.mu.Unlock()
+		p.mu.Lock()
+		pn := p.node(pv.Type(), "")
+		p.mu.Unlock()
 		pp := reflect.New(pv.Type())
 		pp.Elem().Set(pv)
 		got, gotOK = (&emitter{}).emit(pp.UnsafePointer(), pn, nil, true)
@@ -492,11 +492,11 @@ func TestBuildAndEmitAreTheConverter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d defaulter
+	var p planner
 	built := 0
 	check := func(u map[string]any, gvk schema.GroupVersionKind) {
 		t.Helper()
-		n := d.planKind(ks, gvk)
+		n := p.typedKind(ks, gvk)
 		if n == nil {
 			return
 		}

@@ -12,33 +12,34 @@ import (
 // are not fields (case variants, prefixes, names of other structs' fields,
 // the empty name), as the map of fields does.
 func TestFieldTableIsTheMap(t *testing.T) {
-	nz := &normalizer{}
+	p := &planner{}
 	for gvk := range scheme.Scheme.AllKnownTypes() {
-		nz.plan(scheme.Scheme, gvk)
+		p.kind(scheme.Scheme, gvk)
 	}
 	var all []string
-	for _, n := range nz.types {
-		for name := range n.fields {
+	for _, n := range p.types {
+		for name := range n.byName {
 			all = append(all, name)
 		}
 	}
 	structs, perfect := 0, 0
-	for typ, n := range nz.types {
+	for key, n := range p.types {
+		typ := key.t
 		if n.kind != nodeStruct {
 			continue
 		}
 		structs++
 		if n.table.Perfect() {
 			perfect++
-		} else if len(n.fields) > 0 {
-			t.Errorf("%v: no perfect table for its %d fields", typ, len(n.fields))
+		} else if len(n.byName) > 0 {
+			t.Errorf("%v: no perfect table for its %d fields", typ, len(n.byName))
 		}
 		probe := func(k string) {
-			if got, _ := n.table.Get(k); got != n.fields[k] {
-				t.Fatalf("%v: Get(%q) = %v, want %v", typ, k, got, n.fields[k])
+			if got, _ := n.table.Get(k); got != n.byName[k] {
+				t.Fatalf("%v: Get(%q) = %v, want %v", typ, k, got, n.byName[k])
 			}
 		}
-		for name := range n.fields {
+		for name := range n.byName {
 			probe(name)
 			probe(strings.ToUpper(name))
 			probe(name[:len(name)-1])

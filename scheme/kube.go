@@ -75,7 +75,7 @@ func (s *Scheme) kube() (*kube, error) { return kubeOnce() }
 // typed converts obj, of built-in kind gvk, to its Go type as
 // kube-apiserver's ObjectConvertor converts an unstructured object
 // (ConvertToVersion: FromUnstructured into the kind's type). It is the
-// reference of defaulter.typed (convertfast.go), which the admission
+// reference of planner.typed (convertfast.go), which the admission
 // paths use.
 func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	typed, err := k.scheme.New(gvk)
@@ -90,7 +90,7 @@ func (k *kube) typed(obj map[string]any, gvk schema.GroupVersionKind) (runtime.O
 }
 
 // unstructuredOf is the unstructured content of a typed object of kind
-// gvk (ToUnstructured): the reference of defaulter.unstructured
+// gvk (ToUnstructured): the reference of planner.unstructured
 // (convertfast.go), which the admission paths use.
 func unstructuredOf(typed runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	typed.GetObjectKind().SetGroupVersionKind(gvk)
@@ -137,7 +137,7 @@ func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast 
 		return nil, err
 	}
 	if fast {
-		if out, ok := s.df.defaultFast(k, obj, gvk); ok {
+		if out, ok := s.plans.defaultFast(k, obj, gvk); ok {
 			return out, nil
 		}
 	}
@@ -218,7 +218,7 @@ func (s *Scheme) decodeRequest(obj map[string]any, gvk schema.GroupVersionKind, 
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
-	out, err = s.df.unstructured(versioned, gvk)
+	out, err = s.plans.unstructured(versioned, gvk)
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
@@ -328,7 +328,7 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	if err != nil {
 		return nil, err
 	}
-	typed, err := s.df.typed(k, obj, from)
+	typed, err := s.plans.typed(k, obj, from)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func (s *Scheme) Convert(obj map[string]any, from, to schema.GroupVersionKind) (
 	if err != nil {
 		return nil, err
 	}
-	return s.df.unstructured(versioned, to)
+	return s.plans.unstructured(versioned, to)
 }
 
 // ConvertToVersion converts obj, of built-in kind from, to the group/version
@@ -356,7 +356,7 @@ func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKi
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
-	typed, err := s.df.typed(k, obj, from)
+	typed, err := s.plans.typed(k, obj, from)
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
@@ -365,7 +365,7 @@ func (s *Scheme) ConvertToVersion(obj map[string]any, from schema.GroupVersionKi
 		return nil, schema.GroupVersionKind{}, err
 	}
 	gvk := out.GetObjectKind().GroupVersionKind()
-	m, err := s.df.unstructured(out, gvk)
+	m, err := s.plans.unstructured(out, gvk)
 	return m, gvk, err
 }
 
@@ -427,16 +427,16 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if !ok {
 		return nil, nil
 	}
-	internal, err := s.df.internal(k, obj, req.Kind)
+	internal, err := s.plans.internal(k, obj, req.Kind)
 	if err != nil {
 		return nil, err
 	}
-	v, err := k.validate(ctx, &s.df, st, req, internal, old)
+	v, err := k.validate(ctx, &s.plans, st, req, internal, old)
 	if err != nil {
 		return nil, err
 	}
 	if v.Invalid == nil {
-		if v.Stored, err = k.stored(&s.df, internal, req.Kind); err != nil {
+		if v.Stored, err = k.stored(&s.plans, internal, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
@@ -462,7 +462,7 @@ type Validation struct {
 // system fields, as the store returns it: decoded from the bytes it wrote,
 // which applies the defaulters again (a PVC's strategy clears its status,
 // decoding defaults its phase to Pending).
-func (k *kube) stored(d *defaulter, internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (k *kube) stored(d *planner, internal runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	// internal is the strategy's, which nothing uses afterwards.
 	versioned, err := k.convertFresh(internal, gvk.GroupVersion())
 	if err != nil {
@@ -483,7 +483,7 @@ func (k *kube) stored(d *defaulter, internal runtime.Object, gvk schema.GroupVer
 
 // validate runs the strategy on internal (and old, for an UPDATE) and
 // sorts kube-apiserver's refusals from the errors of the simulation.
-func (k *kube) validate(ctx context.Context, d *defaulter, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
+func (k *kube) validate(ctx context.Context, d *planner, st strategy, req Request, internal runtime.Object, old map[string]any) (*Validation, error) {
 	warnings, err := k.beforeStore(ctx, d, st, req, internal, old)
 	v := &Validation{Warnings: warnings}
 	var status *apierrors.StatusError
@@ -498,7 +498,7 @@ func (k *kube) validate(ctx context.Context, d *defaulter, st strategy, req Requ
 
 // beforeStore is what genericregistry.Store does to the object of a create
 // or an update before it reaches storage, through the strategy.
-func (k *kube) beforeStore(ctx context.Context, d *defaulter, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
+func (k *kube) beforeStore(ctx context.Context, d *planner, st strategy, req Request, internal runtime.Object, old map[string]any) (warnings []string, err error) {
 	rec := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, rec)
 	ctx = genericapirequest.WithNamespace(ctx, req.Namespace)
@@ -590,7 +590,7 @@ func (k *kube) convertFresh(in runtime.Object, target runtime.GroupVersioner) (r
 }
 
 // internal is obj, of kind gvk, in its group's internal version: the
-// reference of defaulter.internal.
+// reference of planner.internal.
 func (k *kube) internal(obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	typed, err := k.typed(obj, gvk)
 	if err != nil {
@@ -612,7 +612,7 @@ func (s *Scheme) Internal(obj map[string]any, gvk schema.GroupVersionKind) (runt
 	if err != nil {
 		return nil, err
 	}
-	return s.df.internal(k, obj, gvk)
+	return s.plans.internal(k, obj, gvk)
 }
 
 // FromInternal is internal, an object of gvk's group in its internal
@@ -629,7 +629,7 @@ func (s *Scheme) FromInternal(internal runtime.Object, gvk schema.GroupVersionKi
 	if err != nil {
 		return nil, err
 	}
-	return s.df.unstructured(versioned, gvk)
+	return s.plans.unstructured(versioned, gvk)
 }
 
 // warningRecorder collects the warnings of one request.

@@ -1,123 +1,34 @@
 package scheme
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
 	"reflect"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 
-	"github.com/mutatis-dev/mutatis/internal/fieldtable"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
-// normalizer computes, without building the Go object, what
-// runtime.DefaultUnstructuredConverter.FromUnstructured into a kind's Go type
-// followed by ToUnstructured gives (Patcher.normalizeTyped, the oracle).
-//
-// For every Go type it builds once a plan from the same field metadata the
-// converter reads (JSON names, omitempty, inlined structs, custom
-// marshalers) and the converter's own output for the zero value of every
-// struct. It then walks the unstructured object along the plan. Objects that
-// are already in their normalized form (the common case: the request object
-// as the API server sends it, the result of a merge of such an object) come
-// back as they are, without allocating; otherwise only the maps and slices
-// on the path to a change are copied, so the result may share unchanged
-// subtrees with the input.
+// This file is the fast path of the typed form: walk computes, without
+// building the Go object, what runtime.DefaultUnstructuredConverter.
+// FromUnstructured into a kind's Go type followed by ToUnstructured gives
+// (Scheme.normalizeReference, the oracle), along the kind's plan
+// (plan.go), which holds the converter's own output for the zero value of
+// every struct. Objects that are already in their normalized form (the
+// common case: the request object as the API server sends it, the result
+// of a merge of such an object) come back as they are, without
+// allocating; otherwise only the maps and slices on the path to a change
+// are copied, so the result may share unchanged subtrees with the input.
 //
 // Anything the plan does not model exactly (values of the wrong type,
 // numbers that would be truncated, nulls inside lists and maps, interface,
-// unsigned or float32 fields, custom marshalers on non-struct types) makes
-// normalize answer ok=false, and the caller falls back to the typed round
-// trip, with its result or error.
-//
-// A normalizer is safe for concurrent use; the zero value is ready to use.
-type normalizer struct {
-	mu sync.Mutex // serializes plan building
-	// kinds maps schema.GroupVersionKind to *kindPlan; copied on write so
-	// that lookups neither lock nor allocate.
-	kinds atomic.Pointer[map[schema.GroupVersionKind]*kindPlan]
-	// types holds the node of every Go type planned so far (guarded by mu).
-	types map[reflect.Type]*node
-	// customs holds the nodes of custom types under a tag with options
-	// (omitempty, omitzero), which the converter applies to them.
-	customs map[customKey]*node
-	// zeros holds the converter's output for the zero value of every
-	// struct type planned so far (guarded by mu; zeroStruct).
-	zeros map[reflect.Type]map[string]any
-}
-
-type customKey struct {
-	t    reflect.Type
-	opts string
-}
-
-// kindPlan is the plan of one kind: its Go type's node and the apiVersion
-// and kind the typed round trip sets (SetGroupVersionKind).
-type kindPlan struct {
-	root       *node
-	apiVersion string
-	kind       string
-}
-
-type nodeKind uint8
-
-const (
-	// nodeFallback is a type whose values the plan does not model: a value
-	// there sends the whole object through the typed round trip.
-	nodeFallback nodeKind = iota
-	nodeString
-	nodeBool
-	nodeInt
-	nodeFloat64
-	nodeBytes
-	nodeMap
-	nodeSlice
-	nodePointer
-	nodeStruct
-	nodeCustom
-)
-
-// node is the plan of one Go type.
-type node struct {
-	kind nodeKind
-	// bits is the size of an integer type (nodeInt).
-	bits int
-	// elem is the element (nodeMap, nodeSlice) or pointee (nodePointer).
-	elem *node
-	// fields are a struct's fields by JSON name, inlined structs flattened
-	// (nodeStruct).
-	fields map[string]*field
-	// table is the lookup of fields the walk uses.
-	table fieldtable.Table[*field]
-	// unsetPresent are the fields that the converter writes even when they
-	// are unset (no omitempty, or a struct), with their output.
-	unsetPresent []*field
-	// wrapper is struct{ V T `json:"v"` } for a type T with custom
-	// unstructured or JSON conversions (nodeCustom): converting a map
-	// {"v": value} into it and back runs exactly the converter's code for T.
-	wrapper reflect.Type
-	// nullIsZero tells that JSON decoding reads null as the zero value, as
-	// the converter does: true for plain types, pointers, and custom types
-	// whose UnmarshalJSON leaves a zero value zero on null.
-	nullIsZero bool
-	// objectTree is set for metav1.FieldsV1, whose conversions are a JSON
-	// round trip of the value: a tree of objects (managed fields' sets of
-	// paths) comes back unchanged.
-	objectTree bool
-	// memo caches the conversions of string and integer values of a custom
-	// type whose result is a scalar (quantities, timestamps, int-or-strings).
-	memo memo
-}
+// unsigned or float32 fields, custom marshalers on non-struct types: the
+// nodes marked fallback) makes normalize answer ok=false, and the caller
+// falls back to the typed round trip, with its result or error.
 
 // memo maps the string and integer inputs of a custom type to the
 // converter's output, up to maxMemo entries each. Typed maps, so that a
@@ -166,70 +77,22 @@ func (m *memo) store(v, o any) {
 // maxMemo bounds the memo of one custom type.
 const maxMemo = 4096
 
-// field is one JSON field of a struct.
-type field struct {
-	name      string
-	node      *node
-	omitempty bool
-	// unset is the converter's output for the field's zero value, present
-	// tells whether it writes the field at all then.
-	unset   any
-	present bool
-}
-
-// plan returns the plan of gvk, building it on first use, or nil when the
-// scheme does not know gvk.
-func (nz *normalizer) plan(s *runtime.Scheme, gvk schema.GroupVersionKind) *kindPlan {
-	if m := nz.kinds.Load(); m != nil {
-		if p, ok := (*m)[gvk]; ok {
-			return p
-		}
-	}
-	nz.mu.Lock()
-	defer nz.mu.Unlock()
-	old := nz.kinds.Load()
-	if old != nil {
-		if p, ok := (*old)[gvk]; ok {
-			return p
-		}
-	}
-	var p *kindPlan
-	if obj, err := s.New(gvk); err == nil {
-		t := reflect.TypeOf(obj)
-		if t.Kind() == reflect.Pointer {
-			if nz.types == nil {
-				nz.types = map[reflect.Type]*node{}
-			}
-			p = &kindPlan{root: nz.build(t.Elem()), apiVersion: gvk.GroupVersion().String(), kind: gvk.Kind}
-		}
-	}
-	m := make(map[schema.GroupVersionKind]*kindPlan, 1)
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
-	m[gvk] = p
-	nz.kinds.Store(&m)
-	return p
-}
-
 // normalize returns obj as the typed round trip presents it, or ok=false
 // when the plan cannot tell. base, when not nil, is an object of the same
 // kind in normalized form (a result of normalize): the maps and slices obj
 // shares with it at the same place are in normalized form too and are not
 // walked again. A merge result shares all but the patched paths with the
 // object it was merged into.
-func (nz *normalizer) normalize(s *runtime.Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	p := nz.plan(s, gvk)
-	if p == nil || p.root.kind != nodeStruct || obj == nil {
+func (pl *planner) normalize(types *runtime.Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	p := pl.kind(types, gvk)
+	if p == nil || p.root.fallback || p.root.kind != nodeStruct || obj == nil {
 		return nil, false
 	}
 	var b any
 	if base != nil {
 		b = base
 	}
-	out, _, _, ok := nz.walk(obj, b, p.root, walkNormalize)
+	out, _, _, ok := walk(obj, b, p.root, walkNormalize)
 	if !ok {
 		return nil, false
 	}
@@ -285,8 +148,8 @@ func cloneMap(m map[string]any) map[string]any {
 // value), no strings that are not valid UTF-8 (which encoding to JSON would
 // replace), no NaN or infinite numbers, apiVersion and kind those of gvk —
 // both give the same typed object, so decoding is normalizing.
-func (nz *normalizer) decode(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	return nz.decodeMode(s, obj, gvk, walkStrict)
+func (pl *planner) decode(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	return pl.decodeMode(types, obj, gvk, walkStrict)
 }
 
 // decodeFixed is decode that also answers ok=false unless obj is a fixed
@@ -297,13 +160,13 @@ func (nz *normalizer) decode(s *runtime.Scheme, obj map[string]any, gvk schema.G
 // not valid UTF-8, NaN and infinities, nulls but in fields of plain types,
 // nil maps and slices, values of other Go types). obj is then a result of
 // jsonpatch.ApplyUnnormalized that is Apply's result.
-func (nz *normalizer) decodeFixed(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	return nz.decodeMode(s, obj, gvk, walkFixed)
+func (pl *planner) decodeFixed(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	return pl.decodeMode(types, obj, gvk, walkFixed)
 }
 
-func (nz *normalizer) decodeMode(s *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, mode walkMode) (map[string]any, bool) {
-	p := nz.plan(s, gvk)
-	if p == nil || p.root.kind != nodeStruct || obj == nil || p.apiVersion == "" || p.kind == "" {
+func (pl *planner) decodeMode(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, mode walkMode) (map[string]any, bool) {
+	p := pl.kind(types, gvk)
+	if p == nil || p.root.fallback || p.root.kind != nodeStruct || obj == nil || p.apiVersion == "" || p.kind == "" {
 		return nil, false
 	}
 	if av, _ := obj["apiVersion"].(string); av != p.apiVersion {
@@ -312,7 +175,7 @@ func (nz *normalizer) decodeMode(s *runtime.Scheme, obj map[string]any, gvk sche
 	if k, _ := obj["kind"].(string); k != p.kind {
 		return nil, false
 	}
-	out, _, _, ok := nz.walk(obj, nil, p.root, mode)
+	out, _, _, ok := walk(obj, nil, p.root, mode)
 	if !ok {
 		return nil, false
 	}
@@ -344,8 +207,17 @@ const (
 // form (see normalize); a struct, map or slice that is base itself is
 // returned as it is. Not in strict modes, where normalized form is not
 // enough.
-func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty, changed, ok bool) {
+func walk(v, base any, n *node, mode walkMode) (out any, empty, changed, ok bool) {
 	strict := mode != walkNormalize
+	switch {
+	case n.fallback:
+		return nil, false, false, false
+	case n.wrapper != nil:
+		if strict && !jsonSafe(v, 0, mode == walkFixed) {
+			return nil, false, false, false
+		}
+		return custom(v, n)
+	}
 	if base != nil && !strict {
 		switch n.kind {
 		case nodeStruct:
@@ -400,7 +272,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			return int64(x), x == 0, true, true
 		}
 		return nil, false, false, false
-	case nodeFloat64:
+	case nodeFloat:
 		switch x := v.(type) {
 		case float64:
 			if strict && (math.IsNaN(x) || math.IsInf(x, 0)) || mode == walkFixed && !jsonpatch.IsNormalizedFloat(x) {
@@ -441,7 +313,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			if item == nil || strict && !utf8.ValidString(k) {
 				return nil, false, false, false
 			}
-			o, _, ch, ok := nz.walk(item, bm[k], n.elem, mode)
+			o, _, ch, ok := walk(item, bm[k], n.elem, mode)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -471,7 +343,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			if i < len(bl) {
 				bi = bl[i]
 			}
-			o, _, ch, ok := nz.walk(item, bi, n.elem, mode)
+			o, _, ch, ok := walk(item, bi, n.elem, mode)
 			if !ok {
 				return nil, false, false, false
 			}
@@ -488,7 +360,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 		return v, len(s) == 0, false, true
 	case nodePointer:
 		// A non-nil pointer is never empty.
-		o, _, ch, ok := nz.walk(v, base, n.elem, mode)
+		o, _, ch, ok := walk(v, base, n.elem, mode)
 		return o, false, ch, ok
 	case nodeStruct:
 		m, ok := v.(map[string]any)
@@ -531,7 +403,7 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 				}
 				continue
 			}
-			if f.node.kind == nodeString {
+			if f.node.kind == nodeString && !f.node.fallback {
 				// The most common leaf, without the call (walk's nodeString).
 				str, isString := item.(string)
 				if !isString || strict && !utf8.ValidString(str) {
@@ -543,11 +415,13 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 				}
 				continue
 			}
-			o, empty, ch, ok := nz.walk(item, bm[k], f.node, mode)
+			o, empty, ch, ok := walk(item, bm[k], f.node, mode)
 			if !ok {
 				return nil, false, false, false
 			}
-			if f.omitempty && empty {
+			if (f.omitempty || f.omitzero != nil) && empty {
+				// (A custom type under omitzero reports empty when the
+				// converter omits it.)
 				change()
 				delete(copied, k)
 			} else if ch {
@@ -568,11 +442,6 @@ func (nz *normalizer) walk(v, base any, n *node, mode walkMode) (out any, empty,
 			return copied, false, true, true
 		}
 		return v, false, false, true
-	case nodeCustom:
-		if strict && !jsonSafe(v, 0, mode == walkFixed) {
-			return nil, false, false, false
-		}
-		return nz.custom(v, n)
 	}
 	return nil, false, false, false
 }
@@ -585,7 +454,7 @@ type absent struct{}
 // Custom types are structs (others are fallback nodes), so never empty for
 // omitempty; empty reports instead that the converter omits the value
 // (omitzero, when the wrapper carries it).
-func (nz *normalizer) custom(v any, n *node) (out any, empty, changed, ok bool) {
+func custom(v any, n *node) (out any, empty, changed, ok bool) {
 	if n.objectTree && isObjectTree(v, 0) {
 		return v, false, false, true
 	}
@@ -723,377 +592,4 @@ func b64index(c byte) int {
 		return 63
 	}
 	return -1
-}
-
-// build returns the node of t (nz.mu held).
-func (nz *normalizer) build(t reflect.Type) *node {
-	if n, ok := nz.types[t]; ok {
-		return n
-	}
-	n := &node{nullIsZero: true}
-	nz.types[t] = n // before the fields: types may be recursive
-	base := t
-	if base.Kind() == reflect.Pointer {
-		base = base.Elem()
-	}
-	if isCustom(t) {
-		nz.buildCustom(n, t, "")
-		return n
-	}
-	if t.Kind() == reflect.Interface {
-		n.nullIsZero = false // not modelled
-	}
-	switch t.Kind() {
-	case reflect.String:
-		n.kind = nodeString
-	case reflect.Bool:
-		n.kind = nodeBool
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n.kind, n.bits = nodeInt, t.Bits()
-	case reflect.Float64:
-		n.kind = nodeFloat64
-	case reflect.Map:
-		if t.Key().Kind() == reflect.String {
-			n.kind, n.elem = nodeMap, nz.build(t.Elem())
-		}
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			n.kind = nodeBytes
-		} else {
-			n.kind, n.elem = nodeSlice, nz.build(t.Elem())
-		}
-	case reflect.Pointer:
-		if t.Elem().Kind() != reflect.Pointer {
-			n.kind, n.elem = nodePointer, nz.build(t.Elem())
-		}
-	case reflect.Struct:
-		nz.buildStruct(n, t)
-	}
-	return n
-}
-
-// toUnstructuredInterfaces are the interfaces the converter looks for on a
-// value, and on its address when it has one, to write it.
-var toUnstructuredInterfaces = []reflect.Type{
-	reflect.TypeFor[json.Marshaler](),
-	reflect.TypeFor[value.UnstructuredConverter](),
-	reflect.TypeFor[value.UnstructuredConverterWithError](),
-}
-
-// sameMethodsOnValue reports whether t implements every interface of
-// toUnstructuredInterfaces its pointer implements. (UnmarshalJSON is always
-// called through a pointer.)
-func sameMethodsOnValue(t reflect.Type) bool {
-	for _, it := range toUnstructuredInterfaces {
-		if reflect.PointerTo(t).Implements(it) != t.Implements(it) {
-			return false
-		}
-	}
-	return true
-}
-
-// isCustom tells whether the converter hands values of t (or t's pointee)
-// to their own conversion methods.
-func isCustom(t reflect.Type) bool {
-	base := t
-	if base.Kind() == reflect.Pointer {
-		base = base.Elem()
-	}
-	return hasCustomConversion(base) || hasCustomConversion(t)
-}
-
-// buildCustom makes n the node of custom type t in a field whose tag has
-// the options opts (",omitempty", ",omitzero"), or leaves it a fallback
-// node. Only struct types whose methods do not depend on addressability are
-// modelled: the converter then reaches them the same way as a struct field,
-// a list item or a (non-addressable) map value.
-func (nz *normalizer) buildCustom(n *node, t reflect.Type, opts string) {
-	base := t
-	if base.Kind() == reflect.Pointer {
-		base = base.Elem()
-	}
-	if base.Kind() != reflect.Struct || !sameMethodsOnValue(base) {
-		return
-	}
-	n.kind = nodeCustom
-	n.nullIsZero = t.Kind() == reflect.Pointer || unmarshalsNullAsZero(base)
-	n.objectTree = base == reflect.TypeFor[metav1.FieldsV1]()
-	n.wrapper = reflect.StructOf([]reflect.StructField{{Name: "V", Type: t, Tag: reflect.StructTag(`json:"v` + opts + `"`)}})
-}
-
-// unmarshalsNullAsZero tells whether UnmarshalJSON of the null literal
-// leaves a zero value of t zero and succeeds.
-func unmarshalsNullAsZero(t reflect.Type) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	p := reflect.New(t)
-	u, isUnmarshaler := p.Interface().(json.Unmarshaler)
-	if !isUnmarshaler {
-		return false
-	}
-	return u.UnmarshalJSON([]byte("null")) == nil && p.Elem().IsZero()
-}
-
-func hasCustomConversion(t reflect.Type) bool {
-	to, from := conversionMethods(t)
-	return to || from
-}
-
-// conversionMethods tells whether the converter hands values of t to their
-// own methods to write them (a JSON marshaler or an unstructured converter,
-// on t or *t) and to read them (a JSON unmarshaler on *t):
-// value.TypeReflectEntryOf(t)'s CanConvertToUnstructured and
-// CanConvertFromUnstructured, without building the entry, which
-// structured-merge-diff caches in a map it copies whole on every new type
-// (milliseconds at the start of every process, for a kind's type tree).
-// TestConversionMethodsAreTheEntrys holds it to the entry.
-func conversionMethods(t reflect.Type) (to, from bool) {
-	p := reflect.PointerTo(t)
-	for _, it := range toUnstructuredInterfaces {
-		if t.Implements(it) || p.Implements(it) {
-			to = true
-		}
-	}
-	return to, p.Implements(jsonUnmarshalerType)
-}
-
-var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-
-// buildStruct fills n with the fields of struct type t, or leaves it a
-// fallback node when t has something the plan does not model.
-func (nz *normalizer) buildStruct(n *node, t reflect.Type) {
-	fields := map[string]*field{}
-	if !nz.collectFields(t, fields) {
-		return
-	}
-	// What the converter writes for the zero value: the output of every
-	// unset field.
-	zero, err := nz.zeroStruct(t)
-	if err != nil {
-		return
-	}
-	for name, f := range fields {
-		f.unset, f.present = zero[name]
-		if f.present {
-			n.unsetPresent = append(n.unsetPresent, f)
-		}
-	}
-	n.kind, n.fields, n.table = nodeStruct, fields, fieldtable.New(fields)
-}
-
-// zeroStruct returns what runtime.DefaultUnstructuredConverter.ToUnstructured
-// writes for the zero value of struct type t (nz.mu held), computed from
-// the field metadata as the converter's structToUnstructured reads it
-// rather than by calling it: the converter caches the metadata of every
-// struct field it meets in a map it copies whole on each new field, so
-// planning a kind's type tree through it costs time quadratic in the
-// number of fields (tens of milliseconds for a Pod, paid by every
-// process). Types with something this does not model (unexported or
-// omitzero fields, arrays, channels, functions) are left to the
-// converter. The result is shared: callers copy what they hand out.
-// TestZeroStructIsTheConverter holds it to the converter on every struct
-// type of every kind.
-func (nz *normalizer) zeroStruct(t reflect.Type) (map[string]any, error) {
-	if z, ok := nz.zeros[t]; ok {
-		return z, nil
-	}
-	z, ok := nz.zeroFields(t, map[string]any{})
-	if !ok {
-		var err error
-		if z, err = converterZero(t); err != nil {
-			return nil, err
-		}
-	}
-	if nz.zeros == nil {
-		nz.zeros = map[reflect.Type]map[string]any{}
-	}
-	nz.zeros[t] = z
-	return z, nil
-}
-
-// converterZero is the converter's output for the zero value of struct
-// type t, or an error where the converter fails or panics (it panics on
-// some unexported fields).
-func converterZero(t reflect.Type) (z map[string]any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			z, err = nil, fmt.Errorf("converting the zero %v: %v", t, r)
-		}
-	}()
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(reflect.New(t).Interface())
-}
-
-// zeroFields writes into out the converter's output for the fields of a
-// zero struct of type t, or answers ok=false when a field is beyond what
-// it models.
-func (nz *normalizer) zeroFields(t reflect.Type, out map[string]any) (map[string]any, bool) {
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			return nil, false
-		}
-		tag := readTag(sf)
-		if tag.omitzero || tag.embed {
-			return nil, false
-		}
-		name, omitempty := tag.name, tag.omitempty
-		if name == "-" {
-			continue
-		}
-		ft := sf.Type
-		switch ft.Kind() {
-		case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64,
-			reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface:
-			if omitempty {
-				continue // isEmpty
-			}
-		case reflect.Struct:
-		default:
-			return nil, false
-		}
-		if name == "" {
-			// Inlined: the converter writes the field's own output into
-			// the same map.
-			if ft.Kind() != reflect.Struct || hasCustomConversion(ft) {
-				return nil, false
-			}
-			if _, ok := nz.zeroFields(ft, out); !ok {
-				return nil, false
-			}
-			continue
-		}
-		switch ft.Kind() {
-		case reflect.String:
-			out[name] = ""
-		case reflect.Bool:
-			out[name] = false
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			out[name] = int64(0)
-		case reflect.Float32, reflect.Float64:
-			out[name] = float64(0)
-		default:
-			if to, _ := conversionMethods(ft); to {
-				v, err := value.TypeReflectEntryOf(ft).ToUnstructured(reflect.New(ft).Elem())
-				if err != nil {
-					return nil, false
-				}
-				out[name] = v
-				continue
-			}
-			switch ft.Kind() {
-			case reflect.Struct:
-				z, err := nz.zeroStruct(ft)
-				if err != nil {
-					return nil, false
-				}
-				out[name] = z
-			default: // nil maps, slices, pointers and interfaces
-				out[name] = nil
-			}
-		}
-	}
-	return out, true
-}
-
-// fieldTag is a struct field's json tag as the converter's
-// fieldInfoFromField reads it.
-type fieldTag struct {
-	// name is the JSON name, "" for an inlined field.
-	name                       string
-	omitempty, omitzero, embed bool
-}
-
-// readTag reads sf's json tag as fieldInfoFromField does (Go 1.26:
-// ",inline" is not honoured, anonymous fields without a name are
-// inlined).
-func readTag(sf reflect.StructField) fieldTag {
-	var f fieldTag
-	tag, hasTag := sf.Tag.Lookup("json")
-	if !hasTag || tag == "" {
-		if !sf.Anonymous {
-			f.name = sf.Name
-		}
-		return f
-	}
-	items := strings.Split(tag, ",")
-	f.name = items[0]
-	if f.name == "" && !sf.Anonymous {
-		f.name = sf.Name
-	}
-	for _, it := range items[1:] {
-		switch it {
-		case "omitempty":
-			f.omitempty = true
-		case "omitzero":
-			f.omitzero = true
-		case "embed":
-			f.embed = true
-		}
-	}
-	return f
-}
-
-// collectFields adds the JSON fields of struct type t to fields, reading
-// the tags as the converter's fieldInfoFromField does (Go 1.26: ",inline"
-// is not honoured, anonymous fields without a name are inlined).
-func (nz *normalizer) collectFields(t reflect.Type, fields map[string]*field) bool {
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			return false
-		}
-		tag := readTag(sf)
-		if tag.embed {
-			return false // not honoured by Go 1.26's converter, not used by the built-in types
-		}
-		name, omitempty, omitzero := tag.name, tag.omitempty, tag.omitzero
-		if name == "-" {
-			return false
-		}
-		if name == "" {
-			// Inlined: the converter reads and writes its fields in the same map.
-			if sf.Type.Kind() != reflect.Struct || isCustom(sf.Type) || hasCustomConversion(reflect.PointerTo(sf.Type)) {
-				return false
-			}
-			if !nz.collectFields(sf.Type, fields) {
-				return false
-			}
-			continue
-		}
-		if _, dup := fields[name]; dup {
-			return false
-		}
-		f := &field{name: name, omitempty: omitempty}
-		if omitzero {
-			// The converter omits the field when its value is zero (IsZero).
-			// Only custom types are modelled, by a node whose wrapper carries
-			// the same options.
-			if !isCustom(sf.Type) {
-				return false
-			}
-			opts := ",omitzero"
-			if omitempty {
-				opts = ",omitempty,omitzero"
-			}
-			key := customKey{sf.Type, opts}
-			if f.node = nz.customs[key]; f.node == nil {
-				f.node = &node{}
-				nz.buildCustom(f.node, sf.Type, opts)
-				if nz.customs == nil {
-					nz.customs = map[customKey]*node{}
-				}
-				nz.customs[key] = f.node
-			}
-			f.omitempty = true // an omitted value comes back as empty
-		} else {
-			f.node = nz.build(sf.Type)
-		}
-		fields[name] = f
-	}
-	return true
 }

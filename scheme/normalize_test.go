@@ -44,7 +44,7 @@ func checkAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk schema
 		t.Fatalf("the input was modified: %#v, was %#v", obj, before)
 	}
 	if pt.Recognizes(gvk) {
-		_, fast = pt.nz.normalize(pt.types, obj, nil, gvk)
+		_, fast = pt.plans.normalize(pt.types, obj, nil, gvk)
 	}
 	return fast
 }
@@ -79,7 +79,7 @@ func checkDecodeAgainstOracle(t *testing.T, pt *Scheme, obj map[string]any, gvk 
 		t.Fatalf("the input was modified: %#v, was %#v", obj, before)
 	}
 	if pt.Recognizes(gvk) {
-		_, fast = pt.nz.decode(pt.types, obj, gvk)
+		_, fast = pt.plans.decode(pt.types, obj, gvk)
 	}
 	return fast
 }
@@ -361,7 +361,7 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 			if !testobjects.SameValue(base, baseBefore) {
 				t.Fatal("the base was modified")
 			}
-			if _, ok := pt.nz.normalize(pt.types, m, base, in.GVK); ok {
+			if _, ok := pt.plans.normalize(pt.types, m, base, in.GVK); ok {
 				fast++
 			}
 		})
@@ -379,11 +379,11 @@ func TestNormalizeFromABaseSkipsWhatItShares(t *testing.T) {
 	pt := New()
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	odd := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "finalizers": []any{nil}}}
-	if _, ok := pt.nz.normalize(pt.types, odd, nil, gvk); ok {
+	if _, ok := pt.plans.normalize(pt.types, odd, nil, gvk); ok {
 		t.Fatal("the walk models a null in a list: pick another odd input")
 	}
 	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": odd["metadata"], "data": map[string]any{"k": "v"}}
-	if _, ok := pt.nz.normalize(pt.types, obj, odd, gvk); !ok {
+	if _, ok := pt.plans.normalize(pt.types, obj, odd, gvk); !ok {
 		t.Fatal("the shared metadata was walked")
 	}
 }
@@ -449,9 +449,9 @@ func TestZeroStructIsTheConverter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nz normalizer
-	nz.mu.Lock()
-	defer nz.mu.Unlock()
+	var p planner
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var structs []reflect.Type
 	for st := range reachableTypes(ks) {
 		if st.Kind() == reflect.Struct && !isCustom(st) {
@@ -464,10 +464,10 @@ func TestZeroStructIsTheConverter(t *testing.T) {
 	modelled := 0
 	for _, st := range structs {
 		want, wantErr := converterZero(st)
-		if _, ok := nz.zeroFields(st, map[string]any{}); ok {
+		if _, ok := p.zeroFields(st, map[string]any{}); ok {
 			modelled++
 		}
-		got, err := nz.zeroStruct(st)
+		got, err := p.zeroStruct(st)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%v: error %v, the converter's %v", st, err, wantErr)
 		}

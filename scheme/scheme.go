@@ -34,10 +34,9 @@ type Scheme struct {
 	// types holds the Go types of the built-in kinds (client-go's scheme):
 	// the typed form.
 	types *runtime.Scheme
-	// nz holds the per-kind plans of the typed form's fast path.
-	nz normalizer
-	// df holds the per-kind plans of Default's fast path.
-	df defaulter
+	// plans holds the per-kind plans of the fast paths (plan.go): the
+	// typed form's, Default's and the typed conversions'.
+	plans planner
 	// crs are the custom resources of the run.
 	crs *CustomResources
 }
@@ -92,7 +91,7 @@ func (s *Scheme) normalizeFrom(obj, base map[string]any, gvk schema.GroupVersion
 	if !s.Recognizes(gvk) {
 		return obj, nil
 	}
-	if out, ok := s.nz.normalize(s.types, obj, base, gvk); ok {
+	if out, ok := s.plans.normalize(s.types, obj, base, gvk); ok {
 		return out, nil
 	}
 	return s.normalizeReference(obj, gvk)
@@ -134,7 +133,7 @@ func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKin
 	if !s.Recognizes(gvk) {
 		return obj, nil
 	}
-	if out, ok := s.nz.normalize(s.types, obj, nil, gvk); ok {
+	if out, ok := s.plans.normalize(s.types, obj, nil, gvk); ok {
 		return out, nil
 	}
 	body, _ := requestJSON(obj)
@@ -177,7 +176,7 @@ func (s *Scheme) normalizeReference(obj map[string]any, gvk schema.GroupVersionK
 // decoder could refuse or read differently.
 func (s *Scheme) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if s.types.Recognizes(gvk) {
-		if out, ok := s.nz.decode(s.types, doc, gvk); ok {
+		if out, ok := s.plans.decode(s.types, doc, gvk); ok {
 			return out, nil
 		}
 	}
@@ -192,7 +191,7 @@ func (s *Scheme) decodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (m
 	if !s.types.Recognizes(gvk) {
 		return nil, false
 	}
-	return s.nz.decodeFixed(s.types, doc, gvk)
+	return s.plans.decodeFixed(s.types, doc, gvk)
 }
 
 // New returns a new typed object of the built-in kind gvk.

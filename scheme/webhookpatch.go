@@ -38,6 +38,6 @@ func (s *Scheme) DecodeWebhookPatchResult(data []byte, gvk schema.GroupVersionKi
 	if u, ok := out.(*unstructured.Unstructured); ok {
 		return u.Object, u.GroupVersionKind(), nil
 	}
-	m, err := s.df.unstructured(out, *actual)
+	m, err := s.plans.unstructured(out, *actual)
 	return m, *actual, err
 }

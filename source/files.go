@@ -24,8 +24,8 @@ type Files struct {
 	interval            time.Duration
 	log                 *slog.Logger
 
-	eng  *engine.Engine // set by LoadInitial
-	last string         // the fingerprint of the files in service (or last tried)
+	eng  *Engine // set by LoadInitial
+	last string  // the fingerprint of the files in service (or last tried)
 }
 
 var _ Source = (*Files)(nil)
@@ -62,7 +62,7 @@ func (s *Files) LoadInitial(ctx context.Context) error {
 }
 
 // Engine returns the Engine serving the files (nil before LoadInitial).
-func (s *Files) Engine() *engine.Engine { return s.eng }
+func (s *Files) Engine() *Engine { return s.eng }
 
 // Ready tells whether LoadInitial has loaded the files.
 func (s *Files) Ready() bool { return s.eng != nil }
@@ -134,7 +134,7 @@ func (s *Files) fingerprint() string {
 
 // reload swaps in the files' policies when their fingerprint differs from
 // last, and returns the fingerprint now in service (or last tried).
-func (s *Files) reload(ctx context.Context, eng *engine.Engine, last string) string {
+func (s *Files) reload(ctx context.Context, eng *Engine, last string) string {
 	fp := s.fingerprint()
 	if fp == last {
 		return last

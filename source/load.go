@@ -32,8 +32,8 @@ type Options struct {
 }
 
 // Set is a policy set read from files with the simulated cluster of the
-// files' other objects: what an engine.Engine serves (New over Config, then
-// Swap of Hooks; engine.Engine.Replace on a reload, which rebuilds the
+// files' other objects: what an Engine serves (NewEngine over Config, then
+// Swap of Hooks; Engine.Replace on a reload, which rebuilds the
 // cluster).
 type Set struct {
 	// Config is the engine configuration over the simulated cluster, with
@@ -46,8 +46,8 @@ type Set struct {
 }
 
 // Engine returns a new Engine serving s.
-func (s *Set) Engine() *engine.Engine {
-	eng := engine.New(s.Config)
+func (s *Set) Engine() *Engine {
+	eng := NewEngine(s.Config)
 	eng.Swap(s.Hooks)
 	return eng
 }

@@ -14,11 +14,9 @@ package source
 
 import (
 	"context"
-
-	"github.com/mutatis-dev/mutatis/engine"
 )
 
-// Source keeps an engine.Engine current with a set of policies and
+// Source keeps an Engine current with a set of policies and
 // bindings. Call LoadInitial once, then Run until the context is done;
 // Engine may be served once LoadInitial has returned, and answers with a
 // complete policy set once Ready is true.
@@ -29,7 +27,7 @@ type Source interface {
 	// informers in Run and returns nil here.
 	LoadInitial(ctx context.Context) error
 	// Engine returns the Engine the source keeps current.
-	Engine() *engine.Engine
+	Engine() *Engine
 	// Run keeps the Engine current until ctx is done: the reload loop of
 	// Files, the informers of a controller. It returns nil when ctx ends
 	// it, an error when the source cannot go on.

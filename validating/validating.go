@@ -189,47 +189,47 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		m, err := e.cfg.Matcher.DefinitionMatches(ctx, a, p.Spec.MatchConstraints)
 		if err != nil {
 			addConfigError(err, p, nil)
-			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipPolicyConfigError, Err: err})
+			record(chain.Validation{Record: chain.Record{Configuration: p.Name, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
 		if !m.Matches {
-			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipPolicyNotSelected})
+			record(chain.Validation{Record: chain.Record{Configuration: p.Name, Skip: chain.SkipPolicyNotSelected}})
 			continue
 		}
 		// The policy source's configuration error: a paramKind that is not
 		// served (one whose apiVersion does not parse never becomes a hook).
 		if skip, err := e.cfg.Params.CheckKind(p.Spec.ParamKind); skip {
-			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipParamKindInactive, Err: err})
+			record(chain.Validation{Record: chain.Record{Configuration: p.Name, Skip: chain.SkipParamKindInactive, Err: err}})
 			continue
 		} else if err != nil {
 			addConfigError(err, p, nil)
-			record(chain.Validation{Policy: p.Name, Skipped: chain.SkipPolicyConfigError, Err: err})
+			record(chain.Validation{Record: chain.Record{Configuration: p.Name, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
 		annotations := newAuditAnnotationCollector()
 		for _, b := range h.Bindings {
-			rec := chain.Validation{Policy: p.Name, Binding: b.Name, Actions: b.Spec.ValidationActions}
+			rec := chain.Validation{Record: chain.Record{Configuration: p.Name, Hook: b.Name}, Actions: b.Spec.ValidationActions}
 			ok, err := e.cfg.Matcher.BindingMatches(ctx, a, b.Spec.MatchResources)
 			if err != nil {
 				addConfigError(err, p, b)
-				rec.Skipped, rec.Err = chain.SkipBindingConfigError, err
+				rec.Skip, rec.Err = chain.SkipBindingConfigError, err
 				record(rec)
 				continue
 			}
 			if !ok {
-				rec.Skipped = chain.SkipBindingNotSelected
+				rec.Skip = chain.SkipBindingNotSelected
 				record(rec)
 				continue
 			}
 			ps, err := e.cfg.Params.Collect(ctx, p.Spec.ParamKind, b.Spec.ParamRef, a.Namespace)
 			if err != nil {
 				addConfigError(err, p, b)
-				rec.Skipped, rec.Err = chain.SkipParams, err
+				rec.Skip, rec.Err = chain.SkipParams, err
 				record(rec)
 				continue
 			}
 			if len(ps) == 0 {
-				rec.Skipped = chain.SkipNoParams
+				rec.Skip = chain.SkipNoParams
 				record(rec)
 				continue
 			}
@@ -238,7 +238,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				if va, err = e.versionedAttributes(a, attrs, m.Kind); err != nil {
 					err = fmt.Errorf("failed to convert object version: %w", err)
 					addConfigError(err, p, b)
-					rec.Skipped, rec.Err = chain.SkipConversion, err
+					rec.Skip, rec.Err = chain.SkipConversion, err
 					record(rec)
 					continue
 				}
@@ -259,7 +259,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
 					// Validate answers nothing only when a matchCondition is
 					// false (a policy has validations or auditAnnotations).
-					prec.Skipped = chain.SkipMatchConditionFalse
+					prec.Skip = chain.SkipMatchConditionFalse
 				}
 				for i, d := range result.Decisions {
 					prec.Decisions = append(prec.Decisions, chain.Decision{

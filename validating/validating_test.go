@@ -239,7 +239,7 @@ func TestValidatingAdmissionPolicies(t *testing.T) {
 			if len(res.Validations) == 0 {
 				t.Fatal("no record")
 			}
-			if s := res.Validations[0].Skipped; s != tc.skipped {
+			if s := res.Validations[0].Skip; s != tc.skipped {
 				t.Errorf("record %+v, want skip %v", res.Validations[0], tc.skipped)
 			}
 		})

@@ -30,20 +30,16 @@ func (e *Evaluator) versionedAttributes(a *matching.Attributes, attrs admission.
 	return va, nil
 }
 
-// toVersion presents obj, of kind from, in the version of kind to, as
-// upstream's ConvertToGVK does: built-in kinds through their internal
-// version with kube-apiserver's own conversions (scheme.Convert), custom
-// resources as the CRD "None" strategy (only apiVersion changes).
-//
-// TODO(lead): this is engine.Evaluator.toVersion's way (engine/views.go);
-// switch to the shared "present an object in a version" function being
-// unified for the engine and webhookclient when it lands.
+// toVersion presents obj, of kind from, in the version of kind to: the
+// scheme's ConvertToGVK (upstream's admission.ConvertToGVK), the one
+// presenter the MAP and webhook stages use too; without a scheme, only the
+// apiVersion changes.
 func (e *Evaluator) toVersion(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	if s := e.cfg.Scheme; s != nil {
+		return s.ConvertToGVK(obj, from, to)
+	}
 	if obj == nil || from == to {
 		return obj, nil
-	}
-	if s := e.cfg.Scheme; s != nil && s.Recognizes(from) {
-		return s.Convert(obj, from, to)
 	}
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {

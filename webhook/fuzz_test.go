@@ -48,7 +48,7 @@ func FuzzReview(f *testing.F) {
 			}
 			labels["fuzzed"] = "true"
 			obj.SetLabels(labels)
-			return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
+			return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b"}, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 		})
 		h := &Handler{Admitter: labeler, ExplainDryRun: true}
 		r := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(body))

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
@@ -37,7 +37,7 @@ const DefaultMaxInFlight = 400
 // AdmissionReview in the version it came in.
 type Handler struct {
 	// Admitter evaluates the requests (the Reviewer's).
-	Admitter engine.Admitter
+	Admitter chain.Admitter
 	// Ready, when set, must return nil before reviews are evaluated; until
 	// then they get HTTP 503 (kube-apiserver applies the webhook's
 	// failurePolicy).

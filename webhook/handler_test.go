@@ -23,7 +23,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -114,7 +113,7 @@ func TestNoMutationNoPatch(t *testing.T) {
 	dropUnknown := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		obj := a.Object.DeepCopy()
 		delete(obj.Object, "futureField")
-		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Skipped: chain.SkipBindingNotSelected}}}}, nil
+		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b", Skip: chain.SkipBindingNotSelected}}}}}, nil
 	})
 	body := strings.Replace(minimalReview, `"metadata":{"name":"c","namespace":"shop"}`, `"metadata":{"name":"c","namespace":"shop"},"futureField":"x"`, 1)
 	rec := serveOnce(&Handler{Admitter: dropUnknown}, http.MethodPost, PathMutate, "application/json", []byte(body))
@@ -416,9 +415,9 @@ func TestReviewPastItsDeadlineIsNotEvaluated(t *testing.T) {
 }
 
 // splitter serves its Admitter on the per-failure-policy paths too.
-type splitter struct{ engine.Admitter }
+type splitter struct{ chain.Admitter }
 
-func (s splitter) Only(admissionregistrationv1.FailurePolicyType) engine.Admitter { return s.Admitter }
+func (s splitter) Only(admissionregistrationv1.FailurePolicyType) chain.Admitter { return s.Admitter }
 
 // TestPatchFromTheRequestAsSent checks the patch the Handler diffs from its
 // own decoding of the request object: it turns the object as sent into the
@@ -439,7 +438,7 @@ func TestPatchFromTheRequestAsSent(t *testing.T) {
 		}
 		meta["labels"] = map[string]any{"example.com/mutated": "true"}
 		obj["metadata"] = meta
-		return chain.Result{Object: obj, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
+		return chain.Result{Object: obj, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b"}, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 	})
 	cases := []struct {
 		name, object string

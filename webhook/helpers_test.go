@@ -29,12 +29,13 @@ import (
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/source"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
 
 // world is the engine of testdata/ with its simulated cluster.
 type world struct {
-	engine  *engine.Engine
+	engine  *source.Engine
 	cluster *cluster.Cluster
 	metrics *Metrics
 }
@@ -69,7 +70,7 @@ func newWorld(t *testing.T) *world {
 	m := NewMetrics()
 	cfg := c.Config()
 	cfg.Metrics = m
-	eng := engine.New(cfg)
+	eng := source.NewEngine(cfg)
 	eng.Swap(hooks)
 	return &world{engine: eng, cluster: c, metrics: m}
 }

@@ -120,7 +120,7 @@ func auditAnnotations(res chain.Result) map[string]string {
 	var applied, ignored strings.Builder
 	var seen map[seenKey]struct{}
 	add := func(b *strings.Builder, inv *chain.Invocation, isIgnored bool) {
-		k := seenKey{isIgnored, inv.Policy, inv.Binding, inv.Param}
+		k := seenKey{isIgnored, inv.Configuration, inv.Hook, inv.Param}
 		if _, ok := seen[k]; ok {
 			return
 		}
@@ -131,9 +131,9 @@ func auditAnnotations(res chain.Result) map[string]string {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(inv.Policy)
+		b.WriteString(inv.Configuration)
 		b.WriteByte('/')
-		b.WriteString(inv.Binding)
+		b.WriteString(inv.Hook)
 		if inv.Param != "" {
 			b.WriteByte('[')
 			b.WriteString(inv.Param)
@@ -145,7 +145,7 @@ func auditAnnotations(res chain.Result) map[string]string {
 		switch {
 		case inv.Err != nil && res.Denied == nil:
 			add(&ignored, inv, true)
-		case inv.Err == nil && inv.Ran() && inv.Binding != "":
+		case inv.Err == nil && inv.Ran() && inv.Hook != "":
 			add(&applied, inv, false)
 		}
 	}
@@ -177,9 +177,9 @@ func Explain(res chain.Result) []string {
 		return []string{"mutatis: no policy binding matched the request"}
 	}
 	for _, inv := range res.Invocations {
-		who := inv.Policy
-		if inv.Binding != "" {
-			who += "/" + inv.Binding
+		who := inv.Configuration
+		if inv.Hook != "" {
+			who += "/" + inv.Hook
 		}
 		if inv.Param != "" {
 			who += "[" + inv.Param + "]"
@@ -204,7 +204,7 @@ func Explain(res chain.Result) []string {
 				what += fmt.Sprintf(", %d dropped by a failed JSON patch test", dropped)
 			}
 		}
-		out = append(out, truncate(fmt.Sprintf("mutatis: pass %d: %s: %s", inv.Pass, who, what), maxWarningLength))
+		out = append(out, truncate(fmt.Sprintf("mutatis: pass %d: %s: %s", inv.Round+1, who, what), maxWarningLength))
 	}
 	if res.Reinvoke {
 		out = append(out, "mutatis: the admission chain would be reinvoked")

@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 )
 
 // Reviewer is the admission handler: an AdmissionReview in, the
@@ -17,7 +17,7 @@ type Reviewer struct {
 	// Admitter evaluates the requests. Admit must not modify the request's
 	// objects: the patch is diffed from the object as the Reviewer decoded
 	// it (chain.Result.Object shares its unchanged maps).
-	Admitter engine.Admitter
+	Admitter chain.Admitter
 	// ExplainDryRun puts a summary of the trace into the warnings of
 	// dry-run requests.
 	ExplainDryRun bool

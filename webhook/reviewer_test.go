@@ -20,7 +20,7 @@ func TestReviewerWithoutHTTP(t *testing.T) {
 	labeler := fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		obj := a.Object.DeepCopy()
 		obj.SetLabels(map[string]string{"team": "shop"})
-		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Policy: "p", Binding: "b", Pass: 1, Mutations: []chain.MutationOutcome{{}}}}}}, nil
+		return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b"}, Mutations: []chain.MutationOutcome{{}}}}}}, nil
 	})
 	rv := &Reviewer{Admitter: labeler}
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"},"namespace":"shop","name":"cm","operation":"CREATE","userInfo":{"username":"admin"},"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"shop"}}}}`

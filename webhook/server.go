@@ -16,7 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/mutatis-dev/mutatis/engine"
+	"github.com/mutatis-dev/mutatis/chain"
 )
 
 // Paths of the endpoints.
@@ -37,17 +37,17 @@ const (
 // reviews (kube-apiserver's longest webhook timeout is 30s).
 const DefaultShutdownTimeout = 30 * time.Second
 
-// FailurePolicySplitter is an Admitter that can also evaluate only the
-// policies of one failure policy; *engine.Engine is one. The server then
+// FailurePolicySplitter is a chain.Admitter that can also evaluate only the
+// policies of one failure policy; *source.Engine is one. The server then
 // also serves PathMutateFail and PathMutateIgnore.
 type FailurePolicySplitter interface {
-	Only(fp admissionregistrationv1.FailurePolicyType) engine.Admitter
+	Only(fp admissionregistrationv1.FailurePolicyType) chain.Admitter
 }
 
 // Options configure a Server.
 type Options struct {
 	// Admitter evaluates the reviews (required).
-	Admitter engine.Admitter
+	Admitter chain.Admitter
 	// Ready tells whether the policy sources are synced and every policy
 	// compiled; nil means always ready. /readyz and /mutate consult it.
 	Ready func() error
@@ -161,7 +161,7 @@ func NewServer(o Options) (*Server, error) {
 		s.metrics.bodyBudget.Set(float64(o.MaxBodyBytesInFlight))
 	}
 	bodyTimeout := max(o.BodyReadTimeout, 0)
-	handler := func(path string, a engine.Admitter) http.Handler {
+	handler := func(path string, a chain.Admitter) http.Handler {
 		return s.metrics.instrument(path, &gate{
 			h: &Handler{
 				Admitter:          a,

@@ -15,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mutatis-dev/mutatis/chain"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 )
@@ -223,7 +222,7 @@ func (s splitAdmitter) Admit(_ context.Context, a *matching.Attributes) (chain.R
 	return chain.Result{Object: a.Object.Object}, nil
 }
 
-func (s splitAdmitter) Only(fp admissionregistrationv1.FailurePolicyType) engine.Admitter {
+func (s splitAdmitter) Only(fp admissionregistrationv1.FailurePolicyType) chain.Admitter {
 	return fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 		s.calls <- string(fp)
 		return chain.Result{Object: a.Object.Object}, nil
@@ -247,7 +246,7 @@ func TestFailurePolicyEndpoints(t *testing.T) {
 			t.Errorf("%s evaluated %q, want %q", tc.path, got, tc.want)
 		}
 	}
-	// An Admitter that cannot split serves /mutate only.
+	// An chain.Admitter that cannot split serves /mutate only.
 	plain := newServer(t, nil, f, func(o *Options) {
 		o.Admitter = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
 			return chain.Result{Object: a.Object.Object}, nil

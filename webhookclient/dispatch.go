@@ -266,7 +266,7 @@ func (d *Dispatcher) pass(ctx context.Context, a *matching.Attributes, state *re
 	}
 	if matching.WebhookExempt(a) {
 		for i, h := range d.hooks {
-			res.Calls = append(res.Calls, chain.Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i, Round: round, Skip: chain.SkipExempt})
+			res.Calls = append(res.Calls, chain.Call{Record: chain.Record{Configuration: h.configuration, Hook: h.webhook.Name, Round: round, Skip: chain.SkipExempt}, Index: i})
 		}
 		return res, nil
 	}
@@ -278,7 +278,7 @@ func (d *Dispatcher) pass(ctx context.Context, a *matching.Attributes, state *re
 	v := &versioned{}
 	err = d.dispatch(ctx, a, state, round, v, res)
 	if err == nil && v.set && v.object != nil && v.dirty {
-		res.Object, err = d.convert(v.object, v.kind, a.Kind)
+		res.Object, err = d.opts.Scheme.ConvertToGVK(v.object, v.kind, a.Kind)
 		if err != nil {
 			err = apierrors.NewInternalError(err)
 		}
@@ -297,7 +297,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 	for i := range d.hooks {
 		h := &d.hooks[i]
 		w := h.webhook
-		call := chain.Call{Configuration: h.configuration, Webhook: w.Name, Index: i, Round: round,
+		call := chain.Call{Record: chain.Record{Configuration: h.configuration, Hook: w.Name, Round: round}, Index: i,
 			Reinvocable: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy}
 		inv, skip, err := d.shouldCall(ctx, h, a, v, &call)
 		if err != nil {
@@ -406,7 +406,7 @@ func (d *Dispatcher) shouldCall(ctx context.Context, h *hook, a *matching.Attrib
 	case mr.Error != nil:
 		return nil, chain.NotSkipped, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, mr.Error)
 	case !mr.Matches && mr.FailedConditionName != "":
-		call.FailedCondition = mr.FailedConditionName
+		call.Condition = mr.FailedConditionName
 		return nil, chain.SkipMatchConditionFalse, nil
 	case !mr.Matches:
 		return nil, chain.SkipMatchConditionFailedOpen, nil
@@ -439,7 +439,8 @@ func wrap(obj map[string]any) *unstructured.Unstructured {
 
 // versionedFor presents the request's objects in kind: the first time
 // from the request (a.Kind), later from the version the last webhook saw
-// (through the internal version, as ConvertVersionedAttributes does).
+// (through the internal version, as ConvertVersionedAttributes does), with
+// the scheme's presenter every stage shares (scheme.Scheme.ConvertToGVK).
 func (d *Dispatcher) versionedFor(a *matching.Attributes, v *versioned, kind schema.GroupVersionKind) error {
 	if !v.set {
 		v.set, v.kind = true, kind
@@ -451,10 +452,10 @@ func (d *Dispatcher) versionedFor(a *matching.Attributes, v *versioned, kind sch
 			old = a.OldObject.Object
 		}
 		var err error
-		if v.object, err = d.convert(obj, a.Kind, kind); err != nil {
+		if v.object, err = d.opts.Scheme.ConvertToGVK(obj, a.Kind, kind); err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		if v.old, err = d.convert(old, a.Kind, kind); err != nil {
+		if v.old, err = d.opts.Scheme.ConvertToGVK(old, a.Kind, kind); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 		return nil
@@ -462,36 +463,18 @@ func (d *Dispatcher) versionedFor(a *matching.Attributes, v *versioned, kind sch
 	if v.kind == kind {
 		return nil
 	}
-	obj, err := d.convert(v.object, v.kind, kind)
+	obj, err := d.opts.Scheme.ConvertToGVK(v.object, v.kind, kind)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	var old map[string]any
 	if a.OldObject != nil {
-		if old, err = d.convert(a.OldObject.Object, a.Kind, kind); err != nil {
+		if old, err = d.opts.Scheme.ConvertToGVK(a.OldObject.Object, a.Kind, kind); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 	}
 	v.object, v.old, v.kind = obj, old, kind
 	return nil
-}
-
-// convert presents obj, of kind from, as kind to: built-in kinds through
-// their internal version; custom resources by their apiVersion alone (the
-// None conversion strategy).
-func (d *Dispatcher) convert(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
-	if obj == nil || from == to && !d.opts.Scheme.Recognizes(from) {
-		return obj, nil
-	}
-	if d.opts.Scheme.Recognizes(from) && d.opts.Scheme.Recognizes(to) {
-		if from == to {
-			return obj, nil
-		}
-		return d.opts.Scheme.Convert(obj, from, to)
-	}
-	out := maps.Clone(obj)
-	out["apiVersion"] = to.GroupVersion().String()
-	return out, nil
 }
 
 // versionedAttributes is the request as k8s.io/apiserver's matchConditions

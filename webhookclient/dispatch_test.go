@@ -118,11 +118,11 @@ func TestCallRecords(t *testing.T) {
 	for i, w := range want {
 		c := res.Calls[i]
 		if c.Skip != w.skip || c.Outcome != w.outcome {
-			t.Errorf("call %d (%s): %v/%v, want %v/%v", i, c.Webhook, c.Skip, c.Outcome, w.skip, w.outcome)
+			t.Errorf("call %d (%s): %v/%v, want %v/%v", i, c.Hook, c.Skip, c.Outcome, w.skip, w.outcome)
 		}
 	}
-	if c := res.Calls[3]; c.FailedCondition != "never" {
-		t.Errorf("failed condition %q, want never", c.FailedCondition)
+	if c := res.Calls[3]; c.Condition != "never" {
+		t.Errorf("failed condition %q, want never", c.Condition)
 	}
 	if c := res.Calls[4]; c.Err == nil || !strings.Contains(c.Err.Error(), `failed calling webhook "broken.example.com": failed to call webhook`) {
 		t.Errorf("failed-open error: %v", c.Err)

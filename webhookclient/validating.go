@@ -165,7 +165,7 @@ func (v *ValidatingDispatcher) dispatch(ctx context.Context, a *matching.Attribu
 	d := v.d
 	if matching.WebhookExempt(a) {
 		for i, h := range d.hooks {
-			out.Calls = append(out.Calls, chain.Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i, Skip: chain.SkipExempt})
+			out.Calls = append(out.Calls, chain.Call{Record: chain.Record{Configuration: h.configuration, Hook: h.webhook.Name, Skip: chain.SkipExempt}, Index: i})
 		}
 		return nil
 	}
@@ -175,7 +175,7 @@ func (v *ValidatingDispatcher) dispatch(ctx context.Context, a *matching.Attribu
 	var hooks []relevant
 	for i := range d.hooks {
 		h := &d.hooks[i]
-		call := chain.Call{Configuration: h.configuration, Webhook: h.webhook.Name, Index: i}
+		call := chain.Call{Record: chain.Record{Configuration: h.configuration, Hook: h.webhook.Name}, Index: i}
 		fresh := &versioned{}
 		inv, skip, err := d.shouldCall(ctx, h, a, fresh, &call)
 		if err == nil && inv != nil {

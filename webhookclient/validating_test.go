@@ -170,7 +170,7 @@ func TestValidatingWebhooks(t *testing.T) {
 			var outcomes []chain.CallOutcome
 			for i, call := range res.Calls {
 				outcomes = append(outcomes, call.Outcome)
-				if call.Index != i || call.Round != 0 || call.Configuration != "v" || call.Webhook != c.hooks[i].Name {
+				if call.Index != i || call.Round != 0 || call.Configuration != "v" || call.Hook != c.hooks[i].Name {
 					t.Errorf("record %d: %+v", i, call)
 				}
 			}

@@ -31,9 +31,10 @@ import (
 // addAdmissionPluginFlags adds kube-apiserver's flags that choose its
 // admission plugins (the ones before the policies run offline).
 func addAdmissionPluginFlags(f *pflag.FlagSet, p *admissionplugins.Flags) {
-	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (only the mutating ones run offline, before the policies)")
+	f.StringSliceVar(&p.Enable, "enable-admission-plugins", nil, "admission plugins to run besides kube-apiserver 1.37's default ones, named as kube-apiserver names them (docs/chain.md: which run offline; disabling ValidatingAdmissionPolicy, ValidatingAdmissionWebhook or PodSecurity skips that part of the validating stage)")
 	f.StringSliceVar(&p.Disable, "disable-admission-plugins", nil, "admission plugins of kube-apiserver's default set not to run")
 	f.StringSliceVar(&p.Only, "admission-plugins", nil, "the exact set of admission plugins (as kube-apiserver's --admission-control); excludes the two flags above")
+	f.StringVar(&p.ConfigFile, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration file, configuring its admission plugins (PodSecurity's defaults and exemptions)")
 }
 
 type applyOptions struct {
@@ -121,7 +122,6 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	addAdmissionPluginFlags(f, &o.plugins)
-	f.StringVar(&o.plugins.ConfigFile, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration file, configuring its admission plugins (PodSecurity's defaults and exemptions)")
 	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
@@ -364,7 +364,8 @@ func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op ad
 	if err != nil {
 		return nil, badInput(fmt.Errorf("%s: %w", name, err))
 	}
-	printWarnings(stderr, decoded.Warnings)
+	// The decoding's warnings are printed with the request's others
+	// (admitDecoded), as kube-apiserver returns them all.
 	return decoded, nil
 }
 
@@ -372,7 +373,15 @@ func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op ad
 // errors) through the chain, as admitObject.
 func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, name string, object *unstructured.Unstructured, decoded *cluster.Decoded) (before, after map[string]any, err error) {
 	gvk := decoded.Attributes.Kind
+	printed := false
 
+	// A request that fails before its admission is done (bad input, a
+	// failure of mutatis) prints the decoding's warnings alone.
+	defer func() {
+		if err != nil && !printed {
+			printWarnings(stderr, explain.Returned(decoded.Warnings)[0])
+		}
+	}()
 	chain, err := ac.build()
 	if err != nil {
 		return nil, nil, err
@@ -398,12 +407,21 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if err != nil {
 		return nil, nil, err
 	}
+	// The warnings of every stage, as kube-apiserver returns them: each
+	// text once, in order (the decoder's, the mutating chain's, the
+	// registry's, the validating stage's), each printed where its stage's
+	// are.
+	warnings := explain.Returned(decoded.Warnings, adm.Result.Warnings, adm.Warnings, adm.Validation.Warnings)
+	printed = true
+	printWarnings(stderr, warnings[0])
 	if o.explain {
 		explain.Chain(stderr, adm.Result)
 		explain.Validation(stderr, adm.Invalid, adm.Warnings)
-		explain.ValidatingWebhooks(stderr, adm.Validation.Calls)
+		if adm.Result.Denied == nil && adm.Invalid == nil {
+			explain.ValidatingStage(stderr, adm.Validation)
+		}
 	}
-	printWarnings(stderr, adm.Result.Warnings)
+	printWarnings(stderr, warnings[1])
 	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
@@ -413,11 +431,11 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if adm.Result.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Result.Denied.ErrStatus.Message)}
 	}
-	printWarnings(stderr, adm.Warnings)
+	printWarnings(stderr, warnings[2])
 	if adm.Invalid != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
-	printWarnings(stderr, adm.Validation.Warnings)
+	printWarnings(stderr, warnings[3])
 	for _, note := range webhookFailures(ac.webhooks, adm.Validation.Calls, true) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}

@@ -73,7 +73,7 @@ func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call, 
 		if c.Outcome == chain.FailedOpen {
 			how = "failed open (failurePolicy Ignore)"
 		}
-		out = append(out, fmt.Sprintf("%s: %s %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Kind(), cfg.Name(), cfg.WebhookIndex(c.Webhook), c.Webhook, how, c.Err))
+		out = append(out, fmt.Sprintf("%s: %s %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Kind(), cfg.Name(), cfg.WebhookIndex(c.Hook), c.Hook, how, c.Err))
 	}
 	return out
 }

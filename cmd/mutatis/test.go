@@ -115,7 +115,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 		return badInput(fmt.Errorf("--output must be text, junit, json or test2json, not %q", o.output))
 	}
 	opts := policytest.Options{Idempotence: o.idempotence, NoValidate: o.noValidate, Strict: o.strict, Parallel: o.parallel, Policies: o.policies}
-	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") {
+	if f := cmd.Flags(); f.Changed("admission-plugins") || f.Changed("enable-admission-plugins") || f.Changed("disable-admission-plugins") || f.Changed("admission-control-config-file") {
 		if _, err := admissionplugins.Enabled(o.plugins); err != nil {
 			return badInput(err)
 		}

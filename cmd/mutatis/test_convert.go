@@ -19,7 +19,7 @@ func newTestConvertCommand() *cobra.Command {
 		Short: "Write the PolicyTest equivalent of a kat, Kyverno CLI or kaptest suite",
 		Long: `convert reads a suite in another tool's format — kat's tests/ directory,
 a Kyverno CLI kyverno-test.yaml of MutatingAdmissionPolicies, a kaptest
-manifest with mapTestSuites — as mutatis test runs it (docs/testing.md),
+manifest with vapTestSuites (testSuites) or mapTestSuites — as mutatis test runs it (docs/testing.md),
 and writes it as a PolicyTest suite: to stdout, or to --write FILE (named
 *.mutatis-test.yaml, with the paths relative to it; an existing file is
 never overwritten).

@@ -39,7 +39,7 @@ func TestTestInit(t *testing.T) {
 		want string
 	}{
 		{"no policies", []string{"test", "init"}, "give the policies"},
-		{"a file without policies", []string{"test", "init", "testdata/apply/pod.yaml"}, "no MutatingAdmissionPolicy in testdata/apply/pod.yaml"},
+		{"a file without policies", []string{"test", "init", "testdata/apply/pod.yaml"}, "no MutatingAdmissionPolicy or ValidatingAdmissionPolicy in testdata/apply/pod.yaml"},
 		{"an invalid policy", []string{"test", "init", "testdata/apply/invalid-variable.yaml"}, `MutatingAdmissionPolicy "badvar": spec.variables[0].expression`},
 		{"an existing file", []string{"test", "init", "../../examples/image-registry-rewrite/policy.yaml", "--write", existing}, "file exists"},
 	} {
@@ -85,8 +85,8 @@ func TestTestUpdate(t *testing.T) {
 }
 
 // TestTestConvert: the PolicyTest that convert writes for a Kyverno CLI
-// test file, a kaptest manifest and a kat directory runs as the original
-// does (kat's example policy lacks the reinvocationPolicy kube-apiserver
+// test file, kaptest manifests (of MAPs and of VAPs) and kat directories
+// (of MAPs and of VAPs: a DELETE, params) runs as the original does (kat's example policy lacks the reinvocationPolicy kube-apiserver
 // requires, in both forms).
 func TestTestConvert(t *testing.T) {
 	const td = "../../policytest/testdata/"
@@ -99,6 +99,9 @@ func TestTestConvert(t *testing.T) {
 		{td + "kyverno/specify-namespace-selector/kyverno-test.yaml", "kyverno", exitOK, "ok   specify-namespace-selector\t"},
 		{td + "kaptest/label-policy.test/kaptest.yaml", "kaptest", exitOK, "ok   label-policy\t"},
 		{td + "kat/add-default-labels/tests", "kat", exitUsage, "spec.reinvocationPolicy: Required value"},
+		{td + "kat/validating/delete-protection/tests", "kat-delete", exitOK, "ok   delete-protection\t"},
+		{td + "kat/validating/replica-limit-with-params/tests", "kat-params", exitProblem, "--- FAIL: replica-limit-with-params/replica-limit-params.no-params.deny"},
+		{td + "kaptest/vap-v0.2/replicas.test/kaptest.yaml", "kaptest-vap", exitOK, "ok   replicas\t"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, orig, _ := runCLI(t, "", "test", c.src)

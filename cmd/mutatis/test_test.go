@@ -19,7 +19,7 @@ func TestTestCommand(t *testing.T) {
 		reject   []string
 	}{
 		{name: "the example suites pass", args: []string{"test", "../../examples"}, wantCode: exitOK,
-			want: []string{"ok   sidecar-injection\t", "PASS: 38 cases in 5 suites"}},
+			want: []string{"ok   sidecar-injection\t", "PASS: 41 cases in 7 suites"}},
 		{name: "a failing case exits 1 with the diff and the trace", args: []string{"test", td + "broken"}, wantCode: exitProblem,
 			want:   []string{"--- FAIL: broken-sidecar/the sidecar is injected", "    -  - image: registry.example.com/log-shipper:1.4.2\n    +  - image: registry.example.com/log-shipper:1.5.0\n", "    explain: pass 1:"},
 			reject: []string{"\x1b["}},
@@ -32,7 +32,7 @@ func TestTestCommand(t *testing.T) {
 		{name: "--color takes auto, always or never", args: []string{"test", td + "broken", "--color=sometimes"}, wantCode: exitUsage,
 			want: []string{`must be auto, always or never, not "sometimes"`}},
 		{name: "an invalid suite exits 2 naming file and field", args: []string{"test", td + "invalid"}, wantCode: exitUsage,
-			want: []string{td + `invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "DELETE"`}},
+			want: []string{td + `invalid/invalid.mutatis-test.yaml: cases[1].operation: Unsupported value: "PATCH"`}},
 		{name: "a missing path exits 2", args: []string{"test", "nope"}, wantCode: exitUsage, want: []string{"nope"}},
 		{name: "a bad --run exits 2", args: []string{"test", "--run", "(", "../../examples"}, wantCode: exitUsage, want: []string{"--run"}},
 		{name: "a bad seed exits 2", args: []string{"test", "--shuffle=x", "../../examples"}, wantCode: exitUsage, want: []string{"--shuffle"}},
@@ -219,10 +219,10 @@ func TestTestCoverage(t *testing.T) {
 		wantStdout []string
 	}{
 		{name: "the examples reach 90% and more", args: []string{"test", "../../examples", "--coverage-min", "90", "--coverage-html", html}, wantStdout: []string{
-			"TOTAL                        5/5        5/5       4/4              1/1        32/36     92.2%",
+			"TOTAL                           7/7        7/7       6/6              1/1        42/46     94.0%",
 			"coverage report written to " + html,
 		}},
-		{name: "a minimum above the coverage fails", args: []string{"test", "../../examples", "--coverage-min", "99"}, wantCode: 1, wantStdout: []string{"FAIL: coverage 92.2% is below --coverage-min 99%"}},
+		{name: "a minimum above the coverage fails", args: []string{"test", "../../examples", "--coverage-min", "99"}, wantCode: 1, wantStdout: []string{"FAIL: coverage 94.0% is below --coverage-min 99%"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "", tc.args...)

@@ -126,10 +126,10 @@ func (r *Recorder) RecordResult(res chain.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, inv := range res.Invocations {
-		if inv.Binding == "" || notSelected(inv.Skipped) {
+		if inv.Hook == "" || notSelected(inv.Skip) {
 			continue
 		}
-		key := bindingKey{policy: inv.Policy, binding: inv.Binding}
+		key := bindingKey{policy: inv.Configuration, binding: inv.Hook}
 		rec := r.bindings[key]
 		if rec == nil {
 			rec = &bindingRecord{falseConditions: map[string]bool{}}
@@ -139,13 +139,13 @@ func (r *Recorder) RecordResult(res chain.Result) {
 		switch {
 		case inv.Ran():
 			rec.invoked++
-			r.conditions[conditionKey{policy: inv.Policy}] |= compiler.OutcomeTrue
-		case inv.Skipped == chain.SkipNotReinvoked:
-			r.conditions[conditionKey{policy: inv.Policy}] |= compiler.OutcomeTrue
-		case inv.Skipped == chain.SkipMatchConditionFalse:
+			r.conditions[conditionKey{policy: inv.Configuration}] |= compiler.OutcomeTrue
+		case inv.Skip == chain.SkipNotReinvoked:
+			r.conditions[conditionKey{policy: inv.Configuration}] |= compiler.OutcomeTrue
+		case inv.Skip == chain.SkipMatchConditionFalse:
 			name := inv.Condition
 			rec.falseConditions[name] = true
-			r.conditions[conditionKey{policy: inv.Policy, condition: name}] |= compiler.OutcomeFalse
+			r.conditions[conditionKey{policy: inv.Configuration, condition: name}] |= compiler.OutcomeFalse
 		}
 	}
 }

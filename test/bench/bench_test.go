@@ -21,14 +21,14 @@ import (
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
+	mut "github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/test/upstream"
 )
 
 // BenchmarkMutation measures one compiled mutation on the small Deployment:
 // upstream's patcher (NewApplyConfigurationPatcher / NewJSONPatcher, with
 // the dispatcher's dispatchOne post-processing: conversion back to the
-// typed object and defaulting) against engine.MutateStandalone (evaluation,
+// typed object and defaulting) against mutation.Patcher.Mutate (evaluation,
 // merge or patch, normalization through the Go type). Both compile once,
 // outside the loop.
 func BenchmarkMutation(b *testing.B) {
@@ -62,7 +62,7 @@ func benchmarkMutation(b *testing.B, suffix string, dep *appsv1.Deployment) {
 	}
 	schemas := applyconfig.NewSchemas()
 	upstreamTC := applyconfigurations.NewTypeConverter(scheme.Scheme)
-	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
+	pt := &mut.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	comp, err := compiler.New()
 	if err != nil {
 		b.Fatal(err)
@@ -112,7 +112,7 @@ func benchmarkMutation(b *testing.B, suffix string, dep *appsv1.Deployment) {
 			b.ReportAllocs()
 			cpu := cpuTime(b)
 			for b.Loop() {
-				if _, _, err := engine.MutateStandalone(ctx, pt, compiled, compiled.Mutations[0], in, deploymentGVK); err != nil {
+				if _, _, err := pt.Mutate(ctx, compiled, compiled.Mutations[0], in, deploymentGVK); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -223,7 +223,7 @@ func testMutationCasesAgree(t *testing.T, dep *appsv1.Deployment) {
 		t.Fatal(err)
 	}
 	schemas := applyconfig.NewSchemas()
-	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
+	pt := &mut.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	comp, err := compiler.New()
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func testMutationCasesAgree(t *testing.T, dep *appsv1.Deployment) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, _, err := engine.MutateStandalone(ctx, pt, compiled, compiled.Mutations[0], compiler.Input{Object: obj}, deploymentGVK)
+			ours, _, err := pt.Mutate(ctx, compiled, compiled.Mutations[0], compiler.Input{Object: obj}, deploymentGVK)
 			if err != nil {
 				t.Fatal(err)
 			}

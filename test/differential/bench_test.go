@@ -8,7 +8,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
+	mut "github.com/mutatis-dev/mutatis/mutation"
 )
 
 // BenchmarkMutation measures one mutation end to end (evaluate the CEL
@@ -24,7 +24,7 @@ func BenchmarkMutation(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
+	pt := &mut.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	dep := deployment()
 	gvk := dep.GroupVersionKind()
 	tconv, err := schemas.TypeConverter(gvk)
@@ -52,7 +52,7 @@ func BenchmarkMutation(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
 			for i := 0; i < b.N; i++ {
-				if _, _, err := engine.MutateStandalone(ctx, pt, policy, policy.Mutations[0], compiler.Input{Object: obj}, gvk); err != nil {
+				if _, _, err := pt.Mutate(ctx, policy, policy.Mutations[0], compiler.Input{Object: obj}, gvk); err != nil {
 					b.Fatal(err)
 				}
 			}

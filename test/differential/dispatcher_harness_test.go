@@ -12,7 +12,7 @@ package differential
 //     reinvocation protocol of admission.reinvoker (Dispatch, then Dispatch
 //     again with IsReinvoke() true if the first pass asked for it);
 //   - mutatis: engine.NewEvaluator with matching.NewMatcher(DefaultTable),
-//     params.Collector over params.NewMemory and engine.Patcher;
+//     params.Collector over params.NewMemory and mutation.Patcher;
 //
 // and reduces both answers to a comparable outcome.
 
@@ -53,6 +53,7 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
+	mut "github.com/mutatis-dev/mutatis/mutation"
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/test/upstream"
 )
@@ -401,7 +402,7 @@ func (w *dispatchWorld) runOurs(ctx context.Context, policies []*admissionregist
 		return dispatchOutcome{}, chain.Result{}, err
 	}
 	nsGetter := namespaceGetter(w.namespaces)
-	pt := &engine.Patcher{Schemas: w.schemas, Scheme: kubescheme.New()}
+	pt := &mut.Patcher{Schemas: w.schemas, Scheme: kubescheme.New()}
 	ev := engine.NewEvaluator(engine.Config{
 		Matcher:    matching.NewMatcher(nsGetter, w.table),
 		Params:     &params.Collector{Source: w.memory, Scopes: tableScopes{w.table}},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
+	mut "github.com/mutatis-dev/mutatis/mutation"
 )
 
 // FuzzCELResultConversion feeds arbitrary JSON values through CEL into both
@@ -35,7 +35,7 @@ func FuzzCELResultConversion(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
+	pt := &mut.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	tconv, err := schemas.TypeConverter(widgetGVK)
 	if err != nil {
 		f.Fatal(err)
@@ -58,7 +58,7 @@ func FuzzCELResultConversion(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ours, _, ourErr := engine.MutateStandalone(ctx, pt, policy, policy.Mutations[0], compiler.Input{Object: obj.DeepCopy().Object}, widgetGVK)
+		ours, _, ourErr := pt.Mutate(ctx, policy, policy.Mutations[0], compiler.Input{Object: obj.DeepCopy().Object}, widgetGVK)
 		if err := sameOutcome(ours, ourErr, theirs, theirErr); err != nil {
 			t.Fatalf("input %s: %v", data, err)
 		}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
+	mut "github.com/mutatis-dev/mutatis/mutation"
 )
 
 var (
@@ -253,7 +253,7 @@ func loadCRD(t testing.TB, schemas *applyconfig.Schemas, path string) {
 }
 
 // TestPatchersMatchUpstream runs every case through mutatis (compiler +
-// engine.Patcher) and through k8s.io/apiserver's patchers with the same type
+// mutation.Patcher) and through k8s.io/apiserver's patchers with the same type
 // converter, and requires identical objects or identical errors.
 func TestPatchersMatchUpstream(t *testing.T) {
 	schemas := applyconfig.NewSchemas()
@@ -262,7 +262,7 @@ func TestPatchersMatchUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt := &engine.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
+	pt := &mut.Patcher{Schemas: schemas, Scheme: kubescheme.New()}
 	cases := patcherCases()
 	if len(cases) < 80 {
 		t.Fatalf("the differential table must hold at least 80 cases, has %d", len(cases))
@@ -291,7 +291,7 @@ func TestPatchersMatchUpstream(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ours, _, ourErr := engine.MutateStandalone(ctx, pt, policy, policy.Mutations[0], in, gvk)
+			ours, _, ourErr := pt.Mutate(ctx, policy, policy.Mutations[0], in, gvk)
 			if err := sameOutcome(ours, ourErr, theirs, theirErr); err != nil {
 				t.Fatal(err)
 			}

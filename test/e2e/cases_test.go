@@ -108,9 +108,9 @@ func TestDifferentialCasesAreValid(t *testing.T) {
 				}
 				// A typo must not turn a case into a compile-error case.
 				if strings.Contains(inv.Err.Error(), "compilation failed") && !strings.Contains(f, "compile-error") {
-					t.Errorf("policy %s does not compile (name the case *compile-error* if intended): %v", inv.Policy, inv.Err)
+					t.Errorf("policy %s does not compile (name the case *compile-error* if intended): %v", inv.Configuration, inv.Err)
 				} else {
-					t.Logf("policy %s: %v", inv.Policy, inv.Err)
+					t.Logf("policy %s: %v", inv.Configuration, inv.Err)
 				}
 			}
 			// kube-apiserver runs policies in Go map order, a new one for

@@ -95,6 +95,20 @@ spec:
       expression: >
         Object{metadata: Object.metadata{annotations: {"policy.example.com/tier": size(object.spec.containers) > 1 ? "gold" : "standard",
           "policy.example.com/containers": string(size(object.spec.containers))}}}`,
+	"team-label": `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: CHAIN-team-label}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+    objectSelector: {matchLabels: {chain: CHAIN}}
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"team": "payments"}}}'`,
 	"after-stamp": `
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
@@ -138,9 +152,12 @@ type chainHook struct {
 // chainCase is one chain: its policies, its webhooks, and whether its
 // namespace has a LimitRange.
 type chainCase struct {
-	name       string
-	policies   []string
-	hooks      []chainHook
+	name     string
+	policies []string
+	hooks    []chainHook
+	// validating are ValidatingWebhookConfigurations' webhooks (ifNeeded
+	// unused): the validating stage, after the registry's validation.
+	validating []chainHook
 	limitRange bool
 	// want are facts of the stored object that make the chain mean
 	// something (the outcomes must be equal besides).
@@ -183,6 +200,12 @@ func chainCases() []chainCase {
 			want: map[string]string{"policy.example.com/saw-sidecar": "yes"}},
 		{name: "webhook-denial", policies: []string{"log-shipper"}, hooks: []chainHook{{"deny", "deny", webhookserver.PathDeny, false}},
 			want: map[string]string{"error": `admission webhook "deny.CHAIN.example.com" denied the request: pods may not run as root`}},
+		// The validating stage: a validating webhook reads the label a
+		// policy set (admitted, with the webhook's warning), or refuses
+		// the Pod without it.
+		{name: "validating-webhook-reads-policy", policies: []string{"team-label"}, validating: []chainHook{{"require", "team", webhookserver.PathRequireLabel + "/team", false}},
+			want: map[string]string{"label/team": "payments"}},
+		{name: "validating-webhook-refuses", policies: []string{"log-shipper"}, validating: []chainHook{{"require", "team", webhookserver.PathRequireLabel + "/team", false}}},
 	}
 }
 
@@ -208,8 +231,8 @@ func TestChain(t *testing.T) {
 	defer cancel()
 	for _, cc := range chainCases() {
 		t.Run(cc.name, func(t *testing.T) {
-			set, configs, pod := chainObjects(t, cc, srv)
-			want := chainMutatis(t, ctx, set, configs, pod)
+			set, configs, validating, pod := chainObjects(t, cc, srv)
+			want := chainMutatis(t, ctx, set, configs, validating, pod)
 			for _, o := range chainAPIObjects(t, set) {
 				if _, err := c.Create(ctx, o, false); err != nil {
 					t.Fatalf("creating %s: %v", kindKey(o), err)
@@ -221,6 +244,13 @@ func TestChain(t *testing.T) {
 			}
 			for _, cfg := range configs {
 				obj := asObject(t, cfg, "MutatingWebhookConfiguration")
+				if _, err := c.Create(ctx, obj, false); err != nil {
+					t.Fatalf("creating %s: %v", cfg.Name, err)
+				}
+				defer func() { _ = c.Delete(context.Background(), obj) }()
+			}
+			for _, cfg := range validating {
+				obj := asObject(t, cfg, "ValidatingWebhookConfiguration")
 				if _, err := c.Create(ctx, obj, false); err != nil {
 					t.Fatalf("creating %s: %v", cfg.Name, err)
 				}
@@ -280,7 +310,7 @@ func asObject(t *testing.T, obj runtime.Object, kind string) *unstructured.Unstr
 // chainObjects are the objects of a chain: its namespace (and
 // LimitRange), policies and bindings as a manifest set, its webhook
 // configurations, and the Pod.
-func chainObjects(t *testing.T, cc chainCase, srv *webhookserver.Server) (*manifest.Set, []*admissionregistrationv1.MutatingWebhookConfiguration, *unstructured.Unstructured) {
+func chainObjects(t *testing.T, cc chainCase, srv *webhookserver.Server) (*manifest.Set, []*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, *unstructured.Unstructured) {
 	t.Helper()
 	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata: {name: " + cc.name + "}"}
 	if cc.limitRange {
@@ -312,14 +342,23 @@ func chainObjects(t *testing.T, cc chainCase, srv *webhookserver.Server) (*manif
 			}
 		}))
 	}
+	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, h := range cc.validating {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: cc.name + "-" + h.config}}
+		cfg.Webhooks = append(cfg.Webhooks, srv.ValidatingWebhook(h.name+"."+cc.name+".example.com", h.path, func(w *admissionregistrationv1.MutatingWebhook) {
+			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"chain": cc.name}}
+			w.Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+		}))
+		validating = append(validating, cfg)
+	}
 	pod := mustObject(fmt.Sprintf(`{apiVersion: v1, kind: Pod, metadata: {name: web, namespace: %s, labels: {chain: %s}},
   spec: {containers: [{name: app, image: "nginx:1.27"}]}}`, cc.name, cc.name))
-	return set, configs, pod
+	return set, configs, validating, pod
 }
 
 // chainMutatis is mutatis' outcome of a chain, as `mutatis apply
 // --webhooks … --policies …` computes it.
-func chainMutatis(t *testing.T, ctx context.Context, set *manifest.Set, configs []*admissionregistrationv1.MutatingWebhookConfiguration, pod *unstructured.Unstructured) outcome {
+func chainMutatis(t *testing.T, ctx context.Context, set *manifest.Set, configs []*admissionregistrationv1.MutatingWebhookConfiguration, validating []*admissionregistrationv1.ValidatingWebhookConfiguration, pod *unstructured.Unstructured) outcome {
 	t.Helper()
 	sim, err := cluster.New(set.Objects, cluster.Options{})
 	if err != nil {
@@ -337,6 +376,14 @@ func chainMutatis(t *testing.T, ctx context.Context, set *manifest.Set, configs 
 		}
 		defer ch.Webhooks.Close(nil)
 	}
+	if len(validating) > 0 {
+		vd, err := sim.ValidatingWebhooks(validating, nil, webhookclient.Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer vd.Close(nil)
+		ch.ValidatingWebhooks = vd
+	}
 	d, err := sim.DecodeSteps(cluster.Request{Object: pod.DeepCopy(), User: adminInfo()})
 	if err != nil {
 		t.Fatal(err)
@@ -345,11 +392,8 @@ func chainMutatis(t *testing.T, ctx context.Context, set *manifest.Set, configs 
 	if err != nil {
 		t.Fatal(err)
 	}
-	switch {
-	case adm.Result.Denied != nil:
-		return outcomeOfStatus(adm.Result.Denied)
-	case adm.Invalid != nil:
-		return outcomeOfStatus(adm.Invalid)
+	if status, _ := adm.Refusal(); status != nil {
+		return outcomeOfStatus(status)
 	}
 	return withoutTimes(outcome{Object: normalize(adm.Stored)})
 }

@@ -174,6 +174,9 @@ type Cluster struct {
 	Dir string
 	// APIServerLog is kube-apiserver's log file (of its latest start).
 	APIServerLog string
+	// AuditLog is kube-apiserver's audit log (JSON lines, level Metadata
+	// for writes: their audit annotations).
+	AuditLog string
 
 	t         *testing.T
 	bin       binaries
@@ -298,6 +301,14 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 	}
+	// The audit log holds the audit annotations of admission
+	// (TestValidatingStage): writes at level Metadata, nothing else.
+	c.AuditLog = filepath.Join(c.Dir, "audit.log")
+	auditPolicy := filepath.Join(c.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte(auditPolicyYAML), 0o644); err != nil {
+		return err
+	}
+	args = append(args, "--audit-log-path="+c.AuditLog, "--audit-policy-file="+auditPolicy, "--audit-log-format=json")
 	// harnessDisabledPlugins are off in NativeMAP and NoMAP.
 	disabled := strings.Join(harnessDisabledPlugins, ",")
 	switch c.Mode {
@@ -322,6 +333,17 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	c.apiserver = p
 	return nil
 }
+
+// auditPolicyYAML records writes at level Metadata (their annotations),
+// after they complete, and nothing else.
+const auditPolicyYAML = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete]
+- level: None
+`
 
 // apiserverStopGrace is the grace period of StopAPIServer: kube-apiserver
 // with clients' watches open often does not exit within stopGrace.

@@ -182,7 +182,7 @@ func (r *results) stat(k key, impl, unit string) (stat, bool) {
 // family titles, in document order.
 var families = []struct{ name, title, about string }{
 	{"Mutation", "One mutation (compiled), small Deployment",
-		"Upstream: `NewApplyConfigurationPatcher`/`NewJSONPatcher` `.Patch` plus the dispatcher's conversion back to the typed object and defaulting. mutatis: `engine.MutateStandalone`."},
+		"Upstream: `NewApplyConfigurationPatcher`/`NewJSONPatcher` `.Patch` plus the dispatcher's conversion back to the typed object and defaulting. mutatis: `mutation.Patcher.Mutate`."},
 	{"Admit", "Whole admissions through the dispatcher",
 		"Upstream: `mutating.NewDispatcher` over fake informers (one `DeepCopyObject` of the request object per admission included: the dispatcher mutates attributes in place), reinvocation pass when asked for. mutatis: `cluster` + a `chain.Runner` over the `engine.Evaluator`."},
 	{"Compile", "Compiling 1,000 policies (in process)",

@@ -1,4 +1,14 @@
-package engine
+// Package mutation is one mutation of one MutatingAdmissionPolicy
+// invocation, as kube-apiserver's dispatcher runs it (k8s.io/apiserver
+// pkg/admission/plugin/policy/mutating: dispatchOne with the
+// ApplyConfiguration or JSONPatch patcher of its patch package): the
+// expression evaluated under its budget, the patch applied (through
+// applyconfig or jsonpatch), the result in typed form and defaulted. The
+// algorithm of a request (engine.Evaluator.Admit) calls it once per
+// mutation, as upstream's dispatcher calls its patchers; the side-by-side
+// benchmark of one mutation and the differential tests of the patchers
+// hold it beside upstream's.
+package mutation
 
 import (
 	"context"
@@ -36,17 +46,19 @@ type Patcher struct {
 	SkipDefaulting bool
 }
 
-// mutationCache is what one admission keeps from a mutation for the next
-// ones of the same object, opaque to the algorithm: the typed value of the
-// last ApplyConfiguration result, which the next merge into that same
-// object reuses (applyconfig.Merger.Merge), and the scheme's cache, which
+// Cache is what one admission keeps from a mutation for the next ones of
+// the same object, opaque to its holder (the engine keeps one per request,
+// in its state across the chain's rounds): the typed value of the last
+// ApplyConfiguration result, which the next merge into that same object
+// reuses (applyconfig.Merger.Merge), and the scheme's cache, which
 // normalizes a merge result walking only what the patch changed. The zero
-// value is an admission's, before its first mutation.
-type mutationCache struct {
+// value is an admission's, before its first mutation. It is for one
+// request at a time.
+type Cache struct {
 	// standalone tells that the mutated object is not known to be in
-	// typed form (MutateStandalone's): nothing is reused. Within an
-	// admission it is (the request's object as requestObject presents it,
-	// then the results of mutations).
+	// typed form (Patcher.Mutate's): nothing is reused. Within an
+	// admission it is (the request's object as NormalizeRequest presents
+	// it, then the results of mutations).
 	standalone bool
 	merged     *applyconfig.Merged
 	typed      scheme.Cache
@@ -54,7 +66,7 @@ type mutationCache struct {
 
 // merge merges patch into live with merger, reusing the last merge's
 // typed value within an admission.
-func (c *mutationCache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any) (*applyconfig.Merged, error) {
+func (c *Cache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any) (*applyconfig.Merged, error) {
 	if c.standalone {
 		return merger.Merge(live, patch, nil)
 	}
@@ -64,7 +76,7 @@ func (c *mutationCache) merge(merger *applyconfig.Merger, live *unstructured.Uns
 // normalize presents merged, the result of merging a patch into in (of
 // kind gvk), in typed form with pt's scheme: within an admission in is in
 // typed form, and only what the patch changed is walked.
-func (c *mutationCache) normalize(pt *Patcher, merged, in map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+func (c *Cache) normalize(pt *Patcher, merged, in map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if c.standalone {
 		return pt.Scheme.Normalize(merged, gvk)
 	}
@@ -74,24 +86,37 @@ func (c *mutationCache) normalize(pt *Patcher, merged, in map[string]any, gvk sc
 
 // keep keeps merged for the next merge when out, the mutation's result,
 // is its object (normalizing changed nothing: the typed value is out's).
-func (c *mutationCache) keep(merged *applyconfig.Merged, out map[string]any) {
+func (c *Cache) keep(merged *applyconfig.Merged, out map[string]any) {
 	if !c.standalone && jsonvalue.SameMap(out, merged.Object.Object) {
 		c.merged = merged
 	}
 }
 
-// mutate evaluates mutation m of policy p against in and applies its patch
-// to in.Object (of kind gvk). It returns the new object content (in.Object is
-// never modified).
+// Mutate evaluates mutation m of policy p against in and applies its patch
+// to in.Object (of kind gvk), outside any admission: the unit that one
+// call of upstream's patchers (patch.Patcher.Patch) followed by the
+// dispatcher's conversion back to the typed object and defaulting
+// (dispatchOne) is, and nothing else (no matching, params,
+// matchConditions or reinvocation: engine.Evaluator.Admit's). It returns
+// the new object content (in.Object is never modified).
 //
 // Errors come in two classes, as upstream: an *apierrors.StatusError ends the
 // whole admission request whatever the failure policy (no schema for the
 // kind, a patched object that does not decode into its type); any other error
 // is an error of this policy invocation, subject to its failure policy.
-//
-// cache is what the admission keeps from one mutation for the next
-// (mutationCache), updated.
-func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind, cache *mutationCache) (out map[string]any, outcome chain.MutationOutcome, err error) {
+func (pt *Patcher) Mutate(ctx context.Context, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (map[string]any, chain.MutationOutcome, error) {
+	return (&Cache{standalone: true}).mutate(ctx, pt, p, m, in, gvk)
+}
+
+// Mutate is Patcher.Mutate within an admission: in.Object is the request's
+// object as pt.NormalizeRequest presents it or the result of an earlier
+// mutation of the admission through c, and c keeps what the next mutation
+// reuses.
+func (c *Cache) Mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (map[string]any, chain.MutationOutcome, error) {
+	return c.mutate(ctx, pt, p, m, in, gvk)
+}
+
+func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *compiler.Expression, in compiler.Input, gvk schema.GroupVersionKind) (out map[string]any, outcome chain.MutationOutcome, err error) {
 	start := time.Now()
 	defer func() {
 		outcome.Elapsed = time.Since(start)
@@ -153,16 +178,16 @@ func (pt *Patcher) mutate(ctx context.Context, p *compiler.Policy, m *compiler.E
 			return nil, outcome, apierrors.NewInternalError(fmt.Errorf("mutatis has no schema of %v to merge an ApplyConfiguration with", gvk))
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
-		merged, err := cache.merge(merger, live, patch) // errors carry upstream's "error applying patch: " prefix
+		merged, err := c.merge(merger, live, patch) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, err := cache.normalize(pt, merged.Object.Object, in.Object, gvk)
+		out, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
 		if err == nil {
 			out, err = pt.defaults(out, gvk)
 		}
 		if err == nil {
-			cache.keep(merged, out)
+			c.keep(merged, out)
 		}
 		return out, outcome, err
 	case compiler.KindJSONPatch:
