@@ -112,6 +112,17 @@ func checkValidatingAudit(t *testing.T, rep *Report) {
 	if s.ValidatingPolicies != 3 || s.ValidatingBindings != 3 || s.WithValidationFailures != 5 || s.WithWarnings != 5 || s.Outcomes[OutcomeDeny] != 2 {
 		t.Errorf("summary %+v", s)
 	}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	// The HTML report has the bindings' table, the failures, and a filter
+	// for the objects admitted with them.
+	for _, w := range []string{`<table id="validating">`, `value="unchanged" checked`, "<pre>validation failed: " + limits + "</pre>", "<pre>refused by: PodSecurity</pre>"} {
+		if !strings.Contains(page.String(), w) {
+			t.Errorf("the HTML report lacks %q", w)
+		}
+	}
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
