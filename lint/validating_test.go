@@ -77,6 +77,10 @@ func TestValidatingPolicyTypeChecking(t *testing.T) {
 			objects: widgetCRD},
 		{name: "a CRD not loaded: no schema, no warning",
 			policy: vapFor("example.com", "widgets", "  - expression: object.spec.size == 'big'\n")},
+		{name: "params typed by a built-in paramKind",
+			policy: strings.Replace(vapFor("apps", "deployments", "  - expression: object.spec.replicas <= params.data.max\n"), "spec:\n", "spec:\n  paramKind: {apiVersion: v1, kind: ConfigMap}\n", 1),
+			want: []string{"spec.validations[0].expression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_<=_' applied to '(int, string)'\n" +
+				" | object.spec.replicas <= params.data.max\n | .....................^"}},
 		{name: "a wildcard names no kind to check",
 			policy: vapFor("apps", "*", "  - expression: object.spec.replicaz <= 5\n")},
 		{name: "a clean Pod policy",

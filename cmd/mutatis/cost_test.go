@@ -198,3 +198,34 @@ func TestCostJSON(t *testing.T) {
 		})
 	}
 }
+
+// -o json: the ValidatingAdmissionPolicies under validatingPolicies, the
+// limits with their budgets; without them, neither key.
+func TestCostJSONValidating(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "cost", "-o", "json", "testdata/cost/vap.yaml")
+	if code != exitProblem {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var r costs.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Policies) != 0 || len(r.ValidatingPolicies) != 3 || r.Limits.Validations != 10_000_000 || r.Limits.AuditAnnotations != 10_000_000 || r.Failed != 2 {
+		t.Errorf("report: %d policies, %d validating, limits %+v, failed %d", len(r.Policies), len(r.ValidatingPolicies), r.Limits, r.Failed)
+	}
+	kinds := map[string]bool{}
+	for _, p := range r.ValidatingPolicies {
+		for _, e := range p.Expressions {
+			kinds[e.Kind] = true
+		}
+	}
+	for _, k := range []string{"variable", "matchCondition", "validation", "messageExpression", "auditAnnotation"} {
+		if !kinds[k] {
+			t.Errorf("no expression of kind %s: %v", k, kinds)
+		}
+	}
+	_, out, _ = runCLI(t, "", "cost", "-o", "json", "testdata/cost/policy.yaml")
+	if strings.Contains(out, "validatingPolicies") || strings.Contains(out, `"validations"`) {
+		t.Errorf("a report without ValidatingAdmissionPolicies names them:\n%s", out)
+	}
+}
