@@ -13,7 +13,11 @@
 // bounded worker pool while the next pages are read. The Report keeps
 // counts, per-policy counts, the heaviest runtime costs and one Finding
 // per object that would not be left unchanged (Pods of one controller
-// that would change the same way are one Finding).
+// that would change the same way are one Finding). ValidatingAdmissionPolicies
+// audited beside them (Options.ValidatingPolicies) run in the validating
+// stage with PodSecurity and the other built-in plugins' validating halves:
+// a refusal there is a deny, and every failing validation is reported
+// with its binding's actions (what Deny would refuse).
 package audit
 
 import (
@@ -52,6 +56,26 @@ type Options struct {
 	Policies        []*admissionregistrationv1.MutatingAdmissionPolicy
 	Bindings        []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	ClusterPolicies bool
+	// ValidatingPolicies and ValidatingBindings are
+	// ValidatingAdmissionPolicies and their bindings audited beside them
+	// (--policies): the validating stage of every object's admission runs
+	// them after the registry's validation, with the built-in plugins'
+	// validating halves (PodSecurity …), as kube-apiserver does; each
+	// object's Finding says which bindings' validations fail on it, with
+	// their validationActions, whatever those are (what switching an Audit
+	// binding to Deny would refuse).
+	ValidatingPolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	ValidatingBindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// PodSecurity, when set (ParsePodSecurity), is the PodSecurity level
+	// every Namespace is audited at: its enforce label (and version) in
+	// place of the Namespace's own, the Pods and the kinds with a pod
+	// template audited (PodSecurity refuses the Pods and warns about the
+	// templates): what labelling the Namespaces would refuse.
+	PodSecurity *PodSecurityLevel
+	// ClusterValidatingPolicies adds the cluster's own
+	// ValidatingAdmissionPolicies and bindings to them (read as stored,
+	// admissionregistration.k8s.io/v1).
+	ClusterValidatingPolicies bool
 	// Resources are objects read from files that join the cluster's own
 	// around the policies (params or Namespaces not created yet).
 	Resources []manifest.Object
@@ -90,6 +114,10 @@ type Options struct {
 	// policies, webhooks and the reinvocation round.
 	Webhooks    []*admissionregistrationv1.MutatingWebhookConfiguration
 	ServiceURLs webhookclient.ServiceURLs
+	// ValidatingWebhooks are ValidatingWebhookConfigurations called in the
+	// validating stage, after the ValidatingAdmissionPolicies, as
+	// kube-apiserver calls them (concurrently; a refusal is a deny).
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
 	// Notice receives what the run tells a person (a resource skipped, a
 	// page retried); may be nil.
 	Notice func(string)
@@ -115,8 +143,13 @@ type Auditor struct {
 	chain     cluster.Chain
 	policies  []*admissionregistrationv1.MutatingAdmissionPolicy
 	bindings  []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	targets   []matching.Resource
-	operation admission.Operation
+	vpolicies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	vbindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// validatingWebhooks is the chain's ValidatingWebhooks stage, kept to
+	// close its clients.
+	validatingWebhooks *webhookclient.ValidatingDispatcher
+	targets            []matching.Resource
+	operation          admission.Operation
 }
 
 // clusterSource names an object read from the cluster in errors.
@@ -133,7 +166,10 @@ var (
 	crdsGVR     = schema.GroupVersionResource{Group: apiextensionsv1.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
 	policiesGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "mutatingadmissionpolicies"}
 	bindingsGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "mutatingadmissionpolicybindings"}
-	contextGVRs = []schema.GroupVersionResource{
+	// The cluster's ValidatingAdmissionPolicies (ClusterValidatingPolicies).
+	validatingPoliciesGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "validatingadmissionpolicies"}
+	validatingBindingsGVR = schema.GroupVersionResource{Group: manifest.GroupName, Version: "v1", Resource: "validatingadmissionpolicybindings"}
+	contextGVRs           = []schema.GroupVersionResource{
 		{Version: "v1", Resource: "namespaces"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
@@ -151,12 +187,13 @@ var (
 )
 
 // ContextResources are the resources an audit reads besides the audited
-// ones: the CRDs, the cluster's policies and bindings (ClusterPolicies),
-// and the objects around the policies. With the param resources of the
+// ones: the CRDs, the cluster's policies and bindings (ClusterPolicies;
+// its ValidatingAdmissionPolicies and bindings with
+// ClusterValidatingPolicies), and the objects around the policies. With the param resources of the
 // policies and the audited resources, they are what the least-privilege
 // ClusterRole of docs/audit.md grants.
 func ContextResources() []schema.GroupVersionResource {
-	return append([]schema.GroupVersionResource{crdsGVR, policiesGVR, bindingsGVR}, contextGVRs...)
+	return append([]schema.GroupVersionResource{crdsGVR, policiesGVR, bindingsGVR, validatingPoliciesGVR, validatingBindingsGVR}, contextGVRs...)
 }
 
 // New reads from the cluster what the evaluation needs and builds the
@@ -178,7 +215,7 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 		}
 		o.Compiler = comp
 	}
-	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings}
+	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings, vpolicies: o.ValidatingPolicies, vbindings: o.ValidatingBindings}
 	var objects []manifest.Object
 	readSelected := func(gvr schema.GroupVersionResource, sel Selector, keep func(*unstructured.Unstructured)) error {
 		err := o.Lister.List(ctx, gvr, "", sel, func(p Page) error {
@@ -216,6 +253,18 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 			return nil, err
 		}
 	}
+	if o.ClusterValidatingPolicies {
+		var errs []error
+		if err := read(validatingPoliciesGVR, typed(&a.vpolicies, &errs)); err != nil {
+			return nil, err
+		}
+		if err := read(validatingBindingsGVR, typed(&a.vbindings, &errs)); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
 	for _, gvr := range contextGVRs {
 		if err := read(gvr, addObject); err != nil {
 			return nil, err
@@ -226,6 +275,9 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 		return nil, err
 	}
 	objects = append(objects, o.Resources...)
+	if o.PodSecurity != nil {
+		objects = o.PodSecurity.label(objects)
+	}
 	sim, err := cluster.New(objects, cluster.Options{AdmissionPlugins: o.AdmissionPlugins})
 	if err != nil {
 		return nil, err
@@ -240,7 +292,26 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 			return nil, err
 		}
 	}
-	a.targets = Targets(sim.Table, a.policies, o.Operation, o.Kinds)
+	if len(o.ValidatingWebhooks) > 0 {
+		vd, err := sim.ValidatingWebhooks(o.ValidatingWebhooks, o.ServiceURLs, webhookclient.Options{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		a.validatingWebhooks = vd
+		a.chain.ValidatingWebhooks = vd
+	}
+	if len(a.vpolicies) > 0 {
+		vev, err := sim.ValidatingPolicies(nil, a.vpolicies, a.vbindings)
+		if err != nil {
+			return nil, err
+		}
+		a.chain.ValidatingPolicies = vev
+	}
+	sels := a.selectors()
+	if o.PodSecurity != nil {
+		sels = append(sels, podSecuritySelector)
+	}
+	a.targets = targets(sim.Table, sels, o.Operation, o.Kinds)
 	return a, nil
 }
 
@@ -248,6 +319,9 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 func (a *Auditor) Close() {
 	if a.chain.Webhooks != nil {
 		a.chain.Webhooks.Close(nil)
+	}
+	if a.validatingWebhooks != nil {
+		a.validatingWebhooks.Close(nil)
 	}
 }
 
@@ -258,9 +332,24 @@ func (a *Auditor) Close() {
 // Objects already read (a paramKind that is also a context resource) are
 // kept once.
 func (a *Auditor) readParams(table *matching.Table, read func(schema.GroupVersionResource, Selector, func(*unstructured.Unstructured)) error, add func(*unstructured.Unstructured)) error {
+	type ref struct {
+		kind *admissionregistrationv1.ParamKind
+		ref  *admissionregistrationv1.ParamRef
+	}
+	var refs []ref
 	kinds := map[string]*admissionregistrationv1.ParamKind{}
 	for _, p := range a.policies {
 		kinds[p.Name] = p.Spec.ParamKind
+	}
+	for _, b := range a.bindings {
+		refs = append(refs, ref{kinds[b.Spec.PolicyName], b.Spec.ParamRef})
+	}
+	vkinds := map[string]*admissionregistrationv1.ParamKind{}
+	for _, p := range a.vpolicies {
+		vkinds[p.Name] = p.Spec.ParamKind
+	}
+	for _, b := range a.vbindings {
+		refs = append(refs, ref{vkinds[b.Spec.PolicyName], b.Spec.ParamRef})
 	}
 	type query struct {
 		gvr schema.GroupVersionResource
@@ -268,8 +357,8 @@ func (a *Auditor) readParams(table *matching.Table, read func(schema.GroupVersio
 	}
 	seen := map[query]bool{}
 	kept := map[string]bool{}
-	for _, b := range a.bindings {
-		pk, ref := kinds[b.Spec.PolicyName], b.Spec.ParamRef
+	for _, r := range refs {
+		pk, ref := r.kind, r.ref
 		if pk == nil || ref == nil {
 			continue
 		}
@@ -360,6 +449,30 @@ func (a *Auditor) retried(err error, wait time.Duration) {
 // Targets are the audited resources: those the policies' rules can match
 // (Targets).
 func (a *Auditor) Targets() []matching.Resource { return a.targets }
+
+// ValidatingPolicies and ValidatingBindings are the audited
+// ValidatingAdmissionPolicies and their bindings.
+func (a *Auditor) ValidatingPolicies() []*admissionregistrationv1.ValidatingAdmissionPolicy {
+	return a.vpolicies
+}
+
+// ValidatingBindings are the audited ValidatingAdmissionPolicyBindings.
+func (a *Auditor) ValidatingBindings() []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return a.vbindings
+}
+
+// selectors are the matchConstraints of every audited policy, mutating
+// and validating.
+func (a *Auditor) selectors() []matching.Selector {
+	var out []matching.Selector
+	for _, p := range a.policies {
+		out = append(out, matching.SelectorForPolicy(p))
+	}
+	for _, p := range a.vpolicies {
+		out = append(out, matching.SelectorForMatchResources(p.Spec.MatchConstraints))
+	}
+	return out
+}
 
 // Policies and Bindings are the audited policy set.
 func (a *Auditor) Policies() []*admissionregistrationv1.MutatingAdmissionPolicy { return a.policies }

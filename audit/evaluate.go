@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
@@ -27,7 +28,10 @@ const (
 	// object cannot be decoded (400), an admission plugin before the
 	// policies refuses it (403), or the evaluation fails.
 	OutcomeError Outcome = "error"
-	// OutcomeDeny: a policy denies the request (failurePolicy Fail).
+	// OutcomeDeny: a policy denies the request (failurePolicy Fail), or
+	// the validating stage refuses it after the registry's validation (a
+	// ValidatingAdmissionPolicy binding with Deny, PodSecurity enforce, a
+	// built-in plugin's validate half: Finding.RefusedBy names it).
 	OutcomeDeny Outcome = "deny"
 	// OutcomeInvalid: the admitted object is refused by validation (422).
 	OutcomeInvalid Outcome = "invalid"
@@ -130,6 +134,8 @@ func (a *Auditor) Evaluate(ctx context.Context, res matching.Resource, obj *unst
 		ev.Outcome, ev.Message = OutcomeDeny, adm.Result.Denied.ErrStatus.Message
 	case adm.Invalid != nil:
 		ev.Outcome, ev.Message = OutcomeInvalid, adm.Invalid.ErrStatus.Message
+	case adm.Validation.Denied != nil:
+		ev.Outcome, ev.Message = OutcomeDeny, adm.Validation.Denied.ErrStatus.Message
 	case adm.Object != nil && !jsonvalue.JSONEqual(ev.Before, adm.Object):
 		ev.Outcome = OutcomeChange
 		ev.Patch, err = patch(ev.Before, adm.Object)
@@ -180,6 +186,26 @@ func (a *Auditor) finding(ctx context.Context, res matching.Resource, obj *unstr
 		Message:   ev.Message,
 		Patch:     string(ev.Patch),
 		Count:     1,
+	}
+	if ev.Admission != nil && ev.Admission.Validation.Denied != nil && ev.Admission.Result.Denied == nil && ev.Admission.Invalid == nil {
+		f.RefusedBy = ev.Admission.Validation.DeniedBy
+	}
+	if ev.Admission != nil {
+		v := ev.Admission.Validation
+		f.Warnings = v.Warnings
+		for _, val := range v.Validations {
+			for _, d := range val.Decisions {
+				if d.Action != chain.DecisionDeny {
+					continue
+				}
+				vf := ValidationFailure{Policy: val.Configuration, Binding: val.Hook, Param: val.Param, Message: d.Message, Error: d.Error}
+				for _, act := range val.Actions {
+					vf.Actions = append(vf.Actions, string(act))
+				}
+				f.Validations = append(f.Validations, vf)
+			}
+		}
+		f.validations = v.Validations
 	}
 	if ev.Admission != nil {
 		r := ev.Admission.Result

@@ -30,8 +30,29 @@ func fakeCluster(t *testing.T, files ...string) *dynamicfake.FakeDynamicClient {
 		for _, o := range set.Objects {
 			objs = append(objs, o.Object)
 		}
+		// ValidatingAdmissionPolicies and bindings as the cluster stores
+		// them (manifest keeps them apart from the other objects).
+		for _, p := range set.ValidatingPolicies {
+			objs = append(objs, stored(t, p.Policy, "ValidatingAdmissionPolicy"))
+		}
+		for _, b := range set.ValidatingBindings {
+			objs = append(objs, stored(t, b.Binding, "ValidatingAdmissionPolicyBinding"))
+		}
 	}
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+}
+
+// stored is obj as admissionregistration.k8s.io/v1 kind, unstructured.
+func stored(t *testing.T, obj any, kind string) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(manifest.GroupName + "/v1")
+	u.SetKind(kind)
+	return u
 }
 
 // loadPolicies reads a policy file for Options.

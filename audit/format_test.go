@@ -114,7 +114,7 @@ func TestJUnitFailOn(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseFailOn([]string{"warn"}); err == nil || err.Error() != `--fail-on must be change, deny or error, not "warn"` {
+	if _, err := ParseFailOn([]string{"warn"}); err == nil || err.Error() != `--fail-on must be change, deny, error or validation, not "warn"` {
 		t.Errorf("err = %v", err)
 	}
 }

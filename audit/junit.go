@@ -92,6 +92,15 @@ func findingText(f Finding) string {
 	for _, ig := range f.Ignored {
 		fmt.Fprintf(&b, "ignored: %s\n", ig)
 	}
+	if f.RefusedBy != "" {
+		fmt.Fprintf(&b, "refused by: %s\n", f.RefusedBy)
+	}
+	for _, v := range f.Validations {
+		fmt.Fprintf(&b, "validation failed: %s\n", v)
+	}
+	for _, w := range f.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	return b.String()
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 )
 
 // Verdict is what one policy and binding would do to one object, or why
@@ -38,6 +40,27 @@ type ObjectReport struct {
 	Patch     json.RawMessage `json:"patch,omitempty"`
 	Ignored   []string        `json:"ignored,omitempty"`
 	Verdicts  []Verdict       `json:"verdicts"`
+	// RefusedBy, Warnings and ValidatingVerdicts are the validating
+	// stage's: the plugin that refused the object, the warnings, and what
+	// each ValidatingAdmissionPolicy binding of the audit decided.
+	RefusedBy          string              `json:"refusedBy,omitempty"`
+	Warnings           []string            `json:"warnings,omitempty"`
+	ValidatingVerdicts []ValidatingVerdict `json:"validatingVerdicts,omitempty"`
+}
+
+// ValidatingVerdict is what one ValidatingAdmissionPolicy binding decided
+// on one object, or why it did not evaluate it.
+type ValidatingVerdict struct {
+	PolicyBinding
+	// Actions are the binding's validationActions.
+	Actions []string `json:"actions"`
+	// Evaluated is true when its validations ran; Failures are the
+	// messages of those that failed (the object passes when there is
+	// none).
+	Evaluated bool     `json:"evaluated"`
+	Failures  []string `json:"failures,omitempty"`
+	// Reason says why it did not evaluate the object.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Explain evaluates obj, of resource res, and says for every policy and
@@ -98,6 +121,13 @@ func (a *Auditor) Explain(ctx context.Context, res matching.Resource, obj *unstr
 			out.Verdicts = append(out.Verdicts, Verdict{PolicyBinding: PolicyBinding{Policy: p.Name}, Reason: "no binding names the policy"})
 		}
 	}
+	out.ValidatingVerdicts = a.validatingVerdicts(ev)
+	if ev.Admission != nil {
+		out.Warnings = ev.Admission.Validation.Warnings
+		if ev.Outcome == OutcomeDeny && ev.Admission.Result.Denied == nil {
+			out.RefusedBy = ev.Admission.Validation.DeniedBy
+		}
+	}
 	slices.SortStableFunc(out.Verdicts, func(x, y Verdict) int {
 		if x.Acts != y.Acts {
 			if x.Acts {
@@ -108,6 +138,64 @@ func (a *Auditor) Explain(ctx context.Context, res matching.Resource, obj *unstr
 		return 0
 	})
 	return out
+}
+
+// validatingVerdicts are the verdicts of the audit's
+// ValidatingAdmissionPolicy bindings on the evaluation ev.
+func (a *Auditor) validatingVerdicts(ev *Evaluation) []ValidatingVerdict {
+	var records []chain.Validation
+	if ev.Admission != nil {
+		records = ev.Admission.Validation.Validations
+	}
+	var out []ValidatingVerdict
+	for _, b := range a.vbindings {
+		v := ValidatingVerdict{PolicyBinding: PolicyBinding{Policy: b.Spec.PolicyName, Binding: b.Name}}
+		for _, act := range b.Spec.ValidationActions {
+			v.Actions = append(v.Actions, string(act))
+		}
+		found := false
+		for _, r := range records {
+			if r.Configuration != v.Policy || r.Hook != v.Binding {
+				continue
+			}
+			found = true
+			if !r.Ran() {
+				if v.Reason == "" {
+					v.Reason = r.SkipMessage()
+					if r.Err != nil {
+						v.Reason += ": " + r.Err.Error()
+					}
+				}
+				continue
+			}
+			v.Evaluated, v.Reason = true, ""
+			for _, d := range r.Decisions {
+				if d.Action == chain.DecisionDeny {
+					v.Failures = append(v.Failures, d.Message)
+				}
+			}
+		}
+		switch {
+		case found:
+		case ev.Admission == nil || ev.Outcome == OutcomeDeny && ev.Admission.Validation.Denied == nil || ev.Outcome == OutcomeInvalid:
+			v.Reason = "not evaluated: the request is refused before the validating stage"
+		case ev.Admission.Validation.Denied != nil && beforePolicies(ev.Admission.Validation.DeniedBy):
+			v.Reason = "not evaluated: " + ev.Admission.Validation.DeniedBy + " refused the request first"
+		default:
+			v.Reason = "the policy's rules do not name the request"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// beforePolicies tells whether the built-in plugin named plugin validates
+// before the ValidatingAdmissionPolicy plugin in kube-apiserver's order
+// (admissionplugins.All).
+func beforePolicies(plugin string) bool {
+	i := slices.IndexFunc(admissionplugins.All, func(p admissionplugins.Plugin) bool { return p.Name == plugin })
+	vap := slices.IndexFunc(admissionplugins.All, func(p admissionplugins.Plugin) bool { return p.Name == "ValidatingAdmissionPolicy" })
+	return i >= 0 && i < vap
 }
 
 // WriteText writes the object report for people.
@@ -136,6 +224,23 @@ func (o *ObjectReport) WriteText(w io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "  inactive: %s: %s\n", who, v.Reason)
 		}
+	}
+	if o.RefusedBy != "" {
+		fmt.Fprintf(w, "refused by: %s\n", o.RefusedBy)
+	}
+	for _, v := range o.ValidatingVerdicts {
+		who := fmt.Sprintf("ValidatingAdmissionPolicy %q binding %q [%s]", v.Policy, v.Binding, strings.Join(v.Actions, ","))
+		switch {
+		case !v.Evaluated:
+			fmt.Fprintf(w, "  not evaluated: %s: %s\n", who, v.Reason)
+		case len(v.Failures) == 0:
+			fmt.Fprintf(w, "  passes:   %s\n", who)
+		default:
+			fmt.Fprintf(w, "  fails:    %s: %s\n", who, strings.Join(v.Failures, "; "))
+		}
+	}
+	for _, warning := range o.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
 	_, err := fmt.Fprintln(w)
 	return err

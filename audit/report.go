@@ -39,8 +39,42 @@ type Finding struct {
 	Owner string `json:"owner,omitempty"`
 	// Count is the number of objects (Pods of Owner) the finding stands for.
 	Count int64 `json:"count"`
+	// RefusedBy names the validating stage's plugin that refused the
+	// object (OutcomeDeny after the registry's validation):
+	// "ValidatingAdmissionPolicy", "PodSecurity", a validating webhook's
+	// plugin or another built-in plugin.
+	RefusedBy string `json:"refusedBy,omitempty"`
+	// Validations are the ValidatingAdmissionPolicy validations that fail
+	// on the object, each with its binding's validationActions: with Deny
+	// they refuse it, with Warn they warn, with Audit they are only
+	// recorded (validation.policy.admission.k8s.io/validation_failure).
+	Validations []ValidationFailure `json:"validationFailures,omitempty"`
+	// Warnings are the validating stage's warnings (a Warn binding's,
+	// PodSecurity's warn level), as kube-apiserver returns them.
+	Warnings []string `json:"warnings,omitempty"`
 
 	invocations []chain.Invocation
+	validations []chain.Validation
+}
+
+// ValidationFailure is one failing validation of a
+// ValidatingAdmissionPolicy binding on an object.
+type ValidationFailure struct {
+	Policy  string `json:"policy"`
+	Binding string `json:"binding"`
+	// Param is "namespace/name" of the param, if any.
+	Param string `json:"param,omitempty"`
+	// Actions are the binding's validationActions.
+	Actions []string `json:"actions"`
+	// Message is the validation's message (or the error's).
+	Message string `json:"message"`
+	// Error tells the failure is an error of the policy (evaluation,
+	// configuration) under failurePolicy Fail, not a false validation.
+	Error bool `json:"error,omitempty"`
+}
+
+func (v ValidationFailure) String() string {
+	return fmt.Sprintf("%s/%s [%s]: %s", v.Policy, v.Binding, strings.Join(v.Actions, ","), v.Message)
 }
 
 // MarshalJSON writes the patch as JSON, not as a string.
@@ -121,24 +155,52 @@ type Summary struct {
 	Outcomes map[Outcome]int64 `json:"outcomes"`
 	// WithIgnored counts the objects with errors failurePolicy Ignore
 	// dropped, whatever their outcome.
-	WithIgnored int64   `json:"withIgnoredErrors"`
-	Seconds     float64 `json:"seconds"`
+	WithIgnored int64 `json:"withIgnoredErrors"`
+	// ValidatingPolicies and ValidatingBindings count the audited
+	// ValidatingAdmissionPolicies; WithValidationFailures the objects a
+	// validation of theirs fails on, whatever the binding's actions, and
+	// WithWarnings the objects the validating stage warns about.
+	ValidatingPolicies     int     `json:"validatingPolicies,omitempty"`
+	ValidatingBindings     int     `json:"validatingBindings,omitempty"`
+	WithValidationFailures int64   `json:"withValidationFailures,omitempty"`
+	WithWarnings           int64   `json:"withWarnings,omitempty"`
+	Seconds                float64 `json:"seconds"`
 }
 
 // Report is the result of an audit.
 type Report struct {
 	Summary  Summary       `json:"summary"`
 	Policies []PolicyStats `json:"policies"`
+	// ValidatingPolicies count what each ValidatingAdmissionPolicy binding
+	// did over the audit.
+	ValidatingPolicies []ValidatingStats `json:"validatingPolicies,omitempty"`
 	// Costs are the heaviest mutations, by their highest cost.
 	Costs []Cost `json:"heaviestCosts"`
 	// Findings are the objects not left unchanged, gravest first.
 	Findings []Finding `json:"findings"`
 
 	stats  map[PolicyBinding]*PolicyStats
+	vstats map[PolicyBinding]*ValidatingStats
 	costs  map[costKey]*Cost
 	groups map[string]int
 	// names holds one copy of each text the findings share (intern).
 	names map[string]string
+}
+
+// ValidatingStats count what one ValidatingAdmissionPolicy binding did
+// over the audit, in objects (every Pod of a controller counts).
+type ValidatingStats struct {
+	PolicyBinding
+	// Actions are the binding's validationActions.
+	Actions []string `json:"actions"`
+	// Considered: the binding was evaluated for the object (its policy and
+	// binding select it); Evaluated: its validations ran (matchConditions
+	// true, params found).
+	Considered int64 `json:"considered"`
+	Evaluated  int64 `json:"evaluated"`
+	// Failed: objects a validation fails on (false, or an error under
+	// failurePolicy Fail), whatever the actions: what Deny would refuse.
+	Failed int64 `json:"failed"`
 }
 
 type costKey struct {
@@ -153,6 +215,7 @@ func newReport(a *Auditor) *Report {
 	r := &Report{
 		Summary: Summary{Operation: string(a.operation), Policies: len(a.policies), Bindings: len(a.bindings), Outcomes: map[Outcome]int64{}},
 		stats:   map[PolicyBinding]*PolicyStats{},
+		vstats:  map[PolicyBinding]*ValidatingStats{},
 		costs:   map[costKey]*Cost{},
 		groups:  map[string]int{},
 		names:   map[string]string{},
@@ -163,6 +226,15 @@ func newReport(a *Auditor) *Report {
 	for _, b := range a.bindings {
 		pb := PolicyBinding{Policy: b.Spec.PolicyName, Binding: b.Name}
 		r.stats[pb] = &PolicyStats{PolicyBinding: pb}
+	}
+	r.Summary.ValidatingPolicies, r.Summary.ValidatingBindings = len(a.vpolicies), len(a.vbindings)
+	for _, b := range a.vbindings {
+		pb := PolicyBinding{Policy: b.Spec.PolicyName, Binding: b.Name}
+		s := &ValidatingStats{PolicyBinding: pb}
+		for _, act := range b.Spec.ValidationActions {
+			s.Actions = append(s.Actions, string(act))
+		}
+		r.vstats[pb] = s
 	}
 	return r
 }
@@ -224,8 +296,34 @@ func (r *Report) add(f Finding) {
 			}
 		}
 	}
-	f.invocations = nil
-	if f.Outcome == OutcomeUnchanged {
+	failed := map[PolicyBinding]bool{}
+	for _, v := range f.Validations {
+		failed[PolicyBinding{Policy: v.Policy, Binding: v.Binding}] = true
+	}
+	counted := map[PolicyBinding]bool{}
+	for _, v := range f.validations {
+		pb := PolicyBinding{Policy: v.Configuration, Binding: v.Hook}
+		s := r.vstats[pb]
+		if s == nil || counted[pb] || v.Skip == chain.SkipPolicyNotSelected || v.Skip == chain.SkipBindingNotSelected {
+			continue // a policy without bindings, or one param of several already counted
+		}
+		counted[pb] = true
+		s.Considered++
+		if v.Ran() {
+			s.Evaluated++
+		}
+		if failed[pb] {
+			s.Failed++
+		}
+	}
+	if len(f.Validations) > 0 {
+		r.Summary.WithValidationFailures++
+	}
+	if len(f.Warnings) > 0 {
+		r.Summary.WithWarnings++
+	}
+	f.invocations, f.validations = nil, nil
+	if f.Outcome == OutcomeUnchanged && len(f.Validations) == 0 && len(f.Warnings) == 0 {
 		return
 	}
 	// Objects treated alike share their texts: the same label added
@@ -236,7 +334,12 @@ func (r *Report) add(f Finding) {
 	}
 	f.Patch, f.Message, f.Resource, f.Kind, f.Namespace = r.intern(f.Patch), r.intern(f.Message), r.intern(f.Resource), r.intern(f.Kind), r.intern(f.Namespace)
 	if f.Owner != "" {
-		key := strings.Join(append([]string{f.Resource, f.Namespace, f.Owner, string(f.Outcome), f.Message, f.Patch}, f.Ignored...), "\x00")
+		parts := append([]string{f.Resource, f.Namespace, f.Owner, string(f.Outcome), f.Message, f.Patch, f.RefusedBy}, f.Ignored...)
+		parts = append(parts, f.Warnings...)
+		for _, v := range f.Validations {
+			parts = append(parts, v.String())
+		}
+		key := strings.Join(parts, "\x00")
 		if i, ok := r.groups[key]; ok {
 			g := &r.Findings[i]
 			g.Count++
@@ -274,6 +377,13 @@ func (r *Report) finish(elapsed time.Duration) {
 	slices.SortFunc(r.Policies, func(a, b PolicyStats) int {
 		return cmp.Or(cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Binding, b.Binding))
 	})
+	r.ValidatingPolicies = r.ValidatingPolicies[:0]
+	for _, s := range r.vstats {
+		r.ValidatingPolicies = append(r.ValidatingPolicies, *s)
+	}
+	slices.SortFunc(r.ValidatingPolicies, func(a, b ValidatingStats) int {
+		return cmp.Or(cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Binding, b.Binding))
+	})
 	r.Costs = r.Costs[:0]
 	for _, c := range r.costs {
 		r.Costs = append(r.Costs, *c)
@@ -289,10 +399,14 @@ func (r *Report) finish(elapsed time.Duration) {
 // FailOn is the set of outcomes that fail an audit (--fail-on).
 type FailOn map[Outcome]bool
 
+// failOnValidation is the FailOn key of --fail-on validation.
+const failOnValidation Outcome = "validation"
+
 // ParseFailOn reads --fail-on values: change (an object would change),
-// deny (an object would be denied or refused by validation) and error (an
+// deny (an object would be denied or refused by validation), error (an
 // evaluation fails, or an error would be ignored by failurePolicy
-// Ignore).
+// Ignore) and validation (a ValidatingAdmissionPolicy validation fails on
+// an object, whatever its binding's actions).
 func ParseFailOn(values []string) (FailOn, error) {
 	out := FailOn{}
 	for _, v := range values {
@@ -303,8 +417,10 @@ func ParseFailOn(values []string) (FailOn, error) {
 			out[OutcomeDeny], out[OutcomeInvalid] = true, true
 		case "error":
 			out[OutcomeError], out[OutcomeIgnored] = true, true
+		case "validation":
+			out[failOnValidation] = true
 		default:
-			return nil, fmt.Errorf("--fail-on must be change, deny or error, not %q", v)
+			return nil, fmt.Errorf("--fail-on must be change, deny, error or validation, not %q", v)
 		}
 	}
 	return out, nil
@@ -312,7 +428,7 @@ func ParseFailOn(values []string) (FailOn, error) {
 
 // Fails tells whether a finding fails the audit.
 func (s FailOn) Fails(f Finding) bool {
-	return s[f.Outcome] || (s[OutcomeIgnored] && len(f.Ignored) > 0)
+	return s[f.Outcome] || (s[OutcomeIgnored] && len(f.Ignored) > 0) || (s[failOnValidation] && len(f.Validations) > 0)
 }
 
 // Failed tells whether any finding of r fails the audit.
@@ -347,7 +463,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	for _, f := range []struct {
 		name string
 		v    any
-	}{{"summary", r.Summary}, {"policies", policies}, {"heaviestCosts", costs}} {
+	}{{"summary", r.Summary}, {"policies", policies}, {"validatingPolicies", r.ValidatingPolicies}, {"heaviestCosts", costs}} {
+		if f.name == "validatingPolicies" && len(r.ValidatingPolicies) == 0 {
+			continue
+		}
 		if err := field(f.name, f.v, false); err != nil {
 			return err
 		}
@@ -393,6 +512,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Summary.WithIgnored > 0 {
 		fmt.Fprintf(w, "objects with errors ignored by failurePolicy Ignore: %d\n", r.Summary.WithIgnored)
 	}
+	if s := r.Summary; s.ValidatingPolicies > 0 {
+		fmt.Fprintf(w, "ValidatingAdmissionPolicies: %d, bindings: %d; objects a validation fails on: %d; objects warned about: %d\n",
+			s.ValidatingPolicies, s.ValidatingBindings, s.WithValidationFailures, s.WithWarnings)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(r.Findings) > 0 {
 		fmt.Fprintln(tw, "\nOUTCOME\tRESOURCE\tOBJECT\tPOLICIES\tDETAIL")
@@ -406,6 +529,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Policy, s.Binding, s.Considered, s.Applied, s.ConditionFalse, s.Errors, s.Changed, s.Denied, s.Invalid)
 		}
 	}
+	if len(r.ValidatingPolicies) > 0 {
+		fmt.Fprintln(tw, "\nVALIDATING POLICY\tBINDING\tACTIONS\tCONSIDERED\tEVALUATED\tFAILED")
+		for _, s := range r.ValidatingPolicies {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", s.Policy, s.Binding, strings.Join(s.Actions, ","), s.Considered, s.Evaluated, s.Failed)
+		}
+	}
 	if len(r.Costs) > 0 {
 		fmt.Fprintln(tw, "\nHEAVIEST MUTATIONS\tMAX COST\tMEAN COST\tON")
 		for _, c := range r.Costs {
@@ -417,6 +546,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 // detail is the finding's message, or its patch's operations.
 func (f Finding) detail() string {
+	parts := []string{f.mutatingDetail()}
+	if parts[0] == "" || f.Outcome == OutcomeDeny && f.RefusedBy != "" {
+		parts = parts[:0] // the refusal's message says it
+		if f.RefusedBy != "" {
+			parts = append(parts, f.RefusedBy+": "+f.Message)
+		}
+	}
+	for _, v := range f.Validations {
+		if f.RefusedBy == "" || !slices.Contains(v.Actions, "Deny") {
+			parts = append(parts, "validation failed: "+v.String())
+		}
+	}
+	for _, w := range f.Warnings {
+		// A Warn binding's warning is its validation failure, listed.
+		if !strings.HasPrefix(w, "Validation failed for ValidatingAdmissionPolicy '") {
+			parts = append(parts, "warning: "+w)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// mutatingDetail is the finding's message, or its patch's operations, or
+// the errors failurePolicy Ignore dropped.
+func (f Finding) mutatingDetail() string {
 	if f.Message != "" {
 		return f.Message
 	}

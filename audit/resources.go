@@ -23,10 +23,18 @@ import (
 // (ParseKinds). The rules are a necessary condition only: versions,
 // scope, selectors and matchConditions are left to the evaluation.
 func Targets(table *matching.Table, policies []*admissionregistrationv1.MutatingAdmissionPolicy, op admission.Operation, kinds []Kind) []matching.Resource {
+	var sels []matching.Selector
+	for _, p := range policies {
+		sels = append(sels, matching.SelectorForPolicy(p))
+	}
+	return targets(table, sels, op, kinds)
+}
+
+// targets is Targets over the selectors of policies' matchConstraints.
+func targets(table *matching.Table, sels []matching.Selector, op admission.Operation, kinds []Kind) []matching.Resource {
 	var rules []admissionregistrationv1.RuleWithOperations
 	all := false
-	for _, p := range policies {
-		sel := matching.SelectorForPolicy(p)
+	for _, sel := range sels {
 		all = all || sel.All
 		rules = append(rules, sel.Rules...)
 	}

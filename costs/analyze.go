@@ -66,10 +66,25 @@ type policyAnalysis struct {
 	paramsCRD *unstructured.Unstructured
 	paramKind string
 	res       *resolver
-	costs     []map[*compiler.Expression]*targetCost
+	// vars are the policy's variables by name.
+	vars  map[string]*compiler.Expression
+	costs []map[*compiler.Expression]*targetCost
 }
 
 func (a *analyzer) policy(p manifest.Policy, cp *compiler.Policy) Policy {
+	pa, pc := a.analyze(p, cp)
+	for _, m := range cp.Mutations {
+		pc.Budgets = append(pc.Budgets, pa.budget(fmt.Sprintf("spec.mutations[%d]", m.Index), []*compiler.Expression{m}, compiler.MutationBudget))
+	}
+	if len(cp.MatchConditions) > 0 {
+		pc.Budgets = append(pc.Budgets, pa.budget("spec.matchConditions", cp.MatchConditions, compiler.MatchConditionsBudget))
+	}
+	return pc
+}
+
+// analyze estimates every expression of cp for every kind p targets; the
+// budgets are the caller's (budget).
+func (a *analyzer) analyze(p manifest.Policy, cp *compiler.Policy) (*policyAnalysis, Policy) {
 	pa := &policyAnalysis{a: a, targets: policyTargets(p.Policy, a.crds)}
 	pc := Policy{Name: p.Policy.Name, Source: p.Source.String()}
 	if pk := p.Policy.Spec.ParamKind; pk != nil {
@@ -79,11 +94,11 @@ func (a *analyzer) policy(p manifest.Policy, cp *compiler.Policy) Policy {
 			pa.params, pa.paramsCRD = a.crds.paramsDecl(gv.WithKind(pk.Kind))
 		}
 	}
-	vars := map[string]*compiler.Expression{}
+	pa.vars = map[string]*compiler.Expression{}
 	for _, v := range cp.Variables {
-		vars[v.Name] = v
+		pa.vars[v.Name] = v
 	}
-	pa.res = newResolver(vars)
+	pa.res = newResolver(pa.vars)
 	for _, t := range pa.targets {
 		pc.Targets = append(pc.Targets, t.label)
 		roots := sizeRoots(t.decl, pa.params)
@@ -101,59 +116,57 @@ func (a *analyzer) policy(p manifest.Policy, cp *compiler.Policy) Policy {
 	for _, e := range cp.Expressions() {
 		pc.Expressions = append(pc.Expressions, pa.expression(e))
 	}
-	budget := func(name string, exprs []*compiler.Expression, limit int64) Budget {
-		used := variableClosure(exprs, vars)
-		all := append(append([]*compiler.Expression{}, exprs...), used...)
-		b := Budget{Name: name, Limit: limit, Points: map[Point]PointCost{}}
+	return pa, pc
+}
+
+// budget is the worst case of one runtime budget named name: exprs and
+// the variables they evaluate, against limit.
+func (pa *policyAnalysis) budget(name string, exprs []*compiler.Expression, limit int64) Budget {
+	a := pa.a
+	used := variableClosure(exprs, pa.vars)
+	all := append(append([]*compiler.Expression{}, exprs...), used...)
+	b := Budget{Name: name, Limit: limit, Points: map[Point]PointCost{}}
+	for _, e := range all {
+		label := e.Path.String()
+		if e.Kind == compiler.KindVariable {
+			label = "variables." + e.Name
+		}
+		b.Expressions = append(b.Expressions, label)
+	}
+	sum := func(i int, pt Point) uint64 {
+		var s uint64
 		for _, e := range all {
-			label := e.Path.String()
-			if e.Kind == compiler.KindVariable {
-				label = "variables." + e.Name
-			}
-			b.Expressions = append(b.Expressions, label)
+			s = addSaturating(s, pa.costs[i][e].est[pt].Max)
 		}
-		sum := func(i int, pt Point) uint64 {
-			var s uint64
-			for _, e := range all {
-				s = addSaturating(s, pa.costs[i][e].est[pt].Max)
-			}
-			return s
-		}
-		for _, pt := range Points() {
-			worst := pa.worst(func(i int) uint64 { return sum(i, pt) })
-			b.Points[pt] = pa.pointCost(worst, sum(worst, pt), limit)
-		}
-		worst := pa.worst(func(i int) uint64 { return sum(i, a.gateOf(pa.targets[i])) })
-		b.Gate = a.gateOf(pa.targets[worst])
-		worstMax := sum(worst, b.Gate)
-		b.Target = pa.targets[worst].label
-		b.Unbounded = worstMax == math.MaxUint64
-		b.Max, b.Percent = maxAndPercent(worstMax, limit)
-		b.Status = costStatus(worstMax, limit, a.failOver)
-		total, ok, approx := poly{}, true, false
-		var inputs []FormulaInput
-		for _, e := range all {
-			tc := pa.fit(worst, e)
-			if !tc.fitOK {
-				ok = false
-				break
-			}
-			total = total.add(tc.poly)
-			approx = approx || tc.approx
-			inputs = mergeInputs(inputs, pa.formulaInputs(worst, tc))
-		}
-		if ok {
-			b.Formula = formulaOf(total, inputs, approx)
-		}
-		return b
+		return s
 	}
-	for _, m := range cp.Mutations {
-		pc.Budgets = append(pc.Budgets, budget(fmt.Sprintf("spec.mutations[%d]", m.Index), []*compiler.Expression{m}, compiler.MutationBudget))
+	for _, pt := range Points() {
+		worst := pa.worst(func(i int) uint64 { return sum(i, pt) })
+		b.Points[pt] = pa.pointCost(worst, sum(worst, pt), limit)
 	}
-	if len(cp.MatchConditions) > 0 {
-		pc.Budgets = append(pc.Budgets, budget("spec.matchConditions", cp.MatchConditions, compiler.MatchConditionsBudget))
+	worst := pa.worst(func(i int) uint64 { return sum(i, a.gateOf(pa.targets[i])) })
+	b.Gate = a.gateOf(pa.targets[worst])
+	worstMax := sum(worst, b.Gate)
+	b.Target = pa.targets[worst].label
+	b.Unbounded = worstMax == math.MaxUint64
+	b.Max, b.Percent = maxAndPercent(worstMax, limit)
+	b.Status = costStatus(worstMax, limit, a.failOver)
+	total, ok, approx := poly{}, true, false
+	var inputs []FormulaInput
+	for _, e := range all {
+		tc := pa.fit(worst, e)
+		if !tc.fitOK {
+			ok = false
+			break
+		}
+		total = total.add(tc.poly)
+		approx = approx || tc.approx
+		inputs = mergeInputs(inputs, pa.formulaInputs(worst, tc))
 	}
-	return pc
+	if ok {
+		b.Formula = formulaOf(total, inputs, approx)
+	}
+	return b
 }
 
 // declaredFunc tells, for target t, whether a schema declares the size

@@ -106,8 +106,21 @@ func (r *Report) Record(samples []Sample) {
 			worst[k][m.Scale] = m.RuntimeCost
 		}
 	}
-	for pi := range r.Policies {
-		p := &r.Policies[pi]
+	// The ValidatingAdmissionPolicies' too, unless a MutatingAdmissionPolicy
+	// has the name (its samples are the mutating one's: harness leaves
+	// such a ValidatingAdmissionPolicy out).
+	mutating := map[string]bool{}
+	policies := make([]*Policy, 0, len(r.Policies)+len(r.ValidatingPolicies))
+	for i := range r.Policies {
+		mutating[r.Policies[i].Name] = true
+		policies = append(policies, &r.Policies[i])
+	}
+	for i := range r.ValidatingPolicies {
+		if !mutating[r.ValidatingPolicies[i].Name] {
+			policies = append(policies, &r.ValidatingPolicies[i])
+		}
+	}
+	for _, p := range policies {
 		for ei := range p.Expressions {
 			e := &p.Expressions[ei]
 			k := key{p.Name, e.Path}

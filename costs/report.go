@@ -1,6 +1,7 @@
 package costs
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -32,6 +33,12 @@ type Report struct {
 		PerCall         int64 `json:"perCall"`
 		Mutation        int64 `json:"mutation"`
 		MatchConditions int64 `json:"matchConditions"`
+		// Validations and AuditAnnotations are the budgets of a
+		// ValidatingAdmissionPolicy's validations (with their
+		// messageExpressions) and auditAnnotations; set when the report
+		// has ValidatingAdmissionPolicies.
+		Validations      int64 `json:"validations,omitempty"`
+		AuditAnnotations int64 `json:"auditAnnotations,omitempty"`
 	} `json:"limits"`
 	// FailOverPercent is the percent of a limit above which a worst case
 	// is not ok (100: the limit itself).
@@ -43,6 +50,11 @@ type Report struct {
 	// --assume).
 	Profile  []ProfileEntry `json:"profile"`
 	Policies []Policy       `json:"policies"`
+	// ValidatingPolicies are the ValidatingAdmissionPolicies (Options.Validating),
+	// their expressions' kinds "variable", "matchCondition", "validation",
+	// "messageExpression" and "auditAnnotation", their budgets
+	// spec.matchConditions, spec.validations and spec.auditAnnotations.
+	ValidatingPolicies []Policy `json:"validatingPolicies,omitempty"`
 	// Failed counts the expressions and budgets that are not ok.
 	Failed int `json:"failed"`
 }
@@ -154,6 +166,9 @@ type Options struct {
 	Gate string
 	// Profile is the realistic size profile; nil means DefaultProfile().
 	Profile *Profile
+	// Validating are ValidatingAdmissionPolicies to analyze too (the
+	// report's ValidatingPolicies).
+	Validating []manifest.ValidatingPolicy
 }
 
 // Gates are the values of Options.Gate.
@@ -208,10 +223,26 @@ func AnalyzeWith(policies []manifest.Policy, crds *CRDIndex, opts Options) (*Rep
 		}
 		report.Policies = append(report.Policies, a.policy(p, cp))
 	}
+	for _, p := range opts.Validating {
+		pc, err := a.analyzeValidating(comp, p)
+		var merr *manifest.Error
+		switch {
+		case errors.As(err, &merr):
+			compileErrs = append(compileErrs, merr)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		report.ValidatingPolicies = append(report.ValidatingPolicies, pc)
+	}
+	if len(opts.Validating) > 0 {
+		report.Limits.Validations = ValidationsBudget
+		report.Limits.AuditAnnotations = AuditAnnotationsBudget
+	}
 	if len(compileErrs) > 0 {
 		return nil, compileErrs
 	}
-	for _, p := range report.Policies {
+	for _, p := range report.all() {
 		for _, e := range p.Expressions {
 			if e.Status != StatusOK {
 				report.Failed++
@@ -224,6 +255,11 @@ func AnalyzeWith(policies []manifest.Policy, crds *CRDIndex, opts Options) (*Rep
 		}
 	}
 	return report, nil
+}
+
+// all returns the report's policies, the mutating then the validating.
+func (r *Report) all() []Policy {
+	return append(append([]Policy{}, r.Policies...), r.ValidatingPolicies...)
 }
 
 // variableClosure returns the variables exprs evaluate, directly or through

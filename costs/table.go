@@ -14,7 +14,7 @@ import (
 func (r *Report) WriteTable(w io.Writer, failOver float64) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICY\tEXPRESSION\tTARGET\tMIN\tMAX\tOF PER-CALL LIMIT\tSTATUS\tGATE\tSCHEMA\tREQUEST\tPROFILE\tFORMULA")
-	for _, p := range r.Policies {
+	for _, p := range r.all() {
 		for _, e := range p.Expressions {
 			label := e.Path
 			if e.Name != "" {
@@ -28,7 +28,7 @@ func (r *Report) WriteTable(w io.Writer, failOver float64) {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICY\tBUDGET\tINCLUDES\tWORST CASE\tLIMIT\tOF LIMIT\tSTATUS\tGATE\tSCHEMA\tREQUEST\tPROFILE\tFORMULA")
-	for _, p := range r.Policies {
+	for _, p := range r.all() {
 		for _, b := range p.Budgets {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, b.Name, includes(b), formatMax(b.Max), b.Limit, formatPercent(b.Percent), b.Status,
 				b.Gate, pointColumns(b.Points, b.Formula))
@@ -36,7 +36,7 @@ func (r *Report) WriteTable(w io.Writer, failOver float64) {
 	}
 	tw.Flush()
 
-	for _, p := range r.Policies {
+	for _, p := range r.all() {
 		for _, e := range p.Expressions {
 			if e.Status == StatusOK {
 				continue
@@ -63,10 +63,10 @@ func (r *Report) WriteTable(w io.Writer, failOver float64) {
 	}
 	printGrowth(w, r)
 	policies := "policies"
-	if len(r.Policies) == 1 {
+	if len(r.all()) == 1 {
 		policies = "policy"
 	}
-	fmt.Fprintf(w, "\n%d %s, %d not within the limits\n", len(r.Policies), policies, r.Failed)
+	fmt.Fprintf(w, "\n%d %s, %d not within the limits\n", len(r.all()), policies, r.Failed)
 }
 
 // includes summarizes what a budget sums: "1 mutation + 2 variables".
@@ -80,8 +80,11 @@ func includes(b Budget) string {
 		}
 	}
 	what := "mutation"
-	if strings.HasPrefix(b.Name, "spec.matchConditions") {
+	switch {
+	case strings.HasPrefix(b.Name, "spec.matchConditions"):
 		what = "condition"
+	case b.Name == "spec.validations" || b.Name == "spec.auditAnnotations":
+		what = "expression"
 	}
 	out := plural(own, what)
 	if vars > 0 {
@@ -124,7 +127,7 @@ func pointColumns(points map[Point]PointCost, f *Formula) string {
 
 // printGrowth lists the super-linear terms and the --measure results.
 func printGrowth(w io.Writer, r *Report) {
-	for _, p := range r.Policies {
+	for _, p := range r.all() {
 		for _, e := range p.Expressions {
 			for _, sl := range e.SuperLinear {
 				uses := ""

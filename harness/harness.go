@@ -55,7 +55,8 @@ type Measurement struct {
 	// Path is the field path of the expression in the policy.
 	Path string `json:"path"`
 	// Kind is "variable", "matchCondition", "applyConfiguration" or
-	// "jsonPatch".
+	// "jsonPatch"; for a ValidatingAdmissionPolicy's expressions (RunFiles)
+	// also "validation", "messageExpression" or "auditAnnotation".
 	Kind string `json:"kind"`
 	// RuntimeCost is the cost charged for one evaluation, variables it
 	// evaluated first included (as kube-apiserver charges them).

@@ -7,10 +7,13 @@ import (
 	"io"
 	"path/filepath"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/costs"
 	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/policytest"
@@ -84,6 +87,11 @@ func RunFiles(ctx context.Context, f Files, opts Options) ([]Measurement, error)
 	if err != nil {
 		return nil, err
 	}
+	vpolicies, vbindings := policySet.ValidatingAPIObjects()
+	sur, err := newSurrogates(sim, comp, policies, vpolicies, vbindings)
+	if err != nil {
+		return nil, err
+	}
 	var objs []*unstructured.Unstructured
 	var names []string
 	for _, fo := range fixtureSet.Objects {
@@ -94,11 +102,16 @@ func RunFiles(ctx context.Context, f Files, opts Options) ([]Measurement, error)
 		}
 		names = append(names, name)
 	}
-	ms, err := Run(ctx, sim, ev, FixturesFromObjects(objs, names), opts)
+	fixtures := FixturesFromObjects(objs, names)
+	ms, err := Run(ctx, sim, ev, fixtures, opts)
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	return ms, nil
+	vms, err := sur.run(ctx, sim, ev, fixtures, opts)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	return append(ms, vms...), nil
 }
 
 // RunSuites measures every case of the PolicyTest suites in files, each
@@ -112,6 +125,7 @@ func RunSuites(ctx context.Context, files []string, opts Options) ([]Measurement
 		}
 		// Cases share their suite's cluster unless they add resources.
 		evaluators := map[*cluster.Cluster]*engine.Evaluator{}
+		surs := map[*cluster.Cluster]*surrogates{}
 		for _, cr := range l.Requests() {
 			ev, ok := evaluators[cr.Cluster]
 			if !ok {
@@ -119,13 +133,116 @@ func RunSuites(ctx context.Context, files []string, opts Options) ([]Measurement
 					return nil, err
 				}
 				evaluators[cr.Cluster] = ev
+				if surs[cr.Cluster], err = newSurrogates(cr.Cluster, nil, l.Policies, l.ValidatingPolicies, l.ValidatingBindings); err != nil {
+					return nil, err
+				}
 			}
-			got, err := Run(ctx, cr.Cluster, ev, []Fixture{{Name: cr.Name, Request: cr.Request}}, opts)
+			fixtures := []Fixture{{Name: cr.Name, Request: cr.Request}}
+			got, err := Run(ctx, cr.Cluster, ev, fixtures, opts)
 			if err != nil {
 				return nil, &InputError{fmt.Errorf("%s: %w", file, err)}
 			}
-			ms = append(ms, got...)
+			vgot, err := surs[cr.Cluster].run(ctx, cr.Cluster, ev, fixtures, opts)
+			if err != nil {
+				return nil, &InputError{fmt.Errorf("%s: %w", file, err)}
+			}
+			ms = append(append(ms, got...), vgot...)
 		}
 	}
 	return ms, nil
+}
+
+// surrogates measure ValidatingAdmissionPolicies through their cost
+// surrogates (costs.Surrogate), on the object the validating stage sees:
+// the fixture admitted by the mutating chain (built-in plugins and
+// MutatingAdmissionPolicies) as the registry would store it. A fixture the
+// chain, the registry or a built-in plugin's validate half (PodSecurity …)
+// refuses is not measured.
+type surrogates struct {
+	ev *engine.Evaluator
+	// roles name, per policy, the surrogate's field path of each
+	// expression → its own field.
+	roles map[string]map[string]costs.Role
+}
+
+// newSurrogates builds the surrogates of vpolicies and their bindings over
+// sim, compiled with comp (nil: the cluster's). A ValidatingAdmissionPolicy
+// named as one of policies is left out: measurements name policies. nil
+// when there is none.
+func newSurrogates(sim *cluster.Cluster, comp *compiler.Compiler, policies []*admissionregistrationv1.MutatingAdmissionPolicy,
+	vpolicies []*admissionregistrationv1.ValidatingAdmissionPolicy, vbindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) (*surrogates, error) {
+	mutating := map[string]bool{}
+	for _, p := range policies {
+		mutating[p.Name] = true
+	}
+	s := &surrogates{roles: map[string]map[string]costs.Role{}}
+	var sp []*admissionregistrationv1.MutatingAdmissionPolicy
+	var sb []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, vp := range vpolicies {
+		if mutating[vp.Name] {
+			continue
+		}
+		sur := costs.SurrogateOf(vp)
+		byPath := map[string]costs.Role{}
+		for k, v := range sur.Policy.Spec.Variables {
+			if r, ok := sur.Roles[v.Name]; ok {
+				byPath[fmt.Sprintf("spec.variables[%d].expression", k)] = r
+			}
+		}
+		s.roles[vp.Name] = byPath
+		sp = append(sp, sur.Policy)
+	}
+	for _, vb := range vbindings {
+		if _, ok := s.roles[vb.Spec.PolicyName]; ok {
+			sb = append(sb, costs.SurrogateBinding(vb))
+		}
+	}
+	if len(sp) == 0 {
+		return nil, nil
+	}
+	var err error
+	if s.ev, err = sim.Evaluator(comp, sp, sb); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// run admits every fixture through sim's mutating chain with the
+// MutatingAdmissionPolicies of mutating, then measures the surrogates on
+// what the registry would store, each expression named by its own field.
+func (s *surrogates) run(ctx context.Context, sim *cluster.Cluster, mutating *engine.Evaluator, fixtures []Fixture, opts Options) ([]Measurement, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var admitted []Fixture
+	for _, f := range fixtures {
+		d, err := sim.DecodeSteps(f.Request)
+		if err != nil {
+			continue // refused before admission: never validated
+		}
+		adm, err := sim.Admit(ctx, cluster.Chain{Policies: mutating}, d)
+		if err != nil {
+			return nil, fmt.Errorf("fixture %s: %w", f.Name, err)
+		}
+		if status, _ := adm.Refusal(); status != nil {
+			continue // refused first (PodSecurity among others)
+		}
+		obj := adm.Stored
+		if obj == nil {
+			obj = adm.Object
+		}
+		req := f.Request
+		req.SkipAdmissionPlugins = true // admitted already
+		if obj != nil {
+			req.Object = &unstructured.Unstructured{Object: obj}
+		}
+		admitted = append(admitted, Fixture{Name: f.Name, Request: req})
+	}
+	ms, err := Run(ctx, sim, s.ev, admitted, opts)
+	for i := range ms {
+		if role, ok := s.roles[ms[i].Policy][ms[i].Path]; ok {
+			ms[i].Path, ms[i].Kind = role.Path, role.Kind
+		}
+	}
+	return ms, err
 }

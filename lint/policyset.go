@@ -18,7 +18,8 @@ import (
 
 // Set runs the checks of the policy set as a whole (checks "set-*"), all
 // warnings: rules naming resources Kubernetes 1.37 does not serve, with
-// what the author may have meant; param references whose scope the
+// what the author may have meant (ValidatingAdmissionPolicies' and their
+// bindings' too); param references whose scope the
 // policy's resources rule out; and, when the cluster's objects were given
 // (NewChecker's resources), param references no object supplies. The
 // bindings without a policy and the policies without a binding are
@@ -33,6 +34,20 @@ func (c *Checker) Set(set *manifest.Set) []Finding {
 			base := field.NewPath("spec", "matchConstraints")
 			out = append(out, c.unservedResources(p.Source, "MutatingAdmissionPolicy", p.Policy.Name, base.Child("resourceRules"), mc.ResourceRules)...)
 			out = append(out, c.unservedResources(p.Source, "MutatingAdmissionPolicy", p.Policy.Name, base.Child("excludeResourceRules"), mc.ExcludeResourceRules)...)
+		}
+	}
+	for _, p := range set.ValidatingPolicies {
+		if mc := p.Policy.Spec.MatchConstraints; mc != nil {
+			base := field.NewPath("spec", "matchConstraints")
+			out = append(out, c.unservedResources(p.Source, "ValidatingAdmissionPolicy", p.Policy.Name, base.Child("resourceRules"), mc.ResourceRules)...)
+			out = append(out, c.unservedResources(p.Source, "ValidatingAdmissionPolicy", p.Policy.Name, base.Child("excludeResourceRules"), mc.ExcludeResourceRules)...)
+		}
+	}
+	for _, b := range set.ValidatingBindings {
+		if mr := b.Binding.Spec.MatchResources; mr != nil {
+			base := field.NewPath("spec", "matchResources")
+			out = append(out, c.unservedResources(b.Source, "ValidatingAdmissionPolicyBinding", b.Binding.Name, base.Child("resourceRules"), mr.ResourceRules)...)
+			out = append(out, c.unservedResources(b.Source, "ValidatingAdmissionPolicyBinding", b.Binding.Name, base.Child("excludeResourceRules"), mr.ExcludeResourceRules)...)
 		}
 	}
 	for _, b := range set.Bindings {

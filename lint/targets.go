@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	upstream "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
@@ -36,6 +37,9 @@ type Checker struct {
 	// resources tells whether --resources were given: then a paramKind
 	// no file supplies is worth a warning.
 	resources bool
+	// vapTypeChecker is kube-controller-manager's type checker of
+	// ValidatingAdmissionPolicies over the same kinds (typeChecker).
+	vapTypeChecker *upstream.TypeChecker
 }
 
 // kindSchema is one kind's structured-merge-diff schema, its root type and

@@ -55,63 +55,113 @@ func ParseReplacements(in []string) ([]Replacement, error) {
 // configuration has, is an error, since a check of the wrong pair would
 // pass for the wrong reason. The inputs are not modified.
 func Without(configs []*admissionregistrationv1.MutatingWebhookConfiguration, replacements []Replacement, policies []string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	kept, _, err := WithoutAll(configs, nil, replacements, policies, nil)
+	return kept, err
+}
+
+// WithoutAll is Without over both kinds of configuration: a replacement
+// whose policy is a MutatingAdmissionPolicy (among mutatingPolicies) takes
+// a webhook of the MutatingWebhookConfigurations out, one whose policy is
+// a ValidatingAdmissionPolicy (validatingPolicies) a webhook of the
+// ValidatingWebhookConfigurations; without replacements the policies
+// replace every webhook of both.
+func WithoutAll(mutating []*admissionregistrationv1.MutatingWebhookConfiguration, validating []*admissionregistrationv1.ValidatingWebhookConfiguration,
+	replacements []Replacement, mutatingPolicies, validatingPolicies []string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	if len(replacements) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	mhooks := func(c *admissionregistrationv1.MutatingWebhookConfiguration) []string {
+		return webhookNamesOf(c.Webhooks, func(w admissionregistrationv1.MutatingWebhook) string { return w.Name })
+	}
+	vhooks := func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []string {
+		return webhookNamesOf(c.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) string { return w.Name })
 	}
 	var errs []error
-	drop := map[*admissionregistrationv1.MutatingWebhook]bool{}
+	mdrop, vdrop := map[string]bool{}, map[string]bool{}
 	for _, r := range replacements {
-		if !slices.Contains(policies, r.Policy) {
-			errs = append(errs, fmt.Errorf("--replaces %s: no MutatingAdmissionPolicy %q in --policies (have: %s)", r, r.Policy, strings.Join(policies, ", ")))
-		}
-		config, name, qualified := strings.Cut(r.Webhook, "/")
-		if !qualified {
-			config, name = "", r.Webhook
+		isM, isV := slices.Contains(mutatingPolicies, r.Policy), slices.Contains(validatingPolicies, r.Policy)
+		switch {
+		case !isM && !isV && len(validatingPolicies) == 0:
+			errs = append(errs, fmt.Errorf("--replaces %s: no MutatingAdmissionPolicy %q in --policies (have: %s)", r, r.Policy, strings.Join(mutatingPolicies, ", ")))
+		case !isM && !isV:
+			errs = append(errs, fmt.Errorf("--replaces %s: no MutatingAdmissionPolicy or ValidatingAdmissionPolicy %q in --policies (have: %s)", r, r.Policy, strings.Join(append(slices.Clone(mutatingPolicies), validatingPolicies...), ", ")))
 		}
 		found := 0
-		for _, c := range configs {
-			if qualified && c.Name != config {
-				continue
-			}
-			for i := range c.Webhooks {
-				if c.Webhooks[i].Name == name {
-					drop[&c.Webhooks[i]] = true
-					found++
-				}
-			}
+		var have []string
+		if isM || !isV {
+			found += pick(mutating, func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name }, mhooks, r.Webhook, mdrop)
+			have = append(have, allNames(mutating, func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name }, mhooks)...)
+		}
+		if isV {
+			found += pick(validating, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name }, vhooks, r.Webhook, vdrop)
+			have = append(have, allNames(validating, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name }, vhooks)...)
 		}
 		if found == 0 {
-			errs = append(errs, fmt.Errorf("--replaces %s: no webhook %q in --webhooks (have: %s)", r, r.Webhook, strings.Join(webhookNames(configs), ", ")))
+			if len(have) == 0 {
+				have = []string{"none"}
+			}
+			errs = append(errs, fmt.Errorf("--replaces %s: no webhook %q in --webhooks (have: %s)", r, r.Webhook, strings.Join(have, ", ")))
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
-	var out []*admissionregistrationv1.MutatingWebhookConfiguration
-	for _, c := range configs {
+	var mout []*admissionregistrationv1.MutatingWebhookConfiguration
+	for _, c := range mutating {
 		kept := c.DeepCopy()
-		kept.Webhooks = kept.Webhooks[:0]
-		for i := range c.Webhooks {
-			if !drop[&c.Webhooks[i]] {
-				kept.Webhooks = append(kept.Webhooks, *c.Webhooks[i].DeepCopy())
-			}
-		}
+		kept.Webhooks = slices.DeleteFunc(kept.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return mdrop[c.Name+"/"+w.Name] })
 		if len(kept.Webhooks) > 0 {
-			out = append(out, kept)
+			mout = append(mout, kept)
 		}
 	}
-	return out, nil
+	var vout []*admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, c := range validating {
+		kept := c.DeepCopy()
+		kept.Webhooks = slices.DeleteFunc(kept.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return vdrop[c.Name+"/"+w.Name] })
+		if len(kept.Webhooks) > 0 {
+			vout = append(vout, kept)
+		}
+	}
+	return mout, vout, nil
 }
 
-func webhookNames(configs []*admissionregistrationv1.MutatingWebhookConfiguration) []string {
-	var names []string
+// pick marks in drop (CONFIGURATION/NAME) the webhooks of configs that
+// webhook (a name, or CONFIGURATION/NAME) names, and counts them.
+func pick[C any](configs []C, configName func(C) string, hooks func(C) []string, webhook string, drop map[string]bool) int {
+	config, name, qualified := strings.Cut(webhook, "/")
+	if !qualified {
+		config, name = "", webhook
+	}
+	found := 0
 	for _, c := range configs {
-		for _, w := range c.Webhooks {
-			names = append(names, c.Name+"/"+w.Name)
+		if qualified && configName(c) != config {
+			continue
+		}
+		for _, h := range hooks(c) {
+			if h == name {
+				drop[configName(c)+"/"+h] = true
+				found++
+			}
 		}
 	}
-	if len(names) == 0 {
-		return []string{"none"}
+	return found
+}
+
+func webhookNamesOf[W any](hooks []W, name func(W) string) []string {
+	out := make([]string, len(hooks))
+	for i, h := range hooks {
+		out[i] = name(h)
+	}
+	return out
+}
+
+// allNames are the CONFIGURATION/NAME of every webhook of configs.
+func allNames[C any](configs []C, configName func(C) string, hooks func(C) []string) []string {
+	var names []string
+	for _, c := range configs {
+		for _, h := range hooks(c) {
+			names = append(names, configName(c)+"/"+h)
+		}
 	}
 	return names
 }
@@ -195,9 +245,22 @@ type Summary struct {
 // Differs reports whether any object differs (or failed).
 func (r *Report) Differs() bool { return r.Summary.Objects != r.Summary.Same }
 
+// Options tune CheckWith.
+type Options struct {
+	// SameDecision compares refusals by decision only: two refusals are
+	// Same whatever their messages and codes (a ValidatingAdmissionPolicy
+	// never refuses in a webhook's words).
+	SameDecision bool
+}
+
 // Check runs every object through both sides and compares them. It stops
 // only when ctx is done.
 func Check(ctx context.Context, objects []manifest.Object, webhooks, policies Side) (*Report, error) {
+	return CheckWith(ctx, objects, webhooks, policies, Options{})
+}
+
+// CheckWith is Check with opts.
+func CheckWith(ctx context.Context, objects []manifest.Object, webhooks, policies Side, opts Options) (*Report, error) {
 	rep := &Report{Results: make([]Result, 0, len(objects))}
 	for _, obj := range objects {
 		if err := ctx.Err(); err != nil {
@@ -220,6 +283,9 @@ func Check(ctx context.Context, objects []manifest.Object, webhooks, policies Si
 			res.Error = strings.Join(msgs, "; ")
 		default:
 			res.Difference = compare(w, p)
+			if opts.SameDecision && w.Refused != "" && p.Refused != "" {
+				res.Difference = Same
+			}
 			if res.Difference == Changed {
 				d, err := explain.Diff("webhooks", "policies", w.Object, p.Object)
 				if err != nil {

@@ -196,3 +196,55 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs (go test -update to accept):\n%s", path, got)
 	}
 }
+
+// A ValidatingAdmissionPolicy replaces a webhook of the
+// ValidatingWebhookConfigurations, a MutatingAdmissionPolicy one of the
+// mutating ones, a name in both kinds of configuration is taken out of
+// the kind its policy replaces only, and a policy of neither kind is named
+// in the error with both kinds.
+func TestWithoutAll(t *testing.T) {
+	validating := []*admissionregistrationv1.ValidatingWebhookConfiguration{
+		{ObjectMeta: metav1.ObjectMeta{Name: "checks"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "require-team.example.com"}, {Name: "labels.example.com"}}},
+	}
+	vnames := func(cs []*admissionregistrationv1.ValidatingWebhookConfiguration) string {
+		var out []string
+		for _, c := range cs {
+			for _, w := range c.Webhooks {
+				out = append(out, c.Name+"/"+w.Name)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name         string
+		repl         []Replacement
+		wantM, wantV string
+		wantErr      string
+	}{
+		{name: "no mapping drops every webhook of both kinds"},
+		{name: "a VAP takes a validating webhook out", repl: []Replacement{{"require-team", "require-team.example.com"}},
+			wantM: "injector/sidecar.example.com,injector/labels.example.com,stamper/labels.example.com", wantV: "checks/labels.example.com"},
+		{name: "a name of both kinds: the MAP's kind only", repl: []Replacement{{"stamp", "labels.example.com"}},
+			wantM: "injector/sidecar.example.com", wantV: "checks/require-team.example.com,checks/labels.example.com"},
+		{name: "a VAP naming a mutating webhook", repl: []Replacement{{"require-team", "sidecar.example.com"}},
+			wantErr: `--replaces require-team=sidecar.example.com: no webhook "sidecar.example.com" in --webhooks (have: checks/require-team.example.com, checks/labels.example.com)`},
+		{name: "a policy of neither kind", repl: []Replacement{{"nope", "labels.example.com"}},
+			wantErr: `no MutatingAdmissionPolicy or ValidatingAdmissionPolicy "nope" in --policies (have: inject, stamp, require-team)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, v, err := WithoutAll(configs(), validating, tc.repl, []string{"inject", "stamp"}, []string{"require-team"})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names(m) != tc.wantM || vnames(v) != tc.wantV {
+				t.Errorf("kept %q and %q, want %q and %q", names(m), vnames(v), tc.wantM, tc.wantV)
+			}
+		})
+	}
+}

@@ -33,25 +33,29 @@ type auditOptions struct {
 	policies        []string
 	resources       []string
 	clusterPolicies bool
-	allNamespaces   bool
-	namespaces      []string
-	selector        string
-	kinds           []string
-	operation       string
-	as              string
-	asGroups        []string
-	workers         int
-	output, report  string
-	failOn          []string
-	object          string
-	allPods, quiet  bool
-	pageSize        int64
-	qps             float32
-	burst           int
-	noCompression   bool
-	memoryLimit     string
-	plugins         admissionplugins.Flags
-	webhooks        webhookOptions
+	// clusterValidating reads the cluster's ValidatingAdmissionPolicies.
+	clusterValidating bool
+	// podSecurity is --pod-security.
+	podSecurity    string
+	allNamespaces  bool
+	namespaces     []string
+	selector       string
+	kinds          []string
+	operation      string
+	as             string
+	asGroups       []string
+	workers        int
+	output, report string
+	failOn         []string
+	object         string
+	allPods, quiet bool
+	pageSize       int64
+	qps            float32
+	burst          int
+	noCompression  bool
+	memoryLimit    string
+	plugins        admissionplugins.Flags
+	webhooks       webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
 }
@@ -98,6 +102,21 @@ The client only reads: any request but GET is refused before it is sent.
 Pages (--page-size), a client-side rate limit (--qps, --burst) and retries
 from the continue token protect the API server.
 
+ValidatingAdmissionPolicies and bindings among --policies run in the
+validating stage after the registry's validation, with the built-in
+plugins' validating halves (PodSecurity from the Namespaces' labels …), as
+kube-apiserver runs them: an object they refuse is deny (with the refusing
+plugin), and every validation that fails on an object is listed with its
+binding's validationActions, Audit and Warn too: what switching a binding
+to Deny would refuse (--fail-on validation fails on any).
+--cluster-validating-policies adds the cluster's own ValidatingAdmissionPolicies
+and bindings (as they are deployed, Audit bindings included). The
+ValidatingWebhookConfigurations among --webhooks are called in the same stage.
+--pod-security LEVEL[:VERSION] audits every Namespace as if labelled
+pod-security.kubernetes.io/enforce=LEVEL (Pods and the kinds with a pod
+template audited too): what labelling them would refuse (Pods) or warn
+about (their controllers); alone, or beside policies.
+
 --object KIND/NAME [-n NS] explains one object: every policy and binding
 that would act on it, and why the others would not.
 
@@ -110,6 +129,8 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "the kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories of MutatingAdmissionPolicies and bindings to audit")
 	f.BoolVar(&o.clusterPolicies, "cluster-policies", false, "audit the cluster's own MutatingAdmissionPolicies and bindings")
+	f.StringVar(&o.podSecurity, "pod-security", "", "audit every Namespace at this PodSecurity level, LEVEL[:VERSION] (privileged, baseline, restricted; latest or v1.N): its enforce label in place of the Namespace's own")
+	f.BoolVar(&o.clusterValidating, "cluster-validating-policies", false, "audit the cluster's own ValidatingAdmissionPolicies and bindings too (with --policies, --cluster-policies, or alone)")
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of objects to add to the cluster's (params, Namespaces, CRDs not created yet)")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "audit every namespace and the cluster-scoped objects (the default)")
 	f.StringSliceVarP(&o.namespaces, "namespace", "n", nil, "audit only the namespaced objects of these namespaces")
@@ -121,7 +142,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.IntVar(&o.workers, "workers", 0, "objects evaluated in parallel (default GOMAXPROCS)")
 	f.StringVarP(&o.output, "output", "o", "table", "table, json, junit or html")
 	f.StringVar(&o.report, "report", "", "write the -o report to this file instead of stdout (the summary line goes to stderr)")
-	f.StringSliceVar(&o.failOn, "fail-on", nil, "exit 1 when an object would: change, deny (denied or refused by validation), error (failed, or errors ignored by failurePolicy Ignore)")
+	f.StringSliceVar(&o.failOn, "fail-on", nil, "exit 1 when an object would: change, deny (denied or refused by validation), error (failed, or errors ignored by failurePolicy Ignore), validation (fail a ValidatingAdmissionPolicy validation, whatever its binding's actions)")
 	f.StringVar(&o.object, "object", "", "explain one object, KIND/NAME (with -n NS for a namespaced one)")
 	f.BoolVar(&o.allPods, "all-pods", false, "list every Pod, not one line per controller")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr (there is none unless stderr is a terminal)")
@@ -146,7 +167,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if o.object != "" && o.output != "table" && o.output != "json" {
 		return badInput(fmt.Errorf("--object writes table or json, not %q", o.output))
 	}
-	if (len(o.policies) > 0) == o.clusterPolicies {
+	if (len(o.policies) > 0) == o.clusterPolicies && !((o.clusterValidating || o.podSecurity != "") && !o.clusterPolicies) {
 		return badInput(errors.New("give either --policies PATH… or --cluster-policies"))
 	}
 	if o.allNamespaces && len(o.namespaces) > 0 && o.object == "" {
@@ -161,6 +182,12 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		memlimit.SetRuntime(limit)
 		if os.Getenv("GOGC") == "" {
 			debug.SetGCPercent(auditGCPercent)
+		}
+	}
+	var podSecurity *audit.PodSecurityLevel
+	if o.podSecurity != "" {
+		if podSecurity, err = audit.ParsePodSecurity(o.podSecurity); err != nil {
+			return badInput(err)
 		}
 	}
 	failOn, err := audit.ParseFailOn(o.failOn)
@@ -180,7 +207,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return err
 	}
 	opts := audit.Options{
-		ClusterPolicies: o.clusterPolicies, Selector: o.selector, Kinds: kinds, Operation: op,
+		ClusterPolicies: o.clusterPolicies, ClusterValidatingPolicies: o.clusterValidating, PodSecurity: podSecurity, Selector: o.selector, Kinds: kinds, Operation: op,
 		User: &user.DefaultInfo{Name: o.as, Groups: o.asGroups}, Workers: o.workers, AllPods: o.allPods,
 		AdmissionPlugins: o.plugins, Compiler: comp,
 		Notice: func(s string) { fmt.Fprintf(stderr, "notice: %s\n", s) },
@@ -196,6 +223,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return badInput(err)
 	}
 	opts.Webhooks = webhookclient.APIObjects(webhooks)
+	opts.ValidatingWebhooks = webhookclient.ValidatingAPIObjects(webhooks)
 	if len(o.policies) > 0 {
 		set, err := manifest.Load(ctx, o.policies, cmd.InOrStdin())
 		if err != nil {
@@ -205,6 +233,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 			return badInput(err)
 		}
 		opts.Policies, opts.Bindings = set.APIObjects()
+		opts.ValidatingPolicies, opts.ValidatingBindings = set.ValidatingAPIObjects()
 		opts.Resources = set.Objects
 	}
 	if len(o.resources) > 0 {

@@ -78,7 +78,16 @@ func TestAuditCommandExitCodes(t *testing.T) {
 		{"--fail-on change finds the changes", []string{policies, "--fail-on", "change", "-o", "json"}, exitProblem, `"outcome": "change"`, ""},
 		{"--fail-on error finds the ignored error", []string{policies, "--fail-on=error", "-o", "junit"}, exitProblem, "<testsuites", ""},
 		{"nothing fails in kube-system", []string{policies, "--fail-on=deny,change,error", "-n", "kube-system"}, exitOK, "unchanged 1", ""},
-		{"--fail-on refuses an unknown outcome", []string{policies, "--fail-on=warn"}, exitUsage, "", `--fail-on must be change, deny or error, not "warn"`},
+		{"ValidatingAdmissionPolicies in --policies: a Deny binding's refusal is a deny", []string{"--policies=../../audit/testdata/validating.yaml", "--fail-on=deny"}, exitProblem,
+			"ValidatingAdmissionPolicy: deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'at-most-two-replicas' with binding 'at-most-two-replicas' denied r", ""},
+		{"--pod-security alone audits the Pods and their controllers at a level", []string{"--pod-security=restricted", "--fail-on=deny"}, exitProblem,
+			`deny       pods              team-a/lonely                                   PodSecurity: pods "lonely" is forbidden: violates PodSecurity "restricted:latest"`, ""},
+		{"--pod-security refuses an unknown level", []string{"--pod-security=strict"}, exitUsage, "", `--pod-security must be privileged, baseline or restricted (LEVEL[:VERSION]), not "strict"`},
+		{"--fail-on validation finds the validations an Audit binding fails", []string{"--policies=../../audit/testdata/validating.yaml", "--fail-on=validation", "-o", "json", "--kinds", "pods"}, exitProblem,
+			`"actions": [
+            "Audit"
+          ],`, ""},
+		{"--fail-on refuses an unknown outcome", []string{policies, "--fail-on=warn"}, exitUsage, "", `--fail-on must be change, deny, error or validation, not "warn"`},
 		{"policies from files or from the cluster, not both", []string{policies, "--cluster-policies"}, exitUsage, "", "give either --policies PATH… or --cluster-policies"},
 		{"an unknown format", []string{policies, "-o", "yaml"}, exitUsage, "", `--output must be table, json, junit or html, not "yaml"`},
 		{"an unknown operation", []string{policies, "--operation", "DELETE"}, exitUsage, "", `--operation must be CREATE or UPDATE, not "DELETE"`},
@@ -158,5 +167,28 @@ func TestAuditWithWebhooks(t *testing.T) {
 	_, stderr, code = runAuditCommand(t, "--policies=../../audit/testdata/policies.yaml", "--webhooks", "../../audit/testdata/policies.yaml")
 	if code != exitUsage || !strings.Contains(stderr, "among the webhook configurations") {
 		t.Errorf("--webhooks without a configuration: exit %d: %s", code, stderr)
+	}
+}
+
+// The ValidatingWebhookConfigurations among --webhooks are called in the
+// validating stage: the test server's require-label webhook refuses every
+// Pod without the label team, after the policies annotated it.
+func TestAuditWithValidatingWebhooks(t *testing.T) {
+	srv, err := webhookserver.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	stdout, stderr, code := runAuditCommand(t, "--policies=../../audit/testdata/policies.yaml", "--kinds=pods", "--all-pods", "--webhooks", validatingWebhookConfig(t, srv), "-o", "json", "--fail-on=deny")
+	if code != exitProblem {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"outcome": "deny"`, `"refusedBy": "ValidatingAdmissionWebhook"`, `"message": "admission webhook \"require-team.example.com\" denied the request: CREATE Pod: the label team is required"`, `"deny": 4`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %s:\n%s", want, stdout)
+		}
+	}
+	if n := srv.Calls(webhookserver.PathRequireLabel); n != 4 {
+		t.Errorf("the validating webhook was called %d times, want once per Pod (4)", n)
 	}
 }

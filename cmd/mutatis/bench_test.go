@@ -107,6 +107,8 @@ func TestBenchSuites(t *testing.T) {
 	}{
 		{name: "cases of a suite are the fixtures", args: []string{"--suite", "../../examples/sidecar-injection"},
 			wantStdout: "inject-logging-sidecar/inject-logging-sidecar"},
+		{name: "the ValidatingAdmissionPolicies of a suite are measured", args: []string{"--suite", "../../policytest/testdata/validating/validating.mutatis-test.yaml"},
+			wantStdout: "memory-limits/memory-limits-strict"},
 		{name: "a directory without suites is bad input", args: []string{"--suite", "testdata/bench"}, wantCode: 2, wantStderr: "--suite: no *.mutatis-test.yaml under testdata/bench"},
 		{name: "neither suites nor fixtures", args: []string{"--policies", "testdata/bench/policy-x1.yaml"}, wantCode: 2, wantStderr: "give --policies and --filename, or --suite"},
 	} {
@@ -119,5 +121,74 @@ func TestBenchSuites(t *testing.T) {
 				t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			}
 		})
+	}
+}
+
+// A ValidatingAdmissionPolicy's expressions are measured one by one, each
+// named by its own field (the validations, messageExpressions and
+// auditAnnotations beside the variables), the variables an expression
+// evaluates charged to it as kube-apiserver charges them.
+func TestBenchValidatingPolicies(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "bench", "-f", "testdata/bench/deployment.yaml", "--benchtime", "1ms", "--policies", "testdata/bench/vap.yaml", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Measurements []struct {
+			Policy, Binding, Path, Kind string
+			RuntimeCost                 int64
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	got := map[string]int64{}
+	for _, m := range out.Measurements {
+		if m.Policy != "images-from-registry" || m.Binding != "images-from-registry" {
+			t.Errorf("measurement %+v", m)
+		}
+		got[m.Kind+" "+m.Path] = m.RuntimeCost
+	}
+	variable := got["variable spec.variables[0].expression"]
+	for _, k := range []string{"validation spec.validations[0].expression", "messageExpression spec.validations[0].messageExpression", "auditAnnotation spec.auditAnnotations[0].valueExpression"} {
+		if got[k] <= variable {
+			t.Errorf("%s: runtime cost %d, want more than the variable it evaluates (%d): %v", k, got[k], variable, got)
+		}
+	}
+	if len(got) != 4 || variable == 0 {
+		t.Errorf("measurements %v", got)
+	}
+}
+
+// A suite's ValidatingAdmissionPolicies are measured on the object the
+// validating stage sees: the case's Pod with the sidecar its
+// MutatingAdmissionPolicy injects, which the messageExpression names (on
+// the Pod as written it would fail: no container lacks a memory limit).
+func TestBenchValidatingSuite(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "bench", "--benchtime", "1ms", "-o", "json", "--suite", "../../policytest/testdata/validating/validating.mutatis-test.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Measurements []struct {
+			Fixture, Policy, Path, Kind, Error string
+			ObjectBytes                        int
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range out.Measurements {
+		if m.Kind != "messageExpression" || m.Policy != "memory-limits" {
+			continue
+		}
+		n++
+		if m.Error != "" || m.Path != "spec.validations[0].messageExpression" {
+			t.Errorf("%s: %s %s: error %q", m.Fixture, m.Policy, m.Path, m.Error)
+		}
+	}
+	if n == 0 {
+		t.Errorf("no messageExpression measured:\n%s", stdout)
 	}
 }

@@ -41,6 +41,12 @@ all matchConditions plus their variables with the matchConditions budget
 (2,500,000). An expression whose worst case can exceed a limit is explained:
 which list, map or string drives it, why nothing bounds it, and what to change.
 
+ValidatingAdmissionPolicies are estimated alike (variables, matchConditions,
+validations, messageExpressions, auditAnnotations), against the per-call
+limit and the budgets kube-apiserver gives them: the matchConditions'
+(2,500,000), the validations' with their messageExpressions (10,000,000) and
+the auditAnnotations' (10,000,000).
+
 --measure OBJECTS evaluates the policies on those objects with every list
 multiplied by 1, 2, 4 and 8 (the harness of mutatis bench --scale) and
 compares the measured growth of each expression's runtime cost with its
@@ -129,14 +135,14 @@ func runCost(cmd *cobra.Command, o costOptions) error {
 		}
 		objects = append(append([]manifest.Object{}, objects...), res.Objects...)
 	}
-	if len(set.Policies) == 0 {
+	if len(set.Policies)+len(set.ValidatingPolicies) == 0 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("no MutatingAdmissionPolicy found in %s", strings.Join(o.paths, ", "))}
 	}
 	crds, problems := costs.IndexCRDs(objects)
 	if len(problems) > 0 {
 		return &exitError{code: exitUsage, err: problems}
 	}
-	report, err := costs.AnalyzeWith(set.Policies, crds, costs.Options{FailOver: o.failOver, Gate: o.gate, Profile: profile})
+	report, err := costs.AnalyzeWith(set.Policies, crds, costs.Options{FailOver: o.failOver, Gate: o.gate, Profile: profile, Validating: set.ValidatingPolicies})
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}

@@ -22,6 +22,28 @@ func TestCost(t *testing.T) {
 		wantNot  []string
 	}{
 		{
+			name:     "--measure measures the ValidatingAdmissionPolicies' expressions too",
+			args:     []string{"cost", "testdata/bench/vap.yaml", "--measure", "testdata/bench/deployment.yaml"},
+			wantCode: exitOK,
+			want: []string{
+				"images-from-registry: spec.validations[0].messageExpression: measured runtime cost 44 at ×1, 77 at ×2, 141 at ×4, 269 at ×8: grows as scale^0.93 (linear), as the formula predicts (linear)",
+			},
+		},
+		{
+			name:     "ValidatingAdmissionPolicies: every expression against the per-call limit, the validations' and auditAnnotations' budgets",
+			args:     []string{"cost", "testdata/cost/vap.yaml"},
+			wantCode: exitProblem,
+			want: []string{
+				"pod-images     spec.matchConditions[0].expression (not-system)  Pod v1              4    4         0.00%              ok",
+				"pod-images     spec.validations[0].messageExpression            Pod v1",
+				"replica-limit  spec.auditAnnotations[0].valueExpression         Deployment apps/v1",
+				"pod-images     spec.validations       2 expressions + 1 variable  260         10000000  0.00%     ok          profile  unbounded  unbounded  260       18 + 18.4·n(object.spec.containers) + 6·n(object.spec.containers)^2",
+				"expensive: spec.validations[0].expression: worst case 16555551 exceeds the per-call limit (1000000) for ConfigMap v1",
+				"expensive: spec.validations: worst case 16555551 of spec.validations[0].expression exceeds the budget 10000000 for ConfigMap v1",
+				"3 policies, 2 not within the limits",
+			},
+		},
+		{
 			name:     "a list without maxItems in the CRD is flagged with the field, the reason and a fix",
 			args:     []string{"cost", policy, "--resources", unbounded},
 			wantCode: exitProblem,
@@ -174,5 +196,36 @@ func TestCostJSON(t *testing.T) {
 				t.Errorf("mutation budget = %+v", b)
 			}
 		})
+	}
+}
+
+// -o json: the ValidatingAdmissionPolicies under validatingPolicies, the
+// limits with their budgets; without them, neither key.
+func TestCostJSONValidating(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "cost", "-o", "json", "testdata/cost/vap.yaml")
+	if code != exitProblem {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var r costs.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Policies) != 0 || len(r.ValidatingPolicies) != 3 || r.Limits.Validations != 10_000_000 || r.Limits.AuditAnnotations != 10_000_000 || r.Failed != 2 {
+		t.Errorf("report: %d policies, %d validating, limits %+v, failed %d", len(r.Policies), len(r.ValidatingPolicies), r.Limits, r.Failed)
+	}
+	kinds := map[string]bool{}
+	for _, p := range r.ValidatingPolicies {
+		for _, e := range p.Expressions {
+			kinds[e.Kind] = true
+		}
+	}
+	for _, k := range []string{"variable", "matchCondition", "validation", "messageExpression", "auditAnnotation"} {
+		if !kinds[k] {
+			t.Errorf("no expression of kind %s: %v", k, kinds)
+		}
+	}
+	_, out, _ = runCLI(t, "", "cost", "-o", "json", "testdata/cost/policy.yaml")
+	if strings.Contains(out, "validatingPolicies") || strings.Contains(out, `"validations"`) {
+		t.Errorf("a report without ValidatingAdmissionPolicies names them:\n%s", out)
 	}
 }

@@ -159,7 +159,16 @@ func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 	var estimates []estimated
 	for _, c := range all {
 		for _, e := range crds.Estimates(c.src.Policy, c.policy) {
-			estimates = append(estimates, estimated{src: c.src, expr: e.Expression, cost: e.Cost})
+			estimates = append(estimates, estimated{source: c.src.Source, kind: "MutatingAdmissionPolicy", policy: c.src.Policy.Name, path: e.Expression.Path.String(), name: e.Expression.Name, cost: e.Cost})
+		}
+	}
+	for _, p := range set.ValidatingPolicies {
+		ests, err := crds.ValidatingEstimates(comp, p.Policy)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		for _, e := range ests {
+			estimates = append(estimates, estimated{source: p.Source, kind: "ValidatingAdmissionPolicy", policy: p.Policy.Name, path: e.Path, name: e.Name, cost: e.Cost})
 		}
 	}
 	// The schema-aware checks (package lint).
@@ -167,6 +176,9 @@ func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 	var findings []lint.Finding
 	for _, c := range all {
 		findings = append(findings, checker.Policy(c.src, c.policy)...)
+	}
+	for _, p := range set.ValidatingPolicies {
+		findings = append(findings, checker.ValidatingPolicy(comp, p)...)
 	}
 	findings = append(findings, checker.Set(set)...)
 	lint.Locate(findings)
@@ -195,22 +207,22 @@ func runLint(cmd *cobra.Command, paths []string, o lintOptions) error {
 	for _, w := range warnings {
 		fmt.Fprintln(out, "warning:", w)
 	}
-	if showCost && len(all) > 0 {
+	if showCost && len(all)+len(set.ValidatingPolicies) > 0 {
 		if len(problems)+len(warnings)+len(findings) > 0 {
 			fmt.Fprintln(out)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POLICY\tEXPRESSION\tESTIMATED COST\tOF PER-CALL LIMIT\tSCHEMA")
 		for _, r := range estimates {
-			label := r.expr.Path.String()
-			if r.expr.Name != "" {
-				label += " (" + r.expr.Name + ")"
+			label := r.path
+			if r.name != "" {
+				label += " (" + r.name + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.src.Policy.Name, label, formatCost(r.cost), formatShare(r.cost), schemaNote(r.cost))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.policy, label, formatCost(r.cost), formatShare(r.cost), schemaNote(r.cost))
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies), len(set.Bindings), countProblems(problems)+nErrors, len(warnings))
+	fmt.Fprintf(out, "\n%d policies, %d bindings, %d problems, %d warnings\n", len(set.Policies)+len(set.ValidatingPolicies), len(set.Bindings)+len(set.ValidatingBindings), countProblems(problems)+nErrors, len(warnings))
 	if len(problems) > 0 || nErrors > 0 || (o.strict && len(warnings) > 0) {
 		return &exitError{code: exitProblem}
 	}
@@ -229,7 +241,7 @@ func lintReport(out io.Writer, o lintOptions, set *manifest.Set, problems manife
 		if r.cost.Unbounded() || r.cost.Max <= compiler.PerCallLimit {
 			continue
 		}
-		all = append(all, lint.Finding{Severity: lint.Warning, Check: "cost", Source: r.src.Source, Kind: "MutatingAdmissionPolicy", Name: r.src.Policy.Name, Field: r.expr.Path.String(),
+		all = append(all, lint.Finding{Severity: lint.Warning, Check: "cost", Source: r.source, Kind: r.kind, Name: r.policy, Field: r.path,
 			Message: fmt.Sprintf("estimated cost %d exceeds the per-call limit %d (%s): evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"", r.cost.Max, uint64(compiler.PerCallLimit), overLimit(r.cost.Max))})
 	}
 	lint.Locate(all)
@@ -246,7 +258,7 @@ func lintReport(out io.Writer, o lintOptions, set *manifest.Set, problems manife
 	if o.output == "sarif" {
 		err = lint.WriteSARIF(out, all)
 	} else {
-		err = lint.WriteJSON(out, all, lint.Summary{Policies: len(set.Policies), Bindings: len(set.Bindings), Problems: nProblems, Warnings: nWarnings})
+		err = lint.WriteJSON(out, all, lint.Summary{Policies: len(set.Policies) + len(set.ValidatingPolicies), Bindings: len(set.Bindings) + len(set.ValidatingBindings), Problems: nProblems, Warnings: nWarnings})
 	}
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -276,11 +288,14 @@ func sourceOf(set *manifest.Set, kind, name string) manifest.Source {
 	return manifest.Source{Item: -1}
 }
 
-// estimated is the static cost estimate of one compiled expression.
+// estimated is the static cost estimate of one compiled expression: of
+// the policy named policy, of kind kind, read at source; path is the
+// expression's field path and name its variable's or matchCondition's.
 type estimated struct {
-	src  manifest.Policy
-	expr *compiler.Expression
-	cost compiler.CostEstimate
+	source       manifest.Source
+	kind, policy string
+	path, name   string
+	cost         compiler.CostEstimate
 }
 
 // costWarnings reports the expressions whose bounded estimate exceeds the
@@ -295,8 +310,8 @@ func costWarnings(estimates []estimated) []string {
 		if r.cost.Unbounded() || r.cost.Max <= compiler.PerCallLimit {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: MutatingAdmissionPolicy %q: %s: estimated cost %d exceeds the per-call limit %d (%s): evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"",
-			r.src.Source, r.src.Policy.Name, r.expr.Path, r.cost.Max, uint64(compiler.PerCallLimit), overLimit(r.cost.Max)))
+		out = append(out, fmt.Sprintf("%s: %s %q: %s: estimated cost %d exceeds the per-call limit %d (%s): evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"",
+			r.source, r.kind, r.policy, r.path, r.cost.Max, uint64(compiler.PerCallLimit), overLimit(r.cost.Max)))
 	}
 	return out
 }

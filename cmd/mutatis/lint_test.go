@@ -108,6 +108,37 @@ func TestLint(t *testing.T) {
 			want:     []string{"spec.matchConditions[0].expression: estimated cost 16555551 exceeds the per-call limit 1000000", "0 problems, 1 warnings"},
 		},
 		{
+			name:     "ValidatingAdmissionPolicies: kube-apiserver's create-time refusals are problems, the type checker's warnings are warnings",
+			args:     []string{"lint", "--no-cost", "testdata/lint/vap.yaml"},
+			wantCode: exitProblem,
+			want: []string{
+				`testdata/lint/vap.yaml#2: ValidatingAdmissionPolicy "refused": spec.validations[0].expression: Invalid value: "object.spec.containers.all(c,\n  c.image.startsWith(\"registry.example.com/\") &&)\n": compilation failed: ERROR: <input>:2:49: Syntax error: mismatched input ')'`,
+				" |   c.image.startsWith(\"registry.example.com/\") &&)\n | ................................................^\n",
+				`testdata/lint/vap.yaml#2: ValidatingAdmissionPolicy "refused": spec.auditAnnotations[0].valueExpression: Invalid value: "size(object.spec.containers)": must evaluate to one of [string null_type] but got int`,
+				"warning: testdata/lint/vap.yaml#0 (line 14:17): ValidatingAdmissionPolicy \"replica-limit\": spec.validations[0].expression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz <= 5\n | ...........^\n",
+				"warning: testdata/lint/vap.yaml#0 (line 16:24): ValidatingAdmissionPolicy \"replica-limit\": spec.validations[1].messageExpression: kube-controller-manager's type checking warns (status.typeChecking.expressionWarnings): apps/v1, Kind=Deployment: ERROR: <input>:1:23: found no matching overload for '_+_' applied to '(string, int)'",
+				// string() of a dyn value: the estimate MAPs get too.
+				"warning: testdata/lint/vap.yaml#0: ValidatingAdmissionPolicy \"replica-limit\": spec.auditAnnotations[0].valueExpression: estimated cost 1844674407370955265 exceeds the per-call limit 1000000",
+				"\n1 policies, 1 bindings, 2 problems, 4 warnings\n",
+			},
+		},
+		{
+			name:     "ValidatingAdmissionPolicies in the cost table",
+			args:     []string{"lint", "testdata/cost/vap.yaml"},
+			wantCode: exitOK,
+			want: []string{
+				"pod-images     spec.matchConditions[0].expression (not-system)  4..4                    0.00%                 -\n",
+				"expensive      spec.validations[0].expression                   41..16555551            1655.6% (over)        -\n",
+				"warning: testdata/cost/vap.yaml#4: ValidatingAdmissionPolicy \"expensive\": spec.validations[0].expression: estimated cost 16555551 exceeds the per-call limit 1000000 (16.6x)",
+			},
+		},
+		{
+			name:     "ValidatingAdmissionPolicies in JSON: the type checker's warnings with their positions",
+			args:     []string{"lint", "-o", "json", "testdata/lint/vap.yaml"},
+			wantCode: exitProblem,
+			want:     []string{`"check": "type-checking",`, `"line": 14,`, `"column": 17,`, `"celLine": 1,`, `"celColumn": 12`, `"policies": 1,`},
+		},
+		{
 			name:     "a missing file is bad input",
 			args:     []string{"lint", "testdata/lint/nope.yaml"},
 			wantCode: exitProblem,

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/compiler"
-	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/migrate"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
@@ -25,6 +26,7 @@ type migrateOptions struct {
 	operation, namespace string
 	user                 userFlags
 	dryRun, verbose      bool
+	sameDecision         bool
 	output               string
 	plugins              admissionplugins.Flags
 }
@@ -53,6 +55,16 @@ differs: stored differently (with the diff, from the webhooks' result to
 the policies'), refused by one chain and not the other or with another
 message, or an object a chain could not admit; then a summary.
 
+ValidatingWebhookConfigurations and the ValidatingAdmissionPolicies that
+replace them are compared the same way: --webhooks takes both kinds of
+configuration and --policies both kinds of policy (with their bindings);
+each chain then runs kube-apiserver's validating stage after the registry's
+validation (the built-in plugins' validating halves, the policies, the
+validating webhooks that stay: docs/chain.md), and a refusal there is the
+chain's outcome. --replaces VAP=WEBHOOK names a validating webhook. A
+ValidatingAdmissionPolicy never refuses in a webhook's words: with
+--same-decision two refusals count as the same whatever their messages.
+
 Webhooks are called for real (their clientConfig URLs, services through
 --service-url), once per chain and object.
 
@@ -72,6 +84,7 @@ Exit status: 0 no object differs; 1 some object differs; 2 bad input.`,
 	o.user.add(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the requests as dry runs (webhooks with sideEffects Unknown or Some then refuse them, as kube-apiserver does)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also list the objects that do not differ")
+	f.BoolVar(&o.sameDecision, "same-decision", false, "count two refusals as the same whatever their messages and codes (a ValidatingAdmissionPolicy replacing a validating webhook)")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	addAdmissionPluginFlags(f, &o.plugins)
 	for _, name := range []string{"filename", "webhooks", "policies"} {
@@ -107,14 +120,14 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if len(webhookclient.APIObjects(configs)) == 0 {
+	if len(configs) == 0 {
 		return badInput(fmt.Errorf("--webhooks %s: no MutatingWebhookConfiguration found", strings.Join(o.webhooks.paths, ", ")))
 	}
 	objects, err := manifest.Load(ctx, o.objects, stdin)
 	if err != nil {
 		return badInput(err)
 	}
-	if n := len(objects.Policies) + len(objects.Bindings); n > 0 {
+	if n := len(objects.Policies) + len(objects.Bindings) + len(objects.ValidatingPolicies) + len(objects.ValidatingBindings); n > 0 {
 		return badInput(fmt.Errorf("-f %s: %d MutatingAdmissionPolicies or bindings among the objects: give them with --policies", strings.Join(o.objects, ", "), n))
 	}
 	if len(objects.Objects) == 0 {
@@ -141,8 +154,13 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 	for i, p := range policies {
 		names[i] = p.Name
 	}
-	all := webhookclient.APIObjects(configs)
-	kept, err := migrate.Without(all, replacements, names)
+	vpolicies, vbindings := policySet.ValidatingAPIObjects()
+	vnames := make([]string, len(vpolicies))
+	for i, p := range vpolicies {
+		vnames[i] = p.Name
+	}
+	all, vall := webhookclient.APIObjects(configs), webhookclient.ValidatingAPIObjects(configs)
+	kept, vkept, err := migrate.WithoutAll(all, vall, replacements, names, vnames)
 	if err != nil {
 		return badInput(err)
 	}
@@ -161,29 +179,66 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 	if err != nil {
 		return err
 	}
-	before, err := sim.Webhooks(all, urls, webhookclient.Options{})
-	if err != nil {
+	// Each chain: its mutating policies and webhooks, then its validating
+	// ones (a stage without configurations is left out of the chain).
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	mutating := func(cs []*admissionregistrationv1.MutatingWebhookConfiguration) (*webhookclient.Dispatcher, error) {
+		if len(cs) == 0 {
+			return nil, nil
+		}
+		d, err := sim.Webhooks(cs, urls, webhookclient.Options{})
+		if err == nil {
+			closers = append(closers, func() { d.Close(nil) })
+		}
+		return d, err
+	}
+	validating := func(cs []*admissionregistrationv1.ValidatingWebhookConfiguration) (chain.Stage, error) {
+		if len(cs) == 0 {
+			return nil, nil
+		}
+		d, err := sim.ValidatingWebhooks(cs, urls, webhookclient.Options{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, func() { d.Close(nil) })
+		return d, nil
+	}
+	before, after := cluster.Chain{}, cluster.Chain{Policies: ev}
+	if before.Webhooks, err = mutating(all); err != nil {
 		return badInput(err)
 	}
-	defer before.Close(nil)
-	var after *webhookclient.Dispatcher
-	if len(kept) > 0 {
-		if after, err = sim.Webhooks(kept, urls, webhookclient.Options{}); err != nil {
-			return badInput(err)
+	if after.Webhooks, err = mutating(kept); err != nil {
+		return badInput(err)
+	}
+	if before.ValidatingWebhooks, err = validating(vall); err != nil {
+		return badInput(err)
+	}
+	if after.ValidatingWebhooks, err = validating(vkept); err != nil {
+		return badInput(err)
+	}
+	if len(vpolicies) > 0 {
+		vev, err := sim.ValidatingPolicies(nil, vpolicies, vbindings)
+		if err != nil {
+			return err
 		}
-		defer after.Close(nil)
+		after.ValidatingPolicies = vev
 	}
 	u := o.user.info()
-	side := func(policies *engine.Evaluator, webhooks *webhookclient.Dispatcher) migrate.Side {
+	side := func(ch cluster.Chain) migrate.Side {
 		return func(ctx context.Context, obj manifest.Object) (migrate.Outcome, error) {
 			req := cluster.Request{Object: obj.Object.DeepCopy(), Operation: op, Namespace: o.namespace, DryRun: o.dryRun, User: u}
 			if op == admission.Update {
 				req.OldObject = obj.Object.DeepCopy()
 			}
-			return migrate.Admit(ctx, sim, cluster.Chain{Policies: policies, Webhooks: webhooks}, req)
+			return migrate.Admit(ctx, sim, ch, req)
 		}
 	}
-	rep, err := migrate.Check(ctx, objects.Objects, side(nil, before), side(ev, after))
+	rep, err := migrate.CheckWith(ctx, objects.Objects, side(before), side(after), migrate.Options{SameDecision: o.sameDecision})
 	if err != nil {
 		return err
 	}

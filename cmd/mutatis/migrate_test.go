@@ -121,3 +121,60 @@ func TestMigrateCheck(t *testing.T) {
 		}
 	}
 }
+
+// validatingWebhookConfig writes a ValidatingWebhookConfiguration of the
+// test server's require-label webhook, requiring the label team on Pods.
+func validatingWebhookConfig(t *testing.T, srv *webhookserver.Server) string {
+	t.Helper()
+	doc := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: team-check}
+webhooks:
+- name: require-team.example.com
+  clientConfig: {url: "%s%s/team", caBundle: %s}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`, srv.URL, webhookserver.PathRequireLabel, base64.StdEncoding.EncodeToString(srv.CABundle))
+	path := filepath.Join(t.TempDir(), "validating-webhooks.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A ValidatingAdmissionPolicy replacing a validating webhook: each Pod
+// through the chain with the webhook and through the chain with the
+// policy in its place, refusals compared by message and code, or by
+// decision alone with --same-decision.
+func TestMigrateCheckValidating(t *testing.T) {
+	srv, err := webhookserver.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	const td = "testdata/migrate/validating/"
+	args := []string{"migrate-check", "--webhooks", validatingWebhookConfig(t, srv), "--policies", td + "policies.yaml",
+		"--resources", "testdata/migrate/resources.yaml", "-f", td + "pods.yaml", "--replaces", "require-team=require-team.example.com", "-v"}
+	for _, tc := range []struct {
+		name, golden string
+		args         []string
+	}{
+		// labelled is stored alike; bare is refused by both, in other
+		// words and codes; empty-team is refused by the webhook only.
+		{"by message", "check.txt", nil},
+		{"by decision", "same-decision.txt", []string{"--same-decision"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append(append([]string{}, args...), tc.args...)...)
+			if code != exitProblem {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			checkGolden(t, td+tc.golden, stdout)
+		})
+	}
+	code, _, stderr := runCLI(t, "", append(append([]string{}, args...), "--replaces", "require-team=nope")...)
+	if want := `--replaces require-team=nope: no webhook "nope" in --webhooks (have: team-check/require-team.example.com)`; code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want 2 and %q: %s", code, want, stderr)
+	}
+}
