@@ -27,35 +27,20 @@ import (
 func (c *Checker) Set(set *manifest.Set) []Finding {
 	var out []Finding
 	policies := map[string]manifest.Policy{}
+	constraints, resources := field.NewPath("spec", "matchConstraints"), field.NewPath("spec", "matchResources")
 	for _, p := range set.Policies {
 		policies[p.Policy.Name] = p
 		out = append(out, c.paramKind(p)...)
-		if mc := p.Policy.Spec.MatchConstraints; mc != nil {
-			base := field.NewPath("spec", "matchConstraints")
-			out = append(out, c.unservedResources(p.Source, "MutatingAdmissionPolicy", p.Policy.Name, base.Child("resourceRules"), mc.ResourceRules)...)
-			out = append(out, c.unservedResources(p.Source, "MutatingAdmissionPolicy", p.Policy.Name, base.Child("excludeResourceRules"), mc.ExcludeResourceRules)...)
-		}
+		out = append(out, c.unservedMatch(p.Source, "MutatingAdmissionPolicy", p.Policy.Name, constraints, p.Policy.Spec.MatchConstraints)...)
 	}
 	for _, p := range set.ValidatingPolicies {
-		if mc := p.Policy.Spec.MatchConstraints; mc != nil {
-			base := field.NewPath("spec", "matchConstraints")
-			out = append(out, c.unservedResources(p.Source, "ValidatingAdmissionPolicy", p.Policy.Name, base.Child("resourceRules"), mc.ResourceRules)...)
-			out = append(out, c.unservedResources(p.Source, "ValidatingAdmissionPolicy", p.Policy.Name, base.Child("excludeResourceRules"), mc.ExcludeResourceRules)...)
-		}
+		out = append(out, c.unservedMatch(p.Source, "ValidatingAdmissionPolicy", p.Policy.Name, constraints, p.Policy.Spec.MatchConstraints)...)
 	}
 	for _, b := range set.ValidatingBindings {
-		if mr := b.Binding.Spec.MatchResources; mr != nil {
-			base := field.NewPath("spec", "matchResources")
-			out = append(out, c.unservedResources(b.Source, "ValidatingAdmissionPolicyBinding", b.Binding.Name, base.Child("resourceRules"), mr.ResourceRules)...)
-			out = append(out, c.unservedResources(b.Source, "ValidatingAdmissionPolicyBinding", b.Binding.Name, base.Child("excludeResourceRules"), mr.ExcludeResourceRules)...)
-		}
+		out = append(out, c.unservedMatch(b.Source, "ValidatingAdmissionPolicyBinding", b.Binding.Name, resources, b.Binding.Spec.MatchResources)...)
 	}
 	for _, b := range set.Bindings {
-		if mr := b.Binding.Spec.MatchResources; mr != nil {
-			base := field.NewPath("spec", "matchResources")
-			out = append(out, c.unservedResources(b.Source, "MutatingAdmissionPolicyBinding", b.Binding.Name, base.Child("resourceRules"), mr.ResourceRules)...)
-			out = append(out, c.unservedResources(b.Source, "MutatingAdmissionPolicyBinding", b.Binding.Name, base.Child("excludeResourceRules"), mr.ExcludeResourceRules)...)
-		}
+		out = append(out, c.unservedMatch(b.Source, "MutatingAdmissionPolicyBinding", b.Binding.Name, resources, b.Binding.Spec.MatchResources)...)
 		p, ok := policies[b.Binding.Spec.PolicyName]
 		if !ok || p.Policy.Spec.ParamKind == nil || b.Binding.Spec.ParamRef == nil {
 			continue
@@ -63,6 +48,17 @@ func (c *Checker) Set(set *manifest.Set) []Finding {
 		out = append(out, c.paramRef(p, b)...)
 	}
 	return out
+}
+
+// unservedMatch is unservedResources over the resourceRules and
+// excludeResourceRules of mr (a policy's matchConstraints or a binding's
+// matchResources, at base), if any.
+func (c *Checker) unservedMatch(src manifest.Source, kind, name string, base *field.Path, mr *admissionregistrationv1.MatchResources) []Finding {
+	if mr == nil {
+		return nil
+	}
+	out := c.unservedResources(src, kind, name, base.Child("resourceRules"), mr.ResourceRules)
+	return append(out, c.unservedResources(src, kind, name, base.Child("excludeResourceRules"), mr.ExcludeResourceRules)...)
 }
 
 // unservedResources reports the resources of rules Kubernetes 1.37 does
