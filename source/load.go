@@ -89,10 +89,16 @@ func Load(ctx context.Context, o Options) (*Set, error) {
 	}
 	cfg := sim.Config()
 	cfg.Metrics = o.Metrics
+	summary := fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects))
+	if vps, vbs := len(pset.ValidatingPolicies), len(pset.ValidatingBindings); vps+vbs > 0 {
+		// serve is a mutating webhook: the cluster's kube-apiserver runs
+		// its ValidatingAdmissionPolicies itself, after mutatis.
+		summary += fmt.Sprintf("; %d ValidatingAdmissionPolicies and %d bindings not served (kube-apiserver runs them)", vps, vbs)
+	}
 	return &Set{
 		Config:  cfg,
 		Hooks:   hooks,
-		Summary: fmt.Sprintf("%d policies, %d bindings, %d other objects", len(policies), len(bindings), len(objects)),
+		Summary: summary,
 	}, nil
 }
 
