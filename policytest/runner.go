@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -458,16 +459,17 @@ func admit(ctx context.Context, lc *loadedCase, ch cluster.Chain, object *unstru
 		return o, err
 	}
 	o.result = adm.Result
-	o.warnings = append(o.warnings, adm.Result.Warnings...)
 	if adm.Object != nil {
 		o.result.Object = adm.Object
 	}
 	o.invalid = adm.Invalid
-	o.warnings = append(o.warnings, adm.Warnings...)
+	// The warnings as kube-apiserver returns them: the decoder's, the
+	// mutating chain's, the registry's and the validating stage's, each
+	// text once (explain.Returned, its own warning recorder).
+	o.warnings = slices.Concat(explain.Returned(d.Warnings, adm.Result.Warnings, adm.Warnings, adm.Validation.Warnings)...)
 	// The validating stage ran when nothing before it refused: its
-	// records, its warnings, and its refusal as the request's.
+	// records, and its refusal as the request's.
 	o.validation = adm.Validation
-	o.warnings = append(o.warnings, adm.Validation.Warnings...)
 	if adm.Validation.Denied != nil {
 		o.result.Denied, o.result.DeniedBy = adm.Validation.Denied, adm.Validation.DeniedBy
 	}
