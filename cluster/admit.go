@@ -4,6 +4,7 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/chain"
@@ -39,6 +40,11 @@ type Admission struct {
 	// when the request was refused before it or the Chain has no
 	// validating stage.
 	Validation chain.Result
+
+	// internal is the stored object in its internal form as the
+	// registry's strategy left it (scheme.Validation.Internal), for the
+	// validating plugins; nil when it was not validated.
+	internal runtime.Object
 }
 
 // Admit runs the request d (from DecodeSteps: decoded, and through the
@@ -123,6 +129,7 @@ func (c *Cluster) store(ctx context.Context, a *matching.Attributes, out *Admiss
 	}
 	if v != nil {
 		out.Warnings, out.Invalid, out.Stored = v.Warnings, v.Invalid, v.Stored
+		out.internal = v.Internal()
 	}
 	return nil
 }

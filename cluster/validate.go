@@ -6,6 +6,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/chain"
@@ -29,7 +30,7 @@ func (c *Cluster) validate(ctx context.Context, ch Chain, d *Decoded, out *Admis
 	if out.Result.Denied != nil || out.Invalid != nil {
 		return nil
 	}
-	stages := c.validatingStages(ch, d)
+	stages := c.validatingStages(ch, d, out.internal)
 	if len(stages) == 0 {
 		return nil
 	}
@@ -61,10 +62,10 @@ func (c *Cluster) validate(ctx context.Context, ch Chain, d *Decoded, out *Admis
 // plugin, those ch has, then the built-in plugins after them. The
 // built-in plugins run when the request went through the plugins before
 // MAP (neither NoDefaults nor Request.SkipAdmissionPlugins).
-func (c *Cluster) validatingStages(ch Chain, d *Decoded) []chain.Stage {
+func (c *Cluster) validatingStages(ch Chain, d *Decoded, internal runtime.Object) []chain.Stage {
 	var stages []chain.Stage
 	if d.validatePlugins {
-		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.BeforePolicies})
+		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.BeforePolicies, internal: internal})
 	}
 	if ch.ValidatingPolicies != nil && !c.disabled[validating.PluginName] {
 		stages = append(stages, ch.ValidatingPolicies)
@@ -73,7 +74,7 @@ func (c *Cluster) validatingStages(ch Chain, d *Decoded) []chain.Stage {
 		stages = append(stages, ch.ValidatingWebhooks)
 	}
 	if d.validatePlugins {
-		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.AfterWebhooks})
+		stages = append(stages, &validatingPlugins{c: c, at: admissionplugins.AfterWebhooks, internal: internal})
 	}
 	return stages
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
@@ -19,6 +21,10 @@ import (
 type validatingPlugins struct {
 	c  *Cluster
 	at admissionplugins.Phase
+	// internal is the request's object as the registry's strategy left
+	// it (scheme.Validation.Internal), or nil: then the plugins convert
+	// the stage's object.
+	internal runtime.Object
 }
 
 // Name names the stage; a refusal names the plugin.
@@ -27,7 +33,15 @@ func (p *validatingPlugins) Name() string { return "admission plugins" }
 // Admit runs the plugins' Validate.
 func (p *validatingPlugins) Admit(ctx context.Context, a *matching.Attributes, _ *chain.Context) (chain.Outcome, error) {
 	out := chain.Outcome{Object: objectOf(a)}
-	v, err := p.c.Plugins.Validate(ctx, p.at, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun)
+	var v admissionplugins.Validation
+	var err error
+	if p.internal != nil && a.Object != nil {
+		// kube-apiserver hands its validating plugins a copy of the
+		// strategy's object.
+		v, err = p.c.Plugins.ValidateInternal(ctx, p.at, schemeRequest(a), p.internal.DeepCopyObject(), oldObject(a), a.UserInfo, a.DryRun)
+	} else {
+		v, err = p.c.Plugins.Validate(ctx, p.at, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun)
+	}
 	out.PluginSteps, out.Warnings, out.AuditAnnotations = v.Steps, v.Warnings, v.AuditAnnotations
 	return out, refused(&out, err)
 }

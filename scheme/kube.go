@@ -436,6 +436,9 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 		return nil, err
 	}
 	if v.Invalid == nil {
+		// The validating admission plugins receive the strategy's object
+		// itself; stored may reuse its parts.
+		v.internal = internal.DeepCopyObject()
 		if v.Stored, err = k.stored(&s.plans, internal, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -456,7 +459,17 @@ type Validation struct {
 	// version, without the system fields the store sets (uid,
 	// creationTimestamp, resourceVersion); nil when Invalid is set.
 	Stored map[string]any
+
+	// internal is the object as the strategy left it (Internal).
+	internal runtime.Object
 }
+
+// Internal is the object in its internal form as the registry's strategy
+// left it, before it is written: what kube-apiserver's createValidation
+// and updateValidation hand the validating admission plugins (a built-in
+// kind's, when Invalid is nil; nil otherwise). It is the caller's: pass
+// each plugin chain a copy (DeepCopyObject), as kube-apiserver does.
+func (v *Validation) Internal() runtime.Object { return v.internal }
 
 // stored is internal, as the strategy left it, in version gvk without the
 // system fields, as the store returns it: decoded from the bytes it wrote,

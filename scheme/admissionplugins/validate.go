@@ -77,9 +77,22 @@ type Validation struct {
 // maximum …), the last step's; any other error is a failure of the
 // simulation. Kinds without a Go type are not validated.
 func (p *Chain) Validate(ctx context.Context, at Phase, req scheme.Request, obj, old map[string]any, u user.Info, dryRun bool) (Validation, error) {
+	return p.validate(ctx, at, req, obj, nil, old, u, dryRun)
+}
+
+// ValidateInternal is Validate of the object already in its internal form
+// (scheme.Validation.Internal: the registry strategy's, which it spares
+// converting again); the plugins get it as they are given it, so pass a
+// copy.
+func (p *Chain) ValidateInternal(ctx context.Context, at Phase, req scheme.Request, internal runtime.Object, old map[string]any, u user.Info, dryRun bool) (Validation, error) {
+	return p.validate(ctx, at, req, nil, internal, old, u, dryRun)
+}
+
+// validate is Validate of obj, or of internal when it is set.
+func (p *Chain) validate(ctx context.Context, at Phase, req scheme.Request, obj map[string]any, internal runtime.Object, old map[string]any, u user.Info, dryRun bool) (Validation, error) {
 	var v Validation
 	s := p.stores.scheme
-	if !s.Recognizes(req.Kind) || obj == nil && old == nil {
+	if !s.Recognizes(req.Kind) || obj == nil && internal == nil && old == nil {
 		return v, nil
 	}
 	b, err := p.build()
@@ -99,8 +112,8 @@ func (p *Chain) Validate(ctx context.Context, at Phase, req scheme.Request, obj,
 			return v, err
 		}
 	}
-	var internal, oldInternal runtime.Object
-	if obj != nil {
+	var oldInternal runtime.Object
+	if internal == nil && obj != nil {
 		if internal, err = s.Internal(obj, req.Kind); err != nil {
 			return v, err
 		}
