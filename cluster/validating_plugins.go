@@ -36,9 +36,7 @@ func (p *validatingPlugins) Admit(ctx context.Context, a *matching.Attributes, _
 	var v admissionplugins.Validation
 	var err error
 	if p.internal != nil && a.Object != nil {
-		// kube-apiserver hands its validating plugins a copy of the
-		// strategy's object.
-		v, err = p.c.Plugins.ValidateInternal(ctx, p.at, schemeRequest(a), p.internal.DeepCopyObject(), oldObject(a), a.UserInfo, a.DryRun)
+		v, err = p.c.Plugins.ValidateInternal(ctx, p.at, schemeRequest(a), p.internal, oldObject(a), a.UserInfo, a.DryRun)
 	} else {
 		v, err = p.c.Plugins.Validate(ctx, p.at, schemeRequest(a), out.Object, oldObject(a), a.UserInfo, a.DryRun)
 	}

@@ -437,8 +437,8 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	}
 	if v.Invalid == nil {
 		// The validating admission plugins receive the strategy's object
-		// itself; stored may reuse its parts.
-		v.internal = internal.DeepCopyObject()
+		// itself; stored's conversion shares its parts, never writes them.
+		v.internal = internal
 		if v.Stored, err = k.stored(&s.plans, internal, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

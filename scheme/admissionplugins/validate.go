@@ -82,8 +82,8 @@ func (p *Chain) Validate(ctx context.Context, at Phase, req scheme.Request, obj,
 
 // ValidateInternal is Validate of the object already in its internal form
 // (scheme.Validation.Internal: the registry strategy's, which it spares
-// converting again); the plugins get it as they are given it, so pass a
-// copy.
+// converting again). internal is not modified: when plugins run, they get
+// a copy of it, as kube-apiserver's createValidation hands them one.
 func (p *Chain) ValidateInternal(ctx context.Context, at Phase, req scheme.Request, internal runtime.Object, old map[string]any, u user.Info, dryRun bool) (Validation, error) {
 	return p.validate(ctx, at, req, nil, internal, old, u, dryRun)
 }
@@ -113,6 +113,9 @@ func (p *Chain) validate(ctx context.Context, at Phase, req scheme.Request, obj 
 		}
 	}
 	var oldInternal runtime.Object
+	if internal != nil {
+		internal = internal.DeepCopyObject()
+	}
 	if internal == nil && obj != nil {
 		if internal, err = s.Internal(obj, req.Kind); err != nil {
 			return v, err
