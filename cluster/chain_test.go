@@ -120,16 +120,7 @@ func TestAdmitChain(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			objs := append(load(t, chainPolicies), load(t, chainResources)...)
-			cl, err := New(objs, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			set, err := manifest.Load(ctx, []string{"-"}, strings.NewReader(chainPolicies))
-			if err != nil {
-				t.Fatal(err)
-			}
-			policies, bindings := set.APIObjects()
+			cl, policies, bindings := chainCluster(t)
 			ev, err := cl.Evaluator(nil, policies, bindings)
 			if err != nil {
 				t.Fatal(err)
@@ -219,4 +210,20 @@ func TestAdmitChain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chainCluster is the cluster of chainPolicies and chainResources, and
+// chainPolicies' policies and bindings.
+func chainCluster(t *testing.T) (*Cluster, []*admissionregistrationv1.MutatingAdmissionPolicy, []*admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	t.Helper()
+	cl, err := New(append(load(t, chainPolicies), load(t, chainResources)...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := manifest.Load(context.Background(), []string{"-"}, strings.NewReader(chainPolicies))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, bindings := set.APIObjects()
+	return cl, policies, bindings
 }

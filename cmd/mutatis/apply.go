@@ -234,15 +234,13 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	// The chain is built once, on the first object that needs it, and
 	// serves every object: policies, then the webhooks' dispatcher (one
 	// HTTP client per configuration, connections kept).
-	var built cluster.Chain
-	defer func() { closeChain(built) }()
-	chain := &applyChain{webhooks: webhooks, build: sync.OnceValues(func() (cluster.Chain, error) {
+	chain := cluster.NewLazyChain(func() (cluster.Chain, error) {
 		policies, bindings := policySet.APIObjects()
 		ev, err := sim.Evaluator(comp, policies, bindings)
 		if err != nil {
 			return cluster.Chain{}, err
 		}
-		ch, err := chainOf(sim, cluster.Chain{Policies: ev}, webhooks, urls)
+		ch, err := sim.WithWebhooks(cluster.Chain{Policies: ev}, webhooks, urls)
 		if err != nil {
 			return ch, badInput(err)
 		}
@@ -255,14 +253,14 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 			}
 			ch.ValidatingPolicies = vev
 		}
-		built = ch
 		return ch, nil
-	})}
+	})
+	defer chain.Close()
 	if len(objects) > 1 || len(o.objects) > 1 {
 		if err := printChecked(); err != nil {
 			return err
 		}
-		return applyMany(ctx, cmd, o, sim, chain, op, objects)
+		return applyMany(ctx, cmd, o, sim, chain, webhooks, op, objects)
 	}
 	name, object := o.objects[0], objects[0].Object
 	if op == admission.Delete {
@@ -273,11 +271,12 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		}
 		object = nil
 	}
-	decoded, err := decodeObject(notices, o, sim, op, name, object, oldObject)
+	decoded, err := sim.DecodeSteps(o.request(op, object, oldObject))
+	err = printDecoded(notices, o, sim, name, decoded, err)
 	if err == nil {
 		// Compile the policies for admission while the checks finish; the
-		// chain keeps what this returns for admitDecoded.
-		chain.build()
+		// chain keeps what this returns for AdmitDecoded.
+		chain.Chain()
 	}
 	if verr := printChecked(); verr != nil {
 		return verr
@@ -285,7 +284,8 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	before, after, err := admitDecoded(ctx, stderr, o, sim, chain, name, object, decoded)
+	out := sim.AdmitDecoded(ctx, chain, object, decoded, cluster.AdmitOptions{Warm: o.explain})
+	before, after, err := printAdmission(stderr, o, webhooks, name, out)
 	if err != nil {
 		return err
 	}
@@ -318,40 +318,27 @@ func (h *heldWriter) release(w io.Writer) {
 	h.buf.Reset()
 }
 
-// applyChain is the admission chain of an apply run, built on first use.
-type applyChain struct {
-	webhooks []webhookclient.Configuration
-	build    func() (cluster.Chain, error)
-}
-
-// admitObject runs one request, object (named name in errors) with
-// oldObject, through the simulated cluster: the decoding, the admission
-// plugins, the policies and the validation. It prints warnings (and with
-// --explain the trace) on stderr and returns the object before and after
-// admission, or an exitError when kube-apiserver would refuse it.
-func admitObject(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, op admission.Operation, name string, object, oldObject *unstructured.Unstructured) (before, after map[string]any, err error) {
-	decoded, err := decodeObject(stderr, o, sim, op, name, object, oldObject)
-	if err != nil {
-		return nil, nil, err
-	}
-	return admitDecoded(ctx, stderr, o, sim, ac, name, object, decoded)
-}
-
-// decodeObject decodes the request of object (named name in errors) with
-// oldObject as kube-apiserver's handler does before admission, runs the
-// built-in admission plugins, and prints their trace (--explain) and the
-// decoding's warnings on stderr. A refusal is an exitError.
-func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op admission.Operation, name string, object, oldObject *unstructured.Unstructured) (*cluster.Decoded, error) {
-	decoded, err := sim.DecodeSteps(cluster.Request{
+// request is the request of object with oldObject, as apply's flags
+// make it.
+func (o *applyOptions) request(op admission.Operation, object, oldObject *unstructured.Unstructured) cluster.Request {
+	return cluster.Request{
 		Object: object, OldObject: oldObject, Operation: op, Subresource: o.subresource,
 		Namespace: o.namespace, DryRun: o.dryRun,
 		User:          o.user.info(),
 		PluginChanges: o.explain,
-	})
+	}
+}
+
+// printDecoded prints what the decoding of a request (object named name
+// in errors) tells on stderr: with --explain the built-in admission
+// plugins' trace. It returns the decoding's error err as the command's: a
+// refusal is an exitError. The decoding's warnings are printed with the
+// request's others (printAdmission), as kube-apiserver returns them all.
+func printDecoded(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, name string, decoded *cluster.Decoded, err error) error {
 	if o.explain && decoded != nil && !o.noDefaults {
 		run, rerr := sim.Plugins.Names()
 		if rerr != nil {
-			return nil, rerr
+			return rerr
 		}
 		explain.Plugins(stderr, run, decoded.Plugins)
 	}
@@ -359,60 +346,40 @@ func decodeObject(stderr io.Writer, o *applyOptions, sim *cluster.Cluster, op ad
 	if errors.As(err, &status) {
 		// kube-apiserver refuses to decode the request body (400), or an
 		// admission plugin refuses the request (403).
-		return nil, &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
+		return &exitError{code: exitProblem, err: errors.New(status.ErrStatus.Message)}
 	}
 	if err != nil {
-		return nil, badInput(fmt.Errorf("%s: %w", name, err))
+		return badInput(fmt.Errorf("%s: %w", name, err))
 	}
-	// The decoding's warnings are printed with the request's others
-	// (admitDecoded), as kube-apiserver returns them all.
-	return decoded, nil
+	return nil
 }
 
-// admitDecoded admits the decoded request of object (named name in
-// errors) through the chain, as admitObject.
-func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *cluster.Cluster, ac *applyChain, name string, object *unstructured.Unstructured, decoded *cluster.Decoded) (before, after map[string]any, err error) {
-	gvk := decoded.Attributes.Kind
-	printed := false
-
-	// A request that fails before its admission is done (bad input, a
-	// failure of mutatis) prints the decoding's warnings alone.
-	defer func() {
-		if err != nil && !printed {
-			printWarnings(stderr, explain.Returned(decoded.Warnings)[0])
-		}
-	}()
-	chain, err := ac.build()
+// printAdmission prints the admission out of a decoded request (object
+// named name in errors) on stderr: its warnings, with --explain the
+// chain's trace, notes on the webhooks that failed. It returns the object
+// before and after admission, or an exitError when kube-apiserver would
+// refuse it.
+func printAdmission(stderr io.Writer, o *applyOptions, webhooks []webhookclient.Configuration, name string, out *cluster.Outcome) (before, after map[string]any, err error) {
+	switch {
+	case out.ChainErr != nil:
+		err = out.ChainErr
+	case out.ObjectErr != nil:
+		err = badInput(fmt.Errorf("%s: %w", name, out.ObjectErr))
+	case out.Err != nil:
+		err = out.Err
+	}
 	if err != nil {
+		// A request that fails before its admission is done (bad input, a
+		// failure of mutatis) prints the decoding's warnings alone.
+		printWarnings(stderr, explain.Returned(out.Decoded.Warnings)[0])
 		return nil, nil, err
 	}
-	if object != nil {
-		before, err = sim.Patcher().Normalize(object.DeepCopy().Object, gvk)
-		if err != nil {
-			return nil, nil, badInput(fmt.Errorf("%s: %w", name, err))
-		}
-	}
-	if o.explain {
-		// The trace's times are those of a warm process: the first
-		// admission pays once for building CEL programs, type converters
-		// and schemas, which a long-running kube-apiserver has paid long
-		// before. Admit once to pay them; the admission is deterministic,
-		// so the second one is the same admission, timed. (Webhooks are
-		// not called twice.)
-		if _, err := sim.Admit(ctx, cluster.Chain{Policies: chain.Policies}, decoded); err != nil {
-			return nil, nil, err
-		}
-	}
-	adm, err := sim.Admit(ctx, chain, decoded)
-	if err != nil {
-		return nil, nil, err
-	}
+	adm := out.Admission
 	// The warnings of every stage, as kube-apiserver returns them: each
 	// text once, in order (the decoder's, the mutating chain's, the
 	// registry's, the validating stage's), each printed where its stage's
 	// are.
-	warnings := explain.Returned(decoded.Warnings, adm.Result.Warnings, adm.Warnings, adm.Validation.Warnings)
-	printed = true
+	warnings := explain.Returned(out.Decoded.Warnings, adm.Result.Warnings, adm.Warnings, adm.Validation.Warnings)
 	printWarnings(stderr, warnings[0])
 	if o.explain {
 		explain.Chain(stderr, adm.Result)
@@ -422,7 +389,7 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		}
 	}
 	printWarnings(stderr, warnings[1])
-	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
+	for _, note := range webhookFailures(webhooks, adm.Result.Calls, false) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
@@ -436,13 +403,13 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Invalid.ErrStatus.Message)}
 	}
 	printWarnings(stderr, warnings[3])
-	for _, note := range webhookFailures(ac.webhooks, adm.Validation.Calls, true) {
+	for _, note := range webhookFailures(webhooks, adm.Validation.Calls, true) {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
 	}
-	return before, adm.Object, nil
+	return out.Before, adm.Object, nil
 }
 
 // printWarnings prints warnings as kubectl does.

@@ -17,6 +17,7 @@ import (
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 // appliedObject is the outcome of one object's admission in apply of
@@ -39,34 +40,49 @@ func (a *appliedObject) label() string {
 }
 
 // applyMany admits every object through a request of its own, in input
-// order, prints the admitted ones on stdout and a line per object and a
-// total on stderr. The exit status is the worst of the objects'.
-func applyMany(ctx context.Context, cmd *cobra.Command, o *applyOptions, sim *cluster.Cluster, chain *applyChain, op admission.Operation, objects []manifest.Object) error {
+// order (cluster.AdmitEach), prints the admitted ones on stdout and a line
+// per object and a total on stderr. The exit status is the worst of the
+// objects'. The objects are admitted one at a time: what each prints on
+// stderr as it goes (a notice of a namespace not in --resources, written
+// when the cluster synthesizes it) comes in input order, and so do the
+// webhooks' calls.
+func applyMany(ctx context.Context, cmd *cobra.Command, o *applyOptions, sim *cluster.Cluster, chain *cluster.LazyChain, webhooks []webhookclient.Configuration, op admission.Operation, objects []manifest.Object) error {
 	stderr := cmd.ErrOrStderr()
-	results := make([]*appliedObject, 0, len(objects))
-	for _, obj := range objects {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r := &appliedObject{source: obj.Source, kind: obj.Object.GetKind(), ns: obj.Object.GetNamespace(), name: obj.Object.GetName()}
+	requests := make([]cluster.Request, len(objects))
+	for i, obj := range objects {
 		// The request's object is decoded in place: keep the input apart.
 		object, oldObject := obj.Object.DeepCopy(), (*unstructured.Unstructured)(nil)
 		if op == admission.Delete {
 			// A DELETE's object is the old object (nothing to print).
 			object, oldObject = nil, object
 		}
-		before, after, err := admitObject(ctx, stderr, o, sim, chain, op, obj.Source.String(), object, oldObject)
+		requests[i] = o.request(op, object, oldObject)
+	}
+	results := make([]*appliedObject, 0, len(objects))
+	err := sim.AdmitEach(ctx, requests, chain, cluster.AdmitOptions{Warm: o.explain}, func(i int, out *cluster.Outcome) error {
+		obj := objects[i]
+		r := &appliedObject{source: obj.Source, kind: obj.Object.GetKind(), ns: obj.Object.GetNamespace(), name: obj.Object.GetName()}
+		name := obj.Source.String()
+		var before, after map[string]any
+		err := printDecoded(stderr, o, sim, name, out.Decoded, out.DecodeErr)
+		if err == nil {
+			before, after, err = printAdmission(stderr, o, webhooks, name, out)
+		}
 		var exit *exitError
 		switch {
 		case err == nil:
 			r.before, r.after = before, after
 		case errors.As(err, &exit):
 			// The line names the object already.
-			r.code, r.message = exit.code, strings.TrimPrefix(exit.Error(), obj.Source.String()+": ")
+			r.code, r.message = exit.code, strings.TrimPrefix(exit.Error(), name+": ")
 		default:
 			r.code, r.message = exitUsage, "error: "+err.Error()
 		}
 		results = append(results, r)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := printMany(cmd.OutOrStdout(), o.output, o.color, results); err != nil {
 		return err

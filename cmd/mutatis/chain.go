@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mutatis-dev/mutatis/chain"
-	"github.com/mutatis-dev/mutatis/cluster"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
@@ -76,36 +75,4 @@ func webhookFailures(configs []webhookclient.Configuration, calls []chain.Call, 
 		out = append(out, fmt.Sprintf("%s: %s %q: webhooks[%d].clientConfig: webhook %q %s: %v", cfg.Source, cfg.Kind(), cfg.Name(), cfg.WebhookIndex(c.Hook), c.Hook, how, c.Err))
 	}
 	return out
-}
-
-// chainOf is the chain of sim with ev's policies and, when configs hold
-// mutating or validating configurations, a dispatcher of each kind
-// (closeChain closes them after use).
-func chainOf(sim *cluster.Cluster, ch cluster.Chain, configs []webhookclient.Configuration, urls webhookclient.ServiceURLs) (cluster.Chain, error) {
-	if mutating := webhookclient.APIObjects(configs); len(mutating) > 0 {
-		d, err := sim.Webhooks(mutating, urls, webhookclient.Options{})
-		if err != nil {
-			return ch, err
-		}
-		ch.Webhooks = d
-	}
-	if validating := webhookclient.ValidatingAPIObjects(configs); len(validating) > 0 {
-		d, err := sim.ValidatingWebhooks(validating, urls, webhookclient.Options{}, nil)
-		if err != nil {
-			closeChain(ch)
-			return ch, err
-		}
-		ch.ValidatingWebhooks = d
-	}
-	return ch, nil
-}
-
-// closeChain closes the webhook dispatchers chainOf put in ch.
-func closeChain(ch cluster.Chain) {
-	if ch.Webhooks != nil {
-		ch.Webhooks.Close(nil)
-	}
-	if d, ok := ch.ValidatingWebhooks.(*webhookclient.ValidatingDispatcher); ok {
-		d.Close(nil)
-	}
 }
