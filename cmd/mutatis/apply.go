@@ -429,6 +429,21 @@ func readObjects(ctx context.Context, path, oldPath string, stdin io.Reader) (ob
 	return object, oldObject, err
 }
 
+// firstPolicyObject names the first policy or binding of set (which has
+// one), by kind: mutating policies, bindings, then validating ones, and
+// what the kind is ("policies" or "bindings").
+func firstPolicyObject(set *manifest.Set) (source manifest.Source, kind, name, what string) {
+	switch {
+	case len(set.Policies) > 0:
+		return set.Policies[0].Source, "MutatingAdmissionPolicy", set.Policies[0].Policy.Name, "policies"
+	case len(set.Bindings) > 0:
+		return set.Bindings[0].Source, "MutatingAdmissionPolicyBinding", set.Bindings[0].Binding.Name, "bindings"
+	case len(set.ValidatingPolicies) > 0:
+		return set.ValidatingPolicies[0].Source, "ValidatingAdmissionPolicy", set.ValidatingPolicies[0].Policy.Name, "policies"
+	}
+	return set.ValidatingBindings[0].Source, "ValidatingAdmissionPolicyBinding", set.ValidatingBindings[0].Binding.Name, "bindings"
+}
+
 // readApplyObjects reads the requests' objects from paths and, when oldPath is
 // not empty, the old object (of one object only). One path must give one
 // object, as it always did; several paths or a path of several objects
@@ -445,18 +460,9 @@ func readApplyObjects(ctx context.Context, paths []string, oldPath string, stdin
 		return nil, nil, fmt.Errorf("%s: want exactly one object, found %d", paths[0], len(set.Objects)+other)
 	case len(set.Objects) == 0:
 		return nil, nil, fmt.Errorf("%s: want at least one object, found none", strings.Join(paths, ", "))
-	case len(set.Policies) > 0:
-		p := set.Policies[0]
-		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicy %q is not an object to admit (policies go in --policies)", p.Source, p.Policy.Name)
-	case len(set.Bindings) > 0:
-		b := set.Bindings[0]
-		return nil, nil, fmt.Errorf("%s: MutatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
-	case len(set.ValidatingPolicies) > 0:
-		p := set.ValidatingPolicies[0]
-		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicy %q is not an object to admit (policies go in --policies)", p.Source, p.Policy.Name)
-	case len(set.ValidatingBindings) > 0:
-		b := set.ValidatingBindings[0]
-		return nil, nil, fmt.Errorf("%s: ValidatingAdmissionPolicyBinding %q is not an object to admit (bindings go in --policies)", b.Source, b.Binding.Name)
+	case other > 0:
+		source, kind, name, what := firstPolicyObject(set)
+		return nil, nil, fmt.Errorf("%s: %s %q is not an object to admit (%s go in --policies)", source, kind, name, what)
 	}
 	if oldPath == "" {
 		return set.Objects, nil, nil
