@@ -76,6 +76,8 @@ func WithoutAll(mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 	vhooks := func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []string {
 		return webhookNamesOf(c.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) string { return w.Name })
 	}
+	mname := func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name }
+	vname := func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name }
 	var errs []error
 	mdrop, vdrop := map[string]bool{}, map[string]bool{}
 	for _, r := range replacements {
@@ -89,12 +91,12 @@ func WithoutAll(mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 		found := 0
 		var have []string
 		if isM || !isV {
-			found += pick(mutating, func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name }, mhooks, r.Webhook, mdrop)
-			have = append(have, allNames(mutating, func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name }, mhooks)...)
+			found += pick(mutating, mname, mhooks, r.Webhook, mdrop)
+			have = append(have, allNames(mutating, mname, mhooks)...)
 		}
 		if isV {
-			found += pick(validating, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name }, vhooks, r.Webhook, vdrop)
-			have = append(have, allNames(validating, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name }, vhooks)...)
+			found += pick(validating, vname, vhooks, r.Webhook, vdrop)
+			have = append(have, allNames(validating, vname, vhooks)...)
 		}
 		if found == 0 {
 			if len(have) == 0 {
@@ -106,22 +108,16 @@ func WithoutAll(mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
-	var mout []*admissionregistrationv1.MutatingWebhookConfiguration
-	for _, c := range mutating {
-		kept := c.DeepCopy()
-		kept.Webhooks = slices.DeleteFunc(kept.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return mdrop[c.Name+"/"+w.Name] })
-		if len(kept.Webhooks) > 0 {
-			mout = append(mout, kept)
-		}
-	}
-	var vout []*admissionregistrationv1.ValidatingWebhookConfiguration
-	for _, c := range validating {
-		kept := c.DeepCopy()
-		kept.Webhooks = slices.DeleteFunc(kept.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return vdrop[c.Name+"/"+w.Name] })
-		if len(kept.Webhooks) > 0 {
-			vout = append(vout, kept)
-		}
-	}
+	mout := keep(mutating, (*admissionregistrationv1.MutatingWebhookConfiguration).DeepCopy, mname,
+		func(c *admissionregistrationv1.MutatingWebhookConfiguration) *[]admissionregistrationv1.MutatingWebhook {
+			return &c.Webhooks
+		},
+		func(w admissionregistrationv1.MutatingWebhook) string { return w.Name }, mdrop)
+	vout := keep(validating, (*admissionregistrationv1.ValidatingWebhookConfiguration).DeepCopy, vname,
+		func(c *admissionregistrationv1.ValidatingWebhookConfiguration) *[]admissionregistrationv1.ValidatingWebhook {
+			return &c.Webhooks
+		},
+		func(w admissionregistrationv1.ValidatingWebhook) string { return w.Name }, vdrop)
 	return mout, vout, nil
 }
 
@@ -145,6 +141,22 @@ func pick[C any](configs []C, configName func(C) string, hooks func(C) []string,
 		}
 	}
 	return found
+}
+
+// keep is copies of configs without the webhooks drop names
+// (CONFIGURATION/NAME); a configuration left without webhooks is left
+// out.
+func keep[C, W any](configs []*C, deepCopy func(*C) *C, configName func(*C) string, webhooks func(*C) *[]W, hookName func(W) string, drop map[string]bool) []*C {
+	var out []*C
+	for _, c := range configs {
+		kept := deepCopy(c)
+		hooks := webhooks(kept)
+		*hooks = slices.DeleteFunc(*hooks, func(w W) bool { return drop[configName(c)+"/"+hookName(w)] })
+		if len(*hooks) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out
 }
 
 func webhookNamesOf[W any](hooks []W, name func(W) string) []string {
