@@ -62,6 +62,34 @@ type Cache struct {
 	standalone bool
 	merged     *applyconfig.Merged
 	typed      scheme.Cache
+	// defaulted is the last result of a mutation of the admission, as
+	// defaulting left it (of kind defaultedKind): when the next mutation
+	// starts from it, only what that mutation changed can need defaulting
+	// (scheme.Scheme.DefaultFrom).
+	defaulted     map[string]any
+	defaultedKind schema.GroupVersionKind
+}
+
+// defaults is pt.defaults of out, the result of a mutation of in (of kind
+// gvk). Within an admission, when in is the defaulted result of the
+// previous mutation, the defaulters run only if the mutation changed what
+// they can see (scheme.Scheme.DefaultFrom, held equal to
+// scheme.Scheme.Default by its tests).
+func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if pt.SkipDefaulting || c.standalone {
+		return pt.defaults(out, gvk)
+	}
+	var err error
+	if c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted) {
+		out, err = pt.Scheme.DefaultFrom(out, in, gvk)
+	} else {
+		out, err = pt.Scheme.Default(out, gvk)
+	}
+	if err != nil {
+		return nil, defaultingError(gvk, err)
+	}
+	c.defaulted, c.defaultedKind = out, gvk
+	return out, nil
 }
 
 // merge merges patch into live with merger, reusing the last merge's
@@ -184,7 +212,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		}
 		out, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
 		if err == nil {
-			out, err = pt.defaults(out, gvk)
+			out, err = c.defaults(pt, out, in.Object, gvk)
 		}
 		if err == nil {
 			c.keep(merged, out)
@@ -200,7 +228,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		if err == nil {
 			// dispatchOne defaults whatever the patcher returns, the object
 			// a failed "test" left unchanged included.
-			out, err = pt.defaults(out, gvk)
+			out, err = c.defaults(pt, out, in.Object, gvk)
 		}
 		return out, outcome, err
 	}
@@ -229,7 +257,12 @@ func (pt *Patcher) defaults(obj map[string]any, gvk schema.GroupVersionKind) (ma
 	}
 	out, err := pt.Scheme.Default(obj, gvk)
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("defaulting %s: %w", gvk.Kind, err))
+		return nil, defaultingError(gvk, err)
 	}
 	return out, nil
+}
+
+// defaultingError is the error of a failed defaulting of kind gvk.
+func defaultingError(gvk schema.GroupVersionKind, err error) error {
+	return apierrors.NewInternalError(fmt.Errorf("defaulting %s: %w", gvk.Kind, err))
 }

@@ -1,0 +1,164 @@
+package scheme
+
+import (
+	"math"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// Incremental defaulting: after a mutation of an object that defaulting
+// already left as it is, kube-apiserver's defaulters run again over the
+// whole object (dispatchOne). For the fields that no defaulter of the kind
+// reads or writes, a change cannot make them do anything: the mutated
+// object is its own defaulted form. Which fields those are is not read
+// from upstream's code but measured on upstream's functions
+// (TestInertTable probes SetObjectDefaults of every built-in kind with
+// the fields of real and randomly filled objects changed, removed and
+// set), and written down in inertTable (incremental_table.go, generated);
+// DefaultFrom consults it, Default stays the reference and the fallback.
+
+// inertness is how a field of a kind escapes the kind's defaulters.
+type inertness uint8
+
+const (
+	// notInert: some change of the field can make defaulting change the
+	// object.
+	notInert inertness = iota
+	// inertSet: no value the field is set to (present, not null) makes
+	// defaulting change the object; removing it may (a defaulter fills it
+	// when absent).
+	inertSet
+	// inertAny: no change of the field, removal included, makes
+	// defaulting change the object.
+	inertAny
+)
+
+// inertEntry is one kind's row of inertTable: the space-separated paths
+// (a top-level field, or metadata.<field> or spec.<field>) of each class.
+type inertEntry struct {
+	group, version, kind string
+	any, set             string
+}
+
+// inertKind is a kind's inert fields: top-level ones, and those of the
+// objects under metadata and spec.
+type inertKind struct {
+	top    map[string]inertness
+	nested map[string]map[string]inertness
+}
+
+// inertKinds is inertTable by kind, built on first use.
+var inertKinds = sync.OnceValue(func() map[schema.GroupVersionKind]*inertKind {
+	out := make(map[schema.GroupVersionKind]*inertKind, len(inertTable))
+	for _, e := range inertTable {
+		k := &inertKind{top: map[string]inertness{}, nested: map[string]map[string]inertness{}}
+		add := func(paths string, class inertness) {
+			for _, p := range strings.Fields(paths) {
+				parent, field, nested := strings.Cut(p, ".")
+				if !nested {
+					k.top[p] = class
+					continue
+				}
+				if k.nested[parent] == nil {
+					k.nested[parent] = map[string]inertness{}
+				}
+				k.nested[parent][field] = class
+			}
+		}
+		add(e.any, inertAny)
+		add(e.set, inertSet)
+		out[schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}] = k
+	}
+	return out
+})
+
+// DefaultFrom is Default(obj, gvk) for obj derived from base: base is an
+// object of kind gvk that Default returns as it is (a result of Default),
+// and obj shares with it the maps and slices it did not change (a merge or
+// JSON patch result, normalized). When every difference between them lies
+// in fields no defaulter of the kind can see, obj is returned as it is,
+// without running the defaulters; otherwise it is Default(obj, gvk).
+func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if obj != nil && base != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
+		if k := inertKinds()[gvk]; k != nil && k.onlyInertChanges(obj, base) {
+			return obj, nil
+		}
+	}
+	return s.Default(obj, gvk)
+}
+
+// onlyInertChanges tells whether every difference between obj and base
+// lies in k's inert fields.
+func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
+	return inertDiff(obj, base, k.top, func(field string, v, b any) bool {
+		fields := k.nested[field]
+		if fields == nil {
+			return false
+		}
+		vm, ok1 := v.(map[string]any)
+		bm, ok2 := b.(map[string]any)
+		if !ok1 || !ok2 || vm == nil || bm == nil {
+			return false
+		}
+		return inertDiff(vm, bm, fields, func(string, any, any) bool { return false })
+	})
+}
+
+// inertDiff tells whether obj and base differ only in fields that inert
+// classes as inert (or, for a field present in both, that deeper says
+// differ only inertly).
+func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool) bool {
+	for f, v := range obj {
+		b, inBase := base[f]
+		if inBase && sameJSON(v, b) {
+			continue
+		}
+		switch inert[f] {
+		case inertAny:
+			continue
+		case inertSet:
+			if v != nil {
+				continue
+			}
+		}
+		if inBase && deeper(f, v, b) {
+			continue
+		}
+		if inBase && jsonvalue.Equal(v, b) {
+			continue
+		}
+		return false
+	}
+	for f := range base {
+		if _, ok := obj[f]; !ok && inert[f] != inertAny {
+			return false
+		}
+	}
+	return true
+}
+
+// sameJSON tells, without looking inside maps and slices, that a and b
+// are the same value: the same map, the same elements of the same array
+// (nil or not alike), equal scalars.
+func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && (x == nil) == (y == nil) && jsonvalue.SameMap(x, y)
+	case []any:
+		y, ok := b.([]any)
+		return ok && (x == nil) == (y == nil) && jsonvalue.SameSlice(x, y)
+	case nil:
+		return b == nil
+	case string, bool, int64:
+		return a == b
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return false
+}
