@@ -61,8 +61,8 @@ type auditOptions struct {
 	maxPages          int
 	maxPageBytes      string
 	maxClusterObjects int
-	plugins        admissionplugins.Flags
-	webhooks       webhookOptions
+	plugins           admissionplugins.Flags
+	webhooks          webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
 }
