@@ -1,9 +1,11 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -175,4 +177,38 @@ func TestMaxClusterObjects(t *testing.T) {
 	if !errors.Is(err, ErrTooManyClusterObjects) || !strings.Contains(err.Error(), "more than 1 (--max-cluster-objects") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// FuzzBoundedBody holds the page bound: a body up to the bound reads
+// whole, a longer one fails with ErrPageTooLarge having read no more than
+// the bound.
+func FuzzBoundedBody(f *testing.F) {
+	f.Add([]byte(`{"items":[]}`), int64(5), uint8(3))
+	f.Add([]byte("exactly"), int64(7), uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, max int64, chunk uint8) {
+		if max <= 0 || max > 1<<20 {
+			return
+		}
+		r := &boundedReader{r: io.NopCloser(bytes.NewReader(body)), left: max, max: max}
+		buf := make([]byte, int(chunk)+1)
+		var got []byte
+		var err error
+		for {
+			var n int
+			n, err = r.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if int64(len(body)) <= max {
+			if err != io.EOF || !bytes.Equal(got, body) {
+				t.Fatalf("body of %d under %d: read %d, err %v", len(body), max, len(got), err)
+			}
+			return
+		}
+		if !errors.Is(err, ErrPageTooLarge) || int64(len(got)) > max {
+			t.Fatalf("body of %d over %d: read %d, err %v", len(body), max, len(got), err)
+		}
+	})
 }

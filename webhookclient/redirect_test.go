@@ -172,3 +172,35 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// FuzzSameOrigin holds the redirect rule to its promise for any
+// configured URL and Location: a redirect it lets through is a 307 or 308
+// to the same scheme and host:port, within the bound of hops.
+func FuzzSameOrigin(f *testing.F) {
+	f.Add("https://10.0.0.1:8443/hook", "https://10.0.0.1:8443/other", 307, 1)
+	f.Add("https://svc.ns.svc:443/", "https://svc.ns.svc/x", 308, 2)
+	f.Add("https://a/", "http://a/", 307, 1)
+	f.Add("https://a/", "https://A:443/", 302, 1)
+	f.Fuzz(func(t *testing.T, from, to string, code, hops int) {
+		first, err1 := url.Parse(from)
+		next, err2 := url.Parse(to)
+		if err1 != nil || err2 != nil || hops < 1 || hops > 20 {
+			return
+		}
+		via := make([]*http.Request, hops)
+		for i := range via {
+			via[i] = &http.Request{Method: http.MethodPost, URL: first}
+		}
+		req := &http.Request{Method: http.MethodPost, URL: next, Response: &http.Response{StatusCode: code}}
+		err := sameOrigin(req, via)
+		if err != nil {
+			if !errors.Is(err, ErrRedirectRefused) {
+				t.Fatalf("error %v does not wrap ErrRedirectRefused", err)
+			}
+			return
+		}
+		if (code != 307 && code != 308) || hops >= maxRedirects || !strings.EqualFold(first.Scheme, next.Scheme) || !strings.EqualFold(hostPort(first), hostPort(next)) {
+			t.Fatalf("followed %d from %q to %q after %d hops", code, from, to, hops)
+		}
+	})
+}

@@ -415,15 +415,21 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	printed = true
 	printWarnings(stderr, warnings[0])
 	if o.explain {
-		explain.Chain(stderr, adm.Result)
-		explain.Validation(stderr, adm.Invalid, adm.Warnings)
+		trace := explain.PrintableWriter(stderr)
+		explain.Chain(trace, adm.Result)
+		if adm.Result.Denied != nil {
+			// The registry's validation never ran on a refused request.
+			explain.ValidationNotRun(trace)
+		} else {
+			explain.Validation(trace, adm.Invalid, adm.Warnings)
+		}
 		if adm.Result.Denied == nil && adm.Invalid == nil {
-			explain.ValidatingStage(stderr, adm.Validation)
+			explain.ValidatingStage(trace, adm.Validation)
 		}
 	}
 	printWarnings(stderr, warnings[1])
 	for _, note := range webhookFailures(ac.webhooks, adm.Result.Calls, false) {
-		fmt.Fprintf(stderr, "note: %s\n", note)
+		fmt.Fprintf(stderr, "note: %s\n", explain.Printable(note))
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
 	// of them, a policy author needs to know.
@@ -437,7 +443,7 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	}
 	printWarnings(stderr, warnings[3])
 	for _, note := range webhookFailures(ac.webhooks, adm.Validation.Calls, true) {
-		fmt.Fprintf(stderr, "note: %s\n", note)
+		fmt.Fprintf(stderr, "note: %s\n", explain.Printable(note))
 	}
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
@@ -445,10 +451,12 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	return before, adm.Object, nil
 }
 
-// printWarnings prints warnings as kubectl does.
+// printWarnings prints warnings as kubectl does (Printable: the ones
+// kube-apiserver returns have no control characters; mutatis's own notes
+// of ignored errors may quote a webhook's words).
 func printWarnings(w io.Writer, warnings []string) {
 	for _, text := range warnings {
-		fmt.Fprintf(w, "Warning: %s\n", text)
+		fmt.Fprintf(w, "Warning: %s\n", explain.Printable(text))
 	}
 }
 
