@@ -51,6 +51,12 @@ import (
 type Options struct {
 	// Lister reads the cluster.
 	Lister *Lister
+	// MaxClusterObjects bounds the cluster's objects read around the
+	// policies and held for the whole audit (Namespaces, ServiceAccounts,
+	// CRDs, params …; not the audited objects, which are evaluated page by
+	// page): 0 is DefaultMaxClusterObjects, negative none. Past it the
+	// audit ends with an error wrapping ErrTooManyClusterObjects.
+	MaxClusterObjects int
 	// Policies and Bindings are the policy set audited (--policies), or,
 	// with ClusterPolicies, nil: the cluster's own are read.
 	Policies        []*admissionregistrationv1.MutatingAdmissionPolicy
@@ -196,6 +202,15 @@ func ContextResources() []schema.GroupVersionResource {
 	return append([]schema.GroupVersionResource{crdsGVR, policiesGVR, bindingsGVR, validatingPoliciesGVR, validatingBindingsGVR}, contextGVRs...)
 }
 
+// DefaultMaxClusterObjects is Options.MaxClusterObjects' default: about
+// 450 MB of held objects at the size of a Namespace as the audit holds it
+// (a soft memory limit of 400Mi cannot keep more).
+const DefaultMaxClusterObjects = 100000
+
+// ErrTooManyClusterObjects is wrapped by the error of an audit whose
+// cluster has more objects around the policies than it may hold.
+var ErrTooManyClusterObjects = errors.New("too many objects to hold")
+
 // New reads from the cluster what the evaluation needs and builds the
 // simulated cluster and the policies' evaluator.
 func New(ctx context.Context, o Options) (*Auditor, error) {
@@ -217,10 +232,17 @@ func New(ctx context.Context, o Options) (*Auditor, error) {
 	}
 	a := &Auditor{opts: o, operation: o.Operation, policies: o.Policies, bindings: o.Bindings, vpolicies: o.ValidatingPolicies, vbindings: o.ValidatingBindings}
 	var objects []manifest.Object
+	maxObjects := o.MaxClusterObjects
+	if maxObjects == 0 {
+		maxObjects = DefaultMaxClusterObjects
+	}
 	readSelected := func(gvr schema.GroupVersionResource, sel Selector, keep func(*unstructured.Unstructured)) error {
 		err := o.Lister.List(ctx, gvr, "", sel, func(p Page) error {
 			for i := range p.Items {
 				keep(&p.Items[i])
+			}
+			if maxObjects > 0 && len(objects) > maxObjects {
+				return fmt.Errorf("listing %s: %w: the audit holds the cluster's objects around the policies (Namespaces, ServiceAccounts, CRDs, params …) and there are more than %d (--max-cluster-objects; raise it with --memory-limit)", describe(gvr, ""), ErrTooManyClusterObjects, maxObjects)
 			}
 			return nil
 		}, a.retried)

@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"k8s.io/client-go/dynamic"
@@ -23,7 +25,21 @@ type ClientOptions struct {
 	// fast network, where compressing every page costs the API server CPU
 	// and saves no time (kubectl's --disable-compression).
 	DisableCompression bool
+	// MaxPageBytes bounds the body of each answer, decompressed (0:
+	// DefaultMaxPageBytes; negative: none). An answer over it fails with
+	// ErrPageTooLarge before more of it is read; the Lister then asks
+	// for the same page in halves.
+	MaxPageBytes int64
 }
+
+// DefaultMaxPageBytes bounds one page of a list: 64 MiB, 128 KiB an
+// object in pages of 500 (kube-apiserver's request limit is 3 MiB an
+// object; etcd's default 1.5 MiB).
+const DefaultMaxPageBytes = 64 << 20
+
+// ErrPageTooLarge is wrapped by the error of an answer whose body is over
+// ClientOptions.MaxPageBytes.
+var ErrPageTooLarge = errors.New("answer over the page size bound")
 
 // The defaults of ClientOptions: well under what one client may send to a
 // kube-apiserver under the default FlowSchemas without queuing others.
@@ -52,6 +68,13 @@ func NewClient(cfg *rest.Config, o ClientOptions) (dynamic.Interface, error) {
 		c.UserAgent = DefaultUserAgent
 	}
 	c.Wrap(ReadOnlyTransport)
+	max := o.MaxPageBytes
+	if max == 0 {
+		max = DefaultMaxPageBytes
+	}
+	if max > 0 {
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedBody{next: rt, max: max} })
+	}
 	// dynamic.NewForConfig, with the lists' JSON decoded in one pass
 	// (listDecoder): its configuration, then its REST client.
 	c = dynamic.ConfigFor(c)
@@ -97,3 +120,47 @@ func (r readOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return nil, &ErrWrite{Method: req.Method, URL: req.URL.Redacted()}
 }
+
+// boundedBody fails the reading of an answer's body past max bytes.
+type boundedBody struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (b boundedBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if resp.ContentLength > b.max && resp.Header.Get("Content-Encoding") == "" {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("%w: Content-Length %d is over %d bytes (--max-page-bytes)", ErrPageTooLarge, resp.ContentLength, b.max)
+	}
+	resp.Body = &boundedReader{r: resp.Body, left: b.max, max: b.max}
+	return resp, nil
+}
+
+type boundedReader struct {
+	r         io.ReadCloser
+	left, max int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the bound from a longer one.
+		var one [1]byte
+		if n, err := b.r.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%w: more than %d bytes (--max-page-bytes)", ErrPageTooLarge, b.max)
+		} else {
+			return 0, err
+		}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedReader) Close() error { return b.r.Close() }

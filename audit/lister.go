@@ -31,7 +31,19 @@ type Lister struct {
 	// Backoff is the first wait before a retry, doubled each time up to
 	// a minute (0: DefaultBackoff).
 	Backoff time.Duration
+	// RequestTimeout bounds each list request, headers and body (0:
+	// DefaultRequestTimeout; negative: none). A request that runs out is
+	// retried as a timeout is.
+	RequestTimeout time.Duration
+	// MaxPages bounds the pages of one list (0: DefaultMaxPages; negative:
+	// none): an API server that hands out continue tokens without end
+	// would keep the audit listing for ever.
+	MaxPages int
 }
+
+// ErrTooManyPages is wrapped by the error of a list that went past
+// Lister.MaxPages.
+var ErrTooManyPages = errors.New("too many pages")
 
 // The defaults of a Lister.
 const (
@@ -39,6 +51,11 @@ const (
 	DefaultRetries  = 5
 	DefaultBackoff  = 500 * time.Millisecond
 	maxBackoff      = time.Minute
+	// DefaultRequestTimeout is kube-apiserver's own default bound on a
+	// request (--request-timeout, 60 s).
+	DefaultRequestTimeout = time.Minute
+	// DefaultMaxPages: 10 million objects in pages of 500.
+	DefaultMaxPages = 20000
 )
 
 // Page is one page of a list.
@@ -75,9 +92,17 @@ func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, name
 	if namespace != "" {
 		ri = l.Client.Resource(gvr).Namespace(namespace)
 	}
-	token := ""
-	for {
-		list, err := l.page(ctx, ri, metav1.ListOptions{Limit: size, Continue: token, LabelSelector: sel.Label, FieldSelector: sel.Field}, retries, onRetry)
+	maxPages := l.MaxPages
+	if maxPages == 0 {
+		maxPages = DefaultMaxPages
+	}
+	opts := metav1.ListOptions{Limit: size, LabelSelector: sel.Label, FieldSelector: sel.Field}
+	for pages := 1; ; pages++ {
+		if maxPages > 0 && pages > maxPages {
+			return fmt.Errorf("listing %s: %w: the API server still had a continue token after %d pages (--max-pages)", describe(gvr, namespace), ErrTooManyPages, maxPages)
+		}
+		token := opts.Continue
+		list, err := l.page(ctx, ri, &opts, retries, onRetry)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", describe(gvr, namespace), err)
 		}
@@ -97,33 +122,51 @@ func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, name
 			// the audit listing forever.
 			return fmt.Errorf("listing %s: the API server returned the continue token it was given", describe(gvr, namespace))
 		}
-		token = next
+		opts.Continue = next
 	}
 }
 
-// page gets one page, retrying.
-func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, retries int, onRetry func(error, time.Duration)) (*unstructured.UnstructuredList, error) {
+// page gets one page, retrying: every failure, a 410 of an expired
+// continue token included, counts against retries. A page over the
+// client's body bound (ErrPageTooLarge) is asked again at half the limit
+// (opts.Limit keeps the smaller one for the rest of the list), down to
+// one object.
+func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts *metav1.ListOptions, retries int, onRetry func(error, time.Duration)) (*unstructured.UnstructuredList, error) {
 	wait := l.Backoff
 	if wait <= 0 {
 		wait = DefaultBackoff
 	}
+	timeout := l.RequestTimeout
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
+	}
 	for attempt := 0; ; attempt++ {
-		list, err := ri.List(ctx, opts)
+		list, err := l.listOnce(ctx, ri, *opts, timeout)
 		if err == nil {
 			return list, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if next, ok := expiredContinue(err); ok && opts.Continue != "" {
+		if errors.Is(err, ErrPageTooLarge) && opts.Limit > 1 {
+			// Not a failure of the server: the same page, smaller.
+			opts.Limit /= 2
+			attempt--
+			continue
+		}
+		next, expired := expiredContinue(err)
+		expired = expired && opts.Continue != ""
+		if attempt >= retries || !(expired || retriable(err)) {
+			if expired {
+				return nil, fmt.Errorf("the continue token expired (410 Gone) %d times in a row: %w", attempt+1, err)
+			}
+			return nil, err
+		}
+		if expired {
 			// The snapshot of the continue token is gone; the API server
 			// hands an inconsistent continue token to go on from the
 			// same place at the current state.
 			opts.Continue = next
-			continue
-		}
-		if attempt >= retries || !retriable(err) {
-			return nil, err
 		}
 		if onRetry != nil {
 			onRetry(err, wait)
@@ -137,6 +180,20 @@ func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts me
 		}
 		wait = min(2*wait, maxBackoff)
 	}
+}
+
+// listOnce is one list request, bounded by timeout (none when negative).
+func (l *Lister) listOnce(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, timeout time.Duration) (*unstructured.UnstructuredList, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	list, err := ri.List(ctx, opts)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("no answer within %s (--request-timeout): %w", timeout, err)
+	}
+	return list, err
 }
 
 // expiredContinue returns the continue token of a 410 Gone answer to a
@@ -156,9 +213,10 @@ func expiredContinue(err error) (string, bool) {
 func retriable(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		// Not an answer of the API server: the connection.
+		// Not an answer of the API server: the connection (not a refusal
+		// of the client's own: a write, a page over its bound).
 		var w *ErrWrite
-		return !errors.As(err, &w)
+		return !errors.As(err, &w) && !errors.Is(err, ErrPageTooLarge)
 	}
 	code := status.Status().Code
 	return code == http.StatusTooManyRequests || code >= 500 ||

@@ -166,6 +166,7 @@ func TestListerRetries(t *testing.T) {
 				}
 				return nil
 			},
+			retries: 1,
 			wantLog: `[limit=3 continue="" limit=3 continue="3" limit=3 continue="4"]`,
 		},
 	}

@@ -253,6 +253,12 @@ func Validation(w io.Writer, invalid *apierrors.StatusError, warnings []string) 
 	}
 }
 
+// ValidationNotRun writes the validation stage of a request the mutating
+// chain refused: kube-apiserver's registry never validates it.
+func ValidationNotRun(w io.Writer) {
+	fmt.Fprintln(w, "explain: validation: not run (the request was refused before it)")
+}
+
 // TraceString returns the trace of r as Trace writes it.
 func TraceString(r chain.Result) string {
 	var b strings.Builder

@@ -695,3 +695,31 @@ func ConvertTyped(in, out runtime.Object) error {
 // is left for the first real use to report. cmd/mutatis calls it on a
 // spare core at start (internal/warmstart).
 func Warm() { kubeOnce() }
+
+// ConvertAcrossKinds converts obj, of built-in kind from, into the
+// internal version of built-in kind to and back to to's version, as
+// kube-apiserver's mutating webhook dispatcher does with an object whose
+// kind a webhook's patch changed: ObjectConvertor.Convert of the
+// versioned object into the request's internal object (at the end of the
+// dispatch, or before a later webhook that wants another version). Kinds
+// without a conversion between them give the scheme's own error
+// ("converting (v1.Deployment) to (core.ConfigMap): unknown
+// conversion"), returned as it is.
+func (s *Scheme) ConvertAcrossKinds(obj map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	k, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	typed, err := k.typed(obj, from)
+	if err != nil {
+		return nil, err
+	}
+	internal, err := k.scheme.New(to.GroupKind().WithVersion(runtime.APIVersionInternal))
+	if err != nil {
+		return nil, err
+	}
+	if err := k.scheme.Convert(typed, internal, nil); err != nil {
+		return nil, err
+	}
+	return s.FromInternal(internal, to)
+}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -110,7 +111,14 @@ func (c *clients) client(cc admissionregistrationv1.WebhookClientConfig, webhook
 	cfg.TLSClientConfig = rest.TLSClientConfig{}
 	cfg.NextProtos = nil
 	cfg.Transport = &limitedBody{next: t, max: c.maxBytes}
-	rc, err := rest.UnversionedRESTClientFor(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.CloseIdleConnections()
+		return nil, err
+	}
+	// A fresh client (cfg.Transport is set): its redirect rule is mutatis's.
+	hc = &http.Client{Transport: hc.Transport, Timeout: hc.Timeout, CheckRedirect: sameOrigin}
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		t.CloseIdleConnections()
 		return nil, err
@@ -170,6 +178,58 @@ func (c *clients) restConfig(cc admissionregistrationv1.WebhookClientConfig, web
 	cfg.ContentConfig.ContentType = runtime.ContentTypeJSON
 	cfg.WarningHandler = rest.NoWarnings{}
 	return cfg, dial, nil
+}
+
+// maxRedirects is Go's own bound on the redirects of one request, which
+// kube-apiserver's webhook client keeps (it sets no CheckRedirect).
+const maxRedirects = 10
+
+// ErrRedirectRefused is wrapped by the error of a call whose webhook
+// answered with a redirect mutatis does not follow.
+var ErrRedirectRefused = errors.New("webhook redirect refused")
+
+// sameOrigin is the redirect rule of webhook calls. kube-apiserver's
+// client follows any redirect as Go's http.Client does (up to 10, to any
+// host and scheme, a 301/302/303 turning the POST into a GET without its
+// body). mutatis follows a redirect only where the configuration already
+// sends the review: a 307 or 308 (the POST repeated with its body) to the
+// same scheme and host:port as the URL or service the configuration
+// names (a --service-url mapping applies to that host, as to the first
+// request); anything else fails the call, under the webhook's
+// failurePolicy, with an error wrapping ErrRedirectRefused. A 301, 302 or
+// 303 would have the review dropped and the webhook asked a GET it
+// cannot answer with the request's uid, so kube-apiserver fails that
+// call too (a wrong uid), with another message. docs/fidelity.md has the
+// difference.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	code := 0
+	if req.Response != nil {
+		code = req.Response.StatusCode
+	}
+	switch {
+	case len(via) >= maxRedirects:
+		return fmt.Errorf("%w: stopped after %d redirects", ErrRedirectRefused, maxRedirects)
+	case code != http.StatusTemporaryRedirect && code != http.StatusPermanentRedirect:
+		return fmt.Errorf("%w: a %d would turn the review's %s into a %s without its body (only 307 and 308 are followed)", ErrRedirectRefused, code, first.Method, req.Method)
+	case !strings.EqualFold(req.URL.Scheme, first.URL.Scheme):
+		return fmt.Errorf("%w: from %s to %s (the scheme of the configured endpoint is kept)", ErrRedirectRefused, first.URL.Scheme, req.URL.Scheme)
+	case !strings.EqualFold(hostPort(req.URL), hostPort(first.URL)):
+		return fmt.Errorf("%w: to host %q, not the configured %q", ErrRedirectRefused, req.URL.Host, first.URL.Host)
+	}
+	return nil
+}
+
+// hostPort is u's host and port, the scheme's port when u names none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "443"
+	if strings.EqualFold(u.Scheme, "http") {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // isLocalHost is kube-apiserver's test for a URL webhook on the same

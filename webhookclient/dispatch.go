@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sort"
 	"time"
 
@@ -199,6 +200,25 @@ type versioned struct {
 	kind        schema.GroupVersionKind
 	object, old map[string]any
 	dirty       bool
+	// objectKind is the kind of object when a webhook's patch changed its
+	// apiVersion or kind (upstream's VersionedObject is then of another
+	// Go type than VersionedKind); zero otherwise.
+	objectKind schema.GroupVersionKind
+}
+
+// kindChanged reports whether a webhook's patch gave the object another
+// apiVersion or kind than the one it is presented in.
+func (v *versioned) kindChanged() bool {
+	return !v.objectKind.Empty() && v.objectKind != v.kind
+}
+
+// crossKindError is kube-apiserver's answer when the object a webhook's
+// patch turned into another kind cannot be converted back into the
+// request's internal object: the dispatcher returns the scheme's error as
+// it is, which the API server's handler answers as a 500 of reason
+// Unknown with the error's text (responsewriters.ErrorToAPIStatus).
+func crossKindError(err error) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
 }
 
 // PluginName is the name of kube-apiserver's MutatingAdmissionWebhook
@@ -278,8 +298,12 @@ func (d *Dispatcher) pass(ctx context.Context, a *matching.Attributes, state *re
 	v := &versioned{}
 	err = d.dispatch(ctx, a, state, round, v, res)
 	if err == nil && v.set && v.object != nil && v.dirty {
-		res.Object, err = d.opts.Scheme.ConvertToGVK(v.object, v.kind, a.Kind)
-		if err != nil {
+		if v.kindChanged() {
+			// Convert of the versioned object into the request's internal one.
+			if res.Object, err = d.opts.Scheme.ConvertAcrossKinds(v.object, v.objectKind, a.Kind); err != nil {
+				err = crossKindError(err)
+			}
+		} else if res.Object, err = d.opts.Scheme.ConvertToGVK(v.object, v.kind, a.Kind); err != nil {
 			err = apierrors.NewInternalError(err)
 		}
 	}
@@ -463,8 +487,20 @@ func (d *Dispatcher) versionedFor(a *matching.Attributes, v *versioned, kind sch
 	if v.kind == kind {
 		return nil
 	}
-	obj, err := d.opts.Scheme.ConvertToGVK(v.object, v.kind, kind)
-	if err != nil {
+	var obj map[string]any
+	var err error
+	if v.dirty && v.kindChanged() {
+		// ConvertVersionedAttributes: Convert into the request's internal
+		// object, then to kind; its error wrapped by VersionedAttribute and
+		// again by the dispatcher.
+		if obj, err = d.opts.Scheme.ConvertAcrossKinds(v.object, v.objectKind, a.Kind); err != nil {
+			return apierrors.NewInternalError(apierrors.NewInternalError(err))
+		}
+		if obj, err = d.opts.Scheme.ConvertToGVK(obj, a.Kind, kind); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		v.objectKind = schema.GroupVersionKind{}
+	} else if obj, err = d.opts.Scheme.ConvertToGVK(v.object, v.kind, kind); err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	var old map[string]any
@@ -558,8 +594,12 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *vers
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
+	current := v.kind
+	if !v.objectKind.Empty() {
+		current = v.objectKind
+	}
 	// kube-apiserver compares the typed objects before and after.
-	before, err := d.opts.Scheme.Normalize(v.object, v.kind)
+	before, err := d.opts.Scheme.Normalize(v.object, current)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -572,6 +612,12 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *vers
 		return changed, apierrors.NewInternalError(err)
 	}
 	v.object, v.dirty = defaulted, true
+	// The object keeps the Go type the patch's apiVersion and kind decoded
+	// it into (upstream's UpdateObject), VersionedKind stays.
+	v.objectKind = schema.GroupVersionKind{}
+	if kind != v.kind {
+		v.objectKind = kind
+	}
 	call.Changed = changed
 	return changed, nil
 }

@@ -382,15 +382,21 @@ func printAdmission(stderr io.Writer, o *applyOptions, webhooks []webhookclient.
 	warnings := explain.Returned(out.Decoded.Warnings, adm.Result.Warnings, adm.Warnings, adm.Validation.Warnings)
 	printWarnings(stderr, warnings[0])
 	if o.explain {
-		explain.Chain(stderr, adm.Result)
-		explain.Validation(stderr, adm.Invalid, adm.Warnings)
+		trace := explain.PrintableWriter(stderr)
+		explain.Chain(trace, adm.Result)
+		if adm.Result.Denied != nil {
+			// The registry's validation never ran on a refused request.
+			explain.ValidationNotRun(trace)
+		} else {
+			explain.Validation(trace, adm.Invalid, adm.Warnings)
+		}
 		if adm.Result.Denied == nil && adm.Invalid == nil {
-			explain.ValidatingStage(stderr, adm.Validation)
+			explain.ValidatingStage(trace, adm.Validation)
 		}
 	}
 	printWarnings(stderr, warnings[1])
 	for _, note := range webhookFailures(webhooks, adm.Result.Calls, false) {
-		fmt.Fprintf(stderr, "note: %s\n", note)
+		fmt.Fprintf(stderr, "note: %s\n", explain.Printable(note))
 	}
 	// Errors that failurePolicy Ignore dropped: kube-apiserver says nothing
 	// of them, a policy author needs to know.
@@ -404,7 +410,7 @@ func printAdmission(stderr io.Writer, o *applyOptions, webhooks []webhookclient.
 	}
 	printWarnings(stderr, warnings[3])
 	for _, note := range webhookFailures(webhooks, adm.Validation.Calls, true) {
-		fmt.Fprintf(stderr, "note: %s\n", note)
+		fmt.Fprintf(stderr, "note: %s\n", explain.Printable(note))
 	}
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
@@ -412,10 +418,12 @@ func printAdmission(stderr io.Writer, o *applyOptions, webhooks []webhookclient.
 	return out.Before, adm.Object, nil
 }
 
-// printWarnings prints warnings as kubectl does.
+// printWarnings prints warnings as kubectl does (Printable: the ones
+// kube-apiserver returns have no control characters; mutatis's own notes
+// of ignored errors may quote a webhook's words).
 func printWarnings(w io.Writer, warnings []string) {
 	for _, text := range warnings {
-		fmt.Fprintf(w, "Warning: %s\n", text)
+		fmt.Fprintf(w, "Warning: %s\n", explain.Printable(text))
 	}
 }
 

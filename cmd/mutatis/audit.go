@@ -54,8 +54,15 @@ type auditOptions struct {
 	burst          int
 	noCompression  bool
 	memoryLimit    string
-	plugins        admissionplugins.Flags
-	webhooks       webhookOptions
+	// requestTimeout, timeout, maxPages, maxPageBytes and
+	// maxClusterObjects bound the reading of the cluster (issue 31).
+	requestTimeout    time.Duration
+	timeout           time.Duration
+	maxPages          int
+	maxPageBytes      string
+	maxClusterObjects int
+	plugins           admissionplugins.Flags
+	webhooks          webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
 }
@@ -151,9 +158,23 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.IntVar(&o.burst, "burst", audit.DefaultBurst, "client-side burst of requests")
 	f.BoolVar(&o.noCompression, "disable-compression", false, "ask the API server for uncompressed pages (a cluster on this machine or a fast network: compressing costs its CPU)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "400Mi", "the Go runtime's soft memory limit for the audit (the collector works harder near it); GOMEMLIMIT, when set, wins. Unless GOGC or GOMEMLIMIT is set, the collector's GOGC is 200")
+	f.DurationVar(&o.requestTimeout, "request-timeout", audit.DefaultRequestTimeout, "bound on each request to the API server, headers and body (a request past it is retried as a timeout is; 0: none)")
+	f.DurationVar(&o.timeout, "timeout", 0, "bound on the whole audit, reading and evaluating (0: none)")
+	f.IntVar(&o.maxPages, "max-pages", audit.DefaultMaxPages, "bound on the pages of one list (an API server that hands out continue tokens without end; 0: none)")
+	f.StringVar(&o.maxPageBytes, "max-page-bytes", "64Mi", "bound on one page's body, decompressed: a larger page is asked again in halves, one object over it ends the audit")
+	f.IntVar(&o.maxClusterObjects, "max-cluster-objects", audit.DefaultMaxClusterObjects, "bound on the objects held around the policies (Namespaces, ServiceAccounts, CRDs, params …; the audited objects are not held; 0: none)")
 	addAdmissionPluginFlags(f, &o.plugins)
 	addWebhookFlags(f, &o.webhooks)
 	return cmd
+}
+
+// orNone is a bound flag's value for the audit package: 0 on the command
+// line means none, which the package spells as a negative value.
+func orNone[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 func runAudit(cmd *cobra.Command, o *auditOptions) error {
@@ -176,6 +197,18 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	limit, err := parseMemoryLimit(o.memoryLimit)
 	if err != nil {
 		return badInput(err)
+	}
+	maxPageBytes, err := parseQuantityFlag("--max-page-bytes", o.maxPageBytes)
+	if err != nil {
+		return badInput(err)
+	}
+	if o.requestTimeout < 0 || o.timeout < 0 || o.maxPages < 0 || o.maxClusterObjects < 0 {
+		return badInput(errors.New("--request-timeout, --timeout, --max-pages and --max-cluster-objects must not be negative"))
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("the audit ran out of its --timeout %s", o.timeout))
+		defer cancel()
 	}
 	if os.Getenv("GOMEMLIMIT") == "" && o.client == nil {
 		// Process-wide settings: only for a real run, not the tests'.
@@ -249,17 +282,18 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		if err != nil {
 			return badInput(err)
 		}
-		if client, err = audit.NewClient(cfg, audit.ClientOptions{QPS: o.qps, Burst: o.burst, DisableCompression: o.noCompression}); err != nil {
+		if client, err = audit.NewClient(cfg, audit.ClientOptions{QPS: o.qps, Burst: o.burst, DisableCompression: o.noCompression, MaxPageBytes: maxPageBytes}); err != nil {
 			return badInput(err)
 		}
 	}
-	opts.Lister = &audit.Lister{Client: client, PageSize: o.pageSize}
+	opts.Lister = &audit.Lister{Client: client, PageSize: o.pageSize, RequestTimeout: orNone(o.requestTimeout), MaxPages: orNone(o.maxPages)}
+	opts.MaxClusterObjects = orNone(o.maxClusterObjects)
 	if !o.quiet && o.object == "" && explain.IsTerminal(stderr) {
 		opts.Progress = progressBar(stderr)
 	}
 	a, err := audit.New(ctx, opts)
 	if err != nil {
-		return badInput(fmt.Errorf("reading the cluster: %w", err))
+		return badInput(fmt.Errorf("reading the cluster: %w", withCause(ctx, err)))
 	}
 	defer a.Close()
 	if o.object != "" {
@@ -270,7 +304,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
-		return badInput(fmt.Errorf("auditing: %w", err))
+		return badInput(fmt.Errorf("auditing: %w", withCause(ctx, err)))
 	}
 	out := cmd.OutOrStdout()
 	var file *os.File
@@ -348,9 +382,29 @@ func auditRestConfig(path string) (*rest.Config, error) {
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("no cluster to audit: %w", err)
+		return nil, fmt.Errorf("no cluster to audit: %s: %w", kubeconfigSource(path), err)
 	}
 	return cfg, nil
+}
+
+// kubeconfigSource says where auditRestConfig looked for the cluster.
+func kubeconfigSource(path string) string {
+	if path != "" {
+		return fmt.Sprintf("the kubeconfig of --kubeconfig %s cannot be used", path)
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		return fmt.Sprintf("the kubeconfig of $KUBECONFIG (%s) cannot be used, and this is not a pod in a cluster (give --kubeconfig FILE)", env)
+	}
+	return fmt.Sprintf("no usable kubeconfig at %s ($KUBECONFIG is not set) and this is not a pod in a cluster (give --kubeconfig FILE or set KUBECONFIG)", clientcmd.RecommendedHomeFile)
+}
+
+// withCause is err with the cause of ctx's end when the audit's --timeout
+// ended it.
+func withCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() == context.DeadlineExceeded && cause != context.DeadlineExceeded {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
 }
 
 // progressBar draws the audit's progress on one terminal line.

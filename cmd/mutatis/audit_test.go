@@ -192,3 +192,58 @@ func TestAuditWithValidatingWebhooks(t *testing.T) {
 		t.Errorf("the validating webhook was called %d times, want once per Pod (4)", n)
 	}
 }
+
+// TestAuditNoCluster checks the error of an audit without a cluster names
+// where it looked: the --kubeconfig flag, $KUBECONFIG, or the default file
+// (issue 31: "no cluster to audit: stat /nonexistent: …").
+func TestAuditNoCluster(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "off") // no process-wide settings from the test
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		want      string
+	}{
+		{"--kubeconfig", "", []string{"--kubeconfig", missing}, "no cluster to audit: the kubeconfig of --kubeconfig " + missing + " cannot be used: stat " + missing},
+		{"$KUBECONFIG", missing, nil, "no cluster to audit: the kubeconfig of $KUBECONFIG (" + missing + ") cannot be used, and this is not a pod in a cluster (give --kubeconfig FILE)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", c.env)
+			cmd := newAuditCommand()
+			var stderr bytes.Buffer
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&stderr)
+			cmd.SetArgs(append([]string{"--pod-security=baseline"}, c.args...))
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.ExecuteContext(context.Background())
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitUsage || ee.err == nil || !strings.Contains(ee.err.Error(), c.want) {
+				t.Errorf("err = %v, want exit %d with %q", err, exitUsage, c.want)
+			}
+		})
+	}
+}
+
+// TestAuditBoundFlags checks the flags of the audit's bounds are taken
+// and checked.
+func TestAuditBoundFlags(t *testing.T) {
+	policies := "--policies=../../audit/testdata/policies.yaml"
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{policies, "--request-timeout=5s", "--timeout=1m", "--max-pages=10", "--max-page-bytes=1Mi", "--max-cluster-objects=1000"}, exitOK, ""},
+		{[]string{policies, "--max-cluster-objects=1"}, exitUsage, "more than 1 (--max-cluster-objects"},
+		{[]string{policies, "--max-page-bytes=lots"}, exitUsage, "--max-page-bytes: quantities must match"},
+		{[]string{policies, "--max-pages=-1"}, exitUsage, "must not be negative"},
+	} {
+		t.Run(strings.Join(c.args[1:], " "), func(t *testing.T) {
+			_, stderr, code := runAuditCommand(t, c.args...)
+			if code != c.code || !strings.Contains(stderr, c.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr, c.code, c.stderr)
+			}
+		})
+	}
+}

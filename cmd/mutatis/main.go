@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/internal/buildinfo"
 	_ "github.com/mutatis-dev/mutatis/internal/gcstart" // the collector of one-shot commands
 	"github.com/mutatis-dev/mutatis/internal/warmstart"
@@ -75,11 +76,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if ee, ok := err.(*exitError); ok {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, ee.err)
+			// A denial's message is a webhook's or a policy's words: text,
+			// never commands to the terminal.
+			fmt.Fprintln(stderr, explain.Printable(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "error:", err)
+	fmt.Fprintln(stderr, "error:", explain.Printable(err.Error()))
 	return exitUsage
 }
 

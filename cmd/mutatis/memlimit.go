@@ -49,3 +49,20 @@ func (o *serveOptions) bodyBudget() int64 {
 	}
 	return least
 }
+
+// parseQuantityFlag parses flag's value s, a positive number of bytes
+// ("64Mi"), or 0 for none (returned as -1).
+func parseQuantityFlag(flag, s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < 0 {
+		return 0, fmt.Errorf("%s must be a number of bytes", flag)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
+}

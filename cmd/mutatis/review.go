@@ -19,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/cluster"
+	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
 	"github.com/mutatis-dev/mutatis/webhookclient"
@@ -176,7 +177,9 @@ func (o *reviewOptions) client() (*http.Client, error) {
 // printReview prints the patch (stdout) and the rest (stderr).
 func printReview(cmd *cobra.Command, r *admissionv1.AdmissionResponse) error {
 	stderr := cmd.ErrOrStderr()
-	for _, w := range r.Warnings {
+	// The warnings as kube-apiserver would return them (each once, none
+	// with a control character, truncated past 4 KiB in all).
+	for _, w := range explain.Returned(r.Warnings)[0] {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	keys := make([]string, 0, len(r.AuditAnnotations))
@@ -185,7 +188,7 @@ func printReview(cmd *cobra.Command, r *admissionv1.AdmissionResponse) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(stderr, "audit annotation: %s=%s\n", k, r.AuditAnnotations[k])
+		fmt.Fprintf(stderr, "audit annotation: %s=%s\n", explain.Printable(k), explain.Printable(r.AuditAnnotations[k]))
 	}
 	if !r.Allowed {
 		msg := "denied"
