@@ -611,7 +611,7 @@ func (r stepRecorder) Admit(ctx context.Context, a admission.Attributes, o admis
 // read, to their stores, as stored (defaulted, in the
 // stores' version): Namespaces (NamespaceLifecycle, PodNodeSelector,
 // PodTolerationRestriction), ServiceAccounts (ServiceAccount), LimitRanges
-// (LimitRanger), Nodes (PodTopologyLabels), PriorityClasses (Priority),
+// (LimitRanger), ResourceQuotas with their status (ResourceQuota), Nodes (PodTopologyLabels), PriorityClasses (Priority),
 // StorageClasses (DefaultStorageClass), IngressClasses
 // (DefaultIngressClass), RuntimeClasses (RuntimeClass). It reports whether
 // the kind is one of them; objects of other kinds are left alone.
