@@ -121,10 +121,24 @@ func New(objects []manifest.Object, o Options) (*Cluster, error) {
 			delete(c.disabled, p.Name)
 		}
 	}
-	if c.Plugins, err = admissionplugins.New(c.stores, o.AdmissionPlugins, admissionplugins.WithAuthorizer(authz)); err != nil {
+	if c.Plugins, err = admissionplugins.New(c.stores, o.AdmissionPlugins, admissionplugins.WithAuthorizer(authz), admissionplugins.WithResources(builtinResources())); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// builtinResources are the group/resources of kube-apiserver's built-in
+// resources (the ResourceQuota plugin counts their objects).
+func builtinResources() []schema.GroupResource {
+	var grs []schema.GroupResource
+	seen := map[schema.GroupResource]bool{}
+	for _, r := range matching.BuiltinResources() {
+		if gr := (schema.GroupResource{Group: r.Group, Resource: r.Resource}); !seen[gr] {
+			seen[gr] = true
+			grs = append(grs, gr)
+		}
+	}
+	return grs
 }
 
 // Options are the options the Cluster was built with.

@@ -9,7 +9,9 @@ import (
 // --policies judge what the mutating chain and the registry made of the
 // object. A sidecar without limits is refused by a Deny VAP (exit 1 with
 // kube-apiserver's message), warned about by a Warn VAP (exit 0, the
-// object on stdout); a VAP passed as the object to admit is bad input
+// object on stdout); ResourceQuota refuses the sidecar without limits and
+// a Pod over what the quota's status leaves (exit 1, its 403); a VAP
+// passed as the object to admit is bad input
 // (go test -run TestApplyValidatingAdmissionPolicies -update rewrites the
 // golden files).
 func TestApplyValidatingAdmissionPolicies(t *testing.T) {
@@ -22,6 +24,11 @@ func TestApplyValidatingAdmissionPolicies(t *testing.T) {
 		{"deny", []string{"-f", td + "pod.yaml", "--policies", td + "inject-sidecar.yaml", "--policies", td + "require-limits.yaml"}, exitProblem},
 		{"warn", []string{"-f", td + "pod.yaml", "--policies", td + "inject-sidecar.yaml", "--policies", td + "warn-limits.yaml"}, 0},
 		{"admitted-without-the-sidecar", []string{"-f", td + "pod.yaml", "--policies", td + "require-limits.yaml", "-o", "patch"}, 0},
+		// ResourceQuota, after the webhooks, against the quota's status:
+		// the injected sidecar has no memory limit; the Pod's CPU
+		// request is more than the status leaves.
+		{"quota-sidecar-without-limits", []string{"-f", td + "pod.yaml", "--policies", td + "inject-sidecar.yaml", "--resources", td + "quota-limits.yaml"}, exitProblem},
+		{"quota-exceeded", []string{"-f", td + "pod.yaml", "--policies", td + "require-limits.yaml", "--resources", td + "quota-cpu.yaml"}, exitProblem},
 		{"vap-as-object", []string{"-f", td + "require-limits.yaml", "--policies", td + "inject-sidecar.yaml"}, exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

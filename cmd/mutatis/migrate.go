@@ -79,7 +79,7 @@ Exit status: 0 no object differs; 1 some object differs; 2 bad input.`,
 	f.StringSliceVar(&o.resources, "resources", nil, "files or directories of other cluster objects: Namespaces, params, CRDs, the objects the admission plugins read")
 	f.StringArrayVar(&o.replaces, "replaces", nil, "POLICY=WEBHOOK: the policy replaces the webhook (repeatable; default: the policies replace every webhook)")
 	f.StringArrayVar(&o.webhooks.serviceURLs, "service-url", nil, "NS/NAME[:PORT]=URL: reach a webhook's clientConfig.service at URL (repeatable)")
-	f.StringVar(&o.operation, "operation", "CREATE", "CREATE, or UPDATE (each object updated without change: old object = object)")
+	f.StringVar(&o.operation, "operation", "CREATE", "CREATE, UPDATE (each object updated without change: old object = object), or DELETE (each object deleted: old object = object, no object)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the requests (default: each object's, or default)")
 	o.user.add(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the requests as dry runs (webhooks with sideEffects Unknown or Some then refuse them, as kube-apiserver does)")
@@ -100,8 +100,8 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 		return badInput(fmt.Errorf("--output must be text or json, not %q", o.output))
 	}
 	op := admission.Operation(strings.ToUpper(o.operation))
-	if op != admission.Create && op != admission.Update {
-		return badInput(fmt.Errorf("--operation must be CREATE or UPDATE, not %q", o.operation))
+	if op != admission.Create && op != admission.Update && op != admission.Delete {
+		return badInput(fmt.Errorf("--operation must be CREATE, UPDATE or DELETE, not %q", o.operation))
 	}
 	replacements, err := migrate.ParseReplacements(o.replaces)
 	if err != nil {
@@ -232,8 +232,13 @@ func runMigrateCheck(cmd *cobra.Command, o *migrateOptions) error {
 	side := func(ch cluster.Chain) migrate.Side {
 		return func(ctx context.Context, obj manifest.Object) (migrate.Outcome, error) {
 			req := cluster.Request{Object: obj.Object.DeepCopy(), Operation: op, Namespace: o.namespace, DryRun: o.dryRun, User: u}
-			if op == admission.Update {
+			switch op {
+			case admission.Update:
 				req.OldObject = obj.Object.DeepCopy()
+			case admission.Delete:
+				// kube-apiserver's DELETE carries the stored object as the
+				// old object and no object.
+				req.Object, req.OldObject = nil, obj.Object
 			}
 			return migrate.Admit(ctx, sim, ch, req)
 		}

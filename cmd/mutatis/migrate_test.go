@@ -110,7 +110,7 @@ func TestMigrateCheck(t *testing.T) {
 		{[]string{"--replaces", "inject-sidecar"}, `--replaces "inject-sidecar": want POLICY=WEBHOOK`},
 		{[]string{"--replaces", "nope=sidecar.example.com"}, `no MutatingAdmissionPolicy "nope" in --policies (have: inject-sidecar, refuse-labelled)`},
 		{[]string{"--replaces", "inject-sidecar=nope"}, `no webhook "nope" in --webhooks (have: injector/sidecar.example.com, injector/labels.example.com)`},
-		{[]string{"--operation", "DELETE"}, `--operation must be CREATE or UPDATE, not "DELETE"`},
+		{[]string{"--operation", "CONNECT"}, `--operation must be CREATE, UPDATE or DELETE, not "CONNECT"`},
 		{[]string{"-f", td + "policies.yaml"}, "4 MutatingAdmissionPolicies or bindings among the objects: give them with --policies"},
 		{[]string{"-o", "yaml"}, `--output must be text or json, not "yaml"`},
 		{[]string{"--service-url", "x"}, `--service-url: service URL "x": want NS/NAME[:PORT]=URL`},
@@ -172,6 +172,11 @@ func TestMigrateCheckValidating(t *testing.T) {
 			}
 			checkGolden(t, td+tc.golden, stdout)
 		})
+	}
+	// DELETE: the Pods deleted, the old object each Pod; neither the
+	// webhook nor the policy is for DELETE, both admit every one.
+	if code, stdout, stderr := runCLI(t, "", append(append([]string{}, args...), "--operation", "DELETE")...); code != 0 || !strings.Contains(stdout, "0 stored differently, 0 refused differently, 0 failed") {
+		t.Errorf("DELETE: exit %d, want 0 and no difference\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	code, _, stderr := runCLI(t, "", append(append([]string{}, args...), "--replaces", "require-team=nope")...)
 	if want := `--replaces require-team=nope: no webhook "nope" in --webhooks (have: team-check/require-team.example.com)`; code != exitUsage || !strings.Contains(stderr, want) {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -23,24 +24,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
 	apiserverapiv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	apiserverapiv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	"k8s.io/apiserver/pkg/quota/v1/generic"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	kubeadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
+	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
+	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 	"k8s.io/kubernetes/plugin/pkg/admission/admit"
 	"k8s.io/kubernetes/plugin/pkg/admission/alwayspullimages"
 	"k8s.io/kubernetes/plugin/pkg/admission/antiaffinity"
@@ -157,7 +165,7 @@ var All = []Plugin{
 	{Name: "MutatingAdmissionWebhook", DefaultOn: true, Stage: Webhooks},
 	{Name: "ValidatingAdmissionPolicy", DefaultOn: true, Stage: Validating, Why: "mutatis' ValidatingAdmissionPolicy stage runs it"},
 	{Name: "ValidatingAdmissionWebhook", DefaultOn: true, Stage: Validating, Why: "mutatis' validating webhook stage runs it"},
-	{Name: "ResourceQuota", DefaultOn: true, Stage: Validating, Why: "not run offline yet: it charges each request to the ResourceQuotas' status through the quota controller's evaluator"},
+	{Name: resourcequota.PluginName, DefaultOn: true, Stage: Validating, register: resourcequota.Register},
 	{Name: deny.PluginName, Stage: Mutating, register: deny.Register},
 }
 
@@ -282,6 +290,7 @@ func NewStores(s *scheme.Scheme) *Stores {
 	add(core, "namespaces", "Namespace", f.Core().V1().Namespaces().Informer())
 	add(core, "serviceaccounts", "ServiceAccount", f.Core().V1().ServiceAccounts().Informer())
 	add(core, "limitranges", "LimitRange", f.Core().V1().LimitRanges().Informer())
+	add(core, "resourcequotas", "ResourceQuota", f.Core().V1().ResourceQuotas().Informer())
 	add(core, "nodes", "Node", f.Core().V1().Nodes().Informer())
 	add(schema.GroupVersion{Group: "scheduling.k8s.io", Version: "v1"}, "priorityclasses", "PriorityClass", f.Scheduling().V1().PriorityClasses().Informer())
 	add(schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}, "storageclasses", "StorageClass", f.Storage().V1().StorageClasses().Informer())
@@ -305,6 +314,13 @@ type Chain struct {
 	names  []string // the enabled plugins, Enabled's
 	config admission.ConfigProvider
 	authz  authorizer.Authorizer
+
+	// stop is closed when the Chain is unreachable (runtime.AddCleanup):
+	// the goroutines of the ResourceQuota plugin's evaluator, which
+	// kube-apiserver stops when it drains, stop with it.
+	stop chan struct{}
+	// resources are WithResources'.
+	resources []schema.GroupResource
 
 	mu    sync.Mutex
 	built *built
@@ -330,6 +346,16 @@ func WithAuthorizer(a authorizer.Authorizer) Option {
 	return func(c *Chain) { c.authz = a }
 }
 
+// WithResources names the cluster's resources (its namespaced ones are
+// enough): the ResourceQuota plugin's registry gets the object count
+// evaluator of each at once (generic.NewObjectCountEvaluator, with no
+// aggregate usage) that kube-apiserver's adds, and logs, the first time a
+// request of the resource meets it; the result is the same, without a
+// log line per resource on the standard error.
+func WithResources(grs []schema.GroupResource) Option {
+	return func(c *Chain) { c.resources = grs }
+}
+
 // New returns the admission plugins that kube-apiserver 1.37 runs with
 // flags f (Enabled, whose error it returns), reading st. A configuration
 // file (Flags.ConfigFile) is read, and the plugins are built with it, at
@@ -353,7 +379,8 @@ func New(st *Stores, f Flags, opts ...Option) (*Chain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to read plugin config: %w", err)
 	}
-	c := &Chain{stores: st, names: names, config: config, authz: authorizerfactory.NewAlwaysAllowAuthorizer()}
+	c := &Chain{stores: st, names: names, config: config, authz: authorizerfactory.NewAlwaysAllowAuthorizer(), stop: make(chan struct{})}
+	goruntime.AddCleanup(c, func(stop chan struct{}) { close(stop) }, c.stop)
 	for _, o := range opts {
 		o(c)
 	}
@@ -390,7 +417,10 @@ func (p *Chain) build() (*built, error) {
 			enabled = append(enabled, ap)
 		}
 	}
-	init := p.initializer()
+	init, err := p.initializer()
+	if err != nil {
+		return nil, err
+	}
 	// As registry.NewFromPlugins, without its log line; each plugin
 	// decorated as kube-apiserver decorates them for its metrics, here to
 	// report steps.
@@ -434,12 +464,49 @@ func (p *Chain) build() (*built, error) {
 }
 
 // initializer initializes plugins as kube-apiserver's generic plugin
-// initializer does, with the stores' informer factory and client, the
-// Chain's authorizer, kube-apiserver's feature gates and its effective
-// version (1.37, PodSecurity's "latest"); no dynamic client, drain
-// notification or REST mapper (the plugins run here need none).
-func (p *Chain) initializer() admission.PluginInitializer {
-	return initializer.New(p.stores.client(), nil, p.stores.factory, p.authz, utilfeature.DefaultFeatureGate, kubeVersion, nil, nil)
+// initializer and then its own (k8s.io/kubernetes
+// pkg/controlplane/apiserver/admission) do: with the stores' informer
+// factory and client, the Chain's authorizer, kube-apiserver's feature
+// gates and its effective version (1.37, PodSecurity's "latest"), the
+// Chain's stop channel as the drained notification (the ResourceQuota
+// plugin's evaluator workers stop on it), and the quota configuration
+// kube-apiserver's admission uses (its evaluators of every resource,
+// reading the stores); no dynamic client or REST mapper (the plugins run
+// here need none).
+func (p *Chain) initializer() (admission.PluginInitializer, error) {
+	qc, err := quotainstall.NewQuotaConfigurationForAdmission(p.stores.factory, nil)
+	if err != nil {
+		return nil, err
+	}
+	return admission.PluginInitializers{
+		initializer.New(p.stores.client(), nil, p.stores.factory, p.authz, utilfeature.DefaultFeatureGate, kubeVersion, p.stop, nil),
+		kubeadmission.NewPluginInitializer(quotaConfiguration{qc, p.resources}, exclusion.Excluded()),
+	}, nil
+}
+
+// quotaConfiguration is kube-apiserver's quota configuration for
+// admission with, among its evaluators, the object count evaluator of
+// every resource of resources it has none of (WithResources).
+type quotaConfiguration struct {
+	quota.Configuration
+	resources []schema.GroupResource
+}
+
+// Evaluators implements quota.Configuration.
+func (c quotaConfiguration) Evaluators() []quota.Evaluator {
+	evaluators := c.Configuration.Evaluators()
+	have := map[schema.GroupResource]bool{}
+	for _, e := range evaluators {
+		have[e.GroupResource()] = true
+	}
+	ignored := c.IgnoredResources()
+	for _, gr := range c.resources {
+		if _, skip := ignored[gr]; !skip && !have[gr] {
+			have[gr] = true
+			evaluators = append(evaluators, generic.NewObjectCountEvaluator(gr, nil, ""))
+		}
+	}
+	return evaluators
 }
 
 // client is the clientset the plugins look objects up with when their
@@ -476,16 +543,30 @@ func (p *Stores) client() *fake.Clientset {
 			}
 			return true, obj.(runtime.Object).DeepCopyObject(), nil
 		case clienttesting.ListAction:
-			if gvr.Resource != "limitranges" || gvr.Group != "" {
-				break
+			var list runtime.Object
+			switch gvr {
+			case corev1.SchemeGroupVersion.WithResource("limitranges"):
+				list = &corev1.LimitRangeList{}
+			case corev1.SchemeGroupVersion.WithResource("resourcequotas"):
+				list = &corev1.ResourceQuotaList{}
+			default:
+				return true, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("%s %s: no API server behind offline admission", action.GetVerb(), gvr.Resource))
 			}
-			list := &corev1.LimitRangeList{}
+			var items []runtime.Object
 			for _, o := range s.indexer.List() {
-				if lr := o.(*corev1.LimitRange); a.GetNamespace() == "" || lr.Namespace == a.GetNamespace() {
-					list.Items = append(list.Items, *lr.DeepCopy())
+				if o := o.(runtime.Object); a.GetNamespace() == "" || o.(metav1.Object).GetNamespace() == a.GetNamespace() {
+					items = append(items, o.DeepCopyObject())
 				}
 			}
-			return true, list, nil
+			return true, list, meta.SetList(list, items)
+		case clienttesting.UpdateAction:
+			// The ResourceQuota plugin charges an admitted request to
+			// the quotas' status: the write is answered, not made, so
+			// that every request is measured against the status as
+			// given (what the quota controller last wrote).
+			if ok && gvr.Group == "" && gvr.Resource == "resourcequotas" && a.GetSubresource() == "status" {
+				return true, a.GetObject().DeepCopyObject(), nil
+			}
 		}
 		return true, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("%s %s: no API server behind offline admission", action.GetVerb(), gvr.Resource))
 	})
@@ -530,7 +611,7 @@ func (r stepRecorder) Admit(ctx context.Context, a admission.Attributes, o admis
 // read, to their stores, as stored (defaulted, in the
 // stores' version): Namespaces (NamespaceLifecycle, PodNodeSelector,
 // PodTolerationRestriction), ServiceAccounts (ServiceAccount), LimitRanges
-// (LimitRanger), Nodes (PodTopologyLabels), PriorityClasses (Priority),
+// (LimitRanger), ResourceQuotas with their status (ResourceQuota), Nodes (PodTopologyLabels), PriorityClasses (Priority),
 // StorageClasses (DefaultStorageClass), IngressClasses
 // (DefaultIngressClass), RuntimeClasses (RuntimeClass). It reports whether
 // the kind is one of them; objects of other kinds are left alone.

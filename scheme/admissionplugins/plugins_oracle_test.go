@@ -23,7 +23,10 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	kubeadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
+	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 	"k8s.io/kubernetes/pkg/kubeapiserver/options"
+	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
 
 	"github.com/mutatis-dev/mutatis/scheme"
 )
@@ -84,8 +87,9 @@ func TestAdmissionPluginsAreKubeAPIServers(t *testing.T) {
 // Config over started informers of a clientset holding the case's
 // objects, each namespace's "default" ServiceAccount (which
 // kube-controller-manager would create) and the Namespace. MAP, the
-// webhooks, VAP and ResourceQuota are disabled in the oracle (they are
-// not plugins before the policies). The outcome of mutatis'
+// webhooks and VAP are disabled in the oracle (mutatis runs them as
+// stages of their own); ResourceQuota, which only validates, is built
+// with kube-apiserver's own quota initializer. The outcome of mutatis'
 // AdmitPlugins must be the oracle's: the same object (the token volume's
 // random suffix read as TokenVolumeSuffix) or the same refusal.
 func TestAdmitPluginsDifferential(t *testing.T) {
@@ -188,7 +192,7 @@ func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string)
 
 	opts := options.NewAdmissionOptions()
 	opts.GenericAdmission.ConfigFile = c.flags.ConfigFile
-	notHere := []string{"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
+	notHere := []string{"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
 	if c.flags.Only != nil {
 		opts.PluginNames = c.flags.Only
 	} else {
@@ -204,7 +208,14 @@ func oracleChain(t *testing.T, s *scheme.Scheme, c pluginCase, namespace string)
 	}
 	config := server.NewConfig(serializer.NewCodecFactory(k))
 	config.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
-	if err := opts.ApplyTo(config, factory, client, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), utilfeature.DefaultFeatureGate, kubeVersion); err != nil {
+	// kube-apiserver's own initializer, with the quota configuration of
+	// its admission (the ResourceQuota plugin's).
+	quota, err := quotainstall.NewQuotaConfigurationForAdmission(factory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeInit := kubeadmission.NewPluginInitializer(quota, exclusion.Excluded())
+	if err := opts.ApplyTo(config, factory, client, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), utilfeature.DefaultFeatureGate, kubeVersion, kubeInit); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

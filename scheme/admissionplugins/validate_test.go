@@ -212,36 +212,58 @@ func TestValidatePluginsDifferential(t *testing.T) {
 	for _, c := range validateCases() {
 		c := &c
 		t.Run(c.name, func(t *testing.T) {
-			p, req, decoded, u := validateRequest(t, c)
-			s := p.stores.scheme
-			got, gotErr := p.Validate(context.Background(), BeforePolicies, req, c.admitted, nil, u, false)
-
-			k, err := scheme.Kube()
-			if err != nil {
-				t.Fatal(err)
-			}
-			chain := oracleChain(t, s, c.pluginCase, req.Namespace)
-			attrs := admission.NewAttributesRecord(internalOf(t, k, decoded, req.Kind), nil, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, &metav1.CreateOptions{}, false, u)
-			o := admission.NewObjectInterfacesFromScheme(k)
-			if err := chain.Admit(context.Background(), attrs, o); err != nil {
-				t.Fatal(err)
-			}
-			rec := &warnings{}
-			ctx := audit.WithAuditContext(warning.WithWarningRecorder(context.Background(), rec))
-			wantErr := chain.(admission.ValidationInterface).Validate(ctx, attrs, o)
-			if wantErr != nil || gotErr != nil {
-				var ws, gs *apierrors.StatusError
-				if !errors.As(wantErr, &ws) || !errors.As(gotErr, &gs) || !reflect.DeepEqual(ws.ErrStatus, gs.ErrStatus) {
-					t.Fatalf("mutatis: %v\nkube-apiserver: %v", gotErr, wantErr)
-				}
-			}
-			if !reflect.DeepEqual(got.Warnings, rec.list) {
-				t.Errorf("warnings\n%q\nkube-apiserver's\n%q", got.Warnings, rec.list)
-			}
-			if want := audit.AuditContextFrom(ctx).GetEventAnnotations(); !reflect.DeepEqual(got.AuditAnnotations, want) {
-				t.Errorf("audit annotations\n%v\nkube-apiserver's\n%v", got.AuditAnnotations, want)
-			}
+			validateDifferential(t, c, BeforePolicies)
 		})
+	}
+}
+
+// validateDifferential runs c through the validating plugins of the
+// phases up to at (their warnings and audit annotations together, until a
+// refusal) and through kube-apiserver's own admission chain (oracleChain: Admit,
+// then Validate on the same attributes, every validating plugin of the
+// chain): refusal, warnings and audit annotations must be equal.
+func validateDifferential(t *testing.T, c *validateCase, at Phase) {
+	t.Helper()
+	p, req, decoded, u := validateRequest(t, c)
+	s := p.stores.scheme
+	var got Validation
+	var gotErr error
+	for phase := BeforePolicies; phase <= at && gotErr == nil; phase++ {
+		var v Validation
+		v, gotErr = p.Validate(context.Background(), phase, req, c.admitted, nil, u, false)
+		got.Warnings = append(got.Warnings, v.Warnings...)
+		for k, a := range v.AuditAnnotations {
+			if got.AuditAnnotations == nil {
+				got.AuditAnnotations = map[string]string{}
+			}
+			got.AuditAnnotations[k] = a
+		}
+	}
+
+	k, err := scheme.Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := oracleChain(t, s, c.pluginCase, req.Namespace)
+	attrs := admission.NewAttributesRecord(internalOf(t, k, decoded, req.Kind), nil, req.Kind, req.Namespace, req.Name, req.Resource, req.Subresource, req.Operation, &metav1.CreateOptions{}, false, u)
+	o := admission.NewObjectInterfacesFromScheme(k)
+	if err := chain.Admit(context.Background(), attrs, o); err != nil {
+		t.Fatal(err)
+	}
+	rec := &warnings{}
+	ctx := audit.WithAuditContext(warning.WithWarningRecorder(context.Background(), rec))
+	wantErr := chain.(admission.ValidationInterface).Validate(ctx, attrs, o)
+	if wantErr != nil || gotErr != nil {
+		var ws, gs *apierrors.StatusError
+		if !errors.As(wantErr, &ws) || !errors.As(gotErr, &gs) || !reflect.DeepEqual(ws.ErrStatus, gs.ErrStatus) {
+			t.Fatalf("mutatis: %v\nkube-apiserver: %v", gotErr, wantErr)
+		}
+	}
+	if !reflect.DeepEqual(got.Warnings, rec.list) {
+		t.Errorf("warnings\n%q\nkube-apiserver's\n%q", got.Warnings, rec.list)
+	}
+	if want := audit.AuditContextFrom(ctx).GetEventAnnotations(); !reflect.DeepEqual(got.AuditAnnotations, want) {
+		t.Errorf("audit annotations\n%v\nkube-apiserver's\n%v", got.AuditAnnotations, want)
 	}
 }
 
