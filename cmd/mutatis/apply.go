@@ -87,7 +87,8 @@ The ValidatingWebhookConfigurations found there are called once, all at
 once, on the object the registry would store (a DELETE's old object),
 after validation and the ValidatingAdmissionPolicies.
 
-Exit status: 0 admitted (stdout: the final object, or the patch or diff);
+Exit status: 0 admitted (stdout: the stored object, or the diff from the
+input to it, or the patch admission made);
 1 denied, refused by decoding (400), by an admission plugin (403), by a
 webhook or its failure policy, or by validation (422) (stderr: the
 message exactly as kube-apiserver's Status.message); 2 bad input.
@@ -442,7 +443,22 @@ func admitDecoded(ctx context.Context, stderr io.Writer, o *applyOptions, sim *c
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
 	}
-	return before, adm.Object, nil
+	return before, printedObject(o.output, adm), nil
+}
+
+// printedObject is what apply prints of an admitted request: the object
+// kube-apiserver would store (after its registry's strategy, which derives
+// fields such as a Pod's status.qosClass from the admitted object, and the
+// storage round trip, which prunes a custom resource), or, with -o patch,
+// the admitted object, so that the patch is admission's (the policies',
+// webhooks' and plugins' changes, as a webhook's answer would carry them).
+// An object that was not validated (--no-validate, --no-defaults, a
+// subresource, a kind without a strategy) is printed as admitted.
+func printedObject(output string, adm *cluster.Admission) map[string]any {
+	if adm.Stored == nil || output == "patch" {
+		return adm.Object
+	}
+	return adm.Stored
 }
 
 // printWarnings prints warnings as kubectl does.
