@@ -471,7 +471,15 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 		// The validating admission plugins receive the strategy's object
 		// itself; stored's conversion shares its parts, never writes them.
 		v.internal = internal
-		if v.Stored, err = k.stored(&s.plans, internal, req.Kind); err != nil {
+		returned := internal
+		if req.Subresource == "" {
+			// The store decorates what it returns, after the validating
+			// plugins saw the object.
+			if returned, err = decorate(req.Kind.GroupKind(), internal); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+		}
+		if v.Stored, err = k.stored(&s.plans, returned, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}

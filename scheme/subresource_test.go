@@ -94,3 +94,26 @@ func TestValidateCustomResourceStatusUpdate(t *testing.T) {
 	}
 	checkFields(t, v.Stored, map[string]any{"metadata.labels": map[string]any{"policy": "true"}, "spec.size": int64(2), "status": missing, "metadata.resourceVersion": missing})
 }
+
+// TestValidateServiceMadeExternalName: a Service a policy turns into an
+// ExternalName one keeps the internalTrafficPolicy decoding defaulted
+// until the store returns it: its Decorator (defaultOnRead) drops it
+// (test/e2e case 44-*).
+func TestValidateServiceMadeExternalName(t *testing.T) {
+	s := New()
+	o, gvk := decoded(t, s, serviceWith(`{"selector": {"app": "web"}, "ports": [{"port": 80}]}`))
+	set(t, o, "spec.type", "ExternalName")
+	set(t, o, "spec.externalName", "web.example.com")
+	o, err := s.Default(o, gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at(o, "spec.internalTrafficPolicy") != "Cluster" {
+		t.Fatalf("decoding did not default internalTrafficPolicy: %v", o["spec"])
+	}
+	v := validateCreate(t, s, o, gvk)
+	if v.Invalid != nil {
+		t.Fatal(v.Invalid)
+	}
+	checkFields(t, v.Stored, map[string]any{"spec.internalTrafficPolicy": missing, "spec.type": "ExternalName", "spec.clusterIP": missing})
+}
