@@ -89,6 +89,15 @@ type Options struct {
 	// OnSynthesize, when set, is called when a request names a namespace
 	// that was not supplied and one is synthesized for it.
 	OnSynthesize func(name string)
+	// ClosedNamespaces makes the Namespaces among the objects all the
+	// cluster's (with default, kube-system, kube-public and
+	// kube-node-lease, which every cluster has): a request in another
+	// namespace is refused by the NamespaceLifecycle plugin with
+	// kube-apiserver's 404 (`namespaces "X" not found`) instead of being
+	// admitted in a synthesized one. Without the plugins (NoDefaults,
+	// SkipAdmissionPlugins, NamespaceLifecycle disabled) namespaces are
+	// synthesized all the same.
+	ClosedNamespaces bool
 }
 
 // New builds a Cluster from objects with options o. Errors name the
@@ -104,6 +113,9 @@ func New(objects []manifest.Object, o Options) (*Cluster, error) {
 		namespaces: map[string]*corev1.Namespace{},
 	}
 	c.stores = admissionplugins.NewStores(c.Scheme)
+	if o.ClosedNamespaces {
+		c.stores.CloseNamespaces()
+	}
 	var rb rbacSet
 	for _, r := range objects {
 		if err := c.add(r.Object, &rb); err != nil {

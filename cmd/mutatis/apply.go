@@ -46,6 +46,7 @@ type applyOptions struct {
 	namespace              string
 	dryRun, explain        bool
 	noDefaults, noValidate bool
+	closedNamespaces       bool
 	output                 string
 	color                  colorMode
 	plugins                admissionplugins.Flags
@@ -122,6 +123,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
+	f.BoolVar(&o.closedNamespaces, "closed-namespaces", false, "the Namespaces of --resources are all the cluster's (with default, kube-system, kube-public, kube-node-lease): a request in another is refused with kube-apiserver's 404 instead of being admitted in a namespace made up with its name label")
 	addAdmissionPluginFlags(f, &o.plugins)
 	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
@@ -181,7 +183,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	clusterObjects := append(policySet.Objects, resources.Objects...)
 	notices := &heldWriter{held: true}
-	opts := cluster.Options{NoDefaults: o.noDefaults, NoValidate: o.noValidate, OnSynthesize: func(name string) {
+	opts := cluster.Options{NoDefaults: o.noDefaults, NoValidate: o.noValidate, ClosedNamespaces: o.closedNamespaces, OnSynthesize: func(name string) {
 		fmt.Fprintf(notices, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
 	}}
 	// Plugin flags kube-apiserver refuses are reported after the checks
