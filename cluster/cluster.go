@@ -89,6 +89,15 @@ type Options struct {
 	// OnSynthesize, when set, is called when a request names a namespace
 	// that was not supplied and one is synthesized for it.
 	OnSynthesize func(name string)
+	// ClosedNamespaces makes the Namespaces among the objects all the
+	// cluster's (with default, kube-system, kube-public and
+	// kube-node-lease, which every cluster has): a request in another
+	// namespace is refused by the NamespaceLifecycle plugin with
+	// kube-apiserver's 404 (`namespaces "X" not found`) instead of being
+	// admitted in a synthesized one. Without the plugins (NoDefaults,
+	// SkipAdmissionPlugins, NamespaceLifecycle disabled) namespaces are
+	// synthesized all the same.
+	ClosedNamespaces bool
 }
 
 // New builds a Cluster from objects with options o. Errors name the
@@ -104,6 +113,9 @@ func New(objects []manifest.Object, o Options) (*Cluster, error) {
 		namespaces: map[string]*corev1.Namespace{},
 	}
 	c.stores = admissionplugins.NewStores(c.Scheme)
+	if o.ClosedNamespaces {
+		c.stores.CloseNamespaces()
+	}
 	var rb rbacSet
 	for _, r := range objects {
 		if err := c.add(r.Object, &rb); err != nil {
@@ -357,6 +369,9 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 	if c.opts.NoDefaults {
 		return d, nil
 	}
+	if err := c.oldInRequestVersion(a); err != nil {
+		return nil, err
+	}
 	for _, o := range []*unstructured.Unstructured{a.Object, a.OldObject} {
 		if o == nil {
 			continue
@@ -386,6 +401,38 @@ func (c *Cluster) decode(r Request, record bool) (*Decoded, error) {
 		a.Object.Object = out
 	}
 	return d, nil
+}
+
+// oldInRequestVersion converts the old object of a, given in another
+// version of the request's kind (a custom resource created through v1 and
+// updated through v2), to the request's version, as kube-apiserver reads
+// the stored object in the version of the request: a custom resource with
+// the CRD's converter (the None strategy), a built-in kind through its
+// internal version. The decoding that follows prunes and defaults it with
+// the request version's schema, as that read does.
+func (c *Cluster) oldInRequestVersion(a *matching.Attributes) error {
+	if a.OldObject == nil || a.Object == nil {
+		return nil
+	}
+	from := a.OldObject.GroupVersionKind()
+	if from == a.Kind || from.GroupKind() != a.Kind.GroupKind() {
+		return nil
+	}
+	var out map[string]any
+	var err error
+	switch {
+	case c.Scheme.CustomResources().Recognizes(from):
+		out, err = c.Scheme.ConvertToGVK(a.OldObject.Object, from, a.Kind)
+	case c.Scheme.Recognizes(from):
+		out, err = c.Scheme.Convert(a.OldObject.Object, from, a.Kind)
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the old object: %w", err)
+	}
+	a.OldObject = &unstructured.Unstructured{Object: out}
+	return nil
 }
 
 // AdmitPlugins runs obj, a decoded object for the request a, through

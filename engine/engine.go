@@ -420,7 +420,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			out, outcome, err := st.cache.Mutate(ctx, e.cfg.Patcher, inv.hook.Compiled, m, in, view.objectKind)
 			outKind := view.objectKind
 			if err == nil {
-				out, outKind, err = e.backToRequestVersion(out, view.objectKind, a.Kind)
+				out, outKind, err = e.backToRequestVersion(out, view.objectKind, a.Kind, a.Resource)
 			}
 			outcome.Err = err
 			trace.Mutations = append(trace.Mutations, outcome)

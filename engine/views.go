@@ -49,9 +49,17 @@ func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind,
 // kind. For a view in another kind (an Equivalent match) kube-apiserver's
 // scheme has no conversion between two external versions and answers its
 // own error (docs/fidelity.md), which is the policy's error. Custom
-// resources are not converted there.
-func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schema.GroupVersionKind) (map[string]any, schema.GroupVersionKind, error) {
+// resources are not converted there; a subresource of a custom resource
+// whose kind is not the CRD's (its scale: autoscaling/v1 Scale) is typed
+// but converted with the CRD handler's converter, which refuses it
+// (scheme.CustomResources.ConvertSubresourceResult).
+func (e *Evaluator) backToRequestVersion(obj map[string]any, kind, request schema.GroupVersionKind, resource schema.GroupVersionResource) (map[string]any, schema.GroupVersionKind, error) {
 	s := e.cfg.Patcher.Scheme
+	if obj != nil && request.Group != resource.Group && s.Recognizes(kind) && !s.CustomResources().Recognizes(request) {
+		if ok, err := s.CustomResources().ConvertSubresourceResult(resource, obj, kind); ok {
+			return obj, kind, err
+		}
+	}
 	if obj == nil || kind == request || !s.Recognizes(kind) {
 		return obj, kind, nil
 	}

@@ -82,6 +82,9 @@ type customResourceDefinition struct {
 	// which is not simulated: conversions between different versions fail.
 	webhookConversion bool
 	versions          map[string]*customResourceVersion
+	// converter is the CRD handler's safe converter (the request scopes'
+	// ObjectConvertor).
+	converter runtime.ObjectConvertor
 }
 
 // customResourceVersion is the request scope and storage of one version.
@@ -90,6 +93,9 @@ type customResourceVersion struct {
 	gvk schema.GroupVersionKind
 	// strategy is customresource.NewStrategy's.
 	strategy crStrategy
+	// status is customresource.NewStatusStrategy's, the strategy of the
+	// status subresource; nil when the version has none.
+	status crStrategy
 	// request decodes a request body strictly (fieldValidation Strict or
 	// Warn), requestLax without tracking unknown fields (Ignore).
 	request, requestLax runtime.Decoder
@@ -273,6 +279,7 @@ func newCustomResourceDefinition(crd *apiextensionsv1.CustomResourceDefinition) 
 	if err != nil {
 		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
 	}
+	info.converter = safeConverter
 
 	typer := crdserverscheme.NewUnstructuredObjectTyper()
 	for _, v := range crd.Spec.Versions {
@@ -365,10 +372,16 @@ func newCustomResourceDefinition(crd *apiextensionsv1.CustomResourceDefinition) 
 			&unstructuredDefaulter{delegate: unstructuredScheme, structuralSchemaGK: info.gk, structuralSchemas: info.structural},
 			schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion}, gv, "crdRESTOptions")
 
+		var status crStrategy
+		if statusSpec != nil {
+			// customresource.NewStorage's status REST.
+			status = customresource.NewStatusStrategy(strategy)
+		}
 		info.versions[v.Name] = &customResourceVersion{
 			crd:        info,
 			gvk:        gvk,
 			strategy:   strategy,
+			status:     status,
 			request:    requestDecoder(true),
 			requestLax: requestDecoder(false),
 			storage:    storageCodec,
@@ -512,7 +525,7 @@ func (c *CustomResources) Default(obj map[string]any, gvk schema.GroupVersionKin
 // kube-apiserver answers (422 `<Kind>.<group> "<name>" is invalid: …`,
 // 400 for a namespace mismatch). namespace is the request's.
 func (c *CustomResources) Validate(ctx context.Context, op admission.Operation, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (warnings []string, err error) {
-	_, warnings, err = c.prepare(ctx, op, obj, old, gvk, namespace)
+	_, warnings, err = c.prepare(ctx, op, "", obj, old, gvk, namespace)
 	return warnings, err
 }
 
@@ -534,7 +547,26 @@ type Persisted struct {
 // (the values upstream gives them are not reproducible), and an UPDATE that
 // changes nothing is written like any other.
 func (c *CustomResources) Persist(ctx context.Context, op admission.Operation, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (p Persisted, err error) {
-	prepared, warnings, err := c.prepare(ctx, op, obj, old, gvk, namespace)
+	return c.persist(ctx, op, "", obj, old, gvk, namespace)
+}
+
+// PersistSubresource is Persist for an UPDATE of a subresource of a custom
+// resource that carries its kind: `status`, through the status REST's
+// strategy (customresource.NewStatusStrategy: everything outside .status
+// is reset to old's, the status schema validated). ok is false for a
+// subresource the CRD's version does not serve with its own kind (scale's
+// kind is autoscaling/v1 Scale) or does not have.
+func (c *CustomResources) PersistSubresource(ctx context.Context, subresource string, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (p Persisted, ok bool, err error) {
+	v, err := c.version(gvk)
+	if err != nil || subresource != "status" || v.status == nil {
+		return Persisted{}, false, err
+	}
+	p, err = c.persist(ctx, admission.Update, subresource, obj, old, gvk, namespace)
+	return p, true, err
+}
+
+func (c *CustomResources) persist(ctx context.Context, op admission.Operation, subresource string, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (p Persisted, err error) {
+	prepared, warnings, err := c.prepare(ctx, op, subresource, obj, old, gvk, namespace)
 	if err != nil {
 		return Persisted{Warnings: warnings}, err
 	}
@@ -543,12 +575,17 @@ func (c *CustomResources) Persist(ctx context.Context, op admission.Operation, o
 }
 
 // prepare runs BeforeCreate or BeforeUpdate on a copy of obj and returns
-// that copy (system fields the input lacked removed again).
-func (c *CustomResources) prepare(ctx context.Context, op admission.Operation, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (out map[string]any, warnings []string, err error) {
+// that copy (system fields the input lacked removed again), with the
+// strategy of the resource or of its status subresource.
+func (c *CustomResources) prepare(ctx context.Context, op admission.Operation, subresource string, obj, old map[string]any, gvk schema.GroupVersionKind, namespace string) (out map[string]any, warnings []string, err error) {
 	defer recoverAsError(&err, "validating "+gvk.String())
 	v, err := c.version(gvk)
 	if err != nil {
 		return nil, nil, err
+	}
+	st := v.strategy
+	if subresource == "status" && v.status != nil {
+		st = v.status
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -563,9 +600,9 @@ func (c *CustomResources) prepare(ctx context.Context, op admission.Operation, o
 		_, hadCreated := nestedField(obj, "metadata", "creationTimestamp")
 		rest.FillObjectMetaSystemFields(u)
 		if len(u.GetGenerateName()) > 0 && len(u.GetName()) == 0 {
-			u.SetName(v.strategy.GenerateName(u.GetGenerateName()))
+			u.SetName(st.GenerateName(u.GetGenerateName()))
 		}
-		err = rest.BeforeCreate(v.strategy, ctx, u)
+		err = rest.BeforeCreate(st, ctx, u)
 		if meta, ok := u.Object["metadata"].(map[string]any); ok {
 			if !hadUID {
 				delete(meta, "uid")
@@ -582,7 +619,7 @@ func (c *CustomResources) prepare(ctx context.Context, op admission.Operation, o
 		if err := v.crd.checkResourceVersion(u, oldU); err != nil {
 			return nil, nil, err
 		}
-		err = rest.BeforeUpdate(v.strategy, ctx, u, oldU)
+		err = rest.BeforeUpdate(st, ctx, u, oldU)
 	default:
 		return nil, nil, fmt.Errorf("validating %s: operation %s is neither CREATE nor UPDATE", gvk, op)
 	}
@@ -590,17 +627,28 @@ func (c *CustomResources) prepare(ctx context.Context, op admission.Operation, o
 }
 
 // checkResourceVersion is Store.Update's optimistic concurrency check
-// (custom resources do not allow unconditional updates), made only when the
-// old object has a resourceVersion: offline objects often have none.
+// (custom resources do not allow unconditional updates). A stored object
+// always has a resourceVersion: an old object given without one (a file)
+// is taken to have "1", and an update of it whose object has none either
+// is taken to be at that version, as for built-in kinds (resourceVersions),
+// so that the strategy's metadata validation finds both set.
 func (d *customResourceDefinition) checkResourceVersion(obj, old *unstructured.Unstructured) error {
 	versioner := storage.APIObjectVersioner{}
 	existing, err := versioner.ObjectResourceVersion(old)
-	if err != nil || existing == 0 {
+	if err != nil {
 		return nil
 	}
 	rv, err := versioner.ObjectResourceVersion(obj)
 	if err != nil {
 		return apierrors.NewInternalError(err)
+	}
+	if existing == 0 {
+		existing = 1
+		old.SetResourceVersion("1")
+		if rv == 0 {
+			rv = 1
+			obj.SetResourceVersion("1")
+		}
 	}
 	if rv == 0 {
 		qualifiedKind := schema.GroupKind{Group: d.resource.Group, Kind: d.resource.Resource}
@@ -659,6 +707,34 @@ func (c *CustomResources) StorageVersion(gvk schema.GroupVersionKind) (string, e
 		return "", err
 	}
 	return v.crd.storageVersion, nil
+}
+
+// ConvertSubresourceResult is what mutating admission policy's dispatchOne
+// does with a mutation's result on a subresource of a custom resource that
+// carries another kind (a CRD's `scale`: autoscaling/v1 Scale): the request
+// is served with the CRD handler's ObjectInterfaces and its object is
+// typed, so the result is converted back to the request kind's
+// group/version with the CR converter, which refuses every group/version
+// but the CRD's (`request to convert CR to an invalid group/version:
+// autoscaling/v1`). ok is false when no registered CRD serves resource
+// (a built-in resource: not this path). The error is the converter's.
+func (c *CustomResources) ConvertSubresourceResult(resource schema.GroupVersionResource, obj map[string]any, kind schema.GroupVersionKind) (ok bool, err error) {
+	c.mu.RLock()
+	var crd *customResourceDefinition
+	for _, d := range c.crds {
+		if d.resource == resource.GroupResource() {
+			crd = d
+			break
+		}
+	}
+	c.mu.RUnlock()
+	if crd == nil || crd.converter == nil {
+		return false, nil
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(kind)
+	_, err = crd.converter.ConvertToVersion(u, kind.GroupVersion())
+	return true, err
 }
 
 // CRDs returns the names of the registered CRDs, sorted.

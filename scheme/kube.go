@@ -43,6 +43,15 @@ type kube struct {
 	codecs serializer.CodecFactory
 	// strategies maps the kind of a request to its registry strategy.
 	strategies map[schema.GroupKind]strategy
+	// subresources maps a kind and a subresource carrying it to the
+	// subresource's update strategy.
+	subresources map[subresourceKey]strategy
+}
+
+// subresourceKey names a subresource of the resource of a kind.
+type subresourceKey struct {
+	kind        schema.GroupKind
+	subresource string
 }
 
 // kubeOnce guards the registration of kube-apiserver's API groups into
@@ -58,13 +67,17 @@ var kubeOnce = sync.OnceValues(func() (*kube, error) {
 		}
 	}
 	k := &kube{
-		scheme:     s,
-		codecs:     serializer.NewCodecFactory(s),
-		strict:     jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, s, s, jsonserializer.SerializerOptions{Strict: true}),
-		strategies: map[schema.GroupKind]strategy{},
+		scheme:       s,
+		codecs:       serializer.NewCodecFactory(s),
+		strict:       jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, s, s, jsonserializer.SerializerOptions{Strict: true}),
+		strategies:   map[schema.GroupKind]strategy{},
+		subresources: map[subresourceKey]strategy{},
 	}
 	for _, rs := range strategies() {
 		k.strategies[rs.kind] = rs.strategy
+	}
+	for _, ss := range subresourceStrategies() {
+		k.subresources[subresourceKey{ss.kind, ss.subresource}] = ss.strategy
 	}
 	return k, nil
 })
@@ -392,21 +405,37 @@ type Request struct {
 // (system fields, generated names, resourceVersion checks, and the
 // Service store's begin hooks but for allocation: beginService). The outcome
 // holds kube-apiserver's refusal (a 422 `<Kind> "<name>" is invalid: …` for
-// an invalid object) or the object it would store. Subresource requests,
-// kinds without a registry strategy and operations other than CREATE and
-// UPDATE are not validated: the outcome is nil.
+// an invalid object) or the object it would store. An UPDATE of a
+// subresource that carries its resource's kind goes through that
+// subresource's strategy (`pods/status`, `pods/ephemeralcontainers`, a
+// custom resource's `status`: each keeps only its own part of the object
+// and takes the rest from old); other subresource requests, kinds without
+// a registry strategy and operations other than CREATE and UPDATE are not
+// validated: the outcome is nil.
 //
 // Neither obj nor old is modified: the strategy works on their internal
 // forms. A returned error is one of the simulation, not a refusal.
 func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]any) (*Validation, error) {
-	if obj == nil || req.Subresource != "" {
+	if obj == nil {
 		return nil, nil
 	}
 	if req.Operation != admission.Create && req.Operation != admission.Update {
 		return nil, nil
 	}
+	if req.Subresource != "" && req.Operation != admission.Update {
+		return nil, nil
+	}
 	if s.crs.Recognizes(req.Kind) {
-		p, err := s.crs.Persist(ctx, req.Operation, obj, old, req.Kind, req.Namespace)
+		var p Persisted
+		var err error
+		if req.Subresource == "" {
+			p, err = s.crs.Persist(ctx, req.Operation, obj, old, req.Kind, req.Namespace)
+		} else {
+			var ok bool
+			if p, ok, err = s.crs.PersistSubresource(ctx, req.Subresource, obj, old, req.Kind, req.Namespace); !ok && err == nil {
+				return nil, nil
+			}
+		}
 		var status *apierrors.StatusError
 		if errors.As(err, &status) {
 			return &Validation{Invalid: status, Warnings: p.Warnings}, nil
@@ -424,6 +453,9 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 		return nil, err
 	}
 	st, ok := k.strategies[req.Kind.GroupKind()]
+	if req.Subresource != "" {
+		st, ok = k.subresources[subresourceKey{req.Kind.GroupKind(), req.Subresource}]
+	}
 	if !ok {
 		return nil, nil
 	}
@@ -439,7 +471,15 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 		// The validating admission plugins receive the strategy's object
 		// itself; stored's conversion shares its parts, never writes them.
 		v.internal = internal
-		if v.Stored, err = k.stored(&s.plans, internal, req.Kind); err != nil {
+		returned := internal
+		if req.Subresource == "" {
+			// The store decorates what it returns, after the validating
+			// plugins saw the object.
+			if returned, err = decorate(req.Kind.GroupKind(), internal); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+		}
+		if v.Stored, err = k.stored(&s.plans, returned, req.Kind); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
@@ -522,7 +562,7 @@ func (k *kube) beforeStore(ctx context.Context, d *planner, st strategy, req Req
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: verb, APIPrefix: "apis",
 		APIGroup: req.Resource.Group, APIVersion: req.Resource.Version,
-		Namespace: req.Namespace, Resource: req.Resource.Resource, Name: req.Name,
+		Namespace: req.Namespace, Resource: req.Resource.Resource, Subresource: req.Subresource, Name: req.Name,
 	})
 	if req.Operation == admission.Create {
 		// The store fills the system fields and generates the name before
@@ -553,8 +593,12 @@ func (k *kube) beforeStore(ctx context.Context, d *planner, st strategy, req Req
 	if err := resourceVersions(ctx, st, req, internal, oldInternal); err != nil {
 		return nil, err
 	}
-	if err := beginUpdate(ctx, req.Kind.GroupKind(), internal, oldInternal); err != nil {
-		return rec.warnings, err
+	// A subresource's store has the strategy of its own and no begin
+	// hooks (the Service status store is a copy made before they are set).
+	if req.Subresource == "" {
+		if err := beginUpdate(ctx, req.Kind.GroupKind(), internal, oldInternal); err != nil {
+			return rec.warnings, err
+		}
 	}
 	err = rest.BeforeUpdate(st, ctx, internal, oldInternal)
 	return rec.warnings, err
@@ -565,7 +609,9 @@ func (k *kube) beforeStore(ctx context.Context, d *planner, st strategy, req Req
 // gets the stored object's when the strategy allows unconditional updates,
 // and is refused otherwise; one that differs is a conflict. A stored object
 // always has a resourceVersion: an old object given without one (a file)
-// is taken to have "1".
+// is taken to have "1", and an update of it whose object has none either
+// is taken to be at that version, whatever the strategy (the same rule as
+// custom resources': checkResourceVersion).
 func resourceVersions(ctx context.Context, st strategy, req Request, obj, old runtime.Object) error {
 	objMeta, err := meta.Accessor(obj)
 	if err != nil {
@@ -575,11 +621,12 @@ func resourceVersions(ctx context.Context, st strategy, req Request, obj, old ru
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if oldMeta.GetResourceVersion() == "" {
+	offline := oldMeta.GetResourceVersion() == ""
+	if offline {
 		oldMeta.SetResourceVersion("1")
 	}
 	switch rv := objMeta.GetResourceVersion(); {
-	case rv == "" && st.AllowUnconditionalUpdate(ctx):
+	case rv == "" && (offline || st.AllowUnconditionalUpdate(ctx)):
 		objMeta.SetResourceVersion(oldMeta.GetResourceVersion())
 	case rv == "":
 		// Upstream names the resource where the kind belongs (#18526).

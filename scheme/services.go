@@ -166,3 +166,27 @@ func beginUpdate(ctx context.Context, gk schema.GroupKind, internal, oldInternal
 	finish(ctx, false)
 	return nil
 }
+
+// decorate is what the store of a resource does to the object it returns
+// (genericregistry.Store's Decorator, after Create and Update): for a
+// Service, servicestorage's defaultOnRead, which keeps clusterIP and
+// clusterIPs in sync, fills the IP families of a Service stored without
+// them and drops the internalTrafficPolicy that decoding defaulted before
+// a mutation made the Service an ExternalName one. internal is not
+// modified: a decorated object is a copy. The stores of subresources have
+// no decorator (the Service status store is a copy made before it is set).
+func decorate(gk schema.GroupKind, internal runtime.Object) (runtime.Object, error) {
+	if gk != serviceKind {
+		return internal, nil
+	}
+	st, err := serviceStoreFor(internal)
+	if err != nil {
+		return nil, err
+	}
+	if st.Decorator == nil {
+		return internal, nil
+	}
+	out := internal.DeepCopyObject()
+	st.Decorator(out)
+	return out, nil
+}

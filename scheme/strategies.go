@@ -135,3 +135,51 @@ func strategies() []registryStrategy {
 		{schema.GroupKind{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}, regstoragemigration.Strategy},
 	}
 }
+
+// subresourceStrategy is the update strategy of a subresource that
+// carries its resource's own kind (the store of `pods/status` is the pods
+// store with UpdateStrategy replaced, and no begin hooks).
+type subresourceStrategy struct {
+	kind        schema.GroupKind
+	subresource string
+	strategy    strategy
+}
+
+// subresourceStrategies are the update strategies of the subresources of
+// the resources in strategies() that carry the resource's kind, as
+// k8s.io/kubernetes/pkg/registry/<group>/<resource>/storage wires them:
+// every status subresource, pods/ephemeralcontainers and pods/resize
+// (which keep only their own part of the object), namespaces/finalize and
+// certificatesigningrequests/approval. Scale, eviction and binding carry
+// another kind and have no strategy of this form.
+func subresourceStrategies() []subresourceStrategy {
+	return []subresourceStrategy{
+		{schema.GroupKind{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}, "status", regstorageversion.StatusStrategy},
+		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, "status", regdaemonset.StatusStrategy},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, "status", regdeployment.StatusStrategy},
+		{schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "status", regreplicaset.StatusStrategy},
+		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "status", regstatefulset.StatusStrategy},
+		{schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, "status", reghorizontalpodautoscaler.StatusStrategy},
+		{schema.GroupKind{Group: "batch", Kind: "CronJob"}, "status", regcronjob.StatusStrategy},
+		{schema.GroupKind{Group: "batch", Kind: "Job"}, "status", regjob.StatusStrategy},
+		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}, "status", regcertificates.StatusStrategy},
+		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}, "approval", regcertificates.ApprovalStrategy},
+		{schema.GroupKind{Group: "", Kind: "Namespace"}, "status", regnamespace.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "Namespace"}, "finalize", regnamespace.FinalizeStrategy},
+		{schema.GroupKind{Group: "", Kind: "Node"}, "status", regnode.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "PersistentVolume"}, "status", regpersistentvolume.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "PersistentVolumeClaim"}, "status", regpersistentvolumeclaim.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "Pod"}, "status", regpod.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "Pod"}, "ephemeralcontainers", regpod.EphemeralContainersStrategy},
+		{schema.GroupKind{Group: "", Kind: "Pod"}, "resize", regpod.ResizeStrategy},
+		{schema.GroupKind{Group: "", Kind: "ReplicationController"}, "status", regreplicationcontroller.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "ResourceQuota"}, "status", regresourcequota.StatusStrategy},
+		{schema.GroupKind{Group: "", Kind: "Service"}, "status", regservice.StatusStrategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, "status", regingress.StatusStrategy},
+		{schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"}, "status", regservicecidr.StatusStrategy},
+		{schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}, "status", regpoddisruptionbudget.StatusStrategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSINode"}, "status", regcsinode.StatusStrategy},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "VolumeAttachment"}, "status", regvolumeattachment.StatusStrategy},
+		{schema.GroupKind{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}, "status", regstoragemigration.StatusStrategy},
+	}
+}

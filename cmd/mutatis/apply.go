@@ -46,6 +46,7 @@ type applyOptions struct {
 	namespace              string
 	dryRun, explain        bool
 	noDefaults, noValidate bool
+	closedNamespaces       bool
 	output                 string
 	color                  colorMode
 	plugins                admissionplugins.Flags
@@ -87,7 +88,8 @@ The ValidatingWebhookConfigurations found there are called once, all at
 once, on the object the registry would store (a DELETE's old object),
 after validation and the ValidatingAdmissionPolicies.
 
-Exit status: 0 admitted (stdout: the final object, or the patch or diff);
+Exit status: 0 admitted (stdout: the stored object, or the diff from the
+input to it, or the patch admission made);
 1 denied, refused by decoding (400), by an admission plugin (403), by a
 webhook or its failure policy, or by validation (422) (stderr: the
 message exactly as kube-apiserver's Status.message); 2 bad input.
@@ -121,6 +123,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
+	f.BoolVar(&o.closedNamespaces, "closed-namespaces", false, "the Namespaces of --resources are all the cluster's (with default, kube-system, kube-public, kube-node-lease): a request in another is refused with kube-apiserver's 404 instead of being admitted in a namespace made up with its name label")
 	addAdmissionPluginFlags(f, &o.plugins)
 	addWebhookFlags(f, &o.webhooks)
 	_ = cmd.MarkFlagRequired("filename")
@@ -180,7 +183,7 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	}
 	clusterObjects := append(policySet.Objects, resources.Objects...)
 	notices := &heldWriter{held: true}
-	opts := cluster.Options{NoDefaults: o.noDefaults, NoValidate: o.noValidate, OnSynthesize: func(name string) {
+	opts := cluster.Options{NoDefaults: o.noDefaults, NoValidate: o.noValidate, ClosedNamespaces: o.closedNamespaces, OnSynthesize: func(name string) {
 		fmt.Fprintf(notices, "notice: namespace %q is not in --resources; using one with only the kubernetes.io/metadata.name label\n", name)
 	}}
 	// Plugin flags kube-apiserver refuses are reported after the checks
@@ -415,7 +418,22 @@ func printAdmission(stderr io.Writer, o *applyOptions, webhooks []webhookclient.
 	if adm.Validation.Denied != nil {
 		return nil, nil, &exitError{code: exitProblem, err: errors.New(adm.Validation.Denied.ErrStatus.Message)}
 	}
-	return out.Before, adm.Object, nil
+	return out.Before, printedObject(o.output, adm), nil
+}
+
+// printedObject is what apply prints of an admitted request: the object
+// kube-apiserver would store (after its registry's strategy, which derives
+// fields such as a Pod's status.qosClass from the admitted object, and the
+// storage round trip, which prunes a custom resource), or, with -o patch,
+// the admitted object, so that the patch is admission's (the policies',
+// webhooks' and plugins' changes, as a webhook's answer would carry them).
+// An object that was not validated (--no-validate, --no-defaults, a
+// subresource, a kind without a strategy) is printed as admitted.
+func printedObject(output string, adm *cluster.Admission) map[string]any {
+	if adm.Stored == nil || output == "patch" {
+		return adm.Object
+	}
+	return adm.Stored
 }
 
 // printWarnings prints warnings as kubectl does (Printable: the ones

@@ -270,6 +270,9 @@ type Stores struct {
 	scheme  *scheme.Scheme
 	factory informers.SharedInformerFactory
 	stores  map[schema.GroupVersionResource]storeOf
+	// closedNamespaces tells that the Namespaces added are all the
+	// cluster's (CloseNamespaces).
+	closedNamespaces bool
 }
 
 // storeOf is the store of a resource the plugins read, with the kind of
@@ -656,15 +659,34 @@ func (p *Chain) Names() ([]string, error) {
 	return slices.Clone(b.run), nil
 }
 
+// systemNamespaces are the namespaces every cluster has
+// (kube-apiserver's system namespaces controller creates them).
+var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// CloseNamespaces makes the Namespaces added to p all the cluster's
+// namespaces, with default, kube-system, kube-public and kube-node-lease
+// (ensureNamespace): a request in another one is refused as kube-apiserver
+// refuses it. Call it before the first admission.
+func (p *Stores) CloseNamespaces() { p.closedNamespaces = true }
+
 // ensureNamespace puts into the stores what every namespace of a cluster
 // has when it is not among the objects of the run: the Namespace itself,
 // as the simulated cluster synthesizes it (only its
 // kubernetes.io/metadata.name label, phase Active), and its "default"
 // ServiceAccount, which kube-controller-manager creates in every
 // namespace (name only).
+//
+// After CloseNamespaces, a namespace that is not among the Namespaces
+// added, nor one of the system namespaces every cluster has, does not
+// exist and is not made up: the NamespaceLifecycle plugin refuses the
+// request as kube-apiserver does (404 `namespaces "X" not found`).
 func (p *Stores) ensureNamespace(name string) error {
 	namespaces := p.stores[corev1.SchemeGroupVersion.WithResource("namespaces")].indexer
-	if _, ok, _ := namespaces.GetByKey(name); !ok {
+	_, exists, _ := namespaces.GetByKey(name)
+	if !exists && p.closedNamespaces && !slices.Contains(systemNamespaces, name) {
+		return nil
+	}
+	if !exists {
 		ns := &corev1.Namespace{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}},
 			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},

@@ -27,6 +27,13 @@ var update = flag.Bool("update", false, "rewrite test/e2e/testdata/differential/
 
 // adminInfo is the user the static token authenticates, as kube-apiserver
 // presents it to admission.
+// aloneOnly names the sets whose first comparison (mutatis admitting the
+// object kube-apiserver decoded, then a dry-run create) cannot hold, and
+// why: only the second (mutatis alone, from the case object) applies.
+var aloneOnly = map[string]string{
+	"44-service-to-external-name": "the dry-run decoded Service carries the cluster IPs and IP families its registry allocated; made an ExternalName one, the second dry run refuses them (spec.clusterIPs: Forbidden), which the object as written never carries",
+}
+
 func adminInfo() user.Info {
 	return &user.DefaultInfo{Name: adminUser, UID: adminUID, Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 }
@@ -197,7 +204,9 @@ func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barri
 	}
 
 	// 4. mutatis against kube-apiserver.
-	if d := diff("kube-apiserver", want, "mutatis", got); d != "" {
+	if reason, ok := aloneOnly[strings.TrimSuffix(filepath.Base(file), ".yaml")]; ok {
+		t.Logf("first comparison skipped: %s", reason)
+	} else if d := diff("kube-apiserver", want, "mutatis", got); d != "" {
 		t.Errorf("mutatis (admitting kube-apiserver's decoded object, then a dry-run create) differs from kube-apiserver on %s:\n%s", filepath.Base(file), d)
 	}
 	if d := diff("kube-apiserver", want, "mutatis", raw); d != "" {

@@ -273,13 +273,13 @@ func (c *Cluster) writeQuotaStatus(ctx context.Context, r, created *unstructured
 }
 
 // oldObjectOf returns the document of docs (before the last, the case
-// object) that has the case object's kind, namespace and name: the object
+// object) that has the case object's kind (in any version), namespace and name: the object
 // an UPDATE set creates first and then updates to the case object. nil
 // for a CREATE set.
 func oldObjectOf(docs []*unstructured.Unstructured) *unstructured.Unstructured {
 	object := docs[len(docs)-1]
 	for _, d := range docs[:len(docs)-1] {
-		if d.GroupVersionKind() == object.GroupVersionKind() && d.GetNamespace() == object.GetNamespace() && d.GetName() == object.GetName() {
+		if d.GroupVersionKind().GroupKind() == object.GroupVersionKind().GroupKind() && d.GetNamespace() == object.GetNamespace() && d.GetName() == object.GetName() {
 			return d
 		}
 	}
