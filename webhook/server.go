@@ -80,11 +80,11 @@ type Options struct {
 	// negative no bound.
 	BodyReadTimeout time.Duration
 	// MaxBodyBytesInFlight bounds the bytes of reviews held at once: the
-	// buffers of bodies being read, and EvaluationWeight times the body of
-	// a review read and not yet answered; a review that would take them
-	// past it gets HTTP 429. Zero means DefaultBodyBudgetFactor times
-	// MaxRequestBytes, negative no bound. Less than EvaluationWeight times
-	// MaxRequestBytes refuses the largest reviews.
+	// buffers of bodies being read, and the ReviewCharge of a review read
+	// and not yet answered; a review that would take them past it gets
+	// HTTP 429, one whose charge alone exceeds it HTTP 413. Zero means
+	// DefaultBodyBudgetFactor times MaxRequestBytes, negative no bound.
+	// Less than that refuses the most costly reviews of the largest size.
 	MaxBodyBytesInFlight int64
 	// MaxReviewTimeout is the deadline of a review without ?timeout and
 	// the largest a ?timeout may ask for; zero means
