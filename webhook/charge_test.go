@@ -3,6 +3,7 @@ package webhook
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -196,5 +197,24 @@ func TestTheLargestRealReviewFits(t *testing.T) {
 		if fits := charge <= budget; fits != tc.fits {
 			t.Errorf("%s: %d bytes charged %d against the default budget %d; want fits=%v", tc.name, len(tc.body), charge, budget, tc.fits)
 		}
+	}
+}
+
+// TestVariableBytesAreBounded: a policy whose variables double a string
+// to 1 GiB at a runtime cost of about 200 is stopped at the server's bound
+// (the policy's failurePolicy, Fail: a denial naming it) with the heap
+// well under the GiB.
+func TestVariableBytesAreBounded(t *testing.T) {
+	w := newWorldOf(t, "testdata/doubling.yaml", "testdata/resources.yaml")
+	s := newServer(t, w, newTLS(t), func(o *Options) { o.MaxVariableBytes = 4 << 20 })
+	var rec *httptest.ResponseRecorder
+	peak := heapPeak(func() {
+		rec = serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", []byte(minimalReview))
+	})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `more than the bound of 4194304 bytes per evaluation (mutatis serve --max-variable-bytes)`) || !strings.Contains(rec.Body.String(), `"allowed":false`) {
+		t.Errorf("HTTP %d %s, want a denial naming the bound", rec.Code, rec.Body)
+	}
+	if peak > 64<<20 {
+		t.Errorf("the heap peaked at %d bytes", peak)
 	}
 }
