@@ -61,6 +61,9 @@ type Activation struct {
 	variables                                     *lazy.MapValue
 
 	variableCost int64
+	// variableBytes is what the variables' values evaluated hold, bounded
+	// by variableBytesLimit when positive (memory.go).
+	variableBytes, variableBytesLimit int64
 
 	// observing is set only when the policy has an observer (never in a
 	// shadow activation). One pointer keeps the default Activation as small
@@ -79,7 +82,7 @@ type observing struct {
 // evaluation made through the activation. Binding is lazy: a variable's CEL
 // value is built when an expression first resolves it.
 func (p *Policy) NewActivation(ctx context.Context, in Input) *Activation {
-	a := &Activation{policy: p, ctx: ctx, in: in}
+	a := &Activation{policy: p, ctx: ctx, in: in, variableBytesLimit: variableBytesLimit(ctx)}
 	if p.observer != nil {
 		a.observing = &observing{observer: p.observer}
 	}
@@ -175,9 +178,9 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	}
 	val, details, err := a.run(program)
 	if a.observing == nil {
-		return a.chargeVariable(v, val, details, err)
+		return a.chargeVariableBytes(v, a.chargeVariable(v, val, details, err))
 	}
-	out := a.chargeVariable(v, val, details, err)
+	out := a.chargeVariableBytes(v, a.chargeVariable(v, val, details, err))
 	var cost int64
 	if details != nil && details.ActualCost() != nil {
 		cost = int64(min(*details.ActualCost(), math.MaxInt64))

@@ -463,7 +463,9 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if err != nil {
 		return nil, err
 	}
-	v, err := k.validate(ctx, &s.plans, st, req, internal, old)
+	v, err := validateWithin(ctx, req, func() (*Validation, error) {
+		return k.validate(ctx, &s.plans, st, req, internal, old)
+	})
 	if err != nil {
 		return nil, err
 	}

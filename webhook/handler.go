@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
@@ -64,6 +65,9 @@ type Handler struct {
 	// DefaultMaxReviewTimeout); zero applies ?timeout as sent, and none
 	// without it.
 	MaxTimeout time.Duration
+	// MaxVariableBytes, when positive, bounds the bytes of the variables'
+	// values of each policy's evaluation (compiler.WithVariableBytesLimit).
+	MaxVariableBytes int64
 
 	// metrics, when set, counts panics and evaluations in flight.
 	metrics *Metrics
@@ -151,10 +155,14 @@ func (h *Handler) deadline(r *http.Request) (context.Context, context.CancelFunc
 			d = td
 		}
 	}
-	if d <= 0 {
-		return r.Context(), func() {}, nil
+	ctx := r.Context()
+	if h.MaxVariableBytes > 0 {
+		ctx = compiler.WithVariableBytesLimit(ctx, h.MaxVariableBytes)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), d)
+	if d <= 0 {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, cancel, nil
 }
 

@@ -42,8 +42,14 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldOf(t, "testdata/policies.yaml", "testdata/resources.yaml")
+}
+
+// newWorldOf is the engine of files with their simulated cluster.
+func newWorldOf(t *testing.T, files ...string) *world {
+	t.Helper()
 	ctx := context.Background()
-	set, err := manifest.Load(ctx, []string{"testdata/policies.yaml", "testdata/resources.yaml"}, nil)
+	set, err := manifest.Load(ctx, files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,17 +23,45 @@ import (
 const DefaultBodyReadTimeout = 5 * time.Second
 
 // DefaultBodyBudgetFactor derives the body-bytes budget from the body
-// limit when none is given: 16 times --max-request-bytes (48 MiB with the
-// 3 MiB default), room for one review of the largest size being evaluated
-// (EvaluationWeight). docs/webhook.md has the arithmetic.
-const DefaultBodyBudgetFactor = 16
+// limit when none is given: 48 times --max-request-bytes (144 MiB with the
+// 3 MiB default), room for the most costly review kube-apiserver sends of
+// the largest size (3 MiB of env entries is charged 40 times its body, a
+// Pod of 19,500 defaulted containers 15 times: ReviewCharge;
+// TestTheLargestRealReviewFits). docs/webhook.md has the arithmetic.
+const DefaultBodyBudgetFactor = 48
 
-// EvaluationWeight is what a review holds of the budget, per byte of its
-// body, from the end of its body read to its answer: its decoded form. A
-// Pod of 29,465 containers in 3 MiB of JSON decodes to 14.5 times its
-// size (measured); objects of strings (ConfigMaps, Secrets) to about
-// their size.
-const EvaluationWeight = 16
+// The weights of ReviewCharge, measured (TestReviewChargeCoversItsCost):
+// the peak heap of a review decoded, evaluated and answered by the engine,
+// per unit of its shape, with a margin.
+const (
+	// EvaluationWeight is charged per byte of the body: the decoded
+	// strings, the body itself and the answer (a ConfigMap of long strings
+	// peaks at about twice its body).
+	EvaluationWeight = 3
+	// ObjectWeight is charged per JSON object or array: a decoded map and
+	// its typed and normalized forms (650 bytes per object for a Pod of
+	// defaulted containers, 510 for env entries).
+	ObjectWeight = 800
+	// ValueWeight is charged per scalar: its interface value and copies.
+	ValueWeight = 64
+	// UndefaultedContainerWeight is charged, on top, per container that
+	// lacks the fields kube-apiserver defaults in every container it
+	// sends: defaulting it adds them and a patch operation each (2,800
+	// bytes per container in all, measured; charged 3,200).
+	UndefaultedContainerWeight = 2400
+)
+
+// ReviewCharge is what a review holds of the body-bytes budget from the end
+// of its body read to its answer: an estimate of its peak memory from the
+// shape of its JSON (objects, values, containers without defaults and
+// bytes), counted in one pass before it is decoded.
+func ReviewCharge(body []byte) int64 {
+	return scanShape(body).charge()
+}
+
+func (s shape) charge() int64 {
+	return EvaluationWeight*s.bytes + ObjectWeight*(s.objects+s.arrays) + ValueWeight*s.values + UndefaultedContainerWeight*s.undefaulted
+}
 
 // presizeLimit bounds the buffer readBody allocates before any byte has
 // arrived: a client announcing a large body and sending nothing holds no
@@ -151,8 +179,9 @@ func readBodyWithin(r io.Reader, contentLength, limit int64, budget *byteBudget)
 // headers, through the connection's read deadline, HTTP/1.1 and HTTP/2
 // alike) and in bytes (Content-Length over the limit: 413 before reading;
 // the body-bytes budget shared by the server), then the review layer with
-// the body. The review holds EvaluationWeight times its body's bytes of the
-// budget until the answer is written.
+// the body. The review holds its ReviewCharge of the budget until the
+// answer is written; one whose charge exceeds the whole budget is refused
+// with 413.
 type gate struct {
 	h       *Handler
 	limit   int64
@@ -180,9 +209,17 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, reserved, err := readBodyWithin(http.MaxBytesReader(w, r.Body, g.limit), r.ContentLength, g.limit, g.budget)
 	defer func() { g.budget.release(reserved) }()
 	if err == nil {
-		// Decoded and evaluated, the review holds EvaluationWeight times
-		// its body.
-		if need := EvaluationWeight * int64(len(body)); need > reserved {
+		// Decoded and evaluated, the review holds its charge.
+		sh := scanShape(body)
+		if need := sh.charge(); need > reserved {
+			if g.budget != nil && need > g.budget.max {
+				// It would never fit: refused for good, not "retry".
+				g.metrics.bodyRejected("too_large")
+				writeStatus(w, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, fmt.Sprintf(
+					"the review would hold %d bytes while evaluated (%d objects and arrays, %d values, %d containers without kube-apiserver's defaults, %d bytes), more than the whole body-bytes budget of %d bytes (--max-body-bytes-in-flight)",
+					need, sh.objects+sh.arrays, sh.values, sh.undefaulted, sh.bytes, g.budget.max))
+				return
+			}
 			if !g.budget.tryAcquire(need - reserved) {
 				err = errBodyBudget
 			} else {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -353,11 +354,12 @@ func (iotestTimeout) Read([]byte) (int, error) { return 0, errors.New("i/o timeo
 func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 // TestEvaluationHoldsItsWeight: a review read and being evaluated holds
-// EvaluationWeight times its body of the budget, until it is answered; one
-// whose weight does not fit is refused with 429 before it is decoded.
+// its ReviewCharge of the budget, until it is answered; one whose charge
+// does not fit is refused with 429 before it is decoded, and one whose
+// charge exceeds the whole budget with 413.
 func TestEvaluationHoldsItsWeight(t *testing.T) {
 	body := []byte(minimalReview)
-	weight := EvaluationWeight * int64(len(body))
+	weight := ReviewCharge(body)
 	held := make(chan int64, 1)
 	var s *Server
 	s = newServer(t, nil, newTLS(t), func(o *Options) {
@@ -377,10 +379,19 @@ func TestEvaluationHoldsItsWeight(t *testing.T) {
 	if used := s.budget.used.Load(); used != 0 {
 		t.Errorf("%d bytes still held after the answer", used)
 	}
-	// One byte less: the review is read but not evaluated.
-	s.budget.max = weight - 1
+	// One byte held by another review: the review is read but not
+	// evaluated.
+	s.budget.used.Store(1)
 	rec := serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", body)
 	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "--max-body-bytes-in-flight") || len(held) != 0 {
 		t.Errorf("HTTP %d %s, want 429 without evaluation", rec.Code, rec.Body)
+	}
+	// Held by nothing else, a review whose charge exceeds the budget would
+	// never fit: 413, not "retry".
+	s.budget.used.Store(0)
+	s.budget.max = weight - 1
+	rec = serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", body)
+	if want := fmt.Sprintf("the review would hold %d bytes while evaluated (7 objects and arrays, 16 values, 0 containers without kube-apiserver's defaults, %d bytes), more than the whole body-bytes budget of %d bytes (--max-body-bytes-in-flight)", weight, len(body), weight-1); rec.Code != http.StatusRequestEntityTooLarge || statusBody(t, rec).Message != want || len(held) != 0 {
+		t.Errorf("HTTP %d %s, want 413 %q", rec.Code, rec.Body, want)
 	}
 }

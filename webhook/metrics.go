@@ -114,7 +114,7 @@ func NewMetrics() *Metrics {
 		Namespace: "mutatis",
 		Subsystem: "webhook",
 		Name:      "body_reads_rejected_total",
-		Help:      "Review bodies not read to the end, by reason: too_large (413, or 400 past the limit), timeout (408, --body-read-timeout), budget (429, --max-body-bytes-in-flight), error.",
+		Help:      "Review bodies not read to the end, by reason: too_large (413, or 400 past the limit, or a review whose charge exceeds the budget), timeout (408, --body-read-timeout), budget (429, --max-body-bytes-in-flight), error.",
 	}, []string{"reason"})
 	for _, reason := range []string{"too_large", "timeout", "budget", "error"} {
 		m.bodiesRejected.WithLabelValues(reason)

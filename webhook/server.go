@@ -33,6 +33,12 @@ const (
 	PathStatusz = "/statusz"
 )
 
+// DefaultMaxVariableBytes is the default of Options.MaxVariableBytes: no
+// real policy's variables hold a fraction of it, and it bounds what a
+// policy whose variables double a string builds (1 GiB at a runtime cost
+// of about 200 without it).
+const DefaultMaxVariableBytes = 32 << 20
+
 // DefaultShutdownTimeout bounds how long a shutdown waits for in-flight
 // reviews (kube-apiserver's longest webhook timeout is 30s).
 const DefaultShutdownTimeout = 30 * time.Second
@@ -80,12 +86,17 @@ type Options struct {
 	// negative no bound.
 	BodyReadTimeout time.Duration
 	// MaxBodyBytesInFlight bounds the bytes of reviews held at once: the
-	// buffers of bodies being read, and EvaluationWeight times the body of
-	// a review read and not yet answered; a review that would take them
-	// past it gets HTTP 429. Zero means DefaultBodyBudgetFactor times
-	// MaxRequestBytes, negative no bound. Less than EvaluationWeight times
-	// MaxRequestBytes refuses the largest reviews.
+	// buffers of bodies being read, and the ReviewCharge of a review read
+	// and not yet answered; a review that would take them past it gets
+	// HTTP 429, one whose charge alone exceeds it HTTP 413. Zero means
+	// DefaultBodyBudgetFactor times MaxRequestBytes, negative no bound.
+	// Less than that refuses the most costly reviews of the largest size.
 	MaxBodyBytesInFlight int64
+	// MaxVariableBytes bounds the bytes the variables' values of one
+	// policy's evaluation hold (compiler.WithVariableBytesLimit); a
+	// variable past it fails to evaluate. Zero means
+	// DefaultMaxVariableBytes, negative no bound.
+	MaxVariableBytes int64
 	// MaxReviewTimeout is the deadline of a review without ?timeout and
 	// the largest a ?timeout may ask for; zero means
 	// DefaultMaxReviewTimeout.
@@ -143,6 +154,9 @@ func NewServer(o Options) (*Server, error) {
 	if o.MaxReviewTimeout <= 0 {
 		o.MaxReviewTimeout = DefaultMaxReviewTimeout
 	}
+	if o.MaxVariableBytes == 0 {
+		o.MaxVariableBytes = DefaultMaxVariableBytes
+	}
 	s := &Server{opts: o, metrics: o.Metrics, log: o.Log}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
@@ -171,6 +185,7 @@ func NewServer(o Options) (*Server, error) {
 				RequireClientCert: o.ClientCAs != nil,
 				InFlight:          inFlight,
 				MaxTimeout:        o.MaxReviewTimeout,
+				MaxVariableBytes:  o.MaxVariableBytes,
 				Log:               s.log,
 				metrics:           s.metrics,
 			},

@@ -36,7 +36,8 @@ const bodyBudgetShare = 4
 
 // bodyBudget is --max-body-bytes-in-flight, or its default: a quarter of
 // the container's memory limit when it is known, never less than one
-// review of --max-request-bytes being evaluated
+// review of --max-request-bytes of the most costly shape kube-apiserver
+// sends being evaluated
 // (webhook.DefaultBodyBudgetFactor times it, also the default without a
 // limit).
 func (o *serveOptions) bodyBudget() int64 {

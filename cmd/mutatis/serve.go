@@ -55,6 +55,7 @@ type serveOptions struct {
 	reloadInterval      time.Duration
 	bodyReadTimeout     time.Duration
 	maxBodyBytes        int64
+	maxVariableBytes    int64
 	memoryLimit         string
 	memoryLimitBytes    int64 // memoryLimit parsed
 	// cgroupRoot is where the container's memory limit is read; tests
@@ -211,7 +212,8 @@ See docs/webhook.md.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
 	f.DurationVar(&o.shutdownDrain, "shutdown-drain", defaultShutdownDrain, "how long a shutdown drains before it stops accepting connections: /readyz fails, HTTP/1.1 answers close their connection (0: no drain)")
 	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", webhook.DefaultBodyReadTimeout, "the longest a review's body may take to arrive after its headers; a slower one gets HTTP 408")
-	f.Int64Var(&o.maxBodyBytes, "max-body-bytes-in-flight", 0, "the bytes of reviews held at once (the buffers of bodies being read, 16 times the body of a review being evaluated); one that does not fit gets HTTP 429 (0: a quarter of the container's memory limit, at least 16 x --max-request-bytes)")
+	f.Int64Var(&o.maxBodyBytes, "max-body-bytes-in-flight", 0, "the bytes of reviews held at once (the buffers of bodies being read, the estimated memory of a review being evaluated, from the shape of its JSON); one that does not fit gets HTTP 429, one larger than the whole budget HTTP 413 (0: a quarter of the container's memory limit, at least 48 x --max-request-bytes)")
+	f.Int64Var(&o.maxVariableBytes, "max-variable-bytes", webhook.DefaultMaxVariableBytes, "the bytes the variables' values of one policy's evaluation may hold (strings, bytes, and those in lists and maps); a variable past it fails to evaluate and the policy's failurePolicy applies (kube-apiserver has no such bound; negative: none)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "", "the container's memory limit (bytes or a quantity like 512Mi); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set (default: the cgroup's limit, when there is one)")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
 	f.BoolVar(&o.nativePluginDisabled, "native-plugin-disabled", false, "informer mode, --source native: acknowledge that kube-apiserver's own MutatingAdmissionPolicy plugin is disabled (otherwise every policy would mutate twice)")
@@ -288,6 +290,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		DrainPeriod:          o.shutdownDrain,
 		BodyReadTimeout:      o.bodyReadTimeout,
 		MaxBodyBytesInFlight: o.bodyBudget(),
+		MaxVariableBytes:     o.maxVariableBytes,
 		Metrics:              webhook.NewMetrics(),
 		Log:                  log,
 	}

@@ -73,10 +73,11 @@ func TestBodyBudgetDefault(t *testing.T) {
 		want        int64
 	}{
 		{"the flag", 100 << 20, "536870912", 0, 100 << 20},
-		{"a quarter of the cgroup's limit", 0, "536870912", 0, 128 << 20},
+		{"a quarter of the cgroup's limit", 0, "1073741824", 0, 256 << 20},
+		{"deploy/'s 512 MiB: the most costly review of the largest size", 0, "536870912", 0, 48 * maxRequest},
 		{"a quarter of --memory-limit", 0, "max", 1 << 30, 256 << 20},
-		{"at least one review of the largest size", 0, "134217728", 0, 16 * maxRequest},
-		{"no limit known", 0, "max", 0, 16 * maxRequest},
+		{"at least one review of the largest size", 0, "134217728", 0, 48 * maxRequest},
+		{"no limit known", 0, "max", 0, 48 * maxRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &serveOptions{maxBodyBytes: tc.flag, maxRequestBytes: maxRequest, memoryLimitBytes: tc.memoryLimit, cgroupRoot: write(tc.cgroup)}

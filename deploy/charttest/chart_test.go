@@ -371,6 +371,88 @@ static:
 				}
 			},
 		},
+		{
+			name:   "the defaults ship no NetworkPolicy, no client CA and a params role over every kind",
+			values: "",
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if np := find(objs, "NetworkPolicy", "mutatis"); np != nil {
+					t.Errorf("a NetworkPolicy by default: %v", np)
+				}
+				if slices.ContainsFunc(args(t, objs), func(a string) bool { return strings.HasPrefix(a, "--client-ca-file") }) {
+					t.Errorf("args %v", args(t, objs))
+				}
+				rules, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole", "mutatis-params").Object, "rules")
+				if len(rules) != 1 || !reflect.DeepEqual(rules[0].(map[string]any)["resources"], []any{"*"}) {
+					t.Errorf("mutatis-params rules %v", rules)
+				}
+			},
+		},
+		{
+			name:   "networkPolicy admits only the API server's CIDRs and extraFrom to the webhook's port",
+			values: "networkPolicy: {enabled: true, apiServerCIDRs: [10.0.0.0/28, 172.16.0.2/32], extraFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]}",
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				np := find(objs, "NetworkPolicy", "mutatis")
+				if np == nil {
+					t.Fatalf("no NetworkPolicy in %v", kinds(objs))
+				}
+				if np.GetNamespace() != namespace {
+					t.Errorf("namespace %q", np.GetNamespace())
+				}
+				sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+				types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes")
+				ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+				if sel["app.kubernetes.io/name"] != "mutatis" || !reflect.DeepEqual(types, []string{"Ingress"}) || len(ingress) != 1 {
+					t.Fatalf("spec %v", np.Object["spec"])
+				}
+				rule := ingress[0].(map[string]any)
+				want := []any{
+					map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/28"}},
+					map[string]any{"ipBlock": map[string]any{"cidr": "172.16.0.2/32"}},
+					map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}},
+				}
+				if !reflect.DeepEqual(rule["from"], want) {
+					t.Errorf("from %v, want %v", rule["from"], want)
+				}
+				if !reflect.DeepEqual(rule["ports"], []any{map[string]any{"port": int64(8443), "protocol": "TCP"}}) {
+					t.Errorf("ports %v", rule["ports"])
+				}
+			},
+		},
+		{
+			name:    "networkPolicy without the API server's CIDRs is refused, saying why",
+			values:  "networkPolicy: {enabled: true}",
+			wantErr: "set networkPolicy.apiServerCIDRs to the addresses kube-apiserver calls webhooks from",
+		},
+		{name: "a CIDR that is not one is refused by the schema", values: "networkPolicy: {enabled: true, apiServerCIDRs: [apiserver]}", wantErr: "apiServerCIDRs"},
+		{
+			name:   "clientCA mounts the ConfigMap and requires client certificates",
+			values: "clientCA: {configMap: apiserver-webhook-ca}",
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if a := args(t, objs); !slices.Contains(a, "--client-ca-file=/etc/mutatis/client-ca/ca.crt") {
+					t.Errorf("args %v", a)
+				}
+				vols, _, _ := unstructured.NestedSlice(find(objs, "Deployment", "mutatis").Object, "spec", "template", "spec", "volumes")
+				if !slices.ContainsFunc(vols, func(v any) bool {
+					return reflect.DeepEqual(v, map[string]any{"name": "client-ca", "configMap": map[string]any{"name": "apiserver-webhook-ca"}})
+				}) {
+					t.Errorf("volumes %v", vols)
+				}
+			},
+		},
+		{
+			name:   "params.kinds narrows mutatis-params to the paramKinds named",
+			values: `params: {kinds: [{apiGroup: "", resources: [configmaps]}, {apiGroup: example.com, resources: [settings]}]}`,
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				rules, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole", "mutatis-params").Object, "rules")
+				want := []any{
+					map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"get", "list", "watch"}},
+					map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"settings"}, "verbs": []any{"get", "list", "watch"}},
+				}
+				if !reflect.DeepEqual(rules, want) {
+					t.Errorf("rules %v, want %v", rules, want)
+				}
+			},
+		},
 		{name: "an unknown mode is refused by the schema", values: "mode: shadowy", wantErr: "mode"},
 		{name: "zero replicas are refused by the schema", values: "replicas: 0", wantErr: "replicas"},
 		{name: "an unknown value is refused by the schema", values: "replica: 2", wantErr: "replica"},

@@ -17,6 +17,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and (eq .Values.mode "native") (not .Values.native.pluginDisabled) -}}
 {{- fail "mode native: set native.pluginDisabled=true only when kube-apiserver runs with --disable-admission-plugins=MutatingAdmissionPolicy (otherwise every policy mutates twice; see docs/deploy.md)" -}}
 {{- end -}}
+{{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.apiServerCIDRs) -}}
+{{- fail "networkPolicy.enabled: set networkPolicy.apiServerCIDRs to the addresses kube-apiserver calls webhooks from (docs/deploy.md, \"NetworkPolicy\", lists them per provider): without them the policy would refuse kube-apiserver too" -}}
+{{- end -}}
 {{- if eq .Values.mode "static" -}}
 {{- if ne .Values.certificates.mode "cert-manager" -}}
 {{- fail "mode static: certificates.mode must be cert-manager (self-signed certificates are made by the controller, which static mode does not run)" -}}
