@@ -13,14 +13,14 @@ import (
 // its list(JSONPatch), the paths it writes and reads (for the
 // convergence analysis).
 type gkMutator struct {
-	src          Source
-	group, kind  string
-	name         string
-	expr         string
-	writes       [][]seg
-	reads        [][]seg
-	rules        []admissionregistrationv1.NamedRuleWithOperations
-	matchKinds   []string
+	src         Source
+	group, kind string
+	name        string
+	expr        string
+	writes      [][]seg
+	reads       [][]seg
+	rules       []admissionregistrationv1.NamedRuleWithOperations
+	matchKinds  []string
 }
 
 // gatekeeperPolicyName is the one MutatingAdmissionPolicy of a set of

@@ -102,7 +102,7 @@ func (rs *ruleSet) add(group, version, resource string, scope admissionregistrat
 	sc := scope
 	rs.rules = append(rs.rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 		Operations: rs.ops,
-		Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: &sc},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: []string{resource}, Scope: &sc},
 	}})
 }
 
