@@ -19,6 +19,9 @@ type seg struct {
 	key, val string
 	list     bool
 	index    int // for a numeric segment (list && key == ""); -1 is "-"
+	// indexExpr is the CEL of an index known only at admission (Kyverno's
+	// {{elementIndex}}).
+	indexExpr string
 }
 
 func (s seg) glob() bool { return s.list && s.key != "" && s.val == "*" }
@@ -92,10 +95,14 @@ func (w *walker) at(i int, cur, ptr string) string {
 	case !s.list:
 		child, has := access(cur, s.field)
 		cp := ptr + " + " + quote("/"+escapePointer(s.field))
-		if i == 0 && ptr == `""` {
+		if ptr == `""` {
 			cp = quote("/" + escapePointer(s.field))
 		}
 		return fmt.Sprintf("(%s ? %s : %s)", has, present(child, cp), create(cp, false))
+	case s.key == "" && s.indexExpr != "":
+		child := fmt.Sprintf("%s[%s]", cur, s.indexExpr)
+		cp := ptr + ` + "/" + string(` + s.indexExpr + `)`
+		return fmt.Sprintf("(size(%s) > %s ? %s : %s)", cur, s.indexExpr, present(child, cp), create(cp, false))
 	case s.key == "":
 		if s.index < 0 {
 			return create(ptr+` + "/-"`, true)

@@ -62,6 +62,10 @@ func (v vars) jmes(e string) (string, error) {
 			return "", err
 		}
 		d := strings.TrimSpace(b)
+		if y, err := v.path(d); err == nil {
+			// path || path: the first that is set.
+			return x + ".or(" + y + ").value()", nil
+		}
 		var lit string
 		switch {
 		case len(d) >= 2 && (d[0] == '\'' || d[0] == '`') && d[len(d)-1] == d[0]:
@@ -84,7 +88,8 @@ func (v vars) jmes(e string) (string, error) {
 // path is the CEL optional of a JMESPath path.
 func (v vars) path(e string) (string, error) {
 	var steps []string
-	rest := e
+	// A trailing [] flattens a list of scalars or maps: the list itself.
+	rest := strings.TrimSuffix(e, "[]")
 	for rest != "" {
 		m := jmesIdent.FindString(rest)
 		if m == "" {

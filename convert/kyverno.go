@@ -518,7 +518,7 @@ func (r *Result) kyvernoMutate(src Source, field string, mut map[string]any, t t
 		parts = append(parts, body)
 	}
 	if s, ok := mut["patchesJson6902"].(string); ok {
-		ops, err := kyvernoJSONPatch(s, v)
+		ops, err := kyvernoJSONPatch(s, v, t)
 		if err != nil {
 			return "", fmt.Errorf("patchesJson6902: %v", err)
 		}
@@ -569,7 +569,7 @@ func (r *Result) kyvernoForeach(fm map[string]any, t target, v vars, field strin
 		body, err = o.merge(obj(fm, "patchStrategicMerge"), t.root, t.ptr, field+".patchStrategicMerge")
 	case fm["patchesJson6902"] != nil:
 		s, _ := fm["patchesJson6902"].(string)
-		body, err = kyvernoJSONPatch(s, ev)
+		body, err = kyvernoJSONPatch(s, ev, t)
 	default:
 		return "", fmt.Errorf("%s: neither patchStrategicMerge nor patchesJson6902", field)
 	}
@@ -584,7 +584,7 @@ func (r *Result) kyvernoForeach(fm map[string]any, t target, v vars, field strin
 
 // kyvernoJSONPatch converts patchesJson6902 with Kyverno's semantics: add
 // creates missing parents, remove of a missing path does nothing.
-func kyvernoJSONPatch(s string, v vars) (string, error) {
+func kyvernoJSONPatch(s string, v vars, t target) (string, error) {
 	var ops []map[string]any
 	if err := yaml.Unmarshal([]byte(s), &ops); err != nil {
 		return "", err
@@ -603,13 +603,13 @@ func kyvernoJSONPatch(s string, v vars) (string, error) {
 				return "", err
 			}
 			w := walker{segs: path, leaf: jsonAdd{value: val, op: str(op, "op")}}
-			parts = append(parts, w.expr("object", `""`))
+			parts = append(parts, w.expr(t.root, t.ptr))
 		case "remove":
 			w := walker{segs: path, leaf: jsonRemove{}, tests: map[int]test{}}
 			for k := range path {
 				w.tests[k] = mustExist
 			}
-			parts = append(parts, w.expr("object", `""`))
+			parts = append(parts, w.expr(t.root, t.ptr))
 		default:
 			return "", fmt.Errorf("[%d].op: %q is not converted (add, replace, remove)", i, str(op, "op"))
 		}
@@ -634,11 +634,15 @@ func jsonPointerSegs(p string, v vars) ([]seg, error) {
 	if !strings.HasPrefix(p, "/") {
 		return nil, fmt.Errorf("%q is not a JSON pointer", p)
 	}
-	if strings.Contains(p, "{{") {
-		return nil, fmt.Errorf("%q: a path with variables is not converted", p)
-	}
 	var out []seg
 	for _, s := range strings.Split(p[1:], "/") {
+		if m := varRE.FindStringSubmatch(s); m != nil && m[0] == s && strings.TrimSpace(m[1]) == "elementIndex" && v.index != "" {
+			out = append(out, seg{list: true, indexExpr: v.index})
+			continue
+		}
+		if strings.Contains(s, "{{") {
+			return nil, fmt.Errorf("%q: a path with variables other than {{elementIndex}} is not converted", p)
+		}
 		s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 		if s == "-" {
 			out = append(out, seg{list: true, index: -1})

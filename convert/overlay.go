@@ -364,6 +364,13 @@ func (o *overlay) condition(p any, cur, f string) (string, error) {
 		}
 		return and(parts...), nil
 	case string:
+		if strings.Contains(x, "{{") && !strings.ContainsAny(varRE.ReplaceAllString(x, ""), "<>!|&*?") {
+			e, err := o.v.template(x)
+			if err != nil {
+				return "", fmt.Errorf("%s: %v", f, err)
+			}
+			return fmt.Sprintf("string(%s) == string(%s)", cur, e), nil
+		}
 		if strings.ContainsAny(x, "<>!|&") || strings.Contains(x, "{{") {
 			return "", fmt.Errorf("%s: the pattern %q (operators, variables) is not converted", f, x)
 		}
