@@ -114,7 +114,7 @@ func Convert(inputs []Input) (*Result, error) {
 			gk = append(gk, d)
 		case group == "kyverno.io" && (d.src.Kind == "ClusterPolicy" || d.src.Kind == "Policy"):
 			r.kyverno(d)
-		case group == "policies.kyverno.io" && d.src.Kind == "MutatingPolicy":
+		case group == "policies.kyverno.io" && (d.src.Kind == "MutatingPolicy" || d.src.Kind == "NamespacedMutatingPolicy"):
 			r.kyvernoMutatingPolicy(d)
 		default:
 			r.Ignored = append(r.Ignored, d.src)
