@@ -96,7 +96,7 @@ func (r *Result) kyverno(d doc) {
 				r.refuse(rsrc, cf, "a context variable: not converted")
 			}
 		}
-		rules, pred := r.kyvernoMatch(rsrc, field, ru, d)
+		rules, pred := r.kyvernoMatch(rsrc, field, ru, d, autogen)
 		for _, rule := range rules {
 			for _, res := range rule.Resources {
 				rs.add(rule.APIGroups[0], rule.APIVersions[0], res, *rule.Scope)
@@ -230,7 +230,7 @@ func filters(m map[string]any) []map[string]any {
 
 // kyvernoMatch converts match and exclude: the resource rules of the
 // kinds matched, and the CEL of the rest.
-func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc) ([]admissionregistrationv1.NamedRuleWithOperations, string) {
+func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc, autogen bool) ([]admissionregistrationv1.NamedRuleWithOperations, string) {
 	var rs ruleSet
 	rs.ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	conv := func(blk string, f map[string]any, fi string, withRules bool) string {
@@ -281,6 +281,12 @@ func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc
 					kp += fmt.Sprintf(" && request.kind.version == %q", version)
 				}
 				kindParts = append(kindParts, "("+kp+")")
+				if autogen && g == "" && kind == "Pod" {
+					// Kyverno's autogen rule: the same match for the controllers.
+					for _, c := range kyvernoPodControllers {
+						kindParts = append(kindParts, fmt.Sprintf("(request.kind.group == %q && request.kind.kind == %q)", c.group, c.kind))
+					}
+				}
 			}
 		}
 		if len(kindParts) > 0 {
