@@ -249,11 +249,7 @@ func literal(v any) (string, error) {
 		}
 		return "[" + strings.Join(parts, ", ") + "]", nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := sortedKeys(x)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			s, err := literal(x[k])
@@ -323,4 +319,14 @@ func allStrings(v any) bool {
 		}
 	}
 	return true
+}
+
+// sortedKeys are the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

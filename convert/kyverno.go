@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -307,11 +306,7 @@ func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc
 			parts = append(parts, "request.operation in "+l)
 		}
 		if ann := obj(res, "annotations"); ann != nil {
-			keys := make([]string, 0, len(ann))
-			for k := range ann {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := sortedKeys(ann)
 			for _, k := range keys {
 				v, _ := ann[k].(string)
 				get := fmt.Sprintf("object.metadata.?annotations.orValue({})[?%s]", quote(k))

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -50,11 +49,7 @@ func parseAnchor(k string) (anchor, string, error) {
 // expression) at pointer ptr: the conditions its anchors set and the
 // operations, as one CEL list(JSONPatch).
 func (o *overlay) merge(m map[string]any, cur, ptr, field string) (string, error) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(m)
 	var conds, ops []string
 	for _, k := range keys {
 		a, name, err := parseAnchor(k)
@@ -303,11 +298,7 @@ func (o *overlay) value(v any, f string) (string, error) {
 		}
 		return s, nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := sortedKeys(x)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			s, err := o.value(x[k], f+"."+k)
@@ -341,11 +332,7 @@ func (o *overlay) condition(p any, cur, f string) (string, error) {
 	switch x := p.(type) {
 	case map[string]any:
 		var parts []string
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := sortedKeys(x)
 		for _, k := range keys {
 			a, name, err := parseAnchor(k)
 			if err != nil || (a != plain && a != conditional && a != equality) {

@@ -138,11 +138,7 @@ func jsonPatchMutation(expr string) admissionregistrationv1.Mutation {
 func selectorCEL(sel map[string]any, lbl string) (string, error) {
 	var parts []string
 	ml := obj(sel, "matchLabels")
-	keys := make([]string, 0, len(ml))
-	for k := range ml {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(ml)
 	for _, k := range keys {
 		v, ok := ml[k].(string)
 		if !ok {
