@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -48,7 +49,8 @@ func (r *Result) kyverno(d doc) {
 		return
 	}
 	refused := len(r.Refused)
-	autogen := r.kyvernoAutogen(d, rules, mutating)
+	controllers := r.kyvernoAutogen(d, rules, mutating)
+	autogen := len(controllers) > 0
 	var rs ruleSet
 	rs.ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	var muts []admissionregistrationv1.Mutation
@@ -95,7 +97,7 @@ func (r *Result) kyverno(d doc) {
 				r.refuse(rsrc, cf, "a context variable: not converted")
 			}
 		}
-		rules, pred := r.kyvernoMatch(rsrc, field, ru, d, autogen)
+		rules, pred := r.kyvernoMatch(rsrc, field, ru, d, controllers)
 		for _, rule := range rules {
 			for _, res := range rule.Resources {
 				rs.add(rule.APIGroups[0], rule.APIVersions[0], res, *rule.Scope)
@@ -110,6 +112,9 @@ func (r *Result) kyverno(d doc) {
 		if autogen {
 			targets[0].kindCond = `request.kind.group == "" && request.kind.kind == "Pod"`
 			for _, c := range kyvernoPodControllers {
+				if !slices.Contains(controllers, c.kind) {
+					continue
+				}
 				root := "object." + c.template
 				segs := strings.Split(c.template, ".")
 				opt := "object"
@@ -178,38 +183,51 @@ func truthy(v any) bool { b, _ := v.(bool); return b }
 
 func namespaceOf(o map[string]any) string { return str(obj(o, "metadata"), "namespace") }
 
-// kyvernoAutogen tells whether Kyverno writes the policy's Pod rules for
-// Pod controllers too: every mutate rule matches Pods alone, without names
-// or selectors, and the annotation does not turn it off.
-func (r *Result) kyvernoAutogen(d doc, rules []any, mutating []int) bool {
+// kyvernoAutogen gives the controllers Kyverno writes the policy's Pod
+// rules for (pkg/autogen/v1 CanAutoGen of Kyverno 1.19): none when a rule
+// generates, has a patchesJson6902 (its own or a foreach's), or matches or
+// excludes by name, selector, annotations or other kinds than Pod; else
+// the annotation's list, or all of them.
+func (r *Result) kyvernoAutogen(d doc, rules []any, mutating []int) []string {
 	ann := str(obj(obj(d.obj, "metadata"), "annotations"), autogenAnnotation)
 	if ann == "none" {
-		return false
+		return nil
 	}
-	if ann != "" {
-		r.note(d.src, "metadata.annotations."+autogenAnnotation, "the controllers %q: converted for Kyverno's default controllers", ann)
-	}
-	for _, i := range mutating {
-		ru := rules[i].(map[string]any)
+	for _, ru := range rules {
+		rm, _ := ru.(map[string]any)
+		if rm["generate"] != nil {
+			return nil
+		}
+		mut := obj(rm, "mutate")
+		if mut["patchesJson6902"] != nil {
+			return nil
+		}
+		for _, fe := range list(mut, "foreach") {
+			if fm, _ := fe.(map[string]any); fm["patchesJson6902"] != nil {
+				return nil
+			}
+		}
 		for _, blk := range []string{"match", "exclude"} {
-			for _, f := range filters(obj(ru, blk)) {
+			for _, f := range filters(obj(rm, blk)) {
 				res := obj(f, "resources")
-				if len(strs(res["names"])) > 0 || str(res, "name") != "" || res["selector"] != nil {
-					return false
+				if len(strs(res["names"])) > 0 || str(res, "name") != "" || res["selector"] != nil || res["annotations"] != nil {
+					return nil
 				}
-				if blk == "match" {
-					ks := strs(res["kinds"])
-					if len(ks) != 1 || (ks[0] != "Pod" && ks[0] != "v1/Pod") {
-						return false
+				for _, k := range strs(res["kinds"]) {
+					if k != "Pod" && k != "v1/Pod" {
+						return nil
 					}
 				}
 			}
 		}
-		if obj(ru, "mutate")["patchesJson6902"] != nil {
-			return false
+	}
+	var out []string
+	for _, c := range kyvernoPodControllers {
+		if ann == "" || ann == "all" || slices.Contains(strings.Split(ann, ","), c.kind) {
+			out = append(out, c.kind)
 		}
 	}
-	return true
+	return out
 }
 
 func filters(m map[string]any) []map[string]any {
@@ -229,7 +247,7 @@ func filters(m map[string]any) []map[string]any {
 
 // kyvernoMatch converts match and exclude: the resource rules of the
 // kinds matched, and the CEL of the rest.
-func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc, autogen bool) ([]admissionregistrationv1.NamedRuleWithOperations, string) {
+func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc, controllers []string) ([]admissionregistrationv1.NamedRuleWithOperations, string) {
 	var rs ruleSet
 	rs.ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	conv := func(blk string, f map[string]any, fi string, withRules bool) string {
@@ -280,9 +298,12 @@ func (r *Result) kyvernoMatch(src Source, field string, ru map[string]any, d doc
 					kp += fmt.Sprintf(" && request.kind.version == %q", version)
 				}
 				kindParts = append(kindParts, "("+kp+")")
-				if autogen && g == "" && kind == "Pod" {
+				if len(controllers) > 0 && g == "" && kind == "Pod" {
 					// Kyverno's autogen rule: the same match for the controllers.
 					for _, c := range kyvernoPodControllers {
+						if !slices.Contains(controllers, c.kind) {
+							continue
+						}
 						kindParts = append(kindParts, fmt.Sprintf("(request.kind.group == %q && request.kind.kind == %q)", c.group, c.kind))
 					}
 				}
