@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/mutators/assign"
@@ -120,7 +121,8 @@ func system(file string) (*mutation.System, error) {
 	if err != nil {
 		return nil, err
 	}
-	sys := mutation.NewSystem(mutation.SystemOpts{})
+	// A fixed UUID: the answers are the same from one recording to the next.
+	sys := mutation.NewSystem(mutation.SystemOpts{NewUUID: func() uuid.UUID { return uuid.UUID{} }})
 	rd := utilyaml.NewYAMLReader(bufioReader(data))
 	for {
 		raw, err := rd.Read()
@@ -151,6 +153,11 @@ func system(file string) (*mutation.System, error) {
 			var a unversioned.ModifySet
 			if err := yaml.Unmarshal(raw, &a); err != nil {
 				return nil, err
+			}
+			// The CRD's default (+kubebuilder:default=merge), which the
+			// API server applies before Gatekeeper reads the mutator.
+			if a.Spec.Parameters.Operation == "" {
+				a.Spec.Parameters.Operation = unversioned.MergeOp
 			}
 			m, err = modifyset.MutatorForModifySet(&a)
 		case "AssignImage":
