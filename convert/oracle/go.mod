@@ -3,6 +3,7 @@ module github.com/mutatis-dev/mutatis/convert/oracle
 go 1.26.8
 
 require (
+	github.com/google/uuid v1.6.0
 	github.com/open-policy-agent/gatekeeper/v3 v3.23.1
 	k8s.io/api v0.36.2
 	k8s.io/apimachinery v0.36.2
@@ -34,7 +35,6 @@ require (
 	github.com/google/cel-go v0.30.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
