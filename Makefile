@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 FUZZFLAGS ?=
 FUZZCORPUS ?= 200
 
-.PHONY: all build test test-long run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test cross
+.PHONY: all build test test-long run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test cross convert-oracle
 
 all: lint build test
 
@@ -35,6 +35,17 @@ build:
 test:
 	$(GO) test -race -count=1 $(PKGS)
 	cd deploy/charttest && $(GO) test -race -count=1 ./...
+
+# The source engines' answers on `mutatis convert`'s corpus, recorded into
+# convert/testdata/oracle (docs/migrate.md, "The proof"): the inputs (the
+# corpus objects as admission webhooks receive them), then Gatekeeper
+# v3.23's mutation system in a module of its own (convert/oracle: the
+# engines' dependencies stay out of mutatis' go.mod), then the check CI
+# runs. Not part of CI: it builds the engines from the module proxy.
+convert-oracle:
+	$(GO) test -count=1 -run '^TestOracleInputs$$' ./convert/ -update
+	cd convert/oracle && $(GO) run ./gatekeeper ../testdata
+	$(GO) test -count=1 -run '^TestOracle$$' ./convert/
 
 # `make test` with MUTATIS_LONG=1: the oracle sweeps (every kind ×
 # perturbations, randomized patches and objects) at their full sizes rather

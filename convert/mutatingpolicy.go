@@ -1,0 +1,173 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// kyvernoCELLibraries are the calls of Kyverno's own CEL libraries, which
+// kube-apiserver's environment has not.
+var kyvernoCELLibraries = regexp.MustCompile(`(?:^|[^.\w])(resource\.(?:Get|List|Post)\(|http\.(?:Get|Post|Client)\(|globalContext\.|gctx\.|image\(|image\.|imageData\(|parseImageReference\(|json\.unmarshal\(|yaml\.parse\(|x509\.decode\(|generator\.|time\.now\(|random\()`)
+
+// kyvernoMutatingPolicy maps a Kyverno MutatingPolicy (policies.kyverno.io)
+// to a MutatingAdmissionPolicy: its fields are MAP's, every match field
+// kept (Kyverno's own generator drops namespace and object selectors,
+// exclusions and matchPolicy).
+func (r *Result) kyvernoMutatingPolicy(d doc) {
+	src := d.src
+	spec := obj(d.obj, "spec")
+	refused := len(r.Refused)
+	if ev := obj(spec, "evaluation"); ev != nil {
+		if m := obj(ev, "mutateExisting"); truthy(m["enabled"]) {
+			r.refuse(src, "spec.evaluation.mutateExisting.enabled", "mutateExisting changes other objects than the request's, in the background: MutatingAdmissionPolicy mutates the admitted object only")
+		}
+		if a := obj(ev, "admission"); a != nil {
+			if b, ok := a["enabled"].(bool); ok && !b {
+				r.Ignored = append(r.Ignored, src)
+				return
+			}
+		}
+		if m := str(ev, "mode"); m != "" && m != "Kubernetes" {
+			r.refuse(src, "spec.evaluation.mode", "the mode %q evaluates JSON payloads, not Kubernetes requests", m)
+		}
+	}
+	if spec["targetMatchConstraints"] != nil {
+		r.refuse(src, "spec.targetMatchConstraints", "targets are mutateExisting's: MutatingAdmissionPolicy mutates the admitted object only")
+	}
+	if len(list(spec, "auditAnnotations")) > 0 {
+		r.refuse(src, "spec.auditAnnotations", "a MutatingAdmissionPolicy has no audit annotations")
+	}
+	if ag := obj(spec, "autogen"); ag != nil {
+		if pc := obj(ag, "podControllers"); len(list(pc, "controllers")) > 0 {
+			r.refuse(src, "spec.autogen.podControllers", "Kyverno rewrites the CEL of a Pod policy for its controllers: write the controllers' policies")
+		}
+	}
+	if obj(spec, "webhookConfiguration") != nil {
+		r.note(src, "spec.webhookConfiguration", "Kyverno's webhook settings (timeoutSeconds) have no MutatingAdmissionPolicy equivalent: dropped")
+	}
+	check := func(field string, v any) {
+		s, _ := v.(string)
+		if m := kyvernoCELLibraries.FindStringSubmatch(s); m != nil {
+			r.refuse(src, field, "%s is Kyverno's CEL library: kube-apiserver's CEL environment has no such function", m[1])
+		}
+	}
+	for i, c := range list(spec, "matchConditions") {
+		check(fmt.Sprintf("spec.matchConditions[%d].expression", i), obj(map[string]any{"c": c}, "c")["expression"])
+	}
+	for i, c := range list(spec, "variables") {
+		check(fmt.Sprintf("spec.variables[%d].expression", i), obj(map[string]any{"c": c}, "c")["expression"])
+	}
+	for i, m := range list(spec, "mutations") {
+		mm, _ := m.(map[string]any)
+		check(fmt.Sprintf("spec.mutations[%d].applyConfiguration.expression", i), obj(mm, "applyConfiguration")["expression"])
+		check(fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), obj(mm, "jsonPatch")["expression"])
+	}
+	if len(r.Refused) > refused {
+		return
+	}
+	var out admissionregistrationv1.MutatingAdmissionPolicySpec
+	keep := map[string]any{}
+	for _, k := range []string{"matchConstraints", "failurePolicy", "matchConditions", "variables", "mutations", "reinvocationPolicy", "paramKind"} {
+		if v, ok := spec[k]; ok {
+			keep[k] = v
+		}
+	}
+	b, _ := json.Marshal(keep)
+	if err := json.Unmarshal(b, &out); err != nil {
+		r.refuse(src, "spec", "%v", err)
+		return
+	}
+	// matchConditions run before variables in kube-apiserver: Kyverno's
+	// may read them, so their expressions are written in.
+	vars := map[string]string{}
+	for _, v := range out.Variables {
+		vars[v.Name] = v.Expression
+	}
+	for i := range out.MatchConditions {
+		mc := &out.MatchConditions[i]
+		for n := 0; n < 8 && variableRef.MatchString(mc.Expression); n++ {
+			mc.Expression = variableRef.ReplaceAllStringFunc(mc.Expression, func(m string) string {
+				e, ok := vars[variableRef.FindStringSubmatch(m)[1]]
+				if !ok {
+					return m
+				}
+				return "(" + e + ")"
+			})
+		}
+		if variableRef.MatchString(mc.Expression) {
+			r.refuse(src, fmt.Sprintf("spec.matchConditions[%d].expression", i), "reads variables kube-apiserver evaluates after the matchConditions")
+		}
+		if q := qualifiedName(mc.Name); q != mc.Name {
+			r.note(src, fmt.Sprintf("spec.matchConditions[%d].name", i), "%q is not a qualified name: written %q", mc.Name, q)
+			mc.Name = q
+		}
+	}
+	if len(r.Refused) > refused {
+		return
+	}
+	if out.ReinvocationPolicy == "" {
+		out.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
+	}
+	name := "kyverno-" + src.Name
+	if src.Kind == "NamespacedMutatingPolicy" {
+		ns := namespaceOf(d.obj)
+		name = "kyverno-" + ns + "-" + src.Name
+		out.MatchConditions = append(out.MatchConditions, admissionregistrationv1.MatchCondition{Name: "kyverno-namespace", Expression: "request.namespace == " + quote(ns)})
+	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       out,
+	}
+	bd := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	r.Converted = append(r.Converted, Converted{From: []Source{src}, Policy: p, Binding: bd})
+}
+
+var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// qualifiedName is a matchCondition's name as kube-apiserver accepts it:
+// lowercase alphanumerics and '-', '_', '.', at most 63 characters.
+func qualifiedName(s string) string {
+	var b []byte
+	dash := false
+	for _, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-' || c == '_' || c == '.':
+			b = append(b, c)
+			dash = false
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+'a'-'A')
+			dash = false
+		default:
+			if !dash && len(b) > 0 {
+				b = append(b, '-')
+				dash = true
+			}
+		}
+	}
+	for len(b) > 0 && !isAlnum(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	if len(b) > 63 {
+		b = b[:63]
+		for len(b) > 0 && !isAlnum(b[len(b)-1]) {
+			b = b[:len(b)-1]
+		}
+	}
+	if len(b) == 0 {
+		return "condition"
+	}
+	return string(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z'
+}

@@ -1,0 +1,142 @@
+package convert
+
+import (
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+)
+
+// TestExampleSemantics holds the converted example (examples/convert) to
+// the behaviour its sources document: Kyverno's +(…) anchors add only what
+// is missing, strategic merge finds the sidecar by name, autogen reaches a
+// Deployment's template; AssignMetadata never overwrites. These are the
+// converter's properties, stated from the engines' documentation; the
+// engines' own answers are TestOracle's.
+func TestExampleSemantics(t *testing.T) {
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := convertFiles(t, filepath.Join("..", "examples", "convert", "source", "kyverno-sidecar.yaml"), filepath.Join("..", "examples", "convert", "source", "gatekeeper-owner.yaml"))
+	if len(r.Refused) > 0 {
+		t.Fatal(r.Refused)
+	}
+	lintClean(t, comp, r)
+	c := newTestCluster(t)
+	ev := evaluator(t, c, comp, r)
+	get := func(o map[string]any, path ...any) any {
+		var cur any = o
+		for _, p := range path {
+			switch k := p.(type) {
+			case string:
+				m, _ := cur.(map[string]any)
+				cur = m[k]
+			case int:
+				l, _ := cur.([]any)
+				if k >= len(l) {
+					return nil
+				}
+				cur = l[k]
+			}
+		}
+		return cur
+	}
+	obj := func(s string) *unstructured.Unstructured {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: m}
+	}
+	tests := []struct {
+		name   string
+		object string
+		check  func(t *testing.T, got map[string]any)
+	}{
+		{name: "a pod gets the sidecar, its volume, the annotation and the owner label", object: `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
+			if n := get(got, "spec", "containers", 1, "name"); n != "log-shipper" {
+				t.Errorf("containers[1].name = %v", n)
+			}
+			if p := get(got, "spec", "containers", 1, "imagePullPolicy"); p != "IfNotPresent" {
+				t.Errorf("imagePullPolicy = %v", p)
+			}
+			if v := get(got, "spec", "volumes", 1, "name"); v != "varlog" {
+				t.Errorf("volumes = %v", get(got, "spec", "volumes"))
+			}
+			if a := get(got, "metadata", "annotations", "logging.example.com/sidecar"); a != "injected" {
+				t.Errorf("annotation = %v", a)
+			}
+			if l := get(got, "metadata", "labels", "owner"); l != "shop-team" {
+				t.Errorf("owner = %v", l)
+			}
+		}},
+		{name: "a pod with the sidecar keeps its pull policy (+) but takes the image, and keeps its owner", object: `
+apiVersion: v1
+kind: Pod
+metadata: {name: has-sidecar, namespace: shop, labels: {owner: platform}}
+spec: {containers: [{name: app, image: nginx:1.27}, {name: log-shipper, image: "registry.example.com/log-shipper:1.3", imagePullPolicy: Always}]}`, check: func(t *testing.T, got map[string]any) {
+			if n := len(get(got, "spec", "containers").([]any)); n != 2 {
+				t.Errorf("%d containers", n)
+			}
+			if p := get(got, "spec", "containers", 1, "imagePullPolicy"); p != "Always" {
+				t.Errorf("imagePullPolicy = %v", p)
+			}
+			if i := get(got, "spec", "containers", 1, "image"); i != "registry.example.com/log-shipper:1.4" {
+				t.Errorf("image = %v", i)
+			}
+			if l := get(got, "metadata", "labels", "owner"); l != "platform" {
+				t.Errorf("owner = %v", l)
+			}
+		}},
+		{name: "a deployment's template gets the sidecar (autogen)", object: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
+			if n := get(got, "spec", "template", "spec", "containers", 1, "name"); n != "log-shipper" {
+				t.Errorf("template containers[1].name = %v", n)
+			}
+		}},
+		{name: "another namespace is left alone", object: `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: other}
+spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
+			if n := len(get(got, "spec", "containers").([]any)); n != 1 {
+				t.Errorf("%d containers", n)
+			}
+			if l := get(got, "metadata", "labels", "owner"); l != nil {
+				t.Errorf("owner = %v", l)
+			}
+		}},
+		{name: "a configmap gets the owner label", object: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}`, check: func(t *testing.T, got map[string]any) {
+			if l := get(got, "metadata", "labels", "owner"); l != "shop-team" {
+				t.Errorf("owner = %v", l)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, denied := admit(t, c, ev, obj(tc.object), false)
+			if denied != "" {
+				t.Fatalf("denied: %s", denied)
+			}
+			tc.check(t, got)
+		})
+	}
+}
