@@ -100,6 +100,6 @@ cluster as an admission webhook.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newAuditCommand(), newMigrateCheckCommand(), newVersionCommand())
+	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newAuditCommand(), newMigrateCheckCommand(), newLSPCommand(), newVersionCommand())
 	return root
 }
