@@ -49,13 +49,14 @@ type fileState struct {
 
 // newFileState parses one file's content (path names it).
 func newFileState(path string, data []byte) *fileState {
-	fs := &fileState{data: data, parsed: parseFile(data), suite: policytest.IsSuiteFile(path)}
+	fs := &fileState{data: data, suite: policytest.IsSuiteFile(path)}
 	if len(data) > maxFileSize {
 		fs.errs = manifest.ErrorList{{Source: manifest.Source{File: path, Item: -1}, Line: 1, Err: fmt.Errorf("the file is %d bytes, over the %d bytes the language server reads", len(data), maxFileSize)}}
 		fs.set = &manifest.Set{}
-		fs.parsed = parseFile(nil)
+		fs.parsed = &parsedFile{text: newText(data)}
 		return fs
 	}
+	fs.parsed = parseFile(data)
 	if fs.suite {
 		_, fs.suiteErr = policytest.ParseSuite(path, data)
 		fs.set = &manifest.Set{}
@@ -284,6 +285,14 @@ func celRange(f *parsedFile, n *yaml.Node, line, col int) protocol.Range {
 	i := celIndex(n.Value, line, col)
 	offs := scalarOffsets(f.text, n)
 	runes := []rune(n.Value)
+	// A selection's position is its dot (cel-go's): the field name after
+	// it is what is wrong.
+	if i+1 < len(runes) && runes[i] == '?' && runes[i+1] == '.' {
+		i++
+	}
+	if i+1 < len(runes) && runes[i] == '.' && isIdentRune(runes[i+1]) {
+		i++
+	}
 	j := i
 	for j < len(runes) && isIdentRune(runes[j]) {
 		j++

@@ -172,9 +172,11 @@ func (a *Analysis) completeSelection(site *celSite, root string, segs []string, 
 			}
 		}
 	}
-	if len(segs) > 0 || root != "variables" {
+	// The member functions, once a name is begun or where no field
+	// follows (a list, a string, a variable's value).
+	if (len(segs) > 0 || root != "variables") && (partial != "" || len(items) == 0) {
 		for _, fn := range functions {
-			if strings.HasPrefix(fn.name, partial) && !strings.Contains(fn.name, ".") && fn.name != "has" && fn.name != "Object" && fn.name != "JSONPatch" && len(partial) > 0 {
+			if strings.HasPrefix(fn.name, partial) && !strings.Contains(fn.name, ".") && fn.name != "has" && fn.name != "Object" && fn.name != "JSONPatch" && fn.name != "quantity" && fn.name != "isQuantity" && fn.name != "url" && fn.name != "ip" && fn.name != "cidr" && fn.name != "duration" && fn.name != "timestamp" {
 				items = append(items, protocol.CompletionItem{Label: fn.name, Kind: protocol.CompletionItemKindMethod, Detail: fn.sig})
 			}
 		}
@@ -478,7 +480,11 @@ func (s *Server) hover(path string, pos protocol.Position) *protocol.Hover {
 	if len(parts) == 0 {
 		return nil
 	}
-	start, stop := site.offs[min(i, len(site.offs)-1)], site.offs[min(end, len(site.offs)-1)]
+	begin := min(i, len(expr))
+	for begin > 0 && isIdentRune(expr[begin-1]) {
+		begin--
+	}
+	start, stop := site.offs[begin], site.offs[min(end, len(site.offs)-1)]
 	r := protocol.Range{Start: f.parsed.text.position(start), End: f.parsed.text.position(stop)}
 	return &protocol.Hover{Contents: protocol.MarkupContent{Kind: protocol.Markdown, Value: strings.Join(parts, "\n\n---\n\n")}, Range: &r}
 }
