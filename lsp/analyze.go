@@ -11,7 +11,9 @@ import (
 
 	"go.lsp.dev/protocol"
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -31,6 +33,8 @@ type Analysis struct {
 	// compiled holds the compilation of each MutatingAdmissionPolicy by
 	// name.
 	compiled map[string]*compiler.Policy
+	// schemas caches the kinds' schemas resolved.
+	schemas map[schema.GroupVersionKind]*spec.Schema
 	// Diagnostics holds every file's diagnostics, by path (an empty list
 	// for a file without any, so that a client clears what it showed).
 	Diagnostics map[string][]protocol.Diagnostic
@@ -80,9 +84,49 @@ func newFileState(path string, data []byte) *fileState {
 // diagnostic and no analysis.
 const maxFileSize = 4 << 20
 
-// analyze runs what `mutatis lint` runs over files (by path), with comp.
-func analyze(comp *compiler.Compiler, files map[string]*fileState) *Analysis {
-	a := &Analysis{files: files, set: &manifest.Set{}, compiled: map[string]*compiler.Policy{}, Diagnostics: map[string][]protocol.Diagnostic{}}
+// policyCache keeps the checks of each policy revision from one analysis
+// to the next while the workspace's other objects (CRDs, params: what the
+// checks read beside the policy) are the same.
+type policyCache struct {
+	fingerprint string
+	policies    map[string]policyResult
+	next        map[string]policyResult
+}
+
+// policyResult is what the checks of one policy found.
+type policyResult struct {
+	findings []lint.Finding
+	errs     field.ErrorList
+}
+
+// reset empties the cache when the objects' fingerprint changed.
+func (c *policyCache) reset(fingerprint string) {
+	if c.fingerprint != fingerprint || c.policies == nil {
+		c.fingerprint, c.policies = fingerprint, map[string]policyResult{}
+	}
+	c.next = map[string]policyResult{}
+}
+
+// objectsFingerprint names the contents of the files that hold objects
+// other than policies and bindings: a file's state is new whenever its
+// text changes.
+func objectsFingerprint(paths []string, files map[string]*fileState) string {
+	var b strings.Builder
+	for _, p := range paths {
+		if f := files[p]; len(f.set.Objects) > 0 {
+			fmt.Fprintf(&b, "%s\x00%p\x00", p, f)
+		}
+	}
+	return b.String()
+}
+
+// analyze runs what `mutatis lint` runs over files (by path), with comp;
+// cache (nil: none) keeps the checks of unchanged policies.
+func analyze(comp *compiler.Compiler, files map[string]*fileState, cache *policyCache) *Analysis {
+	if cache == nil {
+		cache = &policyCache{}
+	}
+	a := &Analysis{schemas: map[schema.GroupVersionKind]*spec.Schema{}, files: files, set: &manifest.Set{}, compiled: map[string]*compiler.Policy{}, Diagnostics: map[string][]protocol.Diagnostic{}}
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -102,23 +146,36 @@ func analyze(comp *compiler.Compiler, files map[string]*fileState) *Analysis {
 	a.crds = crds
 	problems = append(problems, crdProblems...)
 	var findings []lint.Finding
+	checker := lint.NewChecker(a.set.Objects, false)
+	cache.reset(objectsFingerprint(paths, files))
 	for _, p := range a.set.Policies {
 		cp, err := comp.Compile(p.Policy)
 		if err != nil {
 			continue
 		}
 		a.compiled[p.Policy.Name] = cp
-		if errs, err := comp.Validate(p.Policy); err == nil && len(errs) > 0 {
-			problems = append(problems, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Errs: errs})
-		}
-		for _, e := range crds.Estimates(p.Policy, cp) {
-			if e.Cost.Unbounded() || e.Cost.Max <= compiler.PerCallLimit {
-				continue
+		key := p.Source.String() + "\x00" + compiler.Key(p.Policy)
+		r, ok := cache.policies[key]
+		if !ok {
+			r = policyResult{findings: checker.Policy(p, cp)}
+			if errs, err := comp.Validate(p.Policy); err == nil && len(errs) > 0 {
+				r.errs = errs
 			}
-			findings = append(findings, lint.Finding{Severity: lint.Warning, Check: "cost", Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Field: e.Expression.Path.String(),
-				Message: fmt.Sprintf("estimated cost %d exceeds the per-call limit %d: evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"", e.Cost.Max, uint64(compiler.PerCallLimit))})
+			for _, e := range crds.Estimates(p.Policy, cp) {
+				if e.Cost.Unbounded() || e.Cost.Max <= compiler.PerCallLimit {
+					continue
+				}
+				r.findings = append(r.findings, lint.Finding{Severity: lint.Warning, Check: "cost", Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Field: e.Expression.Path.String(),
+					Message: fmt.Sprintf("estimated cost %d exceeds the per-call limit %d: evaluations on inputs of the estimated sizes fail with \"operation cancelled: actual cost limit exceeded\"", e.Cost.Max, uint64(compiler.PerCallLimit))})
+			}
 		}
+		cache.next[key] = r
+		if len(r.errs) > 0 {
+			problems = append(problems, &manifest.Error{Source: p.Source, Kind: "MutatingAdmissionPolicy", Name: p.Policy.Name, Errs: r.errs})
+		}
+		findings = append(findings, r.findings...)
 	}
+	cache.policies, cache.next = cache.next, nil
 	for _, p := range a.set.Rejected {
 		if errs, err := comp.Validate(p.Policy); err == nil {
 			for _, e := range problems {
@@ -127,12 +184,6 @@ func analyze(comp *compiler.Compiler, files map[string]*fileState) *Analysis {
 					break
 				}
 			}
-		}
-	}
-	checker := lint.NewChecker(a.set.Objects, false)
-	for _, p := range a.set.Policies {
-		if cp := a.compiled[p.Policy.Name]; cp != nil {
-			findings = append(findings, checker.Policy(p, cp)...)
 		}
 	}
 	for _, p := range a.set.ValidatingPolicies {

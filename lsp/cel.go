@@ -203,10 +203,14 @@ func (a *Analysis) schemaOf(gvk schema.GroupVersionKind) *spec.Schema {
 	if a.crds == nil {
 		return nil
 	}
+	if s, ok := a.schemas[gvk]; ok {
+		return s
+	}
 	s, err := a.crds.ResolveSchema(gvk)
 	if err != nil {
-		return nil
+		s = nil
 	}
+	a.schemas[gvk] = s
 	return s
 }
 

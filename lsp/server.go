@@ -42,6 +42,7 @@ type Server struct {
 	root  string
 	// analysis is the last analysis of files.
 	analysis *Analysis
+	cache    policyCache
 	shutdown bool
 }
 
@@ -368,7 +369,7 @@ func isManifest(path string) bool {
 // current is the analysis of the files as they are now.
 func (s *Server) current() *Analysis {
 	if s.analysis == nil {
-		s.analysis = analyze(s.comp, s.files)
+		s.analysis = analyze(s.comp, s.files, &s.cache)
 	}
 	return s.analysis
 }
