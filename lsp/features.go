@@ -11,6 +11,7 @@ import (
 	"go.lsp.dev/uri"
 	yaml "go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -799,15 +800,89 @@ func (s *Server) codeActions(path string, rng protocol.Range) []protocol.CodeAct
 }
 
 // codeLenses answers textDocument/codeLens: a suite file gets "Run
-// suite", whose command runs it through policytest.
+// suite", whose command runs it through policytest; a policy, the
+// bindings of the workspace that bind it and the params they name.
 func (s *Server) codeLenses(path string) []protocol.CodeLens {
-	if !policytest.IsSuiteFile(path) {
+	if policytest.IsSuiteFile(path) {
+		return []protocol.CodeLens{{
+			Range:   protocol.Range{},
+			Command: &protocol.Command{Title: "▶ Run suite", Command: CommandRunSuite, Arguments: []any{string(uri.File(path))}},
+		}}
+	}
+	a := s.current()
+	f := a.files[path]
+	if f == nil {
 		return nil
 	}
-	return []protocol.CodeLens{{
-		Range:   protocol.Range{},
-		Command: &protocol.Command{Title: "▶ Run suite", Command: CommandRunSuite, Arguments: []any{string(uri.File(path))}},
-	}}
+	var out []protocol.CodeLens
+	lens := func(doc int, title string) {
+		if doc < 0 || doc >= len(f.parsed.docs) {
+			return
+		}
+		n, _, whole := fieldNode(f.parsed.docs[doc], "metadata.name")
+		if !whole || n.Kind != yaml.ScalarNode {
+			return
+		}
+		loc := location(path, f.parsed, n)
+		out = append(out, protocol.CodeLens{Range: loc.Range, Command: &protocol.Command{Title: title}})
+	}
+	for _, p := range a.set.Policies {
+		if p.Source.File != path {
+			continue
+		}
+		var names, params []string
+		for _, b := range a.set.Bindings {
+			if b.Binding.Spec.PolicyName != p.Policy.Name {
+				continue
+			}
+			names = append(names, b.Binding.Name)
+			if pr := b.Binding.Spec.ParamRef; pr != nil {
+				switch {
+				case pr.Name != "":
+					params = append(params, pr.Name)
+				case pr.Selector != nil:
+					params = append(params, "selector "+metav1LabelSelector(pr.Selector))
+				}
+			}
+		}
+		lens(p.Source.Doc, bindingsTitle(names, params))
+	}
+	for _, p := range a.set.ValidatingPolicies {
+		if p.Source.File != path {
+			continue
+		}
+		var names, params []string
+		for _, b := range a.set.ValidatingBindings {
+			if b.Binding.Spec.PolicyName == p.Policy.Name {
+				names = append(names, b.Binding.Name)
+				if pr := b.Binding.Spec.ParamRef; pr != nil && pr.Name != "" {
+					params = append(params, pr.Name)
+				}
+			}
+		}
+		lens(p.Source.Doc, bindingsTitle(names, params))
+	}
+	return out
+}
+
+// bindingsTitle says which bindings bind a policy and with which params.
+func bindingsTitle(names, params []string) string {
+	if len(names) == 0 {
+		return "no binding in the workspace: the policy never runs"
+	}
+	t := "bound by " + strings.Join(names, ", ")
+	if len(params) > 0 {
+		t += " · params " + strings.Join(params, ", ")
+	}
+	return t
+}
+
+func metav1LabelSelector(sel *metav1.LabelSelector) string {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return "?"
+	}
+	return s.String()
 }
 
 // executeCommand runs the suite a code lens names (policytest.RunFiles,

@@ -316,6 +316,13 @@ func TestSession(t *testing.T) {
 		t.Errorf("definition of policyName: %+v", locs)
 	}
 
+	// The policy's lens: its binding.
+	var lenses []protocol.CodeLens
+	c.call(protocol.MethodTextDocumentCodeLens, protocol.CodeLensParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri.File(policy)}}, &lenses)
+	if len(lenses) != 1 || lenses[0].Command.Title != "bound by inject-logging-sidecar" || rangeText(text, lenses[0].Range) != "inject-logging-sidecar" {
+		t.Errorf("lenses: %+v", lenses)
+	}
+
 	// Code action: a policy without reinvocationPolicy.
 	noReinv := strings.Replace(text, "  reinvocationPolicy: IfNeeded\n", "", 1)
 	ds = c.change(policy, noReinv, 6)
