@@ -314,7 +314,7 @@ func (s *Server) initialize(p protocol.InitializeParams) *protocol.InitializeRes
 		Capabilities: protocol.ServerCapabilities{
 			TextDocumentSync: &protocol.TextDocumentSyncOptions{OpenClose: true, Change: protocol.TextDocumentSyncKindFull},
 			CompletionProvider: &protocol.CompletionOptions{
-				TriggerCharacters: []string{".", "{", " "},
+				TriggerCharacters: []string{".", "{", ","},
 			},
 			HoverProvider:          true,
 			DefinitionProvider:     true,
