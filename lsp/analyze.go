@@ -283,7 +283,7 @@ func (a *Analysis) diagnostics(fs *fileState, f lint.Finding) []protocol.Diagnos
 	value, key, whole := fieldNode(root, f.Field)
 	if value.Kind == yaml.ScalarNode && whole {
 		if f.CELLine > 0 {
-			d.Range = celRange(fs.parsed, value, f.CELLine, f.CELColumn)
+			d.Range = celRange(fs.parsed, value, f.CELLine, f.CELColumn, fieldNamed(f.Message))
 			return []protocol.Diagnostic{d}
 		}
 		if ms := celError.FindAllStringSubmatch(f.Message, -1); ms != nil {
@@ -293,7 +293,7 @@ func (a *Analysis) diagnostics(fs *fileState, f lint.Finding) []protocol.Diagnos
 				c, _ := strconv.Atoi(m[2])
 				e := d
 				e.Message = strings.TrimSpace(m[3])
-				e.Range = celRange(fs.parsed, value, l, c)
+				e.Range = celRange(fs.parsed, value, l, c, "")
 				out = append(out, e)
 			}
 			return out
@@ -329,13 +329,31 @@ func nodeRange(f *parsedFile, value, key *yaml.Node, whole bool) protocol.Range 
 	return protocol.Range{Start: f.text.position(start), End: f.text.position(f.text.lineEnd(lineOf(f.text.lines, start)))}
 }
 
+// fieldMessage finds the field a finding's message names: field "x" ….
+var fieldMessage = regexp.MustCompile(`^field "([A-Za-z_][A-Za-z0-9_]*)"`)
+
+func fieldNamed(msg string) string {
+	if m := fieldMessage.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // celRange is the range of the CEL token at line:column (1-based, in
 // characters) of the expression held by scalar n: from that character to
 // the end of the identifier or number it starts, one character at least.
-func celRange(f *parsedFile, n *yaml.Node, line, col int) protocol.Range {
+// A finding about a field (name) whose position is a macro's (has(…)
+// is placed on its parenthesis) is moved to the first selection of name
+// from there on.
+func celRange(f *parsedFile, n *yaml.Node, line, col int, name string) protocol.Range {
 	i := celIndex(n.Value, line, col)
 	offs := scalarOffsets(f.text, n)
 	runes := []rune(n.Value)
+	if name != "" {
+		if j := selectionOf(runes, i, name); j >= 0 {
+			i = j
+		}
+	}
 	// A selection's position is its dot (cel-go's): the field name after
 	// it is what is wrong.
 	if i+1 < len(runes) && runes[i] == '?' && runes[i+1] == '.' {
@@ -369,6 +387,27 @@ func celIndex(expr string, line, col int) int {
 		i++
 	}
 	return i
+}
+
+// selectionOf is the index of the first ".name" (or the name itself at
+// i) from i on, not followed by an identifier character; -1 if none.
+func selectionOf(runes []rune, i int, name string) int {
+	target := []rune(name)
+	for j := i; j+len(target) <= len(runes); j++ {
+		if string(runes[j:j+len(target)]) != name || (j > 0 && runes[j-1] != '.' && j != i) {
+			continue
+		}
+		if e := j + len(target); e < len(runes) && isIdentRune(runes[e]) {
+			continue
+		}
+		if j > 0 && runes[j-1] == '.' {
+			return j - 1
+		}
+		if j == i {
+			return j
+		}
+	}
+	return -1
 }
 
 func isIdentRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }

@@ -59,9 +59,13 @@ func (a *Analysis) celSiteAt(path string, off int) (*celSite, bool) {
 	site := &celSite{file: f, path: b.String(), node: last.node}
 	site.index, site.offs = f.parsed.valueOffset(last.node, off)
 	doc := docIndex(f.parsed, steps[0].node)
-	for i := range a.set.Policies {
-		if p := &a.set.Policies[i]; p.Source.File == path && p.Source.Doc == doc {
-			site.policy = p
+	// A policy API validation refuses (an expression being typed does
+	// not compile) is still the one the cursor is in.
+	for _, list := range [][]manifest.Policy{a.set.Policies, a.set.Rejected} {
+		for i := range list {
+			if p := &list[i]; p.Source.File == path && p.Source.Doc == doc {
+				site.policy = p
+			}
 		}
 	}
 	for i := range a.set.ValidatingPolicies {
