@@ -92,7 +92,7 @@ func FuzzScalarOffsets(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
-		if len(doc) > 1<<14 {
+		if len(doc) > 1<<12 {
 			return
 		}
 		pf := parseFile([]byte(doc))
@@ -106,7 +106,7 @@ func FuzzScalarOffsets(f *testing.F) {
 					if o < 0 || o > len(doc) || (i > 0 && o < offs[i-1]) {
 						t.Fatalf("offsets %v of %q out of order or range", offs, n.Value)
 					}
-					if utf8.ValidString(doc) {
+					if utf8.ValidString(doc) && (i < 64 || i == len(offs)-1) {
 						p := pf.text.position(o)
 						if back := pf.text.offset(p); back != o && !(back < o && strings.ContainsAny(doc[back:o], "\r")) {
 							t.Fatalf("offset %d → %v → %d", o, p, back)
