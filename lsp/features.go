@@ -208,7 +208,11 @@ func fieldItems(s *spec.Schema, partial string) []protocol.CompletionItem {
 		if !strings.HasPrefix(name, partial) {
 			continue
 		}
-		items = append(items, protocol.CompletionItem{Label: name, Kind: protocol.CompletionItemKindField, Detail: typeName(&p), Documentation: p.Description})
+		it := protocol.CompletionItem{Label: name, Kind: protocol.CompletionItemKindField, Detail: typeName(&p)}
+		if p.Description != "" {
+			it.Documentation = p.Description
+		}
+		items = append(items, it)
 	}
 	return items
 }

@@ -272,6 +272,7 @@ func TestSession(t *testing.T) {
 	var list protocol.CompletionList
 	c.call(protocol.MethodTextDocumentCompletion, protocol.CompletionParams{TextDocumentPositionParams: protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri.File(policy)}, Position: pos}}, &list)
 	labels := labelsOf(list.Items)
+	golden(t, "session-completion-object-spec.json", list)
 	for _, want := range []string{"containers", "initContainers", "volumes", "nodeName"} {
 		if !contains(labels, want) {
 			t.Errorf("completion of object.spec.: no %q in %v", want, labels)
@@ -312,6 +313,7 @@ func TestSession(t *testing.T) {
 	var locs []protocol.Location
 	pos = at(t, text, "policyName: inject", len("policyName: "))
 	c.call(protocol.MethodTextDocumentDefinition, protocol.DefinitionParams{TextDocumentPositionParams: protocol.TextDocumentPositionParams{TextDocument: protocol.TextDocumentIdentifier{URI: uri.File(policy)}, Position: pos}}, &locs)
+	golden(t, "session-definition.json", relativeLocations(locs, root))
 	if len(locs) != 1 || rangeText(text, locs[0].Range) != "inject-logging-sidecar" || locs[0].Range.Start.Line != uint32(strings.Count(text[:strings.Index(text, "name: inject-logging-sidecar")], "\n")) {
 		t.Errorf("definition of policyName: %+v", locs)
 	}
@@ -369,6 +371,17 @@ func applyEdits(text string, edits []protocol.TextEdit) string {
 		text = text[:tx.offset(e.Range.Start)] + e.NewText + text[tx.offset(e.Range.End):]
 	}
 	return text
+}
+
+// relativeLocations names the files of locs relative to the workspace,
+// for golden files.
+func relativeLocations(locs []protocol.Location, root string) []protocol.Location {
+	out := make([]protocol.Location, len(locs))
+	for i, l := range locs {
+		rel, _ := filepath.Rel(root, l.URI.Filename())
+		out[i] = protocol.Location{URI: uri.URI("workspace:///" + filepath.ToSlash(rel)), Range: l.Range}
+	}
+	return out
 }
 
 func labelsOf(items []protocol.CompletionItem) []string {
