@@ -103,6 +103,6 @@ cluster as an admission webhook.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newAuditCommand(), newMigrateCheckCommand(), newConvertCommand(), newVersionCommand())
+	root.AddCommand(newLintCommand(), newApplyCommand(), newTestCommand(), newCostCommand(), newBenchCommand(), newServeCommand(), newCertsCommand(), newReviewCommand(), newAuditCommand(), newMigrateCheckCommand(), newConvertCommand(), newLSPCommand(), newVersionCommand())
 	return root
 }
