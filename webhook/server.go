@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -285,9 +286,11 @@ const readHeaderTimeout = 10 * time.Second
 
 // Serve serves HTTPS on ln until ctx is done, then shuts down gracefully:
 // it drains for DrainPeriod (readiness down, HTTP/1.1 keep-alives ended
-// answer by answer), then stops accepting connections and waits, up to
-// ShutdownTimeout, for the reviews in flight to be answered. It returns
-// nil after a graceful shutdown. ln is closed on return.
+// answer by answer), then stops accepting connections (after those the
+// listener's backlog holds), waits for every HTTP/1.1 request already on
+// its way to reach a handler, and waits for the reviews in flight to be
+// answered, the two waits together up to ShutdownTimeout. It returns nil
+// after a graceful shutdown. ln is closed on return.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -313,14 +316,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return context.WithValue(ctx, connKey{}, c)
 	}
 	srv.Handler = pending.reached(srv.Handler)
-	ln = &closeOnce{Listener: ln}
+	fl := &finishingListener{Listener: ln, closed: make(chan struct{})}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	go func() { errc <- srv.ServeTLS(fl, "", "") }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+	deadline := time.Now().Add(s.opts.ShutdownTimeout)
 	if d := s.opts.DrainPeriod; d > 0 {
 		s.draining.Store(true)
 		s.log.Info("shutting down: draining (readiness down, HTTP/1.1 keep-alives closed after each answer)", "drain", d.String())
@@ -329,14 +333,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case err := <-errc:
 			return err
 		}
+		deadline = time.Now().Add(s.opts.ShutdownTimeout)
 		// net/http's Shutdown drops a request it reads after it began
-		// (it closes the connection unanswered): stop accepting first, and
-		// let the connections already accepted bring their requests in.
-		_ = ln.Close()
-		pending.settle(acceptSettle)
+		// (it closes the connection unanswered): stop accepting first,
+		// taking in the connections the kernel has queued, and let the
+		// connections accepted bring their requests in.
+		fl.finish(backlogQuiet, backlogMax)
+		pending.settle(deadline)
 	}
 	s.log.Info("shutting down: waiting for in-flight reviews", "timeout", s.opts.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, net.ErrClosed) && serveErr != nil && err == nil {
@@ -395,36 +401,62 @@ func (d *drainWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (d *drainWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
-// acceptSettle bounds the wait, at the end of a drain, for the connections
-// accepted to bring in their requests: a client sends its request right
-// after the TLS handshake, and one that sends nothing must not hold the
-// shutdown for ReadHeaderTimeout.
-const acceptSettle = time.Second
+// silentAfter is how long, at the end of a drain, a connection's client
+// may have sent nothing while the server waited to read before the
+// connection is no longer waited for: a client sends its TLS ClientHello
+// as soon as it is connected and its request right after the handshake,
+// and one that sends nothing must not hold the shutdown for
+// ReadHeaderTimeout. A connection whose bytes are being read or that the
+// server has not yet come to read (hundreds of TLS handshakes queued on a
+// loaded machine take seconds) is waited for, up to the ShutdownTimeout;
+// so is an idle keep-alive connection for the first silentAfter of its
+// idleness, for a request its client may just have sent.
+const silentAfter = time.Second
+
+// backlogQuiet and backlogMax bound the accepting of the listener's backlog
+// at the end of a drain: it goes on until no connection has been queued for
+// backlogQuiet, at most backlogMax. Closing a listening socket resets the
+// connections the kernel queued on it; over TLS their clients learn it in
+// the handshake, before they have sent a request, but they are refused.
+const (
+	backlogQuiet = 50 * time.Millisecond
+	backlogMax   = time.Second
+)
 
 type connKey struct{}
 
 // unanswered tracks the HTTP/1.x connections whose request may have been
 // read but has not reached a handler: accepted and not yet through their
-// first request, or active with a request being read. HTTP/2 connections
+// first request, active with a request being read, or idle (their next
+// request may be on its way). HTTP/2 connections
 // are not tracked: Shutdown's GOAWAY tells their clients which streams it
 // did not serve.
 type unanswered struct {
-	conns sync.Map // net.Conn → struct{}
+	conns sync.Map // net.Conn → *watchedConn (nil when the listener did not give one)
 }
 
 func (u *unanswered) connState(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
-		u.conns.Store(c, struct{}{})
-	case http.StateActive:
+		u.conns.Store(c, watched(c))
+	case http.StateActive, http.StateIdle:
 		if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
 			u.conns.Delete(c)
 			return
 		}
-		u.conns.Store(c, struct{}{})
+		u.conns.Store(c, watched(c))
 	default:
 		u.conns.Delete(c)
 	}
+}
+
+// watched is the *watchedConn under c, nil if there is none.
+func watched(c net.Conn) *watchedConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	w, _ := c.(*watchedConn)
+	return w
 }
 
 // reached marks the connection of a request that got to a handler: net/http
@@ -438,30 +470,106 @@ func (u *unanswered) reached(h http.Handler) http.Handler {
 	})
 }
 
-// settle waits until no tracked connection is left, at most max.
-func (u *unanswered) settle(max time.Duration) {
-	deadline := time.Now().Add(max)
+// settle waits until every tracked connection has brought its request to a
+// handler or closed, or been silent for silentAfter, at most until
+// deadline.
+func (u *unanswered) settle(deadline time.Time) {
 	for time.Now().Before(deadline) {
-		empty := true
-		u.conns.Range(func(any, any) bool {
-			empty = false
-			return false
+		waiting := false
+		u.conns.Range(func(_, v any) bool {
+			w, _ := v.(*watchedConn)
+			if w == nil || !w.silent(silentAfter) {
+				waiting = true
+				return false
+			}
+			return true
 		})
-		if empty {
+		if !waiting {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// closeOnce is a listener that can be closed before Shutdown closes it.
-type closeOnce struct {
-	net.Listener
-	once sync.Once
-	err  error
+// watchedConn is an accepted connection that records how long the server
+// has been waiting to read from it.
+type watchedConn struct {
+	net.Conn
+	// readingSince is the UnixNano at which the Read under way began, 0
+	// when none is.
+	readingSince atomic.Int64
 }
 
-func (c *closeOnce) Close() error {
-	c.once.Do(func() { c.err = c.Listener.Close() })
-	return c.err
+func (w *watchedConn) Read(b []byte) (int, error) {
+	w.readingSince.Store(time.Now().UnixNano())
+	defer w.readingSince.Store(0)
+	return w.Conn.Read(b)
+}
+
+// silent tells whether a Read has been waiting for the client for d.
+func (w *watchedConn) silent(d time.Duration) bool {
+	since := w.readingSince.Load()
+	return since != 0 && time.Since(time.Unix(0, since)) >= d
+}
+
+// finishingListener is a listener that can be closed before Shutdown closes
+// it, after the connections its backlog holds have been accepted.
+type finishingListener struct {
+	net.Listener
+	// stopBy, when not zero, is the UnixNano after which no connection is
+	// accepted (finish was called).
+	stopBy atomic.Int64
+	once   sync.Once
+	err    error
+	closed chan struct{} // closed with the listener
+}
+
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// Accept accepts a connection; after finish, only one the backlog holds.
+func (l *finishingListener) Accept() (net.Conn, error) {
+	dl, canWait := l.Listener.(deadliner)
+	if stop := l.stopBy.Load(); stop != 0 {
+		if !canWait || time.Now().UnixNano() >= stop {
+			_ = l.Close()
+			return nil, net.ErrClosed
+		}
+		_ = dl.SetDeadline(time.Unix(0, min(time.Now().Add(backlogQuiet).UnixNano(), stop)))
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		if l.stopBy.Load() != 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = l.Close()
+			return nil, net.ErrClosed
+		}
+		return nil, err
+	}
+	return &watchedConn{Conn: c}, nil
+}
+
+// finish makes Accept take in the connections queued until none has been
+// for quiet, at most for max, and then close the listener; it returns when
+// the listener is closed.
+func (l *finishingListener) finish(quiet, max time.Duration) {
+	l.stopBy.Store(time.Now().Add(max).UnixNano())
+	dl, ok := l.Listener.(deadliner)
+	if !ok {
+		_ = l.Close()
+		return
+	}
+	// Wakes an Accept waiting without a deadline.
+	_ = dl.SetDeadline(time.Now().Add(quiet))
+	select {
+	case <-l.closed:
+	case <-time.After(max + quiet):
+		_ = l.Close() // the server no longer accepts
+	}
+}
+
+func (l *finishingListener) Close() error {
+	l.once.Do(func() {
+		l.err = l.Listener.Close()
+		close(l.closed)
+	})
+	return l.err
 }
