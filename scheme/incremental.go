@@ -3,7 +3,6 @@ package scheme
 import (
 	"math"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -51,8 +50,9 @@ type inertKind struct {
 	nested map[string]map[string]inertness
 }
 
-// inertKinds is inertTable by kind, built on first use.
-var inertKinds = sync.OnceValue(func() map[schema.GroupVersionKind]*inertKind {
+// inertKinds is inertTable by kind (a Scheme builds it on first use:
+// Scheme.inert).
+func inertKinds() map[schema.GroupVersionKind]*inertKind {
 	out := make(map[schema.GroupVersionKind]*inertKind, len(inertTable))
 	for _, e := range inertTable {
 		k := &inertKind{top: map[string]inertness{}, nested: map[string]map[string]inertness{}}
@@ -74,7 +74,7 @@ var inertKinds = sync.OnceValue(func() map[schema.GroupVersionKind]*inertKind {
 		out[schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}] = k
 	}
 	return out
-})
+}
 
 // DefaultFrom is Default(obj, gvk) for obj derived from base: base is an
 // object of kind gvk that Default returns as it is (a result of Default),
@@ -84,7 +84,7 @@ var inertKinds = sync.OnceValue(func() map[schema.GroupVersionKind]*inertKind {
 // without running the defaulters; otherwise it is Default(obj, gvk).
 func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if obj != nil && base != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
-		if k := inertKinds()[gvk]; k != nil && k.onlyInertChanges(obj, base) {
+		if k := s.inert()[gvk]; k != nil && k.onlyInertChanges(obj, base) {
 			return obj, nil
 		}
 	}

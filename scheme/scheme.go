@@ -19,6 +19,7 @@ package scheme
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -39,12 +40,14 @@ type Scheme struct {
 	plans planner
 	// crs are the custom resources of the run.
 	crs *CustomResources
+	// inert is inertKinds, built once on first use (DefaultFrom).
+	inert func() map[schema.GroupVersionKind]*inertKind
 }
 
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources()}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), inert: sync.OnceValue(inertKinds)}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or
