@@ -154,4 +154,17 @@ TOTAL             3/4          1/1       1/1               1/2       2/2        
 	if !strings.Contains(buf.String(), `"validating": {`) || !strings.Contains(buf.String(), `"kind": "auditAnnotation"`) {
 		t.Errorf("JSON lacks the validating report:\n%s", buf.String())
 	}
+	buf.Reset()
+	if err := full.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<td><a href="#validating-max-replicas">max-replicas</a></td><td>3/4</td><td>1/1</td><td>1/1</td><td>1/2</td><td>2/2</td><td>1/2</td><td>75.0%</td>`,
+		`<pre class="source partial" data-key="max-replicas/spec.validations[1].expression">object.spec.replicas &gt; 0</pre>`,
+		`<li class="binding uncovered">dev-only: validations ran 0 times, selected 0 times</li>`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("HTML lacks %s:\n%s", want, buf.String())
+		}
+	}
 }
