@@ -38,8 +38,9 @@ type applyResult struct {
 	// ValidatingAdmissionPolicies', the validating webhooks'), keyed as
 	// kube-apiserver records them.
 	AuditAnnotations map[string]string `json:"auditAnnotations"`
-	// Status is the refusal as kube-apiserver returns it, when refused.
-	Status *metav1.Status `json:"status,omitempty"`
+	// Status is the refusal as kube-apiserver returns it (its code,
+	// reason and message), when refused.
+	Status *resultStatus `json:"status,omitempty"`
 	// Error tells why an object of several was bad input (exit 2); the
 	// fields of kube-apiserver's answer are then empty.
 	Error string `json:"error,omitempty"`
@@ -104,17 +105,23 @@ func badApplyResult(obj manifest.Object, kind, ns, name, why string) *applyResul
 	return &applyResult{Source: obj.Source.String(), Kind: kind, Namespace: ns, Name: name, Warnings: []string{}, AuditAnnotations: map[string]string{}, Error: why}
 }
 
+// resultStatus is the refusal of a request: the fields of the Status
+// kube-apiserver returns that test/e2e holds mutatis' to (its details are
+// left out).
+type resultStatus struct {
+	Kind       string              `json:"kind"`
+	APIVersion string              `json:"apiVersion"`
+	Status     string              `json:"status"`
+	Message    string              `json:"message"`
+	Reason     metav1.StatusReason `json:"reason"`
+	Code       int32               `json:"code"`
+}
+
 // statusOf is the Status of a refusal as kube-apiserver's response
-// carries it (kind Status, apiVersion v1).
-func statusOf(err *apierrors.StatusError) *metav1.Status {
+// carries it (kind Status, apiVersion v1, status Failure).
+func statusOf(err *apierrors.StatusError) *resultStatus {
 	s := err.ErrStatus
-	if s.Kind == "" {
-		s.Kind, s.APIVersion = "Status", "v1"
-	}
-	if s.Status == "" {
-		s.Status = metav1.StatusFailure
-	}
-	return &s
+	return &resultStatus{Kind: "Status", APIVersion: "v1", Status: metav1.StatusFailure, Message: s.Message, Reason: s.Reason, Code: s.Code}
 }
 
 // printApplyResults prints results as -o result does: the one result
