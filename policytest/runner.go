@@ -34,9 +34,16 @@ type Options struct {
 	// NewCompiler returns the compiler every suite of the run is compiled
 	// with (e.g. one instrumented for coverage); nil means compiler.New.
 	NewCompiler func() (*compiler.Compiler, error)
+	// NewValidatingCompiler returns the compiler of the run's
+	// ValidatingAdmissionPolicies (e.g. one observed for coverage,
+	// coverage.Recorder.ValidatingCompiler); nil means
+	// validating.NewCompiler.
+	NewValidatingCompiler func() *validating.Compiler
 	// Observe, when set, is handed the chain.Result of every case's
-	// admission (not the extra admissions of Shuffle and Idempotence). It
-	// is called from several goroutines at once.
+	// admission (not the extra admissions of Shuffle and Idempotence),
+	// and then that of its validating stage when ValidatingAdmissionPolicies
+	// evaluated it (Result.Validations). It is called from several
+	// goroutines at once.
 	Observe func(chain.Result)
 	// Done, when set, is handed every case's result as soon as the case
 	// has run (e.g. to stream events, WriteEvents). It is called from
@@ -194,7 +201,11 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.Orders <= 0 {
 		opts.Orders = 5
 	}
-	return &Runner{opts: opts, comp: comp, vcomp: validating.NewCompiler()}, nil
+	vcomp := validating.NewCompiler
+	if opts.NewValidatingCompiler != nil {
+		vcomp = opts.NewValidatingCompiler
+	}
+	return &Runner{opts: opts, comp: comp, vcomp: vcomp()}, nil
 }
 
 // RunFiles discovers the suites under paths (see Discover), loads and runs
@@ -513,6 +524,9 @@ func (r *Runner) runCase(ctx context.Context, run *suiteRun, lc *loadedCase, cr 
 	cr.Trace = traceOf(o)
 	if r.opts.Observe != nil {
 		r.opts.Observe(o.result)
+		if len(o.validation.Validations) > 0 {
+			r.opts.Observe(o.validation)
+		}
 	}
 	cr.Failures = lc.expect.check(o)
 	ignored, warnings := lc.expect.checkIgnored(o.result, r.opts.Strict)

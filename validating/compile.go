@@ -1,6 +1,7 @@
 package validating
 
 import (
+	"fmt"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -24,6 +25,10 @@ type Compiler struct {
 
 	mu    sync.Mutex
 	cache map[string]compiled // policy name → latest compilation
+
+	// observer, when set, is told about the evaluations of the policies'
+	// expressions (NewObservedCompiler).
+	observer Observer
 }
 
 type compiled struct {
@@ -53,7 +58,7 @@ func (c *Compiler) Compile(p *admissionregistrationv1.ValidatingAdmissionPolicy)
 		return cp.validator
 	}
 	c.mu.Unlock()
-	v := compilePolicy(c.env(), p)
+	v := compilePolicy(c.env(), p, c.observer)
 	c.mu.Lock()
 	c.cache[p.Name] = compiled{key: key, validator: v}
 	c.mu.Unlock()
@@ -63,8 +68,10 @@ func (c *Compiler) Compile(p *admissionregistrationv1.ValidatingAdmissionPolicy)
 // compilePolicy is k8s.io/apiserver v0.37.1's compilePolicy
 // (pkg/admission/plugin/policy/validating/plugin.go), which is unexported:
 // the same compiler, options, accessors and order, over env (its
-// composition environment template).
-func compilePolicy(env *environment.EnvSet, policy *admissionregistrationv1.ValidatingAdmissionPolicy) upstream.Validator {
+// composition environment template). With an observer o, the compiled
+// evaluators, matcher and variable programs are upstream's, wrapped to
+// tell o of their results, which they pass through unchanged.
+func compilePolicy(env *environment.EnvSet, policy *admissionregistrationv1.ValidatingAdmissionPolicy, o Observer) upstream.Validator {
 	hasParam := policy.Spec.ParamKind != nil
 	optionalVars := plugincel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: true}
 	expressionOptionalVars := plugincel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: false}
@@ -78,6 +85,15 @@ func compilePolicy(env *environment.EnvSet, policy *admissionregistrationv1.Vali
 	for i, v := range policy.Spec.Variables {
 		variables[i] = &upstream.Variable{Name: v.Name, Expression: v.Expression}
 	}
+	if o != nil {
+		// CompileAndStoreVariables compiles through the embedded Compiler
+		// (the conditions through their own ConditionCompiler).
+		paths := make(map[string]string, len(variables))
+		for i, v := range policy.Spec.Variables {
+			paths[v.Name] = fmt.Sprintf("spec.variables[%d].expression", i)
+		}
+		filterCompiler.Compiler = &observedCompiler{Compiler: filterCompiler.Compiler, o: o, policy: policy.Name, paths: paths}
+	}
 	filterCompiler.CompileAndStoreVariables(variables, optionalVars, environment.StoredExpressions)
 
 	if mcs := policy.Spec.MatchConditions; len(mcs) > 0 {
@@ -86,6 +102,13 @@ func compilePolicy(env *environment.EnvSet, policy *admissionregistrationv1.Vali
 			accessors[i] = (*matchconditions.MatchCondition)(&mcs[i])
 		}
 		matcher = matchconditions.NewMatcher(filterCompiler.CompileCondition(accessors, optionalVars, environment.StoredExpressions), failurePolicy, "policy", "validate", policy.Name)
+		if o != nil {
+			names := make([]string, len(mcs))
+			for i, mc := range mcs {
+				names[i] = mc.Name
+			}
+			matcher = &observedMatcher{Matcher: matcher, o: o, policy: policy.Name, names: names}
+		}
 	}
 	validations := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
 	messages := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
@@ -99,12 +122,25 @@ func compilePolicy(env *environment.EnvSet, policy *admissionregistrationv1.Vali
 	for i, a := range policy.Spec.AuditAnnotations {
 		annotations[i] = &upstream.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 	}
-	return upstream.NewValidator(
-		filterCompiler.CompileCondition(validations, optionalVars, environment.StoredExpressions),
-		matcher,
-		filterCompiler.CompileCondition(annotations, optionalVars, environment.StoredExpressions),
-		filterCompiler.CompileCondition(messages, expressionOptionalVars, environment.StoredExpressions),
-		failurePolicy,
-		nil,
-	)
+	validationFilter := filterCompiler.CompileCondition(validations, optionalVars, environment.StoredExpressions)
+	annotationFilter := filterCompiler.CompileCondition(annotations, optionalVars, environment.StoredExpressions)
+	messageFilter := filterCompiler.CompileCondition(messages, expressionOptionalVars, environment.StoredExpressions)
+	if o != nil {
+		validationPaths := make([]string, len(policy.Spec.Validations))
+		messagePaths := make([]string, len(policy.Spec.Validations))
+		for i, v := range policy.Spec.Validations {
+			validationPaths[i] = fmt.Sprintf("spec.validations[%d].expression", i)
+			if v.MessageExpression != "" {
+				messagePaths[i] = fmt.Sprintf("spec.validations[%d].messageExpression", i)
+			}
+		}
+		annotationPaths := make([]string, len(policy.Spec.AuditAnnotations))
+		for i := range policy.Spec.AuditAnnotations {
+			annotationPaths[i] = fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i)
+		}
+		validationFilter = &observedEvaluator{ConditionEvaluator: validationFilter, o: o, policy: policy.Name, kind: KindValidation, paths: validationPaths}
+		annotationFilter = &observedEvaluator{ConditionEvaluator: annotationFilter, o: o, policy: policy.Name, kind: KindAuditAnnotation, paths: annotationPaths}
+		messageFilter = &observedEvaluator{ConditionEvaluator: messageFilter, o: o, policy: policy.Name, kind: KindMessageExpression, paths: messagePaths}
+	}
+	return upstream.NewValidator(validationFilter, matcher, annotationFilter, messageFilter, failurePolicy, nil)
 }

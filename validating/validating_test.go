@@ -2,8 +2,11 @@ package validating_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -208,41 +211,53 @@ func TestValidatingAdmissionPolicies(t *testing.T) {
 				t.Fatal(err)
 			}
 			policies, bindings := set.ValidatingAPIObjects()
-			ev, err := sim.ValidatingPolicies(nil, policies, bindings)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := cluster.Request{Object: object(t, tc.object), OldObject: object(t, tc.oldObject), Operation: tc.operation}
-			d, err := sim.DecodeSteps(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			adm, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if adm.Invalid != nil {
-				t.Fatalf("invalid: %v", adm.Invalid)
-			}
-			res := adm.Validation
-			var got want
-			if res.Denied != nil {
-				got.code, got.reason, got.message = res.Denied.ErrStatus.Code, string(res.Denied.ErrStatus.Reason), res.Denied.ErrStatus.Message
-				if res.DeniedBy != validating.PluginName {
-					t.Errorf("DeniedBy %q", res.DeniedBy)
+			// The same decisions whether the evaluations are observed
+			// (coverage) or not.
+			for _, comp := range []*validating.Compiler{nil, validating.NewObservedCompiler(&observations{})} {
+				ev, err := sim.ValidatingPolicies(comp, policies, bindings)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			got.warnings, got.audit = res.Warnings, res.AuditAnnotations
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got  %+v\nwant %+v", got, tc.want)
-			}
-			if len(res.Validations) == 0 {
-				t.Fatal("no record")
-			}
-			if s := res.Validations[0].Skip; s != tc.skipped {
-				t.Errorf("record %+v, want skip %v", res.Validations[0], tc.skipped)
+				checkValidation(t, ctx, sim, ev, tc.object, tc.oldObject, tc.operation, tc.want, tc.skipped)
 			}
 		})
+	}
+}
+
+// checkValidation admits the request of object (oldObject, operation)
+// through ev alone and checks its validating stage's result and first
+// record's skip.
+func checkValidation(t *testing.T, ctx context.Context, sim *cluster.Cluster, ev *validating.Evaluator, objectYAML, oldObjectYAML string, operation admission.Operation, expect want, skipped chain.Skip) {
+	t.Helper()
+	req := cluster.Request{Object: object(t, objectYAML), OldObject: object(t, oldObjectYAML), Operation: operation}
+	d, err := sim.DecodeSteps(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adm.Invalid != nil {
+		t.Fatalf("invalid: %v", adm.Invalid)
+	}
+	res := adm.Validation
+	var got want
+	if res.Denied != nil {
+		got.code, got.reason, got.message = res.Denied.ErrStatus.Code, string(res.Denied.ErrStatus.Reason), res.Denied.ErrStatus.Message
+		if res.DeniedBy != validating.PluginName {
+			t.Errorf("DeniedBy %q", res.DeniedBy)
+		}
+	}
+	got.warnings, got.audit = res.Warnings, res.AuditAnnotations
+	if !reflect.DeepEqual(got, expect) {
+		t.Errorf("got  %+v\nwant %+v", got, expect)
+	}
+	if len(res.Validations) == 0 {
+		t.Fatal("no record")
+	}
+	if s := res.Validations[0].Skip; s != skipped {
+		t.Errorf("record %+v, want skip %v", res.Validations[0], skipped)
 	}
 }
 
@@ -256,4 +271,99 @@ func object(t *testing.T, y string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: m}
+}
+
+// observations collects what an observed compiler's policies report.
+type observations struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (o *observations) ObserveValidating(ob validating.Observation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	value := fmt.Sprint(ob.Value)
+	if ob.Err != nil {
+		value = "error"
+	}
+	o.got = append(o.got, fmt.Sprintf("%s %s %s=%s", ob.Policy, ob.Kind, ob.Path, value))
+}
+
+// TestObservedCompiler: an observed compiler's policies report each
+// expression upstream's Validator evaluated and its value: variables only
+// when used (lazily, once per evaluation), the matchConditions, the
+// validations, the messageExpressions (upstream's Validator evaluates them
+// all, whatever the validations decided), the auditAnnotations; a false
+// matchCondition stops there.
+func TestObservedCompiler(t *testing.T) {
+	ctx := context.Background()
+	policies := vap("max-replicas", `  matchConditions:
+  - name: not-system
+    expression: "!object.metadata.name.startsWith('system-')"
+  - name: labelled
+    expression: has(object.metadata.labels)
+  variables:
+  - name: max
+    expression: "3"
+  - name: unused
+    expression: "1"
+  validations:
+  - expression: object.spec.replicas <= variables.max
+    messageExpression: "'replicas ' + string(object.spec.replicas)"
+  - expression: object.spec.replicas > 0
+    messageExpression: "'none'"
+  auditAnnotations:
+  - key: replicas
+    valueExpression: string(object.spec.replicas)`, "  validationActions: [Warn]")
+	set, err := manifest.Parse("policies.yaml", []byte(policies))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := manifest.Parse("resources.yaml", []byte(resources))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := cluster.New(rs.Objects, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, bs := set.ValidatingAPIObjects()
+	for _, tc := range []struct {
+		name, object string
+		want         []string
+	}{
+		{"evaluated", deployment, []string{
+			"max-replicas matchCondition spec.matchConditions[0].expression=true",
+			"max-replicas matchCondition spec.matchConditions[1].expression=true",
+			"max-replicas variable spec.variables[0].expression=3",
+			"max-replicas validation spec.validations[0].expression=false",
+			"max-replicas validation spec.validations[1].expression=true",
+			"max-replicas messageExpression spec.validations[0].messageExpression=replicas 5",
+			"max-replicas messageExpression spec.validations[1].messageExpression=none",
+			"max-replicas auditAnnotation spec.auditAnnotations[0].valueExpression=5",
+		}},
+		{"matchCondition false", strings.Replace(deployment, "name: web", "name: system-web", 1), []string{
+			"max-replicas matchCondition spec.matchConditions[0].expression=false",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &observations{}
+			ev, err := sim.ValidatingPolicies(validating.NewObservedCompiler(obs), ps, bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := sim.DecodeSteps(cluster.Request{Object: object(t, tc.object)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d); err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(obs.got)
+			sort.Strings(tc.want)
+			if !reflect.DeepEqual(obs.got, tc.want) {
+				t.Errorf("observed\n%s\nwant\n%s", strings.Join(obs.got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
 }

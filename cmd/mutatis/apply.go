@@ -94,14 +94,24 @@ input to it, or the patch admission made);
 webhook or its failure policy, or by validation (422) (stderr: the
 message exactly as kube-apiserver's Status.message); 2 bad input.
 
+-o result prints kube-apiserver's answer as JSON, admitted or refused:
+{"source", "kind", "namespace", "name" (as -o patch names the object),
+"allowed", "object" (what -o json prints) and "patch" (what -o patch
+prints) when admitted, "warnings" as returned, "auditAnnotations" (every
+stage's, keyed as kube-apiserver's audit event records them), "status"
+(the refusal's Status: code, reason, message) when refused}; the exit
+status is the same.
+
 Several objects (several -f, a directory, a multi-document file, a List
 or a stream on stdin: helm template ... | mutatis apply -f - --policies p/)
 are admitted one by one, each through its own request. stdout has the
 admitted objects in input order: YAML documents, a List with -o json, one
 JSON line per object with -o patch ({"source", "kind", "namespace",
 "name", "patch"}), one diff per object with -o diff; a refused object is
-left out. stderr has a line per object (admitted, denied with kube-
-apiserver's message, or the error) and a total. The exit status is the
+left out, except with -o result: a JSON array of every object's result
+(one of bad input with "error", its message). stderr has a line per
+object (admitted, denied with kube-apiserver's message, or the error)
+and a total. The exit status is the
 worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, o) },
@@ -116,7 +126,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	o.user.add(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of the request (default: the object's, or default)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "mark the request as a dry run")
-	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch or diff")
+	f.StringVarP(&o.output, "output", "o", "yaml", "yaml, json, patch, diff or result (JSON: kube-apiserver's answer, the object, patch, warnings and audit annotations, refused or not)")
 	f.BoolVar(&o.explain, "explain", false, "print the evaluation trace on stderr")
 	o.color = colorAuto
 	f.Var(&o.color, "color", "color -o diff: auto (on a terminal, unless NO_COLOR is set), always (also bare --color) or never")
@@ -137,9 +147,9 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	switch o.output {
-	case "yaml", "json", "patch", "diff":
+	case "yaml", "json", "patch", "diff", "result":
 	default:
-		return badInput(fmt.Errorf("--output must be yaml, json, patch or diff, not %q", o.output))
+		return badInput(fmt.Errorf("--output must be yaml, json, patch, diff or result, not %q", o.output))
 	}
 	objects, oldObject, err := readApplyObjects(ctx, o.objects, o.oldObject, cmd.InOrStdin())
 	if err != nil {
@@ -266,6 +276,14 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return applyMany(ctx, cmd, o, sim, chain, webhooks, op, objects)
 	}
 	name, object := o.objects[0], objects[0].Object
+	// The object as -o patch names it, before its decoding (in place).
+	kind, ns, objName := object.GetKind(), object.GetNamespace(), object.GetName()
+	printResultOf := func(out *cluster.Outcome) error {
+		if r, ok := newApplyResult(objects[0], kind, ns, objName, out); ok {
+			return printApplyResults(cmd.OutOrStdout(), []*applyResult{r}, false)
+		}
+		return nil
+	}
 	if op == admission.Delete {
 		// kube-apiserver's DELETE carries the stored object as the old
 		// object and no object.
@@ -274,8 +292,8 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		}
 		object = nil
 	}
-	decoded, err := sim.DecodeSteps(o.request(op, object, oldObject))
-	err = printDecoded(notices, o, sim, name, decoded, err)
+	decoded, decodeErr := sim.DecodeSteps(o.request(op, object, oldObject))
+	err = printDecoded(notices, o, sim, name, decoded, decodeErr)
 	if err == nil {
 		// Compile the policies for admission while the checks finish; the
 		// chain keeps what this returns for AdmitDecoded.
@@ -285,10 +303,21 @@ func runApply(cmd *cobra.Command, o *applyOptions) error {
 		return verr
 	}
 	if err != nil {
+		if o.output == "result" {
+			if perr := printResultOf(&cluster.Outcome{Decoded: decoded, DecodeErr: decodeErr}); perr != nil {
+				return perr
+			}
+		}
 		return err
 	}
 	out := sim.AdmitDecoded(ctx, chain, object, decoded, cluster.AdmitOptions{Warm: o.explain})
 	before, after, err := printAdmission(stderr, o, webhooks, name, out)
+	if o.output == "result" {
+		if perr := printResultOf(out); perr != nil {
+			return perr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}

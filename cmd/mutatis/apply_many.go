@@ -28,6 +28,7 @@ type appliedObject struct {
 	before, after  map[string]any // after is nil when the object was refused
 	code           int            // exitOK, exitProblem or exitUsage
 	message        string         // why it was refused
+	result         *applyResult   // -o result's
 }
 
 // label names the object for people: its source, kind and name.
@@ -78,6 +79,13 @@ func applyMany(ctx context.Context, cmd *cobra.Command, o *applyOptions, sim *cl
 		default:
 			r.code, r.message = exitUsage, "error: "+err.Error()
 		}
+		if o.output == "result" {
+			if res, ok := newApplyResult(obj, r.kind, r.ns, r.name, out); ok {
+				r.result = res
+			} else {
+				r.result = badApplyResult(obj, r.kind, r.ns, r.name, strings.TrimPrefix(r.message, "error: "))
+			}
+		}
 		results = append(results, r)
 		return nil
 	})
@@ -122,8 +130,17 @@ func printSummary(w io.Writer, results []*appliedObject) int {
 }
 
 // printMany prints the admitted objects in input order: YAML documents, a
-// List (-o json), a JSON line per object (-o patch) or a diff per object.
+// List (-o json), a JSON line per object (-o patch) or a diff per object;
+// with -o result, every object's result (refused ones too) as a JSON
+// array.
 func printMany(w io.Writer, format string, color colorMode, results []*appliedObject) error {
+	if format == "result" {
+		all := make([]*applyResult, len(results))
+		for i, r := range results {
+			all[i] = r.result
+		}
+		return printApplyResults(w, all, true)
+	}
 	var admitted []*appliedObject
 	for _, r := range results {
 		if r.after != nil {

@@ -97,7 +97,7 @@ field path, or bad flags).`,
 	f.Lookup("color").NoOptDefVal = string(colorAlways)
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list passing cases too")
 	f.IntVar(&o.parallel, "parallel", 0, "cases evaluated at once (default GOMAXPROCS)")
-	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised (docs/coverage.md)")
+	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised, and which ValidatingAdmissionPolicy validations (true and false), messageExpressions, auditAnnotations, bindings, matchConditions and variables (docs/coverage.md)")
 	f.StringVar(&o.coverageHTML, "coverage-html", "", "write the coverage report as HTML, with the expression sources highlighted, to this file (implies --coverage)")
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
 	addAdmissionPluginFlags(f, &o.plugins)
@@ -167,6 +167,7 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 		if withCoverage {
 			rec = coverage.NewRecorder()
 			opts.NewCompiler = func() (*compiler.Compiler, error) { return compiler.New(rec.CompilerOption()) }
+			opts.NewValidatingCompiler = rec.ValidatingCompiler
 			opts.Observe = rec.RecordResult
 		}
 		var events *policytest.EventWriter
@@ -253,27 +254,26 @@ func runTest(cmd *cobra.Command, o *testOptions, args []string) error {
 func writeCoverage(w io.Writer, rec *coverage.Recorder, rep *policytest.Report, o *testOptions) (int, error) {
 	// Every policy and binding of every suite, once (suites often share
 	// policy files).
-	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
-	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	seenP, seenB := map[string]bool{}, map[string]bool{}
+	var loaded []*policytest.Loaded
 	for _, s := range rep.Suites {
-		if s.Loaded == nil {
-			continue
-		}
-		for _, p := range s.Loaded.Policies {
-			if !seenP[p.Name] {
-				seenP[p.Name] = true
-				policies = append(policies, p)
-			}
-		}
-		for _, b := range s.Loaded.Bindings {
-			if !seenB[b.Name] {
-				seenB[b.Name] = true
-				bindings = append(bindings, b)
-			}
+		if s.Loaded != nil {
+			loaded = append(loaded, s.Loaded)
 		}
 	}
-	cov := rec.Report(policies, bindings)
+	cov := rec.Report(
+		uniqueByName(loaded, func(l *policytest.Loaded) []*admissionregistrationv1.MutatingAdmissionPolicy { return l.Policies }),
+		uniqueByName(loaded, func(l *policytest.Loaded) []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+			return l.Bindings
+		}))
+	// The ValidatingAdmissionPolicies likewise, in a table of their own.
+	if vpolicies := uniqueByName(loaded, func(l *policytest.Loaded) []*admissionregistrationv1.ValidatingAdmissionPolicy {
+		return l.ValidatingPolicies
+	}); len(vpolicies) > 0 {
+		cov.Validating = rec.ValidatingReport(vpolicies,
+			uniqueByName(loaded, func(l *policytest.Loaded) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+				return l.ValidatingBindings
+			}))
+	}
 	fmt.Fprintln(w)
 	if err := cov.WriteTable(w); err != nil {
 		return exitUsage, err
@@ -289,6 +289,22 @@ func writeCoverage(w io.Writer, rec *coverage.Recorder, rep *policytest.Report, 
 		return exitProblem, nil
 	}
 	return exitOK, nil
+}
+
+// uniqueByName is the objects of of every suite, the first of each name
+// (suites often share policy files), in order.
+func uniqueByName[T interface{ GetName() string }](loaded []*policytest.Loaded, of func(*policytest.Loaded) []T) []T {
+	var out []T
+	seen := map[string]bool{}
+	for _, l := range loaded {
+		for _, o := range of(l) {
+			if !seen[o.GetName()] {
+				seen[o.GetName()] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
 
 // testExitCode is 2 when a suite was bad input, 1 when a case failed, 0

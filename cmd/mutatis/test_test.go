@@ -223,6 +223,13 @@ func TestTestCoverage(t *testing.T) {
 			"coverage report written to " + html,
 		}},
 		{name: "a minimum above the coverage fails", args: []string{"test", "../../examples", "--coverage-min", "99"}, wantCode: 1, wantStdout: []string{"FAIL: coverage 94.0% is below --coverage-min 99%"}},
+		// ValidatingAdmissionPolicies: a table of their own, counted in
+		// the total --coverage-min reads.
+		{name: "ValidatingAdmissionPolicies", args: []string{"test", "testdata/test/vap-coverage", "--coverage-min", "90"}, wantCode: 1, wantStdout: []string{
+			"VALIDATINGPOLICY  VALIDATIONS  MESSAGES  AUDITANNOTATIONS  BINDINGS  MATCHCONDITIONS  VARIABLES  TOTAL",
+			"max-replicas      3/4          1/1       1/1               1/2       1/2              1/2        66.7%",
+			"FAIL: coverage 66.7% is below --coverage-min 90%",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "", tc.args...)

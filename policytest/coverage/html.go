@@ -70,7 +70,9 @@ type htmlPolicy struct {
 // WriteHTML writes a self-contained HTML page: the summary table, then per
 // policy its bindings and the source of every expression with each
 // decision highlighted green (both outcomes seen), yellow (one) or red
-// (none).
+// (none); then, with Validating, the ValidatingAdmissionPolicies' table
+// and per policy its bindings and expressions, each source coloured by
+// its state.
 func (r *Report) WriteHTML(w io.Writer) error {
 	data := struct {
 		Report   *Report
@@ -150,6 +152,38 @@ pre.source { background: #f8f8f8; padding: .6em; border: 1px solid #ddd; white-s
 </div>
 {{- end}}
 </section>
+{{- end}}
+{{- with .Report.Validating}}
+<h2>ValidatingAdmissionPolicies</h2>
+<table>
+<tr><th>policy</th><th>validations</th><th>messages</th><th>auditAnnotations</th><th>bindings</th><th>matchConditions</th><th>variables</th><th>total</th></tr>
+{{- range .Policies}}
+<tr><td><a href="#validating-{{.Name}}">{{.Name}}</a></td><td>{{cell .Counts.Validations}}</td><td>{{cell .Counts.MessageExpressions}}</td><td>{{cell .Counts.AuditAnnotations}}</td><td>{{cell .Counts.Bindings}}</td><td>{{cell .Counts.MatchConditions}}</td><td>{{cell .Counts.Variables}}</td><td>{{percent .Counts.Total.Percent}}</td></tr>
+{{- end}}
+<tr><th>TOTAL</th><th>{{cell .Totals.Validations}}</th><th>{{cell .Totals.MessageExpressions}}</th><th>{{cell .Totals.AuditAnnotations}}</th><th>{{cell .Totals.Bindings}}</th><th>{{cell .Totals.MatchConditions}}</th><th>{{cell .Totals.Variables}}</th><th>{{percent .Totals.Total.Percent}}</th></tr>
+</table>
+{{- range $p := .Policies}}
+<section class="policy" id="validating-{{.Name}}">
+<h2>{{.Name}} — {{percent .Counts.Total.Percent}}</h2>
+<h3>Bindings</h3>
+{{- if .Bindings}}
+<ul>
+{{- range .Bindings}}
+<li class="binding {{.State}}">{{.Name}}: validations ran {{.Invocations}} times, selected {{.Selected}} times</li>
+{{- end}}
+</ul>
+{{- else}}
+<p>none</p>
+{{- end}}
+<h3>Expressions</h3>
+{{- range .Expressions}}
+<div class="expression {{.State}}" data-path="{{.Path}}">
+<h4><code>{{.Path}}</code> {{.Kind}}{{if .Name}} <b>{{.Name}}</b>{{end}}: evaluated {{.Evaluations}} times{{if or (eq .Kind "matchCondition") (eq .Kind "validation")}}, seen true: {{.True}}, seen false: {{.False}}{{end}}</h4>
+<pre class="source {{.State}}" data-key="{{$p.Name}}/{{.Path}}">{{.Source}}</pre>
+</div>
+{{- end}}
+</section>
+{{- end}}
 {{- end}}
 </body>
 </html>

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -28,7 +29,11 @@ type Recorder struct {
 	expressions map[exprKey]*exprRecord
 	bindings    map[bindingKey]*bindingRecord
 	conditions  map[conditionKey]compiler.Outcome // matchCondition outcomes learnt from engine results
-	comp        *compiler.Compiler                // compiles policies for Report, created on first use
+	// vexpressions and vbindings are the ValidatingAdmissionPolicies'
+	// (validating.go), apart: a policy of each kind may have one name.
+	vexpressions map[exprKey]*exprRecord
+	vbindings    map[bindingKey]*bindingRecord
+	comp         *compiler.Compiler // compiles policies for Report, created on first use
 }
 
 type exprKey struct{ policy, path string }
@@ -56,6 +61,9 @@ func NewRecorder() *Recorder {
 		expressions: map[exprKey]*exprRecord{},
 		bindings:    map[bindingKey]*bindingRecord{},
 		conditions:  map[conditionKey]compiler.Outcome{},
+
+		vexpressions: map[exprKey]*exprRecord{},
+		vbindings:    map[bindingKey]*bindingRecord{},
 	}
 }
 
@@ -81,17 +89,7 @@ func (r *Recorder) ObserveEvaluation(ev compiler.Evaluation) {
 		return
 	}
 	key := exprKey{policy: ev.Policy.Name, path: ev.Expression.Path.String()}
-	var result compiler.Outcome
-	switch {
-	case ev.Err != nil:
-		result = compiler.OutcomeOther
-	case ev.Value == celtypes.True:
-		result = compiler.OutcomeTrue
-	case ev.Value == celtypes.False:
-		result = compiler.OutcomeFalse
-	default:
-		result = compiler.OutcomeOther
-	}
+	result := resultOf(ev.Value, ev.Err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.expressions[key]
@@ -109,6 +107,37 @@ func (r *Recorder) ObserveEvaluation(ev compiler.Evaluation) {
 	}
 }
 
+// selectedBinding counts a selection of the binding of rec, a record of
+// an evaluation through it, in m, and returns the binding's record; nil
+// when rec is not of a binding its matchResources selected.
+func selectedBinding(m map[bindingKey]*bindingRecord, rec chain.Record) *bindingRecord {
+	if rec.Hook == "" || notSelected(rec.Skip) {
+		return nil
+	}
+	key := bindingKey{policy: rec.Configuration, binding: rec.Hook}
+	b := m[key]
+	if b == nil {
+		b = &bindingRecord{falseConditions: map[string]bool{}}
+		m[key] = b
+	}
+	b.selected++
+	return b
+}
+
+// resultOf is the outcome of an expression's value v (or its error err):
+// true, false or other, which is what matters for a condition.
+func resultOf(v ref.Val, err error) compiler.Outcome {
+	switch {
+	case err != nil:
+		return compiler.OutcomeOther
+	case v == celtypes.True:
+		return compiler.OutcomeTrue
+	case v == celtypes.False:
+		return compiler.OutcomeFalse
+	}
+	return compiler.OutcomeOther
+}
+
 // notSelected are the engine's reasons for skipping a binding before its
 // matchConditions.
 func notSelected(r chain.Skip) bool {
@@ -122,20 +151,17 @@ func notSelected(r chain.Skip) bool {
 // out counts as evaluated false, and an invocation that got past them
 // counts as all of its policy's matchConditions true, so that
 // matchCondition coverage is right even without the compiler option.
+// The ValidatingAdmissionPolicies' evaluations (Result.Validations, of a
+// validating stage's result) are recorded for ValidatingReport.
 func (r *Recorder) RecordResult(res chain.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.recordValidations(res.Validations)
 	for _, inv := range res.Invocations {
-		if inv.Hook == "" || notSelected(inv.Skip) {
+		rec := selectedBinding(r.bindings, inv.Record)
+		if rec == nil {
 			continue
 		}
-		key := bindingKey{policy: inv.Configuration, binding: inv.Hook}
-		rec := r.bindings[key]
-		if rec == nil {
-			rec = &bindingRecord{falseConditions: map[string]bool{}}
-			r.bindings[key] = rec
-		}
-		rec.selected++
 		switch {
 		case inv.Ran():
 			rec.invoked++

@@ -99,6 +99,9 @@ type Report struct {
 	Policies []PolicyReport `json:"policies"`
 	// Totals over all policies.
 	Totals Counts `json:"totals"`
+	// Validating is the coverage of the ValidatingAdmissionPolicies
+	// (Recorder.ValidatingReport), when the caller adds it.
+	Validating *ValidatingReport `json:"validating,omitempty"`
 }
 
 // PolicyReport is the coverage of one policy.
@@ -176,8 +179,14 @@ type DecisionReport struct {
 }
 
 // Percent is the total coverage of the report in percent (100 when there
-// is nothing to cover).
-func (r *Report) Percent() float64 { return r.Totals.Total.Percent() }
+// is nothing to cover): the items of the MutatingAdmissionPolicies and of
+// the ValidatingAdmissionPolicies (Validating) together.
+func (r *Report) Percent() float64 {
+	if r.Validating == nil {
+		return r.Totals.Total.Percent()
+	}
+	return r.Totals.Total.plus(r.Validating.Totals.Total).Percent()
+}
 
 // Report computes the coverage of policies and their bindings from what r
 // recorded. Bindings of other policies are ignored.
@@ -323,8 +332,24 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteTable writes one aligned row per policy and a TOTAL row: covered/total
-// for each metric ("-" when the policy has none) and the total percentage.
+// for each metric ("-" when the policy has none) and the total percentage;
+// then, with Validating, the ValidatingAdmissionPolicies' table
+// (ValidatingReport.WriteTable) after an empty line (alone when there is
+// no MutatingAdmissionPolicy).
 func (r *Report) WriteTable(w io.Writer) error {
+	if r.Validating != nil {
+		if len(r.Policies) > 0 {
+			if err := r.mutatingTable(w); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		return r.Validating.WriteTable(w)
+	}
+	return r.mutatingTable(w)
+}
+
+func (r *Report) mutatingTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICY\tMUTATIONS\tBINDINGS\tMATCHCONDITIONS\tVARIABLES\tBRANCHES\tTOTAL")
 	row := func(name string, c Counts) {
