@@ -112,12 +112,21 @@ func TestReviewChargeCoversItsCost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			charge := ReviewCharge(tc.body)
-			var code int
-			peak := heapPeak(func() {
-				code = serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", tc.body).Code
-			})
-			if code != http.StatusOK {
-				t.Fatalf("HTTP %d", code)
+			// The least of two peaks: what else the process allocates
+			// meanwhile (the garbage collector's timing, the race
+			// detector's runtime) only adds to a review's own.
+			var peak int64
+			for i := 0; i < 2; i++ {
+				var code int
+				p := heapPeak(func() {
+					code = serveOnce(s.Handler(), http.MethodPost, PathMutate, "application/json", tc.body).Code
+				})
+				if code != http.StatusOK {
+					t.Fatalf("HTTP %d", code)
+				}
+				if i == 0 || p < peak {
+					peak = p
+				}
 			}
 			t.Logf("body %d bytes, peak heap %d, charge %d (%.1f times the peak, %.1f times the body)", len(tc.body), peak, charge, float64(charge)/float64(peak), float64(charge)/float64(len(tc.body)))
 			if peak > charge {
