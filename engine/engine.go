@@ -133,6 +133,9 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 	if !e.handles(a) {
 		return out, nil
 	}
+	// The CEL evaluations of this pass share one execution frame.
+	ctx, release := compiler.WithSharedFrame(ctx)
+	defer release()
 	st := stateOf(rc, e)
 	st.changed = false
 	pass := 1
