@@ -217,9 +217,14 @@ func (a *Activation) chargeVariable(v *Expression, val ref.Val, details *cel.Eva
 // run evaluates program against the activation. With a context that can
 // never be cancelled (no Done channel), cel-go's ContextEval would only add
 // a cancellable context that nothing cancels: Eval gives the same result.
+// Under a context from WithSharedFrame, the evaluation reuses its frame.
 func (a *Activation) run(program cel.Program) (ref.Val, *cel.EvalDetails, error) {
-	if a.ctx.Done() == nil {
+	done := a.ctx.Done()
+	if done == nil {
 		return program.Eval(a)
+	}
+	if val, det, ok, err := a.evalShared(program, done); ok {
+		return val, det, err
 	}
 	return program.ContextEval(a.ctx, a)
 }

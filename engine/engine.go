@@ -133,6 +133,9 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 	if !e.handles(a) {
 		return out, nil
 	}
+	// The CEL evaluations of this pass share one execution frame.
+	ctx, release := compiler.WithSharedFrame(ctx)
+	defer release()
 	st := stateOf(rc, e)
 	st.changed = false
 	pass := 1
@@ -369,7 +372,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	admissionAttrs := a.AdmissionAttributes()
 	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
-	var request *admissionv1.AdmissionRequest
+	var request, conditionsRequest *admissionv1.AdmissionRequest
 	for _, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
@@ -386,7 +389,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
 		}
-		if matched, condition, err := e.matchConditions(ctx, inv, a, in); matched != chain.NotSkipped {
+		if matched, condition, err := e.matchConditions(ctx, inv, a, in, &conditionsRequest); matched != chain.NotSkipped {
 			trace.Skip, trace.Condition, trace.Err = matched, condition, err
 			if err != nil {
 				// Under failurePolicy Ignore, deny drops it (Result.Ignored).
@@ -471,14 +474,19 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 // namespaceObject null. It returns why the invocation is skipped
 // (chain.NotSkipped: it is not) with the name of the first false condition, or
 // the error under chain.SkipMatchConditionsError (failurePolicy Fail) and
-// chain.SkipMatchConditionsErrorIgnored (Ignore).
-func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input) (chain.Skip, string, error) {
+// chain.SkipMatchConditionsErrorIgnored (Ignore). request holds the request
+// the last invocation's conditions saw (read-only): invocations matched in
+// the same kind see the same one, built once.
+func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input, request **admissionv1.AdmissionRequest) (chain.Skip, string, error) {
 	conds := inv.hook.Compiled.MatchConditions
 	if len(conds) == 0 {
 		return chain.NotSkipped, "", nil
 	}
 	fail := inv.hook.Policy.Spec.FailurePolicy == nil || *inv.hook.Policy.Spec.FailurePolicy == admissionregistrationv1.Fail
-	in.Request = a.AdmissionRequest(a.Resource, inv.kind)
+	if *request == nil || (*request).Kind != metav1.GroupVersionKind(inv.kind) {
+		*request = a.AdmissionRequest(a.Resource, inv.kind)
+	}
+	in.Request = *request
 	act := inv.hook.Compiled.NewActivation(ctx, in)
 	budget := int64(compiler.MatchConditionsBudget)
 	results := make([]compiler.Result, len(conds))

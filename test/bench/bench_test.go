@@ -193,6 +193,18 @@ func TestScenariosAgree(t *testing.T) {
 			if err := sameObject(ours, theirs); err != nil {
 				t.Fatal(err)
 			}
+			// Under a context that can be cancelled (the webhook's), the
+			// CEL evaluations of an admission share one frame
+			// (compiler.WithSharedFrame): the same object.
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			shared, err := runMutatis(cctx, new(chain.Runner), ev, attrs)
+			if err != nil {
+				t.Fatalf("mutatis, cancellable context: %s", statusOf(err))
+			}
+			if err := sameObject(shared, theirs); err != nil {
+				t.Fatalf("cancellable context: %v", err)
+			}
 			before, err := toUnstructured(s.req.obj)
 			if err != nil {
 				t.Fatal(err)
