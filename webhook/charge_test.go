@@ -112,10 +112,12 @@ func TestReviewChargeCoversItsCost(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			charge := ReviewCharge(tc.body)
-			// The least of two peaks: what else the process allocates
-			// meanwhile (the garbage collector's timing, the race
-			// detector's runtime) only adds to a review's own.
-			var peak int64
+			// Two runs: a sampled peak is noisy both ways (what else the
+			// process allocates meanwhile and the garbage collector's
+			// timing add to it; a sample may miss a short peak), so the
+			// charge must cover the lesser and stay within bounds of the
+			// greater.
+			var peak, most int64
 			for i := 0; i < 2; i++ {
 				var code int
 				p := heapPeak(func() {
@@ -127,13 +129,14 @@ func TestReviewChargeCoversItsCost(t *testing.T) {
 				if i == 0 || p < peak {
 					peak = p
 				}
+				most = max(most, p)
 			}
 			t.Logf("body %d bytes, peak heap %d, charge %d (%.1f times the peak, %.1f times the body)", len(tc.body), peak, charge, float64(charge)/float64(peak), float64(charge)/float64(len(tc.body)))
 			if peak > charge {
 				t.Errorf("the review peaked at %d bytes of heap, more than its charge of %d", peak, charge)
 			}
-			if tc.most > 0 && float64(charge) > tc.most*float64(peak) {
-				t.Errorf("charge %d is more than %.0f times the peak %d", charge, tc.most, peak)
+			if tc.most > 0 && float64(charge) > tc.most*float64(most) {
+				t.Errorf("charge %d is more than %.0f times the peak %d", charge, tc.most, most)
 			}
 			if tc.bodyTimes > 0 && float64(charge) > tc.bodyTimes*float64(len(tc.body)) {
 				t.Errorf("charge %d is more than %.1f times the body (%d bytes)", charge, tc.bodyTimes, len(tc.body))
