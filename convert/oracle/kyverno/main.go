@@ -1,12 +1,13 @@
 // Command kyverno records Kyverno v1.19's answers for the convert corpus:
-// every ClusterPolicy/Policy file of testdata/corpus/kyverno through
+// every ClusterPolicy/Policy file of testdata/corpus/kyverno and every
+// MutatingPolicy file of testdata/corpus/kyverno-mpol through
 // Kyverno's own engine the way `kyverno apply` runs it (the CLI's
 // policy loader, policy validation and processor.PolicyProcessor, which
 // calls pkg/engine's Mutate) on every input object of testdata/oracle/inputs
 // (the corpus objects as kube-apiserver hands them to admission webhooks;
 // recorded by convert's TestOracleInputs). It writes
-// testdata/oracle/kyverno/<file>.yaml, in the format of the Gatekeeper
-// recorder beside it.
+// testdata/oracle/kyverno/<file>.yaml (kyverno-mpol/ for MutatingPolicies),
+// in the format of the Gatekeeper recorder's.
 //
 // It is a module of its own (Kyverno's module graph is heavy and needs
 // Kyverno's replace of k8s.io/pod-security-admission), run by
