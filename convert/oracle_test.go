@@ -138,7 +138,6 @@ const (
 	knownKyverno5  = "converter: the patch writes nodeSelectorTerms as an object, not a list: the converted policy fails to decode on the Deployment"
 	knownKyverno6  = "converter: a conditional anchor inside a list element's map (volumes: - hostPath: {<(path): \"*\"}) is written as a field, and the patched object fails to decode"
 	knownKyverno7  = "Kyverno's precondition on a missing annotation ends in an error (JMESPath Unknown key), so its webhook denies (failurePolicy Fail); the converted precondition is false and admits"
-	knownKyverno8  = "converter: the add anchor +(podAntiAffinity) under spec.affinity is written as a field name, and the patched Deployment fails to decode"
 	knownKyverno9  = "Kyverno applies a containers element with +() anchors to every container (the app container gets the sidecar's image and mount) and adds no varlog volume next to the projected one; the converter merges the element by name (docs/migrate.md)"
 	knownKyverno10 = "Kyverno applies a list element with anchors to every element of the list; the converter merges the element by name (docs/migrate.md)"
 	knownKyverno11 = "converter: the generated CEL for the rule's preconditions/anchors errors on these objects and the converted policy denies"
@@ -205,7 +204,6 @@ var oracleKnown = map[string]string{
 	"kyverno/add-safe-to-evict/pod-plain":                          knownKyverno6,
 	"kyverno/add-safe-to-evict/statefulset":                        knownKyverno6,
 	"kyverno/add-volume-deployment/deployment":                     knownKyverno7,
-	"kyverno/create-pod-antiaffinity/deployment":                   knownKyverno8,
 	"kyverno/example-sidecar/example-pod-has-sidecar":              knownKyverno9,
 	"kyverno/example-sidecar/example-pod-web":                      knownKyverno9,
 	"kyverno/inject-sidecar-deployment/deployment":                 knownKyverno10,
