@@ -135,7 +135,7 @@ const (
 	knownKyverno2  = "the test cluster has no RuntimeClass prodclass: kube-apiserver's RuntimeClass plugin rejects the Pod after any mutation, Kyverno's too (not a converter difference)"
 	knownKyverno3  = "Kyverno's MutatingPolicy applies a JSONPatch add whose parent (resources.limits) is missing; kube-apiserver's JSONPatch fails, and the converted policy denies"
 	knownKyverno4  = "converter: the `<(image)` conditional anchor of a containers element guards the sibling imagePullSecrets in Kyverno (no container image is corp.reg.com/*: Kyverno adds nothing); the converted policy adds the secret"
-	knownKyverno5  = "converter: the patch writes nodeSelectorTerms as an object, not a list: the converted policy fails to decode on the Deployment"
+	knownKyverno5  = "converter: the JSON pointer's -1 (Kyverno's negative index: the last element, a new list when missing) is read as a field name, so nodeSelectorTerms is created as an object and the patched Deployment fails to decode"
 	knownKyverno6  = "converter: a conditional anchor inside a list element's map (volumes: - hostPath: {<(path): \"*\"}) is written as a field, and the patched object fails to decode"
 	knownKyverno7  = "Kyverno's precondition on a missing annotation ends in an error (JMESPath Unknown key), so its webhook denies (failurePolicy Fail); the converted precondition is false and admits"
 	knownKyverno9  = "Kyverno applies a containers element with +() anchors to every container (the app container gets the sidecar's image and mount) and adds no varlog volume next to the projected one; the converter merges the element by name (docs/migrate.md)"
