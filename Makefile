@@ -40,11 +40,15 @@ test:
 # convert/testdata/oracle (docs/migrate.md, "The proof"): the inputs (the
 # corpus objects as admission webhooks receive them), then Gatekeeper
 # v3.23's mutation system in a module of its own (convert/oracle: the
-# engines' dependencies stay out of mutatis' go.mod), then the check CI
-# runs. Not part of CI: it builds the engines from the module proxy.
+# engines' dependencies stay out of mutatis' go.mod), then Kyverno v1.19's
+# `kyverno apply` engine in a second one (convert/oracle/kyverno: Kyverno's
+# module graph, with its replace of k8s.io/pod-security-admission), then the
+# check CI runs. Not part of CI: it builds the engines from the module proxy
+# (Kyverno's first build takes about half an hour on 2 cores).
 convert-oracle:
 	$(GO) test -count=1 -run '^TestOracleInputs$$' ./convert/ -update
 	cd convert/oracle && $(GO) run ./gatekeeper ../testdata
+	cd convert/oracle/kyverno && $(GO) run . ../../testdata
 	$(GO) test -count=1 -run '^TestOracle$$' ./convert/
 
 # `make test` with MUTATIS_LONG=1: the oracle sweeps (every kind ×

@@ -74,7 +74,17 @@ func (o *overlay) merge(m map[string]any, cur, ptr, field string) (string, error
 			}
 			conds = append(conds, "!"+has+" || "+c)
 		case addIfMissing:
-			v, err := o.value(val, f)
+			// What +(key) adds is its value without anchors (Kyverno
+			// strips the nested +(…) of a value it adds); a conditional
+			// inside cannot hold on a missing key: nothing is added.
+			clean, ok, err := strip(val)
+			if err != nil {
+				return "", fmt.Errorf("%s: %v", f, err)
+			}
+			if !ok {
+				continue
+			}
+			v, err := o.value(clean, f)
 			if err != nil {
 				return "", err
 			}
