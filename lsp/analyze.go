@@ -136,7 +136,7 @@ func analyze(comp *compiler.Compiler, files map[string]*fileState, cache *policy
 	var problems manifest.ErrorList
 	for _, p := range paths {
 		f := files[p]
-		appendSet(a.set, f.set)
+		a.set.Append(f.set)
 		problems = append(problems, f.errs...)
 		if f.suiteErr != nil {
 			a.suiteDiagnostics(p, f)
@@ -228,15 +228,6 @@ func appendNew(list, more field.ErrorList) field.ErrorList {
 		}
 	}
 	return list
-}
-
-func appendSet(s, o *manifest.Set) {
-	s.Policies = append(s.Policies, o.Policies...)
-	s.Bindings = append(s.Bindings, o.Bindings...)
-	s.Objects = append(s.Objects, o.Objects...)
-	s.Rejected = append(s.Rejected, o.Rejected...)
-	s.ValidatingPolicies = append(s.ValidatingPolicies, o.ValidatingPolicies...)
-	s.ValidatingBindings = append(s.ValidatingBindings, o.ValidatingBindings...)
 }
 
 // sourceOf finds where the policy or binding named name was read.

@@ -84,7 +84,9 @@ type Set struct {
 	ValidatingBindings []ValidatingBinding
 }
 
-func (s *Set) append(o *Set) {
+// Append adds o's policies, bindings, objects and rejected documents to s's,
+// after s's own (in input order).
+func (s *Set) Append(o *Set) {
 	s.Policies = append(s.Policies, o.Policies...)
 	s.Bindings = append(s.Bindings, o.Bindings...)
 	s.Objects = append(s.Objects, o.Objects...)
@@ -138,7 +140,7 @@ func Load(ctx context.Context, paths []string, stdin io.Reader) (*Set, error) {
 				continue
 			}
 			s, fileErrs := parse(p, data)
-			set.append(s)
+			set.Append(s)
 			errs = append(errs, fileErrs...)
 			continue
 		}
@@ -162,7 +164,7 @@ func Load(ctx context.Context, paths []string, stdin io.Reader) (*Set, error) {
 				continue
 			}
 			s, fileErrs := parse(f, data)
-			set.append(s)
+			set.Append(s)
 			errs = append(errs, fileErrs...)
 		}
 	}
