@@ -148,11 +148,8 @@ func (r *scalarReader) quoted(q byte) {
 		case c == q:
 			r.flushSpaces()
 			return
-		case c == ' ' || c == '\t':
-			r.spaces = append(r.spaces, r.pos)
-			r.pos++
-		case c == '\n' || c == '\r':
-			if !r.fold() {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if !r.blank(c) {
 				return
 			}
 		case c == '\\' && q == '"':
@@ -216,17 +213,26 @@ func (r *scalarReader) escape() bool {
 	return r.emit(rune(v), at)
 }
 
+// blank reads the space, tab or line break c at r.pos: a space or tab is
+// kept pending (flushSpaces), a line break folded. It reports whether
+// reading goes on.
+func (r *scalarReader) blank(c byte) bool {
+	if c == ' ' || c == '\t' {
+		r.spaces = append(r.spaces, r.pos)
+		r.pos++
+		return true
+	}
+	return r.fold()
+}
+
 // plain reads a plain scalar: its characters, with line folding between
 // its lines.
 func (r *scalarReader) plain() {
 	for r.pos < len(r.data) && !r.done() {
 		c := r.data[r.pos]
 		switch {
-		case c == ' ' || c == '\t':
-			r.spaces = append(r.spaces, r.pos)
-			r.pos++
-		case c == '\n' || c == '\r':
-			if !r.fold() {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if !r.blank(c) {
 				return
 			}
 		default:
