@@ -49,17 +49,9 @@ func IndexCRDs(objects []manifest.Object) (*CRDIndex, manifest.ErrorList) {
 			problems = append(problems, &manifest.Error{Source: o.Source, Kind: o.Object.GetKind(), Name: o.Object.GetName(), Err: err})
 			continue
 		}
-		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
-		plural, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "plural")
-		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
-		versions, _, _ := unstructured.NestedSlice(o.Object.Object, "spec", "versions")
-		for _, v := range versions {
-			if vm, ok := v.(map[string]any); ok {
-				name, _ := vm["name"].(string)
-				gvk := schema.GroupVersionKind{Group: group, Version: name, Kind: kind}
-				ix.kinds[schema.GroupVersionResource{Group: group, Version: name, Resource: plural}] = gvk
-				ix.objects[gvk] = o.Object
-			}
+		for _, v := range manifest.CRDVersions(o.Object) {
+			ix.kinds[v.Resource] = v.Kind
+			ix.objects[v.Kind] = o.Object
 		}
 	}
 	return ix, problems

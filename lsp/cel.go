@@ -5,7 +5,6 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -187,15 +186,8 @@ func (a *Analysis) crdKinds() []crdKind {
 		if o.Object.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
-		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
-		plural, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "plural")
-		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
-		versions, _, _ := unstructured.NestedSlice(o.Object.Object, "spec", "versions")
-		for _, v := range versions {
-			if vm, ok := v.(map[string]any); ok {
-				name, _ := vm["name"].(string)
-				out = append(out, crdKind{gvr: schema.GroupVersionResource{Group: group, Version: name, Resource: plural}, gvk: schema.GroupVersionKind{Group: group, Version: name, Kind: kind}, obj: o})
-			}
+		for _, v := range manifest.CRDVersions(o.Object) {
+			out = append(out, crdKind{gvr: v.Resource, gvk: v.Kind, obj: o})
 		}
 	}
 	return out
