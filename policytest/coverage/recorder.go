@@ -92,13 +92,7 @@ func (r *Recorder) ObserveEvaluation(ev compiler.Evaluation) {
 	result := resultOf(ev.Value, ev.Err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec := r.expressions[key]
-	if rec == nil {
-		rec = &exprRecord{}
-		r.expressions[key] = rec
-	}
-	rec.evaluations++
-	rec.results |= result
+	rec := evaluated(r.expressions, key, result)
 	if len(ev.Outcomes) > len(rec.outcomes) {
 		rec.outcomes = append(rec.outcomes, make([]compiler.Outcome, len(ev.Outcomes)-len(rec.outcomes))...)
 	}
@@ -122,6 +116,20 @@ func selectedBinding(m map[bindingKey]*bindingRecord, rec chain.Record) *binding
 	}
 	b.selected++
 	return b
+}
+
+// evaluated counts one evaluation of the expression key, whose value was
+// result, in records (created on its first evaluation) and returns its
+// record. The caller holds the Recorder's mu.
+func evaluated(records map[exprKey]*exprRecord, key exprKey, result compiler.Outcome) *exprRecord {
+	rec := records[key]
+	if rec == nil {
+		rec = &exprRecord{}
+		records[key] = rec
+	}
+	rec.evaluations++
+	rec.results |= result
+	return rec
 }
 
 // resultOf is the outcome of an expression's value v (or its error err):

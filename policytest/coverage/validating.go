@@ -27,13 +27,7 @@ func (r *Recorder) ObserveValidating(o validating.Observation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := exprKey{policy: o.Policy, path: o.Path}
-	rec := r.vexpressions[key]
-	if rec == nil {
-		rec = &exprRecord{}
-		r.vexpressions[key] = rec
-	}
-	rec.evaluations++
-	rec.results |= result
+	evaluated(r.vexpressions, key, result)
 }
 
 // recordValidations records the ValidatingAdmissionPolicy bindings of an
