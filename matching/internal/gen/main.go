@@ -16,6 +16,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -25,10 +26,11 @@ import (
 	"go/parser"
 	"go/token"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -390,11 +392,7 @@ func render(version string, resources map[string]*resource, defaults map[gv]bool
 	}
 	b.WriteString("}\n\n")
 
-	keys := make([]string, 0, len(resources))
-	for k := range resources {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(resources))
 	b.WriteString("// builtinResources lists every built-in resource of every built-in group/version\n")
 	b.WriteString("// (api/openapi-spec/v3).\n")
 	b.WriteString("var builtinResources = []Resource{\n")
@@ -402,13 +400,8 @@ func render(version string, resources map[string]*resource, defaults map[gv]bool
 		r := resources[k]
 		fmt.Fprintf(&b, "\t{Group: %q, Version: %q, Resource: %q, Kind: %q, Namespaced: %v", r.Group, r.Version, r.Resource, r.Kind, r.Namespaced)
 		if len(r.Subresources) > 0 {
-			subs := make([]string, 0, len(r.Subresources))
-			for s := range r.Subresources {
-				subs = append(subs, s)
-			}
-			sort.Strings(subs)
 			b.WriteString(", Subresources: []Subresource{")
-			for i, s := range subs {
+			for i, s := range slices.Sorted(maps.Keys(r.Subresources)) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
@@ -421,12 +414,8 @@ func render(version string, resources map[string]*resource, defaults map[gv]bool
 	}
 	b.WriteString("}\n\n")
 
-	pk := make([]gr, 0, len(prefixes))
-	for k := range prefixes {
-		pk = append(pk, k)
-	}
-	sort.Slice(pk, func(i, j int) bool {
-		return pk[i].Group+"/"+pk[i].Resource < pk[j].Group+"/"+pk[j].Resource
+	pk := slices.SortedFunc(maps.Keys(prefixes), func(a, b gr) int {
+		return strings.Compare(a.Group+"/"+a.Resource, b.Group+"/"+b.Resource)
 	})
 	b.WriteString("// builtinStoragePrefixes are kube-apiserver's SpecialDefaultResourcePrefixes; every other\n")
 	b.WriteString("// resource is stored under its lower-cased plural.\n")
@@ -457,17 +446,8 @@ func render(version string, resources map[string]*resource, defaults map[gv]bool
 }
 
 func uniqueSorted(gvs []gv) []gv {
-	sort.Slice(gvs, func(i, j int) bool {
-		if gvs[i].Group != gvs[j].Group {
-			return gvs[i].Group < gvs[j].Group
-		}
-		return gvs[i].Version < gvs[j].Version
+	slices.SortFunc(gvs, func(a, b gv) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version))
 	})
-	out := gvs[:0]
-	for i, v := range gvs {
-		if i == 0 || v != gvs[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	return slices.Compact(gvs)
 }
