@@ -99,8 +99,7 @@ func fieldType(t reflect.Type, name string) reflect.Type {
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range reflect.VisibleFields(t) {
 		if jsonName(f) == name {
 			return f.Type
 		}
@@ -108,15 +107,16 @@ func fieldType(t reflect.Type, name string) reflect.Type {
 	return nil
 }
 
-// jsonFields are the JSON names of t's fields.
+// jsonFields are the JSON names of t's fields, with those of the structs
+// it embeds untagged (which encoding/json decodes as t's own).
 func jsonFields(t reflect.Type) []string {
 	t = elem(t)
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
 	var names []string
-	for i := range t.NumField() {
-		if n := jsonName(t.Field(i)); n != "" {
+	for _, f := range reflect.VisibleFields(t) {
+		if n := jsonName(f); n != "" {
 			names = append(names, n)
 		}
 	}

@@ -60,10 +60,16 @@ func fileContains(file, marker string) bool {
 	return err == nil && bytes.Contains(data, []byte(marker))
 }
 
+// kyvernoHeader is what every Kyverno CLI file starts with: accepted,
+// not read.
+type kyvernoHeader struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+}
+
 type kyvernoTest struct {
-	APIVersion     string          `json:"apiVersion"`
-	Kind           string          `json:"kind"`
-	Metadata       Metadata        `json:"metadata"`
+	kyvernoHeader
 	Policies       []string        `json:"policies"`
 	Resources      []string        `json:"resources"`
 	ParamResources []string        `json:"paramResources"`
@@ -97,9 +103,7 @@ type kyvernoResult struct {
 }
 
 type kyvernoValues struct {
-	APIVersion        string                     `json:"apiVersion"`
-	Kind              string                     `json:"kind"`
-	Metadata          Metadata                   `json:"metadata"`
+	kyvernoHeader
 	NamespaceSelector []kyvernoNamespaceSelector `json:"namespaceSelector"`
 	Policies          []any                      `json:"policies"`
 	GlobalVals        any                        `json:"globalValues"`
@@ -114,10 +118,8 @@ type kyvernoNamespaceSelector struct {
 }
 
 type kyvernoUserInfo struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Metadata   Metadata `json:"metadata"`
-	UserInfo   struct {
+	kyvernoHeader
+	UserInfo struct {
 		Username string              `json:"username"`
 		UID      string              `json:"uid"`
 		Groups   []string            `json:"groups"`
