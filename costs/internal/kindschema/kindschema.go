@@ -25,6 +25,7 @@
 package kindschema
 
 import (
+	"cmp"
 	_ "embed" // the generated definitions
 	"encoding/json"
 	"fmt"
@@ -141,15 +142,8 @@ func (d *Definitions) Definition(name string) (*spec.Schema, bool, error) {
 // one definition a line.
 func Encode(kinds []Kind, definitions map[string]*spec.Schema) ([]byte, error) {
 	kinds = append([]Kind(nil), kinds...)
-	sort.Slice(kinds, func(i, j int) bool {
-		a, b := kinds[i], kinds[j]
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.Kind < b.Kind
+	slices.SortFunc(kinds, func(a, b Kind) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Kind, b.Kind))
 	})
 	names := make([]string, 0, len(definitions))
 	for n := range definitions {
