@@ -38,6 +38,8 @@ func addAdmissionPluginFlags(f *pflag.FlagSet, p *admissionplugins.Flags) {
 }
 
 type applyOptions struct {
+	chainFlags
+
 	objects                []string
 	oldObject              string
 	policies, resources    []string
@@ -49,8 +51,6 @@ type applyOptions struct {
 	closedNamespaces       bool
 	output                 string
 	color                  colorMode
-	plugins                admissionplugins.Flags
-	webhooks               webhookOptions
 }
 
 func newApplyCommand() *cobra.Command {
@@ -134,8 +134,7 @@ worst of the objects': 2 if any had bad input, else 1 if any was refused.`,
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "evaluate the objects exactly as written: no request decoding, defaulting or validation")
 	f.BoolVar(&o.noValidate, "no-validate", false, "do not validate the admitted object as kube-apiserver's registry would")
 	f.BoolVar(&o.closedNamespaces, "closed-namespaces", false, "the Namespaces of --resources are all the cluster's (with default, kube-system, kube-public, kube-node-lease): a request in another is refused with kube-apiserver's 404 instead of being admitted in a namespace made up with its name label")
-	addAdmissionPluginFlags(f, &o.plugins)
-	addWebhookFlags(f, &o.webhooks)
+	o.chainFlags.add(f)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("policies")
 	return cmd

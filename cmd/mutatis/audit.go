@@ -24,11 +24,12 @@ import (
 	"github.com/mutatis-dev/mutatis/explain"
 	"github.com/mutatis-dev/mutatis/internal/memlimit"
 	"github.com/mutatis-dev/mutatis/manifest"
-	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 type auditOptions struct {
+	chainFlags
+
 	kubeconfig      string
 	policies        []string
 	resources       []string
@@ -61,8 +62,6 @@ type auditOptions struct {
 	maxPages          int
 	maxPageBytes      string
 	maxClusterObjects int
-	plugins           admissionplugins.Flags
-	webhooks          webhookOptions
 	// client, when set, replaces the one built from the kubeconfig (tests).
 	client dynamic.Interface
 }
@@ -163,8 +162,7 @@ Exit status: 0 done (and nothing --fail-on names was found); 1 an outcome
 	f.IntVar(&o.maxPages, "max-pages", audit.DefaultMaxPages, "bound on the pages of one list (an API server that hands out continue tokens without end; 0: none)")
 	f.StringVar(&o.maxPageBytes, "max-page-bytes", "64Mi", "bound on one page's body, decompressed: a larger page is asked again in halves, one object over it ends the audit")
 	f.IntVar(&o.maxClusterObjects, "max-cluster-objects", audit.DefaultMaxClusterObjects, "bound on the objects held around the policies (Namespaces, ServiceAccounts, CRDs, params …; the audited objects are not held; 0: none)")
-	addAdmissionPluginFlags(f, &o.plugins)
-	addWebhookFlags(f, &o.webhooks)
+	o.chainFlags.add(f)
 	return cmd
 }
 

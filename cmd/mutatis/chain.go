@@ -10,8 +10,23 @@ import (
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/manifest"
+	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
+
+// chainFlags are the flags that choose the admission plugins and the
+// webhooks of the offline chain (`apply`, `audit`, `test`;
+// `migrate-check` declares them with texts of its own).
+type chainFlags struct {
+	plugins  admissionplugins.Flags
+	webhooks webhookOptions
+}
+
+// add declares the flags on f.
+func (c *chainFlags) add(f *pflag.FlagSet) {
+	addAdmissionPluginFlags(f, &c.plugins)
+	addWebhookFlags(f, &c.webhooks)
+}
 
 // webhookOptions are the flags that put MutatingWebhookConfigurations
 // and ValidatingWebhookConfigurations into the chain of `apply` and

@@ -15,20 +15,19 @@ import (
 	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/manifest"
 	"github.com/mutatis-dev/mutatis/migrate"
-	"github.com/mutatis-dev/mutatis/scheme/admissionplugins"
 	"github.com/mutatis-dev/mutatis/webhookclient"
 )
 
 type migrateOptions struct {
+	chainFlags // declared with migrate-check's own texts
+
 	objects, policies    []string
 	resources, replaces  []string
-	webhooks             webhookOptions
 	operation, namespace string
 	user                 userFlags
 	dryRun, verbose      bool
 	sameDecision         bool
 	output               string
-	plugins              admissionplugins.Flags
 }
 
 func newMigrateCheckCommand() *cobra.Command {

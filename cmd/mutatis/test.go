@@ -22,6 +22,8 @@ import (
 )
 
 type testOptions struct {
+	chainFlags
+
 	policies    []string
 	output      string
 	run         string
@@ -39,9 +41,6 @@ type testOptions struct {
 	coverage     bool
 	coverageHTML string
 	coverageMin  float64
-
-	plugins  admissionplugins.Flags
-	webhooks webhookOptions
 }
 
 func newTestCommand() *cobra.Command {
@@ -100,8 +99,7 @@ field path, or bad flags).`,
 	f.BoolVar(&o.coverage, "coverage", false, "report which mutations, bindings, matchConditions, variables and CEL branches the cases exercised, and which ValidatingAdmissionPolicy validations (true and false), messageExpressions, auditAnnotations, bindings, matchConditions and variables (docs/coverage.md)")
 	f.StringVar(&o.coverageHTML, "coverage-html", "", "write the coverage report as HTML, with the expression sources highlighted, to this file (implies --coverage)")
 	f.Float64Var(&o.coverageMin, "coverage-min", 0, "fail (exit 1) when the total coverage is below this percentage (implies --coverage)")
-	addAdmissionPluginFlags(f, &o.plugins)
-	addWebhookFlags(f, &o.webhooks)
+	o.chainFlags.add(f)
 	cmd.AddCommand(newTestInitCommand(), newTestConvertCommand())
 	return cmd
 }
