@@ -62,6 +62,14 @@ type htmlExpression struct {
 	Segments []segment
 }
 
+// htmlBindings are a policy's bindings for the template, with what a
+// request through one did ("invoked": a MAP's mutations ran; "validations
+// ran"). Only a MAP's bindings have FalseConditions.
+type htmlBindings struct {
+	Ran  string
+	List []BindingReport
+}
+
 type htmlPolicy struct {
 	PolicyReport
 	Expressions []htmlExpression
@@ -101,6 +109,9 @@ var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("coverage").Funcs(template.FuncMap{
 		"percent": formatPercent,
 		"cell":    Count.cell,
+		"bindings": func(ran string, list []BindingReport) htmlBindings {
+			return htmlBindings{Ran: ran, List: list}
+		},
 	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -132,17 +143,7 @@ pre.source { background: #f8f8f8; padding: .6em; border: 1px solid #ddd; white-s
 {{- range $p := .Policies}}
 <section class="policy" id="policy-{{.Name}}">
 <h2>{{.Name}} — {{percent .Counts.Total.Percent}}</h2>
-{{- if .Error}}<p class="uncovered">{{.Error}}</p>{{end}}
-<h3>Bindings</h3>
-{{- if .Bindings}}
-<ul>
-{{- range .Bindings}}
-<li class="binding {{.State}}">{{.Name}}: invoked {{.Invocations}} times, selected {{.Selected}} times{{if .FalseConditions}}; filtered out by {{range $i, $c := .FalseConditions}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</li>
-{{- end}}
-</ul>
-{{- else}}
-<p>none</p>
-{{- end}}
+{{- if .Error}}<p class="uncovered">{{.Error}}</p>{{end}}{{template "bindings" bindings "invoked" .Bindings}}
 <h3>Expressions</h3>
 {{- range .Expressions}}
 <div class="expression {{.State}}" data-path="{{.Path}}">
@@ -164,17 +165,7 @@ pre.source { background: #f8f8f8; padding: .6em; border: 1px solid #ddd; white-s
 </table>
 {{- range $p := .Policies}}
 <section class="policy" id="validating-{{.Name}}">
-<h2>{{.Name}} — {{percent .Counts.Total.Percent}}</h2>
-<h3>Bindings</h3>
-{{- if .Bindings}}
-<ul>
-{{- range .Bindings}}
-<li class="binding {{.State}}">{{.Name}}: validations ran {{.Invocations}} times, selected {{.Selected}} times</li>
-{{- end}}
-</ul>
-{{- else}}
-<p>none</p>
-{{- end}}
+<h2>{{.Name}} — {{percent .Counts.Total.Percent}}</h2>{{template "bindings" bindings "validations ran" .Bindings}}
 <h3>Expressions</h3>
 {{- range .Expressions}}
 <div class="expression {{.State}}" data-path="{{.Path}}">
@@ -187,6 +178,17 @@ pre.source { background: #f8f8f8; padding: .6em; border: 1px solid #ddd; white-s
 {{- end}}
 </body>
 </html>
-{{define "segment"}}{{if .Class}}<span class="{{.Class}}" title="{{.Title}}">{{range .Children}}{{template "segment" .}}{{end}}</span>{{else}}{{.Text}}{{end}}{{end}}
+{{define "bindings"}}
+<h3>Bindings</h3>
+{{- if .List}}
+<ul>
+{{- range .List}}
+<li class="binding {{.State}}">{{.Name}}: {{$.Ran}} {{.Invocations}} times, selected {{.Selected}} times{{if .FalseConditions}}; filtered out by {{range $i, $c := .FalseConditions}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}</li>
+{{- end}}
+</ul>
+{{- else}}
+<p>none</p>
+{{- end}}
+{{- end}}{{define "segment"}}{{if .Class}}<span class="{{.Class}}" title="{{.Title}}">{{range .Children}}{{template "segment" .}}{{end}}</span>{{else}}{{.Text}}{{end}}{{end}}
 `))
 })
