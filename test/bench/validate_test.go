@@ -261,7 +261,9 @@ func inPolicyOrder(t *testing.T, o validateOutcome) validateOutcome {
 		if err := json.Unmarshal([]byte(v), &failures); err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
-		slices.SortFunc(failures, func(a, b map[string]any) int { return strings.Compare(fmt.Sprint(a["message"]), fmt.Sprint(b["message"])) })
+		slices.SortFunc(failures, func(a, b map[string]any) int {
+			return strings.Compare(fmt.Sprint(a["message"]), fmt.Sprint(b["message"]))
+		})
 		js, err := json.Marshal(failures)
 		if err != nil {
 			t.Fatal(err)
