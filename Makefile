@@ -160,15 +160,17 @@ bench:
 	  -command "make bench BENCHCOUNT=$(BENCHCOUNT) BENCHTIME=$(BENCHTIME)" -note "$(BENCHNOTE)"
 
 # The webhook under load (test/load): AdmissionReviews over loopback TLS at
-# fixed rates against test/load/testdata/policies (20 policies) served in
-# process, then the table of docs/performance.md, "Webhook under load".
+# fixed rates against test/load/testdata/policies (20 policies) served by
+# `bin/mutatis serve` as its own process (loadgen --serve-binary: the
+# server's CPU reported apart from the generator's), then the table of
+# docs/performance.md, "Webhook under load".
 # Not part of `make test` (about 1.5 minutes); its unit tests and a short
 # smoke run are. LOADNOTE describes the conditions (other load…).
 LOADRATES    ?= 500,1000,2000
 LOADDURATION ?= 20s
 LOADNOTE     ?=
-load:
-	$(GO) run ./test/load/cmd/loadgen --rates $(LOADRATES) --duration $(LOADDURATION) \
+load: build
+	$(GO) run ./test/load/cmd/loadgen --serve-binary $(BIN) --rates $(LOADRATES) --duration $(LOADDURATION) \
 	  --doc docs/performance.md --command "make load LOADRATES=$(LOADRATES) LOADDURATION=$(LOADDURATION)" --note "$(LOADNOTE)"
 
 # FOR_EACH_FUZZ ... ; done; done runs its body once per fuzz target, with

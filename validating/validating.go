@@ -444,8 +444,9 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 
 // withTypeMeta is a param as the dispatcher hands it to CEL: a typed
 // built-in param (which kube-apiserver's informer holds without apiVersion
-// and kind) gets those of the paramKind (upstream's wrappedParam).
-func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) *unstructured.Unstructured {
+// and kind) gets those of the paramKind (upstream's wrappedParam, a
+// typedParam); a custom resource's is the unstructured object.
+func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) runtime.Object {
 	av, _ := obj["apiVersion"].(string)
 	k, _ := obj["kind"].(string)
 	if (av != "" || k != "") || kind == nil {
@@ -456,5 +457,20 @@ func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) *
 		m[key] = v
 	}
 	m["apiVersion"], m["kind"] = kind.APIVersion, kind.Kind
-	return &unstructured.Unstructured{Object: m}
+	return &typedParam{Unstructured: unstructured.Unstructured{Object: m}}
 }
+
+// typedParam is a built-in param in its typed form (params.Collector's
+// presentation: the map runtime.DefaultUnstructuredConverter.ToUnstructured
+// gives of the typed object) with the paramKind's apiVersion and kind. CEL
+// gets its map as is (ToUnstructured, structured-merge-diff's
+// UnstructuredConverter), as it gets upstream's wrappedParam's: the same
+// map, where an *unstructured.Unstructured would go through a JSON encoding
+// and decoding on every evaluation (its MarshalJSON), which upstream's typed
+// params never do.
+type typedParam struct {
+	unstructured.Unstructured
+}
+
+// ToUnstructured is the param's content (value.UnstructuredConverter).
+func (p *typedParam) ToUnstructured() any { return p.Object }

@@ -153,21 +153,25 @@ func BenchmarkAdmit(b *testing.B) {
 		b.Run("impl=upstream/case="+s.name, func(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
+			cpu := cpuTime(b)
 			for b.Loop() {
 				if _, err := w.runUpstream(ctx, hooks, s.req); err != nil {
 					b.Fatal(statusOf(err))
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run("impl=mutatis/case="+s.name, func(b *testing.B) {
 			ctx := context.Background()
 			var r chain.Runner
 			b.ReportAllocs()
+			cpu := cpuTime(b)
 			for b.Loop() {
 				if _, err := runMutatis(ctx, &r, ev, attrs); err != nil {
 					b.Fatal(statusOf(err))
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		stop()
 	}

@@ -12,8 +12,10 @@
 //
 // The pieces, in the order of a run:
 //
-//   - StartServer serves a policy directory in process as
-//     `mutatis serve --policies DIR --self-signed-dir DIR` does;
+//   - StartProcess runs `mutatis serve --policies DIR --self-signed-dir DIR`
+//     as its own process (what `make load` measures), ProcessCPU reads its
+//     CPU time; StartServer serves a policy directory in this process as
+//     that command does;
 //   - NewReviews builds the AdmissionReview kube-apiserver would send for
 //     an object, once, and Reviews.Body gives it a new request uid per send;
 //   - Target.Send posts one review and Expect.Verify checks the answer

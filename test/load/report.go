@@ -95,18 +95,29 @@ func (r Report) Markdown() string {
 	if r.Note != "" {
 		fmt.Fprintf(&b, "> %s\n\n", r.Note)
 	}
-	b.WriteString("Latency from the intended send time (open loop); service time from the actual send. Percentiles are exact (sorted samples, nearest rank) over the requests sent, timed-out ones included. CPU per ok: the process's CPU time during the run per correct answer.\n\n")
-	b.WriteString("| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | CPU per ok |\n")
-	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	apart := false // the server's CPU measured apart from the generator's
 	for _, s := range r.Runs {
-		cpu := "–"
-		if s.CPUPerOK > 0 {
-			cpu = Millis(s.CPUPerOK)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		apart = apart || s.ServerCPUPerOK > 0
+	}
+	b.WriteString("Latency from the intended send time (open loop); service time from the actual send. Percentiles are exact (sorted samples, nearest rank) over the requests sent, timed-out ones included. ")
+	if apart {
+		b.WriteString("Server CPU per ok: the server process's CPU time during the run per correct answer; generator CPU per ok: the generator's (this process's), apart.\n\n")
+		b.WriteString("| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | server CPU per ok | generator CPU per ok |\n")
+		b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	} else {
+		b.WriteString("CPU per ok: the process's CPU time during the run per correct answer.\n\n")
+		b.WriteString("| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | CPU per ok |\n")
+		b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	}
+	for _, s := range r.Runs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
 			group(int64(s.Plan.Rate)), s.Plan.Duration, group(int64(s.Sent)), group(int64(s.OK)), group(int64(s.Errors)),
 			group(int64(s.Achieved+0.5)), Millis(s.Latency.P50), Millis(s.Latency.P90), Millis(s.Latency.P99), Millis(s.Latency.Max),
-			Millis(s.Service.P50), Millis(s.Service.P99), cpu)
+			Millis(s.Service.P50), Millis(s.Service.P99))
+		if apart {
+			fmt.Fprintf(&b, " %s |", cpuCell(s.ServerCPUPerOK))
+		}
+		fmt.Fprintf(&b, " %s |\n", cpuCell(s.CPUPerOK))
 	}
 	var errs []string
 	for _, s := range r.Runs {
@@ -137,6 +148,14 @@ func (r Report) Markdown() string {
 			Millis(r.Target), group(int64(top.Plan.Rate)), met, Millis(top.Latency.P99), group(int64(top.Errors)))
 	}
 	return b.String()
+}
+
+// cpuCell is a CPU figure, or a dash when it was not measured.
+func cpuCell(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return Millis(d)
 }
 
 // Millis formats d in milliseconds: "0.84 ms", "12.3 ms", "1,234 ms".

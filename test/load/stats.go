@@ -68,6 +68,10 @@ type Summary struct {
 	// measured). In process it counts the generator too; unlike latency it
 	// hardly depends on what else the machine runs.
 	CPUPerOK time.Duration
+	// ServerCPUPerOK is the server's CPU time per correct answer when it
+	// runs as its own process (ProcessCPU; zero: not measured). CPUPerOK
+	// is then the generator's alone.
+	ServerCPUPerOK time.Duration
 }
 
 // maxFirstErrors bounds Summary.FirstErrors.

@@ -2,10 +2,13 @@
 // rates over loopback TLS and reports the latency percentiles (package
 // test/load). By default it serves test/load/testdata/policies in process,
 // as `mutatis serve --policies DIR --self-signed-dir DIR` would; with
-// --server it measures a webhook running elsewhere.
+// --serve-binary it starts that `mutatis serve` as its own process (what
+// `make load` does) and reports the server's CPU apart from its own; with
+// --server it measures a webhook running elsewhere (its CPU too, given
+// --server-pid).
 //
 //	go run ./test/load/cmd/loadgen [--rates 500,1000,2000] [--duration 20s]
-//	    [--policies DIR | --server URL --ca FILE] [--object FILE]
+//	    [--policies DIR [--serve-binary bin/mutatis] | --server URL --ca FILE [--server-pid PID]] [--object FILE]
 //	    [--out FILE] [--doc docs/performance.md] [--command "make load"] [--note "…"]
 //
 // The table goes to stdout; --out writes it to a file and --doc replaces
@@ -44,6 +47,8 @@ type options struct {
 	object         string
 	server         string
 	ca             string
+	serveBinary    string
+	serverPid      int
 	expectPolicies int
 	maxInFlight    int
 	timeout        time.Duration
@@ -86,6 +91,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.object, "object", "test/load/testdata/pod.yaml", "the object every request creates")
 	fs.StringVar(&o.server, "server", "", "measure this webhook (https://HOST:PORT[/mutate]) instead of serving --policies in process")
 	fs.StringVar(&o.ca, "ca", "", "with --server: the CA certificate that signed its serving certificate")
+	fs.StringVar(&o.serveBinary, "serve-binary", "", "run the webhook as its own process: this mutatis binary's `serve --policies … --self-signed-dir …`, its CPU reported apart from the generator's")
+	fs.IntVar(&o.serverPid, "server-pid", 0, "with --server: the server's process id on this machine, to report its CPU apart (/proc/PID/stat)")
 	fs.IntVar(&o.expectPolicies, "expect-policies", 20, "invocations every answer's \"policies\" audit annotation must list (0: do not check)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", load.DefaultMaxInFlight, "requests outstanding at most; one due beyond that counts as an error")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "deadline of each request (sent as ?timeout=, as kube-apiserver does)")
@@ -116,6 +123,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("--ca goes with --server")
 	case o.server != "" && o.ca == "":
 		return nil, errors.New("--server needs --ca (the certificate is verified)")
+	case o.server != "" && o.serveBinary != "":
+		return nil, errors.New("--serve-binary starts the server; it excludes --server")
+	case o.serverPid != 0 && o.server == "":
+		return nil, errors.New("--server-pid goes with --server")
 	}
 	if o.command == "" {
 		o.command = strings.TrimSpace("go run ./test/load/cmd/loadgen " + strings.Join(args, " "))
@@ -128,15 +139,36 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 	machine := load.ReadMachine() // the load average before we add ours
 	url, setup := o.server, ""
 	var roots *x509.CertPool
-	if o.server == "" {
-		dir, err := os.MkdirTemp("", "loadgen-certs-")
-		if err != nil {
-			return false, err
+	serverPid := o.serverPid
+	switch {
+	case o.serveBinary != "":
+		// derr, not err: the deferred Close reports into run's err.
+		dir, derr := os.MkdirTemp("", "loadgen-certs-")
+		if derr != nil {
+			return false, derr
 		}
 		defer os.RemoveAll(dir)
-		srv, err := load.StartServer(ctx, load.ServerOptions{Policies: split(o.policies), Resources: split(o.resources), CertDir: dir})
-		if err != nil {
-			return false, err
+		proc, derr := load.StartProcess(ctx, load.ProcessOptions{Binary: o.serveBinary, Policies: split(o.policies), Resources: split(o.resources), CertDir: dir})
+		if derr != nil {
+			return false, derr
+		}
+		defer func() {
+			if cerr := proc.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("the server: %w\n%s", cerr, proc.Log())
+			}
+		}()
+		url, roots, serverPid = proc.URL, proc.Roots, proc.Pid
+		setup = fmt.Sprintf("`mutatis serve` as its own process (`%s`, GOMAXPROCS its default), the generator in another (this one); both share the %d cores. The server's CPU (from /proc/PID/stat) is reported apart from the generator's.",
+			strings.Join(proc.Args, " "), machine.CPUs)
+	case o.server == "":
+		dir, derr := os.MkdirTemp("", "loadgen-certs-")
+		if derr != nil {
+			return false, derr
+		}
+		defer os.RemoveAll(dir)
+		srv, derr := load.StartServer(ctx, load.ServerOptions{Policies: split(o.policies), Resources: split(o.resources), CertDir: dir})
+		if derr != nil {
+			return false, derr
 		}
 		defer func() {
 			if cerr := srv.Close(); cerr != nil && err == nil {
@@ -146,11 +178,14 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 		url, roots = srv.URL, srv.Roots
 		setup = fmt.Sprintf("In-process webhook serving `%s` (%s) as `mutatis serve --policies … --self-signed-dir …` does; the generator runs in the same process, so both share the %d cores (GOMAXPROCS %d).",
 			o.policies, srv.Summary, machine.CPUs, machine.GOMAXPROCS)
-	} else {
+	default:
 		if roots, err = certs.LoadPool(o.ca); err != nil {
 			return false, fmt.Errorf("--ca: %w", err)
 		}
 		setup = fmt.Sprintf("Webhook at `%s`, CA `%s`.", o.server, o.ca)
+		if serverPid != 0 {
+			setup += fmt.Sprintf(" Its CPU (process %d, /proc/PID/stat) is reported apart from the generator's.", serverPid)
+		}
 	}
 	obj, err := load.ReadObject(ctx, o.object)
 	if err != nil {
@@ -172,7 +207,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 	fmt.Fprintf(stderr, "loadgen: %s\nloadgen: %s\n", machine, setup)
 
 	if o.warmup > 0 {
-		s, err := measure(ctx, target, load.Plan{Rate: o.rates[0], Duration: o.warmup, MaxInFlight: o.maxInFlight})
+		s, err := measure(ctx, target, serverPid, load.Plan{Rate: o.rates[0], Duration: o.warmup, MaxInFlight: o.maxInFlight})
 		if err != nil {
 			return false, err
 		}
@@ -196,7 +231,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 				return false, err
 			}
 		}
-		s, err := measure(ctx, target, load.Plan{Rate: rate, Duration: o.duration, MaxInFlight: o.maxInFlight})
+		s, err := measure(ctx, target, serverPid, load.Plan{Rate: rate, Duration: o.duration, MaxInFlight: o.maxInFlight})
 		if err != nil {
 			return false, err
 		}
@@ -233,10 +268,12 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 }
 
 // measure runs p against t after a garbage collection, so that each run
-// starts from the same heap, and measures the process's CPU time.
-func measure(ctx context.Context, t *load.Target, p load.Plan) (load.Summary, error) {
+// starts from the same heap, and measures the process's CPU time and, with
+// a serverPid, the server process's.
+func measure(ctx context.Context, t *load.Target, serverPid int, p load.Plan) (load.Summary, error) {
 	runtime.GC()
 	cpu0, cpuOK := processCPU()
+	server0, serverErr := serverCPU(serverPid)
 	res, err := load.Run(ctx, p, t.Send)
 	if err != nil {
 		return load.Summary{}, err
@@ -245,14 +282,32 @@ func measure(ctx context.Context, t *load.Target, p load.Plan) (load.Summary, er
 	if cpu1, ok := processCPU(); cpuOK && ok && s.OK > 0 {
 		s.CPUPerOK = (cpu1 - cpu0) / time.Duration(s.OK)
 	}
+	if server1, err := serverCPU(serverPid); serverErr == nil && err == nil && serverPid != 0 && s.OK > 0 {
+		s.ServerCPUPerOK = (server1 - server0) / time.Duration(s.OK)
+	}
 	return s, nil
+}
+
+// serverCPU is the server process's CPU time (0 without a pid).
+func serverCPU(pid int) (time.Duration, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	return load.ProcessCPU(pid)
 }
 
 func line(s load.Summary) string {
 	return fmt.Sprintf("%v rps for %v: sent %d, ok %d, errors %d, achieved %.0f rps, latency p50 %s p90 %s p99 %s max %s, service p50 %s p99 %s",
 		s.Plan.Rate, s.Plan.Duration, s.Sent, s.OK, s.Errors, s.Achieved,
 		load.Millis(s.Latency.P50), load.Millis(s.Latency.P90), load.Millis(s.Latency.P99), load.Millis(s.Latency.Max),
-		load.Millis(s.Service.P50), load.Millis(s.Service.P99)) + fmt.Sprintf(", CPU per ok %s", load.Millis(s.CPUPerOK))
+		load.Millis(s.Service.P50), load.Millis(s.Service.P99)) + cpuLine(s)
+}
+
+func cpuLine(s load.Summary) string {
+	if s.ServerCPUPerOK > 0 {
+		return fmt.Sprintf(", server CPU per ok %s, generator CPU per ok %s", load.Millis(s.ServerCPUPerOK), load.Millis(s.CPUPerOK))
+	}
+	return fmt.Sprintf(", CPU per ok %s", load.Millis(s.CPUPerOK))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -1,0 +1,63 @@
+package validating
+
+import (
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apiserver/pkg/cel/common"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// A built-in param reaches CEL as its map, through structured-merge-diff's
+// UnstructuredConverter (as upstream's wrappedParam does), not through a
+// JSON round trip.
+var _ value.UnstructuredConverter = (*typedParam)(nil)
+
+func TestParamsAsCELSeesThem(t *testing.T) {
+	kind := &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	typed := map[string]any{"metadata": map[string]any{"name": "limits"}, "data": map[string]any{"max": "3"}}
+	custom := map[string]any{"apiVersion": "example.com/v1", "kind": "Limit", "spec": map[string]any{"max": int64(3)}}
+	for _, tc := range []struct {
+		name      string
+		obj       map[string]any
+		wantTyped bool
+		want      map[string]any
+	}{
+		{"a built-in kind gets the paramKind's apiVersion and kind", typed, true,
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "limits"}, "data": map[string]any{"max": "3"}}},
+		{"a custom resource is as stored", custom, false, custom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := withTypeMeta(tc.obj, kind)
+			if _, ok := p.(*typedParam); ok != tc.wantTyped {
+				t.Fatalf("withTypeMeta gave a %T", p)
+			}
+			got := common.SchemalessTypedToVal(p).Value()
+			if !equalJSON(got, tc.want) {
+				t.Errorf("CEL sees %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+	if _, ok := typed["apiVersion"]; ok {
+		t.Error("withTypeMeta changed the param it was given")
+	}
+}
+
+// equalJSON compares two unstructured values.
+func equalJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for k, v := range a {
+			if !equalJSON(v, bm[k]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
+}
