@@ -171,7 +171,8 @@ func sweepCases(kinds []*sweepKind, all bool) []sweepCase {
 // is listed in sweepKnown and logged; any other difference fails.
 //
 // By default a fixed subset runs (Pod, Deployment, Service, ConfigMap, a
-// custom resource, pods/status); MUTATIS_E2E_SWEEP=all runs the whole
+// custom resource, pods/status, deployments/scale: 50 cases);
+// MUTATIS_E2E_SWEEP=all runs the whole
 // sweep (docs/fidelity.md, "The kind sweep"). Every run first checks that
 // every resource the server's discovery lists is swept or skipped with
 // its reason, and is in mutatis' resource table.
