@@ -35,6 +35,13 @@ type sweepKind struct {
 	subset bool
 	// noCreate: only the subresources are swept.
 	noCreate bool
+	// noUpdate: the perturbations are not also swept on an UPDATE of a
+	// stored object, with the reason in a comment (the stored object
+	// would change what other cases meet, or its name is fixed).
+	noUpdate bool
+	// updateParent is the object stored for the UPDATE cases when not
+	// object.
+	updateParent string
 	// fixedName: the object's name is part of its validity (a CRD, an
 	// APIService): a subresource's parent keeps it (one case).
 	fixedName bool
@@ -172,7 +179,7 @@ func sweepKinds() []*sweepKind {
 				ac("scalar-ac", `Object{immutable: true}`),
 				jp("badkey-jp", `[JSONPatch{op: "add", path: "/data/bad key", value: "x"}]`),
 			}},
-		{id: "services", gvr: gvr("", "v1", "services"), kind: "Service", namespaced: true, subset: true,
+		{id: "services", gvr: gvr("", "v1", "services"), kind: "Service", namespaced: true, subset: true, updateParent: serviceParent,
 			object: `{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {clusterIP: 10.0.0.50, selector: {app: web}, ports: [{name: http, port: 80}]}}`,
 			perts: []sweepPert{
 				ac("scalar-ac", `Object{spec: Object.spec{sessionAffinity: "ClientIP"}}`),
@@ -327,7 +334,8 @@ func sweepKinds() []*sweepKind {
 				{name: "status", perts: []sweepPert{statusLabel}},
 				{name: "scale", perts: []sweepPert{ac("scalar-ac", `Object{spec: Object.spec{replicas: 4}}`)}},
 			}},
-		{id: "resourcequotas", gvr: gvr("", "v1", "resourcequotas"), kind: "ResourceQuota", namespaced: true,
+		// noUpdate: the quota plugin would refuse what the namespace's later requests create.
+		{noUpdate: true, id: "resourcequotas", gvr: gvr("", "v1", "resourcequotas"), kind: "ResourceQuota", namespaced: true,
 			object: `{apiVersion: v1, kind: ResourceQuota, metadata: {name: rq}, spec: {hard: {pods: "10"}}}`,
 			perts: []sweepPert{
 				ac("mapentry-ac", `Object{spec: Object.spec{hard: {"secrets": "5"}}}`),
@@ -336,7 +344,8 @@ func sweepKinds() []*sweepKind {
 			subs: []sweepSub{
 				{name: "status", perts: []sweepPert{statusLabel, ac("map-ac-hard", `Object{status: Object.status{hard: {"pods": "10"}}}`)}},
 			}},
-		{id: "limitranges", gvr: gvr("", "v1", "limitranges"), kind: "LimitRange", namespaced: true,
+		// noUpdate: its defaults would apply to the Pods of the namespace.
+		{noUpdate: true, id: "limitranges", gvr: gvr("", "v1", "limitranges"), kind: "LimitRange", namespaced: true,
 			object: `{apiVersion: v1, kind: LimitRange, metadata: {name: lr}, spec: {limits: [{type: Container, default: {cpu: 100m}}]}}`,
 			perts: []sweepPert{
 				jp("mapentry-jp", `[JSONPatch{op: "add", path: "/spec/limits/0/default/memory", value: "64Mi"}]`),
@@ -414,12 +423,14 @@ func sweepKinds() []*sweepKind {
 				ac("atomic-ac", `Object{spec: Object.spec{ingress: [Object.spec.ingress{ports: [Object.spec.ingress.ports{port: 80}]}]}}`),
 				jp("atomic-invalid-jp", `[JSONPatch{op: "replace", path: "/spec/policyTypes", value: ["Sideways"]}]`),
 			}},
-		{id: "ipaddresses", gvr: gvr("networking.k8s.io", "v1", "ipaddresses"), kind: "IPAddress",
+		// noUpdate: its name is an IP address.
+		{noUpdate: true, id: "ipaddresses", gvr: gvr("networking.k8s.io", "v1", "ipaddresses"), kind: "IPAddress",
 			object: `{apiVersion: networking.k8s.io/v1, kind: IPAddress, metadata: {name: 10.0.0.77}, spec: {parentRef: {group: "", resource: services, name: web, namespace: sweep}}}`,
 			perts: []sweepPert{
 				jp("scalar-jp", `[JSONPatch{op: "replace", path: "/spec/parentRef/name", value: "other"}]`),
 			}},
-		{id: "servicecidrs", gvr: gvr("networking.k8s.io", "v1", "servicecidrs"), kind: "ServiceCIDR",
+		// noUpdate: another range would change what the Service cases allocate.
+		{noUpdate: true, id: "servicecidrs", gvr: gvr("networking.k8s.io", "v1", "servicecidrs"), kind: "ServiceCIDR",
 			object: `{apiVersion: networking.k8s.io/v1, kind: ServiceCIDR, metadata: {name: extra}, spec: {cidrs: [10.96.0.0/28]}}`,
 			perts: []sweepPert{
 				jp("atomic-jp", `[JSONPatch{op: "replace", path: "/spec/cidrs", value: ["10.97.0.0/28"]}]`),
@@ -570,7 +581,8 @@ func sweepKinds() []*sweepKind {
 				{name: "status", perts: []sweepPert{statusLabel}},
 				{name: "approval", perts: []sweepPert{statusLabel, ac("keyed-ac", `Object{status: Object.status{conditions: [Object.status.conditions{type: "Approved", status: "True", reason: "Swept"}]}}`)}},
 			}},
-		{id: "customresourcedefinitions", gvr: gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions"), kind: "CustomResourceDefinition", fixedName: true,
+		// noUpdate: its name is fixed.
+		{noUpdate: true, id: "customresourcedefinitions", gvr: gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions"), kind: "CustomResourceDefinition", fixedName: true,
 			object: `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: things.sweep.mutatis.dev}, spec: {group: sweep.mutatis.dev, scope: Namespaced, names: {plural: things, kind: Thing}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}}`,
 			perts: []sweepPert{
 				ac("atomic-ac", `Object{spec: Object.spec{names: Object.spec.names{shortNames: ["th"]}}}`),
@@ -578,7 +590,8 @@ func sweepKinds() []*sweepKind {
 			subs: []sweepSub{
 				{name: "status", parentName: "others.sweep.mutatis.dev", parent: `{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: others.sweep.mutatis.dev}, spec: {group: sweep.mutatis.dev, scope: Namespaced, names: {plural: others, kind: Other}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}}`, perts: []sweepPert{statusLabel}},
 			}},
-		{id: "apiservices", gvr: gvr("apiregistration.k8s.io", "v1", "apiservices"), kind: "APIService", fixedName: true,
+		// noUpdate: its name is fixed.
+		{noUpdate: true, id: "apiservices", gvr: gvr("apiregistration.k8s.io", "v1", "apiservices"), kind: "APIService", fixedName: true,
 			object: `{apiVersion: apiregistration.k8s.io/v1, kind: APIService, metadata: {name: v1.sweep.example.com}, spec: {group: sweep.example.com, version: v1, groupPriorityMinimum: 100, versionPriority: 10, service: {namespace: sweep, name: api}}}`,
 			perts: []sweepPert{
 				ac("scalar-ac", `Object{spec: Object.spec{insecureSkipTLSVerify: true}}`),
@@ -591,14 +604,14 @@ func sweepKinds() []*sweepKind {
 		{id: "validatingwebhookconfigurations", gvr: gvr("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"), kind: "ValidatingWebhookConfiguration",
 			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: ValidatingWebhookConfiguration, metadata: {name: vwc}}`},
 		{id: "validatingadmissionpolicies", gvr: gvr("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"), kind: "ValidatingAdmissionPolicy",
-			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: ValidatingAdmissionPolicy, metadata: {name: vap}, spec: {matchConstraints: {resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]}, validations: [{expression: "true"}]}}`,
+			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: ValidatingAdmissionPolicy, metadata: {name: vap}, spec: {matchConstraints: {resourceRules: [{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}]}, validations: [{expression: "true"}]}}`,
 			subs: []sweepSub{
 				{name: "status", perts: []sweepPert{statusLabel}},
 			}},
 		{id: "validatingadmissionpolicybindings", gvr: gvr("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"), kind: "ValidatingAdmissionPolicyBinding",
 			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: ValidatingAdmissionPolicyBinding, metadata: {name: vapb}, spec: {policyName: vap, validationActions: [Deny]}}`},
 		{id: "mutatingadmissionpolicies", gvr: gvr("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies"), kind: "MutatingAdmissionPolicy",
-			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingAdmissionPolicy, metadata: {name: map}, spec: {reinvocationPolicy: Never, mutations: [{patchType: JSONPatch, jsonPatch: {expression: "[]"}}]}}`},
+			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingAdmissionPolicy, metadata: {name: map}, spec: {matchConstraints: {resourceRules: [{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}]}, reinvocationPolicy: Never, mutations: [{patchType: JSONPatch, jsonPatch: {expression: "[JSONPatch{op: \"test\", path: \"/metadata/name\", value: \"x\"}]"}}]}}`},
 		{id: "mutatingadmissionpolicybindings", gvr: gvr("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings"), kind: "MutatingAdmissionPolicyBinding",
 			object: `{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingAdmissionPolicyBinding, metadata: {name: mapb}, spec: {policyName: map}}`},
 		{id: "deviceclasses", gvr: gvr("resource.k8s.io", "v1", "deviceclasses"), kind: "DeviceClass",
@@ -710,6 +723,9 @@ func sweepKnown() map[string]string {
 	const aggregated = "not in kube-apiserver's legacy scheme (apiextensions-apiserver, kube-aggregator): mutatis neither defaults, validates nor merges an ApplyConfiguration with it (docs/fidelity.md, The kind sweep)"
 	return map[string]string{
 		"endpoints-scalar-invalid-jp":        "Endpoints: " + notRun,
+		"endpoints-u-scalar-invalid-jp":      "Endpoints: " + notRun,
+		"resourceclaims":                     "ResourceClaim: " + notRun + " (its immutable spec)",
+		"resourceclaimtemplates":             "ResourceClaimTemplate: " + notRun + " (its immutable spec)",
 		"endpointslices":                     "EndpointSlice: " + notRun,
 		"flowschemas":                        "FlowSchema: " + notRun,
 		"flowschemas-status":                 "FlowSchema: " + noStatus,
@@ -735,7 +751,7 @@ func knownReason(known map[string]string, sc sweepCase) string {
 	if r, ok := known[sc.id]; ok {
 		return r
 	}
-	if sc.sub != nil {
+	if sc.sub != nil && sc.sub.name != "" {
 		return known[sc.kind.id+"-"+sc.sub.name]
 	}
 	return known[sc.kind.id]

@@ -58,7 +58,9 @@ func (c sweepCase) policy() string {
 	names := ""
 	bindingMatch := "  matchResources:\n    " + selector + "\n"
 	if c.sub != nil {
-		res += "/" + c.sub.name
+		if c.sub.name != "" {
+			res += "/" + c.sub.name
+		}
 		ops = "[UPDATE]"
 		// A subresource's object (a Scale) does not carry the parent's
 		// labels: the parent is named instead.
@@ -104,6 +106,9 @@ func (c sweepCase) parentName() string {
 func (c sweepCase) object(t *testing.T, namespaced bool) *unstructured.Unstructured {
 	t.Helper()
 	src := c.kind.object
+	if c.sub != nil && c.sub.name == "" && c.kind.updateParent != "" {
+		src = c.kind.updateParent
+	}
 	if c.sub != nil && c.sub.parent != "" {
 		src = c.sub.parent
 	}
@@ -142,8 +147,17 @@ func sweepCases(kinds []*sweepKind, all bool) []sweepCase {
 			continue
 		}
 		if !k.noCreate {
-			for _, p := range append(slices.Clone(genericPerts), k.perts...) {
+			perts := append(slices.Clone(genericPerts), k.perts...)
+			for _, p := range perts {
 				out = append(out, sweepCase{id: k.id + "-" + p.name, kind: k, pert: p})
+			}
+			// The same changes on an UPDATE of a stored object (the
+			// resource itself: a sweepSub without a name).
+			if !k.noUpdate {
+				u := &sweepSub{perts: perts}
+				for _, p := range perts {
+					out = append(out, sweepCase{id: k.id + "-u-" + p.name, kind: k, sub: u, pert: p})
+				}
 			}
 		}
 		for i := range k.subs {
@@ -163,7 +177,8 @@ func sweepCases(kinds []*sweepKind, all bool) []sweepCase {
 // serves (and a custom resource), one MutatingAdmissionPolicy per kind of
 // sub-structure of its object (a scalar, a map entry, a struct, an item of
 // a keyed list, a set, an atomic list) through a real kube-apiserver
-// (dry-run CREATE; an UPDATE of its subresources with a strategy) and
+// (dry-run CREATE, dry-run UPDATE of a stored object; an UPDATE of its
+// subresources with a strategy) and
 // through mutatis (cluster.DecodeSteps, cluster.Admit: the whole chain and
 // the registry), and compares the stored objects (without uid,
 // resourceVersion, creationTimestamp, managedFields) or the refusals,
@@ -171,7 +186,7 @@ func sweepCases(kinds []*sweepKind, all bool) []sweepCase {
 // is listed in sweepKnown and logged; any other difference fails.
 //
 // By default a fixed subset runs (Pod, Deployment, Service, ConfigMap, a
-// custom resource, pods/status, deployments/scale: 50 cases);
+// custom resource, pods/status, deployments/scale: 95 cases);
 // MUTATIS_E2E_SWEEP=all runs the whole
 // sweep (docs/fidelity.md, "The kind sweep"). Every run first checks that
 // every resource the server's discovery lists is swept or skipped with
@@ -310,6 +325,9 @@ func subName(sc sweepCase) string {
 	if sc.sub == nil {
 		return ""
 	}
+	if sc.sub.name == "" {
+		return "update"
+	}
 	return sc.sub.name
 }
 
@@ -351,9 +369,12 @@ func runSweepCase(t *testing.T, ctx context.Context, c *Cluster, sc sweepCase, b
 		var old *unstructured.Unstructured
 		// The object a subresource of the parent's kind carries is the
 		// parent (namespaces/finalize has no GET); a Scale is read.
-		var get []string
+		var get, sub []string
 		if sc.sub.name == "scale" {
 			get = []string{"scale"}
+		}
+		if sc.sub.name != "" {
+			sub = []string{sc.sub.name}
 		}
 		if old, err = rc.Get(ctx, sc.parentName(), metav1.GetOptions{}, get...); err != nil {
 			t.Fatal(err)
@@ -363,8 +384,10 @@ func runSweepCase(t *testing.T, ctx context.Context, c *Cluster, sc sweepCase, b
 			sc.sub.change(next.Object)
 		}
 		req.Object, req.OldObject, req.Operation = next, old, admission.Update
-		req.Subresource = sc.kind.gvr.Resource + "/" + sc.sub.name
-		s, err = rc.Update(ctx, next.DeepCopy(), metav1.UpdateOptions{DryRun: dry}, sc.sub.name)
+		if sc.sub.name != "" {
+			req.Subresource = sc.kind.gvr.Resource + "/" + sc.sub.name
+		}
+		s, err = rc.Update(ctx, next.DeepCopy(), metav1.UpdateOptions{DryRun: dry}, sub...)
 	}
 	if err != nil && !isAPIStatus(err) {
 		t.Fatalf("request: %v", err)
