@@ -452,7 +452,7 @@ func (c *Cluster) AdmitPlugins(ctx context.Context, a *matching.Attributes, obj 
 
 // schemeRequest is the scheme's view of the request a.
 func schemeRequest(a *matching.Attributes) scheme.Request {
-	return scheme.Request{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name}
+	return scheme.Request{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name, User: a.UserInfo}
 }
 
 func (c *Cluster) attributes(r Request) (*matching.Attributes, error) {

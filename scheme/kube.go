@@ -21,6 +21,7 @@ import (
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilfield "k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -394,6 +395,11 @@ type Request struct {
 	Subresource string
 	// Namespace and Name are the request's.
 	Namespace, Name string
+	// User is the requesting user, in the strategy's context as in
+	// kube-apiserver's request context (a CertificateSigningRequest's
+	// strategy copies it into spec.username, uid, groups and extra);
+	// nil: none.
+	User user.Info
 }
 
 // Validate checks obj, the object admission leaves for req (old: the stored
@@ -557,6 +563,9 @@ func (k *kube) beforeStore(ctx context.Context, d *planner, st strategy, req Req
 	rec := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, rec)
 	ctx = genericapirequest.WithNamespace(ctx, req.Namespace)
+	if req.User != nil {
+		ctx = genericapirequest.WithUser(ctx, req.User)
+	}
 	verb := "create"
 	if req.Operation == admission.Update {
 		verb = "update"

@@ -15,6 +15,7 @@ import (
 	regjob "k8s.io/kubernetes/pkg/registry/batch/job"
 	regcertificates "k8s.io/kubernetes/pkg/registry/certificates/certificates"
 	regclustertrustbundle "k8s.io/kubernetes/pkg/registry/certificates/clustertrustbundle"
+	regpodcertificaterequest "k8s.io/kubernetes/pkg/registry/certificates/podcertificaterequest"
 	reglease "k8s.io/kubernetes/pkg/registry/coordination/lease"
 	regleasecandidate "k8s.io/kubernetes/pkg/registry/coordination/leasecandidate"
 	regconfigmap "k8s.io/kubernetes/pkg/registry/core/configmap"
@@ -43,6 +44,7 @@ import (
 	regrole "k8s.io/kubernetes/pkg/registry/rbac/role"
 	regrolebinding "k8s.io/kubernetes/pkg/registry/rbac/rolebinding"
 	regdeviceclass "k8s.io/kubernetes/pkg/registry/resource/deviceclass"
+	regdevicetaintrule "k8s.io/kubernetes/pkg/registry/resource/devicetaintrule"
 	regresourceslice "k8s.io/kubernetes/pkg/registry/resource/resourceslice"
 	regpriorityclass "k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
 	regworkload "k8s.io/kubernetes/pkg/registry/scheduling/workload"
@@ -94,6 +96,7 @@ func strategies() []registryStrategy {
 		{schema.GroupKind{Group: "batch", Kind: "Job"}, regjob.Strategy},
 		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}, regcertificates.Strategy},
 		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}, regclustertrustbundle.Strategy},
+		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}, regpodcertificaterequest.NewStrategy()},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, reglease.Strategy},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}, regleasecandidate.Strategy},
 		{schema.GroupKind{Group: "", Kind: "ConfigMap"}, regconfigmap.Strategy},
@@ -123,6 +126,7 @@ func strategies() []registryStrategy {
 		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}, regrole.Strategy},
 		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}, regrolebinding.Strategy},
 		{schema.GroupKind{Group: "resource.k8s.io", Kind: "DeviceClass"}, regdeviceclass.Strategy},
+		{schema.GroupKind{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}, regdevicetaintrule.Strategy},
 		{schema.GroupKind{Group: "resource.k8s.io", Kind: "ResourceSlice"}, regresourceslice.Strategy},
 		{schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}, regpriorityclass.Strategy},
 		{schema.GroupKind{Group: "scheduling.k8s.io", Kind: "Workload"}, regworkload.Strategy},
@@ -178,6 +182,7 @@ func subresourceStrategies() []subresourceStrategy {
 		{schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, "status", regingress.StatusStrategy},
 		{schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"}, "status", regservicecidr.StatusStrategy},
 		{schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}, "status", regpoddisruptionbudget.StatusStrategy},
+		{schema.GroupKind{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}, "status", regdevicetaintrule.StatusStrategy},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSINode"}, "status", regcsinode.StatusStrategy},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "VolumeAttachment"}, "status", regvolumeattachment.StatusStrategy},
 		{schema.GroupKind{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}, "status", regstoragemigration.StatusStrategy},
