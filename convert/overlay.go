@@ -122,6 +122,10 @@ func (o *overlay) mergeMap(m map[string]any, cur, ptr, field string) (string, co
 				c.local = append(c.local, has)
 				continue
 			}
+			if opt, ok := o.nullable(clean); ok {
+				ops = append(ops, fmt.Sprintf("(%s || !%s.hasValue() ? [] : %s)", has, opt, patchOp("add", cp, opt+".value()")))
+				continue
+			}
 			v, err := o.value(clean, f)
 			if err != nil {
 				return "", c, err
@@ -168,12 +172,32 @@ func (o *overlay) mergeKey(val any, child, has, cp, f string) (string, conds, er
 		s, err := o.plainList(x, child, has, cp, f)
 		return s, conds{}, err
 	default:
+		if opt, ok := o.nullable(x); ok {
+			// null (`a || b` with neither set) removes the key, as a
+			// strategic merge patch's null does.
+			return fmt.Sprintf("(%s.hasValue() ? %s : (%s ? %s : []))", opt, patchOp("add", cp, opt+".value()"), has, patchOp("remove", cp, "")), conds{}, nil
+		}
 		v, err := o.value(x, f)
 		if err != nil {
 			return "", conds{}, err
 		}
 		return patchOp("add", cp, v), conds{}, nil
 	}
+}
+
+// nullable is the CEL optional of a value that is one Kyverno variable
+// `a || b`: JMESPath gives null when neither is set, and the key is then
+// not written.
+func (o *overlay) nullable(v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return "", false
+	}
+	e, err := o.v.template(s)
+	if err != nil || !strings.HasSuffix(e, ").value()") || !strings.Contains(e, ".or(") || strings.HasPrefix(e, `"`) {
+		return "", false
+	}
+	return strings.TrimSuffix(e, ".value()"), true
 }
 
 // plainList is the patch of a list without anchors: merged by its
@@ -502,6 +526,11 @@ func (o *overlay) value(v any, f string) (string, error) {
 		keys := sortedKeys(x)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
+			if opt, ok := o.nullable(x[k]); ok {
+				// A null value: the key is not created.
+				parts[i] = "?" + quote(k) + ": " + opt
+				continue
+			}
 			s, err := o.value(x[k], f+"."+k)
 			if err != nil {
 				return "", err

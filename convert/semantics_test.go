@@ -11,11 +11,11 @@ import (
 )
 
 // TestExampleSemantics holds the converted example (examples/convert) to
-// the behaviour its sources document: Kyverno's +(…) anchors add only what
-// is missing, strategic merge finds the sidecar by name, autogen reaches a
-// Deployment's template; AssignMetadata never overwrites. These are the
-// converter's properties, stated from the engines' documentation; the
-// engines' own answers are TestOracle's.
+// what the engines do (their recorded answers on the example's Pods are
+// TestOracle's): Kyverno's +(…) anchors add only what is missing, its
+// strategic merge finds the sidecar by name and puts the patch's elements
+// first, autogen reaches a Deployment's template; AssignMetadata never
+// overwrites.
 func TestExampleSemantics(t *testing.T) {
 	comp, err := compiler.New()
 	if err != nil {
@@ -62,14 +62,17 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: shop}
 spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
-			if n := get(got, "spec", "containers", 1, "name"); n != "log-shipper" {
+			if n := get(got, "spec", "containers", 0, "name"); n != "log-shipper" {
+				t.Errorf("containers[0].name = %v", n)
+			}
+			if n := get(got, "spec", "containers", 1, "name"); n != "app" {
 				t.Errorf("containers[1].name = %v", n)
 			}
-			if p := get(got, "spec", "containers", 1, "imagePullPolicy"); p != "IfNotPresent" {
-				t.Errorf("imagePullPolicy = %v", p)
-			}
-			if v := get(got, "spec", "volumes", 1, "name"); v != "varlog" {
+			if v := get(got, "spec", "volumes", 0, "name"); v != "varlog" {
 				t.Errorf("volumes = %v", get(got, "spec", "volumes"))
+			}
+			if s := get(got, "spec", "shareProcessNamespace"); s != true {
+				t.Errorf("shareProcessNamespace = %v", s)
 			}
 			if a := get(got, "metadata", "annotations", "logging.example.com/sidecar"); a != "injected" {
 				t.Errorf("annotation = %v", a)
@@ -78,19 +81,22 @@ spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T,
 				t.Errorf("owner = %v", l)
 			}
 		}},
-		{name: "a pod with the sidecar keeps its pull policy (+) but takes the image, and keeps its owner", object: `
+		{name: "a pod with the sidecar keeps its pull policy and shareProcessNamespace (+) but takes the image, and keeps its owner", object: `
 apiVersion: v1
 kind: Pod
 metadata: {name: has-sidecar, namespace: shop, labels: {owner: platform}}
-spec: {containers: [{name: app, image: nginx:1.27}, {name: log-shipper, image: "registry.example.com/log-shipper:1.3", imagePullPolicy: Always}]}`, check: func(t *testing.T, got map[string]any) {
+spec: {shareProcessNamespace: false, containers: [{name: app, image: nginx:1.27}, {name: log-shipper, image: "registry.example.com/log-shipper:1.3", imagePullPolicy: Always}]}`, check: func(t *testing.T, got map[string]any) {
 			if n := len(get(got, "spec", "containers").([]any)); n != 2 {
 				t.Errorf("%d containers", n)
 			}
-			if p := get(got, "spec", "containers", 1, "imagePullPolicy"); p != "Always" {
+			if p := get(got, "spec", "containers", 0, "imagePullPolicy"); p != "Always" {
 				t.Errorf("imagePullPolicy = %v", p)
 			}
-			if i := get(got, "spec", "containers", 1, "image"); i != "registry.example.com/log-shipper:1.4" {
+			if i := get(got, "spec", "containers", 0, "image"); i != "registry.example.com/log-shipper:1.4" {
 				t.Errorf("image = %v", i)
+			}
+			if s := get(got, "spec", "shareProcessNamespace"); s != false {
+				t.Errorf("shareProcessNamespace = %v", s)
 			}
 			if l := get(got, "metadata", "labels", "owner"); l != "platform" {
 				t.Errorf("owner = %v", l)
@@ -105,8 +111,8 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
-			if n := get(got, "spec", "template", "spec", "containers", 1, "name"); n != "log-shipper" {
-				t.Errorf("template containers[1].name = %v", n)
+			if n := get(got, "spec", "template", "spec", "containers", 0, "name"); n != "log-shipper" {
+				t.Errorf("template containers[0].name = %v", n)
 			}
 		}},
 		{name: "another namespace is left alone", object: `
