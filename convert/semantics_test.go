@@ -2,6 +2,7 @@ package convert
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -144,5 +145,53 @@ metadata: {name: settings, namespace: shop}`, check: func(t *testing.T, got map[
 			}
 			tc.check(t, got)
 		})
+	}
+}
+
+// TestUndeclared: the fields a location names are checked against the
+// built-in kind's type (a note where kube-apiserver would fail the MAP's
+// strictly decoded object).
+func TestUndeclared(t *testing.T) {
+	tests := []struct {
+		group, version, kind, loc, want string
+	}{
+		{"", "v1", "Service", "spec.foo", "spec.foo"},
+		{"", "v1", "Service", "spec.externalIPs", ""},
+		{"", "v1", "Pod", "spec.containers[name:*].securityContext.runAsUser", ""},
+		{"", "v1", "Pod", "metadata.labels.owner", ""},
+		{"apps", "v1", "Deployment", "spec.nodeSelector", "spec.nodeSelector"},
+		{"apps", "v1", "Deployment", "spec.template.spec.nodeSelector.zone", ""},
+		{"example.com", "v1", "Widget", "spec.anything", ""},
+	}
+	for _, tc := range tests {
+		segs, err := parseLocation(tc.loc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.loc, err)
+		}
+		if got := undeclared(tc.group, tc.version, tc.kind, segs); got != tc.want {
+			t.Errorf("%s %s: undeclared = %q, want %q", tc.kind, tc.loc, got, tc.want)
+		}
+	}
+}
+
+// TestJSONPointerSegs: Kyverno's JSON pointers, negative indexes counted
+// from the end.
+func TestJSONPointerSegs(t *testing.T) {
+	tests := []struct {
+		ptr  string
+		want []seg
+	}{
+		{"/spec/a~1b/0", []seg{{field: "spec"}, {field: "a/b"}, {list: true, index: 0}}},
+		{"/spec/terms/-1/exprs/-", []seg{{field: "spec"}, {field: "terms"}, {list: true, fromEnd: 1}, {field: "exprs"}, {list: true, index: -1}}},
+		{"/spec/-2", []seg{{field: "spec"}, {list: true, fromEnd: 2}}},
+	}
+	for _, tc := range tests {
+		got, err := jsonPointerSegs(tc.ptr, vars{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ptr, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.ptr, got, tc.want)
+		}
 	}
 }
