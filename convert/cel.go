@@ -19,6 +19,9 @@ type seg struct {
 	key, val string
 	list     bool
 	index    int // for a numeric segment (list && key == ""); -1 is "-"
+	// fromEnd N > 0 is Kyverno's negative index -N: the Nth element from
+	// the end (its patcher's SupportNegativeIndices).
+	fromEnd int
 	// indexExpr is the CEL of an index known only at admission (Kyverno's
 	// {{elementIndex}}).
 	indexExpr string
@@ -103,6 +106,11 @@ func (w *walker) at(i int, cur, ptr string) string {
 		child := fmt.Sprintf("%s[%s]", cur, s.indexExpr)
 		cp := ptr + ` + "/" + string(` + s.indexExpr + `)`
 		return fmt.Sprintf("(size(%s) > %s ? %s : %s)", cur, s.indexExpr, present(child, cp), create(cp, false))
+	case s.key == "" && s.fromEnd > 0:
+		ix := fmt.Sprintf("(size(%s) - %d)", cur, s.fromEnd)
+		child := fmt.Sprintf("%s[%s]", cur, ix)
+		cp := ptr + ` + "/" + string(` + ix + `)`
+		return fmt.Sprintf("(size(%s) >= %d ? %s : %s)", cur, s.fromEnd, present(child, cp), create(ptr+` + "/-"`, true))
 	case s.key == "":
 		if s.index < 0 {
 			return create(ptr+` + "/-"`, true)

@@ -2,11 +2,14 @@ package convert
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // gkMutator is one Gatekeeper mutator converted: its order key, the CEL of
@@ -472,6 +475,11 @@ func (r *Result) gkMatch(src Source, spec map[string]any) ([]admissionregistrati
 					if guessed {
 						r.note(src, fmt.Sprintf("spec.applyTo[%d]", i), "%s is not a built-in kind: its resource is taken to be %q", k, res)
 					}
+					if segs, err := parseLocation(str(spec, "location")); err == nil {
+						if f := undeclared(g, v, k, segs); f != "" {
+							r.note(src, "spec.location", "%s is not a field of %s/%s %s: kube-apiserver drops it from Gatekeeper's patch, but decodes a MutatingAdmissionPolicy's patched object strictly, so the request fails", f, g, v, k)
+						}
+					}
 					rs.add(g, v, res, scope)
 				}
 			}
@@ -600,3 +608,58 @@ func parseLocation(loc string) ([]seg, error) {
 }
 
 var _ = strconv.Itoa
+
+// undeclared is the first field of a location that the built-in kind's
+// Go type (client-go's scheme) does not declare, "" when every field is
+// declared or the kind is not built in. Gatekeeper writes such a field
+// and kube-apiserver drops it from the webhook's patch; a
+// MutatingAdmissionPolicy's patched object is decoded strictly and the
+// request fails.
+func undeclared(group, version, kind string, segs []seg) string {
+	o, err := clientscheme.Scheme.New(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+	if err != nil {
+		return ""
+	}
+	t := reflect.TypeOf(o)
+	var path []string
+	for _, s := range segs {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if s.list {
+			if t.Kind() != reflect.Slice {
+				return ""
+			}
+			t = t.Elem()
+			continue
+		}
+		path = append(path, s.field)
+		if t.Kind() != reflect.Struct {
+			return ""
+		}
+		f, ok := jsonField(t, s.field)
+		if !ok {
+			return strings.Join(path, ".")
+		}
+		t = f
+	}
+	return ""
+}
+
+// jsonField is the type of the field of struct t that JSON names name,
+// inlined structs included.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name {
+			return f.Type, true
+		}
+		if tag == "" && f.Anonymous {
+			if ft, ok := jsonField(f.Type, name); ok {
+				return ft, true
+			}
+		}
+	}
+	return nil, false
+}

@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -472,8 +473,11 @@ func kyvernoCondition(c map[string]any, v vars) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("%s: %v", what, err)
 			}
-			// A missing value is an empty string, as Kyverno substitutes null.
-			if strings.HasSuffix(e, ".value()") {
+			// A path that is missing is JMESPath's "Unknown key": Kyverno's
+			// rule ends in an error (its webhook then denies, with Fail);
+			// .value() errors there too. `a || b` with neither set is
+			// null, which Kyverno compares as "".
+			if strings.HasSuffix(e, ").value()") && strings.Contains(e, ".or(") {
 				e = strings.TrimSuffix(e, ".value()") + `.orValue("")`
 			}
 			return e, nil
@@ -668,6 +672,11 @@ func jsonPointerSegs(p string, v vars) ([]seg, error) {
 		s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 		if s == "-" {
 			out = append(out, seg{list: true, index: -1})
+			continue
+		}
+		if n, err := strconv.Atoi(s); err == nil && n < 0 && s == strconv.Itoa(n) {
+			// Kyverno's patcher takes negative indexes from the end.
+			out = append(out, seg{list: true, fromEnd: -n})
 			continue
 		}
 		if n, err := fmt.Sscanf(s, "%d", new(int)); err == nil && n == 1 && strings.Trim(s, "0123456789") == "" {

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 // kyvernoCELLibraries are the calls of Kyverno's own CEL libraries, which
@@ -109,6 +114,7 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 	if len(r.Refused) > refused {
 		return
 	}
+	r.kyvernoMutatingPolicyNotes(src, spec, &out)
 	if out.ReinvocationPolicy == "" {
 		out.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
 	}
@@ -129,6 +135,79 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 	}
 	r.Converted = append(r.Converted, Converted{From: []Source{src}, Policy: p, Binding: bd})
+}
+
+// jsonPatchPath is a literal JSONPatch path in a CEL expression.
+var jsonPatchPath = regexp.MustCompile(`path:\s*"(/[^"]*)"`)
+
+// matchedKinds are the built-in kinds the resource rules of mc name.
+func matchedKinds(mc *admissionregistrationv1.MatchResources) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	if mc == nil {
+		return nil
+	}
+	for _, rule := range mc.ResourceRules {
+		for _, res := range matching.BuiltinResources() {
+			if slices.Contains(rule.APIGroups, res.Group) && slices.Contains(rule.APIVersions, res.Version) && slices.Contains(rule.Resources, res.Resource) {
+				out = append(out, schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind})
+			}
+		}
+	}
+	return out
+}
+
+// emptyMapAdd is a JSONPatch add of an empty map in a CEL expression.
+var emptyMapAdd = regexp.MustCompile(`op:\s*"add"[^}]*value:\s*\{\s*\}`)
+
+// kyvernoMutatingPolicyNotes names where Kyverno v1.19's MutatingPolicy
+// engine and kube-apiserver part on a policy that converts.
+func (r *Result) kyvernoMutatingPolicyNotes(src Source, spec map[string]any, out *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+	// pkg/cel/autogen CanAutoGen: one rule of v1 pods, no names, no object
+	// selector, no exclusions.
+	if mc := out.MatchConstraints; mc != nil && len(mc.ResourceRules) == 1 && len(mc.ExcludeResourceRules) == 0 &&
+		(mc.ObjectSelector == nil || len(mc.ObjectSelector.MatchLabels)+len(mc.ObjectSelector.MatchExpressions) == 0) {
+		rule := mc.ResourceRules[0]
+		if len(rule.ResourceNames) == 0 && slices.Equal(rule.APIGroups, []string{""}) && slices.Equal(rule.APIVersions, []string{"v1"}) && slices.Equal(rule.Resources, []string{"pods"}) {
+			r.note(src, "spec.matchConstraints", "Kyverno v1.19 also applies a Pod MutatingPolicy to the Pod controllers (autogen: DaemonSet, Deployment, Job, StatefulSet, ReplicaSet, ReplicationController, CronJob, its expressions rewritten to their templates; where an expression reads what the rewrite misses, Kyverno fails): the converted policy matches Pods only")
+		}
+	}
+	for i, m := range out.Mutations {
+		if m.JSONPatch == nil {
+			continue
+		}
+		// A mutation that tells the kinds apart (their templates, the
+		// request's kind) is taken to write each its own fields.
+		e := m.JSONPatch.Expression
+		if strings.Contains(e, "template") || strings.Contains(e, "request.kind") || strings.Contains(e, "object.kind") {
+			continue
+		}
+		var fields, kinds []string
+		for _, p := range jsonPatchPath.FindAllStringSubmatch(e, -1) {
+			segs, err := jsonPointerSegs(strings.TrimSuffix(p[1], "/"), vars{})
+			if err != nil {
+				continue
+			}
+			for _, k := range matchedKinds(out.MatchConstraints) {
+				if f := undeclared(k.Group, k.Version, k.Kind, segs); f != "" {
+					if !slices.Contains(fields, f) {
+						fields = append(fields, f)
+					}
+					if kk := k.Group + "/" + k.Version + " " + k.Kind; !slices.Contains(kinds, kk) {
+						kinds = append(kinds, kk)
+					}
+				}
+			}
+		}
+		if len(fields) > 0 {
+			r.note(src, fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), "writes %s, not a field of %s: kube-apiserver drops it from Kyverno's patch, but decodes a MutatingAdmissionPolicy's patched object strictly, so the request fails", strings.Join(fields, ", "), strings.Join(kinds, ", "))
+		}
+	}
+	for i, m := range out.Mutations {
+		if m.JSONPatch == nil || i == len(out.Mutations)-1 || !emptyMapAdd.MatchString(m.JSONPatch.Expression) {
+			continue
+		}
+		r.note(src, fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), "adds an empty map for the next mutations to add into: kube-apiserver decodes the object between mutations and drops an empty map (its field is omitempty), so an add below it fails and the policy's failurePolicy decides; Kyverno keeps the map and adds")
+	}
 }
 
 var variableRef = regexp.MustCompile(`\bvariables\.([A-Za-z_][A-Za-z0-9_]*)`)

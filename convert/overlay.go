@@ -45,16 +45,49 @@ func parseAnchor(k string) (anchor, string, error) {
 	return plain, k, nil
 }
 
+// conds are the anchors' conditions a map's patch depends on, as
+// Kyverno's preprocessing (pkg/engine/mutate/patch/strategicPreprocessing.go)
+// checks them: a conditional anchor that fails skips the nearest enclosing
+// list element, or the whole rule's patch when it is in no list element; a
+// global anchor that fails skips the rule's patch unless another element
+// of its list passes.
+type conds struct{ local, global []string }
+
+func (c *conds) lift(has string, in conds) {
+	if len(in.local) > 0 {
+		c.local = append(c.local, has+" && "+and(in.local...))
+	}
+	if len(in.global) > 0 {
+		c.global = append(c.global, has+" && "+and(in.global...))
+	}
+}
+
 // merge is the patch of overlay map m onto the existing value cur (a CEL
-// expression) at pointer ptr: the conditions its anchors set and the
-// operations, as one CEL list(JSONPatch).
+// expression) at pointer ptr, as one CEL list(JSONPatch): empty when one
+// of the anchors' conditions does not hold (Kyverno then applies an empty
+// patch: strategicMergePatch's ConditionError).
 func (o *overlay) merge(m map[string]any, cur, ptr, field string) (string, error) {
+	ops, c, err := o.mergeMap(m, cur, ptr, field)
+	if err != nil {
+		return "", err
+	}
+	all := append(append([]string{}, c.global...), c.local...)
+	if len(all) == 0 {
+		return ops, nil
+	}
+	return fmt.Sprintf("(%s ? %s : [])", and(all...), ops), nil
+}
+
+// mergeMap is the operations of overlay map m onto cur and the conditions
+// they depend on.
+func (o *overlay) mergeMap(m map[string]any, cur, ptr, field string) (string, conds, error) {
 	keys := sortedKeys(m)
-	var conds, ops []string
+	var c conds
+	var ops []string
 	for _, k := range keys {
 		a, name, err := parseAnchor(k)
 		if err != nil {
-			return "", fmt.Errorf("%s.%s: %v", field, k, err)
+			return "", c, fmt.Errorf("%s.%s: %v", field, k, err)
 		}
 		f := field + "." + k
 		child, has := access(cur, name)
@@ -62,38 +95,48 @@ func (o *overlay) merge(m map[string]any, cur, ptr, field string) (string, error
 		val := m[k]
 		switch a {
 		case conditional, global:
-			c, err := o.condition(val, child, f)
+			t, err := o.condition(val, child, f)
 			if err != nil {
-				return "", err
+				return "", c, err
 			}
-			conds = append(conds, has+" && "+c)
+			if a == global {
+				c.global = append(c.global, has+" && "+t)
+			} else {
+				c.local = append(c.local, has+" && "+t)
+			}
 		case equality:
-			c, err := o.condition(val, child, f)
+			t, err := o.condition(val, child, f)
 			if err != nil {
-				return "", err
+				return "", c, err
 			}
-			conds = append(conds, "!"+has+" || "+c)
+			c.local = append(c.local, "!"+has+" || "+t)
 		case addIfMissing:
 			// What +(key) adds is its value without anchors (Kyverno
 			// strips the nested +(…) of a value it adds); a conditional
-			// inside cannot hold on a missing key: nothing is added.
+			// inside cannot hold on a missing key: the patch is skipped.
 			clean, ok, err := strip(val)
 			if err != nil {
-				return "", fmt.Errorf("%s: %v", f, err)
+				return "", c, fmt.Errorf("%s: %v", f, err)
 			}
 			if !ok {
+				c.local = append(c.local, has)
+				continue
+			}
+			if opt, ok := o.nullable(clean); ok {
+				ops = append(ops, fmt.Sprintf("(%s || !%s.hasValue() ? [] : %s)", has, opt, patchOp("add", cp, opt+".value()")))
 				continue
 			}
 			v, err := o.value(clean, f)
 			if err != nil {
-				return "", err
+				return "", c, err
 			}
 			ops = append(ops, fmt.Sprintf("(%s ? [] : %s)", has, patchOp("add", cp, v)))
 		case plain:
-			op, err := o.mergeKey(val, child, has, cp, f)
+			op, in, err := o.mergeKey(val, child, has, cp, f)
 			if err != nil {
-				return "", err
+				return "", c, err
 			}
+			c.lift(has, in)
 			ops = append(ops, op)
 		}
 	}
@@ -101,106 +144,264 @@ func (o *overlay) merge(m map[string]any, cur, ptr, field string) (string, error
 	if len(ops) > 0 {
 		body = strings.Join(ops, " + ")
 	}
-	if len(conds) == 0 {
-		return body, nil
-	}
-	return fmt.Sprintf("(%s ? %s : [])", and(conds...), body), nil
+	return body, c, nil
 }
 
-// mergeKey is the patch of one plain key.
-func (o *overlay) mergeKey(val any, child, has, cp, f string) (string, error) {
+// mergeKey is the patch of one plain key and the conditions in it.
+func (o *overlay) mergeKey(val any, child, has, cp, f string) (string, conds, error) {
 	switch x := val.(type) {
 	case nil:
-		return fmt.Sprintf("(%s ? %s : [])", has, patchOp("remove", cp, "")), nil
+		return fmt.Sprintf("(%s ? %s : [])", has, patchOp("remove", cp, "")), conds{}, nil
 	case map[string]any:
-		inner, err := o.merge(x, child, cp, f)
+		inner, c, err := o.mergeMap(x, child, cp, f)
 		if err != nil {
-			return "", err
+			return "", c, err
 		}
 		add, err := o.create(x, f)
 		if err != nil {
-			return "", err
+			return "", c, err
 		}
 		if add == "" {
-			return fmt.Sprintf("(%s ? %s : [])", has, inner), nil
+			return fmt.Sprintf("(%s ? %s : [])", has, inner), c, nil
 		}
-		return fmt.Sprintf("(%s ? %s : %s)", has, inner, patchOp("add", cp, add)), nil
+		return fmt.Sprintf("(%s ? %s : %s)", has, inner, patchOp("add", cp, add)), c, nil
 	case []any:
-		key := associativeKey(x)
-		if key == "" {
-			if hasAnchors(x) {
-				return o.eachElement(x, child, has, cp, f)
-			}
-			v, err := o.value(x, f)
-			if err != nil {
-				return "", err
-			}
-			return patchOp("add", cp, v), nil
+		if hasAnchors(x) {
+			return o.anchoredList(x, child, has, cp, f)
 		}
-		var parts []string
-		var adds []string
-		for i, e := range x {
-			em := e.(map[string]any)
-			ef := fmt.Sprintf("%s[%d]", f, i)
-			kv, err := o.value(em[key], ef+"."+key)
-			if err != nil {
-				return "", err
-			}
-			d := o.depth
-			o.depth++
-			ix, j := fmt.Sprintf("x%d", d), fmt.Sprintf("j%d", d)
-			inner, err := o.merge(em, child+"["+ix+"[0]]", cp+` + "/" + string(`+ix+`[0])`, ef)
-			o.depth--
-			if err != nil {
-				return "", err
-			}
-			add, err := o.create(em, ef)
-			if err != nil {
-				return "", err
-			}
-			appendOp := "[]"
-			if add != "" {
-				appendOp = patchOp("add", cp+` + "/-"`, add)
-				adds = append(adds, add)
-			}
-			parts = append(parts, bind(ix, fmt.Sprintf("lists.range(size(%s)).filter(%s, %s[%s].?%s == optional.of(%s))", child, j, child, j, celField(key), kv),
-				fmt.Sprintf("size(%s) > 0 ? %s : %s", ix, inner, appendOp)))
-		}
-		present := strings.Join(parts, " + ")
-		absent := "[]"
-		if len(adds) > 0 {
-			absent = patchOp("add", cp, "["+strings.Join(adds, ", ")+"]")
-		}
-		return fmt.Sprintf("(%s ? %s : %s)", has, present, absent), nil
+		s, err := o.plainList(x, child, has, cp, f)
+		return s, conds{}, err
 	default:
+		if opt, ok := o.nullable(x); ok {
+			// null (`a || b` with neither set) removes the key, as a
+			// strategic merge patch's null does.
+			return fmt.Sprintf("(%s.hasValue() ? %s : (%s ? %s : []))", opt, patchOp("add", cp, opt+".value()"), has, patchOp("remove", cp, "")), conds{}, nil
+		}
+		v, err := o.value(x, f)
+		if err != nil {
+			return "", conds{}, err
+		}
+		return patchOp("add", cp, v), conds{}, nil
+	}
+}
+
+// nullable is the CEL optional of a value that is one Kyverno variable
+// `a || b`: JMESPath gives null when neither is set, and the key is then
+// not written.
+func (o *overlay) nullable(v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return "", false
+	}
+	e, err := o.v.template(s)
+	if err != nil || !strings.HasSuffix(e, ").value()") || !strings.Contains(e, ".or(") || strings.HasPrefix(e, `"`) {
+		return "", false
+	}
+	return strings.TrimSuffix(e, ".value()"), true
+}
+
+// plainList is the patch of a list without anchors: merged by its
+// associative key, or replaced. kustomize's strategic merge (Kyverno's
+// patchstrategicmerge.Filter, ListIncreaseDirection Prepend) puts the
+// patch's elements first, in the patch's order (merged into the existing
+// element of the same key, or new), then the existing elements the patch
+// does not name, in their order: the elements are merged in place first,
+// then moved (or the new ones inserted) to the front one by one.
+func (o *overlay) plainList(x []any, child, has, cp, f string) (string, error) {
+	key := associativeKey(x)
+	if key == "" {
 		v, err := o.value(x, f)
 		if err != nil {
 			return "", err
 		}
 		return patchOp("add", cp, v), nil
 	}
-}
-
-// eachElement merges overlay elements with conditional anchors into every
-// existing element whose anchors hold.
-func (o *overlay) eachElement(x []any, child, has, cp, f string) (string, error) {
-	var parts []string
+	var merges, moves, adds, keys []string
 	for i, e := range x {
-		em, ok := e.(map[string]any)
-		if !ok {
-			return "", fmt.Errorf("%s[%d]: a list mixing anchors and scalars", f, i)
+		em := e.(map[string]any)
+		ef := fmt.Sprintf("%s[%d]", f, i)
+		kv, err := o.value(em[key], ef+"."+key)
+		if err != nil {
+			return "", err
 		}
 		d := o.depth
 		o.depth++
-		j, el := fmt.Sprintf("i%d", d), fmt.Sprintf("e%d", d)
-		inner, err := o.merge(em, el, cp+` + "/" + string(`+j+`)`, fmt.Sprintf("%s[%d]", f, i))
+		ix, j := fmt.Sprintf("x%d", d), fmt.Sprintf("j%d", d)
+		inner, err := o.merge(em, child+"["+ix+"[0]]", cp+` + "/" + string(`+ix+`[0])`, ef)
 		o.depth--
 		if err != nil {
 			return "", err
 		}
-		parts = append(parts, fmt.Sprintf("%s.transformList(%s, %s, %s).flatten()", child, j, el, inner))
+		add, err := o.create(em, ef)
+		if err != nil {
+			return "", err
+		}
+		find := fmt.Sprintf("lists.range(size(%s)).filter(%s, %s[%s].?%s == optional.of(%s))", child, j, child, j, celField(key), kv)
+		if inner != "[]" {
+			merges = append(merges, bind(ix, find, fmt.Sprintf("size(%s) > 0 ? %s : []", ix, inner)))
+		}
+		// Before this element's move, the list holds the i elements moved
+		// or inserted before it, then the existing elements not moved, in
+		// their order.
+		moved := "true"
+		if len(keys) > 0 {
+			moved = fmt.Sprintf("![%s].exists(k, %s[%s].?%s == optional.of(k))", strings.Join(keys, ", "), child, j, celField(key))
+		}
+		from := fmt.Sprintf(`%s + "/" + string(%d + size(lists.range(%s[0]).filter(%s, %s)))`, cp, i, ix, j, moved)
+		to := fmt.Sprintf(`%s + "/%d"`, cp, i)
+		insert := "[]"
+		if add != "" {
+			insert = patchOp("add", to, add)
+			adds = append(adds, add)
+		}
+		moves = append(moves, bind(ix, find, fmt.Sprintf("size(%s) > 0 ? [JSONPatch{op: \"move\", from: %s, path: %s}] : %s", ix, from, to, insert)))
+		keys = append(keys, dynUnless(allStrings(x), kv))
 	}
-	return fmt.Sprintf("(%s ? %s : [])", has, strings.Join(parts, " + ")), nil
+	present := strings.Join(append(merges, moves...), " + ")
+	absent := "[]"
+	if len(adds) > 0 {
+		absent = patchOp("add", cp, "["+strings.Join(adds, ", ")+"]")
+	}
+	return fmt.Sprintf("(%s ? %s : %s)", has, present, absent), nil
+}
+
+// anchoredList is the patch of a list of maps some of whose elements carry
+// anchors, as Kyverno v1.19's processListOfMaps and handlePatternName do:
+// an element with anchors is never added; it is checked against every
+// existing element, and where its conditions hold (and the existing
+// element has a name) a copy of it, its anchors and empty maps removed and
+// its name the existing element's, is merged into that element. Its
+// top-level +(key)s are decided once, on the first existing element (the
+// copy is shared: the first element that has key drops it, one that lacks
+// it makes it a plain key for every element after). An element with a
+// global anchor merges nothing: its conditions hold the rule's whole patch
+// unless one element passes them. The elements without anchors merge as a
+// plain list.
+func (o *overlay) anchoredList(x []any, child, has, cp, f string) (string, conds, error) {
+	var c conds
+	var plainEls []any
+	var parts []string
+	anchored := 0
+	for i, e := range x {
+		em, ok := e.(map[string]any)
+		if !ok {
+			return "", c, fmt.Errorf("%s[%d]: a list mixing anchored maps and scalars is not converted", f, i)
+		}
+		if !hasAnchors([]any{em}) {
+			plainEls = append(plainEls, em)
+			continue
+		}
+		anchored++
+		if anchored > 1 {
+			// deleteAnchorsInList deletes by the indexes the list had
+			// before its first deletion: a second anchored element
+			// deletes another element (or panics).
+			return "", c, fmt.Errorf("%s[%d]: a second list element with anchors: Kyverno's preprocessing (deleteAnchorsInList) then deletes the wrong element", f, i)
+		}
+		ef := fmt.Sprintf("%s[%d]", f, i)
+		d := o.depth
+		o.depth++
+		j, el := fmt.Sprintf("i%d", d), fmt.Sprintf("e%d", d)
+		// The shared copy: top-level +(key) decided on the first element.
+		em2 := map[string]any{}
+		var firstOps []string
+		for _, k := range sortedKeys(em) {
+			a, name, err := parseAnchor(k)
+			if err != nil {
+				o.depth--
+				return "", c, fmt.Errorf("%s.%s: %v", ef, k, err)
+			}
+			if name == "name" && (a == plain || a == addIfMissing) {
+				// handlePatternName sets the copy's name to the element's.
+				continue
+			}
+			if a != addIfMissing {
+				em2[k] = em[k]
+				continue
+			}
+			clean, ok, err := strip(em[k])
+			if err != nil {
+				o.depth--
+				return "", c, fmt.Errorf("%s.%s: %v", ef, k, err)
+			}
+			if !ok {
+				o.depth--
+				return "", c, fmt.Errorf("%s.%s: a condition inside an add anchor of a list element is not converted", ef, k)
+			}
+			if pm, ok := prune(clean).(map[string]any); ok && len(pm) == 0 {
+				// deleteAnchors drops the empty map the key renamed to.
+				continue
+			}
+			_, firstHas := access(child+"[0]", name)
+			ech, ehas := access(el, name)
+			op, _, err := o.mergeKey(prune(clean), ech, ehas, cp+` + "/" + string(`+j+`) + `+quote("/"+escapePointer(name)), ef+"."+k)
+			if err != nil {
+				o.depth--
+				return "", c, err
+			}
+			firstOps = append(firstOps, fmt.Sprintf("(%s ? [] : %s)", firstHas, op))
+		}
+		ops, ec, err := o.mergeMap(prune(em2).(map[string]any), el, cp+` + "/" + string(`+j+`)`, ef)
+		o.depth--
+		if err != nil {
+			return "", c, err
+		}
+		local := and(ec.local...)
+		if len(ec.global) > 0 {
+			g := and(ec.global...)
+			c.global = append(c.global, fmt.Sprintf("%s && (%s.exists(%s, %s && %s) || %s.all(%s, %s))", has, child, el, g, local, child, el, g))
+			continue
+		}
+		all := append([]string{}, firstOps...)
+		if ops != "[]" {
+			all = append(all, ops)
+		}
+		if len(all) == 0 {
+			continue
+		}
+		guard := and(el+`.?name.orValue("") != ""`, local)
+		parts = append(parts, fmt.Sprintf("%s.transformList(%s, %s, %s ? %s : []).flatten()", child, j, el, guard, strings.Join(all, " + ")))
+	}
+	if len(plainEls) > 0 {
+		if associativeKey(plainEls) == "" {
+			return "", c, fmt.Errorf("%s: a list with anchored elements and elements without a name is not converted", f)
+		}
+		p, err := o.plainList(plainEls, child, has, cp, f)
+		if err != nil {
+			return "", c, err
+		}
+		parts = append([]string{p}, parts...)
+	}
+	if len(parts) == 0 {
+		return "[]", c, nil
+	}
+	return fmt.Sprintf("(%s ? %s : [])", has, strings.Join(parts, " + ")), c, nil
+}
+
+// prune removes what Kyverno's deleteAnchors removes from an element's
+// copy: maps left empty (emptyDir: {}), and so maps of only those.
+func prune(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	for k, e := range m {
+		if a, _, _ := parseAnchor(k); a != plain {
+			out[k] = e
+			continue
+		}
+		if em, ok := e.(map[string]any); ok {
+			p := prune(em).(map[string]any)
+			if len(p) == 0 {
+				continue
+			}
+			out[k] = p
+			continue
+		}
+		out[k] = e
+	}
+	return out
 }
 
 // create is the value a missing map is created with: the overlay without
@@ -259,15 +460,29 @@ func strip(v any) (any, bool, error) {
 
 func hasAnchors(l []any) bool {
 	for _, e := range l {
-		m, ok := e.(map[string]any)
-		if !ok {
-			continue
+		if anchored(e) {
+			return true
 		}
-		for k := range m {
-			if a, _, _ := parseAnchor(k); a != plain {
+	}
+	return false
+}
+
+// anchored tells that a value has, at any depth, a conditional, global or
+// add anchor (Kyverno's hasAnchors with hasAnchor: equality anchors do not
+// count).
+func anchored(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if a, _, _ := parseAnchor(k); a != plain && a != equality {
+				return true
+			}
+			if anchored(e) {
 				return true
 			}
 		}
+	case []any:
+		return hasAnchors(x)
 	}
 	return false
 }
@@ -311,6 +526,11 @@ func (o *overlay) value(v any, f string) (string, error) {
 		keys := sortedKeys(x)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
+			if opt, ok := o.nullable(x[k]); ok {
+				// A null value: the key is not created.
+				parts[i] = "?" + quote(k) + ": " + opt
+				continue
+			}
 			s, err := o.value(x[k], f+"."+k)
 			if err != nil {
 				return "", err

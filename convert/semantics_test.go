@@ -2,6 +2,7 @@ package convert
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,11 +12,11 @@ import (
 )
 
 // TestExampleSemantics holds the converted example (examples/convert) to
-// the behaviour its sources document: Kyverno's +(…) anchors add only what
-// is missing, strategic merge finds the sidecar by name, autogen reaches a
-// Deployment's template; AssignMetadata never overwrites. These are the
-// converter's properties, stated from the engines' documentation; the
-// engines' own answers are TestOracle's.
+// what the engines do (their recorded answers on the example's Pods are
+// TestOracle's): Kyverno's +(…) anchors add only what is missing, its
+// strategic merge finds the sidecar by name and puts the patch's elements
+// first, autogen reaches a Deployment's template; AssignMetadata never
+// overwrites.
 func TestExampleSemantics(t *testing.T) {
 	comp, err := compiler.New()
 	if err != nil {
@@ -62,14 +63,17 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: shop}
 spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
-			if n := get(got, "spec", "containers", 1, "name"); n != "log-shipper" {
+			if n := get(got, "spec", "containers", 0, "name"); n != "log-shipper" {
+				t.Errorf("containers[0].name = %v", n)
+			}
+			if n := get(got, "spec", "containers", 1, "name"); n != "app" {
 				t.Errorf("containers[1].name = %v", n)
 			}
-			if p := get(got, "spec", "containers", 1, "imagePullPolicy"); p != "IfNotPresent" {
-				t.Errorf("imagePullPolicy = %v", p)
-			}
-			if v := get(got, "spec", "volumes", 1, "name"); v != "varlog" {
+			if v := get(got, "spec", "volumes", 0, "name"); v != "varlog" {
 				t.Errorf("volumes = %v", get(got, "spec", "volumes"))
+			}
+			if s := get(got, "spec", "shareProcessNamespace"); s != true {
+				t.Errorf("shareProcessNamespace = %v", s)
 			}
 			if a := get(got, "metadata", "annotations", "logging.example.com/sidecar"); a != "injected" {
 				t.Errorf("annotation = %v", a)
@@ -78,19 +82,22 @@ spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T,
 				t.Errorf("owner = %v", l)
 			}
 		}},
-		{name: "a pod with the sidecar keeps its pull policy (+) but takes the image, and keeps its owner", object: `
+		{name: "a pod with the sidecar keeps its pull policy and shareProcessNamespace (+) but takes the image, and keeps its owner", object: `
 apiVersion: v1
 kind: Pod
 metadata: {name: has-sidecar, namespace: shop, labels: {owner: platform}}
-spec: {containers: [{name: app, image: nginx:1.27}, {name: log-shipper, image: "registry.example.com/log-shipper:1.3", imagePullPolicy: Always}]}`, check: func(t *testing.T, got map[string]any) {
+spec: {shareProcessNamespace: false, containers: [{name: app, image: nginx:1.27}, {name: log-shipper, image: "registry.example.com/log-shipper:1.3", imagePullPolicy: Always}]}`, check: func(t *testing.T, got map[string]any) {
 			if n := len(get(got, "spec", "containers").([]any)); n != 2 {
 				t.Errorf("%d containers", n)
 			}
-			if p := get(got, "spec", "containers", 1, "imagePullPolicy"); p != "Always" {
+			if p := get(got, "spec", "containers", 0, "imagePullPolicy"); p != "Always" {
 				t.Errorf("imagePullPolicy = %v", p)
 			}
-			if i := get(got, "spec", "containers", 1, "image"); i != "registry.example.com/log-shipper:1.4" {
+			if i := get(got, "spec", "containers", 0, "image"); i != "registry.example.com/log-shipper:1.4" {
 				t.Errorf("image = %v", i)
+			}
+			if s := get(got, "spec", "shareProcessNamespace"); s != false {
+				t.Errorf("shareProcessNamespace = %v", s)
 			}
 			if l := get(got, "metadata", "labels", "owner"); l != "platform" {
 				t.Errorf("owner = %v", l)
@@ -105,8 +112,8 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: app, image: nginx:1.27}]}`, check: func(t *testing.T, got map[string]any) {
-			if n := get(got, "spec", "template", "spec", "containers", 1, "name"); n != "log-shipper" {
-				t.Errorf("template containers[1].name = %v", n)
+			if n := get(got, "spec", "template", "spec", "containers", 0, "name"); n != "log-shipper" {
+				t.Errorf("template containers[0].name = %v", n)
 			}
 		}},
 		{name: "another namespace is left alone", object: `
@@ -138,5 +145,53 @@ metadata: {name: settings, namespace: shop}`, check: func(t *testing.T, got map[
 			}
 			tc.check(t, got)
 		})
+	}
+}
+
+// TestUndeclared: the fields a location names are checked against the
+// built-in kind's type (a note where kube-apiserver would fail the MAP's
+// strictly decoded object).
+func TestUndeclared(t *testing.T) {
+	tests := []struct {
+		group, version, kind, loc, want string
+	}{
+		{"", "v1", "Service", "spec.foo", "spec.foo"},
+		{"", "v1", "Service", "spec.externalIPs", ""},
+		{"", "v1", "Pod", "spec.containers[name:*].securityContext.runAsUser", ""},
+		{"", "v1", "Pod", "metadata.labels.owner", ""},
+		{"apps", "v1", "Deployment", "spec.nodeSelector", "spec.nodeSelector"},
+		{"apps", "v1", "Deployment", "spec.template.spec.nodeSelector.zone", ""},
+		{"example.com", "v1", "Widget", "spec.anything", ""},
+	}
+	for _, tc := range tests {
+		segs, err := parseLocation(tc.loc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.loc, err)
+		}
+		if got := undeclared(tc.group, tc.version, tc.kind, segs); got != tc.want {
+			t.Errorf("%s %s: undeclared = %q, want %q", tc.kind, tc.loc, got, tc.want)
+		}
+	}
+}
+
+// TestJSONPointerSegs: Kyverno's JSON pointers, negative indexes counted
+// from the end.
+func TestJSONPointerSegs(t *testing.T) {
+	tests := []struct {
+		ptr  string
+		want []seg
+	}{
+		{"/spec/a~1b/0", []seg{{field: "spec"}, {field: "a/b"}, {list: true, index: 0}}},
+		{"/spec/terms/-1/exprs/-", []seg{{field: "spec"}, {field: "terms"}, {list: true, fromEnd: 1}, {field: "exprs"}, {list: true, index: -1}}},
+		{"/spec/-2", []seg{{field: "spec"}, {list: true, fromEnd: 2}}},
+	}
+	for _, tc := range tests {
+		got, err := jsonPointerSegs(tc.ptr, vars{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ptr, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.ptr, got, tc.want)
+		}
 	}
 }
