@@ -53,7 +53,8 @@ const (
 // can only read: every request other than GET or HEAD fails before it
 // leaves the process (ReadOnlyTransport). It is client-go's dynamic client
 // whose JSON lists are decoded in one pass (listDecoder), to the same
-// objects.
+// objects; a Lister over it reads each page's items as they arrive
+// (streamPage) instead of holding the page.
 func NewClient(cfg *rest.Config, o ClientOptions) (dynamic.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst, c.UserAgent = o.QPS, o.Burst, o.UserAgent
@@ -89,7 +90,7 @@ func NewClient(cfg *rest.Config, o ClientOptions) (dynamic.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dynamic.New(rc), nil
+	return streamingClient{Interface: dynamic.New(rc), rest: rc}, nil
 }
 
 // ReadOnlyTransport wraps rt so that it refuses every request that is not

@@ -97,6 +97,9 @@ func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, name
 		maxPages = DefaultMaxPages
 	}
 	opts := metav1.ListOptions{Limit: size, LabelSelector: sel.Label, FieldSelector: sel.Field}
+	if sc, ok := l.Client.(streamingClient); ok {
+		return l.stream(ctx, sc, gvr, namespace, opts, retries, maxPages, page, onRetry)
+	}
 	for pages := 1; ; pages++ {
 		if maxPages > 0 && pages > maxPages {
 			return fmt.Errorf("listing %s: %w: the API server still had a continue token after %d pages (--max-pages)", describe(gvr, namespace), ErrTooManyPages, maxPages)
@@ -126,12 +129,67 @@ func (l *Lister) List(ctx context.Context, gvr schema.GroupVersionResource, name
 	}
 }
 
-// page gets one page, retrying: every failure, a 410 of an expired
-// continue token included, counts against retries. A page over the
-// client's body bound (ErrPageTooLarge) is asked again at half the limit
-// (opts.Limit keeps the smaller one for the rest of the list), down to
-// one object.
+// page gets one page, retrying (l.retry).
 func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts *metav1.ListOptions, retries int, onRetry func(error, time.Duration)) (*unstructured.UnstructuredList, error) {
+	var list *unstructured.UnstructuredList
+	err := l.retry(ctx, opts, retries, onRetry, func(ctx context.Context) (err error) {
+		list, err = ri.List(ctx, *opts)
+		return err
+	})
+	return list, err
+}
+
+// stream is List over a streamingClient: each page's items are handed
+// to page in chunks as the body is decoded, never a whole page at once.
+// A page that fails after some of its items were handed on is asked again
+// from the same continue token and those items are skipped (a continue
+// token's list is a consistent snapshot; after a 410 the API server's
+// inconsistent token starts the same page again at the current state, so
+// the count is then as good as the changes since allow).
+func (l *Lister) stream(ctx context.Context, c streamingClient, gvr schema.GroupVersionResource, namespace string, opts metav1.ListOptions, retries, maxPages int, page func(Page) error, onRetry func(error, time.Duration)) error {
+	deliver := func(items []unstructured.Unstructured, remaining int64) error {
+		return page(Page{Items: items, Remaining: remaining})
+	}
+	handed := 0 // items handed on from opts.Continue's start
+	for pages := 1; ; pages++ {
+		if maxPages > 0 && pages > maxPages {
+			return fmt.Errorf("listing %s: %w: the API server still had a continue token after %d pages (--max-pages)", describe(gvr, namespace), ErrTooManyPages, maxPages)
+		}
+		token := opts.Continue
+		var meta listMeta
+		var read int
+		err := l.retry(ctx, &opts, retries, onRetry, func(ctx context.Context) error {
+			var delivered int
+			var err error
+			meta, read, delivered, err = streamPage(ctx, c, gvr, namespace, opts, handed, deliver)
+			handed += delivered
+			return err
+		})
+		var consumer consumerError
+		if errors.As(err, &consumer) {
+			return consumer.err
+		}
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", describe(gvr, namespace), err)
+		}
+		handed = max(0, handed-read)
+		if meta.Continue == "" {
+			return nil
+		}
+		if meta.Continue == token {
+			return fmt.Errorf("listing %s: the API server returned the continue token it was given", describe(gvr, namespace))
+		}
+		opts.Continue = meta.Continue
+	}
+}
+
+// retry calls once until it succeeds, retrying: every failure, a 410 of
+// an expired continue token included, counts against retries. A page
+// over the client's body bound (ErrPageTooLarge) is asked again at half
+// the limit (opts.Limit keeps the smaller one for the rest of the list),
+// down to one object. An error of the Lister's caller (consumerError) is
+// never retried. Each call of once is bounded by l.RequestTimeout.
+func (l *Lister) retry(ctx context.Context, opts *metav1.ListOptions, retries int, onRetry func(error, time.Duration), once func(ctx context.Context) error) error {
 	wait := l.Backoff
 	if wait <= 0 {
 		wait = DefaultBackoff
@@ -141,12 +199,16 @@ func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts *m
 		timeout = DefaultRequestTimeout
 	}
 	for attempt := 0; ; attempt++ {
-		list, err := l.listOnce(ctx, ri, *opts, timeout)
+		err := l.request(ctx, timeout, once)
 		if err == nil {
-			return list, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
+		}
+		var consumer consumerError
+		if errors.As(err, &consumer) {
+			return err
 		}
 		if errors.Is(err, ErrPageTooLarge) && opts.Limit > 1 {
 			// Not a failure of the server: the same page, smaller.
@@ -158,9 +220,9 @@ func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts *m
 		expired = expired && opts.Continue != ""
 		if attempt >= retries || !(expired || retriable(err)) {
 			if expired {
-				return nil, fmt.Errorf("the continue token expired (410 Gone) %d times in a row: %w", attempt+1, err)
+				return fmt.Errorf("the continue token expired (410 Gone) %d times in a row: %w", attempt+1, err)
 			}
-			return nil, err
+			return err
 		}
 		if expired {
 			// The snapshot of the continue token is gone; the API server
@@ -175,25 +237,30 @@ func (l *Lister) page(ctx context.Context, ri dynamic.ResourceInterface, opts *m
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 		wait = min(2*wait, maxBackoff)
 	}
 }
 
-// listOnce is one list request, bounded by timeout (none when negative).
-func (l *Lister) listOnce(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, timeout time.Duration) (*unstructured.UnstructuredList, error) {
+// request is one list request, bounded by timeout (none when negative).
+func (l *Lister) request(ctx context.Context, timeout time.Duration, once func(context.Context) error) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	list, err := ri.List(ctx, opts)
+	return requestTimeout(ctx, timeout, once(ctx))
+}
+
+// requestTimeout names the bound of a request that failed because its
+// context (bounded by timeout) ended.
+func requestTimeout(ctx context.Context, timeout time.Duration, err error) error {
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("no answer within %s (--request-timeout): %w", timeout, err)
+		return fmt.Errorf("no answer within %s (--request-timeout): %w", timeout, err)
 	}
-	return list, err
+	return err
 }
 
 // expiredContinue returns the continue token of a 410 Gone answer to a

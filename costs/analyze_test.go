@@ -1,6 +1,7 @@
 package costs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -329,4 +330,39 @@ func testDefinitions(t *testing.T) *kindschema.Definitions {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestProfileSizesBuiltVariables: a variable built from no field is sized
+// at the profile point by what it builds (issue 31): thirty variables each
+// the concatenation of the one before with itself are over the budget, as
+// lint warns on kube-apiserver's estimate; the same doubling through
+// replace, which kube-apiserver charges by its receiver, is within it
+// (lint is silent on it too; serve bounds its memory,
+// --max-variable-bytes).
+func TestProfileSizesBuiltVariables(t *testing.T) {
+	doubling := func(step string) []string {
+		vars := []string{`"x"`}
+		for i := 1; i < 30; i++ {
+			vars = append(vars, fmt.Sprintf(step, i-1))
+		}
+		return vars
+	}
+	for _, tc := range []struct {
+		name, step string
+		wantOK     bool
+	}{
+		{"concatenation", `variables.v%[1]d + variables.v%[1]d`, false},
+		{"replace", `"xx".replace("x", variables.v%d)`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := podPolicy("configmaps", doubling(tc.step), `Object{metadata: Object.metadata{labels: {"n": string(size(variables.v29))}}}`)
+			for i := range pol.Policy.Spec.Variables {
+				pol.Policy.Spec.Variables[i].Name = fmt.Sprintf("v%d", i)
+			}
+			b := analyzeOne(t, pol, Options{}).Budgets[0]
+			if got := b.Status == StatusOK; got != tc.wantOK || b.Gate != PointProfile {
+				t.Errorf("budget %s at %s: %s (%d), want ok %v", b.Name, b.Gate, b.Status, b.Max, tc.wantOK)
+			}
+		})
+	}
 }

@@ -81,7 +81,15 @@ func (s *pointSizer) EstimateSize(element checker.AstNode) *checker.SizeEstimate
 	if s.point == PointProfile && s.res != nil {
 		switch {
 		case len(path) > 0 && path[0] == compiler.VariablesVar:
-			path = s.res.variablePath(path, 0)
+			resolved := s.res.variablePath(path, 0)
+			if resolved == nil && len(path) == 2 {
+				// A variable built from no field: the size of what it
+				// builds.
+				if n, ok := s.res.variableBuiltSize(path[1], 0); ok {
+					return &checker.SizeEstimate{Min: 0, Max: n}
+				}
+			}
+			path = resolved
 		case len(path) == 0 || !profileRoots[path[0]]:
 			if element.Expr() != nil {
 				path = s.res.pathOf(s.expr, element.Expr(), 0)
@@ -155,10 +163,12 @@ type resolver struct {
 	// items tells which scope entries are iteration variables (an item
 	// of the bound expression) rather than aliases.
 	items map[*compiler.Expression]map[int64]bool
+	// built memoizes variableBuiltSize.
+	built map[string]builtResult
 }
 
 func newResolver(vars map[string]*compiler.Expression) *resolver {
-	return &resolver{vars: vars, scopes: map[*compiler.Expression]map[int64]ast.Expr{}, items: map[*compiler.Expression]map[int64]bool{}}
+	return &resolver{vars: vars, scopes: map[*compiler.Expression]map[int64]ast.Expr{}, items: map[*compiler.Expression]map[int64]bool{}, built: map[string]builtResult{}}
 }
 
 // maxResolveDepth bounds the variables followed through other variables.

@@ -431,7 +431,19 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if req.Subresource != "" && req.Operation != admission.Update {
 		return nil, nil
 	}
+	precheck := func(builtin bool) *Validation {
+		if req.Operation != admission.Create || req.Subresource != "" {
+			return nil
+		}
+		if status := metadataPrecheck(req, obj, builtin); status != nil {
+			return &Validation{Invalid: status}
+		}
+		return nil
+	}
 	if s.crs.Recognizes(req.Kind) {
+		if v := precheck(false); v != nil {
+			return v, nil
+		}
 		var p Persisted
 		var err error
 		if req.Subresource == "" {
@@ -444,7 +456,7 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 		}
 		var status *apierrors.StatusError
 		if errors.As(err, &status) {
-			return &Validation{Invalid: status, Warnings: p.Warnings}, nil
+			return &Validation{Invalid: boundInvalid(status), Warnings: p.Warnings}, nil
 		}
 		if err != nil {
 			return nil, err
@@ -469,12 +481,16 @@ func (s *Scheme) Validate(ctx context.Context, req Request, obj, old map[string]
 	if err != nil {
 		return nil, err
 	}
+	if v := precheck(true); v != nil {
+		return v, nil
+	}
 	v, err := validateWithin(ctx, req, func() (*Validation, error) {
 		return k.validate(ctx, &s.plans, st, req, internal, old)
 	})
 	if err != nil {
 		return nil, err
 	}
+	v.Invalid = boundInvalid(v.Invalid)
 	if v.Invalid == nil {
 		// The validating admission plugins receive the strategy's object
 		// itself; stored's conversion shares its parts, never writes them.

@@ -149,6 +149,24 @@ func TestCost(t *testing.T) {
 	}
 }
 
+// TestCostAgreesWithLintOnGrowingStrings: a policy whose variables double
+// a string (`variables.vN + variables.vN`, thirty times: 1 GiB) is flagged
+// by both: lint warns on kube-apiserver's estimate, cost is over the
+// budget at its profile point (issue 31: cost said ok).
+func TestCostAgreesWithLintOnGrowingStrings(t *testing.T) {
+	const policy = "testdata/cost/doubling.yaml"
+	code, out, errOut := runCLI(t, "", "lint", policy)
+	checkCLI(t, code, out, errOut, exitOK, []string{
+		`MutatingAdmissionPolicy "double": spec.variables[29].expression: estimated cost 1844674407370955268 exceeds the per-call limit 1000000`,
+		"1 policies, 0 bindings, 0 problems, 29 warnings",
+	}, nil)
+	code, out, errOut = runCLI(t, "", "cost", policy)
+	checkCLI(t, code, out, errOut, exitProblem, []string{
+		"double: spec.mutations[0]: worst case 107374427 of spec.mutations[0].applyConfiguration.expression + variables.v0 + variables.v1",
+		"1 policy, 7 not within the limits",
+	}, nil)
+}
+
 func TestCostJSON(t *testing.T) {
 	cases := []struct {
 		name          string
