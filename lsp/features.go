@@ -3,6 +3,8 @@ package lsp
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -560,7 +562,8 @@ func hoverWord(w string) string {
 
 // definition answers textDocument/definition: variables.x → the
 // variable's name; a binding's policyName → the policy; a paramKind's
-// kind → the CustomResourceDefinition.
+// kind → the CustomResourceDefinition; a suite's policy name → the
+// policy, its policy files → the files.
 func (s *Server) definition(path string, pos protocol.Position) []protocol.Location {
 	a := s.current()
 	f := a.files[path]
@@ -591,6 +594,15 @@ func (s *Server) definition(path string, pos protocol.Position) []protocol.Locat
 		return a.policyLocations(last.node.Value)
 	case last.key == "kind" && len(steps) >= 3 && steps[len(steps)-2].key == "paramKind":
 		return a.crdLocations(last.node.Value)
+	case (f.suite || f.peer) && last.key == "policy" && last.node.Kind == yaml.ScalarNode:
+		// A suite's case (PolicyTest, kaptest, Kyverno) names its policy.
+		return a.policyLocations(last.node.Value)
+	case (f.suite || f.peer) && len(steps) >= 3 && steps[len(steps)-2].key == "policies" && last.node.Kind == yaml.ScalarNode:
+		// A suite's policy files, relative to it.
+		file := filepath.Join(filepath.Dir(path), last.node.Value)
+		if _, err := os.Stat(file); err == nil || a.files[file] != nil {
+			return []protocol.Location{{URI: uri.File(file)}}
+		}
 	}
 	return nil
 }

@@ -273,6 +273,21 @@ func TestPeerSuites(t *testing.T) {
 			golden(t, tc.golden, ds)
 		})
 	}
+	// Definitions from a suite: a case's policy name, a policy file.
+	ktext, _ := os.ReadFile(kaptest)
+	ks := strings.Replace(string(ktext), "expekt", "expect", 1)
+	c.change(kaptest, ks, 3)
+	policyFile := filepath.Join(root, "kaptest", "label-policy.yaml")
+	ptext, _ := os.ReadFile(policyFile)
+	locs := c.locations(protocol.MethodTextDocumentDefinition, kaptest, at(t, ks, "policy: label-policy", len("policy: la")))
+	if len(locs) != 1 || locs[0].URI.Filename() != policyFile || rangeText(string(ptext), locs[0].Range) != "label-policy" {
+		t.Errorf("definition of a case's policy: %+v", locs)
+	}
+	locs = c.locations(protocol.MethodTextDocumentDefinition, kaptest, at(t, ks, "../label-policy.yaml", 4))
+	if len(locs) != 1 || locs[0].URI.Filename() != policyFile {
+		t.Errorf("definition of a policy file: %+v", locs)
+	}
+
 	// A kat request with a misspelt field, created on disk: on its key.
 	req := filepath.Join(root, "kat", "tests", "add-default-labels.no-labels.request.yaml")
 	reqText := "operation: CREATE\nnamespaec: default\n"
