@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 FUZZFLAGS ?=
 FUZZCORPUS ?= 200
 
-.PHONY: all build test test-long run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test cross convert-oracle vsix
+.PHONY: all build test test-long run lint bench fuzz fuzz-long fuzz-corpus clean e2e load dist image release-test cross convert-oracle vsix screenshots
 
 all: lint build test
 
@@ -133,6 +133,13 @@ run: build
 vsix:
 	@if ! command -v npm >/dev/null 2>&1; then echo "vsix: npm not found, the VS Code extension is not built (docs/editors.md)"; exit 0; fi; \
 	cd editors/vscode && npm ci --no-audit --no-fund && npm run check && npm run package
+
+# The screenshots of docs/editors.md (docs/images/lsp-*.svg), captured from
+# a real session: Neovim's LSP client and `mutatis lsp` in a tmux pane
+# (editors/screenshots/capture.sh). Needs nvim and tmux (apt-get install
+# neovim tmux); not run by CI.
+screenshots:
+	./editors/screenshots/capture.sh
 
 # vet with -race: it compiles every package it checks and their
 # dependencies, and with the flags of `make test` those compiles are the

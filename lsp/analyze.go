@@ -33,6 +33,11 @@ type Analysis struct {
 	// compiled holds the compilation of each MutatingAdmissionPolicy by
 	// name.
 	compiled map[string]*compiler.Policy
+	// surrogates holds each ValidatingAdmissionPolicy's cost surrogate
+	// (costs.SurrogateOf: its variables, then its expressions as
+	// variables) compiled, by name: the types of its variables and
+	// expressions.
+	surrogates map[string]surrogate
 	// schemas caches the kinds' schemas resolved.
 	schemas map[schema.GroupVersionKind]*spec.Schema
 	// Diagnostics holds every file's diagnostics, by path (an empty list
@@ -49,6 +54,8 @@ type fileState struct {
 	suite  bool
 	// suiteErr is a suite file's problem (policytest.ParseSuite).
 	suiteErr error
+	// peer is a kaptest or Kyverno suite file (peers.go).
+	peer bool
 }
 
 // newFileState parses one file's content (path names it).
@@ -61,6 +68,10 @@ func newFileState(path string, data []byte) *fileState {
 		return fs
 	}
 	fs.parsed = parseFile(data)
+	if fs.peer = !fs.suite && isPeerSuiteFile(path, data); fs.peer {
+		fs.set = &manifest.Set{}
+		return fs
+	}
 	if fs.suite {
 		_, fs.suiteErr = policytest.ParseSuite(path, data)
 		fs.set = &manifest.Set{}
@@ -91,9 +102,19 @@ type policyCache struct {
 	fingerprint string
 	policies    map[string]policyResult
 	next        map[string]policyResult
+	// surrogates keeps the compiled surrogates of the
+	// ValidatingAdmissionPolicies by revision.
+	surrogates, nextSurrogates map[string]surrogate
 }
 
 // policyResult is what the checks of one policy found.
+// surrogate is a ValidatingAdmissionPolicy's cost surrogate and its
+// compilation.
+type surrogate struct {
+	costs.Surrogate
+	compiled *compiler.Policy
+}
+
 type policyResult struct {
 	findings []lint.Finding
 	errs     field.ErrorList
@@ -105,6 +126,7 @@ func (c *policyCache) reset(fingerprint string) {
 		c.fingerprint, c.policies = fingerprint, map[string]policyResult{}
 	}
 	c.next = map[string]policyResult{}
+	c.nextSurrogates = map[string]surrogate{}
 }
 
 // objectsFingerprint names the contents of the files that hold objects
@@ -126,7 +148,7 @@ func analyze(comp *compiler.Compiler, files map[string]*fileState, cache *policy
 	if cache == nil {
 		cache = &policyCache{}
 	}
-	a := &Analysis{schemas: map[schema.GroupVersionKind]*spec.Schema{}, files: files, set: &manifest.Set{}, compiled: map[string]*compiler.Policy{}, Diagnostics: map[string][]protocol.Diagnostic{}}
+	a := &Analysis{schemas: map[schema.GroupVersionKind]*spec.Schema{}, files: files, set: &manifest.Set{}, compiled: map[string]*compiler.Policy{}, surrogates: map[string]surrogate{}, Diagnostics: map[string][]protocol.Diagnostic{}}
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -188,7 +210,21 @@ func analyze(comp *compiler.Compiler, files map[string]*fileState, cache *policy
 	}
 	for _, p := range a.set.ValidatingPolicies {
 		findings = append(findings, checker.ValidatingPolicy(comp, p)...)
+		sur := costs.SurrogateOf(p.Policy)
+		key := compiler.Key(sur.Policy)
+		s, ok := cache.surrogates[key]
+		if !ok {
+			if cp, err := comp.Compile(sur.Policy); err == nil {
+				s = surrogate{Surrogate: sur, compiled: cp}
+			}
+			comp.Forget(sur.Policy.Name) // the surrogate's, not a policy's
+		}
+		if s.compiled != nil {
+			cache.nextSurrogates[key] = s
+			a.surrogates[p.Policy.Name] = s
+		}
 	}
+	cache.surrogates, cache.nextSurrogates = cache.nextSurrogates, nil
 	findings = append(findings, checker.Set(a.set)...)
 	if policies, bindings := a.set.APIObjects(); len(policies) > 0 && len(bindings) > 0 {
 		for _, w := range binding.Check(policies, bindings) {

@@ -222,10 +222,16 @@ func paramGVK(pk *admissionregistrationv1.ParamKind) (schema.GroupVersionKind, b
 	return gv.WithKind(pk.Kind), true
 }
 
-// rootSchemas are the schemas of a CEL variable at a site: object and
-// oldObject the kinds the policy targets (several: a union), params its
-// paramKind, namespaceObject a Namespace.
-func (a *Analysis) rootSchemas(s *celSite, root string) []*spec.Schema {
+// rootKind is a kind a CEL variable can hold and its schema.
+type rootKind struct {
+	gvk    schema.GroupVersionKind
+	schema *spec.Schema
+}
+
+// rootKinds are the kinds of a CEL variable at a site, with their
+// schemas: object and oldObject the kinds the policy targets (several: a
+// union), params its paramKind, namespaceObject a Namespace.
+func (a *Analysis) rootKinds(s *celSite, root string) []rootKind {
 	var gvks []schema.GroupVersionKind
 	switch root {
 	case "object", "oldObject":
@@ -237,13 +243,26 @@ func (a *Analysis) rootSchemas(s *celSite, root string) []*spec.Schema {
 	case "namespaceObject":
 		gvks = []schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}
 	}
-	var out []*spec.Schema
+	var out []rootKind
 	for _, gvk := range gvks {
 		if sc := a.schemaOf(gvk); sc != nil {
-			out = append(out, sc)
+			out = append(out, rootKind{gvk: gvk, schema: sc})
 		}
 	}
 	return out
+}
+
+// description is the OpenAPI description of the field at segs of kind
+// k: its schema's (a CRD's), else the built-in kind's Go documentation
+// (builtinDocs).
+func description(k rootKind, segs []string) string {
+	if len(segs) == 0 {
+		return ""
+	}
+	if fs := schemaAt(k.schema, segs); fs != nil && fs.Description != "" {
+		return fs.Description
+	}
+	return builtinDocs(k.gvk, segs[:len(segs)-1])[segs[len(segs)-1]]
 }
 
 // schemaAt walks a schema along field names; list items are stepped
@@ -377,17 +396,9 @@ func selectorBefore(expr []rune, i int) (root string, path []string, partial str
 	for l, r := 0, len(segs)-1; l < r; l, r = l+1, r-1 {
 		segs[l], segs[r] = segs[r], segs[l]
 	}
-	// "[]" steps were appended after the name they follow: put each
-	// after its name.
-	var fixed []string
-	for idx := 0; idx < len(segs); idx++ {
-		if segs[idx] == "[]" && idx+1 < len(segs) {
-			fixed = append(fixed, segs[idx+1], "[]")
-			idx++
-			continue
-		}
-		fixed = append(fixed, segs[idx])
-	}
+	// Read right to left, each "[]" was appended before the name it
+	// follows: reversed, it is after it.
+	fixed := segs
 	if j > 0 && (expr[j-1] == '.' || expr[j-1] == ')') {
 		return "", nil, partial, false
 	}

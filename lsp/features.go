@@ -3,6 +3,8 @@ package lsp
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -116,8 +118,8 @@ func (a *Analysis) complete(path string, off int) []protocol.CompletionItem {
 	i := min(site.index, len(expr))
 	if segs, partial, ok := objectLiteralAt(expr, i); ok {
 		var items []protocol.CompletionItem
-		for _, sc := range a.rootSchemas(site, "object") {
-			items = append(items, fieldItems(literalSchema(sc, segs), partial)...)
+		for _, k := range a.rootKinds(site, "object") {
+			items = append(items, fieldItems(literalSchema(k.schema, segs), partial, literalDocs(k, segs))...)
 		}
 		return dedupeItems(items)
 	}
@@ -148,8 +150,8 @@ func (a *Analysis) completeSelection(site *celSite, root string, segs []string, 
 	var items []protocol.CompletionItem
 	switch root {
 	case "object", "oldObject", "params", "namespaceObject":
-		for _, sc := range a.rootSchemas(site, root) {
-			items = append(items, fieldItems(schemaAt(sc, segs), partial)...)
+		for _, k := range a.rootKinds(site, root) {
+			items = append(items, fieldItems(schemaAt(k.schema, segs), partial, builtinDocs(k.gvk, segs))...)
 		}
 	case "variables":
 		if len(segs) == 0 {
@@ -198,8 +200,22 @@ func literalSchema(s *spec.Schema, segs []string) *spec.Schema {
 	return s
 }
 
-// fieldItems are the fields of schema s whose names start with partial.
-func fieldItems(s *spec.Schema, partial string) []protocol.CompletionItem {
+// literalDocs are the built-in descriptions of the fields of an
+// Object{…} type name's path (list fields stepped into, as literalSchema).
+func literalDocs(k rootKind, segs []string) map[string]string {
+	var path []string
+	for _, seg := range segs {
+		path = append(path, seg)
+		if s := schemaAt(k.schema, path); s != nil && s.Items != nil {
+			path = append(path, "[]")
+		}
+	}
+	return builtinDocs(k.gvk, path)
+}
+
+// fieldItems are the fields of schema s whose names start with partial,
+// documented by their schema's description or docs' (a built-in kind's).
+func fieldItems(s *spec.Schema, partial string, docs map[string]string) []protocol.CompletionItem {
 	if s == nil {
 		return nil
 	}
@@ -211,6 +227,8 @@ func fieldItems(s *spec.Schema, partial string) []protocol.CompletionItem {
 		it := protocol.CompletionItem{Label: name, Kind: protocol.CompletionItemKindField, Detail: typeName(&p)}
 		if p.Description != "" {
 			it.Documentation = p.Description
+		} else if d := docs[name]; d != "" {
+			it.Documentation = d
 		}
 		items = append(items, it)
 	}
@@ -234,13 +252,11 @@ func dedupeItems(items []protocol.CompletionItem) []protocol.CompletionItem {
 }
 
 // variableTypes are the CEL types of a policy's variables as the compiler
-// checked them.
+// checked them (a ValidatingAdmissionPolicy's through its cost surrogate,
+// which declares the same variables in the same environment).
 func (a *Analysis) variableTypes(site *celSite) map[string]string {
 	out := map[string]string{}
-	if site.policy == nil {
-		return out
-	}
-	cp := a.compiled[site.policy.Policy.Name]
+	cp := a.compiledOf(site)
 	if cp == nil {
 		return out
 	}
@@ -252,17 +268,39 @@ func (a *Analysis) variableTypes(site *celSite) map[string]string {
 	return out
 }
 
-// expression is the compiled expression of a site's field path.
-func (a *Analysis) expression(site *celSite) *compiler.Expression {
-	if site.policy == nil {
-		return nil
+// compiledOf is the compilation of a site's policy: a
+// MutatingAdmissionPolicy's, or a ValidatingAdmissionPolicy's surrogate.
+func (a *Analysis) compiledOf(site *celSite) *compiler.Policy {
+	switch {
+	case site.policy != nil:
+		return a.compiled[site.policy.Policy.Name]
+	case site.vap != nil:
+		return a.surrogates[site.vap.Policy.Name].compiled
 	}
-	cp := a.compiled[site.policy.Policy.Name]
+	return nil
+}
+
+// expression is the compiled expression of a site's field path (of a
+// ValidatingAdmissionPolicy, the surrogate's variable standing for it).
+func (a *Analysis) expression(site *celSite) *compiler.Expression {
+	cp := a.compiledOf(site)
 	if cp == nil {
 		return nil
 	}
+	path := site.path
+	if site.vap != nil {
+		for name, r := range a.surrogates[site.vap.Policy.Name].Roles {
+			if r.Path == path {
+				for i, v := range cp.Variables {
+					if v.Name == name {
+						path = fmt.Sprintf("spec.variables[%d].expression", i)
+					}
+				}
+			}
+		}
+	}
 	for _, e := range cp.Expressions() {
-		if e.Path != nil && e.Path.String() == site.path {
+		if e.Path != nil && e.Path.String() == path {
 			return e
 		}
 	}
@@ -452,14 +490,14 @@ func (s *Server) hover(path string, pos protocol.Position) *protocol.Hover {
 			types := a.variableTypes(site)
 			parts = append(parts, fmt.Sprintf("`variables.%s`: `%s`", word, orDyn(types[word])))
 		case root == "object" || root == "oldObject" || root == "params" || root == "namespaceObject":
-			for _, sc := range a.rootSchemas(site, root) {
-				fs := schemaAt(sc, all)
+			for _, k := range a.rootKinds(site, root) {
+				fs := schemaAt(k.schema, all)
 				if fs == nil {
 					continue
 				}
-				text := fmt.Sprintf("`%s.%s`: `%s`", root, strings.Join(all, "."), typeName(fs))
-				if fs.Description != "" {
-					text += "\n\n" + fs.Description
+				text := fmt.Sprintf("`%s.%s`: `%s`", root, strings.ReplaceAll(strings.Join(all, "."), ".[]", "[]"), typeName(fs))
+				if d := description(k, all); d != "" {
+					text += "\n\n" + d
 				}
 				parts = append(parts, text)
 				break
@@ -524,7 +562,8 @@ func hoverWord(w string) string {
 
 // definition answers textDocument/definition: variables.x → the
 // variable's name; a binding's policyName → the policy; a paramKind's
-// kind → the CustomResourceDefinition.
+// kind → the CustomResourceDefinition; a suite's policy name → the
+// policy, its policy files → the files.
 func (s *Server) definition(path string, pos protocol.Position) []protocol.Location {
 	a := s.current()
 	f := a.files[path]
@@ -555,6 +594,15 @@ func (s *Server) definition(path string, pos protocol.Position) []protocol.Locat
 		return a.policyLocations(last.node.Value)
 	case last.key == "kind" && len(steps) >= 3 && steps[len(steps)-2].key == "paramKind":
 		return a.crdLocations(last.node.Value)
+	case (f.suite || f.peer) && last.key == "policy" && last.node.Kind == yaml.ScalarNode:
+		// A suite's case (PolicyTest, kaptest, Kyverno) names its policy.
+		return a.policyLocations(last.node.Value)
+	case (f.suite || f.peer) && len(steps) >= 3 && steps[len(steps)-2].key == "policies" && last.node.Kind == yaml.ScalarNode:
+		// A suite's policy files, relative to it.
+		file := filepath.Join(filepath.Dir(path), last.node.Value)
+		if _, err := os.Stat(file); err == nil || a.files[file] != nil {
+			return []protocol.Location{{URI: uri.File(file)}}
+		}
 	}
 	return nil
 }
@@ -763,7 +811,9 @@ func usesOf(path string, f *parsedFile, n *yaml.Node, sel string, depth int) []p
 
 // codeActions answers textDocument/codeAction with the fixes that are
 // certain: a MutatingAdmissionPolicy without reinvocationPolicy gets the
-// field (Never, or IfNeeded).
+// field (Never, or IfNeeded); an unguarded read of an optional field its
+// guard, an ApplyConfiguration writing an atomic list its JSONPatch
+// (fixes.go).
 func (s *Server) codeActions(path string, rng protocol.Range) []protocol.CodeAction {
 	a := s.current()
 	f := a.files[path]
@@ -772,6 +822,21 @@ func (s *Server) codeActions(path string, rng protocol.Range) []protocol.CodeAct
 	}
 	var out []protocol.CodeAction
 	for _, d := range a.Diagnostics[path] {
+		if d.Range.Start.Line > rng.End.Line || d.Range.End.Line < rng.Start.Line {
+			continue
+		}
+		switch d.Code {
+		case "read-unguarded-optional":
+			if act, ok := a.guardAction(path, d); ok {
+				out = append(out, act)
+			}
+			continue
+		case "object-atomic":
+			if act, ok := a.jsonPatchAction(path, d); ok {
+				out = append(out, act)
+			}
+			continue
+		}
 		if !strings.Contains(d.Message, "Required value") || d.Range.Start.Line > rng.End.Line || d.Range.End.Line < rng.Start.Line {
 			continue
 		}
@@ -801,6 +866,107 @@ func (s *Server) codeActions(path string, rng protocol.Range) []protocol.CodeAct
 		}
 	}
 	return out
+}
+
+// guardAction is the quick fix of an unguarded read (guardFix).
+func (a *Analysis) guardAction(path string, d protocol.Diagnostic) (protocol.CodeAction, bool) {
+	f := a.files[path]
+	site, ok := a.celSiteAt(path, f.parsed.text.offset(d.Range.Start))
+	if !ok {
+		return protocol.CodeAction{}, false
+	}
+	edits, title, ok := guardFix(site.node.Value, site.index)
+	if !ok {
+		return protocol.CodeAction{}, false
+	}
+	for i := range edits {
+		t, ok := yamlEscape(site.node, edits[i].text)
+		if !ok {
+			return protocol.CodeAction{}, false
+		}
+		edits[i].text = t
+	}
+	return quickFix(path, title, d, celFixEdits(f.parsed, site.node, edits)), true
+}
+
+// yamlEscape writes text as it must appear inside scalar n's source;
+// ok is false where a plain scalar cannot hold it.
+func yamlEscape(n *yaml.Node, text string) (string, bool) {
+	switch n.Style {
+	case yaml.DoubleQuotedStyle:
+		return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(text), true
+	case yaml.SingleQuotedStyle:
+		return strings.ReplaceAll(text, "'", "''"), true
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		return text, !strings.Contains(text, "\n")
+	}
+	return text, !strings.Contains(text, ": ") && !strings.Contains(text, " #") && !strings.Contains(text, "\n")
+}
+
+// jsonPatchAction is the quick fix of an ApplyConfiguration writing an
+// atomic list (jsonPatchFix): the mutation becomes a JSONPatch one, its
+// expression a literal block scalar.
+func (a *Analysis) jsonPatchAction(path string, d protocol.Diagnostic) (protocol.CodeAction, bool) {
+	f := a.files[path]
+	site, ok := a.celSiteAt(path, f.parsed.text.offset(d.Range.Start))
+	if !ok || site.policy == nil {
+		return protocol.CodeAction{}, false
+	}
+	mutation, ok := strings.CutSuffix(site.path, ".applyConfiguration.expression")
+	if !ok {
+		return protocol.CodeAction{}, false
+	}
+	kinds := a.rootKinds(site, "object")
+	isList := func(p []string) bool {
+		for _, k := range kinds {
+			if sc := schemaAt(k.schema, p); sc == nil || typeName(sc) == "dyn" || !strings.HasPrefix(typeName(sc), "list(") {
+				return false
+			}
+		}
+		return len(kinds) > 0
+	}
+	expr, ok := jsonPatchFix(site.node.Value, site.index, isList)
+	if !ok {
+		return protocol.CodeAction{}, false
+	}
+	root := f.parsed.root(site.policy.Source)
+	patchType, _, whole := fieldNode(root, mutation+".patchType")
+	_, acKey, whole2 := fieldNode(root, mutation+".applyConfiguration")
+	_, exprKey, whole3 := fieldNode(root, site.path)
+	if !whole || !whole2 || !whole3 || patchType.Kind != yaml.ScalarNode || acKey == nil || exprKey == nil {
+		return protocol.CodeAction{}, false
+	}
+	t := f.parsed.text
+	n := site.node
+	start := t.yamlOffset(n.Line, n.Column)
+	end := scalarEnd(t, n)
+	edits := []protocol.TextEdit{
+		{Range: nodeRange(f.parsed, patchType, nil, true), NewText: "JSONPatch"},
+		{Range: nodeRange(f.parsed, acKey, nil, true), NewText: "jsonPatch"},
+		{Range: protocol.Range{Start: t.position(start), End: t.position(end)}, NewText: blockScalar(expr, exprKey.Column-1+2)},
+	}
+	return quickFix(path, "Rewrite as the equivalent JSONPatch (an ApplyConfiguration may not write an atomic list)", d, edits), true
+}
+
+// scalarEnd is the offset after scalar n's source: its closing quote, or
+// its last character (a block scalar's last one before its line breaks).
+func scalarEnd(t *text, n *yaml.Node) int {
+	offs := scalarOffsets(t, n)
+	runes := []rune(n.Value)
+	switch n.Style {
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		return min(offs[len(offs)-1]+1, len(t.data))
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		k := len(runes)
+		for k > 0 && runes[k-1] == '\n' {
+			k--
+		}
+		if k == 0 {
+			return offs[0]
+		}
+		return offs[k-1] + len(string(runes[k-1]))
+	}
+	return offs[len(offs)-1]
 }
 
 // codeLenses answers textDocument/codeLens: a suite file gets "Run

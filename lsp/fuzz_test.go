@@ -21,6 +21,9 @@ func FuzzHandlers(f *testing.F) {
 		f.Add(string(data), uint32(20), uint32(12))
 	}
 	f.Add(crdWorkspace, uint32(44), uint32(90))
+	f.Add(fixWorkspace, uint32(13), uint32(30))
+	f.Add(fixWorkspace, uint32(53), uint32(30))
+	f.Add(vapWorkspace, uint32(17), uint32(30))
 	f.Add("expression: \"object.\\\"x\"\n", uint32(0), uint32(20))
 	s, err := NewServer(Options{})
 	if err != nil {
@@ -50,4 +53,44 @@ func FuzzHandlers(f *testing.F) {
 			s.codeLenses(path)
 		}
 	})
+}
+
+// FuzzFixes: the CEL quick fixes (fixes.go) of any expression at any
+// index answer without a panic, and a rewrite they offer parses.
+func FuzzFixes(f *testing.F) {
+	for _, e := range []string{
+		`object.metadata.labels["team"] == "a"`,
+		`"team" in object.metadata.labels`,
+		`object.spec.containers.all(c, c.securityContext.privileged != true)`,
+		`Object{spec: Object.spec{tolerations: [Object.spec.tolerations{key: "a"}]}}`,
+		"Object{\n spec: Object.spec{dnsConfig: Object.spec.dnsConfig{nameservers: [r'x', b\"y\", '''z''']}}}",
+	} {
+		f.Add(e, uint16(16))
+	}
+	f.Fuzz(func(t *testing.T, expr string, at uint16) {
+		if len(expr) > 1<<12 {
+			return
+		}
+		i := int(at) % (len([]rune(expr)) + 1)
+		if edits, _, ok := guardFix(expr, i); ok {
+			for _, e := range edits {
+				if e.from < 0 || e.to < e.from || e.to > len([]rune(expr)) {
+					t.Fatalf("edit %+v out of %q", e, expr)
+				}
+			}
+			if got := applyCEL(expr, edits); !parses(got) {
+				t.Fatalf("the guard of %q: %q does not parse", expr, got)
+			}
+		}
+		if got, ok := jsonPatchFix(expr, i, func([]string) bool { return true }); ok && !parses(got) {
+			t.Fatalf("the JSONPatch of %q: %q does not parse", expr, got)
+		}
+		matchingClose([]rune(expr), i)
+		literalEnd([]rune(expr), i)
+	})
+}
+
+func parses(expr string) bool {
+	_, ok := parseCEL(expr)
+	return ok
 }

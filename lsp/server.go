@@ -43,7 +43,12 @@ type Server struct {
 	// analysis is the last analysis of files.
 	analysis *Analysis
 	cache    policyCache
+	// peers keeps the loading of kat, kaptest and Kyverno suites (read
+	// from disk by policytest) until a file changes on disk.
+	peers    peerCache
 	shutdown bool
+	// watch is set when the client can register file watchers.
+	watch bool
 }
 
 // NewServer returns a Server; Serve runs it.
@@ -189,6 +194,11 @@ func (s *Server) dispatch(ctx context.Context, req jsonrpc2.Request) (any, error
 		}
 		return s.initialize(p), nil
 	case protocol.MethodInitialized:
+		if s.watch {
+			// Asked on a goroutine of its own: the client's answer comes
+			// through the loop that runs this handler.
+			go s.registerWatchers(context.WithoutCancel(ctx))
+		}
 		return nil, nil
 	case protocol.MethodShutdown:
 		s.shutdown = true
@@ -232,7 +242,16 @@ func (s *Server) dispatch(ctx context.Context, req jsonrpc2.Request) (any, error
 		s.analysis = nil
 		return nil, s.conn.Notify(ctx, protocol.MethodTextDocumentPublishDiagnostics, &protocol.PublishDiagnosticsParams{URI: uri.File(path), Diagnostics: []protocol.Diagnostic{}})
 	case protocol.MethodTextDocumentDidSave:
-		return nil, nil
+		// kat, kaptest and Kyverno suites are read from disk.
+		s.peers = peerCache{}
+		return nil, s.refresh(ctx)
+	case protocol.MethodWorkspaceDidChangeWatchedFiles:
+		var p protocol.DidChangeWatchedFilesParams
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		s.filesChanged(p.Changes)
+		return nil, s.refresh(ctx)
 	case protocol.MethodTextDocumentCompletion:
 		var p protocol.CompletionParams
 		if err := decode(params, &p); err != nil {
@@ -307,6 +326,9 @@ func (s *Server) initialize(p protocol.InitializeParams) *protocol.InitializeRes
 		root = p.RootPath
 	}
 	s.root = root
+	if w := p.Capabilities.Workspace; w != nil && w.DidChangeWatchedFiles != nil && w.DidChangeWatchedFiles.DynamicRegistration {
+		s.watch = true
+	}
 	if root != "" {
 		s.readWorkspace(root)
 	}
@@ -324,6 +346,45 @@ func (s *Server) initialize(p protocol.InitializeParams) *protocol.InitializeRes
 			ExecuteCommandProvider: &protocol.ExecuteCommandOptions{Commands: []string{CommandRunSuite}},
 		},
 		ServerInfo: &protocol.ServerInfo{Name: "mutatis"},
+	}
+}
+
+// registerWatchers asks the client to watch the workspace's manifests
+// (workspace/didChangeWatchedFiles): a CRD or a params file changed by
+// another program, a git checkout, re-diagnoses the documents open.
+func (s *Server) registerWatchers(ctx context.Context) {
+	opts := protocol.DidChangeWatchedFilesRegistrationOptions{Watchers: []protocol.FileSystemWatcher{{GlobPattern: "**/*.{yaml,yml,json}"}}}
+	_, _ = s.conn.Call(ctx, protocol.MethodClientRegisterCapability, &protocol.RegistrationParams{Registrations: []protocol.Registration{{
+		ID: "mutatis-watch", Method: protocol.MethodWorkspaceDidChangeWatchedFiles, RegisterOptions: opts,
+	}}}, nil)
+}
+
+// filesChanged takes the files changed on disk into the workspace: a
+// file created or changed is read again, a deleted one forgotten; the
+// documents open keep the client's text.
+func (s *Server) filesChanged(changes []*protocol.FileEvent) {
+	s.peers = peerCache{}
+	for _, c := range changes {
+		if c == nil {
+			continue
+		}
+		path := c.URI.Filename()
+		if s.open[path] || !isManifest(path) {
+			continue
+		}
+		if c.Type == protocol.FileChangeTypeDeleted {
+			delete(s.files, path)
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			delete(s.files, path)
+			continue
+		}
+		if len(s.files) >= s.opts.MaxFiles && s.files[path] == nil {
+			continue
+		}
+		s.files[path] = newFileState(path, data)
 	}
 }
 
@@ -370,6 +431,7 @@ func isManifest(path string) bool {
 func (s *Server) current() *Analysis {
 	if s.analysis == nil {
 		s.analysis = analyze(s.comp, s.files, &s.cache)
+		s.analysis.peerDiagnostics(&s.peers)
 	}
 	return s.analysis
 }

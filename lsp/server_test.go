@@ -215,24 +215,7 @@ func copyExample(t *testing.T, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range names {
-		src := filepath.Join("..", "examples", name)
-		err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(filepath.Join("..", "examples"), p)
-			if info.IsDir() {
-				return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		copyTree(t, filepath.Join("..", "examples", name), filepath.Join(dir, name))
 	}
 	return dir
 }
