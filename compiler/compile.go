@@ -87,6 +87,22 @@ type Expression struct {
 // compile). Node ids are those of Probe.ID.
 func (e *Expression) AST() *cel.Ast { return e.ast }
 
+// Env returns the environment the expression compiled in (nil when it did
+// not compile): kube-apiserver's, with the variables declared before it.
+func (e *Expression) Env() *cel.Env { return e.env }
+
+// Env returns the environment of a policy's mutations in which no variable
+// is in scope (params declared when hasParams): kube-apiserver's
+// environment for stored expressions, the authorizer included. Editors
+// type-check fragments of an expression in it.
+func (c *Compiler) Env(hasParams bool) (*cel.Env, error) {
+	pe, err := c.base.unvariedEnv(envKey{hasParams: hasParams, hasPatchTypes: true}, environment.StoredExpressions)
+	if err != nil {
+		return nil, err
+	}
+	return pe.env, nil
+}
+
 // Policy is the compiled form of a MutatingAdmissionPolicy: every variable,
 // matchCondition and mutation expression, compiled once and reusable by any
 // number of concurrent evaluations.

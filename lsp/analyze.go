@@ -27,6 +27,8 @@ import (
 // file's documents and objects, the policies compiled, and the
 // diagnostics of each file.
 type Analysis struct {
+	// comp is the compiler the analysis ran with.
+	comp  *compiler.Compiler
 	files map[string]*fileState
 	set   *manifest.Set
 	crds  *costs.CRDIndex
@@ -148,7 +150,7 @@ func analyze(comp *compiler.Compiler, files map[string]*fileState, cache *policy
 	if cache == nil {
 		cache = &policyCache{}
 	}
-	a := &Analysis{schemas: map[schema.GroupVersionKind]*spec.Schema{}, files: files, set: &manifest.Set{}, compiled: map[string]*compiler.Policy{}, surrogates: map[string]surrogate{}, Diagnostics: map[string][]protocol.Diagnostic{}}
+	a := &Analysis{comp: comp, schemas: map[schema.GroupVersionKind]*spec.Schema{}, files: files, set: &manifest.Set{}, compiled: map[string]*compiler.Policy{}, surrogates: map[string]surrogate{}, Diagnostics: map[string][]protocol.Diagnostic{}}
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)

@@ -123,6 +123,9 @@ func (a *Analysis) complete(path string, off int) []protocol.CompletionItem {
 		}
 		return dedupeItems(items)
 	}
+	if items, ok := a.completeMembers(site, expr, i); ok {
+		return items
+	}
 	root, segs, partial, ok := selectorBefore(expr, i)
 	if !ok {
 		return nil
@@ -166,12 +169,6 @@ func (a *Analysis) completeSelection(site *celSite, root string, segs []string, 
 		for _, name := range requestFields[strings.Join(segs, ".")] {
 			if strings.HasPrefix(name, partial) {
 				items = append(items, protocol.CompletionItem{Label: name, Kind: protocol.CompletionItemKindField})
-			}
-		}
-	case "authorizer":
-		for _, m := range []string{"group", "path", "serviceAccount", "requestResource"} {
-			if strings.HasPrefix(m, partial) {
-				items = append(items, protocol.CompletionItem{Label: m, Kind: protocol.CompletionItemKindMethod})
 			}
 		}
 	}
