@@ -26,6 +26,15 @@ var authzLevels = []string{
 	"authorizer.serviceAccount('default', 'builder').group('').resource('pods').",
 }
 
+// authzMatch are the policies' matchConstraints: Deployments.
+const authzMatch = `  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["deployments"]
+`
+
 // authzPolicies are a MutatingAdmissionPolicy and a
 // ValidatingAdmissionPolicy whose variable probe is the expression
 // completed (PROBE).
@@ -35,13 +44,7 @@ kind: MutatingAdmissionPolicy
 metadata:
   name: authz
 spec:
-  matchConstraints:
-    resourceRules:
-    - apiGroups: ["apps"]
-      apiVersions: ["v1"]
-      operations: ["CREATE"]
-      resources: ["deployments"]
-  reinvocationPolicy: Never
+` + authzMatch + `  reinvocationPolicy: Never
   variables:
   - name: probe
     expression: "PROBE"
@@ -56,13 +59,7 @@ metadata:
   name: authz
 spec:
   failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - apiGroups: ["apps"]
-      apiVersions: ["v1"]
-      operations: ["CREATE"]
-      resources: ["deployments"]
-  variables:
+` + authzMatch + `  variables:
   - name: probe
     expression: "PROBE"
   validations:
