@@ -70,3 +70,26 @@ func BenchmarkCompletion(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompletionAuthorizer is one completion of an authorizer chain
+// (authorizer.group('').resource('pods').) in a matchCondition of that
+// workspace: the receiver type-checked in the site's environment, the
+// environment's member overloads of its type listed.
+func BenchmarkCompletionAuthorizer(b *testing.B) {
+	files, path, text := workspace50(b)
+	const chain = "authorizer.group('').resource('pods')."
+	text = strings.Replace(text, "!object.spec.containers", chain+"check('create').allowed() && !object.spec.containers", 1)
+	files[path] = newFileState(path, []byte(text))
+	comp, err := compiler.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := analyze(comp, files, nil)
+	off := strings.Index(text, chain) + len(chain)
+	b.ResetTimer()
+	for b.Loop() {
+		if items := a.complete(path, off); len(items) != 6 {
+			b.Fatalf("%d items: %v", len(items), labelsOf(items))
+		}
+	}
+}
