@@ -72,7 +72,7 @@ func BenchmarkCompletion(b *testing.B) {
 }
 
 // BenchmarkCompletionAuthorizer is one completion of an authorizer chain
-// (authorizer.group(”).resource('pods').) in a matchCondition of that
+// (authorizer.group("").resource("pods").) in a matchCondition of that
 // workspace: the receiver type-checked in the site's environment, the
 // environment's member overloads of its type listed.
 func BenchmarkCompletionAuthorizer(b *testing.B) {
