@@ -236,9 +236,10 @@ func isAlnum(c byte) bool {
 
 // undeclaredPatchNotes names the literal JSONPatch paths of out's
 // mutations that write a field the matched kinds do not declare. below:
-// leave out the paths that write below such a field (Kyverno's autogen of
-// a Pod policy's patches for the controllers): no object kube-apiserver
-// decoded has the field, so such a patch fails in both engines alike.
+// leave out the paths that write below such a field, and the fields the
+// expression reads into (Kyverno's autogen of a Pod policy's patches for
+// the controllers): no object kube-apiserver decoded has the field, so
+// such a patch fails in both engines alike.
 func (r *Result) undeclaredPatchNotes(src Source, out *admissionregistrationv1.MutatingAdmissionPolicySpec, below bool) {
 	for i, m := range out.Mutations {
 		if m.JSONPatch == nil {
@@ -258,7 +259,7 @@ func (r *Result) undeclaredPatchNotes(src Source, out *admissionregistrationv1.M
 			}
 			for _, k := range matchedKinds(out.MatchConstraints) {
 				f := undeclared(k.Group, k.Version, k.Kind, segs)
-				if f != "" && below && (p[2] != "" || fieldSegs(segs) > strings.Count(f, ".")+1 || segs[len(segs)-1].list) {
+				if f != "" && below && (p[2] != "" || fieldSegs(segs) > strings.Count(f, ".")+1 || segs[len(segs)-1].list || readsBelow(e, f)) {
 					continue
 				}
 				if f != "" {
@@ -287,3 +288,24 @@ func fieldSegs(segs []seg) int {
 	}
 	return n
 }
+
+// readsBelow tells that the CEL expression e reads into object.<field>
+// (a key or an element of it) other than in has(…): where the field is
+// never there, e fails before it writes.
+func readsBelow(e, field string) bool {
+	ref := "object." + field
+	for i := strings.Index(e, ref); i >= 0; {
+		end := i + len(ref)
+		if end < len(e) && (e[end] == '.' || e[end] == '[') && !strings.HasSuffix(e[:i], "has(") && (i == 0 || !isIdentByte(e[i-1])) {
+			return true
+		}
+		j := strings.Index(e[end:], ref)
+		if j < 0 {
+			break
+		}
+		i = end + j
+	}
+	return false
+}
+
+func isIdentByte(c byte) bool { return c == '_' || c == '.' || isAlnum(c) }
