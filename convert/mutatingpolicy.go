@@ -91,8 +91,12 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 	}
 	r.kyvernoMutatingPolicyNotes(src, spec, &out)
 	for i := range autogen {
+		autogen[i].spec.Mutations = slices.DeleteFunc(autogen[i].spec.Mutations, func(m admissionregistrationv1.Mutation) bool {
+			return inertPatch(m, autogen[i].spec.MatchConstraints)
+		})
 		r.undeclaredPatchNotes(src, &autogen[i].spec, true)
 	}
+	autogen = slices.DeleteFunc(autogen, func(a mpolAutogen) bool { return len(a.spec.Mutations) == 0 })
 	name := "kyverno-" + src.Name
 	if src.Kind == "NamespacedMutatingPolicy" {
 		name = "kyverno-" + namespaceOf(d.obj) + "-" + src.Name
@@ -309,3 +313,32 @@ func readsBelow(e, field string) bool {
 }
 
 func isIdentByte(c byte) bool { return c == '_' || c == '.' || isAlnum(c) }
+
+// inertPatch tells that the JSONPatch mutation m writes, on every kind mc
+// matches, only fields the kind does not declare, or below them, and reads
+// none of them: Kyverno's autogen of a Pod policy's patch, which
+// kube-apiserver's decoding of Kyverno's patched object undoes (no object
+// it decoded has such a field to write below).
+func inertPatch(m admissionregistrationv1.Mutation, mc *admissionregistrationv1.MatchResources) bool {
+	if m.JSONPatch == nil {
+		return false
+	}
+	e := m.JSONPatch.Expression
+	paths := jsonPatchPath.FindAllStringSubmatch(e, -1)
+	if len(paths) == 0 {
+		return false
+	}
+	for _, p := range paths {
+		segs, err := jsonPointerSegs(strings.TrimSuffix(p[1], "/"), vars{})
+		if err != nil || len(segs) == 0 {
+			return false
+		}
+		for _, k := range matchedKinds(mc) {
+			f := undeclared(k.Group, k.Version, k.Kind, segs)
+			if f == "" || readsBelow(e, f) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -155,8 +155,6 @@ func init() {
 	// A Pod field written on the controllers Kyverno's policy matches too.
 	for _, o := range []string{"cronjob", "deployment", "statefulset"} {
 		oracleKnown["kyverno-mpol/add-nodeSelector/"+o] = known{"spec.mutations[0].jsonPatch.expression", "writes spec.nodeSelector, not a field of"}
-		// Kyverno's autogen of a Pod policy's patch, which it does not rewrite.
-		oracleKnown["kyverno-mpol/add-tolerations/"+o] = known{"spec.mutations[0].jsonPatch.expression", "writes spec.tolerations, not a field of"}
 	}
 }
 
