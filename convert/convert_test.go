@@ -51,6 +51,15 @@ func convertFiles(t testing.TB, files ...string) *Result {
 // kube-apiserver only the branch taken.
 var lintKnown = map[string]string{
 	"kyverno-add-castai-removal-disabled": "Object.spec.template in the branch for Jobs, checked for CronJobs too",
+	// Kyverno's autogen for the Pod controllers, as Kyverno writes it: it
+	// rewrites neither jsonPatch expressions nor Object.metadata{…}, so
+	// they fail on the controllers in Kyverno as in kube-apiserver.
+	"kyverno-add-capabilities-autogen-cronjobs":        "object.spec.containers of a Pod, not rewritten",
+	"kyverno-add-capabilities-autogen-defaults":        "object.spec.containers of a Pod, not rewritten",
+	"kyverno-remove-hostpath-volumes-autogen-cronjobs": "object.spec.volumes of a Pod, not rewritten",
+	"kyverno-remove-hostpath-volumes-autogen-defaults": "object.spec.volumes of a Pod, not rewritten",
+	"kyverno-add-safe-to-evict-autogen-cronjobs":       "Object.metadata{…} in the template, not rewritten",
+	"kyverno-add-safe-to-evict-autogen-defaults":       "Object.metadata{…} in the template, not rewritten",
 }
 
 // lintClean fails t when mutatis lint finds problems in the converted

@@ -46,11 +46,6 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 	if len(list(spec, "auditAnnotations")) > 0 {
 		r.refuse(src, "spec.auditAnnotations", "a MutatingAdmissionPolicy has no audit annotations")
 	}
-	if ag := obj(spec, "autogen"); ag != nil {
-		if pc := obj(ag, "podControllers"); len(list(pc, "controllers")) > 0 {
-			r.refuse(src, "spec.autogen.podControllers", "Kyverno rewrites the CEL of a Pod policy for its controllers: write the controllers' policies")
-		}
-	}
 	if obj(spec, "webhookConfiguration") != nil {
 		r.note(src, "spec.webhookConfiguration", "Kyverno's webhook settings (timeoutSeconds) have no MutatingAdmissionPolicy equivalent: dropped")
 	}
@@ -86,8 +81,60 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 		r.refuse(src, "spec", "%v", err)
 		return
 	}
-	// matchConditions run before variables in kube-apiserver: Kyverno's
-	// may read them, so their expressions are written in.
+	autogen := r.kyvernoMutatingPolicyAutogen(src, spec, &out)
+	r.inlineMatchConditionVariables(src, &out, true)
+	for i := range autogen {
+		r.inlineMatchConditionVariables(src, &autogen[i].spec, false)
+	}
+	if len(r.Refused) > refused {
+		return
+	}
+	r.kyvernoMutatingPolicyNotes(src, spec, &out)
+	for i := range autogen {
+		autogen[i].spec.Mutations = slices.DeleteFunc(autogen[i].spec.Mutations, func(m admissionregistrationv1.Mutation) bool {
+			return inertPatch(m, autogen[i].spec.MatchConstraints)
+		})
+		r.undeclaredPatchNotes(src, &autogen[i].spec, true)
+	}
+	autogen = slices.DeleteFunc(autogen, func(a mpolAutogen) bool { return len(a.spec.Mutations) == 0 })
+	name := "kyverno-" + src.Name
+	if src.Kind == "NamespacedMutatingPolicy" {
+		name = "kyverno-" + namespaceOf(d.obj) + "-" + src.Name
+	}
+	r.addMutatingPolicy(d, name, out)
+	for _, a := range autogen {
+		r.addMutatingPolicy(d, name+"-"+a.suffix, a.spec)
+	}
+}
+
+// addMutatingPolicy adds the converted policy spec of the Kyverno
+// MutatingPolicy d, named name, and its binding.
+func (r *Result) addMutatingPolicy(d doc, name string, out admissionregistrationv1.MutatingAdmissionPolicySpec) {
+	if out.ReinvocationPolicy == "" {
+		out.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
+	}
+	if d.src.Kind == "NamespacedMutatingPolicy" {
+		out.MatchConditions = append(out.MatchConditions, admissionregistrationv1.MatchCondition{Name: "kyverno-namespace", Expression: "request.namespace == " + quote(namespaceOf(d.obj))})
+	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       out,
+	}
+	bd := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	r.Converted = append(r.Converted, Converted{From: []Source{d.src}, Policy: p, Binding: bd})
+}
+
+// inlineMatchConditionVariables writes into out's matchConditions the
+// variables they read (kube-apiserver runs matchConditions before
+// variables; Kyverno's may read them) and makes their names qualified;
+// report: the refusals and notes are reported (once for a policy and the
+// ones Kyverno generates from it).
+func (r *Result) inlineMatchConditionVariables(src Source, out *admissionregistrationv1.MutatingAdmissionPolicySpec, report bool) {
 	vars := map[string]string{}
 	for _, v := range out.Variables {
 		vars[v.Name] = v.Expression
@@ -103,42 +150,21 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 				return "(" + e + ")"
 			})
 		}
-		if variableRef.MatchString(mc.Expression) {
+		if variableRef.MatchString(mc.Expression) && report {
 			r.refuse(src, fmt.Sprintf("spec.matchConditions[%d].expression", i), "reads variables kube-apiserver evaluates after the matchConditions")
 		}
 		if q := qualifiedName(mc.Name); q != mc.Name {
-			r.note(src, fmt.Sprintf("spec.matchConditions[%d].name", i), "%q is not a qualified name: written %q", mc.Name, q)
+			if report {
+				r.note(src, fmt.Sprintf("spec.matchConditions[%d].name", i), "%q is not a qualified name: written %q", mc.Name, q)
+			}
 			mc.Name = q
 		}
 	}
-	if len(r.Refused) > refused {
-		return
-	}
-	r.kyvernoMutatingPolicyNotes(src, spec, &out)
-	if out.ReinvocationPolicy == "" {
-		out.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
-	}
-	name := "kyverno-" + src.Name
-	if src.Kind == "NamespacedMutatingPolicy" {
-		ns := namespaceOf(d.obj)
-		name = "kyverno-" + ns + "-" + src.Name
-		out.MatchConditions = append(out.MatchConditions, admissionregistrationv1.MatchCondition{Name: "kyverno-namespace", Expression: "request.namespace == " + quote(ns)})
-	}
-	p := &admissionregistrationv1.MutatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       out,
-	}
-	bd := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
-	}
-	r.Converted = append(r.Converted, Converted{From: []Source{src}, Policy: p, Binding: bd})
 }
 
-// jsonPatchPath is a literal JSONPatch path in a CEL expression.
-var jsonPatchPath = regexp.MustCompile(`path:\s*"(/[^"]*)"`)
+// jsonPatchPath is a literal JSONPatch path in a CEL expression, and
+// whether more is added to it (its second group).
+var jsonPatchPath = regexp.MustCompile(`path:\s*"(/[^"]*)"(\s*\+)?`)
 
 // matchedKinds are the built-in kinds the resource rules of mc name.
 func matchedKinds(mc *admissionregistrationv1.MatchResources) []schema.GroupVersionKind {
@@ -162,46 +188,7 @@ var emptyMapAdd = regexp.MustCompile(`op:\s*"add"[^}]*value:\s*\{\s*\}`)
 // kyvernoMutatingPolicyNotes names where Kyverno v1.19's MutatingPolicy
 // engine and kube-apiserver part on a policy that converts.
 func (r *Result) kyvernoMutatingPolicyNotes(src Source, spec map[string]any, out *admissionregistrationv1.MutatingAdmissionPolicySpec) {
-	// pkg/cel/autogen CanAutoGen: one rule of v1 pods, no names, no object
-	// selector, no exclusions.
-	if mc := out.MatchConstraints; mc != nil && len(mc.ResourceRules) == 1 && len(mc.ExcludeResourceRules) == 0 &&
-		(mc.ObjectSelector == nil || len(mc.ObjectSelector.MatchLabels)+len(mc.ObjectSelector.MatchExpressions) == 0) {
-		rule := mc.ResourceRules[0]
-		if len(rule.ResourceNames) == 0 && slices.Equal(rule.APIGroups, []string{""}) && slices.Equal(rule.APIVersions, []string{"v1"}) && slices.Equal(rule.Resources, []string{"pods"}) {
-			r.note(src, "spec.matchConstraints", "Kyverno v1.19 also applies a Pod MutatingPolicy to the Pod controllers (autogen: DaemonSet, Deployment, Job, StatefulSet, ReplicaSet, ReplicationController, CronJob, its expressions rewritten to their templates; where an expression reads what the rewrite misses, Kyverno fails): the converted policy matches Pods only")
-		}
-	}
-	for i, m := range out.Mutations {
-		if m.JSONPatch == nil {
-			continue
-		}
-		// A mutation that tells the kinds apart (their templates, the
-		// request's kind) is taken to write each its own fields.
-		e := m.JSONPatch.Expression
-		if strings.Contains(e, "template") || strings.Contains(e, "request.kind") || strings.Contains(e, "object.kind") {
-			continue
-		}
-		var fields, kinds []string
-		for _, p := range jsonPatchPath.FindAllStringSubmatch(e, -1) {
-			segs, err := jsonPointerSegs(strings.TrimSuffix(p[1], "/"), vars{})
-			if err != nil {
-				continue
-			}
-			for _, k := range matchedKinds(out.MatchConstraints) {
-				if f := undeclared(k.Group, k.Version, k.Kind, segs); f != "" {
-					if !slices.Contains(fields, f) {
-						fields = append(fields, f)
-					}
-					if kk := k.Group + "/" + k.Version + " " + k.Kind; !slices.Contains(kinds, kk) {
-						kinds = append(kinds, kk)
-					}
-				}
-			}
-		}
-		if len(fields) > 0 {
-			r.note(src, fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), "writes %s, not a field of %s: kube-apiserver drops it from Kyverno's patch, but decodes a MutatingAdmissionPolicy's patched object strictly, so the request fails", strings.Join(fields, ", "), strings.Join(kinds, ", "))
-		}
-	}
+	r.undeclaredPatchNotes(src, out, false)
 	for i, m := range out.Mutations {
 		if m.JSONPatch == nil || i == len(out.Mutations)-1 || !emptyMapAdd.MatchString(m.JSONPatch.Expression) {
 			continue
@@ -249,4 +236,109 @@ func qualifiedName(s string) string {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z'
+}
+
+// undeclaredPatchNotes names the literal JSONPatch paths of out's
+// mutations that write a field the matched kinds do not declare. below:
+// leave out the paths that write below such a field, and the fields the
+// expression reads into (Kyverno's autogen of a Pod policy's patches for
+// the controllers): no object kube-apiserver decoded has the field, so
+// such a patch fails in both engines alike.
+func (r *Result) undeclaredPatchNotes(src Source, out *admissionregistrationv1.MutatingAdmissionPolicySpec, below bool) {
+	for i, m := range out.Mutations {
+		if m.JSONPatch == nil {
+			continue
+		}
+		// A mutation that tells the kinds apart (their templates, the
+		// request's kind) is taken to write each its own fields.
+		e := m.JSONPatch.Expression
+		if strings.Contains(e, "template") || strings.Contains(e, "request.kind") || strings.Contains(e, "object.kind") {
+			continue
+		}
+		var fields, kinds []string
+		for _, p := range jsonPatchPath.FindAllStringSubmatch(e, -1) {
+			segs, err := jsonPointerSegs(strings.TrimSuffix(p[1], "/"), vars{})
+			if err != nil {
+				continue
+			}
+			for _, k := range matchedKinds(out.MatchConstraints) {
+				f := undeclared(k.Group, k.Version, k.Kind, segs)
+				if f != "" && below && (p[2] != "" || fieldSegs(segs) > strings.Count(f, ".")+1 || segs[len(segs)-1].list || readsBelow(e, f)) {
+					continue
+				}
+				if f != "" {
+					if !slices.Contains(fields, f) {
+						fields = append(fields, f)
+					}
+					if kk := k.Group + "/" + k.Version + " " + k.Kind; !slices.Contains(kinds, kk) {
+						kinds = append(kinds, kk)
+					}
+				}
+			}
+		}
+		if len(fields) > 0 {
+			r.note(src, fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), "writes %s, not a field of %s: kube-apiserver drops it from Kyverno's patch, but decodes a MutatingAdmissionPolicy's patched object strictly, so the request fails", strings.Join(fields, ", "), strings.Join(kinds, ", "))
+		}
+	}
+}
+
+// fieldSegs counts the fields (not list elements) of segs.
+func fieldSegs(segs []seg) int {
+	n := 0
+	for _, s := range segs {
+		if !s.list {
+			n++
+		}
+	}
+	return n
+}
+
+// readsBelow tells that the CEL expression e reads into object.<field>
+// (a key or an element of it) other than in has(…): where the field is
+// never there, e fails before it writes.
+func readsBelow(e, field string) bool {
+	ref := "object." + field
+	for i := strings.Index(e, ref); i >= 0; {
+		end := i + len(ref)
+		if end < len(e) && (e[end] == '.' || e[end] == '[') && !strings.HasSuffix(e[:i], "has(") && (i == 0 || !isIdentByte(e[i-1])) {
+			return true
+		}
+		j := strings.Index(e[end:], ref)
+		if j < 0 {
+			break
+		}
+		i = end + j
+	}
+	return false
+}
+
+func isIdentByte(c byte) bool { return c == '_' || c == '.' || isAlnum(c) }
+
+// inertPatch tells that the JSONPatch mutation m writes, on every kind mc
+// matches, only fields the kind does not declare, or below them, and reads
+// none of them: Kyverno's autogen of a Pod policy's patch, which
+// kube-apiserver's decoding of Kyverno's patched object undoes (no object
+// it decoded has such a field to write below).
+func inertPatch(m admissionregistrationv1.Mutation, mc *admissionregistrationv1.MatchResources) bool {
+	if m.JSONPatch == nil {
+		return false
+	}
+	e := m.JSONPatch.Expression
+	paths := jsonPatchPath.FindAllStringSubmatch(e, -1)
+	if len(paths) == 0 {
+		return false
+	}
+	for _, p := range paths {
+		segs, err := jsonPointerSegs(strings.TrimSuffix(p[1], "/"), vars{})
+		if err != nil || len(segs) == 0 {
+			return false
+		}
+		for _, k := range matchedKinds(mc) {
+			f := undeclared(k.Group, k.Version, k.Kind, segs)
+			if f == "" || readsBelow(e, f) {
+				return false
+			}
+		}
+	}
+	return true
 }

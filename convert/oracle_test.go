@@ -134,9 +134,8 @@ type oracleAnswers struct {
 type known struct{ field, text string }
 
 var (
-	knownAutogen = known{"spec.matchConstraints", "Kyverno v1.19 also applies a Pod MutatingPolicy to the Pod controllers"}
-	knownEmpty0  = known{"spec.mutations[0].jsonPatch.expression", "drops an empty map"}
-	knownEmpty1  = known{"spec.mutations[1].jsonPatch.expression", "drops an empty map"}
+	knownEmpty0 = known{"spec.mutations[0].jsonPatch.expression", "drops an empty map"}
+	knownEmpty1 = known{"spec.mutations[1].jsonPatch.expression", "drops an empty map"}
 )
 
 // oracleKnown are the differences TestOracle finds, by engine, corpus
@@ -153,13 +152,6 @@ var oracleKnown = map[string]known{
 }
 
 func init() {
-	// Kyverno's MutatingPolicy autogen: the controllers' objects.
-	for _, f := range []string{"add-apparmor", "add-capabilities", "add-default-securitycontext", "add-emptydir-sizelimit",
-		"add-runtimeClassName", "disable-service-discovery", "prepend-image-registry", "replace-image-registry"} {
-		for _, o := range []string{"cronjob", "deployment", "statefulset"} {
-			oracleKnown["kyverno-mpol/"+f+"/"+o] = knownAutogen
-		}
-	}
 	// A Pod field written on the controllers Kyverno's policy matches too.
 	for _, o := range []string{"cronjob", "deployment", "statefulset"} {
 		oracleKnown["kyverno-mpol/add-nodeSelector/"+o] = known{"spec.mutations[0].jsonPatch.expression", "writes spec.nodeSelector, not a field of"}
