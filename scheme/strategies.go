@@ -1,9 +1,18 @@
 package scheme
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	regmutatingadmissionpolicy "k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
+	regmutatingadmissionpolicybinding "k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicybinding"
+	regmutatingwebhookconfiguration "k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/resolver"
+	regvalidatingadmissionpolicy "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicy"
+	regvalidatingadmissionpolicybinding "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicybinding"
+	regvalidatingwebhookconfiguration "k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration"
 	regstorageversion "k8s.io/kubernetes/pkg/registry/apiserverinternal/storageversion"
 	regcontrollerrevision "k8s.io/kubernetes/pkg/registry/apps/controllerrevision"
 	regdaemonset "k8s.io/kubernetes/pkg/registry/apps/daemonset"
@@ -19,6 +28,7 @@ import (
 	reglease "k8s.io/kubernetes/pkg/registry/coordination/lease"
 	regleasecandidate "k8s.io/kubernetes/pkg/registry/coordination/leasecandidate"
 	regconfigmap "k8s.io/kubernetes/pkg/registry/core/configmap"
+	regendpoint "k8s.io/kubernetes/pkg/registry/core/endpoint"
 	regevent "k8s.io/kubernetes/pkg/registry/core/event"
 	reglimitrange "k8s.io/kubernetes/pkg/registry/core/limitrange"
 	regnamespace "k8s.io/kubernetes/pkg/registry/core/namespace"
@@ -32,6 +42,9 @@ import (
 	regsecret "k8s.io/kubernetes/pkg/registry/core/secret"
 	regservice "k8s.io/kubernetes/pkg/registry/core/service"
 	regserviceaccount "k8s.io/kubernetes/pkg/registry/core/serviceaccount"
+	regendpointslice "k8s.io/kubernetes/pkg/registry/discovery/endpointslice"
+	regflowschema "k8s.io/kubernetes/pkg/registry/flowcontrol/flowschema"
+	regprioritylevelconfiguration "k8s.io/kubernetes/pkg/registry/flowcontrol/prioritylevelconfiguration"
 	regingress "k8s.io/kubernetes/pkg/registry/networking/ingress"
 	regingressclass "k8s.io/kubernetes/pkg/registry/networking/ingressclass"
 	regipaddress "k8s.io/kubernetes/pkg/registry/networking/ipaddress"
@@ -76,15 +89,24 @@ type registryStrategy struct {
 // main resource, by the kind of the request (Event has two groups and one
 // registry).
 //
-// Left out: Endpoints, EndpointSlice, FlowSchema,
-// PriorityLevelConfiguration, Mutating/ValidatingWebhookConfiguration and
-// ValidatingAdmissionPolicyBinding, whose registry packages import
-// controllers and API-group install packages that register into
-// legacyscheme at init, a cost every run of every command would pay
-// (docs/performance.md, "Start-up"); their objects are not validated
-// (docs/fidelity.md).
+// The admission policies and their bindings are given no authorizer, as
+// kube-apiserver's is the only one that could answer: the check that the
+// requester may read a policy's paramKind or a binding's paramRef is
+// skipped (upstream skips it for a nil authorizer), so their
+// resource resolver and policy getter are never reached.
+//
+// Left out: ResourceClaim and ResourceClaimTemplate, whose strategies read
+// the request's Namespace through a client (adminAccess); the scheme holds
+// no cluster state (docs/fidelity.md).
 func strategies() []registryStrategy {
+	vap := regvalidatingadmissionpolicy.NewStrategy(nil, unreachedResolver)
 	return []registryStrategy{
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}, regmutatingadmissionpolicy.NewStrategy(nil, unreachedResolver)},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicyBinding"}, regmutatingadmissionpolicybinding.NewStrategy(nil, nil, unreachedResolver)},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}, regmutatingwebhookconfiguration.Strategy},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}, vap},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}, regvalidatingadmissionpolicybinding.NewStrategy(nil, nil, unreachedResolver)},
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}, regvalidatingwebhookconfiguration.Strategy},
 		{schema.GroupKind{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}, regstorageversion.Strategy},
 		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, regcontrollerrevision.Strategy},
 		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, regdaemonset.Strategy},
@@ -100,6 +122,10 @@ func strategies() []registryStrategy {
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, reglease.Strategy},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "LeaseCandidate"}, regleasecandidate.Strategy},
 		{schema.GroupKind{Group: "", Kind: "ConfigMap"}, regconfigmap.Strategy},
+		{schema.GroupKind{Group: "", Kind: "Endpoints"}, regendpoint.Strategy},
+		{schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}, regendpointslice.Strategy},
+		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}, regflowschema.Strategy},
+		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}, regprioritylevelconfiguration.Strategy},
 		{schema.GroupKind{Group: "", Kind: "Event"}, regevent.Strategy},
 		{schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, regevent.Strategy},
 		{schema.GroupKind{Group: "", Kind: "LimitRange"}, reglimitrange.Strategy},
@@ -158,6 +184,9 @@ type subresourceStrategy struct {
 // another kind and have no strategy of this form.
 func subresourceStrategies() []subresourceStrategy {
 	return []subresourceStrategy{
+		{schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}, "status", regvalidatingadmissionpolicy.NewStatusStrategy(regvalidatingadmissionpolicy.NewStrategy(nil, unreachedResolver))},
+		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}, "status", regflowschema.StatusStrategy},
+		{schema.GroupKind{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}, "status", regprioritylevelconfiguration.StatusStrategy},
 		{schema.GroupKind{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}, "status", regstorageversion.StatusStrategy},
 		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, "status", regdaemonset.StatusStrategy},
 		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, "status", regdeployment.StatusStrategy},
@@ -188,3 +217,11 @@ func subresourceStrategies() []subresourceStrategy {
 		{schema.GroupKind{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}, "status", regstoragemigration.StatusStrategy},
 	}
 }
+
+// unreachedResolver is the resource resolver of the admission policy
+// strategies: upstream resolves a paramKind only for its authorization
+// check, which a nil authorizer skips; a binding's strategy refuses a nil
+// resolver before that check.
+var unreachedResolver = resolver.ResourceResolverFunc(func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	return schema.GroupVersionResource{}, fmt.Errorf("no resource resolver for %s: authorization is not checked", gvk)
+})

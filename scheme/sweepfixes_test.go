@@ -45,6 +45,60 @@ func TestStrategiesFoundBySweep(t *testing.T) {
 			path: []string{"metadata", "generation"},
 			want: int64(1),
 		},
+		{
+			name: "an EndpointSlice gets its generation",
+			body: `{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "web", "namespace": "default"}, "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a FlowSchema gets its generation",
+			body: `{"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "fs"}, "spec": {"priorityLevelConfiguration": {"name": "global-default"}, "matchingPrecedence": 1000}}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a PriorityLevelConfiguration gets its generation",
+			body: `{"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration", "metadata": {"name": "plc"}, "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}}}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a MutatingWebhookConfiguration gets its generation",
+			body: `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": "mwc"}, "webhooks": [{"name": "w.example.com", "clientConfig": {"url": "https://example.com/mutate"}, "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a ValidatingWebhookConfiguration gets its generation",
+			body: `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "vwc"}, "webhooks": [{"name": "w.example.com", "clientConfig": {"url": "https://example.com/validate"}, "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a MutatingAdmissionPolicy gets its generation",
+			body: `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy", "metadata": {"name": "map"}, "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]}, "reinvocationPolicy": "Never", "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: \"add\", path: \"/metadata/labels\", value: {\"a\": \"b\"}}]"}}]}}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a MutatingAdmissionPolicyBinding gets its generation",
+			body: `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "mapb"}, "spec": {"policyName": "map", "paramRef": {"name": "p", "parameterNotFoundAction": "Deny"}}}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a ValidatingAdmissionPolicy gets its generation",
+			body: `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "vap"}, "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]}, "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "validations": [{"expression": "true"}]}}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
+		{
+			name: "a ValidatingAdmissionPolicyBinding gets its generation",
+			body: `{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "vapb"}, "spec": {"policyName": "vap", "validationActions": ["Deny"], "paramRef": {"name": "p", "parameterNotFoundAction": "Deny"}}}`,
+			path: []string{"metadata", "generation"},
+			want: int64(1),
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, gvk := decoded(t, s, tc.body)
@@ -69,6 +123,41 @@ func TestStrategiesFoundBySweep(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("%v = %#v, want %#v", tc.path, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStrategiesRefuseFoundBySweep: objects test/e2e TestKindSweep found
+// kube-apiserver 1.37.1 refuses with its registry's validation, refused
+// with the same message.
+func TestStrategiesRefuseFoundBySweep(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{
+			name: "an Endpoints port 0",
+			body: `{"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web", "namespace": "default"}, "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 0}]}]}`,
+			want: `Endpoints "web" is invalid: subsets[0].ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive`,
+		},
+		{
+			name: "a FlowSchema without its priority level",
+			body: `{"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "fs"}, "spec": {"matchingPrecedence": 1000}}`,
+			want: `FlowSchema.flowcontrol.apiserver.k8s.io "fs" is invalid: spec.priorityLevelConfiguration.name: Required value: must reference a priority level`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, gvk := decoded(t, s, tc.body)
+			v, err := s.Validate(context.Background(), requestFor(admission.Create, o, gvk), o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v == nil || v.Invalid == nil {
+				t.Fatalf("not refused: %+v", v)
+			}
+			if got := v.Invalid.Error(); got != tc.want {
+				t.Errorf("refused with\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}

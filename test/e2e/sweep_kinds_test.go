@@ -718,31 +718,18 @@ func sweepSkipped() map[string]string {
 // A key is a case's id, or a resource's (its id, or id-subresource) for
 // every case of it.
 func sweepKnown() map[string]string {
-	const notRun = "its registry strategy does not run offline (docs/fidelity.md, What the cluster stores, Not reproduced): no generation, no validation"
+	const notRun = "its registry strategy, which reads the request's Namespace through a client, does not run offline (docs/fidelity.md, What the cluster stores, Not reproduced): no generation, no validation"
 	const noStatus = "its status strategy does not run offline (docs/fidelity.md, The kind sweep): a label a policy adds on the status subresource is kept"
 	const aggregated = "not in kube-apiserver's legacy scheme (apiextensions-apiserver, kube-aggregator): mutatis neither defaults, validates nor merges an ApplyConfiguration with it (docs/fidelity.md, The kind sweep)"
 	return map[string]string{
-		"endpoints-scalar-invalid-jp":        "Endpoints: " + notRun,
-		"endpoints-u-scalar-invalid-jp":      "Endpoints: " + notRun,
-		"resourceclaims":                     "ResourceClaim: " + notRun + " (its immutable spec)",
-		"resourceclaimtemplates":             "ResourceClaimTemplate: " + notRun + " (its immutable spec)",
-		"endpointslices":                     "EndpointSlice: " + notRun,
-		"flowschemas":                        "FlowSchema: " + notRun,
-		"flowschemas-status":                 "FlowSchema: " + noStatus,
-		"prioritylevelconfigurations":        "PriorityLevelConfiguration: " + notRun,
-		"prioritylevelconfigurations-status": "PriorityLevelConfiguration: " + noStatus,
-		"mutatingwebhookconfigurations":      "MutatingWebhookConfiguration: " + notRun,
-		"validatingwebhookconfigurations":    "ValidatingWebhookConfiguration: " + notRun,
-		"validatingadmissionpolicies":        "ValidatingAdmissionPolicy: " + notRun,
-		"validatingadmissionpolicybindings":  "ValidatingAdmissionPolicyBinding: " + notRun,
-		"mutatingadmissionpolicies":          "MutatingAdmissionPolicy: " + notRun,
-		"mutatingadmissionpolicybindings":    "MutatingAdmissionPolicyBinding: " + notRun,
-		"resourceclaims-status":              "ResourceClaim: " + noStatus,
-		"podcertificaterequests-status":      "PodCertificateRequest: " + noStatus + " (the strategy needs an authorizer for the signer)",
-		"customresourcedefinitions":          "CustomResourceDefinition: " + aggregated,
-		"customresourcedefinitions-status":   "CustomResourceDefinition: " + aggregated,
-		"apiservices":                        "APIService: " + aggregated,
-		"apiservices-status":                 "APIService: " + aggregated,
+		"resourceclaims":                   "ResourceClaim: " + notRun + " (its immutable spec)",
+		"resourceclaimtemplates":           "ResourceClaimTemplate: " + notRun + " (its immutable spec)",
+		"resourceclaims-status":            "ResourceClaim: " + noStatus,
+		"podcertificaterequests-status":    "PodCertificateRequest: " + noStatus + " (the strategy needs an authorizer for the signer)",
+		"customresourcedefinitions":        "CustomResourceDefinition: " + aggregated,
+		"customresourcedefinitions-status": "CustomResourceDefinition: " + aggregated,
+		"apiservices":                      "APIService: " + aggregated,
+		"apiservices-status":               "APIService: " + aggregated,
 	}
 }
 
