@@ -64,6 +64,9 @@ type Activation struct {
 	// variableBytes is what the variables' values evaluated hold, bounded
 	// by variableBytesLimit when positive (memory.go).
 	variableBytes, variableBytesLimit int64
+	// builtBytes is what the strings and bytes the calls returned hold,
+	// bounded by variableBytesLimit too (memory.go).
+	builtBytes int64
 
 	// observing is set only when the policy has an observer (never in a
 	// shadow activation). One pointer keeps the default Activation as small
@@ -176,7 +179,7 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if program == nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, missingProgram())
 	}
-	val, details, err := a.run(program)
+	val, details, err := a.run(v, program)
 	if a.observing == nil {
 		return a.chargeVariableBytes(v, a.chargeVariable(v, val, details, err))
 	}
@@ -218,7 +221,15 @@ func (a *Activation) chargeVariable(v *Expression, val ref.Val, details *cel.Eva
 // never be cancelled (no Done channel), cel-go's ContextEval would only add
 // a cancellable context that nothing cancels: Eval gives the same result.
 // Under a context from WithSharedFrame, the evaluation reuses its frame.
-func (a *Activation) run(program cel.Program) (ref.Val, *cel.EvalDetails, error) {
+// Under a bound of bytes (WithVariableBytesLimit), e's program is one that
+// counts the bytes its calls build (memory.go).
+func (a *Activation) run(e *Expression, program cel.Program) (ref.Val, *cel.EvalDetails, error) {
+	if a.variableBytesLimit > 0 {
+		if bp := e.boundedProgram(a); bp != nil {
+			defer e.release(bp)
+			program = bp.prog
+		}
+	}
 	done := a.ctx.Done()
 	if done == nil {
 		return program.Eval(a)
@@ -291,7 +302,7 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 // program's own evaluation (before formatting), which observing needs.
 func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res Result, remaining int64, evalErr, err error) {
 	start := time.Now()
-	val, details, evalErr := a.run(program)
+	val, details, evalErr := a.run(e, program)
 	variableCost := a.variableCost
 	a.variableCost = 0
 	if variableCost > budget {

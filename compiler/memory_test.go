@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	celtypes "github.com/google/cel-go/common/types"
 )
 
 // doublingVariables is a policy whose variables double a string through
@@ -40,7 +42,7 @@ func TestVariableBytesBound(t *testing.T) {
 		wantErr string
 	}{
 		{"no bound", 0, ""},
-		{"a bound of 1 MiB", 1 << 20, `composited variable "v20" fails to evaluate: the values of the variables evaluated hold 2097151 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`},
+		{"a bound of 1 MiB", 1 << 20, `composited variable "v20" fails to evaluate: operation cancelled: the strings and bytes the evaluation built hold 2097150 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`},
 		{"a bound above what the policy holds", 8 << 20, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +66,65 @@ func TestVariableBytesBound(t *testing.T) {
 			}
 			if !strings.Contains(got, tc.wantErr) {
 				t.Errorf("error %q, want it to contain %q", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+// chainedMaps is an expression doubling a string n times without a
+// variable: each map() of a one-string list returns the string doubled.
+func chainedMaps(n int) string {
+	e := `["x"]`
+	for range n {
+		e = fmt.Sprintf(`%s.map(s, s + s)`, e)
+	}
+	return e
+}
+
+// TestBuiltBytesBound: with a bound in the context, an evaluation whose
+// calls build strings past it stops, naming the bound, even when no
+// variable holds them; below the bound (and without one) the result and
+// the runtime cost are kube-apiserver's.
+func TestBuiltBytesBound(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(20))}}
+	p, err := c.Compile(spec.build())
+	if err != nil || len(p.Errors()) > 0 {
+		t.Fatal(err, p.Errors())
+	}
+	in := Input{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
+	unbounded, _, err := p.NewActivation(context.Background(), in).Eval(p.Mutations[0], MutationBudget)
+	if err != nil || unbounded.Err != nil {
+		t.Fatal(err, unbounded.Err)
+	}
+	for _, tc := range []struct {
+		name    string
+		limit   int64
+		wantErr string
+	}{
+		{"a bound of 1 MiB", 1 << 20, `operation cancelled: the strings and bytes the evaluation built hold 2097150 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`},
+		{"a bound above what the expression builds", 32 << 20, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Twice: the second evaluation reuses the counting program.
+			for range 2 {
+				ctx := WithVariableBytesLimit(context.Background(), tc.limit)
+				res, _, err := p.NewActivation(ctx, in).Eval(p.Mutations[0], MutationBudget)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.wantErr == "" {
+					if res.Err != nil || res.Cost != unbounded.Cost || res.Value.Equal(unbounded.Value) != celtypes.True {
+						t.Fatalf("got %v (cost %d, error %v), want %v (cost %d)", res.Value, res.Cost, res.Err, unbounded.Value, unbounded.Cost)
+					}
+					continue
+				}
+				if res.Err == nil || !strings.Contains(res.Err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want it to contain %q", res.Err, tc.wantErr)
+				}
 			}
 		})
 	}
