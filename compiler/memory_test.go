@@ -72,60 +72,71 @@ func TestVariableBytesBound(t *testing.T) {
 }
 
 // chainedMaps is an expression doubling a string n times without a
-// variable: each map() of a one-string list returns the string doubled.
-func chainedMaps(n int) string {
+// variable: each map() of a one-string list returns the string doubled,
+// by double (s + s, charged by its bytes) or by replace (charged by its
+// receiver, the probe of docs/reliability.md R3-3).
+func chainedMaps(n int, double string) string {
 	e := `["x"]`
 	for range n {
-		e = fmt.Sprintf(`%s.map(s, s + s)`, e)
+		e = fmt.Sprintf(`%s.map(s, %s)`, e, double)
 	}
 	return e
 }
 
 // TestBuiltBytesBound: with a bound in the context, an evaluation whose
 // calls build strings past it stops, naming the bound, even when no
-// variable holds them; below the bound (and without one) the result and
-// the runtime cost are kube-apiserver's.
+// variable holds them; below the bound the result and the runtime cost
+// are those without a bound (kube-apiserver's).
 func TestBuiltBytesBound(t *testing.T) {
 	c, err := New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(20))}}
-	p, err := c.Compile(spec.build())
-	if err != nil || len(p.Errors()) > 0 {
-		t.Fatal(err, p.Errors())
-	}
+	const past1MiB = `operation cancelled: the strings and bytes the evaluation built hold 2097150 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`
 	in := Input{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
-	unbounded, _, err := p.NewActivation(context.Background(), in).Eval(p.Mutations[0], MutationBudget)
-	if err != nil || unbounded.Err != nil {
-		t.Fatal(err, unbounded.Err)
-	}
-	for _, tc := range []struct {
-		name    string
-		limit   int64
-		wantErr string
+	for _, pc := range []struct {
+		name string
+		spec policySpec
 	}{
-		{"a bound of 1 MiB", 1 << 20, `operation cancelled: the strings and bytes the evaluation built hold 2097150 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`},
-		{"a bound above what the expression builds", 32 << 20, ""},
+		{"chained map doubling by +", policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(20, "s + s"))}}},
+		{"chained map doubling by replace", policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(23, `"xx".replace("x", s)`))}}},
+		{"variables doubling by replace", doublingVariables(21)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			// Twice: the second evaluation reuses the counting program.
-			for range 2 {
-				ctx := WithVariableBytesLimit(context.Background(), tc.limit)
-				res, _, err := p.NewActivation(ctx, in).Eval(p.Mutations[0], MutationBudget)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.wantErr == "" {
-					if res.Err != nil || res.Cost != unbounded.Cost || res.Value.Equal(unbounded.Value) != celtypes.True {
-						t.Fatalf("got %v (cost %d, error %v), want %v (cost %d)", res.Value, res.Cost, res.Err, unbounded.Value, unbounded.Cost)
+		p, err := c.Compile(pc.spec.build())
+		if err != nil || len(p.Errors()) > 0 {
+			t.Fatal(err, p.Errors())
+		}
+		unbounded, _, err := p.NewActivation(context.Background(), in).Eval(p.Mutations[0], MutationBudget)
+		if err != nil || unbounded.Err != nil {
+			t.Fatal(pc.name, err, unbounded.Err)
+		}
+		for _, tc := range []struct {
+			name    string
+			limit   int64
+			wantErr string
+		}{
+			{"a bound of 1 MiB", 1 << 20, past1MiB},
+			{"a bound above what the expression builds", 32 << 20, ""},
+		} {
+			t.Run(pc.name+"/"+tc.name, func(t *testing.T) {
+				// Twice: the second evaluation reuses the counting program.
+				for range 2 {
+					ctx := WithVariableBytesLimit(context.Background(), tc.limit)
+					res, _, err := p.NewActivation(ctx, in).Eval(p.Mutations[0], MutationBudget)
+					if err != nil {
+						t.Fatal(err)
 					}
-					continue
+					if tc.wantErr == "" {
+						if res.Err != nil || res.Cost != unbounded.Cost || res.Value.Equal(unbounded.Value) != celtypes.True {
+							t.Fatalf("got %v (cost %d, error %v), want %v (cost %d)", res.Value, res.Cost, res.Err, unbounded.Value, unbounded.Cost)
+						}
+						continue
+					}
+					if res.Err == nil || !strings.Contains(res.Err.Error(), tc.wantErr) {
+						t.Fatalf("error %v, want it to contain %q", res.Err, tc.wantErr)
+					}
 				}
-				if res.Err == nil || !strings.Contains(res.Err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want it to contain %q", res.Err, tc.wantErr)
-				}
-			}
-		})
+			})
+		}
 	}
 }
