@@ -172,14 +172,15 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if v.Err != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
-	program, progErr := v.program()
+	program, release, progErr := a.program(v)
+	defer release()
 	if progErr != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, progErr)
 	}
 	if program == nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, missingProgram())
 	}
-	val, details, err := a.run(v, program)
+	val, details, err := a.run(program)
 	if a.observing == nil {
 		return a.chargeVariableBytes(v, a.chargeVariable(v, val, details, err))
 	}
@@ -221,15 +222,7 @@ func (a *Activation) chargeVariable(v *Expression, val ref.Val, details *cel.Eva
 // never be cancelled (no Done channel), cel-go's ContextEval would only add
 // a cancellable context that nothing cancels: Eval gives the same result.
 // Under a context from WithSharedFrame, the evaluation reuses its frame.
-// Under a bound of bytes (WithVariableBytesLimit), e's program is one that
-// counts the bytes its calls build (memory.go).
-func (a *Activation) run(e *Expression, program cel.Program) (ref.Val, *cel.EvalDetails, error) {
-	if a.variableBytesLimit > 0 {
-		if bp := e.boundedProgram(a); bp != nil {
-			defer e.release(bp)
-			program = bp.prog
-		}
-	}
+func (a *Activation) run(program cel.Program) (ref.Val, *cel.EvalDetails, error) {
 	done := a.ctx.Done()
 	if done == nil {
 		return program.Eval(a)
@@ -273,7 +266,8 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 			Detail: fmt.Sprintf("compilation error: %v", e.Err), Cause: e.Err}
 		return res, budget, nil
 	}
-	program, progErr := e.program()
+	program, release, progErr := a.program(e)
+	defer release()
 	if progErr != nil {
 		// As if compiling had failed, which building the program does in
 		// kube-apiserver. Compiling has established that it cannot.
@@ -302,7 +296,7 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 // program's own evaluation (before formatting), which observing needs.
 func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res Result, remaining int64, evalErr, err error) {
 	start := time.Now()
-	val, details, evalErr := a.run(e, program)
+	val, details, evalErr := a.run(program)
 	variableCost := a.variableCost
 	a.variableCost = 0
 	if variableCost > budget {
@@ -333,6 +327,20 @@ func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res
 	}
 	res.Value = val
 	return res, budget, nil, nil
+}
+
+// program returns the program to evaluate e with and the function that
+// gives it back once the evaluation is done. Under a bound of bytes
+// (WithVariableBytesLimit) it is one that counts the bytes its calls build
+// (memory.go), and the shared program is not built.
+func (a *Activation) program(e *Expression) (cel.Program, func(), *apiservercel.Error) {
+	if a.variableBytesLimit > 0 {
+		if bp := e.boundedProgram(a); bp != nil {
+			return bp.prog, func() { e.release(bp) }, nil
+		}
+	}
+	p, err := e.program()
+	return p, func() {}, err
 }
 
 // missingProgram is the error of evaluating an expression that has neither

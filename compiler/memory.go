@@ -141,17 +141,27 @@ type boundedProgram struct {
 type boundedPrograms struct {
 	mu   sync.Mutex
 	free []*boundedProgram
+	// failed is set when one could not be built: the shared program, and
+	// its error, are used then.
+	failed bool
 }
 
 // boundedProgram returns a counting program of e charging a, building one
 // when none is free, or nil when it cannot be built (the evaluation then
-// runs the shared program, unbounded). release returns it.
+// builds the shared program, which fails with kube-apiserver's error).
+// release returns it. Each counting program is about the size of the
+// shared one (cel-go builds a dispatcher per program): an expression
+// evaluated by k requests at once under serve keeps k of them.
 func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
 	if e.prog == nil || e.env == nil || e.ast == nil {
 		return nil
 	}
 	bp := &e.prog.bounded
 	bp.mu.Lock()
+	if bp.failed {
+		bp.mu.Unlock()
+		return nil
+	}
 	if n := len(bp.free); n > 0 {
 		p := bp.free[n-1]
 		bp.free = bp.free[:n-1]
@@ -163,6 +173,9 @@ func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
 	est := &bytesEstimator{act: a}
 	prog, err := e.env.Program(e.ast, append(programOptions(), cel.CostTracking(est))...)
 	if err != nil {
+		bp.mu.Lock()
+		bp.failed = true
+		bp.mu.Unlock()
 		return nil
 	}
 	return &boundedProgram{prog: prog, est: est}
