@@ -140,3 +140,42 @@ func TestBuiltBytesBound(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltBytesBoundConcurrent: evaluations at once, some past their
+// bound and some under it, each count only what they build (the counting
+// programs are not shared while in use; run with -race).
+func TestBuiltBytesBoundConcurrent(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(18, "s + s"))}}.build())
+	if err != nil || len(p.Errors()) > 0 {
+		t.Fatal(err, p.Errors())
+	}
+	in := Input{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			// 2^19-2 bytes are built: under 1 MiB, past 256 KiB.
+			limit, wantErr := int64(1<<20), false
+			if i%2 == 1 {
+				limit, wantErr = 256<<10, true
+			}
+			res, _, err := p.NewActivation(WithVariableBytesLimit(context.Background(), limit), in).Eval(p.Mutations[0], MutationBudget)
+			switch {
+			case err != nil:
+				errs <- err
+			case (res.Err != nil) != wantErr:
+				errs <- fmt.Errorf("bound %d: error %v, want one: %v", limit, res.Err, wantErr)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
