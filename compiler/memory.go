@@ -31,7 +31,9 @@ type variableBytesKey struct{}
 
 // WithVariableBytesLimit returns ctx asking the activations created with it
 // to bound the bytes of their variables' values (strings and bytes, and
-// those held by lists and maps) at limit; zero or negative means no bound.
+// those held by lists and maps) at limit, and apart the bytes of the
+// strings and bytes their evaluations' function calls return; zero or
+// negative means no bound.
 func WithVariableBytesLimit(ctx context.Context, limit int64) context.Context {
 	return context.WithValue(ctx, variableBytesKey{}, limit)
 }
