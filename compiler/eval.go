@@ -64,6 +64,9 @@ type Activation struct {
 	// variableBytes is what the variables' values evaluated hold, bounded
 	// by variableBytesLimit when positive (memory.go).
 	variableBytes, variableBytesLimit int64
+	// builtBytes is what the strings and bytes the calls returned hold,
+	// bounded by variableBytesLimit too (memory.go).
+	builtBytes int64
 
 	// observing is set only when the policy has an observer (never in a
 	// shadow activation). One pointer keeps the default Activation as small
@@ -169,7 +172,8 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if v.Err != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
-	program, progErr := v.program()
+	program, release, progErr := a.program(v)
+	defer release()
 	if progErr != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, progErr)
 	}
@@ -262,7 +266,8 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 			Detail: fmt.Sprintf("compilation error: %v", e.Err), Cause: e.Err}
 		return res, budget, nil
 	}
-	program, progErr := e.program()
+	program, release, progErr := a.program(e)
+	defer release()
 	if progErr != nil {
 		// As if compiling had failed, which building the program does in
 		// kube-apiserver. Compiling has established that it cannot.
@@ -322,6 +327,20 @@ func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res
 	}
 	res.Value = val
 	return res, budget, nil, nil
+}
+
+// program returns the program to evaluate e with and the function that
+// gives it back once the evaluation is done. Under a bound of bytes
+// (WithVariableBytesLimit) it is one that counts the bytes its calls build
+// (memory.go), and the shared program is not built.
+func (a *Activation) program(e *Expression) (cel.Program, func(), *apiservercel.Error) {
+	if a.variableBytesLimit > 0 {
+		if bp := e.boundedProgram(a); bp != nil {
+			return bp.prog, func() { e.release(bp) }, nil
+		}
+	}
+	p, err := e.program()
+	return p, func() {}, err
 }
 
 // missingProgram is the error of evaluating an expression that has neither

@@ -2,10 +2,15 @@ package compiler
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
+	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+	"k8s.io/apiserver/pkg/cel/library"
 )
 
 // The memory of one policy's evaluation is bounded, when the context asks
@@ -26,7 +31,9 @@ type variableBytesKey struct{}
 
 // WithVariableBytesLimit returns ctx asking the activations created with it
 // to bound the bytes of their variables' values (strings and bytes, and
-// those held by lists and maps) at limit; zero or negative means no bound.
+// those held by lists and maps) at limit, and apart the bytes of the
+// strings and bytes their evaluations' function calls return; zero or
+// negative means no bound.
 func WithVariableBytesLimit(ctx context.Context, limit int64) context.Context {
 	return context.WithValue(ctx, variableBytesKey{}, limit)
 }
@@ -82,4 +89,105 @@ func (a *Activation) chargeVariableBytes(v *Expression, val ref.Val) ref.Val {
 		return celtypes.NewErr("composited variable %q fails to evaluate: the values of the variables evaluated hold %d bytes, more than the bound of %d bytes per evaluation (mutatis serve --max-variable-bytes)", v.Name, a.variableBytes, a.variableBytesLimit)
 	}
 	return val
+}
+
+// One expression can build large strings without a variable, too: a
+// string doubled through chained map()s, `[[['x'].map(s, s+s)]...]`, is 8
+// MiB after 23 levels, at a runtime cost under every limit. So, under the
+// same bound, `mutatis serve` adds up the bytes of the strings and bytes
+// every function call of the evaluation returns (cel-go asks the cost
+// estimator for the cost of every call, with its result) and stops the
+// evaluation when they pass it, as the cost limit stops it. The programs
+// that count are kube-apiserver's, built with a counting estimator that
+// returns upstream's cost unchanged (library.CostEstimator, the runtime
+// estimator of environment.StrictCostOpt): results and costs below the
+// bound are the same. cel-go gives the estimator no evaluation state, so
+// each counting program serves one evaluation at a time (boundedPrograms).
+
+// bytesEstimator is kube-apiserver's runtime cost estimator, counting the
+// bytes of the strings and bytes the calls return into act.
+type bytesEstimator struct {
+	upstream library.CostEstimator
+	act      *Activation
+}
+
+// CallCost implements interpreter.ActualCostEstimator.
+func (b *bytesEstimator) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+	cost := b.upstream.CallCost(function, overloadID, args, result)
+	a := b.act
+	if a == nil || a.variableBytesLimit <= 0 {
+		return cost
+	}
+	switch r := result.(type) {
+	case celtypes.String:
+		a.builtBytes += int64(len(r))
+	case celtypes.Bytes:
+		a.builtBytes += int64(len(r))
+	default:
+		return cost
+	}
+	if a.builtBytes > a.variableBytesLimit {
+		panic(interpreter.EvalCancelledError{Cause: interpreter.CostLimitExceeded,
+			Message: fmt.Sprintf("operation cancelled: the strings and bytes the evaluation built hold %d bytes, more than the bound of %d bytes per evaluation (mutatis serve --max-variable-bytes)", a.builtBytes, a.variableBytesLimit)})
+	}
+	return cost
+}
+
+// boundedProgram is a program built with its own bytesEstimator.
+type boundedProgram struct {
+	prog cel.Program
+	est  *bytesEstimator
+}
+
+// boundedPrograms are the counting programs of one expression not in use.
+type boundedPrograms struct {
+	mu   sync.Mutex
+	free []*boundedProgram
+	// failed is set when one could not be built: the shared program, and
+	// its error, are used then.
+	failed bool
+}
+
+// boundedProgram returns a counting program of e charging a, building one
+// when none is free, or nil when it cannot be built (the evaluation then
+// builds the shared program, which fails with kube-apiserver's error).
+// release returns it. Each counting program is about the size of the
+// shared one (cel-go builds a dispatcher per program): an expression
+// evaluated by k requests at once under serve keeps k of them.
+func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
+	if e.prog == nil || e.env == nil || e.ast == nil {
+		return nil
+	}
+	bp := &e.prog.bounded
+	bp.mu.Lock()
+	if bp.failed {
+		bp.mu.Unlock()
+		return nil
+	}
+	if n := len(bp.free); n > 0 {
+		p := bp.free[n-1]
+		bp.free = bp.free[:n-1]
+		bp.mu.Unlock()
+		p.est.act = a
+		return p
+	}
+	bp.mu.Unlock()
+	est := &bytesEstimator{act: a}
+	prog, err := e.env.Program(e.ast, append(programOptions(), cel.CostTracking(est))...)
+	if err != nil {
+		bp.mu.Lock()
+		bp.failed = true
+		bp.mu.Unlock()
+		return nil
+	}
+	return &boundedProgram{prog: prog, est: est}
+}
+
+// release makes p free for another evaluation of e.
+func (e *Expression) release(p *boundedProgram) {
+	p.est.act = nil
+	bp := &e.prog.bounded
+	bp.mu.Lock()
+	bp.free = append(bp.free, p)
+	bp.mu.Unlock()
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	celtypes "github.com/google/cel-go/common/types"
 )
 
 // doublingVariables is a policy whose variables double a string through
@@ -40,7 +42,7 @@ func TestVariableBytesBound(t *testing.T) {
 		wantErr string
 	}{
 		{"no bound", 0, ""},
-		{"a bound of 1 MiB", 1 << 20, `composited variable "v20" fails to evaluate: the values of the variables evaluated hold 2097151 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`},
+		{"a bound of 1 MiB", 1 << 20, `composited variable "v20" fails to evaluate: operation cancelled: the strings and bytes the evaluation built hold 2097150 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`},
 		{"a bound above what the policy holds", 8 << 20, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,5 +68,114 @@ func TestVariableBytesBound(t *testing.T) {
 				t.Errorf("error %q, want it to contain %q", got, tc.wantErr)
 			}
 		})
+	}
+}
+
+// chainedMaps is an expression doubling a string n times without a
+// variable: each map() of a one-string list returns the string doubled,
+// by double (s + s, charged by its bytes) or by replace (charged by its
+// receiver, the probe of docs/reliability.md R3-3).
+func chainedMaps(n int, double string) string {
+	e := `["x"]`
+	for range n {
+		e = fmt.Sprintf(`%s.map(s, %s)`, e, double)
+	}
+	return e
+}
+
+// TestBuiltBytesBound: with a bound in the context, an evaluation whose
+// calls build strings past it stops, naming the bound, even when no
+// variable holds them; below the bound the result and the runtime cost
+// are those without a bound (kube-apiserver's).
+func TestBuiltBytesBound(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const past1MiB = `operation cancelled: the strings and bytes the evaluation built hold 2097150 bytes, more than the bound of 1048576 bytes per evaluation (mutatis serve --max-variable-bytes)`
+	in := Input{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
+	for _, pc := range []struct {
+		name string
+		spec policySpec
+	}{
+		{"chained map doubling by +", policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(20, "s + s"))}}},
+		{"chained map doubling by replace", policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(23, `"xx".replace("x", s)`))}}},
+		{"variables doubling by replace", doublingVariables(21)},
+	} {
+		p, err := c.Compile(pc.spec.build())
+		if err != nil || len(p.Errors()) > 0 {
+			t.Fatal(err, p.Errors())
+		}
+		unbounded, _, err := p.NewActivation(context.Background(), in).Eval(p.Mutations[0], MutationBudget)
+		if err != nil || unbounded.Err != nil {
+			t.Fatal(pc.name, err, unbounded.Err)
+		}
+		for _, tc := range []struct {
+			name    string
+			limit   int64
+			wantErr string
+		}{
+			{"a bound of 1 MiB", 1 << 20, past1MiB},
+			{"a bound above what the expression builds", 32 << 20, ""},
+		} {
+			t.Run(pc.name+"/"+tc.name, func(t *testing.T) {
+				// Twice: the second evaluation reuses the counting program.
+				for range 2 {
+					ctx := WithVariableBytesLimit(context.Background(), tc.limit)
+					res, _, err := p.NewActivation(ctx, in).Eval(p.Mutations[0], MutationBudget)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tc.wantErr == "" {
+						if res.Err != nil || res.Cost != unbounded.Cost || res.Value.Equal(unbounded.Value) != celtypes.True {
+							t.Fatalf("got %v (cost %d, error %v), want %v (cost %d)", res.Value, res.Cost, res.Err, unbounded.Value, unbounded.Cost)
+						}
+						continue
+					}
+					if res.Err == nil || !strings.Contains(res.Err.Error(), tc.wantErr) {
+						t.Fatalf("error %v, want it to contain %q", res.Err, tc.wantErr)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestBuiltBytesBoundConcurrent: evaluations at once, some past their
+// bound and some under it, each count only what they build (the counting
+// programs are not shared while in use; run with -race).
+func TestBuiltBytesBoundConcurrent(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(policySpec{ac: []string{fmt.Sprintf(`Object{metadata: Object.metadata{annotations: {"size": string(size(%s[0]))}}}`, chainedMaps(18, "s + s"))}}.build())
+	if err != nil || len(p.Errors()) > 0 {
+		t.Fatal(err, p.Errors())
+	}
+	in := Input{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			// 2^19-2 bytes are built: under 1 MiB, past 256 KiB.
+			limit, wantErr := int64(1<<20), false
+			if i%2 == 1 {
+				limit, wantErr = 256<<10, true
+			}
+			res, _, err := p.NewActivation(WithVariableBytesLimit(context.Background(), limit), in).Eval(p.Mutations[0], MutationBudget)
+			switch {
+			case err != nil:
+				errs <- err
+			case (res.Err != nil) != wantErr:
+				errs <- fmt.Errorf("bound %d: error %v, want one: %v", limit, res.Err, wantErr)
+			default:
+				errs <- nil
+			}
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -110,6 +110,8 @@ type lazyProgram struct {
 	once sync.Once
 	prog cel.Program
 	err  error
+	// bounded are the counting programs of serve's memory bound (memory.go).
+	bounded boundedPrograms
 }
 
 // program returns the program of e, building it on first use, or the

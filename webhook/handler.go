@@ -66,7 +66,8 @@ type Handler struct {
 	// without it.
 	MaxTimeout time.Duration
 	// MaxVariableBytes, when positive, bounds the bytes of the variables'
-	// values of each policy's evaluation (compiler.WithVariableBytesLimit).
+	// values of each policy's evaluation, and apart the bytes of the
+	// strings and bytes its calls build (compiler.WithVariableBytesLimit).
 	MaxVariableBytes int64
 
 	// metrics, when set, counts panics and evaluations in flight.

@@ -94,8 +94,9 @@ type Options struct {
 	// Less than that refuses the most costly reviews of the largest size.
 	MaxBodyBytesInFlight int64
 	// MaxVariableBytes bounds the bytes the variables' values of one
-	// policy's evaluation hold (compiler.WithVariableBytesLimit); a
-	// variable past it fails to evaluate. Zero means
+	// policy's evaluation hold, and apart the bytes of the strings and
+	// bytes its calls build (compiler.WithVariableBytesLimit); a variable
+	// or expression past it fails to evaluate. Zero means
 	// DefaultMaxVariableBytes, negative no bound.
 	MaxVariableBytes int64
 	// MaxReviewTimeout is the deadline of a review without ?timeout and
