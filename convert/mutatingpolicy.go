@@ -91,19 +91,51 @@ func (r *Result) kyvernoMutatingPolicy(d doc) {
 	}
 	r.kyvernoMutatingPolicyNotes(src, spec, &out)
 	for i := range autogen {
+		r.unrewrittenAutogenNotes(src, mpolName(src, d), &autogen[i])
+	}
+	for i := range autogen {
 		autogen[i].spec.Mutations = slices.DeleteFunc(autogen[i].spec.Mutations, func(m admissionregistrationv1.Mutation) bool {
 			return inertPatch(m, autogen[i].spec.MatchConstraints)
 		})
 		r.undeclaredPatchNotes(src, &autogen[i].spec, true)
 	}
 	autogen = slices.DeleteFunc(autogen, func(a mpolAutogen) bool { return len(a.spec.Mutations) == 0 })
-	name := "kyverno-" + src.Name
-	if src.Kind == "NamespacedMutatingPolicy" {
-		name = "kyverno-" + namespaceOf(d.obj) + "-" + src.Name
-	}
-	r.addMutatingPolicy(d, name, out)
+	r.addMutatingPolicy(d, mpolName(src, d), out)
 	for _, a := range autogen {
-		r.addMutatingPolicy(d, name+"-"+a.suffix, a.spec)
+		r.addMutatingPolicy(d, mpolName(src, d)+"-"+a.suffix, a.spec)
+	}
+}
+
+// mpolName is the converted MutatingAdmissionPolicy's name of the Kyverno
+// MutatingPolicy src in d.
+func mpolName(src Source, d doc) string {
+	if src.Kind == "NamespacedMutatingPolicy" {
+		return "kyverno-" + namespaceOf(d.obj) + "-" + src.Name
+	}
+	return "kyverno-" + src.Name
+}
+
+// podRead is a read of a Pod's own fields (its spec, labels or
+// annotations) from the object, outside any template.
+var podRead = regexp.MustCompile(`\b(object|oldObject)\.(spec|metadata\.labels|metadata\.annotations)\b`)
+
+// unrewrittenAutogenNotes notes the mutations of a's policy that Kyverno's
+// autogen leaves as the Pod policy wrote them: a jsonPatch expression
+// reading the Pod's fields, or an applyConfiguration's Object.metadata{…}
+// (only spec, labels and annotations paths are rewritten). On the
+// controllers such a mutation reads or writes what the Pod has and the
+// controller's template does not say there, in Kyverno as in the converted
+// policy, which `mutatis lint` may report: a user is told here, with the
+// converted policy's name.
+func (r *Result) unrewrittenAutogenNotes(src Source, policy string, a *mpolAutogen) {
+	for i, m := range a.spec.Mutations {
+		switch {
+		case inertPatch(m, a.spec.MatchConstraints): // left out of the policy
+		case m.JSONPatch != nil && podRead.MatchString(m.JSONPatch.Expression):
+			r.note(src, fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), "Kyverno's autogen does not rewrite a jsonPatch expression: on the Pod controllers it reads the Pod's spec, labels or annotations at the controller's root, not in its template (where they are missing, the evaluation fails), in Kyverno as in %s-%s (mutatis lint names the reads): set spec.autogen.podControllers.controllers to [] or write the controllers' mutation by hand", policy, a.suffix)
+		case m.ApplyConfiguration != nil && strings.Contains(m.ApplyConfiguration.Expression, "Object.metadata{"):
+			r.note(src, fmt.Sprintf("spec.mutations[%d].applyConfiguration.expression", i), "Kyverno's autogen does not rewrite Object.metadata{…}: on the Pod controllers it stays inside the template's constructor, where the type check fails at run time 'type mismatch: unexpected type name \"Object.metadata\"' whenever the mutation runs, kept so in %s-%s (mutatis lint names it): set spec.autogen.podControllers.controllers to [] or write the controllers' mutation by hand", policy, a.suffix)
+		}
 	}
 }
 
