@@ -81,11 +81,21 @@ func inertKinds() map[schema.GroupVersionKind]*inertKind {
 // and obj shares with it the maps and slices it did not change (a merge or
 // JSON patch result, normalized). When every difference between them lies
 // in fields no defaulter of the kind can see, obj is returned as it is,
-// without running the defaulters; otherwise it is Default(obj, gvk).
+// without running the defaulters; when they lie in those fields and in
+// elements of lists whose elements are defaulted one by one
+// (incremental_units.go), only the changed elements are defaulted;
+// otherwise it is Default(obj, gvk).
 func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if obj != nil && base != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
-		if k := s.inert()[gvk]; k != nil && k.onlyInertChanges(obj, base) {
-			return obj, nil
+		if k := s.inert()[gvk]; k != nil {
+			if k.onlyInertChanges(obj, base) {
+				return obj, nil
+			}
+			for _, u := range s.units()[gvk] {
+				if out, ok := s.defaultUnits(k, u, obj, base, gvk); ok {
+					return out, nil
+				}
+			}
 		}
 	}
 	return s.Default(obj, gvk)
@@ -94,18 +104,7 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 // onlyInertChanges tells whether every difference between obj and base
 // lies in k's inert fields.
 func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
-	return inertDiff(obj, base, k.top, func(field string, v, b any) bool {
-		fields := k.nested[field]
-		if fields == nil {
-			return false
-		}
-		vm, ok1 := v.(map[string]any)
-		bm, ok2 := b.(map[string]any)
-		if !ok1 || !ok2 || vm == nil || bm == nil {
-			return false
-		}
-		return inertDiff(vm, bm, fields, func(string, any, any) bool { return false })
-	})
+	return inertDiff(obj, base, k.top, k.nestedInert)
 }
 
 // inertDiff tells whether obj and base differ only in fields that inert
