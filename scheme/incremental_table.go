@@ -871,7 +871,7 @@ var inertTable = []inertEntry{
 		set: ""},
 	{group: "extensions", version: "v1beta1", kind: "ReplicaSet",
 		any: "metadata.name metadata.generateName metadata.namespace metadata.selfLink metadata.uid metadata.resourceVersion metadata.generation metadata.creationTimestamp metadata.deletionTimestamp metadata.deletionGracePeriodSeconds metadata.annotations metadata.ownerReferences metadata.finalizers metadata.managedFields spec.minReadySeconds status",
-		set: "metadata.labels spec.replicas spec.selector"},
+		set: "spec.replicas spec.selector"},
 	{group: "extensions", version: "v1beta1", kind: "Scale",
 		any: "metadata metadata.name metadata.generateName metadata.namespace metadata.selfLink metadata.uid metadata.resourceVersion metadata.generation metadata.creationTimestamp metadata.deletionTimestamp metadata.deletionGracePeriodSeconds metadata.labels metadata.annotations metadata.ownerReferences metadata.finalizers metadata.managedFields spec spec.replicas status",
 		set: ""},

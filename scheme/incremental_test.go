@@ -91,6 +91,10 @@ var inertFillFuncs = []any{
 // randomly filled ones; ok is false when defaulting is not idempotent on
 // one of them (the kind then gets no incremental defaulting).
 func newInertProbe(t testing.TB, s *Scheme, gvk schema.GroupVersionKind, objs []map[string]any, seed int64, fills int) (p *inertProbe, ok bool) {
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p = &inertProbe{s: s, gvk: gvk, fills: randomObjects(t, gvk, seed, fills)}
 	for _, obj := range append(append([]map[string]any(nil), objs...), p.fills...) {
 		d, err := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
@@ -104,7 +108,49 @@ func newInertProbe(t testing.TB, s *Scheme, gvk schema.GroupVersionKind, objs []
 		}
 		p.bases = append(p.bases, d)
 	}
+	// Deep fills, set into the bases only: every pointer set, every list
+	// and map of one element, as deep as the filler goes (its deepest
+	// objects left empty, as defaulters find them).
+	for i := range 2 {
+		obj, err := ks.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recursiveType(reflect.TypeOf(obj), nil) {
+			break
+		}
+		f := randfill.NewWithSeed(seed*1000+500+int64(i)).NilChance(0).NumElements(1, 1).MaxDepth(12).Funcs(fillFuncs...).Funcs(inertFillFuncs...)
+		f.Fill(obj)
+		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+			p.fills = append(p.fills, u)
+		}
+	}
 	return p, len(p.bases) > 0
+}
+
+// recursiveType tells whether type t holds a value of its own type
+// (through pointers, lists and maps), which the deep fills cannot fill.
+func recursiveType(t reflect.Type, seen []reflect.Type) bool {
+	for _, x := range seen {
+		if x == t {
+			return true
+		}
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return recursiveType(t.Elem(), seen)
+	case reflect.Map:
+		return recursiveType(t.Key(), seen) || recursiveType(t.Elem(), seen)
+	case reflect.Struct:
+		seen = append(seen, t)
+		for i := range t.NumField() {
+			if recursiveType(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inertCandidates are the paths the probe classifies for the kind of Go
@@ -240,6 +286,34 @@ func pruned(r *rand.Rand, v any) any {
 	return v
 }
 
+// prunedLeaves is v with each field of its objects that is not an object
+// or a list, at every depth, dropped with probability 1/2: deep
+// structures whose scalars the defaulters fill.
+func prunedLeaves(r *rand.Rand, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range sortedKeys(x) {
+			switch x[k].(type) {
+			case map[string]any, []any:
+				out[k] = prunedLeaves(r, x[k])
+			default:
+				if r.IntN(2) == 0 {
+					out[k] = x[k]
+				}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = prunedLeaves(r, e)
+		}
+		return out
+	}
+	return v
+}
+
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -264,7 +338,7 @@ func (p *inertProbe) classify(path string) inertness {
 		if ok && v != nil {
 			// Sparse variants: defaulters fill what is absent.
 			for range 2 {
-				values = append(values, value{pruned(r, v), true})
+				values = append(values, value{pruned(r, v), true}, value{prunedLeaves(r, v), true})
 			}
 		}
 	}

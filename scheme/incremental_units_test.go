@@ -106,7 +106,7 @@ func (p *unitProbe) pool(c unitCandidate) []any {
 	var out []any
 	for _, o := range append(append([]map[string]any(nil), p.fills...), p.bases...) {
 		for _, e := range listAt(o, c) {
-			out = append(out, e, pruned(p.r, e), pruned(p.r, e))
+			out = append(out, e, pruned(p.r, e), prunedLeaves(p.r, e))
 		}
 	}
 	return out
@@ -324,7 +324,7 @@ func newElementMutator(r *rand.Rand, gvk schema.GroupVersionKind, others []map[s
 			key := e.parent + "." + l
 			for _, o := range others {
 				for _, x := range listAt(o, c) {
-					m.pool[key] = append(m.pool[key], x, pruned(r, x))
+					m.pool[key] = append(m.pool[key], x, pruned(r, x), prunedLeaves(r, x))
 				}
 			}
 		}
