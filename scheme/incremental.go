@@ -107,6 +107,9 @@ func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
 	return inertDiff(obj, base, k.top, k.nestedInert)
 }
 
+// noDeeper is inertDiff's deeper for fields without inert fields.
+func noDeeper(string, any, any) bool { return false }
+
 // inertDiff tells whether obj and base differ only in fields that inert
 // classes as inert (or, for a field present in both, that deeper says
 // differ only inertly).

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -31,6 +33,8 @@ type inertProbe struct {
 	gvk   schema.GroupVersionKind
 	bases []map[string]any
 	fills []map[string]any
+	// deep are the deep fills (also in fills).
+	deep []map[string]any
 }
 
 // kindGVKs are the external built-in kinds of kube-apiserver's scheme,
@@ -80,6 +84,16 @@ func randomObjects(t testing.TB, gvk schema.GroupVersionKind, seed int64, n int)
 	return out
 }
 
+// deepFillFuncs give the deep fills quantities that encode (their random
+// internals do not) and valid raw JSON always.
+var deepFillFuncs = []any{
+	func(q *resource.Quantity, c randfill.Continue) {
+		*q = resource.MustParse([]string{"0.0001", "1.0005"}[c.Intn(2)]) // sub-milli: what the defaulters round
+	},
+	func(r *runtime.RawExtension, c randfill.Continue) { r.Raw = []byte(`{"a":1}`) },
+	func(r *metav1.FieldsV1, c randfill.Continue) { r.Raw = []byte(`{"f:a":{}}`) },
+}
+
 // inertFillFuncs give resource names the defaulters know.
 var inertFillFuncs = []any{
 	func(n *corev1.ResourceName, c randfill.Continue) {
@@ -119,18 +133,20 @@ func newInertProbe(t testing.TB, s *Scheme, gvk schema.GroupVersionKind, objs []
 		if recursiveType(reflect.TypeOf(obj), nil) {
 			break
 		}
-		f := randfill.NewWithSeed(seed*1000+500+int64(i)).NilChance(0).NumElements(1, 1).MaxDepth(12).Funcs(fillFuncs...).Funcs(inertFillFuncs...)
+		f := randfill.NewWithSeed(seed*1000+500+int64(i)).NilChance(0).NumElements(1, 1).MaxDepth(12).Funcs(fillFuncs...).Funcs(inertFillFuncs...).Funcs(deepFillFuncs...)
 		f.Fill(obj)
 		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
 			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
 			p.fills = append(p.fills, u)
+			p.deep = append(p.deep, u)
 		}
 	}
 	return p, len(p.bases) > 0
 }
 
-// recursiveType tells whether type t holds a value of its own type
-// (through pointers, lists and maps), which the deep fills cannot fill.
+// recursiveType tells whether type t holds a value of its own type in its
+// exported fields (through pointers, lists and maps), which the deep fills
+// cannot fill.
 func recursiveType(t reflect.Type, seen []reflect.Type) bool {
 	for _, x := range seen {
 		if x == t {
@@ -145,7 +161,7 @@ func recursiveType(t reflect.Type, seen []reflect.Type) bool {
 	case reflect.Struct:
 		seen = append(seen, t)
 		for i := range t.NumField() {
-			if recursiveType(t.Field(i).Type, seen) {
+			if sf := t.Field(i); sf.IsExported() && recursiveType(sf.Type, seen) {
 				return true
 			}
 		}

@@ -35,16 +35,24 @@ import (
 // unitEntry is one row of unitTable: in objects of the kind, the lists
 // (space-separated JSON names) of the object at parent (a dotted path of
 // objects from the top) whose elements are defaulted one by one.
+//
+// any and set are, as list.field, the fields of the lists' elements that
+// no element's defaulter can see (inertAny) or that only their removal
+// makes defaulted (inertSet): an element that differs from the one at its
+// index before only in those is its own defaulted form.
 type unitEntry struct {
 	group, version, kind string
 	parent               string
 	lists                string
+	any, set             string
 }
 
 // unitParent is one parent of a kind's unitTable rows.
 type unitParent struct {
 	path  []string
 	lists map[string]bool
+	// inert are the inert fields of the lists' elements, by list.
+	inert map[string]map[string]inertness
 }
 
 // unitKinds is unitTable by kind (a Scheme builds it on first use:
@@ -56,9 +64,28 @@ func unitKinds() map[schema.GroupVersionKind][]*unitParent {
 		for _, l := range strings.Fields(e.lists) {
 			u.lists[l] = true
 		}
+		u.inert = elementInert(e.any, e.set)
 		gvk := schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}
 		out[gvk] = append(out[gvk], u)
 	}
+	return out
+}
+
+// elementInert is the classes of the list.field paths of any and set, by
+// list.
+func elementInert(anyPaths, setPaths string) map[string]map[string]inertness {
+	out := map[string]map[string]inertness{}
+	add := func(paths string, class inertness) {
+		for _, p := range strings.Fields(paths) {
+			list, field, _ := strings.Cut(p, ".")
+			if out[list] == nil {
+				out[list] = map[string]inertness{}
+			}
+			out[list][field] = class
+		}
+	}
+	add(anyPaths, inertAny)
+	add(setPaths, inertSet)
 	return out
 }
 
@@ -153,7 +180,7 @@ func (k *inertKind) nestedInert(f string, v, b any) bool {
 	if !ok1 || !ok2 || vm == nil || bm == nil {
 		return false
 	}
-	return inertDiff(vm, bm, fields, func(string, any, any) bool { return false })
+	return inertDiff(vm, bm, fields, noDeeper)
 }
 
 // defaultUnits is Default(obj, gvk) for obj derived from base (as
@@ -177,12 +204,17 @@ func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]
 	for _, c := range changes {
 		var out []any
 		for i, e := range c.now {
-			if i < len(c.was) && sameJSON(e, c.was[i]) || isElementOf(e, c.was) || i < len(c.was) && jsonvalue.Equal(e, c.was[i]) {
+			if i < len(c.was) && sameJSON(e, c.was[i]) || isElementOf(e, c.was) {
 				continue // a defaulted element, in the same context
 			}
 			em, isMap := e.(map[string]any)
 			if !isMap || em == nil {
 				return nil, false
+			}
+			if i < len(c.was) {
+				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && inertDiff(em, wm, u.inert[c.list], noDeeper) {
+					continue // changed only where no defaulter of the element looks
+				}
 			}
 			d, ok := s.defaultElement(kb, gvk, u, parent, c.list, em)
 			if !ok {

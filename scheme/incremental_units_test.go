@@ -187,10 +187,130 @@ func (p *unitProbe) agrees(cs []unitCandidate) (ok bool, done int, bad string) {
 	return true, done, ""
 }
 
+// withElementField is obj with field of element i of list c set to v
+// (removed when !present).
+func withElementField(obj map[string]any, c unitCandidate, i int, field string, v any, present bool) (map[string]any, bool) {
+	l := append([]any(nil), listAt(obj, c)...)
+	old, ok := l[i].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	el := make(map[string]any, len(old)+1)
+	for k, x := range old {
+		el[k] = x
+	}
+	if present {
+		el[field] = v
+	} else {
+		delete(el, field)
+	}
+	l[i] = el
+	return withList(obj, c, l, true)
+}
+
+// elementClasses classifies the fields of list c's elements as
+// inertProbe.classify does the fields of an object: in up to three bases
+// holding elements, one element's field removed and set to the values
+// elements of the pool hold there (and sparse variants of them). It
+// returns the inert fields as list.field, by class.
+func (p *unitProbe) elementClasses(c unitCandidate, en *node) (anyPaths, setPaths []string, classes map[string]inertness, err error) {
+	pool := p.pool(c)
+	var bases []map[string]any
+	for _, b := range p.bases {
+		if len(listAt(b, c)) > 0 && len(bases) < 3 {
+			bases = append(bases, b)
+		}
+	}
+	if len(bases) == 0 || len(pool) == 0 {
+		return nil, nil, nil, nil
+	}
+	names := make([]string, 0, len(en.byName))
+	for name := range en.byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	classes = map[string]inertness{}
+	for _, f := range names {
+		type value struct {
+			v       any
+			present bool
+		}
+		values := []value{{nil, false}}
+		// The deep fills' elements first (every field of theirs set, at
+		// every depth), in sparse variants: their scalars are what the
+		// defaulters fill.
+		for _, d := range p.deep {
+			for _, e := range listAt(d, c) {
+				if m, ok := e.(map[string]any); ok {
+					if v, ok := m[f]; ok {
+						values = append(values, value{v, true})
+						for range 6 {
+							values = append(values, value{prunedLeaves(p.r, v), true})
+						}
+						values = append(values, value{pruned(p.r, v), true}, value{pruned(p.r, v), true})
+					}
+				}
+			}
+		}
+		for _, e := range pool {
+			if m, ok := e.(map[string]any); ok && len(values) < 40 {
+				if v, ok := m[f]; ok {
+					values = append(values, value{v, true}, value{pruned(p.r, v), true}, value{prunedLeaves(p.r, v), true})
+				}
+			}
+		}
+		class := inertAny
+	classify:
+		for _, base := range bases {
+			i := p.r.IntN(len(listAt(base, c)))
+			for _, x := range values {
+				obj, ok := withElementField(base, c, i, f, x.v, x.present)
+				if !ok || p.unchanged(obj) {
+					continue
+				}
+				if !x.present || x.v == nil {
+					class = min(class, inertSet)
+					continue
+				}
+				class = notInert
+				break classify
+			}
+		}
+		switch class {
+		case inertAny:
+			anyPaths = append(anyPaths, c.list+"."+f)
+		case inertSet:
+			setPaths = append(setPaths, c.list+"."+f)
+		}
+		classes[f] = class
+	}
+	// Jointly: every inert field of one element set from a pool element.
+	for _, base := range bases {
+		for range 3 {
+			from, _ := pool[p.r.IntN(len(pool))].(map[string]any)
+			i := p.r.IntN(len(listAt(base, c)))
+			obj := base
+			for _, f := range names {
+				v, present := from[f]
+				if classes[f] == notInert || classes[f] == inertSet && (!present || v == nil) {
+					continue
+				}
+				if next, ok := withElementField(obj, c, i, f, v, present); ok {
+					obj = next
+				}
+			}
+			if !p.unchanged(obj) {
+				return nil, nil, nil, fmt.Errorf("%v %s.%s: the inert fields of an element changed together make defaulting change the object: %s", p.gvk, strings.Join(c.parent, "."), c.list, mustJSONText(obj))
+			}
+		}
+	}
+	return anyPaths, setPaths, classes, nil
+}
+
 // probeUnitTable probes the lists of every kind of inertTable; fills is
 // the number of randomly filled objects per kind. Rejected are the
 // candidates found not to agree.
-func probeUnitTable(t testing.TB, s *Scheme, fills int) (entries []unitEntry, rejected map[string]bool) {
+func probeUnitTable(t testing.TB, s *Scheme, fills int) (entries []unitEntry, rejected map[string]bool, elementInertFound map[string]inertness) {
 	k, err := s.kube()
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +323,7 @@ func probeUnitTable(t testing.TB, s *Scheme, fills int) (entries []unitEntry, re
 	}
 	inert := inertKinds()
 	rejected = map[string]bool{}
+	elementInertFound = map[string]inertness{}
 	for i, e := range inertTable {
 		gvk := schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}
 		root := s.plans.typedKind(k.scheme, gvk)
@@ -243,13 +364,23 @@ func probeUnitTable(t testing.TB, s *Scheme, fills int) (entries []unitEntry, re
 				continue
 			}
 			lists := make([]string, len(cs))
+			var anyPaths, setPaths []string
 			for i, c := range cs {
 				lists[i] = c.list
+				a, set, classes, err := p.elementClasses(c, unitParentNode(root, c.parent).byName[c.list].node.elem)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				anyPaths, setPaths = append(anyPaths, a...), append(setPaths, set...)
+				for f, class := range classes {
+					elementInertFound[gvk.String()+" "+key+"."+c.list+"."+f] = class
+				}
 			}
-			entries = append(entries, unitEntry{group: e.group, version: e.version, kind: e.kind, parent: key, lists: strings.Join(lists, " ")})
+			entries = append(entries, unitEntry{group: e.group, version: e.version, kind: e.kind, parent: key, lists: strings.Join(lists, " "), any: strings.Join(anyPaths, " "), set: strings.Join(setPaths, " ")})
 		}
 	}
-	return entries, rejected
+	return entries, rejected, elementInertFound
 }
 
 // renderUnitTable is incremental_units_table.go's text for entries.
@@ -261,7 +392,7 @@ func renderUnitTable(entries []unitEntry) []byte {
 	b.WriteString("// defaulters default one by one (incremental_units.go).\n")
 	b.WriteString("var unitTable = []unitEntry{\n")
 	for _, e := range entries {
-		fmt.Fprintf(&b, "\t{group: %q, version: %q, kind: %q, parent: %q,\n\t\tlists: %q},\n", e.group, e.version, e.kind, e.parent, e.lists)
+		fmt.Fprintf(&b, "\t{group: %q, version: %q, kind: %q, parent: %q,\n\t\tlists: %q,\n\t\tany: %q,\n\t\tset: %q},\n", e.group, e.version, e.kind, e.parent, e.lists, e.any, e.set)
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
@@ -285,7 +416,7 @@ func TestUnitTable(t *testing.T) {
 	if os.Getenv("MUTATIS_LONG") != "" || *update {
 		fills = 10
 	}
-	entries, rejected := probeUnitTable(t, New(), fills)
+	entries, rejected, inert := probeUnitTable(t, New(), fills)
 	if *update {
 		if err := os.WriteFile("incremental_units_table.go", renderUnitTable(entries), 0o644); err != nil {
 			t.Fatal(err)
@@ -297,6 +428,19 @@ func TestUnitTable(t *testing.T) {
 			gvk := schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}
 			if key := gvk.String() + " " + e.parent + "." + l; rejected[key] {
 				t.Errorf("%s: the table defaults its elements one by one, the probe finds that differs: rerun with -update", key)
+			}
+		}
+		// The elements' inert fields may be fewer than a smaller probe
+		// finds, never more.
+		gvk := schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}
+		for list, fields := range elementInert(e.any, e.set) {
+			if rejected[gvk.String()+" "+e.parent+"."+list] {
+				continue
+			}
+			for f, c := range fields {
+				if key := gvk.String() + " " + e.parent + "." + list + "." + f; inert[key] < c && hasKey(inert, key) {
+					t.Errorf("%s: the table says it is inert (%d), the probe finds %d: rerun with -update", key, c, inert[key])
+				}
 			}
 		}
 	}
@@ -531,4 +675,9 @@ func FuzzDefaultFromElements(f *testing.F) {
 		}
 		checkDefaultFrom(t, s, norm, b.obj, b.gvk)
 	})
+}
+
+func hasKey(m map[string]inertness, k string) bool {
+	_, ok := m[k]
+	return ok
 }
