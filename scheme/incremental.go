@@ -107,6 +107,31 @@ func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
 	return inertDiff(obj, base, k.top, k.nestedInert)
 }
 
+// unsetLike tells whether v may read as an unset field in the typed
+// object, which a defaulter then fills: null, the zero values of scalars
+// (a field without a pointer reads 0, "" and false as unset), and empty
+// lists and objects (which a defaulter testing their length sees as unset).
+// An inertSet field set to one of them is not inert.
+func unsetLike(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
 // noDeeper is inertDiff's deeper for fields without inert fields.
 func noDeeper(string, any, any) bool { return false }
 
@@ -123,7 +148,7 @@ func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func
 		case inertAny:
 			continue
 		case inertSet:
-			if v != nil {
+			if !unsetLike(v) {
 				continue
 			}
 		}

@@ -127,7 +127,7 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 			case inertAny:
 				continue
 			case inertSet:
-				if v != nil {
+				if !unsetLike(v) {
 					continue
 				}
 			}
