@@ -72,7 +72,7 @@ func unitKinds() map[schema.GroupVersionKind][]*unitParent {
 }
 
 // elementInert is the classes of the list.field paths of any and set, by
-// list.
+// list: inertSet for both.
 func elementInert(anyPaths, setPaths string) map[string]map[string]inertness {
 	out := map[string]map[string]inertness{}
 	add := func(paths string, class inertness) {
@@ -84,7 +84,11 @@ func elementInert(anyPaths, setPaths string) map[string]map[string]inertness {
 			out[list][field] = class
 		}
 	}
-	add(anyPaths, inertAny)
+	// Removing a field of an element is never taken as inert: a
+	// defaulter fills what an element lacks (a volume without a source
+	// gets an emptyDir), and the probe's elements, randomly filled, rarely
+	// lack just that.
+	add(anyPaths, inertSet)
 	add(setPaths, inertSet)
 	return out
 }
