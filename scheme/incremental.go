@@ -81,11 +81,21 @@ func inertKinds() map[schema.GroupVersionKind]*inertKind {
 // and obj shares with it the maps and slices it did not change (a merge or
 // JSON patch result, normalized). When every difference between them lies
 // in fields no defaulter of the kind can see, obj is returned as it is,
-// without running the defaulters; otherwise it is Default(obj, gvk).
+// without running the defaulters; when they lie in those fields and in
+// elements of lists whose elements are defaulted one by one
+// (incremental_units.go), only the changed elements are defaulted;
+// otherwise it is Default(obj, gvk).
 func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if obj != nil && base != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
-		if k := s.inert()[gvk]; k != nil && k.onlyInertChanges(obj, base) {
-			return obj, nil
+		if k := s.inert()[gvk]; k != nil {
+			if k.onlyInertChanges(obj, base) {
+				return obj, nil
+			}
+			for _, u := range s.units()[gvk] {
+				if out, ok := s.defaultUnits(k, u, obj, base, gvk); ok {
+					return out, nil
+				}
+			}
 		}
 	}
 	return s.Default(obj, gvk)
@@ -94,19 +104,36 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 // onlyInertChanges tells whether every difference between obj and base
 // lies in k's inert fields.
 func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
-	return inertDiff(obj, base, k.top, func(field string, v, b any) bool {
-		fields := k.nested[field]
-		if fields == nil {
-			return false
-		}
-		vm, ok1 := v.(map[string]any)
-		bm, ok2 := b.(map[string]any)
-		if !ok1 || !ok2 || vm == nil || bm == nil {
-			return false
-		}
-		return inertDiff(vm, bm, fields, func(string, any, any) bool { return false })
-	})
+	return inertDiff(obj, base, k.top, k.nestedInert)
 }
+
+// unsetLike tells whether v may read as an unset field in the typed
+// object, which a defaulter then fills: null, the zero values of scalars
+// (a field without a pointer reads 0, "" and false as unset), and empty
+// lists and objects (which a defaulter testing their length sees as unset).
+// An inertSet field set to one of them is not inert.
+func unsetLike(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// noDeeper is inertDiff's deeper for fields without inert fields.
+func noDeeper(string, any, any) bool { return false }
 
 // inertDiff tells whether obj and base differ only in fields that inert
 // classes as inert (or, for a field present in both, that deeper says
@@ -121,7 +148,7 @@ func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func
 		case inertAny:
 			continue
 		case inertSet:
-			if v != nil {
+			if !unsetLike(v) {
 				continue
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -31,6 +33,8 @@ type inertProbe struct {
 	gvk   schema.GroupVersionKind
 	bases []map[string]any
 	fills []map[string]any
+	// deep are the deep fills (also in fills).
+	deep []map[string]any
 }
 
 // kindGVKs are the external built-in kinds of kube-apiserver's scheme,
@@ -80,6 +84,16 @@ func randomObjects(t testing.TB, gvk schema.GroupVersionKind, seed int64, n int)
 	return out
 }
 
+// deepFillFuncs give the deep fills quantities that encode (their random
+// internals do not) and valid raw JSON always.
+var deepFillFuncs = []any{
+	func(q *resource.Quantity, c randfill.Continue) {
+		*q = resource.MustParse([]string{"0.0001", "1.0005"}[c.Intn(2)]) // sub-milli: what the defaulters round
+	},
+	func(r *runtime.RawExtension, c randfill.Continue) { r.Raw = []byte(`{"a":1}`) },
+	func(r *metav1.FieldsV1, c randfill.Continue) { r.Raw = []byte(`{"f:a":{}}`) },
+}
+
 // inertFillFuncs give resource names the defaulters know.
 var inertFillFuncs = []any{
 	func(n *corev1.ResourceName, c randfill.Continue) {
@@ -91,6 +105,10 @@ var inertFillFuncs = []any{
 // randomly filled ones; ok is false when defaulting is not idempotent on
 // one of them (the kind then gets no incremental defaulting).
 func newInertProbe(t testing.TB, s *Scheme, gvk schema.GroupVersionKind, objs []map[string]any, seed int64, fills int) (p *inertProbe, ok bool) {
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p = &inertProbe{s: s, gvk: gvk, fills: randomObjects(t, gvk, seed, fills)}
 	for _, obj := range append(append([]map[string]any(nil), objs...), p.fills...) {
 		d, err := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
@@ -104,7 +122,61 @@ func newInertProbe(t testing.TB, s *Scheme, gvk schema.GroupVersionKind, objs []
 		}
 		p.bases = append(p.bases, d)
 	}
+	// Deep fills, set into the bases only: every pointer set, every list
+	// and map of one element, as deep as the filler goes (its deepest
+	// objects left empty, as defaulters find them).
+	for i := range 2 {
+		if !thoroughProbe() {
+			break
+		}
+		obj, err := ks.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recursiveType(reflect.TypeOf(obj), nil) {
+			break
+		}
+		f := randfill.NewWithSeed(seed*1000+500+int64(i)).NilChance(0).NumElements(1, 1).MaxDepth(12).Funcs(fillFuncs...).Funcs(inertFillFuncs...).Funcs(deepFillFuncs...)
+		f.Fill(obj)
+		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+			p.fills = append(p.fills, u)
+			p.deep = append(p.deep, u)
+		}
+	}
 	return p, len(p.bases) > 0
+}
+
+// thoroughProbe tells whether the probes run with deep fills and
+// leaf-pruned values: when they write the tables (-update) and under
+// MUTATIS_LONG. Without them, a probe finds the same fields inert or more
+// (fewer values tried), which the tables' checks allow, in a time -race
+// can afford.
+func thoroughProbe() bool { return *update || os.Getenv("MUTATIS_LONG") != "" }
+
+// recursiveType tells whether type t holds a value of its own type in its
+// exported fields (through pointers, lists and maps), which the deep fills
+// cannot fill.
+func recursiveType(t reflect.Type, seen []reflect.Type) bool {
+	for _, x := range seen {
+		if x == t {
+			return true
+		}
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return recursiveType(t.Elem(), seen)
+	case reflect.Map:
+		return recursiveType(t.Key(), seen) || recursiveType(t.Elem(), seen)
+	case reflect.Struct:
+		seen = append(seen, t)
+		for i := range t.NumField() {
+			if sf := t.Field(i); sf.IsExported() && recursiveType(sf.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // inertCandidates are the paths the probe classifies for the kind of Go
@@ -166,8 +238,8 @@ func jsonFields(t reflect.Type) []jsonField {
 	return out
 }
 
-// pathValue is the value at path (a top-level field, or parent.field) of
-// obj, and whether it is there.
+// pathValue is the value at path (a top-level field, or a dotted path of
+// objects) of obj, and whether it is there.
 func pathValue(obj map[string]any, path string) (any, bool) {
 	parent, field, nested := strings.Cut(path, ".")
 	if !nested {
@@ -175,8 +247,7 @@ func pathValue(obj map[string]any, path string) (any, bool) {
 		return v, ok
 	}
 	m, _ := obj[parent].(map[string]any)
-	v, ok := m[field]
-	return v, ok
+	return pathValue(m, field)
 }
 
 // withPath is obj (unchanged) with path set to v, or removed when
@@ -241,6 +312,34 @@ func pruned(r *rand.Rand, v any) any {
 	return v
 }
 
+// prunedLeaves is v with each field of its objects that is not an object
+// or a list, at every depth, dropped with probability 1/2: deep
+// structures whose scalars the defaulters fill.
+func prunedLeaves(r *rand.Rand, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range sortedKeys(x) {
+			switch x[k].(type) {
+			case map[string]any, []any:
+				out[k] = prunedLeaves(r, x[k])
+			default:
+				if r.IntN(2) == 0 {
+					out[k] = x[k]
+				}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = prunedLeaves(r, e)
+		}
+		return out
+	}
+	return v
+}
+
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -266,6 +365,9 @@ func (p *inertProbe) classify(path string) inertness {
 			// Sparse variants: defaulters fill what is absent.
 			for range 2 {
 				values = append(values, value{pruned(r, v), true})
+				if thoroughProbe() {
+					values = append(values, value{prunedLeaves(r, v), true})
+				}
 			}
 		}
 	}
@@ -450,10 +552,19 @@ func (e inertEntry) classes() map[string]inertness {
 	return out
 }
 
+// How DefaultFrom defaulted an object (checkDefaultFrom).
+const (
+	defaultedWhole = iota
+	// defaultedNone: the defaulters did not run (inert fields).
+	defaultedNone
+	// defaultedElements: the changed elements of lists alone.
+	defaultedElements
+)
+
 // checkDefaultFrom fails unless DefaultFrom(obj, base) is, bit for bit,
 // the reference's defaulting of obj (and obj itself when that is). It
-// reports whether DefaultFrom skipped the defaulters.
-func checkDefaultFrom(t testing.TB, s *Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (skipped bool) {
+// reports how DefaultFrom defaulted it.
+func checkDefaultFrom(t testing.TB, s *Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (how int) {
 	t.Helper()
 	want, wantErr := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	got, err := s.DefaultFrom(obj, base, gvk)
@@ -464,7 +575,18 @@ func checkDefaultFrom(t testing.TB, s *Scheme, obj, base map[string]any, gvk sch
 		t.Fatalf("%v: DefaultFrom differs from defaulting the whole object\nbase: %s\n obj: %s\n got: %s\nwant: %s", gvk, mustJSONText(base), mustJSONText(obj), mustJSONText(got), mustJSONText(want))
 	}
 	k := inertKinds()[gvk]
-	return err == nil && k != nil && k.onlyInertChanges(obj, base)
+	switch {
+	case err != nil || k == nil:
+		return defaultedWhole
+	case k.onlyInertChanges(obj, base):
+		return defaultedNone
+	}
+	for _, u := range unitKinds()[gvk] {
+		if _, ok := s.defaultUnits(k, u, obj, base, gvk); ok {
+			return defaultedElements
+		}
+	}
+	return defaultedWhole
 }
 
 // TestDefaultFromIsDefault is the differential test of incremental
@@ -519,7 +641,7 @@ func TestDefaultFromIsDefault(t *testing.T) {
 				continue
 			}
 			total++
-			if checkDefaultFrom(t, s, obj, base, gvk) {
+			if checkDefaultFrom(t, s, obj, base, gvk) == defaultedNone {
 				skipped++
 			}
 		}
@@ -583,7 +705,7 @@ func TestDefaultFromOnRealObjects(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if checkDefaultFrom(t, s, norm, in.Obj, in.GVK) {
+		if checkDefaultFrom(t, s, norm, in.Obj, in.GVK) == defaultedNone {
 			skipped++
 		}
 	}

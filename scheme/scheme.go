@@ -42,12 +42,14 @@ type Scheme struct {
 	crs *CustomResources
 	// inert is inertKinds, built once on first use (DefaultFrom).
 	inert func() map[schema.GroupVersionKind]*inertKind
+	// units is unitKinds, built once on first use (DefaultFrom).
+	units func() map[schema.GroupVersionKind][]*unitParent
 }
 
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), inert: sync.OnceValue(inertKinds)}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), inert: sync.OnceValue(inertKinds), units: sync.OnceValue(unitKinds)}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or

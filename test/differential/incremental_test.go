@@ -48,6 +48,23 @@ func TestIncrementalDefaultingAgrees(t *testing.T) {
 		ac(`Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: "sidecar", image: "busybox"}]}}}}`),
 		ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "sidecar", image: "busybox"}]}}`),
 		jp(`[JSONPatch{op: "add", path: "/spec/containers/0/ports", value: [{"containerPort": 80}]}]`),
+		// Elements of lists, defaulted one by one (scheme's unitTable).
+		jp(`[JSONPatch{op: "replace", path: "/spec/containers/0/image", value: "nginx:2"}]`),
+		jp(`[JSONPatch{op: "replace", path: "/spec/template/spec/containers/0/image", value: "nginx:2"}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/containers/0/resources", value: {"limits": {"cpu": "500m", "memory": "1Gi"}}}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/template/spec/containers/1/resources", value: {"limits": {"cpu": "1"}}}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/containers/0/env", value: [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/template/spec/containers/0/env/-", value: {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/initContainers/-", value: {"name": "init2", "image": "busybox", "ports": [{"containerPort": 53}]}}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/template/spec/initContainers", value: [{"name": "init", "image": "busybox", "restartPolicy": "Always"}]}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/volumes", value: [{"name": "s", "secret": {"secretName": "s"}}]}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/template/spec/volumes/-", value: {"name": "cfg", "configMap": {"name": "c"}}}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/hostNetwork", value: true}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/containers/0/livenessProbe", value: {"httpGet": {"port": 8080}}}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/template/spec/containers/0"}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/containers/0/imagePullPolicy"}, JSONPatch{op: "remove", path: "/spec/containers/0/terminationMessagePath"}]`),
+		ac(`Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: "app", resources: Object.spec.template.spec.containers.resources{limits: {"memory": "64Mi"}}}]}}}}`),
+		ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "app", ports: [Object.spec.containers.ports{containerPort: 9090}]}], tolerations: [Object.spec.tolerations{key: "spot", operator: "Exists"}]}}`),
 	}
 	var compiled []*compiler.Policy
 	for _, m := range mutations {

@@ -1,0 +1,368 @@
+package scheme
+
+import (
+	"reflect"
+	"strings"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// Incremental defaulting below the whole object: when a mutation changes
+// elements of a list whose elements the kind's defaulters default one by
+// one (a Pod's containers, init containers, volumes; a Deployment's
+// template's), only the changed elements are defaulted, each on the
+// smallest object of the kind that holds it: the path down to the list's
+// parent, the parent's own fields but its lists of objects (the context
+// the element's defaulters may read, such as hostNetwork), and the list
+// holding the one element. Upstream's defaulting of the kind
+// (SetObjectDefaults_<Kind>) runs on that small typed object, and the
+// element is read back from it (emit, against the element as it was).
+//
+// Which lists those are is not read from upstream's code but measured on
+// its functions, as the inert fields are (TestUnitTable probes every kind
+// of inertTable: defaulted real and random objects with elements of each
+// candidate list replaced, added, removed, the list set and dropped, and
+// holds defaulting the elements one by one to defaulting the whole
+// object), and written down in unitTable (incremental_units_table.go,
+// generated). Everything else about the object must be as it was, or
+// differ only in inert fields: then the rest of the object is its own
+// defaulted form, and the changed elements are the only ones the
+// defaulters change.
+
+// unitEntry is one row of unitTable: in objects of the kind, the lists
+// (space-separated JSON names) of the object at parent (a dotted path of
+// objects from the top) whose elements are defaulted one by one.
+//
+// any and set are, as list.field, the fields of the lists' elements that
+// no element's defaulter can see (inertAny) or that only their removal
+// makes defaulted (inertSet): an element that differs from the one at its
+// index before only in those is its own defaulted form.
+type unitEntry struct {
+	group, version, kind string
+	parent               string
+	lists                string
+	any, set             string
+}
+
+// unitParent is one parent of a kind's unitTable rows.
+type unitParent struct {
+	path  []string
+	lists map[string]bool
+	// inert are the inert fields of the lists' elements, by list.
+	inert map[string]map[string]inertness
+}
+
+// unitKinds is unitTable by kind (a Scheme builds it on first use:
+// Scheme.units).
+func unitKinds() map[schema.GroupVersionKind][]*unitParent {
+	out := map[schema.GroupVersionKind][]*unitParent{}
+	for _, e := range unitTable {
+		u := &unitParent{path: strings.Split(e.parent, "."), lists: map[string]bool{}}
+		for _, l := range strings.Fields(e.lists) {
+			u.lists[l] = true
+		}
+		u.inert = elementInert(e.any, e.set)
+		gvk := schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}
+		out[gvk] = append(out[gvk], u)
+	}
+	return out
+}
+
+// elementInert is the classes of the list.field paths of any and set, by
+// list: inertSet for both.
+func elementInert(anyPaths, setPaths string) map[string]map[string]inertness {
+	out := map[string]map[string]inertness{}
+	add := func(paths string, class inertness) {
+		for _, p := range strings.Fields(paths) {
+			list, field, _ := strings.Cut(p, ".")
+			if out[list] == nil {
+				out[list] = map[string]inertness{}
+			}
+			out[list][field] = class
+		}
+	}
+	// Removing a field of an element is never taken as inert: a
+	// defaulter fills what an element lacks (a volume without a source
+	// gets an emptyDir), and the probe's elements, randomly filled, rarely
+	// lack just that.
+	add(anyPaths, inertSet)
+	add(setPaths, inertSet)
+	return out
+}
+
+// unitChange is a list of a unit parent that a mutation changed: now in
+// the mutated object, was in the defaulted one (nil when absent or null).
+type unitChange struct {
+	list     string
+	now, was []any
+}
+
+// unitChanges are the lists of u that differ between obj and base, or
+// ok=false unless every other difference between them lies in k's inert
+// fields.
+func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (changes []unitChange, ok bool) {
+	m, b := obj, base
+	for depth := 0; ; depth++ {
+		var inert map[string]inertness
+		switch depth {
+		case 0:
+			inert = k.top
+		case 1:
+			inert = k.nested[u.path[0]]
+		}
+		last := depth == len(u.path)
+		next := ""
+		if !last {
+			next = u.path[depth]
+		}
+		skip := func(f string) bool { return last && u.lists[f] || !last && f == next }
+		for f, v := range m {
+			if skip(f) {
+				continue
+			}
+			bv, inBase := b[f]
+			if inBase && sameJSON(v, bv) {
+				continue
+			}
+			switch inert[f] {
+			case inertAny:
+				continue
+			case inertSet:
+				if !unsetLike(v) {
+					continue
+				}
+			}
+			if depth == 0 && inBase && k.nestedInert(f, v, bv) {
+				continue
+			}
+			if inBase && jsonvalue.Equal(v, bv) {
+				continue
+			}
+			return nil, false
+		}
+		for f := range b {
+			if _, in := m[f]; !in && !skip(f) && inert[f] != inertAny {
+				return nil, false
+			}
+		}
+		if last {
+			for f := range u.lists {
+				v, bv := m[f], b[f]
+				if sameJSON(v, bv) {
+					continue
+				}
+				now, ok1 := v.([]any)
+				was, ok2 := bv.([]any)
+				if !ok1 && v != nil || !ok2 && bv != nil {
+					return nil, false
+				}
+				changes = append(changes, unitChange{f, now, was})
+			}
+			return changes, true
+		}
+		nm, ok1 := m[next].(map[string]any)
+		nb, ok2 := b[next].(map[string]any)
+		if !ok1 || !ok2 || nm == nil || nb == nil {
+			return nil, false
+		}
+		m, b = nm, nb
+	}
+}
+
+// nestedInert tells whether v and b, the values of top-level field f in
+// an object and its base, differ only in f's inert fields.
+func (k *inertKind) nestedInert(f string, v, b any) bool {
+	fields := k.nested[f]
+	if fields == nil {
+		return false
+	}
+	vm, ok1 := v.(map[string]any)
+	bm, ok2 := b.(map[string]any)
+	if !ok1 || !ok2 || vm == nil || bm == nil {
+		return false
+	}
+	return inertDiff(vm, bm, fields, noDeeper)
+}
+
+// defaultUnits is Default(obj, gvk) for obj derived from base (as
+// DefaultFrom) when obj differs from base only in u's lists and k's inert
+// fields, by defaulting the changed elements alone; ok=false otherwise, or
+// when the plan cannot tell.
+func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	changes, ok := k.unitChanges(obj, base, u)
+	if !ok {
+		return nil, false
+	}
+	kb, err := s.kube()
+	if err != nil {
+		return nil, false
+	}
+	parent := obj
+	for _, step := range u.path {
+		parent, _ = parent[step].(map[string]any)
+	}
+	var set map[string][]any
+	for _, c := range changes {
+		var out []any
+		for i, e := range c.now {
+			if i < len(c.was) && sameJSON(e, c.was[i]) || isElementOf(e, c.was) {
+				continue // a defaulted element, in the same context
+			}
+			em, isMap := e.(map[string]any)
+			if !isMap || em == nil {
+				return nil, false
+			}
+			if i < len(c.was) {
+				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && inertDiff(em, wm, u.inert[c.list], noDeeper) {
+					continue // changed only where no defaulter of the element looks
+				}
+			}
+			d, ok := s.defaultElement(kb, gvk, u, parent, c.list, em)
+			if !ok {
+				return nil, false
+			}
+			if jsonvalue.SameMap(d, em) {
+				continue
+			}
+			if out == nil {
+				out = append([]any(nil), c.now...)
+			}
+			out[i] = d
+		}
+		if out != nil {
+			if set == nil {
+				set = map[string][]any{}
+			}
+			set[c.list] = out
+		}
+	}
+	if set == nil {
+		return obj, true
+	}
+	return withUnits(obj, u.path, set), true
+}
+
+// isElementOf tells whether e is one of the maps of list (the same map).
+func isElementOf(e any, list []any) bool {
+	m, ok := e.(map[string]any)
+	if !ok || m == nil {
+		return false
+	}
+	for _, x := range list {
+		if y, ok := x.(map[string]any); ok && jsonvalue.SameMap(m, y) {
+			return true
+		}
+	}
+	return false
+}
+
+// withUnits is obj with the lists of set in the object at path replaced,
+// sharing everything else.
+func withUnits(obj map[string]any, path []string, set map[string][]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for f, v := range obj {
+		out[f] = v
+	}
+	if len(path) == 0 {
+		for f, l := range set {
+			out[f] = l
+		}
+		return out
+	}
+	sub, _ := obj[path[0]].(map[string]any)
+	out[path[0]] = withUnits(sub, path[1:], set)
+	return out
+}
+
+// defaultElement is element elem of list of the object parent (at u's
+// path in an object of kind gvk), defaulted by the kind's defaulters on
+// the smallest object of the kind that holds it (unitObject), or ok=false
+// when the plan cannot tell.
+func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitParent, parent map[string]any, list string, elem map[string]any) (map[string]any, bool) {
+	root := s.plans.typedKind(k.scheme, gvk)
+	if root == nil {
+		return nil, false
+	}
+	pn := unitParentNode(root, u.path)
+	if pn == nil {
+		return nil, false
+	}
+	typed, ok := s.plans.typedFast(k, unitObject(pn, u.path, parent, list, elem), gvk)
+	if !ok {
+		return nil, false
+	}
+	k.scheme.Default(typed)
+	at := reflect.ValueOf(typed).UnsafePointer()
+	n := root
+	for _, step := range u.path {
+		f := n.byName[step]
+		at, n = unsafe.Add(at, f.offset), f.node
+		if n.kind == nodePointer {
+			at, n = *(*unsafe.Pointer)(at), n.elem
+			if at == nil {
+				return nil, false
+			}
+		}
+	}
+	f := n.byName[list]
+	h := (*sliceHeader)(unsafe.Add(at, f.offset))
+	if h.len != 1 {
+		return nil, false
+	}
+	e, _ := s.plans.emitters.Get().(*emitter)
+	if e == nil {
+		e = &emitter{}
+	}
+	out, ok := e.emit(h.data, f.node.elem, elem, true)
+	e.scratch = e.scratch[:0]
+	s.plans.emitters.Put(e)
+	m, isMap := out.(map[string]any)
+	if !ok || !isMap || m == nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// unitParentNode is the struct plan at path from root (through structs
+// and pointers to structs), nil when there is none or a list of path's
+// last object is not a list of structs.
+func unitParentNode(root *node, path []string) *node {
+	n := root
+	for _, step := range path {
+		f := n.byName[step]
+		if f == nil {
+			return nil
+		}
+		n = f.node
+		if n.kind == nodePointer {
+			n = n.elem
+		}
+		if n.kind != nodeStruct {
+			return nil
+		}
+	}
+	return n
+}
+
+// unitObject is the smallest object of the kind that holds elem as the
+// element of list of parent (the object at path, of struct plan pn): the
+// objects on the path, each with that one field, and parent's fields but
+// its lists of objects, with list holding elem alone.
+func unitObject(pn *node, path []string, parent map[string]any, list string, elem map[string]any) map[string]any {
+	ctx := make(map[string]any, len(parent))
+	for f, v := range parent {
+		if x := pn.byName[f]; x != nil && x.node.kind == nodeSlice && x.node.elem.kind == nodeStruct {
+			continue
+		}
+		ctx[f] = v
+	}
+	ctx[list] = []any{elem}
+	w := ctx
+	for i := len(path) - 1; i >= 0; i-- {
+		w = map[string]any{path[i]: w}
+	}
+	return w
+}
