@@ -104,7 +104,7 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 // onlyInertChanges tells whether every difference between obj and base
 // lies in k's inert fields.
 func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
-	return inertDiff(obj, base, k.top, k.nestedInert)
+	return inertDiff(obj, base, k.top, k.nestedInert, nil)
 }
 
 // unsetLike tells whether v may read as an unset field in the typed
@@ -137,9 +137,13 @@ func noDeeper(string, any, any) bool { return false }
 
 // inertDiff tells whether obj and base differ only in fields that inert
 // classes as inert (or, for a field present in both, that deeper says
-// differ only inertly).
-func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool) bool {
+// differ only inertly), the fields skip names (if skip is not nil) left
+// out.
+func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool, skip func(field string) bool) bool {
 	for f, v := range obj {
+		if skip != nil && skip(f) {
+			continue
+		}
 		b, inBase := base[f]
 		if inBase && sameJSON(v, b) {
 			continue
@@ -161,7 +165,7 @@ func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func
 		return false
 	}
 	for f := range base {
-		if _, ok := obj[f]; !ok && inert[f] != inertAny {
+		if _, ok := obj[f]; !ok && (skip == nil || !skip(f)) && inert[f] != inertAny {
 			return false
 		}
 	}

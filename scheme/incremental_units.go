@@ -119,34 +119,12 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 			next = u.path[depth]
 		}
 		skip := func(f string) bool { return last && u.lists[f] || !last && f == next }
-		for f, v := range m {
-			if skip(f) {
-				continue
-			}
-			bv, inBase := b[f]
-			if inBase && sameJSON(v, bv) {
-				continue
-			}
-			switch inert[f] {
-			case inertAny:
-				continue
-			case inertSet:
-				if !unsetLike(v) {
-					continue
-				}
-			}
-			if depth == 0 && inBase && k.nestedInert(f, v, bv) {
-				continue
-			}
-			if inBase && jsonvalue.Equal(v, bv) {
-				continue
-			}
-			return nil, false
+		deeper := noDeeper
+		if depth == 0 {
+			deeper = k.nestedInert
 		}
-		for f := range b {
-			if _, in := m[f]; !in && !skip(f) && inert[f] != inertAny {
-				return nil, false
-			}
+		if !inertDiff(m, b, inert, deeper, skip) {
+			return nil, false
 		}
 		if last {
 			for f := range u.lists {
@@ -184,7 +162,7 @@ func (k *inertKind) nestedInert(f string, v, b any) bool {
 	if !ok1 || !ok2 || vm == nil || bm == nil {
 		return false
 	}
-	return inertDiff(vm, bm, fields, noDeeper)
+	return inertDiff(vm, bm, fields, noDeeper, nil)
 }
 
 // defaultUnits is Default(obj, gvk) for obj derived from base (as
@@ -216,7 +194,7 @@ func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]
 				return nil, false
 			}
 			if i < len(c.was) {
-				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && inertDiff(em, wm, u.inert[c.list], noDeeper) {
+				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && inertDiff(em, wm, u.inert[c.list], noDeeper, nil) {
 					continue // changed only where no defaulter of the element looks
 				}
 			}
