@@ -590,7 +590,15 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, inv *invocation, v *vers
 	if resp.patchType != admissionv1.PatchTypeJSONPatch {
 		return false, &callError{webhook: w.Name, reason: fmt.Errorf("unsupported patch type %q", resp.patchType), status: denied(w.Name, resp.result)}
 	}
-	patched, kind, err := ApplyPatch(d.opts.Scheme, v.object, v.kind, patch)
+	// The application is bounded by the request's deadline, not the
+	// webhook's timeoutSeconds (spent on the HTTP exchange): a patch
+	// still being applied when the request ends fails the call as a
+	// timeout of the webhook does, under its failurePolicy. kube-apiserver
+	// has no such bound (docs/fidelity.md).
+	patched, kind, err := ApplyPatch(ctx, d.opts.Scheme, v.object, v.kind, patch)
+	if interrupted := (*PatchInterrupted)(nil); errors.As(err, &interrupted) {
+		return false, &callError{webhook: w.Name, reason: interrupted, status: apierrors.NewTimeoutError(interrupted.Error(), 0)}
+	}
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}

@@ -2,6 +2,7 @@ package webhookclient
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	evanphx "gopkg.in/evanphx/json-patch.v4"
@@ -68,14 +69,14 @@ func FuzzAnswer(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			patched, k, err := ApplyPatch(s, obj, kind, patch)
+			patched, k, err := ApplyPatch(context.Background(), s, obj, kind, patch)
 			if !jsonvalue.Equal(obj, before) {
 				t.Fatal("ApplyPatch modified its input")
 			}
 			if err != nil {
 				continue
 			}
-			again, k2, err2 := ApplyPatch(s, obj, kind, patch)
+			again, k2, err2 := ApplyPatch(context.Background(), s, obj, kind, patch)
 			if err2 != nil || k2 != k || !jsonvalue.Equal(again, patched) {
 				t.Fatalf("not deterministic: %v %v", err2, k2)
 			}

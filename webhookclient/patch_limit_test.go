@@ -1,6 +1,7 @@
 package webhookclient
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -32,10 +33,10 @@ func TestApplyPatchLimitsCopies(t *testing.T) {
 		return p
 	}
 	s := scheme.New()
-	if _, _, err := ApplyPatch(s, obj, kind, patch(2)); err != nil {
+	if _, _, err := ApplyPatch(context.Background(), s, obj, kind, patch(2)); err != nil {
 		t.Fatalf("2 MiB of copies: %v", err)
 	}
-	_, _, err := ApplyPatch(s, obj, kind, patch(4))
+	_, _, err := ApplyPatch(context.Background(), s, obj, kind, patch(4))
 	if err == nil || !strings.Contains(err.Error(), "exceeding the limit 3145728") {
 		t.Fatalf("4 MiB of copies: got %v, want evanphx's limit error", err)
 	}
