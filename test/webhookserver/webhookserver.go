@@ -84,6 +84,13 @@ const (
 	// timeout): called one after the other, the first call never returns
 	// in time; called concurrently, all are admitted.
 	PathBarrier = "/barrier"
+	// PathInserts answers a JSON patch of as many operations as the
+	// path's next segment says (/inserts/150000): an empty
+	// metadata.finalizers, then strings inserted at its front, one
+	// operation each — a patch whose application takes minutes in
+	// evanphx/json-patch. Not in Paths: a chain test calling every path
+	// must not pay it.
+	PathInserts = "/inserts"
 )
 
 // Paths are every webhook the server serves.
@@ -385,6 +392,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	case PathInserts:
+		n, _ := strconv.Atoi(arg)
+		ops := make([]op, 0, n)
+		for i := range n {
+			if i == 0 {
+				ops = append(ops, op{Op: "add", Path: "/metadata/finalizers", Value: []string{}})
+				continue
+			}
+			ops = append(ops, op{Op: "add", Path: "/metadata/finalizers/0", Value: "f" + strconv.Itoa(i)})
+		}
+		resp.patchJSON(ops)
 	case PathRequireLabel:
 		target := obj
 		if target == nil {
