@@ -114,7 +114,17 @@ func applyChunked(ctx context.Context, doc []byte, patch evanphx.Patch, chunk in
 	}
 	limit := atomic.LoadInt64(&evanphx.AccumulatedCopySizeLimit)
 	var copied int64
-	for i := 0; i < len(patch); {
+	i := 0
+	if n := observedNulls(patch); n > 0 {
+		// The operations up to the last one that could tell a null the
+		// patch wrote from a decoded one are applied as one slice.
+		out, err := applyAbandoning(ctx, doc, patch[:n], len(patch))
+		if err != nil {
+			return nil, err
+		}
+		doc, i = out, n
+	}
+	for i < len(patch) {
 		if err := ctx.Err(); err != nil {
 			return nil, &PatchInterrupted{Applied: i, Total: len(patch), Err: err}
 		}
@@ -137,6 +147,72 @@ func applyChunked(ctx context.Context, doc []byte, patch evanphx.Patch, chunk in
 		doc, i = out, end
 	}
 	return doc, nil
+}
+
+// observedNulls is the number of leading operations of patch that must
+// be applied as one slice: 0, or up to and including the last test or
+// copy operation after an add or replace whose value is null.
+//
+// Such a null is the one state of the library's document that encoding
+// does not carry: the library holds it as a node without bytes, while a
+// null it decodes is no node at all, and a test (which compares them
+// differently, or panics) or a copy (which counts 4 bytes for the one, 0
+// for the other) after a boundary could tell them apart. Every other
+// operation treats both alike, and a patch without such a null, or
+// without a test or copy after it, slices freely.
+func observedNulls(patch evanphx.Patch) int {
+	first := -1
+	for i, op := range patch {
+		switch op.Kind() {
+		case "add", "replace":
+			if v, ok := op["value"]; ok && v == nil && first < 0 {
+				first = i
+			}
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	for i := len(patch) - 1; i > first; i-- {
+		if k := patch[i].Kind(); k == "test" || k == "copy" {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// applyAbandoning applies patch to doc as one slice, and returns when
+// ctx ends if that comes first (a *PatchInterrupted of total operations,
+// none counted as applied), leaving the application to finish on its own
+// and its result unread: the request is answered at its deadline, the
+// CPU of that slice is spent all the same. A panic of the library is
+// raised again in the caller's goroutine.
+func applyAbandoning(ctx context.Context, doc []byte, patch evanphx.Patch, total int) ([]byte, error) {
+	type outcome struct {
+		out      []byte
+		err      error
+		panicked any
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if r := recover(); r != nil {
+				o.panicked = r
+			}
+			done <- o
+		}()
+		o.out, o.err = patch.Apply(doc)
+	}()
+	select {
+	case o := <-done:
+		if o.panicked != nil {
+			panic(o.panicked)
+		}
+		return o.out, o.err
+	case <-ctx.Done():
+		return nil, &PatchInterrupted{Total: total, Err: ctx.Err()}
+	}
 }
 
 // applyCopy applies one copy operation to doc, the accumulated size of

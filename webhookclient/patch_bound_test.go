@@ -109,6 +109,28 @@ func TestChunkedApplyIsWhole(t *testing.T) {
 	if testing.Short() {
 		n = 200
 	}
+	// A null the patch wrote, then a test or a copy that tells it from a
+	// decoded one (observedNulls).
+	for _, raw := range []string{
+		`[{"op":"add","path":"/metadata/labels/n","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"test","path":"/metadata/labels/n","value":null}]`,
+		`[{"op":"add","path":"/metadata/labels/n","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"test","path":"/metadata/labels","value":{"app":"web","x/y":"z","n":null}}]`,
+		`[{"op":"add","path":"/metadata/finalizers","value":[]},{"op":"add","path":"/metadata/finalizers/-","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"test","path":"/metadata/finalizers","value":[null]}]`,
+		`[{"op":"replace","path":"/metadata/name","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"copy","from":"/metadata/name","path":"/spec/y"},{"op":"test","path":"/spec/y","value":null}]`,
+		`[{"op":"add","path":"/spec/x","value":null},{"op":"add","path":"/spec/y","value":1},{"op":"add","path":"/spec/z","value":1},{"op":"remove","path":"/spec/z"}]`,
+	} {
+		patch, err := evanphx.DecodePatch([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := docs[1]
+		whole, wholeErr := applyOutcome(func() ([]byte, error) { return patch.Apply(doc) })
+		for _, chunk := range []int{1, 2} {
+			got, gotErr := applyOutcome(func() ([]byte, error) { return applyChunked(context.Background(), doc, patch, chunk) })
+			if gotErr != wholeErr || string(got) != string(whole) {
+				t.Errorf("patch %s in slices of %d:\n got %s / %s\nwant %s / %s", raw, chunk, trim(got), gotErr, trim(whole), wholeErr)
+			}
+		}
+	}
 	outcomes := map[string]int{}
 	for i := range n {
 		doc, ops, big := docs[1], 1+rng.Intn(40), false
