@@ -94,6 +94,45 @@ func TestApplyPatchCancelled(t *testing.T) {
 	}
 }
 
+// endedContext's Done is closed while its Err is still nil: the
+// request ends right after the application began.
+type endedContext struct{ context.Context }
+
+func (endedContext) Done() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+func (endedContext) Err() error { return nil }
+
+// TestApplyPatchBoundsObservedNulls: a patch whose first slice must be
+// applied as one (a null it wrote, then a test) is answered when the
+// request ends, not when the slice is done.
+func TestApplyPatchBoundsObservedNulls(t *testing.T) {
+	ops := []string{`{"op":"add","path":"/metadata/labels","value":null}`, `{"op":"add","path":"/metadata/finalizers","value":[]}`}
+	for i := range 600 {
+		ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/metadata/finalizers/0","value":"f%d"}`, i))
+	}
+	ops = append(ops, `{"op":"test","path":"/metadata/labels","value":null}`, `{"op":"add","path":"/metadata/annotations","value":{}}`)
+	patch, err := evanphx.DecodePatch([]byte("[" + strings.Join(ops, ",") + "]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := observedNulls(patch); n != len(patch)-1 {
+		t.Fatalf("observedNulls = %d, want %d", n, len(patch)-1)
+	}
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
+	_, _, err = ApplyPatch(endedContext{context.Background()}, scheme.New(), obj, corev1.SchemeGroupVersion.WithKind("ConfigMap"), patch)
+	var interrupted *PatchInterrupted
+	if !errors.As(err, &interrupted) || interrupted.Applied != 0 || interrupted.Total != len(patch) {
+		t.Fatalf("error %v", err)
+	}
+	if _, _, err := ApplyPatch(context.Background(), scheme.New(), obj, corev1.SchemeGroupVersion.WithKind("ConfigMap"), patch); err != nil {
+		t.Fatalf("without a deadline: %v", err)
+	}
+}
+
 // TestChunkedApplyIsWhole proves the sliced application ApplyPatch uses
 // for long patches gives what evanphx's Apply of the whole patch gives —
 // the same bytes, or the same first error word for word, or the same
@@ -182,6 +221,7 @@ func FuzzChunkedApply(f *testing.F) {
 		`[{"op":"add","path":"/metadata/finalizers","value":[]},{"op":"add","path":"/metadata/finalizers/0","value":"a"},{"op":"copy","from":"/metadata/finalizers","path":"/spec/x"}]`,
 		`[{"op":"move","from":"/spec/containers/0","path":"/spec/containers/-"},{"op":"test","path":"/spec/containers/1/name","value":"app"},{"op":"remove","path":"/spec/containers/-1"}]`,
 		`[{"op":"replace","path":"/metadata/labels","value":{"a" : 1.0, "a":2}},{"op":"copy","from":"/metadata/labels","path":"/metadata/annotations"},{"op":"test","path":"/metadata/annotations","value":{"a":2}}]`,
+		`[{"op":"add","path":"/metadata/labels/n","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"test","path":"/metadata/labels/n","value":null},{"op":"copy","from":"/metadata/labels/n","path":"/spec/y"}]`,
 	} {
 		f.Add(byte(1), []byte(seed))
 	}
