@@ -1,6 +1,7 @@
 package webhookclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,9 +116,9 @@ func applyChunked(ctx context.Context, doc []byte, patch evanphx.Patch, chunk in
 	limit := atomic.LoadInt64(&evanphx.AccumulatedCopySizeLimit)
 	var copied int64
 	i := 0
-	if n := observedNulls(patch); n > 0 {
-		// The operations up to the last one that could tell a null the
-		// patch wrote from a decoded one are applied as one slice.
+	if n := wholeSlice(doc, patch); n > 0 {
+		// The operations up to the last one that could observe what
+		// encoding a slice loses are applied as one slice.
 		out, err := applyAbandoning(ctx, doc, patch[:n], len(patch))
 		if err != nil {
 			return nil, err
@@ -149,33 +150,51 @@ func applyChunked(ctx context.Context, doc []byte, patch evanphx.Patch, chunk in
 	return doc, nil
 }
 
-// observedNulls is the number of leading operations of patch that must
-// be applied as one slice: 0, or up to and including the last test or
-// copy operation after an add or replace whose value is null.
+// wholeSlice is the number of leading operations of patch, on doc, that
+// must be applied as one slice: 0, or up to and including the last
+// operation that could observe a state the slices' encoding does not
+// carry. There are two such states, both set before the operation that
+// observes them:
 //
-// Such a null is the one state of the library's document that encoding
-// does not carry: the library holds it as a node without bytes, while a
-// null it decodes is no node at all, and a test (which compares them
-// differently, or panics) or a copy (which counts 4 bytes for the one, 0
-// for the other) after a boundary could tell them apart. Every other
-// operation treats both alike, and a patch without such a null, or
-// without a test or copy after it, slices freely.
-func observedNulls(patch evanphx.Patch) int {
-	first := -1
+//   - a null an add or replace wrote: the library holds it as a node
+//     without bytes, a decoded null is no node at all; a test compares
+//     them differently (or panics), a copy counts 4 bytes for the one, 0
+//     for the other;
+//   - a string with a literal <, >, & (or U+2028, U+2029), in the object
+//     (jsonvalue.Marshal writes them as they are) or in a value the patch
+//     wrote: encoding/json escapes them when a slice is encoded, and a
+//     test compares a string's bytes as written.
+//
+// Every other operation treats both forms alike; a patch without such a
+// state, or without a test (or, after a null, a copy) after it, slices
+// freely.
+func wholeSlice(doc []byte, patch evanphx.Patch) int {
+	text, null := -1, -1
+	if bytes.ContainsAny(doc, "<>&\u2028\u2029") {
+		text = 0
+	}
 	for i, op := range patch {
-		switch op.Kind() {
-		case "add", "replace":
-			if v, ok := op["value"]; ok && v == nil && first < 0 {
-				first = i
-			}
+		if k := op.Kind(); k != "add" && k != "replace" {
+			continue
+		}
+		v, ok := op["value"]
+		switch {
+		case ok && v == nil && null < 0:
+			null = i
+		case v != nil && text < 0 && bytes.ContainsAny(*v, "<>&\u2028\u2029"):
+			text = i
 		}
 	}
-	if first < 0 {
-		return 0
-	}
-	for i := len(patch) - 1; i > first; i-- {
-		if k := patch[i].Kind(); k == "test" || k == "copy" {
-			return i + 1
+	for i := len(patch) - 1; i >= 0; i-- {
+		switch patch[i].Kind() {
+		case "test":
+			if (text >= 0 && i > text) || (null >= 0 && i > null) {
+				return i + 1
+			}
+		case "copy":
+			if null >= 0 && i > null {
+				return i + 1
+			}
 		}
 	}
 	return 0

@@ -119,8 +119,8 @@ func TestApplyPatchBoundsObservedNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := observedNulls(patch); n != len(patch)-1 {
-		t.Fatalf("observedNulls = %d, want %d", n, len(patch)-1)
+	if n := wholeSlice([]byte(`{}`), patch); n != len(patch)-1 {
+		t.Fatalf("wholeSlice = %d, want %d", n, len(patch)-1)
 	}
 	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
 	_, _, err = ApplyPatch(endedContext{context.Background()}, scheme.New(), obj, corev1.SchemeGroupVersion.WithKind("ConfigMap"), patch)
@@ -149,7 +149,32 @@ func TestChunkedApplyIsWhole(t *testing.T) {
 		n = 200
 	}
 	// A null the patch wrote, then a test or a copy that tells it from a
-	// decoded one (observedNulls).
+	// decoded one; a string with a literal <, > or & in the object or a
+	// value, then a test (wholeSlice).
+	amp := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","annotations":{"a":"x&y"}},"data":{}}`)
+	for _, tc := range []struct{ doc, raw string }{
+		{string(amp), `[{"op":"add","path":"/data/x","value":1},{"op":"add","path":"/data/y","value":1},{"op":"test","path":"/metadata/annotations/a","value":"x&y"}]`},
+		{string(amp), `[{"op":"add","path":"/data/x","value":1},{"op":"add","path":"/data/y","value":1},{"op":"test","path":"/metadata/annotations/a","value":"x\u0026y"}]`},
+		{"", `[{"op":"add","path":"/spec/x","value":"<b>"},{"op":"add","path":"/spec/y","value":1},{"op":"test","path":"/spec/x","value":"<b>"}]`},
+		{"", `[{"op":"add","path":"/spec/x","value":"\u003cb>"},{"op":"add","path":"/spec/y","value":1},{"op":"test","path":"/spec/x","value":"\u003cb\u003e"}]`},
+		{"", `[{"op":"add","path":"/spec/x","value":"\u2028"},{"op":"add","path":"/spec/y","value":1},{"op":"test","path":"/spec/x","value":"\u2028"}]`},
+	} {
+		patch, err := evanphx.DecodePatch([]byte(tc.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := docs[1]
+		if tc.doc != "" {
+			doc = []byte(tc.doc)
+		}
+		whole, wholeErr := applyOutcome(func() ([]byte, error) { return patch.Apply(doc) })
+		for _, chunk := range []int{1, 2} {
+			got, gotErr := applyOutcome(func() ([]byte, error) { return applyChunked(context.Background(), doc, patch, chunk) })
+			if gotErr != wholeErr || string(got) != string(whole) {
+				t.Errorf("patch %s in slices of %d:\n got %s / %s\nwant %s / %s", tc.raw, chunk, trim(got), gotErr, trim(whole), wholeErr)
+			}
+		}
+	}
 	for _, raw := range []string{
 		`[{"op":"add","path":"/metadata/labels/n","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"test","path":"/metadata/labels/n","value":null}]`,
 		`[{"op":"add","path":"/metadata/labels/n","value":null},{"op":"add","path":"/spec/x","value":1},{"op":"test","path":"/metadata/labels","value":{"app":"web","x/y":"z","n":null}}]`,
