@@ -99,8 +99,9 @@ const patchChunk = 512
 // it stands). Encoding a value and decoding it again gives a value that
 // encodes to the same bytes and that every later operation sees alike
 // (a path resolves the same, a test compares the same, a copy has the
-// same size), so applying ops[:k] then ops[k:] to the bytes between
-// gives the bytes and the first error of ops at once. The one state
+// same size) but for two states wholeSlice keeps in one slice, so
+// applying ops[:k] then ops[k:] to the bytes between gives the bytes
+// and the first error of ops at once. The one other state
 // Apply keeps across operations is the accumulated size of the copies,
 // checked against evanphx.AccumulatedCopySizeLimit: a copy operation is
 // therefore applied alone, its size measured (copySize) and added to
@@ -185,19 +186,34 @@ func wholeSlice(doc []byte, patch evanphx.Patch) int {
 			text = i
 		}
 	}
-	for i := len(patch) - 1; i >= 0; i-- {
+	n := 0
+	for i := len(patch) - 1; i >= 0 && n == 0; i-- {
 		switch patch[i].Kind() {
 		case "test":
 			if (text >= 0 && i > text) || (null >= 0 && i > null) {
-				return i + 1
+				n = i + 1
 			}
 		case "copy":
 			if null >= 0 && i > null {
-				return i + 1
+				n = i + 1
 			}
 		}
 	}
-	return 0
+	if n == 0 {
+		return 0
+	}
+	// A copy in the slice counts in the library's account of the slice
+	// alone: the slice goes on to the last copy of the patch.
+	last, within := -1, false
+	for i, op := range patch {
+		if op.Kind() == "copy" {
+			last, within = i, within || i < n
+		}
+	}
+	if within && last >= n {
+		n = last + 1
+	}
+	return n
 }
 
 // applyAbandoning applies patch to doc as one slice, and returns when

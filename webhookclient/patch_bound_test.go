@@ -157,6 +157,8 @@ func TestChunkedApplyIsWhole(t *testing.T) {
 		{string(amp), `[{"op":"add","path":"/data/x","value":1},{"op":"add","path":"/data/y","value":1},{"op":"test","path":"/metadata/annotations/a","value":"x\u0026y"}]`},
 		{"", `[{"op":"add","path":"/spec/x","value":"<b>"},{"op":"add","path":"/spec/y","value":1},{"op":"test","path":"/spec/x","value":"<b>"}]`},
 		{"", `[{"op":"add","path":"/spec/x","value":"\u003cb>"},{"op":"add","path":"/spec/y","value":1},{"op":"test","path":"/spec/x","value":"\u003cb\u003e"}]`},
+		{string(amp), `[{"op":"copy","from":"/metadata/annotations/a","path":"/data/c"},{"op":"test","path":"/data/c","value":"x\u0026y"},{"op":"add","path":"/data/y","value":1},{"op":"copy","from":"/metadata","path":"/data/m"}]`},
+		{"big", `[{"op":"copy","from":"/data/big","path":"/data/c1"},{"op":"copy","from":"/data/big","path":"/data/c2"},{"op":"test","path":"/data/small","value":"s"},{"op":"add","path":"/data/y","value":1},{"op":"copy","from":"/data/big","path":"/data/c3"},{"op":"copy","from":"/data/big","path":"/data/c4"},{"op":"copy","from":"/data/big","path":"/data/c5"}]`},
 		{"", `[{"op":"add","path":"/spec/x","value":"\u2028"},{"op":"add","path":"/spec/y","value":1},{"op":"test","path":"/spec/x","value":"\u2028"}]`},
 	} {
 		patch, err := evanphx.DecodePatch([]byte(tc.raw))
@@ -164,7 +166,11 @@ func TestChunkedApplyIsWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc := docs[1]
-		if tc.doc != "" {
+		switch tc.doc {
+		case "":
+		case "big":
+			doc = docs[0]
+		default:
 			doc = []byte(tc.doc)
 		}
 		whole, wholeErr := applyOutcome(func() ([]byte, error) { return patch.Apply(doc) })
