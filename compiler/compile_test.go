@@ -220,42 +220,66 @@ func TestCompileIsCachedByRevision(t *testing.T) {
 }
 
 // TestConcurrentCompilesCompileOnce: callers compiling the same revision
-// at the same time share one compilation; a caller of another revision
-// gets its own.
+// at the same time share one compilation; while another revision of the
+// same policy compiles alongside, each caller gets a compilation of the
+// revision it asked for (two flights of one name never displace each
+// other's waiters). Sharing is asserted only in the first round: with a
+// second revision in the mix, a caller arriving after both flights landed
+// finds the cache holding the other revision and rightly compiles again.
 func TestConcurrentCompilesCompileOnce(t *testing.T) {
-	c, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := policySpec{ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}, variables: [][2]string{{"one", "1"}, {"two", "variables.one + 1"}}}.build()
 	other := p.DeepCopy()
 	other.Spec.Mutations[0].ApplyConfiguration.Expression = `Object{}`
 	const callers = 8
-	got := make([]*Policy, callers)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range callers {
-		wg.Go(func() {
-			<-start
-			q := p.DeepCopy()
-			if i == callers-1 {
-				q = other
-			}
-			var err error
-			if got[i], err = c.Compile(q); err != nil {
-				t.Error(err)
-			}
-		})
+	run := func(c *Compiler, pick func(i int) *admissionregistrationv1.MutatingAdmissionPolicy) []*Policy {
+		got := make([]*Policy, callers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range callers {
+			wg.Go(func() {
+				<-start
+				var err error
+				if got[i], err = c.Compile(pick(i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		return got
 	}
-	close(start)
-	wg.Wait()
-	for i := 1; i < callers-1; i++ {
+
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run(c, func(int) *admissionregistrationv1.MutatingAdmissionPolicy { return p.DeepCopy() })
+	for i := 1; i < callers; i++ {
 		if got[i] != got[0] {
 			t.Fatalf("caller %d got another compilation of the same revision", i)
 		}
 	}
-	if got[callers-1] == got[0] || got[callers-1].Mutations[0].Source != `Object{}` {
-		t.Fatal("the caller of another revision got the first revision's compilation")
+
+	for round := range 20 {
+		c, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := run(c, func(i int) *admissionregistrationv1.MutatingAdmissionPolicy {
+			if i%2 == 1 {
+				return other.DeepCopy()
+			}
+			return p.DeepCopy()
+		})
+		for i, g := range got {
+			want := p.Spec.Mutations[0].ApplyConfiguration.Expression
+			if i%2 == 1 {
+				want = `Object{}`
+			}
+			if g == nil || g.Mutations[0].Source != want {
+				t.Fatalf("round %d: caller %d got the other revision's compilation", round, i)
+			}
+		}
 	}
 }
 
