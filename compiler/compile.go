@@ -28,6 +28,14 @@ const (
 	KindJSONPatch
 )
 
+// The expression kinds of a ValidatingAdmissionPolicy besides its
+// variables and matchConditions (CompileValidating).
+const (
+	KindValidation Kind = iota + KindJSONPatch + 1
+	KindMessageExpression
+	KindAuditAnnotation
+)
+
 // String returns the kind as it appears in reports.
 func (k Kind) String() string {
 	switch k {
@@ -39,6 +47,12 @@ func (k Kind) String() string {
 		return "applyConfiguration"
 	case KindJSONPatch:
 		return "jsonPatch"
+	case KindValidation:
+		return "validation"
+	case KindMessageExpression:
+		return "messageExpression"
+	case KindAuditAnnotation:
+		return "auditAnnotation"
 	}
 	return "unknown"
 }
@@ -176,6 +190,9 @@ type Compiler struct {
 
 	mu    sync.Mutex
 	cache map[string]*Policy // policy name → latest compilation
+	// vcache holds the ValidatingAdmissionPolicies' compilations apart
+	// (a policy of each kind may have the same name).
+	vcache map[string]*ValidatingPolicy
 	// compiling holds the compilations under way, by policy name and
 	// revision: a Compile of the same revision waits for it rather than
 	// compiling again (lint's checks and the admission chain of one run ask
@@ -199,7 +216,7 @@ func New(opts ...Option) (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Compiler{base: base, envs: newEnvCache(base), estimator: newCostEstimator(), cache: map[string]*Policy{}, compiling: map[string]*compilation{}}
+	c := &Compiler{base: base, envs: newEnvCache(base), estimator: newCostEstimator(), cache: map[string]*Policy{}, vcache: map[string]*ValidatingPolicy{}, compiling: map[string]*compilation{}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(c)
@@ -311,22 +328,9 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		detail = compileObserved
 	}
 
-	// Each variable compiles in an environment where the variables before
-	// it are visible and is then visible, with its checked type, to the
-	// expressions after it, exactly as upstream's composited compiler adds
-	// the field after compiling (a reference to a later variable, or to the
-	// variable itself, is an undefined field).
-	vars := newVarScope(c.envs, plainKey, mode, len(p.Spec.Variables))
-	for i, v := range p.Spec.Variables {
-		e := &Expression{Kind: KindVariable, Name: v.Name, Index: i, Source: v.Expression,
-			Path: spec.Child("variables").Index(i).Child("expression")}
-		env, err := vars.env()
-		if err != nil {
-			return nil, err
-		}
-		c.compileExpression(env, e, nil, detail)
-		vars.declare(v.Name, declTypeOf(e.OutputType))
-		out.Variables = append(out.Variables, e)
+	vars, err := c.compileVariables(out, p.Spec.Variables, plainKey, mode, detail)
+	if err != nil {
+		return nil, err
 	}
 	plainEnv, patchEnv, err := vars.complete()
 	if err != nil {
@@ -369,6 +373,30 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 	return out, nil
 }
 
+// compileVariables compiles the variables vs into out.Variables and
+// returns the scope that holds them. Each variable compiles in an
+// environment where the variables before it are visible and is then
+// visible, with its checked type, to the expressions after it, exactly as
+// upstream's composited compiler adds the field after compiling (a
+// reference to a later variable, or to the variable itself, is an
+// undefined field).
+func (c *Compiler) compileVariables(out *Policy, vs []admissionregistrationv1.Variable, k envKey, mode environment.Type, detail compileDetail) (*varScope, error) {
+	vars := newVarScope(c.envs, k, mode, len(vs))
+	path := field.NewPath("spec", "variables")
+	for i, v := range vs {
+		e := &Expression{Kind: KindVariable, Name: v.Name, Index: i, Source: v.Expression,
+			Path: path.Index(i).Child("expression")}
+		env, err := vars.env()
+		if err != nil {
+			return nil, err
+		}
+		c.compileExpression(env, e, nil, detail)
+		vars.declare(v.Name, declTypeOf(e.OutputType))
+		out.Variables = append(out.Variables, e)
+	}
+	return vars, nil
+}
+
 // compileDetail is what compileExpression records beside the errors.
 type compileDetail int
 
@@ -406,7 +434,11 @@ func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel
 			}
 		}
 		if !found {
-			fail(apiservercel.ErrorTypeInvalid, fmt.Sprintf("must evaluate to %v but got %v", want[0].String(), ast.OutputType().String()), nil)
+			if len(want) == 1 {
+				fail(apiservercel.ErrorTypeInvalid, fmt.Sprintf("must evaluate to %v but got %v", want[0].String(), ast.OutputType().String()), nil)
+			} else {
+				fail(apiservercel.ErrorTypeInvalid, fmt.Sprintf("must evaluate to one of %v but got %v", want, ast.OutputType().String()), nil)
+			}
 			return
 		}
 	}

@@ -33,15 +33,20 @@ const (
 )
 
 // envKey selects one of the pre-built environments. It mirrors upstream's
-// OptionalVariableDeclarations with HasAuthorizer always true: MAP always
-// declares the authorizer.
+// OptionalVariableDeclarations, HasAuthorizer negated: every expression of a
+// MutatingAdmissionPolicy, and every one of a ValidatingAdmissionPolicy but
+// its messageExpressions, has the authorizer.
 type envKey struct {
 	hasParams     bool
 	hasPatchTypes bool
+	// noAuthorizer leaves authorizer and authorizer.requestResource
+	// undeclared (a ValidatingAdmissionPolicy's messageExpressions).
+	noAuthorizer bool
 }
 
 // baseEnvs holds the four environments a MutatingAdmissionPolicy can need,
-// built once from the kube-apiserver base environment at the compatibility
+// and the two without the authorizer a ValidatingAdmissionPolicy's
+// messageExpressions compile in, built once from the kube-apiserver base environment at the compatibility
 // version kube-apiserver uses (binary minor − 1).
 type baseEnvs struct {
 	envs map[envKey]*environment.EnvSet
@@ -102,16 +107,27 @@ func newBaseEnvs(compat *version.Version) (*baseEnvs, error) {
 		if hasParams {
 			opts = append(opts, cel.Variable(ParamsVar, cel.DynType))
 		}
-		opts = append(opts,
-			cel.Variable(AuthorizerVar, library.AuthorizerType),
-			cel.Variable(RequestResourceAuthorizerVar, library.ResourceCheckType))
-		extended, err := base.Extend(environment.VersionedOptions{
-			IntroducedVersion: version.MajorMinor(1, 0),
-			EnvOptions:        opts,
-			DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
-		}, environment.StrictCostOpt)
+		extend := func(opts []cel.EnvOption) (*environment.EnvSet, error) {
+			set, err := base.Extend(environment.VersionedOptions{
+				IntroducedVersion: version.MajorMinor(1, 0),
+				EnvOptions:        opts,
+				DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},
+			}, environment.StrictCostOpt)
+			if err != nil {
+				return nil, fmt.Errorf("building CEL environment: %w", err)
+			}
+			return set, nil
+		}
+		plain, err := extend(opts)
 		if err != nil {
-			return nil, fmt.Errorf("building CEL environment: %w", err)
+			return nil, err
+		}
+		b.envs[envKey{hasParams: hasParams, noAuthorizer: true}] = plain
+		extended, err := extend(append(opts,
+			cel.Variable(AuthorizerVar, library.AuthorizerType),
+			cel.Variable(RequestResourceAuthorizerVar, library.ResourceCheckType)))
+		if err != nil {
+			return nil, err
 		}
 		b.envs[envKey{hasParams: hasParams}] = extended
 		withPatch, err := WithMutationTypes(extended)

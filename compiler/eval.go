@@ -36,7 +36,7 @@ type Input struct {
 	Namespace *corev1.Namespace
 	// Authorizer backs "authorizer" and "authorizer.requestResource"; when
 	// nil, neither is bound.
-	Authorizer authorizer.Authorizer
+	Authorizer authorizer.UnconditionalAuthorizer
 	// Attributes describe the request to the authorizer (user and resource).
 	// Required when Authorizer is set.
 	Attributes admission.Attributes

@@ -13,8 +13,10 @@ func Warm() {
 	if err != nil {
 		return
 	}
-	// The environments of policies without params first: most are.
-	keys := []envKey{{}, {hasPatchTypes: true}, {hasParams: true}, {hasParams: true, hasPatchTypes: true}}
+	// The environments of policies without params first: most are; those
+	// of ValidatingAdmissionPolicies' messageExpressions last.
+	keys := []envKey{{}, {hasPatchTypes: true}, {hasParams: true}, {hasParams: true, hasPatchTypes: true},
+		{noAuthorizer: true}, {hasParams: true, noAuthorizer: true}}
 	for _, k := range keys {
 		for _, mode := range []environment.Type{environment.NewExpressions, environment.StoredExpressions} {
 			env, err := b.envs[k].Env(mode)
