@@ -8,33 +8,33 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// A built-in param reaches CEL as its map, through structured-merge-diff's
-// UnstructuredConverter (as upstream's wrappedParam does), not through a
-// JSON round trip.
+// A built-in param reaches upstream's CEL as its map, through
+// structured-merge-diff's UnstructuredConverter (upstream's wrappedParam),
+// not through a JSON round trip.
 var _ value.UnstructuredConverter = (*typedParam)(nil)
 
+// TestParamsAsCELSeesThem: the param mutatis binds (withTypeMeta) is what
+// upstream's CEL sees of the param its dispatcher hands the Validator.
 func TestParamsAsCELSeesThem(t *testing.T) {
 	kind := &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	typed := map[string]any{"metadata": map[string]any{"name": "limits"}, "data": map[string]any{"max": "3"}}
 	custom := map[string]any{"apiVersion": "example.com/v1", "kind": "Limit", "spec": map[string]any{"max": int64(3)}}
 	for _, tc := range []struct {
-		name      string
-		obj       map[string]any
-		wantTyped bool
-		want      map[string]any
+		name string
+		obj  map[string]any
+		want map[string]any
 	}{
-		{"a built-in kind gets the paramKind's apiVersion and kind", typed, true,
+		{"a built-in kind gets the paramKind's apiVersion and kind", typed,
 			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "limits"}, "data": map[string]any{"max": "3"}}},
-		{"a custom resource is as stored", custom, false, custom},
+		{"a custom resource is as stored", custom, custom},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := withTypeMeta(tc.obj, kind)
-			if _, ok := p.(*typedParam); ok != tc.wantTyped {
-				t.Fatalf("withTypeMeta gave a %T", p)
+			if got := withTypeMeta(tc.obj, kind); !equalJSON(got, tc.want) {
+				t.Errorf("mutatis binds %#v, want %#v", got, tc.want)
 			}
-			got := common.SchemalessTypedToVal(p).Value()
+			got := common.SchemalessTypedToVal(upstreamParam(tc.obj, kind)).Value()
 			if !equalJSON(got, tc.want) {
-				t.Errorf("CEL sees %#v, want %#v", got, tc.want)
+				t.Errorf("upstream's CEL sees %#v, want %#v", got, tc.want)
 			}
 		})
 	}

@@ -1,68 +1,51 @@
 package validating
 
 import (
+	"context"
 	"fmt"
-	"sync"
 
+	"github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	upstream "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/environment"
-
-	"github.com/mutatis-dev/mutatis/compiler"
 )
 
-// Compiler compiles ValidatingAdmissionPolicies into k8s.io/apiserver's own
-// validating.Validator, exactly as its plugin's (unexported) compilePolicy
-// builds one, and keeps each compilation by policy name and revision: an
-// unchanged policy is compiled once. It is safe for concurrent use; the zero
-// value is not ready, use NewCompiler.
-type Compiler struct {
-	// env is the base environment set of kube-apiserver's plugin
-	// (getCompositionEnvTemplateWithStrictCost), built on first use.
-	env func() *environment.EnvSet
+// upstream's Validator, as kube-apiserver's plugin compiles it, is the
+// oracle of Hook.validate (TestValidateIsUpstreams): the code below is
+// test code only.
 
-	mu    sync.Mutex
-	cache map[string]compiled // policy name → latest compilation
-
-	// observer, when set, is told about the evaluations of the policies'
-	// expressions (NewObservedCompiler).
-	observer Observer
+// typedParam is a built-in param in its typed form with the paramKind's
+// apiVersion and kind, as upstream's wrappedParam reaches CEL: its map as
+// is (value.UnstructuredConverter), where an *unstructured.Unstructured
+// would go through a JSON encoding and decoding.
+type typedParam struct {
+	unstructured.Unstructured
 }
 
-type compiled struct {
-	key       string
-	validator upstream.Validator
-}
+// ToUnstructured is the param's content (value.UnstructuredConverter).
+func (p *typedParam) ToUnstructured() any { return p.Object }
 
-// NewCompiler returns an empty Compiler.
-func NewCompiler() *Compiler {
-	return &Compiler{
-		env: sync.OnceValue(func() *environment.EnvSet {
-			return environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-		}),
-		cache: map[string]compiled{},
+// upstreamParam is the param as the dispatcher hands it to upstream's
+// Validator: nil, a typedParam for a built-in param, the object.
+func upstreamParam(obj map[string]any, kind *admissionregistrationv1.ParamKind) runtime.Object {
+	if obj == nil {
+		return nil
 	}
-}
-
-// Compile returns p's Validator, from the cache when the same revision was
-// compiled before. Compilation problems are the Validator's: as in
-// kube-apiserver, they come out when the policy is evaluated (an error
-// decision under its failurePolicy).
-func (c *Compiler) Compile(p *admissionregistrationv1.ValidatingAdmissionPolicy) upstream.Validator {
-	key := compiler.RevisionKey(&p.ObjectMeta, &p.Spec)
-	c.mu.Lock()
-	if cp, ok := c.cache[p.Name]; ok && cp.key == key {
-		c.mu.Unlock()
-		return cp.validator
+	m := withTypeMeta(obj, kind)
+	if len(m) != len(obj) {
+		return &typedParam{Unstructured: unstructured.Unstructured{Object: m}}
 	}
-	c.mu.Unlock()
-	v := compilePolicy(c.env(), p, c.observer)
-	c.mu.Lock()
-	c.cache[p.Name] = compiled{key: key, validator: v}
-	c.mu.Unlock()
-	return v
+	return &unstructured.Unstructured{Object: m}
 }
 
 // compilePolicy is k8s.io/apiserver v0.37.1's compilePolicy
@@ -143,4 +126,108 @@ func compilePolicy(env *environment.EnvSet, policy *admissionregistrationv1.Vali
 		messageFilter = &observedEvaluator{ConditionEvaluator: messageFilter, o: o, policy: policy.Name, kind: KindMessageExpression, paths: messagePaths}
 	}
 	return upstream.NewValidator(validationFilter, matcher, annotationFilter, messageFilter, failurePolicy, nil)
+}
+
+// observedEvaluator passes upstream's condition evaluator's results
+// through and tells the observer of each (expression i of paths; "" for a
+// slot without an expression, e.g. a validation without
+// messageExpression).
+type observedEvaluator struct {
+	plugincel.ConditionEvaluator
+	o      Observer
+	policy string
+	kind   ExpressionKind
+	paths  []string
+}
+
+// ForInput implements plugincel.ConditionEvaluator.
+func (e *observedEvaluator) ForInput(ctx context.Context, versionedAttr *admission.VersionedAttributes, request *admissionv1.AdmissionRequest, optionalVars plugincel.OptionalVariableBindings, namespace *corev1.Namespace, runtimeCELCostBudget int64) ([]plugincel.EvaluationResult, int64, error) {
+	results, remaining, err := e.ConditionEvaluator.ForInput(ctx, versionedAttr, request, optionalVars, namespace, runtimeCELCostBudget)
+	for i, r := range results {
+		if i >= len(e.paths) || e.paths[i] == "" || r.ExpressionAccessor == nil || compileError(r.Error) {
+			continue
+		}
+		if r.EvalResult == nil && r.Error == nil {
+			// Not reached (the budget ran out before it).
+			continue
+		}
+		e.o.ObserveValidating(Observation{Policy: e.policy, Kind: e.kind, Path: e.paths[i], Value: r.EvalResult, Err: r.Error})
+	}
+	return results, remaining, err
+}
+
+// observedMatcher passes upstream's matchConditions matcher's result
+// through and tells the observer what it shows: every condition true when
+// the request matches, the one that failed false when not (upstream does
+// not say how the others evaluated; an error tells nothing).
+type observedMatcher struct {
+	matchconditions.Matcher
+	o      Observer
+	policy string
+	names  []string
+}
+
+// Match implements matchconditions.Matcher.
+func (m *observedMatcher) Match(ctx context.Context, versionedAttr *admission.VersionedAttributes, versionedParams runtime.Object, authz authorizer.UnconditionalAuthorizer) matchconditions.MatchResult {
+	res := m.Matcher.Match(ctx, versionedAttr, versionedParams, authz)
+	switch {
+	case res.Error != nil:
+	case res.Matches:
+		for i, name := range m.names {
+			m.o.ObserveValidating(Observation{Policy: m.policy, Kind: KindMatchCondition, Path: matchConditionPath(i), Name: name, Value: celtypes.True})
+		}
+	default:
+		for i, name := range m.names {
+			if name == res.FailedConditionName {
+				m.o.ObserveValidating(Observation{Policy: m.policy, Kind: KindMatchCondition, Path: matchConditionPath(i), Name: name, Value: celtypes.False})
+			}
+		}
+	}
+	return res
+}
+
+// observedCompiler compiles a policy's variables as upstream's compiler
+// does, each program wrapped to tell the observer when the composition
+// context's lazy evaluation runs it.
+type observedCompiler struct {
+	plugincel.Compiler
+	o      Observer
+	policy string
+	paths  map[string]string // variable name → path
+}
+
+// CompileCELExpression implements plugincel.Compiler.
+func (c *observedCompiler) CompileCELExpression(a plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations, mode environment.Type) plugincel.CompilationResult {
+	res := c.Compiler.CompileCELExpression(a, opts, mode)
+	if named, ok := a.(plugincel.NamedExpressionAccessor); ok && res.Error == nil && res.Program != nil {
+		res.Program = &observedProgram{Program: res.Program, o: c.o, obs: Observation{Policy: c.policy, Kind: KindVariable, Path: c.paths[named.GetName()], Name: named.GetName()}}
+	}
+	return res
+}
+
+// observedProgram is a variable's program, its evaluations observed.
+type observedProgram struct {
+	cel.Program
+	o   Observer
+	obs Observation
+}
+
+// Eval implements cel.Program.
+func (p *observedProgram) Eval(vars any) (ref.Val, *cel.EvalDetails, error) {
+	v, d, err := p.Program.Eval(vars)
+	p.observe(v, err)
+	return v, d, err
+}
+
+// ContextEval implements cel.Program.
+func (p *observedProgram) ContextEval(ctx context.Context, vars any) (ref.Val, *cel.EvalDetails, error) {
+	v, d, err := p.Program.ContextEval(ctx, vars)
+	p.observe(v, err)
+	return v, d, err
+}
+
+func (p *observedProgram) observe(v ref.Val, err error) {
+	obs := p.obs
+	obs.Value, obs.Err = v, err
+	p.o.ObserveValidating(obs)
 }

@@ -3,9 +3,12 @@
 // request (k8s.io/apiserver v0.37.1 pkg/admission/plugin/policy/validating,
 // dispatcher.go Dispatch): each policy whose matchConstraints select the
 // request, each of its bindings whose matchResources do, each param of the
-// binding; the validations, messages and auditAnnotations evaluated by
-// upstream's own Validator (compiled as its plugin compiles it: Compiler);
-// the binding's validationActions applied to the decisions; the refusal,
+// binding; the matchConditions, validations, messageExpressions and
+// auditAnnotations compiled by mutatis' compiler (Compiler) and evaluated as
+// upstream's Validator evaluates them (validate: its filters, budgets,
+// fallbacks and texts), the request, namespaceObject and objects built once
+// per request for every policy; the binding's validationActions applied to
+// the decisions; the refusal,
 // warnings and audit annotations exactly as kube-apiserver words them.
 // Matching and params are mutatis' shared matching and params packages.
 package validating
@@ -21,19 +24,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	upstream "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/compiler"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/params"
 	"github.com/mutatis-dev/mutatis/scheme"
@@ -73,17 +74,21 @@ type Config struct {
 
 // Hook is one compiled policy with its bindings, in evaluation order.
 type Hook struct {
-	Policy    *admissionregistrationv1.ValidatingAdmissionPolicy
-	Bindings  []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	Validator upstream.Validator
+	Policy   *admissionregistrationv1.ValidatingAdmissionPolicy
+	Bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// compiled is the policy's compilation; compileErr, when set, what
+	// makes every evaluation an error decision instead.
+	compiled   *compiler.ValidatingPolicy
+	compileErr error
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
 // over a fixed set of policies and bindings. It keeps no state across
 // requests and is safe for concurrent use.
 type Evaluator struct {
-	cfg   Config
-	hooks []Hook
+	cfg      Config
+	observer Observer
+	hooks    []Hook
 	// index finds the hooks whose rules can match a request.
 	index *matching.Index[int]
 }
@@ -103,10 +108,12 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		p.Scheme = cfg.Scheme
 		cfg.Params = &p
 	}
-	e := &Evaluator{cfg: cfg, index: matching.NewIndex[int](cfg.Matcher.Table())}
+	e := &Evaluator{cfg: cfg, observer: comp.observer, index: matching.NewIndex[int](cfg.Matcher.Table())}
 	for _, g := range binding.GroupValidating(policies, bindings) {
 		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
-		e.hooks = append(e.hooks, Hook{Policy: g.Policy, Bindings: g.Bindings, Validator: comp.Compile(g.Policy)})
+		h := Hook{Policy: g.Policy, Bindings: g.Bindings}
+		h.compiled, h.compileErr = comp.compile(g.Policy)
+		e.hooks = append(e.hooks, h)
 	}
 	return e
 }
@@ -180,9 +187,14 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 	}
 	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
 
+	ctx, release := compiler.WithSharedFrame(ctx)
+	defer release()
 	attrs := a.AdmissionAttributes()
 	authz := admissionauthorizer.NewCachingAuthorizer(e.cfg.Authorizer)
-	versioned := map[schema.GroupVersionKind]*admission.VersionedAttributes{}
+	var views []*view
+	// The namespace, looked up once (for the first binding that needs it).
+	var namespace, namespaceObject *corev1.Namespace
+	namespaceLooked := false
 	for _, i := range cands {
 		h := &e.hooks[i]
 		p := h.Policy
@@ -233,29 +245,35 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				record(rec)
 				continue
 			}
-			va := versioned[m.Kind]
-			if va == nil {
-				if va, err = e.versionedAttributes(a, attrs, m.Kind); err != nil {
-					err = fmt.Errorf("failed to convert object version: %w", err)
-					addConfigError(err, p, b)
-					rec.Skip, rec.Err = chain.SkipConversion, err
-					record(rec)
-					continue
-				}
-				versioned[m.Kind] = va
-			}
-			namespace, err := e.namespaceObject(ctx, a)
+			v, err := e.viewOf(&views, a, m.Kind)
 			if err != nil {
-				return err
+				err = fmt.Errorf("failed to convert object version: %w", err)
+				addConfigError(err, p, b)
+				rec.Skip, rec.Err = chain.SkipConversion, err
+				record(rec)
+				continue
+			}
+			if !namespaceLooked {
+				if namespace, err = e.namespaceObject(ctx, a); err != nil {
+					return err
+				}
+				namespaceObject = plugincel.CreateNamespaceObject(namespace)
+				namespaceLooked = true
+			}
+			in := input{
+				object: v.object, oldObject: v.oldObject,
+				request: v.request(a, m.Resource), conditionsRequest: v.request(a, a.Resource),
+				namespace: namespace, namespaceObject: namespaceObject,
+				authz: authz, attrs: attrs,
 			}
 			for _, param := range ps {
 				prec := rec
-				var versionedParams runtime.Object
+				in.params = nil
 				if param.Object != nil {
 					prec.Param = param.Namespace + "/" + param.Name
-					versionedParams = withTypeMeta(param.Object, p.Spec.ParamKind)
+					in.params = withTypeMeta(param.Object, p.Spec.ParamKind)
 				}
-				result := h.Validator.Validate(ctx, m.Resource, va, versionedParams, namespace, celconfig.RuntimeCELCostBudget, authz)
+				result := h.validate(ctx, &in, e.observer)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
 					// Validate answers nothing only when a matchCondition is
 					// false (a policy has validations or auditAnnotations).
@@ -444,33 +462,20 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 
 // withTypeMeta is a param as the dispatcher hands it to CEL: a typed
 // built-in param (which kube-apiserver's informer holds without apiVersion
-// and kind) gets those of the paramKind (upstream's wrappedParam, a
-// typedParam); a custom resource's is the unstructured object.
-func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) runtime.Object {
+// and kind) gets those of the paramKind (upstream's wrappedParam, whose
+// content CEL gets as the map runtime.DefaultUnstructuredConverter gives,
+// params.Collector's presentation); a custom resource's is the object as
+// stored.
+func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) map[string]any {
 	av, _ := obj["apiVersion"].(string)
 	k, _ := obj["kind"].(string)
 	if (av != "" || k != "") || kind == nil {
-		return &unstructured.Unstructured{Object: obj}
+		return obj
 	}
 	m := make(map[string]any, len(obj)+2)
 	for key, v := range obj {
 		m[key] = v
 	}
 	m["apiVersion"], m["kind"] = kind.APIVersion, kind.Kind
-	return &typedParam{Unstructured: unstructured.Unstructured{Object: m}}
+	return m
 }
-
-// typedParam is a built-in param in its typed form (params.Collector's
-// presentation: the map runtime.DefaultUnstructuredConverter.ToUnstructured
-// gives of the typed object) with the paramKind's apiVersion and kind. CEL
-// gets its map as is (ToUnstructured, structured-merge-diff's
-// UnstructuredConverter), as it gets upstream's wrappedParam's: the same
-// map, where an *unstructured.Unstructured would go through a JSON encoding
-// and decoding on every evaluation (its MarshalJSON), which upstream's typed
-// params never do.
-type typedParam struct {
-	unstructured.Unstructured
-}
-
-// ToUnstructured is the param's content (value.UnstructuredConverter).
-func (p *typedParam) ToUnstructured() any { return p.Object }

@@ -1,33 +1,61 @@
 package validating
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
-// versionedAttributes is upstream's admission.NewVersionedAttributes for
-// the policies matched through kind: the request's object and old object
-// presented in kind's version.
-func (e *Evaluator) versionedAttributes(a *matching.Attributes, attrs admission.Attributes, kind schema.GroupVersionKind) (*admission.VersionedAttributes, error) {
-	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: kind}
+// view is the request as the policies matched through one kind see it
+// (upstream's admission.NewVersionedAttributes): the object and old object
+// in that kind's version, and the requests built from them, made once per
+// request for every policy and binding.
+type view struct {
+	kind              schema.GroupVersionKind
+	object, oldObject map[string]any
+	// requests are the AdmissionRequests built for this kind, by resource.
+	requests []*admissionv1.AdmissionRequest
+}
+
+// viewOf returns the view of kind, converting the objects the first time a
+// policy matched through kind asks.
+func (e *Evaluator) viewOf(views *[]*view, a *matching.Attributes, kind schema.GroupVersionKind) (*view, error) {
+	for _, v := range *views {
+		if v.kind == kind {
+			return v, nil
+		}
+	}
+	v := &view{kind: kind}
 	if a.OldObject != nil {
 		old, err := e.toVersion(a.OldObject.Object, a.Kind, kind)
 		if err != nil {
 			return nil, err
 		}
-		va.VersionedOldObject = admission.NewLazyObject(&unstructured.Unstructured{Object: old})
+		v.oldObject = old
 	}
 	if a.Object != nil {
 		obj, err := e.toVersion(a.Object.Object, a.Kind, kind)
 		if err != nil {
 			return nil, err
 		}
-		va.VersionedObject = admission.NewLazyObject(&unstructured.Unstructured{Object: obj})
+		v.object = obj
 	}
-	return va, nil
+	*views = append(*views, v)
+	return v, nil
+}
+
+// request is upstream's CreateAdmissionRequest of the view's kind and
+// resource gvr: "request" as CEL sees it (read-only, shared).
+func (v *view) request(a *matching.Attributes, gvr schema.GroupVersionResource) *admissionv1.AdmissionRequest {
+	for _, r := range v.requests {
+		if schema.GroupVersionResource(r.Resource) == gvr {
+			return r
+		}
+	}
+	r := a.AdmissionRequest(gvr, v.kind)
+	v.requests = append(v.requests, r)
+	return r
 }
 
 // toVersion presents obj, of kind from, in the version of kind to: the

@@ -1,0 +1,86 @@
+package validating
+
+import (
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+)
+
+// Compiler compiles ValidatingAdmissionPolicies with mutatis' compiler
+// (compiler.CompileValidating: the environments, declarations, result
+// types and error texts of kube-apiserver's plugin), keeping each
+// compilation by policy name and revision: an unchanged policy is compiled
+// once. It is safe for concurrent use; the zero value is not ready, use
+// NewCompiler.
+type Compiler struct {
+	// comp is the compiler, built on first use (its error, which
+	// kube-apiserver's plugin would report as every policy's compile
+	// error, too).
+	comp func() (*compiler.Compiler, error)
+	// observer, when set, is told about the evaluations of the policies'
+	// expressions (NewObservedCompiler).
+	observer Observer
+}
+
+// NewCompiler returns an empty Compiler.
+func NewCompiler() *Compiler {
+	return newCompiler(nil)
+}
+
+func newCompiler(o Observer) *Compiler {
+	c := &Compiler{observer: o}
+	c.comp = sync.OnceValues(func() (*compiler.Compiler, error) {
+		if o == nil {
+			return compiler.New()
+		}
+		return compiler.New(compiler.WithObserver(variableObserver{o}))
+	})
+	return c
+}
+
+// compile returns p's compilation, or the error that makes every
+// evaluation of p an error decision under its failurePolicy (upstream's
+// validator compileError). The compilation errors of its expressions are
+// the expressions': as in kube-apiserver, they come out when the policy is
+// evaluated.
+func (c *Compiler) compile(p *admissionregistrationv1.ValidatingAdmissionPolicy) (*compiler.ValidatingPolicy, error) {
+	comp, err := c.comp()
+	if err != nil {
+		return nil, err
+	}
+	return comp.CompileValidating(p)
+}
+
+// variableObserver tells a validating Observer of the lazy evaluations of
+// the policies' variables (the evaluator tells it of the other
+// expressions, as upstream's filters return them).
+type variableObserver struct{ o Observer }
+
+// Probes implements compiler.Observer: no node is probed.
+func (variableObserver) Probes(string, *cel.Ast) []compiler.Probe { return nil }
+
+// ObserveEvaluation implements compiler.Observer.
+func (v variableObserver) ObserveEvaluation(ev compiler.Evaluation) {
+	if ev.Expression.Kind != compiler.KindVariable {
+		return
+	}
+	v.o.ObserveValidating(Observation{Policy: ev.Policy.Name, Kind: KindVariable, Path: ev.Expression.Path.String(), Name: ev.Expression.Name, Value: ev.Value, Err: ev.Err})
+}
+
+// kindOf is the ExpressionKind of a compiled expression.
+func kindOf(k compiler.Kind) ExpressionKind {
+	switch k {
+	case compiler.KindValidation:
+		return KindValidation
+	case compiler.KindMessageExpression:
+		return KindMessageExpression
+	case compiler.KindAuditAnnotation:
+		return KindAuditAnnotation
+	case compiler.KindMatchCondition:
+		return KindMatchCondition
+	}
+	return KindVariable
+}

@@ -1,0 +1,267 @@
+package validating
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	celtypes "github.com/google/cel-go/common/types"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
+	upstream "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+
+	"github.com/mutatis-dev/mutatis/compiler"
+)
+
+// input is what one evaluation of a policy for a binding and a param sees
+// (upstream's Validate arguments): the objects in the kind the policy
+// matched, the param, the requests, the namespace and the authorizer.
+type input struct {
+	object, oldObject map[string]any
+	// params is the param's content; nil binds null.
+	params map[string]any
+	// request is the request the validations, messageExpressions and
+	// auditAnnotations see (the matched resource and kind);
+	// conditionsRequest the one the matchConditions see (the request's
+	// resource, the matched kind: upstream's matcher builds it from the
+	// versioned attributes).
+	request, conditionsRequest *admissionv1.AdmissionRequest
+	// namespace is the namespace as the lister holds it (what the
+	// auditAnnotations see); namespaceObject its trimmed copy
+	// (CreateNamespaceObject: what the validations and messageExpressions
+	// see). The matchConditions see null.
+	namespace, namespaceObject *corev1.Namespace
+	authz                      authorizer.UnconditionalAuthorizer
+	attrs                      admission.Attributes
+}
+
+// validate is upstream's validator.Validate (validator.go) over the
+// policy as mutatis' compiler compiled it: the matchConditions as
+// upstream's matchconditions.Matcher evaluates them, then the validations
+// under the runtime budget, every messageExpression under what they left,
+// the auditAnnotations under a budget of their own; each of the four
+// filters with an activation of its own (upstream's ForInput: variables
+// evaluated again, lazily, in each), and the decisions and annotations
+// worded as upstream words them.
+func (h *Hook) validate(ctx context.Context, in *input, o Observer) upstream.ValidateResult {
+	f := admissionregistrationv1.Fail
+	if fp := h.Policy.Spec.FailurePolicy; fp != nil {
+		f = *fp
+	}
+	errorResult := func(msg string) upstream.ValidateResult {
+		return upstream.ValidateResult{Decisions: []upstream.PolicyDecision{{Action: decisionForError(f), Evaluation: upstream.EvalError, Message: msg}}}
+	}
+	if h.compileErr != nil {
+		return errorResult(h.compileErr.Error())
+	}
+	vp := h.compiled
+	if len(vp.MatchConditions) > 0 {
+		matches, err := h.matchConditions(ctx, in, f, o)
+		if err != nil {
+			return errorResult(err.Error())
+		}
+		if !matches {
+			return upstream.ValidateResult{}
+		}
+	}
+
+	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
+	budget := int64(celconfig.RuntimeCELCostBudget)
+	evals, budget, err := evalAll(ctx, vp.Policy, vp.Validations, withAuthorizer(base, in.authz), budget)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	h.observe(o, vp.Validations, evals)
+	// Every messageExpression, whatever its validation decided, under the
+	// budget the validations left.
+	messages, _, msgErr := evalAll(ctx, vp.Policy, vp.MessageExpressions, base, budget)
+	if msgErr == nil {
+		h.observe(o, vp.MessageExpressions, messages)
+	}
+	decisions := make([]upstream.PolicyDecision, len(evals))
+	for i, r := range evals {
+		d := &decisions[i]
+		d.Elapsed = r.Elapsed
+		v := &h.Policy.Spec.Validations[i]
+		switch {
+		case r.Err != nil:
+			d.Action, d.Evaluation, d.Message = decisionForError(f), upstream.EvalError, r.Err.Error()
+		case errors.Is(msgErr, apiservercel.ErrInternal) || errors.Is(msgErr, apiservercel.ErrOutOfBudget):
+			d.Action, d.Evaluation, d.Message = decisionForError(f), upstream.EvalError, fmt.Sprintf("failed messageExpression: %s", msgErr)
+		case r.Value != celtypes.True:
+			d.Action, d.Evaluation = upstream.ActionDeny, upstream.EvalDeny
+			d.Reason = metav1.StatusReasonInvalid
+			if v.Reason != nil {
+				d.Reason = *v.Reason
+			}
+			var message string
+			if i < len(messages) && messages[i].Err == nil && messages[i].Value != nil {
+				// A non-string (null included), a blank, an excessively
+				// long or a multi-line message falls back.
+				if s, ok := messages[i].Value.Value().(string); ok {
+					message = strings.TrimSpace(s)
+					if len(message) > celconfig.MaxEvaluatedMessageExpressionSizeBytes || strings.ContainsAny(message, "\n") {
+						message = ""
+					}
+				}
+			}
+			if message == "" && len(v.Message) > 0 {
+				message = strings.TrimSpace(v.Message)
+			}
+			if message == "" {
+				message = fmt.Sprintf("failed expression: %v", strings.TrimSpace(v.Expression))
+			}
+			d.Message = message
+		default:
+			d.Action, d.Evaluation = upstream.ActionAdmit, upstream.EvalAdmit
+		}
+	}
+
+	// The auditAnnotations: a budget of their own, the namespace as the
+	// lister holds it and no authorizer, as upstream binds them.
+	aa := base
+	aa.Namespace = in.namespace
+	annotations, _, err := evalAll(ctx, vp.Policy, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget))
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	h.observe(o, vp.AuditAnnotations, annotations)
+	results := make([]upstream.PolicyAuditAnnotation, len(annotations))
+	for i, r := range annotations {
+		res := &results[i]
+		res.Elapsed = r.Elapsed
+		a := &h.Policy.Spec.AuditAnnotations[i]
+		res.Key = a.Key
+		if r.Err != nil {
+			res.Action, res.Error = annotationForError(f), r.Err.Error()
+			continue
+		}
+		switch r.Value.Type() {
+		case celtypes.StringType:
+			if value := strings.TrimSpace(r.Value.Value().(string)); value == "" {
+				res.Action = upstream.AuditAnnotationActionExclude
+			} else {
+				res.Action, res.Value = upstream.AuditAnnotationActionPublish, value
+			}
+		case celtypes.NullType:
+			res.Action = upstream.AuditAnnotationActionExclude
+		default:
+			res.Action = upstream.AuditAnnotationActionError
+			res.Error = fmt.Sprintf("valueExpression '%v' resulted in unsupported return type: %v. "+
+				"Return type must be either string or null.", a.ValueExpression, r.Value.Type())
+		}
+	}
+	return upstream.ValidateResult{Decisions: decisions, AuditAnnotations: results}
+}
+
+// withAuthorizer is in with the authorizer bound.
+func withAuthorizer(in compiler.Input, authz authorizer.UnconditionalAuthorizer) compiler.Input {
+	in.Authorizer = authz
+	return in
+}
+
+// evalAll evaluates exprs in one activation (upstream's ForInput), in
+// order, under budget: a nil expression (a validation without
+// messageExpression) has an empty result. It stops at the first error
+// that ends the evaluation (the budget exhausted) and returns it.
+func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expression, in compiler.Input, budget int64) ([]compiler.Result, int64, error) {
+	if len(exprs) == 0 {
+		return nil, budget, nil
+	}
+	results := make([]compiler.Result, len(exprs))
+	act := p.NewActivation(ctx, in)
+	for i, e := range exprs {
+		if e == nil {
+			continue
+		}
+		r, remaining, err := act.Eval(e, budget)
+		if err != nil {
+			return nil, -1, err
+		}
+		results[i], budget = r, remaining
+	}
+	return results, budget, nil
+}
+
+// matchConditions is upstream's matchconditions.Matcher.Match: every
+// condition in one activation under the matchConditions' budget,
+// namespaceObject null; a false condition does not match, errors (when no
+// condition before them was false) fail under failurePolicy Fail and do
+// not match under Ignore.
+func (h *Hook) matchConditions(ctx context.Context, in *input, f admissionregistrationv1.FailurePolicyType, o Observer) (bool, error) {
+	conds := h.compiled.MatchConditions
+	ci := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, Request: in.conditionsRequest, Authorizer: in.authz, Attributes: in.attrs}
+	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions))
+	if err != nil {
+		switch f {
+		case admissionregistrationv1.Fail:
+			return false, err
+		case admissionregistrationv1.Ignore:
+			return false, nil
+		}
+	}
+	var errs []error
+	for i, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+		if r.Value == celtypes.False {
+			if o != nil {
+				o.ObserveValidating(Observation{Policy: h.Policy.Name, Kind: KindMatchCondition, Path: matchConditionPath(i), Name: conds[i].Name, Value: celtypes.False})
+			}
+			return false, nil
+		}
+	}
+	if len(errs) > 0 {
+		switch f {
+		case admissionregistrationv1.Fail:
+			return false, utilerrors.NewAggregate(errs)
+		case admissionregistrationv1.Ignore:
+			return false, nil
+		}
+	}
+	if o != nil {
+		for i, c := range conds {
+			o.ObserveValidating(Observation{Policy: h.Policy.Name, Kind: KindMatchCondition, Path: matchConditionPath(i), Name: c.Name, Value: celtypes.True})
+		}
+	}
+	return true, nil
+}
+
+// observe tells o of the results of a filter's expressions that were
+// evaluated: not those without an expression, with a compilation error or
+// not reached.
+func (h *Hook) observe(o Observer, exprs []*compiler.Expression, results []compiler.Result) {
+	if o == nil {
+		return
+	}
+	for i, r := range results {
+		e := exprs[i]
+		if e == nil || compileError(r.Err) || (r.Value == nil && r.Err == nil) {
+			continue
+		}
+		o.ObserveValidating(Observation{Policy: h.Policy.Name, Kind: kindOf(e.Kind), Path: e.Path.String(), Value: r.Value, Err: r.Err})
+	}
+}
+
+func decisionForError(f admissionregistrationv1.FailurePolicyType) upstream.PolicyDecisionAction {
+	if f == admissionregistrationv1.Ignore {
+		return upstream.ActionAdmit
+	}
+	return upstream.ActionDeny
+}
+
+func annotationForError(f admissionregistrationv1.FailurePolicyType) upstream.PolicyAuditAnnotationAction {
+	if f == admissionregistrationv1.Ignore {
+		return upstream.AuditAnnotationActionExclude
+	}
+	return upstream.AuditAnnotationActionError
+}
