@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -51,7 +52,7 @@ type input struct {
 // filters with an activation of its own (upstream's ForInput: variables
 // evaluated again, lazily, in each), and the decisions and annotations
 // worded as upstream words them.
-func (h *Hook) validate(ctx context.Context, in *input, o Observer) upstream.ValidateResult {
+func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch) upstream.ValidateResult {
 	f := admissionregistrationv1.Fail
 	if fp := h.Policy.Spec.FailurePolicy; fp != nil {
 		f = *fp
@@ -64,7 +65,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer) upstream.Val
 	}
 	vp := h.compiled
 	if len(vp.MatchConditions) > 0 {
-		matches, err := h.matchConditions(ctx, in, f, o)
+		matches, err := h.matchConditions(ctx, in, f, o, buf)
 		if err != nil {
 			return errorResult(err.Error())
 		}
@@ -75,14 +76,14 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer) upstream.Val
 
 	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
 	budget := int64(celconfig.RuntimeCELCostBudget)
-	evals, budget, err := evalAll(ctx, vp.Policy, vp.Validations, withAuthorizer(base, in.authz), budget)
+	evals, budget, err := evalAll(ctx, vp.Policy, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals)
 	if err != nil {
 		return errorResult(err.Error())
 	}
 	h.observe(o, vp.Validations, evals)
 	// Every messageExpression, whatever its validation decided, under the
 	// budget the validations left.
-	messages, _, msgErr := evalAll(ctx, vp.Policy, vp.MessageExpressions, base, budget)
+	messages, _, msgErr := evalAll(ctx, vp.Policy, vp.MessageExpressions, base, budget, &buf.messages)
 	if msgErr == nil {
 		h.observe(o, vp.MessageExpressions, messages)
 	}
@@ -129,7 +130,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer) upstream.Val
 	// lister holds it and no authorizer, as upstream binds them.
 	aa := base
 	aa.Namespace = in.namespace
-	annotations, _, err := evalAll(ctx, vp.Policy, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget))
+	annotations, _, err := evalAll(ctx, vp.Policy, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations)
 	if err != nil {
 		return errorResult(err.Error())
 	}
@@ -168,15 +169,25 @@ func withAuthorizer(in compiler.Input, authz authorizer.UnconditionalAuthorizer)
 	return in
 }
 
+// scratch holds the results of one request's evaluations, reused from
+// one policy to the next (each filter's are read before the next policy's
+// evaluation).
+type scratch struct {
+	conditions, evals, messages, annotations []compiler.Result
+}
+
 // evalAll evaluates exprs in one activation (upstream's ForInput), in
-// order, under budget: a nil expression (a validation without
-// messageExpression) has an empty result. It stops at the first error
-// that ends the evaluation (the budget exhausted) and returns it.
-func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expression, in compiler.Input, budget int64) ([]compiler.Result, int64, error) {
-	if len(exprs) == 0 {
+// order, under budget, into buf: a nil expression (a validation without
+// messageExpression) has an empty result, and when all are nil nothing is
+// evaluated (no result; upstream's are all empty). It stops at the first
+// error that ends the evaluation (the budget exhausted) and returns it.
+func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expression, in compiler.Input, budget int64, buf *[]compiler.Result) ([]compiler.Result, int64, error) {
+	if !slices.ContainsFunc(exprs, func(e *compiler.Expression) bool { return e != nil }) {
 		return nil, budget, nil
 	}
-	results := make([]compiler.Result, len(exprs))
+	results := slices.Grow((*buf)[:0], len(exprs))[:len(exprs)]
+	clear(results)
+	*buf = results
 	act := p.NewActivation(ctx, in)
 	for i, e := range exprs {
 		if e == nil {
@@ -196,10 +207,10 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 // namespaceObject null; a false condition does not match, errors (when no
 // condition before them was false) fail under failurePolicy Fail and do
 // not match under Ignore.
-func (h *Hook) matchConditions(ctx context.Context, in *input, f admissionregistrationv1.FailurePolicyType, o Observer) (bool, error) {
+func (h *Hook) matchConditions(ctx context.Context, in *input, f admissionregistrationv1.FailurePolicyType, o Observer, buf *scratch) (bool, error) {
 	conds := h.compiled.MatchConditions
 	ci := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, Request: in.conditionsRequest, Authorizer: in.authz, Attributes: in.attrs}
-	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions))
+	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions), &buf.conditions)
 	if err != nil {
 		switch f {
 		case admissionregistrationv1.Fail:

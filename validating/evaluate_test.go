@@ -166,7 +166,7 @@ func TestValidateIsUpstreams(t *testing.T) {
 			if tc.params != nil {
 				in.params = withTypeMeta(tc.params, p.Spec.ParamKind)
 			}
-			ours := comparable(h.validate(ctx, in, nil))
+			ours := comparable(h.validate(ctx, in, nil, &scratch{}))
 
 			va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk}
 			if objRT != nil {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -186,6 +187,8 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		}
 	}
 	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
+	out.Validations = slices.Grow(out.Validations, len(cands))
+	var buf scratch
 
 	ctx, release := compiler.WithSharedFrame(ctx)
 	defer release()
@@ -218,7 +221,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			record(chain.Validation{Record: chain.Record{Configuration: p.Name, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
-		annotations := newAuditAnnotationCollector()
+		var annotations auditAnnotationCollector
 		for _, b := range h.Bindings {
 			rec := chain.Validation{Record: chain.Record{Configuration: p.Name, Hook: b.Name}, Actions: b.Spec.ValidationActions}
 			ok, err := e.cfg.Matcher.BindingMatches(ctx, a, b.Spec.MatchResources)
@@ -273,7 +276,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 					prec.Param = param.Namespace + "/" + param.Name
 					in.params = withTypeMeta(param.Object, p.Spec.ParamKind)
 				}
-				result := h.validate(ctx, &in, e.observer)
+				result := h.validate(ctx, &in, e.observer, &buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
 					// Validate answers nothing only when a matchCondition is
 					// false (a policy has validations or auditAnnotations).
@@ -411,11 +414,12 @@ type auditAnnotationCollector struct {
 	values map[string][]string
 }
 
-func newAuditAnnotationCollector() *auditAnnotationCollector {
-	return &auditAnnotationCollector{values: map[string][]string{}}
-}
-
+// add keeps value among key's values (the collector's zero value is
+// empty).
 func (c *auditAnnotationCollector) add(key, value string) {
+	if c.values == nil {
+		c.values = map[string][]string{}
+	}
 	vs, seen := c.values[key]
 	for _, v := range vs {
 		if v == value {
