@@ -52,7 +52,7 @@ type Observation struct {
 }
 
 // NewObservedCompiler returns a Compiler whose policies tell o about their
-// evaluations (coverage). Its Validators decide as NewCompiler's do.
+// evaluations (coverage). Its policies decide as NewCompiler's do.
 func NewObservedCompiler(o Observer) *Compiler {
 	return newCompiler(o)
 }

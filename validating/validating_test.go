@@ -290,7 +290,7 @@ func (o *observations) ObserveValidating(ob validating.Observation) {
 }
 
 // TestObservedCompiler: an observed compiler's policies report each
-// expression upstream's Validator evaluated and its value: variables only
+// expression the evaluation (upstream's Validator's) evaluated and its value: variables only
 // when used (lazily, once per evaluation), the matchConditions, the
 // validations, the messageExpressions (upstream's Validator evaluates them
 // all, whatever the validations decided), the auditAnnotations; a false
