@@ -1,4 +1,5 @@
-// Package compiler turns MutatingAdmissionPolicies into compiled,
+// Package compiler turns MutatingAdmissionPolicies, and
+// ValidatingAdmissionPolicies (CompileValidating), into compiled,
 // cost-budgeted CEL programs.
 //
 // It uses the CEL environment kube-apiserver uses for stored expressions
