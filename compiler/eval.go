@@ -29,6 +29,11 @@ type Input struct {
 	Object, OldObject map[string]any
 	// Params is the param object (its unstructured content); nil binds null.
 	Params map[string]any
+	// ParamsValue, when set, is bound as params instead of Params: the
+	// value a caller converted itself (a ValidatingAdmissionPolicy's custom
+	// resource param, which kube-apiserver's plugin converts through its
+	// JSON encoding).
+	ParamsValue ref.Val
 	// Request is the AdmissionRequest presented as "request" (without
 	// object/oldObject, as kube-apiserver presents it).
 	Request *admissionv1.AdmissionRequest
@@ -138,7 +143,11 @@ func (a *Activation) ResolveName(name string) (any, bool) {
 		return a.oldObject, true
 	case ParamsVar:
 		if a.params == nil {
-			a.params = nativeOrNull(a.in.Params)
+			if a.in.ParamsValue != nil {
+				a.params = a.in.ParamsValue
+			} else {
+				a.params = nativeOrNull(a.in.Params)
+			}
 		}
 		return a.params, true
 	case RequestVar:

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +28,10 @@ import (
 // matched, the param, the requests, the namespace and the authorizer.
 type input struct {
 	object, oldObject map[string]any
-	// params is the param's content; nil binds null.
-	params map[string]any
+	// params is the param's content; nil binds null. paramsValue, when
+	// set, is bound instead (paramOf).
+	params      map[string]any
+	paramsValue ref.Val
 	// request is the request the validations, messageExpressions and
 	// auditAnnotations see (the matched resource and kind);
 	// conditionsRequest the one the matchConditions see (the request's
@@ -74,7 +77,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 		}
 	}
 
-	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
+	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
 	budget := int64(celconfig.RuntimeCELCostBudget)
 	evals, budget, err := evalAll(ctx, vp.Policy, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals)
 	if err != nil {
@@ -209,7 +212,7 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 // not match under Ignore.
 func (h *Hook) matchConditions(ctx context.Context, in *input, f admissionregistrationv1.FailurePolicyType, o Observer, buf *scratch) (bool, error) {
 	conds := h.compiled.MatchConditions
-	ci := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, Request: in.conditionsRequest, Authorizer: in.authz, Attributes: in.attrs}
+	ci := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.conditionsRequest, Authorizer: in.authz, Attributes: in.attrs}
 	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions), &buf.conditions)
 	if err != nil {
 		switch f {

@@ -133,6 +133,10 @@ func TestValidateIsUpstreams(t *testing.T) {
 		{name: "matchConditions with the authorizer and variables", spec: "variables:\n- {name: ok, expression: \"authorizer.group('').resource('pods').check('get').allowed()\"}\nmatchConditions:\n- {name: a, expression: variables.ok}\nvalidations:\n- expression: 'false'", want: "failed expression"},
 		{name: "matchConditions out of budget", spec: "matchConditions:\n" + strings.Repeat("- {name: c, expression: "+fmt.Sprintf("%q", expensive)+"}\n", 8) + "validations:\n- expression: 'false'", want: "running out of cost budget"},
 		{name: "params", spec: paramKind + "validations:\n- expression: object.spec.replicas <= int(params.data.max)\n  messageExpression: \"params.apiVersion + '/' + params.kind + ' ' + params.metadata.name\"", params: configMap, want: "v1/ConfigMap limits"},
+		// A custom resource's integral float is an int in CEL: upstream
+		// converts the param through its JSON encoding.
+		{name: "a custom resource param", spec: "paramKind: {apiVersion: example.com/v1, kind: Limit}\nvalidations:\n- expression: 'false'\n  messageExpression: \"(type(params.spec.max) == int ? 'int' : 'not int') + ' ' + (type(params.spec.ratio) == double ? 'double' : 'not double') + ' ' + params.kind\"",
+			params: map[string]any{"apiVersion": "example.com/v1", "kind": "Limit", "metadata": map[string]any{"name": "l"}, "spec": map[string]any{"max": float64(3), "ratio": 0.5}}, want: "int double Limit"},
 		{name: "params null", spec: paramKind + "validations:\n- expression: params != null\n  messageExpression: \"string(params == null)\"", want: "true"},
 		{name: "DELETE", spec: "validations:\n- expression: object != null\n  messageExpression: \"'deleting ' + oldObject.metadata.name\"", op: admission.Delete, want: "deleting web"},
 	} {
@@ -164,7 +168,7 @@ func TestValidateIsUpstreams(t *testing.T) {
 				authz: admissionauthorizer.NewCachingAuthorizer(authz), attrs: attrs,
 			}
 			if tc.params != nil {
-				in.params = withTypeMeta(tc.params, p.Spec.ParamKind)
+				in.params, in.paramsValue = paramOf(tc.params, p.Spec.ParamKind)
 			}
 			ours := comparable(h.validate(ctx, in, nil, &scratch{}))
 

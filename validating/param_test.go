@@ -29,7 +29,7 @@ func TestParamsAsCELSeesThem(t *testing.T) {
 		{"a custom resource is as stored", custom, custom},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := withTypeMeta(tc.obj, kind); !equalJSON(got, tc.want) {
+			if got, _ := withTypeMeta(tc.obj, kind); !equalJSON(got, tc.want) {
 				t.Errorf("mutatis binds %#v, want %#v", got, tc.want)
 			}
 			got := common.SchemalessTypedToVal(upstreamParam(tc.obj, kind)).Value()

@@ -41,11 +41,10 @@ func upstreamParam(obj map[string]any, kind *admissionregistrationv1.ParamKind) 
 	if obj == nil {
 		return nil
 	}
-	m := withTypeMeta(obj, kind)
-	if len(m) != len(obj) {
+	if m, typed := withTypeMeta(obj, kind); typed {
 		return &typedParam{Unstructured: unstructured.Unstructured{Object: m}}
 	}
-	return &unstructured.Unstructured{Object: m}
+	return &unstructured.Unstructured{Object: obj}
 }
 
 // compilePolicy is k8s.io/apiserver v0.37.1's compilePolicy

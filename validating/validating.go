@@ -21,10 +21,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/common/types/ref"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
@@ -32,6 +34,7 @@ import (
 	upstream "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/cel/common"
 
 	"github.com/mutatis-dev/mutatis/binding"
 	"github.com/mutatis-dev/mutatis/chain"
@@ -271,10 +274,10 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			}
 			for _, param := range ps {
 				prec := rec
-				in.params = nil
+				in.params, in.paramsValue = nil, nil
 				if param.Object != nil {
 					prec.Param = param.Namespace + "/" + param.Name
-					in.params = withTypeMeta(param.Object, p.Spec.ParamKind)
+					in.params, in.paramsValue = paramOf(param.Object, p.Spec.ParamKind)
 				}
 				result := h.validate(ctx, &in, e.observer, &buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
@@ -464,22 +467,33 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 	return e.cfg.Matcher.Namespace(ctx, name)
 }
 
-// withTypeMeta is a param as the dispatcher hands it to CEL: a typed
-// built-in param (which kube-apiserver's informer holds without apiVersion
-// and kind) gets those of the paramKind (upstream's wrappedParam, whose
-// content CEL gets as the map runtime.DefaultUnstructuredConverter gives,
-// params.Collector's presentation); a custom resource's is the object as
-// stored.
-func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) map[string]any {
+// paramOf is a param as the dispatcher hands it to CEL: a typed built-in
+// param (which kube-apiserver's informer holds without apiVersion and
+// kind) is the map withTypeMeta gives, as CEL gets upstream's wrappedParam's
+// content (its ToUnstructured: the map runtime.DefaultUnstructuredConverter
+// gives, params.Collector's presentation, as is); a custom resource's, an
+// *unstructured.Unstructured in upstream's dynamic informer, is the value
+// CEL makes of that (common.SchemalessTypedToVal: its JSON encoding decoded
+// again, integral numbers as int64), converted once here.
+func paramOf(obj map[string]any, kind *admissionregistrationv1.ParamKind) (map[string]any, ref.Val) {
+	if m, typed := withTypeMeta(obj, kind); typed {
+		return m, nil
+	}
+	return nil, common.SchemalessTypedToVal(&unstructured.Unstructured{Object: obj})
+}
+
+// withTypeMeta is obj with the paramKind's apiVersion and kind when it has
+// neither (a typed built-in param: typed is set), else obj.
+func withTypeMeta(obj map[string]any, kind *admissionregistrationv1.ParamKind) (m map[string]any, typed bool) {
 	av, _ := obj["apiVersion"].(string)
 	k, _ := obj["kind"].(string)
 	if (av != "" || k != "") || kind == nil {
-		return obj
+		return obj, false
 	}
-	m := make(map[string]any, len(obj)+2)
+	m = make(map[string]any, len(obj)+2)
 	for key, v := range obj {
 		m[key] = v
 	}
 	m["apiVersion"], m["kind"] = kind.APIVersion, kind.Kind
-	return m
+	return m, true
 }
