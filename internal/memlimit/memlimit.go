@@ -2,8 +2,9 @@
 // in — the one given on the command line (--memory-limit, as the downward
 // API's resourceFieldRef gives it), else the cgroup's (v2 memory.max, v1
 // memory.limit_in_bytes) — and gives the Go runtime its soft limit from it
-// (GOMEMLIMIT). For `mutatis serve` and `mutatis audit`; only package main
-// imports it.
+// (GOMEMLIMIT), and serve's garbage collector its pace under that limit
+// (GOGC: GCTuner). For `mutatis serve` and `mutatis audit`; only package
+// main imports it.
 package memlimit
 
 import (
