@@ -23,6 +23,12 @@ package applyconfig
 // walking the plan gives what walking the schema with Schema.Resolve and
 // Map.FindField gives.
 
+import (
+	"math"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
 // validValue reports whether v is valid for the type t (a plan) the way
 // TypedValue validation (with typed.AllowDuplicates when allowDuplicates)
 // sees it. false means "not known to be valid".
@@ -302,25 +308,66 @@ func mergeValues(t *ptype, lhs, rhs any) (any, bool) {
 	return nil, false
 }
 
+// mergeMaps merges the maps lhs and rhs. When every value of rhs merges
+// into lhs as the very value lhs has (a mutation that sets what the object
+// already holds, as most do when reinvoked), the result is lhs itself: the
+// same entries a copy would have, and the object's parents, its typed
+// value and its defaulting are then reused as for an unchanged object
+// (jsonvalue.SameMap).
 func mergeMaps(t *pmap, lhs, rhs map[string]any) (any, bool) {
-	out := copyWithRoom(lhs, len(rhs))
+	var out map[string]any // lhs until a value differs
 	for k, rv := range rhs {
 		lv, both := lhs[k]
-		if !both {
-			out[k] = rv
-			continue
+		mv := rv
+		if both {
+			ft, ok := t.fields.Get(k)
+			if !ok {
+				ft = t.elem
+			}
+			if mv, ok = mergeValues(ft, lv, rv); !ok {
+				return nil, false
+			}
 		}
-		ft, ok := t.fields.Get(k)
-		if !ok {
-			ft = t.elem
-		}
-		mv, ok := mergeValues(ft, lv, rv)
-		if !ok {
-			return nil, false
+		if out == nil {
+			if both && sameMerged(lv, mv) {
+				continue
+			}
+			out = copyWithRoom(lhs, len(rhs))
 		}
 		out[k] = mv
 	}
+	if out == nil {
+		return lhs, true
+	}
 	return out, true
+}
+
+// sameMerged tells whether the merged value m is the very value l: the same
+// map or slice, or an equal scalar of the same type.
+func sameMerged(l, m any) bool {
+	switch lv := l.(type) {
+	case map[string]any:
+		mv, ok := m.(map[string]any)
+		return ok && jsonvalue.SameMap(lv, mv)
+	case []any:
+		mv, ok := m.([]any)
+		return ok && jsonvalue.SameSlice(lv, mv)
+	case string:
+		mv, ok := m.(string)
+		return ok && lv == mv
+	case bool:
+		mv, ok := m.(bool)
+		return ok && lv == mv
+	case int64:
+		mv, ok := m.(int64)
+		return ok && lv == mv
+	case float64:
+		mv, ok := m.(float64)
+		return ok && math.Float64bits(lv) == math.Float64bits(mv) // -0 is not 0 in JSON
+	case nil:
+		return m == nil
+	}
+	return false
 }
 
 // copyWithRoom returns a copy of m (never nil) with room for extra more
@@ -427,5 +474,19 @@ func mergeLists(t *plist, lhs, rhs []any) (any, bool) {
 			rI++
 		}
 	}
+	if len(out) == lLen && sameItems(out, lhs) {
+		return lhs, true // see mergeMaps
+	}
 	return out, true
+}
+
+// sameItems tells whether every item of out is the very item of lhs at
+// its position (sameMerged).
+func sameItems(out, lhs []any) bool {
+	for i := range out {
+		if !sameMerged(lhs[i], out[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package applyconfig
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -14,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
 // planTestSchema is a schema with what the kinds of the other tests do not
@@ -778,4 +782,58 @@ func TestCopyWithRoom(t *testing.T) {
 func fieldOf(m *pmap, name string) *ptype {
 	ft, _ := m.fields.Get(name)
 	return ft
+}
+
+// TestMergeOfWhatIsThereIsLive holds that a patch setting only what the
+// object already holds merges to the object itself (and a list whose
+// items all merge to themselves to the list itself), so that what comes
+// after the merge sees an unchanged object; and that a patch changing one
+// value gives a new map along that path alone, the object untouched, the
+// same value as structured-merge-diff.
+func TestMergeOfWhatIsThereIsLive(t *testing.T) {
+	reg := sharedSchemas(t)
+	for _, tc := range []struct {
+		name, patch string
+		same        bool
+	}{
+		{"a label it has", `{metadata: {labels: {app: web}}}`, true},
+		{"a container's image it has", `{spec: {template: {spec: {containers: [{name: app, image: "nginx:1"}]}}}}`, true},
+		{"the replicas it has", `{spec: {replicas: 1}}`, true},
+		{"a new label", `{metadata: {labels: {team: a}}}`, false},
+		{"a label changed", `{metadata: {labels: {app: api}}}`, false},
+		{"another image", `{spec: {template: {spec: {containers: [{name: app, image: "nginx:2"}]}}}}`, false},
+		{"a new container", `{spec: {template: {spec: {containers: [{name: side, image: busybox}]}}}}`, false},
+		{"the replicas as another number", `{spec: {replicas: 4}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live, patch := fromYAML(t, liveDeployment), fromYAML(t, tc.patch)
+			before := valuetest.Freeze(live)
+			m, err := reg.Merger((&unstructured.Unstructured{Object: live}).GroupVersionKind())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := mergeValues(m.root.plan, live, patch)
+			if !ok {
+				t.Fatal("not merged by the fast path")
+			}
+			before.Check(t, "the object merged into")
+			want, wantOK := refMergeValues(m.root.s, m.root.tr, live, patch)
+			if !wantOK || !reflect.DeepEqual(got, want) {
+				t.Fatalf("merged %#v, structured-merge-diff %v %#v", got, wantOK, want)
+			}
+			gm, _ := got.(map[string]any)
+			if same := jsonvalue.SameMap(gm, live); same != tc.same {
+				t.Errorf("the merge is the object itself: %v, want %v", same, tc.same)
+			}
+			for k, v := range live {
+				if lm, isMap := v.(map[string]any); isMap && patch[k] == nil && !jsonvalue.SameMap(gm[k].(map[string]any), lm) {
+					t.Errorf("%s, which the patch does not touch, is not shared", k)
+				}
+			}
+		})
+	}
+	// A float merged as -0 over 0 is a change: JSON writes them apart.
+	if !sameMerged(0.0, 0.0) || sameMerged(0.0, math.Copysign(0, -1)) || sameMerged(int64(1), 1.0) || !sameMerged(nil, nil) {
+		t.Error("sameMerged: 0 and -0, or 1 and 1.0, taken as the same value")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	evanphx "gopkg.in/evanphx/json-patch.v4"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -585,11 +586,13 @@ func (a *applier) setArray(c *container, s []any) {
 
 func mapID(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
+// sliceID is the identity of s's array (reflect.Value.Pointer's, without
+// boxing the slice: no allocation).
 func sliceID(s []any) uintptr {
 	if cap(s) == 0 {
 		return 0
 	}
-	return reflect.ValueOf(s).Pointer()
+	return uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 }
 
 func (a *applier) own(v any) {
@@ -772,12 +775,31 @@ func (a *applier) conRemove(c *container, key string) error {
 
 var rfc6901Decoder = strings.NewReplacer("~1", "/", "~0", "~")
 
+// decodePatchKey is rfc6901Decoder.Replace(k) (decodePatchKeyReference)
+// in one allocation: "~1" is "/", "~0" is "~", any other '~' stays.
 func decodePatchKey(k string) string {
-	if strings.IndexByte(k, '~') < 0 {
+	i := strings.IndexByte(k, '~')
+	if i < 0 {
 		return k
 	}
-	return rfc6901Decoder.Replace(k)
+	var b strings.Builder
+	b.Grow(len(k))
+	b.WriteString(k[:i])
+	for ; i < len(k); i++ {
+		c := k[i]
+		if c == '~' && i+1 < len(k) && (k[i+1] == '1' || k[i+1] == '0') {
+			if k[i+1] == '1' {
+				c = '/'
+			}
+			i++
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
+
+// decodePatchKeyReference is evanphx's decodePatchKey.
+func decodePatchKeyReference(k string) string { return rfc6901Decoder.Replace(k) }
 
 // equalNodes is evanphx's lazyNode.equal with n from the document and o from
 // the operation, both non-nil.

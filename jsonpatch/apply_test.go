@@ -383,3 +383,22 @@ func TestApplyWritesToManyContainers(t *testing.T) {
 		t.Fatalf("ApplyUnnormalized: %v %#v", ok, unn)
 	}
 }
+
+// TestDecodePatchKey holds decodePatchKey to evanphx's replacer on every
+// key of up to six characters over the alphabet that matters.
+func TestDecodePatchKey(t *testing.T) {
+	const alphabet = "~01a/"
+	var walk func(k string)
+	walk = func(k string) {
+		if got, want := decodePatchKey(k), decodePatchKeyReference(k); got != want {
+			t.Fatalf("decodePatchKey(%q) = %q, want %q", k, got, want)
+		}
+		if len(k) == 6 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(k + string(c))
+		}
+	}
+	walk("")
+}

@@ -27,14 +27,24 @@ import (
 // Diff(orig, want)) is want, as JSON carries it, for JSON-shaped values
 // (CreatePatch checks it).
 func Diff(orig, want map[string]any) []Operation {
-	d := &differ{path: make([]byte, 0, 128), ops: make([]Operation, 0, 16), keys: make([]diffKey, 0, 32)}
+	d := &differ{path: make([]byte, 0, 128), ops: make([]Operation, 0, 16), keys: make([]diffKey, 0, 32),
+		paths: make([]byte, 0, 1024), pathEnds: make([]int32, 0, 32)}
 	d.object(orig, want)
+	// Every path is a substring of one string of them all.
+	all := string(d.paths)
+	for i := range d.ops {
+		d.ops[i].Path, all = all[:d.pathEnds[i]], all[d.pathEnds[i]:]
+	}
 	return d.ops
 }
 
 type differ struct {
 	ops  []Operation
 	path []byte
+	// paths holds the paths of ops one after the other, pathEnds their
+	// lengths: Diff makes them strings at once.
+	paths    []byte
+	pathEnds []int32
 	// keys is a stack of key lists, one segment per object being diffed.
 	keys []diffKey
 }
@@ -51,7 +61,9 @@ const (
 )
 
 func (d *differ) emit(op string, value any, hasValue bool) {
-	d.ops = append(d.ops, Operation{Op: op, Path: string(d.path), Value: value, HasValue: hasValue})
+	d.ops = append(d.ops, Operation{Op: op, Value: value, HasValue: hasValue})
+	d.paths = append(d.paths, d.path...)
+	d.pathEnds = append(d.pathEnds, int32(len(d.path)))
 }
 
 func (d *differ) pushKey(k string) int {

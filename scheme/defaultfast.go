@@ -360,6 +360,8 @@ func isJSONValue(v any, depth int) bool {
 type emitter struct {
 	// scratch holds the entries of the structs being written.
 	scratch []entry
+	// text is where quantities are formatted to compare (isQuantityText).
+	text []byte
 }
 
 type entry struct {
@@ -387,6 +389,11 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 		return e.emit(q, n.elem, prev, true)
 	}
 	if n.toCustom {
+		if prevString, isString := prev.(string); isString && n.t == quantityType && e.isQuantityText((*resource.Quantity)(p), prevString) {
+			// What customOut gives (q.String()) is prev's text: prev, as
+			// below, without formatting a string to compare.
+			return prev, true
+		}
 		v, ok := customOut(p, n, addr)
 		if !ok {
 			return nil, false
@@ -559,6 +566,36 @@ func customOut(p unsafe.Pointer, n *node, addr bool) (any, bool) {
 }
 
 var intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+
+// isQuantityText tells whether s is q.String(), Quantity's ToUnstructured,
+// without making that string: the text String caches when q has one (the
+// text ParseQuantity was given, kept when it deems it canonical: "1E3"
+// stays "1E3"), else q's canonical form, formatted into the emitter's
+// buffer.
+func (e *emitter) isQuantityText(q *resource.Quantity, s string) bool {
+	if quantityCache < 0 {
+		return false
+	}
+	if cached := reflect.ValueOf(q).Elem().Field(quantityCache).String(); cached != "" {
+		return cached == s
+	}
+	if e.text == nil {
+		e.text = make([]byte, 0, 48)
+	}
+	num, suf := q.CanonicalizeBytes(e.text[:0])
+	return len(num)+len(suf) == len(s) && string(num) == s[:len(num)] && string(suf) == s[len(num):]
+}
+
+// quantityCache is the index of the field where a Quantity caches its
+// String, -1 when this apimachinery's Quantity has none (isQuantityText
+// then always says no).
+var quantityCache = func() int {
+	f, ok := quantityType.FieldByName("s")
+	if !ok || f.Type.Kind() != reflect.String || len(f.Index) != 1 {
+		return -1
+	}
+	return f.Index[0]
+}()
 
 // fields appends the entries structToUnstructured writes for the struct at
 // p to e.scratch; same tells that each is bit for bit prev's entry.

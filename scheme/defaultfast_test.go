@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -579,4 +580,43 @@ func externalKinds(s *Scheme, ks *runtime.Scheme) []schema.GroupVersionKind {
 	}
 	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
 	return gvks
+}
+
+// TestEmitQuantityAgainstItsText holds emit's shortcut for a Quantity
+// whose previous value is a string (isQuantityText) to the entry's
+// ToUnstructured: the previous string itself when that is what the entry
+// writes, the entry's string otherwise; on texts String caches and texts
+// it does not, quantities changed by arithmetic, and texts that are not
+// the quantity's.
+func TestEmitQuantityAgainstItsText(t *testing.T) {
+	if quantityCache < 0 {
+		t.Fatal("resource.Quantity has no string field s: the shortcut is off")
+	}
+	p := &planner{}
+	p.mu.Lock()
+	n := p.node(reflect.TypeFor[resource.Quantity](), "")
+	p.mu.Unlock()
+	texts := []string{"0", "1", "2", "100m", "250m", "1000m", "0.1", "1.5", "1e3", "1E3", "2e-3", "1k", "1M", "1.5Gi", "256Mi", "500Mi", "1Gi", "1024", "1023", "1Ki", "2048Ki", "-1", "-256Mi", "12345678901234567890", "0.0000000001", "100n", "1.0", "3Ei"}
+	e := &emitter{}
+	for _, text := range texts {
+		q0, err := resource.ParseQuantity(text)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		added := q0.DeepCopy()
+		added.Add(resource.MustParse("1m"))
+		for _, q := range []resource.Quantity{q0, added} {
+			want := q.DeepCopy().ToUnstructured()
+			for _, prevText := range append([]string{text, q.String()}, texts...) {
+				prev := any(strings.Clone(prevText))
+				got, ok := e.emit(reflect.ValueOf(&q).UnsafePointer(), n, prev, true)
+				if !ok || !valuetest.BitsEqual(got, want) {
+					t.Fatalf("%q as %q over %q: emitted %#v (%v), want %#v", text, q.String(), prevText, got, ok, want)
+				}
+				if gs, ws := got.(string), want.(string); gs == ws && prevText == ws && unsafe.StringData(gs) != unsafe.StringData(prev.(string)) {
+					t.Fatalf("%q over %q: a new string, not the previous one", q.String(), prevText)
+				}
+			}
+		}
+	}
 }

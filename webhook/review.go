@@ -127,8 +127,8 @@ func decodeObject(field string, raw []byte, gvk schema.GroupVersionKind) (u *uns
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, false, nil
 	}
-	var obj map[string]any
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+	obj, err := decodeMap(raw)
+	if err != nil {
 		return nil, false, fmt.Errorf("request.%s: %w", field, err)
 	}
 	if obj == nil {

@@ -62,6 +62,9 @@ type serveOptions struct {
 	// change it, and setMemoryLimit, which is memlimit.SetRuntime.
 	cgroupRoot     string
 	setMemoryLimit func(int64)
+	// setGCPercent is memlimit.SetGCPercent (GOGC from the soft limit and
+	// the live heap: memlimit.GCTuner); tests change it.
+	setGCPercent func(int) int
 
 	// Informer mode: the controller's settings.
 	nativePluginDisabled  bool
@@ -172,7 +175,7 @@ func defaultNamespace() string {
 }
 
 func newServeCommand() *cobra.Command {
-	o := &serveOptions{cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: memlimit.SetRuntime}
+	o := &serveOptions{cgroupRoot: "/sys/fs/cgroup", setMemoryLimit: memlimit.SetRuntime, setGCPercent: memlimit.SetGCPercent}
 	cmd := &cobra.Command{
 		Use:   "serve [--policies PATH…] [--resources PATH…] [--kubeconfig FILE] --listen ADDR [TLS flags]",
 		Short: "Serve MutatingAdmissionPolicies as a mutating admission webhook",
@@ -258,10 +261,16 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	o.memoryLimitFinder().Apply(log, o.setMemoryLimit)
+	soft := o.memoryLimitFinder().Apply(log, o.setMemoryLimit)
 	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 	defer stop()
+	if soft > 0 && o.setGCPercent != nil {
+		// Under the soft limit the collector may run less often: GOGC from
+		// the limit and the live heap, followed as the heap grows.
+		tuner := &memlimit.GCTuner{Soft: soft, Live: memlimit.LiveHeap, Set: o.setGCPercent, Log: log}
+		go tuner.Run(ctx, gcTuneInterval)
+	}
 	// One logger: the controller logs through the context's klog logger,
 	// client-go's informers and leader election through klog's global one.
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(log.Handler()))
@@ -369,6 +378,10 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	return err
 }
+
+// gcTuneInterval is how often serve follows the live heap with GOGC
+// (memlimit.GCTuner).
+const gcTuneInterval = 10 * time.Second
 
 // validate checks the flags and tells whether serve runs in static mode.
 func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -66,5 +67,76 @@ func TestContainerMemoryLimit(t *testing.T) {
 				t.Errorf("set %d (returned %d), want %d", set, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGCPercent holds the GOGC computed from the soft limit and the live
+// heap: the heap target live × (1 + GOGC/100) is a quarter of the soft
+// limit, within [100, 800].
+func TestGCPercent(t *testing.T) {
+	const mi = 1 << 20
+	soft := int64(483183820) // 90% of the chart's 512Mi limit (TestContainerMemoryLimit)
+	for _, tc := range []struct {
+		name       string
+		soft, live int64
+		want       int
+	}{
+		{"no limit", 0, 7 * mi, 100},
+		{"no collection yet", soft, 0, 100},
+		{"serve's live heap under the chart's limit", soft, 7 * mi, 800},
+		{"a target of 9 live heaps", 36 * mi * HeapShare, 4 * mi, 800},
+		{"a target of 3 live heaps", 30 * mi * HeapShare, 10 * mi, 200},
+		{"a target of 2.5 live heaps", 25 * mi * HeapShare, 10 * mi, 150},
+		{"the live heap fills the target", 40 * mi * HeapShare, 40 * mi, 100},
+		{"the live heap beyond the target", 40 * mi * HeapShare, 50 * mi, 100},
+		{"a target just over twice the live heap", 20*mi*HeapShare + HeapShare, 10 * mi, 100},
+		{"a small limit", 64 * mi, 15 * mi, 100},
+		{"the largest limit", 1<<62 - 1, 1, 800},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := GCPercent(tc.soft, tc.live)
+			if got != tc.want {
+				t.Errorf("GCPercent(%d, %d) = %d, want %d", tc.soft, tc.live, got, tc.want)
+			}
+			if tc.soft > 0 && tc.live > 0 && got > MinGCPercent {
+				// The heap target stays within the share of the soft limit.
+				if target := tc.live + tc.live*int64(got)/100; target > tc.soft/HeapShare {
+					t.Errorf("heap target %d beyond %d", target, tc.soft/HeapShare)
+				}
+			}
+		})
+	}
+}
+
+// TestGCTuner holds what the tuner sets as the live heap grows, and that
+// GOGC in the environment or no soft limit leaves the runtime alone.
+func TestGCTuner(t *testing.T) {
+	const mi = 1 << 20
+	t.Setenv("GOGC", "")
+	live := int64(0)
+	var set []int
+	tu := GCTuner{Soft: 120 * mi * HeapShare, Live: func() int64 { return live }, Set: func(p int) int { set = append(set, p); return 0 }, Log: slog.New(slog.DiscardHandler)}
+	for _, step := range []struct {
+		live int64
+		want int
+	}{{7 * mi, 800}, {7 * mi, 800}, {30 * mi, 300}, {100 * mi, 100}, {10 * mi, 800}} {
+		live = step.live
+		if got := tu.Tune(); got != step.want {
+			t.Errorf("live %d: GOGC %d, want %d", step.live, got, step.want)
+		}
+	}
+	if want := []int{800, 300, 100, 800}; !slices.Equal(set, want) {
+		t.Errorf("set %v, want %v (a setting only when it changes)", set, want)
+	}
+
+	set = nil
+	t.Setenv("GOGC", "200")
+	if got := tu.Tune(); got != 0 || set != nil {
+		t.Errorf("with GOGC set: %d, set %v; want nothing", got, set)
+	}
+	t.Setenv("GOGC", "")
+	none := GCTuner{Live: func() int64 { return mi }, Set: func(p int) int { set = append(set, p); return 0 }}
+	if got := none.Tune(); got != 0 || set != nil {
+		t.Errorf("without a soft limit: %d, set %v; want nothing", got, set)
 	}
 }
