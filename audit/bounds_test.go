@@ -93,13 +93,17 @@ func TestListerRequestTimeout(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var requests atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				requests.Add(1)
-				c.handler(w, r)
-			}))
+			srv := httptest.NewServer(http.HandlerFunc(c.handler))
 			defer srv.Close()
-			client, err := NewClient(&rest.Config{Host: srv.URL}, ClientOptions{})
+			// The requests are counted as the Lister sends them: the
+			// server's handler may be reached after a request's 100ms
+			// have passed (or never, in a process starved under -race).
+			var requests atomic.Int32
+			cfg := &rest.Config{Host: srv.URL}
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return countingTransport{next: rt, n: &requests}
+			})
+			client, err := NewClient(cfg, ClientOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,4 +215,15 @@ func FuzzBoundedBody(f *testing.F) {
 			t.Fatalf("body of %d over %d: read %d, err %v", len(body), max, len(got), err)
 		}
 	})
+}
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int32
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
 }

@@ -65,9 +65,12 @@ func TestListerStreamsItems(t *testing.T) {
 			return
 		}
 		w.(http.Flusher).Flush()
+		// Without streaming the first items come only after this wait,
+		// whatever its length; a minute leaves a process starved under
+		// -race on a loaded machine the time to decode them.
 		select {
 		case <-first:
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			waited.Store(true)
 		}
 	})

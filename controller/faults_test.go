@@ -69,7 +69,10 @@ func TestHangingWritesDoNotHoldPolicySetsBack(t *testing.T) {
 	native := admissionregistrationv1.SchemeGroupVersion.String()
 	f.create(f.policies, policy(t, native, "p", "1", "team", "a"))
 	f.create(f.bindings, bindingObject(t, native, "p", "p"))
-	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	// Only ends a test that would otherwise hang: every write the hang
+	// timed out backs the retried sync off further (the queue's exponential
+	// backoff), and under -race on a loaded machine the hang lasts longer.
+	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Minute)
 	defer cancel()
 	st, err := f.c.WaitFor(ctx, func(s Status) bool { return s.Policies["p"] == "1" && s.Bindings["p"] == "1" })
 	if err != nil {

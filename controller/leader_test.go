@@ -155,7 +155,9 @@ type haCluster struct {
 
 func newHACluster(t *testing.T, namespaces []string, objects ...*unstructured.Unstructured) *haCluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Only ends a test that would otherwise hang: a few leader changes at
+	// 100ms retries take seconds, more under -race on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	var kubeObjs []runtime.Object
 	for _, ns := range namespaces {
@@ -286,10 +288,13 @@ func ignorePolicy(t *testing.T) (*unstructured.Unstructured, *unstructured.Unstr
 var shadowGV = schema.GroupVersion{Group: ShadowGroup, Version: ShadowVersion}
 
 // electing are options with quick retries; the lease outlives any stall of
-// a test under the race detector.
+// a test under the race detector on a loaded machine: a leader that could
+// not renew for the renew deadline would lose it, and a replica's first
+// sync waits for its first attempt up to the renew deadline. No test waits
+// for a lease of these options to expire: a leader that stops releases it.
 func electing(identity string) LeaderElectionOptions {
 	return LeaderElectionOptions{Enabled: true, Identity: identity,
-		LeaseDuration: 10 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 100 * time.Millisecond}
+		LeaseDuration: time.Minute, RenewDeadline: 30 * time.Second, RetryPeriod: 100 * time.Millisecond}
 }
 
 func TestOnlyTheLeaderWritesAndAFollowerTakesOver(t *testing.T) {

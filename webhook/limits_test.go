@@ -70,6 +70,12 @@ type stalls struct {
 
 func startStalls(ctx context.Context, c *http.Client, url string, n int, contentLength int64, prefix []byte) *stalls {
 	s := &stalls{codes: map[int]int{}}
+	s.add(ctx, c, url, n, contentLength, prefix)
+	return s
+}
+
+// add starts n more stalls.
+func (s *stalls) add(ctx context.Context, c *http.Client, url string, n int, contentLength int64, prefix []byte) {
 	for range n {
 		s.wg.Add(1)
 		go func() {
@@ -98,7 +104,6 @@ func startStalls(ctx context.Context, c *http.Client, url string, n int, content
 			s.mu.Unlock()
 		}()
 	}
-	return s
 }
 
 func (s *stalls) code(c int) int {
@@ -107,10 +112,12 @@ func (s *stalls) code(c int) int {
 	return s.codes[c]
 }
 
-// waitFor polls cond every 5ms for at most 20s.
+// waitFor polls cond every 5ms for at most two minutes: the bound only
+// ends a test that would otherwise hang; under -race on a loaded machine
+// hundreds of TLS handshakes took 11s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -149,21 +156,31 @@ func TestStalledBodiesDoNotStarveReviews(t *testing.T) {
 			s := passThroughServer(t, f, func(o *Options) {
 				o.MaxInFlight = DefaultMaxInFlight
 				// Longer than the 400 handshakes take on a loaded machine
-				// under -race (11s seen): the stalls must outlast them.
-				o.BodyReadTimeout = time.Minute
+				// under -race (11s seen) and waitFor's bound: the stalls
+				// must outlast them. The test ends them itself.
+				o.BodyReadTimeout = 10 * time.Minute
 			})
 			srv := start(t, s)
 			ctx, cancel := context.WithCancel(context.Background())
 			attacker := proto.client(f)
 			began := time.Now()
-			st := startStalls(ctx, attacker, srv.url+PathMutate, n, 11, []byte(`{"apiVersi`))
+			st := &stalls{codes: map[int]int{}}
 			t.Cleanup(func() {
 				cancel()
 				st.wg.Wait()
 				attacker.CloseIdleConnections()
 			})
-			// Every stalled body has reserved its 12-byte buffer.
-			waitFor(t, "the stalled bodies to reach the server", func() bool { return s.budget.used.Load() == n*12 })
+			// Started a batch at a time: 400 TLS handshakes at once, each
+			// timed from its connection's accept, outlast the server's
+			// handshake timeout (ReadHeaderTimeout, 10s) under -race on a
+			// loaded machine, and a stall whose handshake fails never
+			// reaches the server. Every stalled body of a batch has
+			// reserved its 12-byte buffer before the next batch starts.
+			const batch = 20
+			for started := batch; started <= n; started += batch {
+				st.add(ctx, attacker, srv.url+PathMutate, batch, 11, []byte(`{"apiVersi`))
+				waitFor(t, "the stalled bodies to reach the server", func() bool { return s.budget.used.Load() == int64(started)*12 })
+			}
 			t.Logf("%d stalled requests in %v", n, time.Since(began))
 
 			took := validReview(t, f.client(), srv.url)
@@ -205,7 +222,9 @@ func TestStalledBodyTimesOut(t *testing.T) {
 				o.BodyReadTimeout = 200 * time.Millisecond
 			})
 			srv := start(t, s)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// The stalls end at the body timeout; ctx only stops them if
+			// the server does not, long after waitFor gave up.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			c := proto.client(f)
 			defer c.CloseIdleConnections()
@@ -239,7 +258,11 @@ func TestStalledBodiesStayWithinTheBudget(t *testing.T) {
 			s := passThroughServer(t, f, func(o *Options) {
 				o.MaxRequestBytes = limit
 				o.MaxBodyBytesInFlight = budget
-				o.BodyReadTimeout = 20 * time.Second
+				// The held bodies must stall until the valid review is
+				// answered, however long 40 handshakes take under -race on a
+				// loaded machine: one timed out would be answered 408, not
+				// 429. The test ends them itself.
+				o.BodyReadTimeout = 10 * time.Minute
 			})
 			srv := start(t, s)
 			ctx, cancel := context.WithCancel(context.Background())

@@ -89,7 +89,7 @@ func TestApplyWebhooks(t *testing.T) {
 				"--service-url", "hooks/sidecar=https://" + srv.Addr()},
 			want: []string{"name: sidecar\n", "sidecar.example.com/injected"}},
 		{name: "a slow webhook past its timeoutSeconds fails closed", code: 1,
-			args: []string{"--webhooks", write("slow.yaml", webhookConfig("hooks", "slow.example.com", url(webhookserver.PathSlow+"/3s"), "  timeoutSeconds: 1\n"))},
+			args: []string{"--webhooks", write("slow.yaml", webhookConfig("hooks", "slow.example.com", url(webhookserver.PathSlow+"/30s"), "  timeoutSeconds: 1\n"))},
 			want: []string{`failed calling webhook "slow.example.com"`, "context deadline exceeded", `slow.yaml#0: MutatingWebhookConfiguration "hooks": webhooks[0].clientConfig: webhook "slow.example.com" failed closed`}},
 		{name: "a broken answer under failurePolicy Ignore fails open", code: 0,
 			args: []string{"--webhooks", write("broken.yaml", webhookConfig("hooks", "broken.example.com", url(webhookserver.PathBroken), "  failurePolicy: Ignore\n")), "--explain"},

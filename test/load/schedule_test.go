@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -120,19 +121,43 @@ func TestRunCountsRequestsDueWhileAllSlotsAreTakenAsErrors(t *testing.T) {
 	}
 }
 
+// TestRunStopsSendingWhenCancelled: the fifth request cancels the run,
+// and the run stops sending. The senders hold their slots until the cancel
+// (five slots), so that however late the scheduler gets to see it (the
+// fifth sender's goroutine may start late on a loaded machine, while
+// requests fall due), the requests due meanwhile are refused as saturated,
+// not sent: the outcome does not depend on timing. One more request may
+// be sent: one whose check of the context came just before the cancel,
+// and found a slot the cancel freed.
 func TestRunStopsSendingWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := Plan{Rate: 100, Duration: time.Hour}
-	res, err := Run(ctx, p, func(_ context.Context, seq int) error {
+	p := Plan{Rate: 100, Duration: time.Hour, MaxInFlight: 5}
+	var sent atomic.Int32
+	res, err := Run(ctx, p, func(ctx context.Context, seq int) error {
+		sent.Add(1)
 		if seq == 4 {
 			cancel()
 		}
+		<-ctx.Done()
 		return nil
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if n := len(res.Samples); n < 5 || n > 10 {
-		t.Errorf("%d samples after cancelling at the fifth request", n)
+	if n := sent.Load(); n < 5 || n > 6 {
+		t.Errorf("%d requests sent, want the 5 up to the one that cancelled (and at most one more)", n)
+	}
+	notRefused := 0
+	for i, x := range res.Samples {
+		switch {
+		case i < 5 && x.Err != nil:
+			t.Errorf("request %d: %v, want it sent", i, x.Err)
+		case errors.Is(x.Err, ErrSaturated):
+		default:
+			notRefused++
+		}
+	}
+	if n := int(sent.Load()); notRefused != n {
+		t.Errorf("%d of %d samples not refused as saturated, want the %d sent", notRefused, len(res.Samples), n)
 	}
 }
