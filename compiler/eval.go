@@ -172,8 +172,8 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if v.Err != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
-	program, release, progErr := a.program(v)
-	defer release()
+	program, bp, progErr := a.program(v)
+	defer v.release(bp)
 	if progErr != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, progErr)
 	}
@@ -266,8 +266,8 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 			Detail: fmt.Sprintf("compilation error: %v", e.Err), Cause: e.Err}
 		return res, budget, nil
 	}
-	program, release, progErr := a.program(e)
-	defer release()
+	program, bp, progErr := a.program(e)
+	defer e.release(bp)
 	if progErr != nil {
 		// As if compiling had failed, which building the program does in
 		// kube-apiserver. Compiling has established that it cannot.
@@ -329,18 +329,19 @@ func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res
 	return res, budget, nil, nil
 }
 
-// program returns the program to evaluate e with and the function that
-// gives it back once the evaluation is done. Under a bound of bytes
-// (WithVariableBytesLimit) it is one that counts the bytes its calls build
-// (memory.go), and the shared program is not built.
-func (a *Activation) program(e *Expression) (cel.Program, func(), *apiservercel.Error) {
+// program returns the program to evaluate e with and, when it is a
+// counting program, the one to give back with e.release once the
+// evaluation is done (no closure: this runs for every evaluation). Under
+// a bound of bytes (WithVariableBytesLimit) it is one that counts the
+// bytes its calls build (memory.go), and the shared program is not built.
+func (a *Activation) program(e *Expression) (cel.Program, *boundedProgram, *apiservercel.Error) {
 	if a.variableBytesLimit > 0 {
 		if bp := e.boundedProgram(a); bp != nil {
-			return bp.prog, func() { e.release(bp) }, nil
+			return bp.prog, bp, nil
 		}
 	}
 	p, err := e.program()
-	return p, func() {}, err
+	return p, nil, err
 }
 
 // missingProgram is the error of evaluating an expression that has neither

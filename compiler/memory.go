@@ -183,8 +183,12 @@ func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
 	return &boundedProgram{prog: prog, est: est}
 }
 
-// release makes p free for another evaluation of e.
+// release makes p free for another evaluation of e; a nil p (the shared
+// program was used) is nothing to release.
 func (e *Expression) release(p *boundedProgram) {
+	if p == nil {
+		return
+	}
 	p.est.act = nil
 	bp := &e.prog.bounded
 	bp.mu.Lock()
