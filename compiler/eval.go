@@ -50,15 +50,15 @@ type Input struct {
 type Activation struct {
 	policy *Policy
 	ctx    context.Context
-	// in is bound lazily: each variable is converted to its CEL value the
-	// first time an expression resolves it (most expressions read object
-	// alone), and kept.
+	// in is bound lazily: object, oldObject and params are their Go maps
+	// (unstructuredOrNull); request and namespace are converted to their
+	// CEL values the first time an expression resolves them, and kept.
 	in Input
 
-	object, oldObject, params, request, namespace ref.Val
-	authorizer, requestResource                   ref.Val
-	authorizerBound                               bool
-	variables                                     *lazy.MapValue
+	request, namespace          ref.Val
+	authorizer, requestResource ref.Val
+	authorizerBound             bool
+	variables                   *lazy.MapValue
 
 	variableCost int64
 	// variableBytes is what the variables' values evaluated hold, bounded
@@ -116,31 +116,33 @@ func (a *Activation) bindAuthorizer() {
 	}
 }
 
-func nativeOrNull(m map[string]any) ref.Val {
+// unstructuredOrNull is how object, oldObject and params are bound: their
+// Go maps themselves, null when nil. cel-go reads the fields an expression
+// selects (object.spec.containers) straight from the Go maps
+// (interpreter.stringQualifier) and presents only the value it arrives at
+// with its type adapter, as it would present the whole map
+// (types.NewStringInterfaceMap) and select from that: the same values
+// and errors (the map's Find and a missing key's error are the same
+// lookup and the same missingKey), without a CEL map built for every map
+// on the way, at every read. Whatever the expression does with the whole
+// variable (object == oldObject, a function of it) sees the adapter's
+// value of the whole map, as before.
+func unstructuredOrNull(m map[string]any) any {
 	if m == nil {
 		return celtypes.NullValue
 	}
-	return celtypes.DefaultTypeAdapter.NativeToValue(m)
+	return m
 }
 
 // ResolveName implements interpreter.Activation.
 func (a *Activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case ObjectVar:
-		if a.object == nil {
-			a.object = nativeOrNull(a.in.Object)
-		}
-		return a.object, true
+		return unstructuredOrNull(a.in.Object), true
 	case OldObjectVar:
-		if a.oldObject == nil {
-			a.oldObject = nativeOrNull(a.in.OldObject)
-		}
-		return a.oldObject, true
+		return unstructuredOrNull(a.in.OldObject), true
 	case ParamsVar:
-		if a.params == nil {
-			a.params = nativeOrNull(a.in.Params)
-		}
-		return a.params, true
+		return unstructuredOrNull(a.in.Params), true
 	case RequestVar:
 		if a.request == nil {
 			a.request = common.SchemalessTypedToVal(a.in.Request)
