@@ -321,6 +321,11 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipConversion, Err: err}})
 				continue
 			}
+			if !params.Bound(h.Policy.Spec.ParamKind, b.Spec.ParamRef) {
+				// Collect's answer, without a slice per request: params null.
+				invocations = append(invocations, invocation{hook: h, binding: b, resource: m.Resource, kind: m.Kind})
+				continue
+			}
 			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
@@ -539,7 +544,14 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 	in.Request = *request
 	act := inv.hook.Compiled.NewActivation(ctx, in)
 	budget := int64(compiler.MatchConditionsBudget)
-	results := make([]compiler.Result, len(conds))
+	// A policy has a few conditions (at most 64): their results fit a
+	// buffer on the stack.
+	var buf [8]compiler.Result
+	results := buf[:0]
+	if len(conds) > len(buf) {
+		results = make([]compiler.Result, 0, len(conds))
+	}
+	results = results[:len(conds)]
 	for i, c := range conds {
 		r, remaining, err := act.Eval(c, budget)
 		if err != nil {

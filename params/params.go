@@ -82,6 +82,14 @@ func (c *Collector) CheckKind(kind *admissionregistrationv1.ParamKind) (skip boo
 	return false, nil
 }
 
+// Bound reports whether a policy of paramKind kind with a binding of
+// paramRef ref has params to collect. When it has not, Collect's answer is
+// a single Param with a nil Object (params = null), whatever the request:
+// callers that evaluate per request may skip Collect then.
+func Bound(kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef) bool {
+	return kind != nil && ref != nil
+}
+
 // Collect returns the params of one policy × binding for a request in
 // requestNamespace. A nil slice element never occurs; a single Param with a
 // nil Object means "evaluate once with params = null" (no paramKind or no
@@ -89,7 +97,7 @@ func (c *Collector) CheckKind(kind *admissionregistrationv1.ParamKind) (skip boo
 // and parameterNotFoundAction is Allow: the binding is skipped.
 // The error texts are kube-apiserver's.
 func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, requestNamespace string) ([]Param, error) {
-	if kind == nil || ref == nil {
+	if !Bound(kind, ref) {
 		return []Param{{}}, nil
 	}
 	gv, err := schema.ParseGroupVersion(kind.APIVersion)
