@@ -47,10 +47,13 @@ type Evaluator struct {
 	criteria []hookCriteria
 }
 
-// hookCriteria are the prepared criteria of one hook.
+// hookCriteria are the prepared criteria of one hook, and its bindings'
+// prepared paramRefs.
 type hookCriteria struct {
 	policy   *matching.Criteria
 	bindings []*matching.Criteria
+	// params are the bindings' paramRefs prepared, by binding index.
+	params []*params.Ref
 }
 
 // newHookCriteria prepares the criteria of h; a nil policy or binding has
@@ -62,9 +65,11 @@ func newHookCriteria(h *Hook) hookCriteria {
 		c.policy = matching.NewCriteria(h.Policy.Spec.MatchConstraints)
 	}
 	c.bindings = make([]*matching.Criteria, len(h.Bindings))
+	c.params = make([]*params.Ref, len(h.Bindings))
 	for i, b := range h.Bindings {
 		if b != nil {
 			c.bindings[i] = matching.NewCriteria(b.Spec.MatchResources)
+			c.params[i] = params.NewRef(b.Spec.ParamRef)
 		}
 	}
 	return c
@@ -326,7 +331,7 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 				invocations = append(invocations, invocation{hook: h, binding: b, resource: m.Resource, kind: m.Kind})
 				continue
 			}
-			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
+			ps, err := e.cfg.Params.CollectRef(ctx, h.Policy.Spec.ParamKind, e.criteria[i].params[j], cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
 				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipParams, Err: err}})

@@ -97,6 +97,33 @@ func Bound(kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1
 // and parameterNotFoundAction is Allow: the binding is skipped.
 // The error texts are kube-apiserver's.
 func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, requestNamespace string) ([]Param, error) {
+	return c.CollectRef(ctx, kind, NewRef(ref), requestNamespace)
+}
+
+// Ref is a binding's paramRef prepared once for collecting its params on
+// many requests: its label selector parsed (metav1.LabelSelectorAsSelector),
+// which kube-apiserver does on every request. A parsed selector depends on
+// the LabelSelector alone and is only read, so CollectRef's results are
+// Collect's (TestCollect runs every case both ways); a changed binding is
+// a new Ref. Safe for concurrent use.
+type Ref struct {
+	ref *admissionregistrationv1.ParamRef
+	sel labels.Selector
+	err error
+}
+
+// NewRef prepares ref (nil is allowed: no paramRef).
+func NewRef(ref *admissionregistrationv1.ParamRef) *Ref {
+	r := &Ref{ref: ref}
+	if ref != nil && ref.Selector != nil {
+		r.sel, r.err = metav1.LabelSelectorAsSelector(ref.Selector)
+	}
+	return r
+}
+
+// CollectRef is Collect of the paramRef r was prepared from.
+func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv1.ParamKind, r *Ref, requestNamespace string) ([]Param, error) {
+	ref := r.ref
 	if !Bound(kind, ref) {
 		return []Param{{}}, nil
 	}
@@ -137,7 +164,7 @@ func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.P
 			return nil, err
 		}
 	case ref.Selector != nil:
-		sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+		sel, err := r.sel, r.err
 		if err != nil {
 			return nil, err
 		}
