@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/cel/library"
-	"k8s.io/apiserver/pkg/cel/mutation"
 )
 
 // Variable names bound in every MutatingAdmissionPolicy expression. They are the
@@ -142,12 +141,14 @@ func newBaseEnvs(compat *version.Version) (*baseEnvs, error) {
 // WithMutationTypes extends env with what mutation expressions have
 // beyond the other expressions of a MutatingAdmissionPolicy, as
 // kube-apiserver's mutating policy compiler does: the dynamic types
-// Object, Object.<path> and JSONPatch, and jsonpatch.escapeKey.
+// Object, Object.<path> and JSONPatch (upstream's
+// mutation.DynamicTypeResolver, each type kept once resolved:
+// objectTypes), and jsonpatch.escapeKey.
 func WithMutationTypes(env *environment.EnvSet) (*environment.EnvSet, error) {
 	return env.Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions: []cel.EnvOption{
-			common.ResolverEnvOption(&mutation.DynamicTypeResolver{}),
+			common.ResolverEnvOption(&objectTypes{}),
 			environment.UnversionedLib(library.JSONPatch),
 		},
 	})

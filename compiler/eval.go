@@ -55,15 +55,15 @@ type Input struct {
 type Activation struct {
 	policy *Policy
 	ctx    context.Context
-	// in is bound lazily: each variable is converted to its CEL value the
-	// first time an expression resolves it (most expressions read object
-	// alone), and kept.
+	// in is bound lazily: object, oldObject and params are their Go maps
+	// (unstructuredOrNull); request and namespace are converted to their
+	// CEL values the first time an expression resolves them, and kept.
 	in Input
 
-	object, oldObject, params, request, namespace ref.Val
-	authorizer, requestResource                   ref.Val
-	authorizerBound                               bool
-	variables                                     *lazy.MapValue
+	request, namespace          ref.Val
+	authorizer, requestResource ref.Val
+	authorizerBound             bool
+	variables                   *lazy.MapValue
 
 	variableCost int64
 	// variableBytes is what the variables' values evaluated hold, bounded
@@ -121,35 +121,36 @@ func (a *Activation) bindAuthorizer() {
 	}
 }
 
-func nativeOrNull(m map[string]any) ref.Val {
+// unstructuredOrNull is how object, oldObject and params are bound: their
+// Go maps themselves, null when nil. cel-go reads the fields an expression
+// selects (object.spec.containers) straight from the Go maps
+// (interpreter.stringQualifier) and presents only the value it arrives at
+// with its type adapter, as it would present the whole map
+// (types.NewStringInterfaceMap) and select from that: the same values
+// and errors (the map's Find and a missing key's error are the same
+// lookup and the same missingKey), without a CEL map built for every map
+// on the way, at every read. Whatever the expression does with the whole
+// variable (object == oldObject, a function of it) sees the adapter's
+// value of the whole map, as before.
+func unstructuredOrNull(m map[string]any) any {
 	if m == nil {
 		return celtypes.NullValue
 	}
-	return celtypes.DefaultTypeAdapter.NativeToValue(m)
+	return m
 }
 
 // ResolveName implements interpreter.Activation.
 func (a *Activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case ObjectVar:
-		if a.object == nil {
-			a.object = nativeOrNull(a.in.Object)
-		}
-		return a.object, true
+		return unstructuredOrNull(a.in.Object), true
 	case OldObjectVar:
-		if a.oldObject == nil {
-			a.oldObject = nativeOrNull(a.in.OldObject)
-		}
-		return a.oldObject, true
+		return unstructuredOrNull(a.in.OldObject), true
 	case ParamsVar:
-		if a.params == nil {
-			if a.in.ParamsValue != nil {
-				a.params = a.in.ParamsValue
-			} else {
-				a.params = nativeOrNull(a.in.Params)
-			}
+		if a.in.ParamsValue != nil {
+			return a.in.ParamsValue, true
 		}
-		return a.params, true
+		return unstructuredOrNull(a.in.Params), true
 	case RequestVar:
 		if a.request == nil {
 			a.request = common.SchemalessTypedToVal(a.in.Request)
@@ -181,8 +182,8 @@ func (a *Activation) evalVariable(v *Expression) ref.Val {
 	if v.Err != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, v.Err)
 	}
-	program, release, progErr := a.program(v)
-	defer release()
+	program, bp, progErr := a.program(v)
+	defer v.release(bp)
 	if progErr != nil {
 		return celtypes.NewErr("composited variable %q fails to compile: %v", v.Name, progErr)
 	}
@@ -275,8 +276,8 @@ func (a *Activation) Eval(e *Expression, budget int64) (Result, int64, error) {
 			Detail: fmt.Sprintf("compilation error: %v", e.Err), Cause: e.Err}
 		return res, budget, nil
 	}
-	program, release, progErr := a.program(e)
-	defer release()
+	program, bp, progErr := a.program(e)
+	defer e.release(bp)
 	if progErr != nil {
 		// As if compiling had failed, which building the program does in
 		// kube-apiserver. Compiling has established that it cannot.
@@ -338,18 +339,19 @@ func (a *Activation) eval(e *Expression, program cel.Program, budget int64) (res
 	return res, budget, nil, nil
 }
 
-// program returns the program to evaluate e with and the function that
-// gives it back once the evaluation is done. Under a bound of bytes
-// (WithVariableBytesLimit) it is one that counts the bytes its calls build
-// (memory.go), and the shared program is not built.
-func (a *Activation) program(e *Expression) (cel.Program, func(), *apiservercel.Error) {
+// program returns the program to evaluate e with and, when it is a
+// counting program, the one to give back with e.release once the
+// evaluation is done (no closure: this runs for every evaluation). Under
+// a bound of bytes (WithVariableBytesLimit) it is one that counts the
+// bytes its calls build (memory.go), and the shared program is not built.
+func (a *Activation) program(e *Expression) (cel.Program, *boundedProgram, *apiservercel.Error) {
 	if a.variableBytesLimit > 0 {
 		if bp := e.boundedProgram(a); bp != nil {
-			return bp.prog, func() { e.release(bp) }, nil
+			return bp.prog, bp, nil
 		}
 	}
 	p, err := e.program()
-	return p, func() {}, err
+	return p, nil, err
 }
 
 // missingProgram is the error of evaluating an expression that has neither

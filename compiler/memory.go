@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -49,30 +50,118 @@ func variableBytesLimit(ctx context.Context) int64 {
 // maxSizedDepth bounds how deep valueBytes looks into lists and maps.
 const maxSizedDepth = 8
 
-// valueBytes is the bytes of the strings and bytes v holds, looking into
-// lists and maps (up to maxSizedDepth levels). Values read from the
-// object are counted too, though they share its memory: the bound is
-// meant for what no real policy approaches.
+// valueBytes is valueBytesReference, read from the Go maps and slices
+// under v where v is cel-go's view of them (a part of the object, most
+// variables' values): the reference walks the view, which presents every
+// map and list it meets as a CEL value of its own, only to count the
+// strings in it (TestValueBytesFast).
 func valueBytes(v ref.Val, depth int) int64 {
+	return valueBytesFast(v, depth)
+}
+
+// The views of Go maps and slices cel-go makes (NewStringInterfaceMap,
+// NewDynamicList), by their types and the types of the Go values they
+// present.
+var (
+	goMapView  = reflect.TypeOf(celtypes.NewStringInterfaceMap(celtypes.DefaultTypeAdapter, map[string]any{}))
+	goListView = reflect.TypeOf(celtypes.NewDynamicList(celtypes.DefaultTypeAdapter, []any{}))
+)
+
+func valueBytesFast(v ref.Val, depth int) int64 {
+	if n, leaf := leafBytes(v, depth); leaf {
+		return n
+	}
+	switch t := reflect.TypeOf(v); {
+	case t == goMapView:
+		if m, ok := v.Value().(map[string]any); ok {
+			return goMapBytes(m, depth)
+		}
+	case t == goListView:
+		if l, ok := v.Value().([]any); ok {
+			return goListBytes(l, depth)
+		}
+	}
+	return containerBytes(v, depth, valueBytesFast)
+}
+
+// goMapBytes is valueBytesReference of the view of m at depth: its keys
+// are strings, its values are presented as the view presents them.
+func goMapBytes(m map[string]any, depth int) int64 {
+	var n int64
+	for k, e := range m {
+		n += int64(len(k)) + goValueBytes(e, depth+1)
+	}
+	return n
+}
+
+func goListBytes(l []any, depth int) int64 {
+	var n int64
+	for _, e := range l {
+		n += goValueBytes(e, depth+1)
+	}
+	return n
+}
+
+// goValueBytes is valueBytesReference of the CEL value of e (a value of
+// a view) at depth, without presenting the maps and slices; other values
+// are presented as the view presents them.
+func goValueBytes(e any, depth int) int64 {
+	switch e := e.(type) {
+	case string:
+		return int64(len(e))
+	case nil, bool, int64, float64, int, int32, uint64:
+		return 0
+	case map[string]any:
+		if depth >= maxSizedDepth {
+			return 0
+		}
+		return goMapBytes(e, depth)
+	case []any:
+		if depth >= maxSizedDepth {
+			return 0
+		}
+		return goListBytes(e, depth)
+	}
+	return valueBytesFast(celtypes.DefaultTypeAdapter.NativeToValue(e), depth)
+}
+
+// valueBytesReference is the bytes of the strings and bytes v holds,
+// looking into lists and maps (up to maxSizedDepth levels). Values read
+// from the object are counted too, though they share its memory: the
+// bound is meant for what no real policy approaches.
+func valueBytesReference(v ref.Val, depth int) int64 {
+	if n, leaf := leafBytes(v, depth); leaf {
+		return n
+	}
+	return containerBytes(v, depth, valueBytesReference)
+}
+
+// leafBytes is the bytes of v when v is not looked into: a string or
+// bytes, or anything at maxSizedDepth; leaf is false otherwise.
+func leafBytes(v ref.Val, depth int) (n int64, leaf bool) {
 	switch v := v.(type) {
 	case celtypes.String:
-		return int64(len(v))
+		return int64(len(v)), true
 	case celtypes.Bytes:
-		return int64(len(v))
+		return int64(len(v)), true
 	}
-	if depth >= maxSizedDepth {
-		return 0
-	}
+	return 0, depth >= maxSizedDepth
+}
+
+// containerBytes is the bytes of the keys and values of map v, or of the
+// elements of list v, each counted by count at depth+1; zero for other
+// values.
+func containerBytes(v ref.Val, depth int, count func(ref.Val, int) int64) int64 {
 	var n int64
 	switch v := v.(type) {
 	case traits.Mapper:
 		for it := v.Iterator(); it.HasNext() == celtypes.True; {
 			k := it.Next()
-			n += valueBytes(k, depth+1) + valueBytes(v.Get(k), depth+1)
+			n += count(k, depth+1) + count(v.Get(k), depth+1)
 		}
 	case traits.Lister:
 		for it := v.Iterator(); it.HasNext() == celtypes.True; {
-			n += valueBytes(it.Next(), depth+1)
+			n += count(it.Next(), depth+1)
 		}
 	}
 	return n
@@ -183,8 +272,12 @@ func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
 	return &boundedProgram{prog: prog, est: est}
 }
 
-// release makes p free for another evaluation of e.
+// release makes p free for another evaluation of e; a nil p (the shared
+// program was used) is nothing to release.
 func (e *Expression) release(p *boundedProgram) {
+	if p == nil {
+		return
+	}
 	p.est.act = nil
 	bp := &e.prog.bounded
 	bp.mu.Lock()

@@ -3,10 +3,12 @@ package compiler
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
 	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 )
 
 // doublingVariables is a policy whose variables double a string through
@@ -177,5 +179,76 @@ func TestBuiltBytesBoundConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestValueBytesFast holds valueBytes (which reads the Go values under
+// cel-go's views of them) to valueBytesReference (which walks the views)
+// on random JSON-shaped values deeper than maxSizedDepth, with the other
+// Go types a view can hold, presented by the default adapter and by a
+// registry's, alone and inside lists and maps CEL builds.
+func TestValueBytesFast(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		k := rng.Intn(12)
+		if depth > 11 {
+			k = rng.Intn(6)
+		}
+		switch k {
+		case 0:
+			return strings.Repeat("x", rng.Intn(5))
+		case 1:
+			return int64(rng.Intn(100))
+		case 2:
+			return rng.Float64()
+		case 3:
+			return rng.Intn(2) == 0
+		case 4:
+			return nil
+		case 5:
+			return []byte("bytes"[:rng.Intn(6)])
+		case 6:
+			return map[string]string{"ab": "cde", strings.Repeat("k", rng.Intn(3)): "v"}
+		case 7:
+			return []string{"one", "three"}
+		case 8, 9:
+			m := map[string]any{}
+			for i := range rng.Intn(4) {
+				m[fmt.Sprintf("key%d", i)+strings.Repeat("y", rng.Intn(3))] = gen(depth + 1)
+			}
+			return m
+		default:
+			l := make([]any, rng.Intn(4))
+			for i := range l {
+				l[i] = gen(depth + 1)
+			}
+			return l
+		}
+	}
+	registry, err := celtypes.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapters := []celtypes.Adapter{celtypes.DefaultTypeAdapter, registry}
+	var counted int64
+	for i := range 3000 {
+		native := gen(0)
+		a := adapters[i%2]
+		v := a.NativeToValue(native)
+		built := celtypes.NewRefValList(a, []ref.Val{v, celtypes.String("zz"), a.NativeToValue(gen(0))})
+		mapped := celtypes.NewRefValMap(a, map[ref.Val]ref.Val{celtypes.String("k"): v, celtypes.Int(1): built})
+		for _, val := range []ref.Val{v, built, mapped} {
+			for _, depth := range []int{0, 3, maxSizedDepth - 1, maxSizedDepth} {
+				got, want := valueBytes(val, depth), valueBytesReference(val, depth)
+				if got != want {
+					t.Fatalf("value %d at depth %d: %d bytes, the reference %d\n%#v", i, depth, got, want, native)
+				}
+				counted += want
+			}
+		}
+	}
+	if counted == 0 {
+		t.Fatal("no bytes counted")
 	}
 }

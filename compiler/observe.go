@@ -179,7 +179,7 @@ func (a *Activation) shadowActivation() *Activation {
 		return a.observing.shadow
 	}
 	s := &Activation{policy: a.policy, ctx: a.ctx, in: a.in,
-		object: a.object, oldObject: a.oldObject, params: a.params, request: a.request, namespace: a.namespace,
+		request: a.request, namespace: a.namespace,
 		authorizer: a.authorizer, requestResource: a.requestResource, authorizerBound: a.authorizerBound}
 	a.observing.shadow = s
 	return s

@@ -41,19 +41,74 @@ type Evaluator struct {
 	bruteForce bool
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
+	// criteria are the hooks' matchConstraints and their bindings'
+	// matchResources with their selectors parsed, by hook index: once per
+	// policy set, not per request.
+	criteria []hookCriteria
+}
+
+// hookCriteria are the prepared criteria of one hook, and its bindings'
+// prepared paramRefs.
+type hookCriteria struct {
+	policy   *matching.Criteria
+	bindings []*matching.Criteria
+	// params are the bindings' paramRefs prepared, by binding index.
+	params []*params.Ref
+}
+
+// newHookCriteria prepares the criteria of h; a nil policy or binding has
+// none (its matching fails as Matcher.PolicyMatches' and
+// PolicyBindingMatches' do).
+func newHookCriteria(h *Hook) hookCriteria {
+	var c hookCriteria
+	if h.Policy != nil {
+		c.policy = matching.NewCriteria(h.Policy.Spec.MatchConstraints)
+	}
+	c.bindings = make([]*matching.Criteria, len(h.Bindings))
+	c.params = make([]*params.Ref, len(h.Bindings))
+	for i, b := range h.Bindings {
+		if b != nil {
+			c.bindings[i] = matching.NewCriteria(b.Spec.MatchResources)
+			c.params[i] = params.NewRef(b.Spec.ParamRef)
+		}
+	}
+	return c
+}
+
+// policyMatches is Matcher.PolicyMatches of hook i's policy, with its
+// prepared criteria.
+func (e *Evaluator) policyMatches(ctx context.Context, a *matching.Attributes, i int) (matching.Result, error) {
+	if c := e.criteria[i].policy; c != nil {
+		return e.cfg.Matcher.CriteriaDefinitionMatches(ctx, a, c)
+	}
+	return e.cfg.Matcher.PolicyMatches(ctx, a, e.hooks[i].Policy)
+}
+
+// bindingMatches is Matcher.PolicyBindingMatches of binding j of hook i,
+// with its prepared criteria.
+func (e *Evaluator) bindingMatches(ctx context.Context, a *matching.Attributes, i, j int) (bool, error) {
+	if c := e.criteria[i].bindings[j]; c != nil {
+		return e.cfg.Matcher.CriteriaBindingMatches(ctx, a, c)
+	}
+	return e.cfg.Matcher.PolicyBindingMatches(ctx, a, e.hooks[i].Bindings[j])
 }
 
 // NewEvaluator returns an Evaluator over hooks. It is safe for concurrent
-// use. Only what belongs to the policy set is built: its candidate index.
+// use. Only what belongs to the policy set is built: its candidate index
+// and the hooks' criteria with their selectors parsed (a changed policy or
+// binding is a new policy set: the Evaluator does not follow changes made
+// to hooks' objects after it is built).
 // Where policy sets follow each other over the same collaborators (serve),
 // webhook.Engine swaps their Evaluators.
 func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
 	cfg = cfg.complete()
 	ix := matching.NewIndex[int](cfg.Matcher.Table())
+	criteria := make([]hookCriteria, len(hooks))
 	for i := range hooks {
 		ix.Add(matching.SelectorForPolicy(hooks[i].Policy), i)
+		criteria[i] = newHookCriteria(&hooks[i])
 	}
-	return &Evaluator{cfg: cfg, hooks: hooks, index: ix, states: &sync.Pool{}}
+	return &Evaluator{cfg: cfg, hooks: hooks, index: ix, states: &sync.Pool{}, criteria: criteria}
 }
 
 // candidates returns the indexes of the hooks that may match a, in order.
@@ -233,7 +288,7 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 	invocations := make([]invocation, 0, len(cands))
 	for _, i := range cands {
 		h := &e.hooks[i]
-		m, err := e.cfg.Matcher.PolicyMatches(ctx, cur, h.Policy)
+		m, err := e.policyMatches(ctx, cur, i)
 		if err != nil {
 			errs = append(errs, policyError{policy: h.Policy, err: fmt.Errorf("failed to configure policy: %w", err)})
 			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyConfigError, Err: err}})
@@ -251,8 +306,8 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 			res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Round: pass - 1, Skip: chain.SkipPolicyConfigError, Err: err}})
 			continue
 		}
-		for _, b := range h.Bindings {
-			ok, err := e.cfg.Matcher.PolicyBindingMatches(ctx, cur, b)
+		for j, b := range h.Bindings {
+			ok, err := e.bindingMatches(ctx, cur, i, j)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
 				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipBindingConfigError, Err: err}})
@@ -271,7 +326,12 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipConversion, Err: err}})
 				continue
 			}
-			ps, err := e.cfg.Params.Collect(ctx, h.Policy.Spec.ParamKind, b.Spec.ParamRef, cur.Namespace)
+			if !params.Bound(h.Policy.Spec.ParamKind, b.Spec.ParamRef) {
+				// Collect's answer, without a slice per request: params null.
+				invocations = append(invocations, invocation{hook: h, binding: b, resource: m.Resource, kind: m.Kind})
+				continue
+			}
+			ps, err := e.cfg.Params.CollectRef(ctx, h.Policy.Spec.ParamKind, e.criteria[i].params[j], cur.Namespace)
 			if err != nil {
 				errs = append(errs, policyError{policy: h.Policy, binding: b.Name, err: fmt.Errorf("failed to configure binding: %w", err)})
 				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipParams, Err: err}})
@@ -489,7 +549,14 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 	in.Request = *request
 	act := inv.hook.Compiled.NewActivation(ctx, in)
 	budget := int64(compiler.MatchConditionsBudget)
-	results := make([]compiler.Result, len(conds))
+	// A policy has a few conditions (at most 64): their results fit a
+	// buffer on the stack.
+	var buf [8]compiler.Result
+	results := buf[:0]
+	if len(conds) > len(buf) {
+		results = make([]compiler.Result, 0, len(conds))
+	}
+	results = results[:len(conds)]
 	for i, c := range conds {
 		r, remaining, err := act.Eval(c, budget)
 		if err != nil {

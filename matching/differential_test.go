@@ -205,10 +205,24 @@ func TestDifferentialRandom(t *testing.T) {
 		for _, r := range mr.ResourceRules {
 			w.Rules = append(w.Rules, r.RuleWithOperations)
 		}
+		// The criteria prepared once serve every request, as an
+		// Evaluator's serve every request of its policy set.
+		prepared := NewCriteria(mr)
 		for _, a := range reqs {
 			got, want := ourOutcome(m.MatchResources(ctx, a, mr)), up.policyOutcome(a, mr)
 			if got != want {
 				t.Fatalf("policy %d on %s %v/%s:\n got %v\nwant %v\ncriteria %+v", i, a.Operation, a.Resource, a.Subresource, got, want, mr)
+			}
+			if got := ourOutcome(m.matchCriteria(ctx, a, prepared)); got != want {
+				t.Fatalf("prepared policy %d on %s %v/%s:\n got %v\nwant %v\ncriteria %+v", i, a.Operation, a.Resource, a.Subresource, got, want, mr)
+			}
+			if got, want := ourOutcome(m.CriteriaDefinitionMatches(ctx, a, prepared)), ourOutcome(m.DefinitionMatches(ctx, a, mr)); got != want {
+				t.Fatalf("prepared definition %d on %s %v/%s:\n got %v\nwant %v", i, a.Operation, a.Resource, a.Subresource, got, want)
+			}
+			gotOK, gotErr := m.CriteriaBindingMatches(ctx, a, prepared)
+			wantOK, wantErr := m.BindingMatches(ctx, a, mr)
+			if gotOK != wantOK || errText(gotErr) != errText(wantErr) {
+				t.Fatalf("prepared binding %d on %s %v/%s: %v %v, want %v %v", i, a.Operation, a.Resource, a.Subresource, gotOK, gotErr, wantOK, wantErr)
 			}
 			stats[fmt.Sprintf("policy match=%v err=%v", got.match, got.err != "")]++
 			got, want = ourOutcome(m.MutatingWebhookMatches(ctx, a, w)), up.webhookOutcome(a, w)

@@ -85,6 +85,13 @@ func (m *Matcher) PolicyMatches(ctx context.Context, a *Attributes, policy *admi
 // constraints or selectors are errors (the API server defaults them); see MatchResources for
 // the rest.
 func (m *Matcher) DefinitionMatches(ctx context.Context, a *Attributes, constraints *admissionregistrationv1.MatchResources) (Result, error) {
+	return m.CriteriaDefinitionMatches(ctx, a, NewCriteria(constraints))
+}
+
+// CriteriaDefinitionMatches is DefinitionMatches of the constraints c was
+// prepared from.
+func (m *Matcher) CriteriaDefinitionMatches(ctx context.Context, a *Attributes, c *Criteria) (Result, error) {
+	constraints := c.mr
 	if constraints == nil {
 		return Result{}, fmt.Errorf("policy contained no match constraints, a required field")
 	}
@@ -94,7 +101,42 @@ func (m *Matcher) DefinitionMatches(ctx context.Context, a *Attributes, constrai
 	if constraints.ObjectSelector == nil {
 		return Result{}, fmt.Errorf(errNilSelector, "object")
 	}
-	return m.MatchResources(ctx, a, constraints)
+	return m.matchCriteria(ctx, a, c)
+}
+
+// Criteria are the matchResources of a policy or binding prepared once for
+// matching many requests: their label selectors parsed
+// (metav1.LabelSelectorAsSelector), which kube-apiserver's matcher does
+// for every request, when the policy set is built. A parsed selector
+// depends on the LabelSelector alone and is only read, so the results are
+// those of parsing per request (TestDifferentialRandom); a
+// changed policy or binding is a new Criteria (NewCriteria of the new
+// object). Criteria are safe for concurrent use and must not outlive a
+// change of the MatchResources they were prepared from.
+type Criteria struct {
+	mr                *admissionregistrationv1.MatchResources
+	namespace, object parsedSelector
+}
+
+// parsedSelector is metav1.LabelSelectorAsSelector's result.
+type parsedSelector struct {
+	sel labels.Selector
+	err error
+}
+
+func parseSelector(sel *metav1.LabelSelector) parsedSelector {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return parsedSelector{sel: s, err: err}
+}
+
+// NewCriteria prepares mr (nil is allowed: it is matched as nil).
+func NewCriteria(mr *admissionregistrationv1.MatchResources) *Criteria {
+	c := &Criteria{mr: mr}
+	if mr != nil {
+		c.namespace = parseSelector(mr.NamespaceSelector)
+		c.object = parseSelector(mr.ObjectSelector)
+	}
+	return c
 }
 
 // PolicyBindingMatches reports whether a MutatingAdmissionPolicyBinding's matchResources
@@ -109,6 +151,13 @@ func (m *Matcher) PolicyBindingMatches(ctx context.Context, a *Attributes, bindi
 // BindingMatches reports whether a binding's matchResources select the request. Nil
 // matchResources select everything; missing selectors are errors.
 func (m *Matcher) BindingMatches(ctx context.Context, a *Attributes, mr *admissionregistrationv1.MatchResources) (bool, error) {
+	return m.CriteriaBindingMatches(ctx, a, NewCriteria(mr))
+}
+
+// CriteriaBindingMatches is BindingMatches of the matchResources c was
+// prepared from.
+func (m *Matcher) CriteriaBindingMatches(ctx context.Context, a *Attributes, c *Criteria) (bool, error) {
+	mr := c.mr
 	if mr == nil {
 		return true, nil
 	}
@@ -118,7 +167,7 @@ func (m *Matcher) BindingMatches(ctx context.Context, a *Attributes, mr *admissi
 	if mr.ObjectSelector == nil {
 		return false, fmt.Errorf(errNilSelector, "object")
 	}
-	r, err := m.MatchResources(ctx, a, mr)
+	r, err := m.matchCriteria(ctx, a, c)
 	return r.Matches, err
 }
 
@@ -130,13 +179,20 @@ func (m *Matcher) BindingMatches(ctx context.Context, a *Attributes, mr *admissi
 //   - excludeResourceRules win over resourceRules; empty resourceRules select every resource;
 //   - a nil selector selects nothing (DefinitionMatches and BindingMatches reject it first).
 func (m *Matcher) MatchResources(ctx context.Context, a *Attributes, mr *admissionregistrationv1.MatchResources) (Result, error) {
+	return m.matchCriteria(ctx, a, NewCriteria(mr))
+}
+
+// matchCriteria is MatchResources of the matchResources c was prepared
+// from.
+func (m *Matcher) matchCriteria(ctx context.Context, a *Attributes, c *Criteria) (Result, error) {
 	if a == nil {
 		return Result{}, errors.New("nil request attributes")
 	}
+	mr := c.mr
 	if mr == nil {
 		return Result{}, fmt.Errorf("nil match resources")
 	}
-	selected, selErr := m.matchSelectors(ctx, mr.NamespaceSelector, mr.ObjectSelector, a)
+	selected, selErr := m.matchSelectors(ctx, c.namespace, c.object, a)
 	if !selected {
 		return Result{}, nil
 	}
@@ -172,7 +228,7 @@ func (m *Matcher) MatchResources(ctx context.Context, a *Attributes, mr *admissi
 // matchers do before the rules: selected is false when a selector does not
 // match, which ends matching; a selector that fails gives err (the
 // namespace selector's first), which is reported only if the rules match.
-func (m *Matcher) matchSelectors(ctx context.Context, nsSel, objSel *metav1.LabelSelector, a *Attributes) (selected bool, err error) {
+func (m *Matcher) matchSelectors(ctx context.Context, nsSel, objSel parsedSelector, a *Attributes) (selected bool, err error) {
 	matches, nsErr := m.matchNamespaceSelector(ctx, nsSel, a)
 	if !matches && nsErr == nil {
 		return false, nil
@@ -273,7 +329,7 @@ func (m *Matcher) webhookMatches(ctx context.Context, a *Attributes, nsSel, objS
 	if a == nil {
 		return Result{}, errors.New("nil request attributes")
 	}
-	selected, selErr := m.matchSelectors(ctx, nsSel, objSel, a)
+	selected, selErr := m.matchSelectors(ctx, parseSelector(nsSel), parseSelector(objSel), a)
 	if !selected {
 		return Result{}, nil
 	}
@@ -378,13 +434,15 @@ func resourceMatches(resources []string, opRes, opSub string) bool {
 }
 
 // matchNamespaceSelector is k8s.io/apiserver's namespace.Matcher.MatchNamespaceSelector.
-func (m *Matcher) matchNamespaceSelector(ctx context.Context, sel *metav1.LabelSelector, a *Attributes) (bool, error) {
+// The selector is parsed beforehand (Criteria); its parse error is reported
+// where upstream parses it.
+func (m *Matcher) matchNamespaceSelector(ctx context.Context, sel parsedSelector, a *Attributes) (bool, error) {
 	if len(a.Namespace) == 0 && a.Resource.Resource != "namespaces" {
 		// Cluster-scoped resources other than Namespace are not constrained by a
 		// namespace selector.
 		return true, nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+	selector, err := sel.sel, sel.err
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -436,8 +494,8 @@ func (m *Matcher) namespaceLabels(ctx context.Context, a *Attributes) (map[strin
 
 // matchObjectSelector is k8s.io/apiserver's object.Matcher.MatchObjectSelector: the new or
 // the old object must match; a nil object never does.
-func matchObjectSelector(sel *metav1.LabelSelector, a *Attributes) (bool, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+func matchObjectSelector(sel parsedSelector, a *Attributes) (bool, error) {
+	selector, err := sel.sel, sel.err
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}

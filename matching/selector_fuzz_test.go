@@ -31,7 +31,7 @@ func FuzzLabelSelectors(f *testing.F) {
 		old := obj.DeepCopy()
 		old.SetLabels(map[string]string{k2: v2})
 		a := &Attributes{Object: obj, OldObject: old}
-		got, err := matchObjectSelector(&ls, a)
+		got, err := matchObjectSelector(parseSelector(&ls), a)
 		want, werr := metav1.LabelSelectorAsSelector(&ls)
 		if (err != nil) != (werr != nil) {
 			t.Fatalf("selector %s: error %v, upstream %v", sel, err, werr)

@@ -82,6 +82,14 @@ func (c *Collector) CheckKind(kind *admissionregistrationv1.ParamKind) (skip boo
 	return false, nil
 }
 
+// Bound reports whether a policy of paramKind kind with a binding of
+// paramRef ref has params to collect. When it has not, Collect's answer is
+// a single Param with a nil Object (params = null), whatever the request:
+// callers that evaluate per request may skip Collect then.
+func Bound(kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef) bool {
+	return kind != nil && ref != nil
+}
+
 // Collect returns the params of one policy × binding for a request in
 // requestNamespace. A nil slice element never occurs; a single Param with a
 // nil Object means "evaluate once with params = null" (no paramKind or no
@@ -89,7 +97,34 @@ func (c *Collector) CheckKind(kind *admissionregistrationv1.ParamKind) (skip boo
 // and parameterNotFoundAction is Allow: the binding is skipped.
 // The error texts are kube-apiserver's.
 func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, requestNamespace string) ([]Param, error) {
-	if kind == nil || ref == nil {
+	return c.CollectRef(ctx, kind, NewRef(ref), requestNamespace)
+}
+
+// Ref is a binding's paramRef prepared once for collecting its params on
+// many requests: its label selector parsed (metav1.LabelSelectorAsSelector),
+// which kube-apiserver does on every request. A parsed selector depends on
+// the LabelSelector alone and is only read, so CollectRef's results are
+// Collect's (TestCollect runs every case both ways); a changed binding is
+// a new Ref. Safe for concurrent use.
+type Ref struct {
+	ref *admissionregistrationv1.ParamRef
+	sel labels.Selector
+	err error
+}
+
+// NewRef prepares ref (nil is allowed: no paramRef).
+func NewRef(ref *admissionregistrationv1.ParamRef) *Ref {
+	r := &Ref{ref: ref}
+	if ref != nil && ref.Selector != nil {
+		r.sel, r.err = metav1.LabelSelectorAsSelector(ref.Selector)
+	}
+	return r
+}
+
+// CollectRef is Collect of the paramRef r was prepared from.
+func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv1.ParamKind, r *Ref, requestNamespace string) ([]Param, error) {
+	ref := r.ref
+	if !Bound(kind, ref) {
 		return []Param{{}}, nil
 	}
 	gv, err := schema.ParseGroupVersion(kind.APIVersion)
@@ -129,7 +164,7 @@ func (c *Collector) Collect(ctx context.Context, kind *admissionregistrationv1.P
 			return nil, err
 		}
 	case ref.Selector != nil:
-		sel, err := metav1.LabelSelectorAsSelector(ref.Selector)
+		sel, err := r.sel, r.err
 		if err != nil {
 			return nil, err
 		}

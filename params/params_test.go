@@ -2,6 +2,7 @@ package params
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,30 +75,36 @@ func TestCollect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := c.Collect(context.Background(), tc.kind, tc.ref, tc.namespace)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, p := range got {
-				if p.Object == nil {
-					names = append(names, "<null>")
+			// Collect, and CollectRef with one Ref prepared for every
+			// request (twice, as for two requests).
+			prepared := NewRef(tc.ref)
+			for round := range 3 {
+				var got []Param
+				var err error
+				if round == 0 {
+					got, err = c.Collect(context.Background(), tc.kind, tc.ref, tc.namespace)
 				} else {
-					names = append(names, p.Namespace+"/"+p.Name)
+					got, err = c.CollectRef(context.Background(), tc.kind, prepared, tc.namespace)
 				}
-			}
-			if len(names) != len(tc.want) {
-				t.Fatalf("got %v, want %v", names, tc.want)
-			}
-			for i := range names {
-				if names[i] != tc.want[i] {
-					t.Fatalf("got %v, want %v", names, tc.want)
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("round %d: err = %v, want %q", round, err, tc.wantErr)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, p := range got {
+					if p.Object == nil {
+						names = append(names, "<null>")
+					} else {
+						names = append(names, p.Namespace+"/"+p.Name)
+					}
+				}
+				if !slices.Equal(names, tc.want) && (len(names) != 0 || len(tc.want) != 0) {
+					t.Fatalf("round %d: got %v, want %v", round, names, tc.want)
 				}
 			}
 		})

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -185,5 +186,71 @@ func TestEngineOnlyEvaluatesOneFailurePolicy(t *testing.T) {
 	}
 	if _, err := NewEngine(testConfig()).Only(admissionregistrationv1.Fail).Admit(context.Background(), createConfigMap()); !apierrors.IsServiceUnavailable(err) {
 		t.Errorf("an empty engine's view: %v, want a 503", err)
+	}
+}
+
+// TestEngineSwapFollowsSelectorChanges: the selectors of a policy set are
+// parsed once, when it is swapped in, and a swapped-in update of a
+// binding's or a policy's selectors is what the next admissions match
+// with (the request's ConfigMap is labelled app=a in namespace shop).
+func TestEngineSwapFollowsSelectorChanges(t *testing.T) {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	sel := func(key, value string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
+	}
+	hooks := func(policyNS, bindingObject *metav1.LabelSelector) []engine.Hook {
+		t.Helper()
+		p := mapPolicy("p", never, admissionregistrationv1.Fail, counter)
+		p.Spec.MatchConstraints.NamespaceSelector = policyNS
+		b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "p-binding"},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "p",
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: bindingObject}}}
+		comp, err := compiler.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := engine.NewHooks(comp, []*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+	labelled := func() *matching.Attributes {
+		a := createConfigMap()
+		a.Object.SetLabels(map[string]string{"app": "a"})
+		return a
+	}
+	eng := NewEngine(testConfig())
+	for _, step := range []struct {
+		name                 string
+		policyNS, bindingObj *metav1.LabelSelector
+		want                 string
+	}{
+		{"binding selects app=a", &metav1.LabelSelector{}, sel("app", "a"), "1"},
+		{"binding updated to app=b", &metav1.LabelSelector{}, sel("app", "b"), ""},
+		{"binding back to app=a", &metav1.LabelSelector{}, sel("app", "a"), "1"},
+		{"policy updated to another namespace", sel("kubernetes.io/metadata.name", "other"), sel("app", "a"), ""},
+		{"policy updated to the request's namespace", sel("kubernetes.io/metadata.name", "shop"), sel("app", "a"), "1"},
+		{"binding updated to an invalid selector", &metav1.LabelSelector{}, sel("app", "a b"), "error"},
+	} {
+		eng.Swap(hooks(step.policyNS, step.bindingObj))
+		for range 2 { // the parsed selectors serve every admission
+			res, err := eng.Admit(context.Background(), labelled())
+			if err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			if step.want == "error" {
+				if res.Denied == nil || !strings.Contains(res.Denied.Error(), "failed to configure binding") {
+					t.Fatalf("%s: denied = %v, want the binding's configuration error", step.name, res.Denied)
+				}
+				continue
+			}
+			if res.Denied != nil {
+				t.Fatalf("%s: denied: %v", step.name, res.Denied)
+			}
+			if got := count(t, res); got != step.want {
+				t.Fatalf("%s: count = %q, want %q", step.name, got, step.want)
+			}
+		}
 	}
 }
