@@ -444,3 +444,68 @@ func FuzzCRDDefaultIncremental(f *testing.F) {
 		}
 	})
 }
+
+// gizmo is a Gizmo with n ports, routes and conditions, as a request
+// brings it (before defaulting).
+func gizmo(n int) map[string]any {
+	ports, conds := make([]any, n), make([]any, n)
+	routes := map[string]any{}
+	for i := 0; i < n; i++ {
+		ports[i] = map[string]any{"name": fmt.Sprintf("p%d", i), "port": int64(8000 + i)}
+		routes[fmt.Sprintf("r%d", i)] = map[string]any{"backend": map[string]any{"service": fmt.Sprintf("svc-%d", i)}}
+		conds[i] = map[string]any{"type": fmt.Sprintf("C%d", i)}
+	}
+	return map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gizmo",
+		"metadata": map[string]any{"name": "g", "namespace": "shop", "labels": map[string]any{"app": "g"}},
+		"spec": map[string]any{"ports": ports, "routes": routes, "words": []any{"a", "b"},
+			"template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "t"}}},
+		"status": map[string]any{"conditions": conds},
+	}
+}
+
+// BenchmarkCRDDefaultFrom compares the structural defaulting of a whole
+// custom resource after a mutation (Default) with DefaultFrom's, for a
+// label set and a nested field set on a defaulted Gizmo with 20 ports,
+// routes and conditions.
+func BenchmarkCRDDefaultFrom(b *testing.B) {
+	s := New()
+	if err := s.AddCRD(loadCRD(b, "gizmos.yaml")); err != nil {
+		b.Fatal(err)
+	}
+	base, err := s.Default(gizmo(20), gizmoV1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	label := cloneMap(base)
+	md := cloneMap(base["metadata"].(map[string]any))
+	md["labels"] = map[string]any{"app": "g", "touched": "yes"}
+	label["metadata"] = md
+	nested := cloneMap(base)
+	sp := cloneMap(base["spec"].(map[string]any))
+	st := cloneMap(sp["strategy"].(map[string]any))
+	st["type"] = "Recreate"
+	sp["strategy"] = st
+	nested["spec"] = sp
+	for _, m := range []struct {
+		name string
+		obj  map[string]any
+	}{{"label", label}, {"nested", nested}} {
+		for _, impl := range []struct {
+			name string
+			f    func() (map[string]any, error)
+		}{
+			{"whole", func() (map[string]any, error) { return s.Default(m.obj, gizmoV1) }},
+			{"incremental", func() (map[string]any, error) { return s.DefaultFrom(m.obj, base, gizmoV1) }},
+		} {
+			b.Run("impl="+impl.name+"/mutation="+m.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := impl.f(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
