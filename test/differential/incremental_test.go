@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -137,16 +135,7 @@ func TestIncrementalCRDefaultingAgrees(t *testing.T) {
 	}
 	const crdFile = "../../scheme/testdata/crd/gizmos.yaml"
 	pt := &mut.Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()}
-	loadCRD(t, pt.Schemas, crdFile)
-	data, err := os.ReadFile(crdFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &crd.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := pt.Scheme.AddCRD(crd); err != nil {
+	if err := pt.Scheme.AddCRD(loadCRD(t, pt.Schemas, crdFile)); err != nil {
 		t.Fatal(err)
 	}
 	gizmo := &unstructured.Unstructured{Object: map[string]any{
