@@ -75,7 +75,10 @@ type customResourceDefinition struct {
 	// structural holds the structural schema of every version with a
 	// schema, defaults pruned (nil values are versions without a schema,
 	// as upstream; with preserveUnknownFields the schema as it is).
-	structural            map[string]*structuralschema.Structural
+	structural map[string]*structuralschema.Structural
+	// defaults holds the defaultTree of every version's structural
+	// schema (a nil tree: none, or no default in it).
+	defaults              map[string]*defaultTree
 	preserveUnknownFields bool
 	storageVersion        string
 	// webhookConversion tells that versions are converted by a webhook,
@@ -236,6 +239,7 @@ func newCustomResourceDefinition(crd *apiextensionsv1.CustomResourceDefinition) 
 		gk:                    schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind},
 		resource:              schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural},
 		structural:            map[string]*structuralschema.Structural{},
+		defaults:              map[string]*defaultTree{},
 		preserveUnknownFields: crd.Spec.PreserveUnknownFields,
 		storageVersion:        storageVersion,
 		webhookConversion:     crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter,
@@ -264,6 +268,7 @@ func newCustomResourceDefinition(crd *apiextensionsv1.CustomResourceDefinition) 
 			}
 		}
 		info.structural[v.Name] = s
+		info.defaults[v.Name] = newDefaultTree(s)
 	}
 
 	// The converter of the storage path. Only the None strategy is

@@ -21,6 +21,8 @@ var (
 	podGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	recordGVK     = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Record"}
 	recordGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "records"}
+	gizmoGVK      = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gizmo"}
+	gizmoGVR      = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}
 )
 
 // deployment is the small Deployment of the per-mutation scenarios (the
@@ -77,6 +79,25 @@ func record(entries int) *unstructured.Unstructured {
 		"apiVersion": "example.com/v1", "kind": "Record",
 		"metadata": map[string]any{"name": "big", "namespace": "shop"},
 		"spec":     map[string]any{"owner": "shop", "entries": items},
+	}}
+}
+
+// gizmo is a custom resource whose schema has nested defaults
+// (testdata/gizmos-crd.yaml), with n ports, routes and conditions, each
+// defaulted inside.
+func gizmo(n int) *unstructured.Unstructured {
+	ports, routes, conds := make([]any, n), map[string]any{}, make([]any, n)
+	for i := range ports {
+		ports[i] = map[string]any{"name": fmt.Sprintf("port-%d", i), "port": int64(8000 + i)}
+		routes[fmt.Sprintf("route-%d", i)] = map[string]any{"backend": map[string]any{"service": fmt.Sprintf("svc-%d", i)}}
+		conds[i] = map[string]any{"type": fmt.Sprintf("Cond%d", i)}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gizmo",
+		"metadata": map[string]any{"name": "gizmo", "namespace": "shop", "labels": map[string]any{"app": "gizmo"}},
+		"spec": map[string]any{"ports": ports, "routes": routes, "words": []any{"a", "b"},
+			"template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "t"}}},
+		"status": map[string]any{"conditions": conds},
 	}}
 }
 
@@ -212,6 +233,19 @@ func dispatchScenarios() []dispatchScenario {
 	out = append(out, dispatchScenario{name: "cr-1mib-5000-items", policies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
 		bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}, crds: []string{"testdata/records-crd.yaml"},
 		req: request{obj: record(5000), gvk: recordGVK, gvr: recordGVR, namespace: "shop", name: "big"}})
+	// A custom resource with nested defaults (20 ports, routes and
+	// conditions): a label, then a nested field; each mutation is
+	// followed by structural defaulting.
+	s = dispatchScenario{name: "cr-defaults-2-matching", crds: []string{"testdata/gizmos-crd.yaml"},
+		req: request{obj: gizmo(20), gvk: gizmoGVK, gvr: gizmoGVR, namespace: "shop", name: "gizmo"}}
+	for _, m := range []string{
+		`Object{metadata: Object.metadata{labels: {"touched": "yes"}}}`,
+		`Object{spec: Object.spec{strategy: Object.spec.strategy{type: "Recreate"}}}`,
+	} {
+		p, b := policy(fmt.Sprintf("gizmo-%d", len(s.policies)), "example.com", "gizmos", ac(m))
+		s.policies, s.bindings = append(s.policies, p), append(s.bindings, b)
+	}
+	out = append(out, s)
 	return out
 }
 

@@ -18,6 +18,10 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -144,8 +148,67 @@ func newWorld(tb testing.TB, objects []runtime.Object, crdFiles ...string) (*wor
 	w.restMapper = mapper
 	tcm := &upstream.TypeConverters{Static: applyconfigurations.NewTypeConverter(scheme.Scheme), CRDs: c.Schemas}
 	w.dispatcher = mutating.NewDispatcher(authorizerfactory.NewAlwaysDenyAuthorizer(), upstreammatching.NewMatcher(nsLister, client), tcm)
-	w.objectIfaces = admission.NewObjectInterfacesFromScheme(kubeScheme())
+	w.objectIfaces = crdInterfaces{ObjectInterfaces: admission.NewObjectInterfacesFromScheme(kubeScheme()), defaulter: newCRDDefaulter(tb, w.crds)}
 	return w, func() { cancel(); w.informers.Shutdown() }
+}
+
+// crdInterfaces are the ObjectInterfaces of kube-apiserver's request
+// scopes: the built-in kinds' scheme, and for custom resources the CRD
+// handler's defaulter (the one the dispatcher runs after every mutation).
+type crdInterfaces struct {
+	admission.ObjectInterfaces
+	defaulter runtime.ObjectDefaulter
+}
+
+func (o crdInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return o.defaulter }
+
+// crdDefaulter is customresource_handler.go's unstructuredDefaulter for
+// every CRD of a world: structural defaulting with the schema of the
+// object's version, the delegate for other objects.
+type crdDefaulter struct {
+	delegate runtime.ObjectDefaulter
+	schemas  map[schema.GroupKind]map[string]*structuralschema.Structural
+}
+
+func (d crdDefaulter) Default(in runtime.Object) {
+	if u, ok := in.(runtime.Unstructured); ok {
+		gvk := u.GetObjectKind().GroupVersionKind()
+		if versions, ok := d.schemas[gvk.GroupKind()]; ok {
+			structuraldefaulting.Default(u.UnstructuredContent(), versions[gvk.Version])
+			return
+		}
+	}
+	d.delegate.Default(in)
+}
+
+// newCRDDefaulter builds the structural schemas of crds as
+// getOrCreateServingInfoFor does (defaults pruned).
+func newCRDDefaulter(tb testing.TB, crds []*unstructured.Unstructured) crdDefaulter {
+	tb.Helper()
+	d := crdDefaulter{delegate: kubeScheme(), schemas: map[schema.GroupKind]map[string]*structuralschema.Structural{}}
+	for _, u := range crds {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+			tb.Fatal(err)
+		}
+		versions := map[string]*structuralschema.Structural{}
+		for _, v := range crd.Spec.Versions {
+			internal := &apiextensionsinternal.CustomResourceValidation{}
+			if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, internal, nil); err != nil {
+				tb.Fatal(err)
+			}
+			s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if err := structuraldefaulting.PruneDefaults(s); err != nil {
+				tb.Fatal(err)
+			}
+			versions[v.Name] = s
+		}
+		d.schemas[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = versions
+	}
+	return d
 }
 
 // upstreamHooks builds the hooks upstream's policy source would build

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -27,11 +28,7 @@ func TestIncrementalDefaultingAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	pt := &mut.Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()}
-	type object struct {
-		obj runtime.Object
-		gvk schema.GroupVersionKind
-	}
-	objects := []object{{deployment(), schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}}, {pod(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}}}
+	objects := []incrementalObject{{deployment(), schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}}, {pod(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}}}
 	mutations := []mutation{
 		ac(`Object{metadata: Object.metadata{labels: {"team": "shop"}}}`),
 		ac(`Object{metadata: Object.metadata{annotations: {"cost-center": "42"}}}`),
@@ -66,6 +63,20 @@ func TestIncrementalDefaultingAgrees(t *testing.T) {
 		ac(`Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: "app", resources: Object.spec.template.spec.containers.resources{limits: {"memory": "64Mi"}}}]}}}}`),
 		ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "app", ports: [Object.spec.containers.ports{containerPort: 9090}]}], tolerations: [Object.spec.tolerations{key: "spot", operator: "Exists"}]}}`),
 	}
+	agreeIncremental(t, comp, pt, objects, mutations, 200)
+}
+
+// incrementalObject is an object of agreeIncremental's sequences.
+type incrementalObject struct {
+	obj runtime.Object
+	gvk schema.GroupVersionKind
+}
+
+// agreeIncremental runs rounds random sequences of mutations on objects
+// through one mutation.Cache and one by one (Patcher.Mutate), and fails
+// unless every result is the same bit for bit.
+func agreeIncremental(t *testing.T, comp *compiler.Compiler, pt *mut.Patcher, objects []incrementalObject, mutations []mutation, rounds int) {
+	t.Helper()
 	var compiled []*compiler.Policy
 	for _, m := range mutations {
 		p, err := comp.Compile(m.policy())
@@ -76,7 +87,7 @@ func TestIncrementalDefaultingAgrees(t *testing.T) {
 	}
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
-	for round := range 200 {
+	for round := range rounds {
 		o := objects[round%len(objects)]
 		start, err := toUnstructured(o.obj)
 		if err != nil {
@@ -109,4 +120,66 @@ func TestIncrementalDefaultingAgrees(t *testing.T) {
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestIncrementalCRDefaultingAgrees is TestIncrementalDefaultingAgrees for
+// a custom resource whose schema defaults nested objects, lists and maps
+// of objects, nullable fields and int-or-string, under
+// x-kubernetes-preserve-unknown-fields and in an embedded resource
+// (scheme/testdata/crd/gizmos.yaml): after the first mutation only what a
+// mutation changed is defaulted structurally.
+func TestIncrementalCRDefaultingAgrees(t *testing.T) {
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const crdFile = "../../scheme/testdata/crd/gizmos.yaml"
+	pt := &mut.Patcher{Schemas: applyconfig.NewSchemas(), Scheme: kubescheme.New()}
+	if err := pt.Scheme.AddCRD(loadCRD(t, pt.Schemas, crdFile)); err != nil {
+		t.Fatal(err)
+	}
+	gizmo := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gizmo",
+		"metadata": map[string]any{"name": "g", "namespace": "shop", "labels": map[string]any{"app": "g"}},
+		"spec": map[string]any{
+			"ports":    []any{map[string]any{"name": "http", "port": int64(80)}, map[string]any{"name": "https", "port": int64(443), "options": map[string]any{"retries": int64(2)}}},
+			"routes":   map[string]any{"a": map[string]any{"weight": int64(5)}, "b": map[string]any{}},
+			"counters": map[string]any{"x": int64(1)},
+			"matrix":   []any{[]any{map[string]any{"w": "x"}}},
+			"extra":    map[string]any{"unknown": map[string]any{"deep": true}},
+			"template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "t"}},
+		},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready"}}},
+	}}
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gizmo"}
+	mutations := []mutation{
+		ac(`Object{metadata: Object.metadata{labels: {"team": "shop"}}}`),
+		ac(`Object{spec: Object.spec{strategy: Object.spec.strategy{type: "Recreate"}}}`),
+		ac(`Object{spec: Object.spec{replicas: 4}}`),
+		ac(`Object{spec: Object.spec{routes: {"c": Object.spec.routes{backend: Object.spec.routes.backend{service: "s"}}}}}`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/strategy"}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/replicas"}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/nullableObject"}]`),
+		jp(`[JSONPatch{op: "replace", path: "/spec/nullableObject", value: null}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/withDefault", value: null}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/nullableWithDefault", value: null}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/ports/-", value: {"name": dyn("new"), "options": dyn({})}}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/ports/0/options"}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/ports/0"}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/routes/d", value: {}}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/routes/a/backend"}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/counters/y", value: null}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/words", value: [dyn("a"), dyn(null)]}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/matrix/0/-", value: {}}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/extra/inner", value: {"other": 1}}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/extra/level"}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec/template/spec"}]`),
+		jp(`[JSONPatch{op: "add", path: "/spec/strategy/maxSurge", value: 3}]`),
+		jp(`[JSONPatch{op: "copy", from: "/spec/routes/a", path: "/spec/routes/e"}]`),
+		jp(`[JSONPatch{op: "move", from: "/spec/ports/1", path: "/spec/ports/0"}]`),
+		jp(`[JSONPatch{op: "add", path: "/status/conditions/-", value: {"type": "Synced"}}]`),
+		jp(`[JSONPatch{op: "remove", path: "/status/phase"}]`),
+		jp(`[JSONPatch{op: "remove", path: "/spec"}]`),
+	}
+	agreeIncremental(t, comp, pt, []incrementalObject{{gizmo, gvk}}, mutations, 300)
 }

@@ -240,7 +240,8 @@ func patcherCases() []patcherCase {
 	}
 }
 
-func loadCRD(t testing.TB, schemas *applyconfig.Schemas, path string) {
+// loadCRD adds the CRD of the YAML file path to schemas and returns it.
+func loadCRD(t testing.TB, schemas *applyconfig.Schemas, path string) *unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -253,6 +254,7 @@ func loadCRD(t testing.TB, schemas *applyconfig.Schemas, path string) {
 	if err := schemas.AddCRD(u); err != nil {
 		t.Fatal(err)
 	}
+	return u
 }
 
 // TestPatchersMatchUpstream runs every case through mutatis (compiler +

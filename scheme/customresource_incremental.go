@@ -1,0 +1,213 @@
+package scheme
+
+import (
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// Incremental structural defaulting of custom resources: after a mutation,
+// the MutatingAdmissionPolicy dispatcher runs the CRD's ObjectDefaulter
+// (unstructuredDefaulter: structuraldefaulting.Default with the schema of
+// the object's version; no pruning, no dropping of nulls) over the whole
+// object. Default(x, s) decides every field by itself: a property with a
+// default is set when it is absent (or a null the schema does not allow)
+// in an object that exists, an element of additionalProperties or items
+// that is a disallowed null is set to their default, and then every field
+// the schema describes is defaulted with its own schema. Nothing depends
+// on a sibling, so for an object derived from one that defaulting leaves
+// as it is (Default is idempotent: FuzzCustomResourceDefault), the fields
+// it shares with it are left as they are, and only the nodes on the paths
+// to what changed, and the changed subtrees, need Default. Those are
+// defaulted by upstream's Default itself, each changed node in a shell (a
+// copy of the node in which every field that needs no defaulting, or that
+// is walked apart, stands as a placeholder scalar that Default neither
+// replaces nor enters), each replaced subtree in a deep copy.
+
+// defaultTree is a structural schema where defaulting can change
+// something: a node is nil when neither it nor anything beneath it has a
+// default (Default then changes nothing there: a disallowed null under
+// additionalProperties or items without default is "set" to null).
+type defaultTree struct {
+	s     *structuralschema.Structural
+	props map[string]*defaultTree // by property, only those with a tree
+	add   *defaultTree            // additionalProperties'
+	items *defaultTree
+}
+
+// newDefaultTree is s's defaultTree (nil for a nil s).
+func newDefaultTree(s *structuralschema.Structural) *defaultTree {
+	if s == nil {
+		return nil
+	}
+	t := &defaultTree{s: s}
+	for k := range s.Properties {
+		p := s.Properties[k] // as Default takes it: a copy
+		if c := newDefaultTree(&p); c != nil {
+			if t.props == nil {
+				t.props = map[string]*defaultTree{}
+			}
+			t.props[k] = c
+		}
+	}
+	if s.AdditionalProperties != nil {
+		t.add = newDefaultTree(s.AdditionalProperties.Structural)
+	}
+	t.items = newDefaultTree(s.Items)
+	if s.Default.Object == nil && t.props == nil && t.add == nil && t.items == nil {
+		return nil
+	}
+	return t
+}
+
+// child is the tree Default uses for field k of an object at t: the
+// property's, else additionalProperties'.
+func (t *defaultTree) child(k string) *defaultTree {
+	if _, ok := t.s.Properties[k]; ok {
+		return t.props[k]
+	}
+	return t.add
+}
+
+// crPlaceholder stands, in a shell, for a field Default must leave alone:
+// a present scalar that is not null is neither replaced nor entered.
+const crPlaceholder = true
+
+// walkable tells whether x and b are both objects or both lists, not nil:
+// then what x shares with b can be told apart from what changed.
+func walkable(x, b any) bool {
+	switch xv := x.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		return ok && xv != nil && bv != nil
+	case []any:
+		bv, ok := b.([]any)
+		return ok && xv != nil && bv != nil
+	}
+	return false
+}
+
+// defaultChanged is structuraldefaulting.Default(x, t.s) on a copy of x,
+// for x and b walkable and b a value Default leaves as it is under t.s.
+// The result is x itself when Default changes nothing, and otherwise
+// shares with x what Default left alone. It panics where Default panics.
+func (t *defaultTree) defaultChanged(x, b any) any {
+	if t == nil || sameJSON(x, b) {
+		return x
+	}
+	switch xv := x.(type) {
+	case map[string]any:
+		bv := b.(map[string]any)
+		shell := make(map[string]any, len(xv)+len(t.props))
+		var walked []string
+		var copied map[string]bool
+		for k, v := range xv {
+			c := t.child(k)
+			w, inBase := bv[k]
+			switch {
+			case c == nil || (inBase && sameJSON(v, w)):
+				shell[k] = crPlaceholder
+			case inBase && walkable(v, w):
+				shell[k] = crPlaceholder
+				walked = append(walked, k)
+			default:
+				shell[k] = runtime.DeepCopyJSONValue(v)
+				if copied == nil {
+					copied = map[string]bool{}
+				}
+				copied[k] = true
+			}
+		}
+		structuraldefaulting.Default(shell, t.s)
+		changed := len(shell) != len(xv)
+		for k, v := range xv {
+			if !copied[k] {
+				shell[k] = v
+			}
+		}
+		for _, k := range walked {
+			d := t.child(k).defaultChanged(xv[k], bv[k])
+			changed = changed || !sameJSON(d, xv[k])
+			shell[k] = d
+		}
+		for k := range copied {
+			changed = changed || !jsonvalue.Equal(shell[k], xv[k])
+		}
+		if !changed {
+			return x
+		}
+		return shell
+	case []any:
+		bv := b.([]any)
+		shell := make([]any, len(xv))
+		var walked []int
+		var copied []bool
+		for i, v := range xv {
+			switch {
+			case t.items == nil || (i < len(bv) && sameJSON(v, bv[i])):
+				shell[i] = crPlaceholder
+			case i < len(bv) && walkable(v, bv[i]):
+				shell[i] = crPlaceholder
+				walked = append(walked, i)
+			default:
+				shell[i] = runtime.DeepCopyJSONValue(v)
+				if copied == nil {
+					copied = make([]bool, len(xv))
+				}
+				copied[i] = true
+			}
+		}
+		structuraldefaulting.Default(shell, t.s)
+		changed := false
+		for i, v := range xv {
+			if copied == nil || !copied[i] {
+				shell[i] = v
+			}
+		}
+		for _, i := range walked {
+			d := t.items.defaultChanged(xv[i], bv[i])
+			changed = changed || !sameJSON(d, xv[i])
+			shell[i] = d
+		}
+		for i, c := range copied {
+			changed = changed || (c && !jsonvalue.Equal(shell[i], xv[i]))
+		}
+		if !changed {
+			return x
+		}
+		return shell
+	}
+	return x
+}
+
+// defaultFrom is Default(obj, gvk) for obj derived from base, a result of
+// Default(_, gvk) for which the same CRD version's schema applies (the
+// same apiVersion and kind), computed on what changed (defaultChanged).
+// The result may share subtrees with obj. ok is false when it cannot
+// tell (Default then decides, errors included).
+func (c *CustomResources) defaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (out map[string]any, ok bool) {
+	v := c.lookup(gvk)
+	if v == nil || obj == nil || base == nil ||
+		!sameJSON(obj["apiVersion"], base["apiVersion"]) || !sameJSON(obj["kind"], base["kind"]) {
+		return nil, false
+	}
+	own := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
+	if own.GroupKind() != v.crd.gk {
+		return nil, false
+	}
+	t := v.crd.defaults[own.Version]
+	if t == nil {
+		// No schema, or no default in it: Default changes nothing.
+		return obj, true
+	}
+	defer func() {
+		if recover() != nil {
+			out, ok = nil, false
+		}
+	}()
+	return t.defaultChanged(obj, base).(map[string]any), true
+}
