@@ -84,6 +84,13 @@ type Hook struct {
 	// makes every evaluation an error decision instead.
 	compiled   *compiler.ValidatingPolicy
 	compileErr error
+	// criteria are the policy's matchConstraints and bindingCriteria its
+	// bindings' matchResources, by binding index, with their selectors
+	// parsed; refs the bindings' paramRefs prepared: once per policy set,
+	// not per request.
+	criteria        *matching.Criteria
+	bindingCriteria []*matching.Criteria
+	refs            []*params.Ref
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -99,7 +106,10 @@ type Evaluator struct {
 
 // NewEvaluator compiles policies with comp (nil: a new Compiler) and groups
 // their bindings in kube-apiserver's grouping, in mutatis' documented order
-// (policy name, then binding name: binding.GroupValidating).
+// (policy name, then binding name: binding.GroupValidating). The policies'
+// and bindings' label selectors are parsed here, once (matching.Criteria,
+// params.Ref): a changed policy or binding is a new Evaluator, which does
+// not follow changes made to the objects after it is built.
 func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *Evaluator {
 	if comp == nil {
 		comp = NewCompiler()
@@ -117,6 +127,13 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
 		h := Hook{Policy: g.Policy, Bindings: g.Bindings}
 		h.compiled, h.compileErr = comp.compile(g.Policy)
+		h.criteria = matching.NewCriteria(g.Policy.Spec.MatchConstraints)
+		h.bindingCriteria = make([]*matching.Criteria, len(g.Bindings))
+		h.refs = make([]*params.Ref, len(g.Bindings))
+		for j, b := range g.Bindings {
+			h.bindingCriteria[j] = matching.NewCriteria(b.Spec.MatchResources)
+			h.refs[j] = params.NewRef(b.Spec.ParamRef)
+		}
 		e.hooks = append(e.hooks, h)
 	}
 	return e
@@ -204,7 +221,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 	for _, i := range cands {
 		h := &e.hooks[i]
 		p := h.Policy
-		m, err := e.cfg.Matcher.DefinitionMatches(ctx, a, p.Spec.MatchConstraints)
+		m, err := e.cfg.Matcher.CriteriaDefinitionMatches(ctx, a, h.criteria)
 		if err != nil {
 			addConfigError(err, p, nil)
 			record(chain.Validation{Record: chain.Record{Configuration: p.Name, Skip: chain.SkipPolicyConfigError, Err: err}})
@@ -225,9 +242,9 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			continue
 		}
 		var annotations auditAnnotationCollector
-		for _, b := range h.Bindings {
+		for j, b := range h.Bindings {
 			rec := chain.Validation{Record: chain.Record{Configuration: p.Name, Hook: b.Name}, Actions: b.Spec.ValidationActions}
-			ok, err := e.cfg.Matcher.BindingMatches(ctx, a, b.Spec.MatchResources)
+			ok, err := e.cfg.Matcher.CriteriaBindingMatches(ctx, a, h.bindingCriteria[j])
 			if err != nil {
 				addConfigError(err, p, b)
 				rec.Skip, rec.Err = chain.SkipBindingConfigError, err
@@ -239,7 +256,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				record(rec)
 				continue
 			}
-			ps, err := e.cfg.Params.Collect(ctx, p.Spec.ParamKind, b.Spec.ParamRef, a.Namespace)
+			ps, err := e.cfg.Params.CollectRef(ctx, p.Spec.ParamKind, h.refs[j], a.Namespace)
 			if err != nil {
 				addConfigError(err, p, b)
 				rec.Skip, rec.Err = chain.SkipParams, err

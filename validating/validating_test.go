@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
@@ -202,14 +204,7 @@ func TestValidatingAdmissionPolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, err := manifest.Parse("resources.yaml", []byte(resources))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sim, err := cluster.New(rs.Objects, cluster.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sim := newCluster(t)
 			policies, bindings := set.ValidatingAPIObjects()
 			// The same decisions whether the evaluations are observed
 			// (coverage) or not.
@@ -259,6 +254,20 @@ func checkValidation(t *testing.T, ctx context.Context, sim *cluster.Cluster, ev
 	if s := res.Validations[0].Skip; s != skipped {
 		t.Errorf("record %+v, want skip %v", res.Validations[0], skipped)
 	}
+}
+
+// newCluster is a cluster of resources.
+func newCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	rs, err := manifest.Parse("resources.yaml", []byte(resources))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := cluster.New(rs.Objects, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim
 }
 
 func object(t *testing.T, y string) *unstructured.Unstructured {
@@ -319,14 +328,7 @@ func TestObservedCompiler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := manifest.Parse("resources.yaml", []byte(resources))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := cluster.New(rs.Objects, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := newCluster(t)
 	ps, bs := set.ValidatingAPIObjects()
 	for _, tc := range []struct {
 		name, object string
@@ -365,5 +367,76 @@ func TestObservedCompiler(t *testing.T) {
 				t.Errorf("observed\n%s\nwant\n%s", strings.Join(obs.got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestNewEvaluatorFollowsSelectorChanges: the selectors of a policy set
+// (the policy's matchConstraints, the binding's matchResources and
+// paramRef) are parsed once, when its Evaluator is built, and the
+// Evaluator built for an update of a binding's or a policy's selectors is
+// what the next admissions match with, an invalid selector included (set
+// on the objects: manifest.Parse refuses it, a cluster's API server too,
+// but not every policy source validates).
+func TestNewEvaluatorFollowsSelectorChanges(t *testing.T) {
+	ctx := context.Background()
+	sim := newCluster(t)
+	sel := func(key, value string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
+	}
+	const denied = "ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: "
+	set, err := manifest.Parse("policies.yaml", []byte(vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
+  validations:
+  - expression: object.spec.replicas <= int(params.data.maxReplicas)
+    message: too many replicas`, "  validationActions: [Deny]\n  matchResources: {}\n  paramRef: {selector: {}, parameterNotFoundAction: Allow}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := validating.NewCompiler()
+	for _, step := range []struct {
+		name                        string
+		namespace, object, paramRef *metav1.LabelSelector
+		// want is in the refusal's message ("" admits); skip is the
+		// first record's.
+		want string
+		skip chain.Skip
+	}{
+		{"binding selects app=web", &metav1.LabelSelector{}, sel("app", "web"), sel("policy", "replicas"), denied + "too many replicas", chain.NotSkipped},
+		{"binding updated to app=api", &metav1.LabelSelector{}, sel("app", "api"), sel("policy", "replicas"), "", chain.SkipBindingNotSelected},
+		{"binding back to app=web", &metav1.LabelSelector{}, sel("app", "web"), sel("policy", "replicas"), denied + "too many replicas", chain.NotSkipped},
+		{"policy updated to another namespace", sel("env", "dev"), sel("app", "web"), sel("policy", "replicas"), "", chain.SkipPolicyNotSelected},
+		{"policy updated to the request's namespace", sel("env", "prod"), sel("app", "web"), sel("policy", "replicas"), denied + "too many replicas", chain.NotSkipped},
+		{"paramRef updated to select no param", &metav1.LabelSelector{}, sel("app", "web"), sel("policy", "none"), "", chain.SkipNoParams},
+		{"binding updated to an invalid selector", &metav1.LabelSelector{}, sel("app", "a b"), sel("policy", "replicas"), denied + "failed to configure binding: ", chain.SkipBindingConfigError},
+		{"paramRef updated to an invalid selector", &metav1.LabelSelector{}, sel("app", "web"), sel("policy", "a b"), denied + "failed to configure binding: ", chain.SkipParams},
+	} {
+		ps, bs := set.ValidatingAPIObjects()
+		p, b := ps[0].DeepCopy(), bs[0].DeepCopy()
+		p.Spec.MatchConstraints.NamespaceSelector = step.namespace
+		b.Spec.MatchResources.ObjectSelector = step.object
+		b.Spec.ParamRef.Selector = step.paramRef
+		ev, err := sim.ValidatingPolicies(comp, []*admissionregistrationv1.ValidatingAdmissionPolicy{p}, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the parsed selectors serve every admission
+			d, err := sim.DecodeSteps(cluster.Request{Object: object(t, deployment)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			adm, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d)
+			if err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			res := adm.Validation
+			switch {
+			case step.want == "" && res.Denied != nil:
+				t.Fatalf("%s: denied: %v", step.name, res.Denied)
+			case step.want != "" && (res.Denied == nil || !strings.Contains(res.Denied.Error(), step.want)):
+				t.Fatalf("%s: denied = %v, want %q", step.name, res.Denied, step.want)
+			}
+			if len(res.Validations) == 0 || res.Validations[0].Skip != step.skip {
+				t.Fatalf("%s: records %+v, want the first skipped %v", step.name, res.Validations, step.skip)
+			}
+		}
 	}
 }
