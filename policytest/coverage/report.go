@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -191,20 +193,10 @@ func (r *Report) Percent() float64 {
 // Report computes the coverage of policies and their bindings from what r
 // recorded. Bindings of other policies are ignored.
 func (r *Recorder) Report(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) *Report {
-	sorted := append([]*admissionregistrationv1.MutatingAdmissionPolicy(nil), policies...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	byPolicy := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	for _, b := range bindings {
-		if b != nil {
-			byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
-		}
-	}
+	byPolicy := bindingsByPolicy(bindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName })
 	comp, compErr := r.compiler()
 	out := &Report{Policies: []PolicyReport{}}
-	for _, p := range sorted {
-		if p == nil {
-			continue
-		}
+	for _, p := range sortedByName(policies) {
 		pr := PolicyReport{Name: p.Name, Bindings: []BindingReport{}, Expressions: []ExpressionReport{}}
 		var compiled *compiler.Policy
 		err := compErr
@@ -212,7 +204,7 @@ func (r *Recorder) Report(policies []*admissionregistrationv1.MutatingAdmissionP
 			compiled, err = comp.Compile(p)
 		}
 		r.mu.Lock()
-		pr.Bindings = r.bindingReports(p.Name, byPolicy[p.Name], &pr.Counts)
+		pr.Bindings = bindingReports(r.bindings, p.Name, byPolicy[p.Name], &pr.Counts.Bindings)
 		if err != nil {
 			pr.Error = err.Error()
 		} else {
@@ -227,17 +219,52 @@ func (r *Recorder) Report(policies []*admissionregistrationv1.MutatingAdmissionP
 	return out
 }
 
-// bindingReports must be called with r.mu held.
-func (r *Recorder) bindingReports(policy string, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding, c *Counts) []BindingReport {
-	sorted := append([]*admissionregistrationv1.MutatingAdmissionPolicyBinding(nil), bindings...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+// sortedByName is objs (nil ones left out) sorted by name, in their
+// order where names are equal.
+func sortedByName[T any, P interface {
+	*T
+	GetName() string
+}](objs []P) []P {
+	out := make([]P, 0, len(objs))
+	for _, o := range objs {
+		if o != nil {
+			out = append(out, o)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b P) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// bindingsByPolicy is the names of bindings (nil ones left out), sorted,
+// by the name of the policy each binds (policyName).
+func bindingsByPolicy[T any, B interface {
+	*T
+	GetName() string
+}](bindings []B, policyName func(B) string) map[string][]string {
+	out := map[string][]string{}
+	for _, b := range bindings {
+		if b != nil {
+			out[policyName(b)] = append(out[policyName(b)], b.GetName())
+		}
+	}
+	for _, names := range out {
+		slices.Sort(names)
+	}
+	return out
+}
+
+// bindingReports reports the bindings of policy, by name, from records
+// (Recorder.bindings or vbindings) and counts them in c: a binding is
+// covered when an evaluation through it ran the policy, partial when its
+// matchResources selected a request. The Recorder's mu must be held.
+func bindingReports(records map[bindingKey]*bindingRecord, policy string, names []string, c *Count) []BindingReport {
 	out := []BindingReport{}
-	for _, b := range sorted {
-		br := BindingReport{Name: b.Name, State: StateUncovered}
-		if rec := r.bindings[bindingKey{policy: policy, binding: b.Name}]; rec != nil {
+	for _, name := range names {
+		br := BindingReport{Name: name, State: StateUncovered}
+		if rec := records[bindingKey{policy: policy, binding: name}]; rec != nil {
 			br.Invocations, br.Selected = rec.invoked, rec.selected
-			for name := range rec.falseConditions {
-				br.FalseConditions = append(br.FalseConditions, name)
+			for cond := range rec.falseConditions {
+				br.FalseConditions = append(br.FalseConditions, cond)
 			}
 			sort.Strings(br.FalseConditions)
 			switch {
@@ -247,10 +274,7 @@ func (r *Recorder) bindingReports(policy string, bindings []*admissionregistrati
 				br.State = StatePartial
 			}
 		}
-		c.Bindings.Total++
-		if br.Invocations > 0 {
-			c.Bindings.Covered++
-		}
+		*c = c.plus(Count{Covered: btoi(br.Invocations > 0), Total: 1})
 		out = append(out, br)
 	}
 	return out
@@ -305,15 +329,23 @@ func (r *Recorder) expressionReports(p *compiler.Policy, pr *PolicyReport) {
 			c.Mutations = c.Mutations.plus(Count{Covered: btoi(er.Evaluations > 0), Total: 1})
 		}
 		c.Branches = c.Branches.plus(er.Branches)
-		switch {
-		case er.Evaluations == 0 && !er.True && !er.False:
-			er.State = StateUncovered
-		case covered == total:
-			er.State = StateCovered
-		default:
-			er.State = StatePartial
-		}
+		er.setState(covered, total)
 		pr.Expressions = append(pr.Expressions, er)
+	}
+}
+
+// setState sets er.State from what was seen of it: uncovered when it was
+// never evaluated (nor seen true or false), covered when its items
+// (branches, a matchCondition's or validation's two results) were all
+// seen, partial otherwise.
+func (er *ExpressionReport) setState(covered, total int) {
+	switch {
+	case er.Evaluations == 0 && !er.True && !er.False:
+		er.State = StateUncovered
+	case covered == total:
+		er.State = StateCovered
+	default:
+		er.State = StatePartial
 	}
 }
 

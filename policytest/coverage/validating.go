@@ -3,7 +3,6 @@ package coverage
 import (
 	"fmt"
 	"io"
-	"sort"
 	"text/tabwriter"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -105,50 +104,18 @@ func (r *ValidatingReport) Percent() float64 { return r.Totals.Total.Percent() }
 // their bindings from what r recorded (through ValidatingCompiler and
 // RecordResult). Bindings of other policies are ignored.
 func (r *Recorder) ValidatingReport(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *ValidatingReport {
-	sorted := append([]*admissionregistrationv1.ValidatingAdmissionPolicy(nil), policies...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	byPolicy := map[string][]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	for _, b := range bindings {
-		if b != nil {
-			byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
-		}
-	}
+	byPolicy := bindingsByPolicy(bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := &ValidatingReport{Policies: []ValidatingPolicyReport{}}
-	for _, p := range sorted {
-		if p == nil {
-			continue
-		}
+	for _, p := range sortedByName(policies) {
 		pr := ValidatingPolicyReport{Name: p.Name, Expressions: []ExpressionReport{}}
-		pr.Bindings = r.validatingBindingReports(p.Name, byPolicy[p.Name], &pr.Counts.Bindings)
+		pr.Bindings = bindingReports(r.vbindings, p.Name, byPolicy[p.Name], &pr.Counts.Bindings)
 		r.validatingExpressionReports(p, &pr)
 		c := &pr.Counts
 		c.Total = c.Validations.plus(c.MessageExpressions).plus(c.AuditAnnotations).plus(c.Bindings).plus(c.MatchConditions).plus(c.Variables)
 		out.Policies = append(out.Policies, pr)
 		out.Totals = out.Totals.plus(pr.Counts)
-	}
-	return out
-}
-
-// validatingBindingReports must be called with r.mu held.
-func (r *Recorder) validatingBindingReports(policy string, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, c *Count) []BindingReport {
-	sorted := append([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding(nil), bindings...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	out := []BindingReport{}
-	for _, b := range sorted {
-		br := BindingReport{Name: b.Name, State: StateUncovered}
-		if rec := r.vbindings[bindingKey{policy: policy, binding: b.Name}]; rec != nil {
-			br.Invocations, br.Selected = rec.invoked, rec.selected
-			switch {
-			case rec.invoked > 0:
-				br.State = StateCovered
-			case rec.selected > 0:
-				br.State = StatePartial
-			}
-		}
-		*c = c.plus(Count{Covered: btoi(br.Invocations > 0), Total: 1})
-		out = append(out, br)
 	}
 	return out
 }
@@ -171,14 +138,7 @@ func (r *Recorder) validatingExpressionReports(p *admissionregistrationv1.Valida
 			covered, total = btoi(er.True)+btoi(er.False), 2
 		}
 		*count = count.plus(Count{Covered: covered, Total: total})
-		switch {
-		case er.Evaluations == 0:
-			er.State = StateUncovered
-		case covered == total:
-			er.State = StateCovered
-		default:
-			er.State = StatePartial
-		}
+		er.setState(covered, total)
 		pr.Expressions = append(pr.Expressions, er)
 	}
 	for i, v := range p.Spec.Variables {
