@@ -91,17 +91,23 @@ func (m *Matcher) DefinitionMatches(ctx context.Context, a *Attributes, constrai
 // CriteriaDefinitionMatches is DefinitionMatches of the constraints c was
 // prepared from.
 func (m *Matcher) CriteriaDefinitionMatches(ctx context.Context, a *Attributes, c *Criteria) (Result, error) {
-	constraints := c.mr
-	if constraints == nil {
+	if c.mr == nil {
 		return Result{}, fmt.Errorf("policy contained no match constraints, a required field")
 	}
-	if constraints.NamespaceSelector == nil {
-		return Result{}, fmt.Errorf(errNilSelector, "namespace")
-	}
-	if constraints.ObjectSelector == nil {
-		return Result{}, fmt.Errorf(errNilSelector, "object")
+	if c.mr.NamespaceSelector == nil || c.mr.ObjectSelector == nil {
+		return Result{}, nilSelector(c.mr)
 	}
 	return m.matchCriteria(ctx, a, c)
+}
+
+// nilSelector is upstream's error for matchResources without a namespace
+// or an object selector (the API server defaults both), a policy's
+// constraints or a binding's: the namespace selector is named first.
+func nilSelector(mr *admissionregistrationv1.MatchResources) error {
+	if mr.NamespaceSelector == nil {
+		return fmt.Errorf(errNilSelector, "namespace")
+	}
+	return fmt.Errorf(errNilSelector, "object")
 }
 
 // Criteria are the matchResources of a policy or binding prepared once for
@@ -157,15 +163,11 @@ func (m *Matcher) BindingMatches(ctx context.Context, a *Attributes, mr *admissi
 // CriteriaBindingMatches is BindingMatches of the matchResources c was
 // prepared from.
 func (m *Matcher) CriteriaBindingMatches(ctx context.Context, a *Attributes, c *Criteria) (bool, error) {
-	mr := c.mr
-	if mr == nil {
+	if c.mr == nil {
 		return true, nil
 	}
-	if mr.NamespaceSelector == nil {
-		return false, fmt.Errorf(errNilSelector, "namespace")
-	}
-	if mr.ObjectSelector == nil {
-		return false, fmt.Errorf(errNilSelector, "object")
+	if c.mr.NamespaceSelector == nil || c.mr.ObjectSelector == nil {
+		return false, nilSelector(c.mr)
 	}
 	r, err := m.matchCriteria(ctx, a, c)
 	return r.Matches, err
