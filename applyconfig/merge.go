@@ -293,49 +293,9 @@ func (w *atomicWalker) walk(pt *ptype, v any) {
 	}
 	switch t := v.(type) {
 	case map[string]any:
-		m := pt.m
-		if m == nil {
-			return
-		}
-		w.atomic(m.atomic)
-		if w.sorted {
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				w.field(m, k, t[k])
-			}
-			return
-		}
-		for k, fv := range t {
-			w.field(m, k, fv)
-		}
+		walkMap(w, pt.m, t)
 	case map[any]any:
-		m := pt.m
-		if m == nil {
-			return
-		}
-		w.atomic(m.atomic)
-		if w.sorted {
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				if ks, ok := k.(string); ok {
-					keys = append(keys, ks)
-				}
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				w.field(m, k, t[k])
-			}
-			return
-		}
-		for k, fv := range t {
-			if ks, ok := k.(string); ok {
-				w.field(m, ks, fv)
-			}
-		}
+		walkMap(w, pt.m, t)
 	case []any:
 		l := pt.l
 		if l == nil {
@@ -350,6 +310,39 @@ func (w *atomicWalker) walk(pt *ptype, v any) {
 			w.walk(l.elem, item)
 			w.path = w.path[:n]
 		}
+	}
+}
+
+// walkMap walks the fields of t, a map in either of the forms
+// structured-merge-diff's value.Value reads (map[string]any,
+// map[any]any, whose keys other than strings it passes over), whose
+// schema is m: in map order, or sorted by key when w.sorted.
+func walkMap[K comparable](w *atomicWalker, m *pmap, t map[K]any) {
+	if m == nil {
+		return
+	}
+	w.atomic(m.atomic)
+	if !w.sorted {
+		for k, fv := range t {
+			if ks, ok := any(k).(string); ok {
+				w.field(m, ks, fv)
+			}
+		}
+		return
+	}
+	type field struct {
+		key   string
+		value any
+	}
+	fields := make([]field, 0, len(t))
+	for k, fv := range t {
+		if ks, ok := any(k).(string); ok {
+			fields = append(fields, field{ks, fv})
+		}
+	}
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.key, b.key) })
+	for _, f := range fields {
+		w.field(m, f.key, f.value)
 	}
 }
 
