@@ -184,6 +184,19 @@ func (s *reinvocation) requireReinvokingPreviouslyInvoked() {
 	s.previouslyInvoked = map[string]bool{}
 }
 
+// refused records call in out as refused by err, which it returns.
+func refused(out *chain.Outcome, call chain.Call, err error) error {
+	call.Outcome, call.Err = chain.Refused, err
+	out.Calls = append(out.Calls, call)
+	return err
+}
+
+// skipped records call in out as skipped for reason.
+func skipped(out *chain.Outcome, call chain.Call, reason chain.Skip) {
+	call.Skip = reason
+	out.Calls = append(out.Calls, call)
+}
+
 // result is one round of the plugin: the stage's outcome, and whether a
 // webhook changed the object.
 type result struct {
@@ -325,25 +338,19 @@ func (d *Dispatcher) dispatch(ctx context.Context, a *matching.Attributes, state
 			Reinvocable: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy}
 		inv, skip, err := d.shouldCall(ctx, h, a, v, &call)
 		if err != nil {
-			call.Outcome, call.Err = chain.Refused, err
-			res.Calls = append(res.Calls, call)
-			return err
+			return refused(&res.Outcome, call, err)
 		}
 		if inv == nil {
-			call.Skip = skip
-			res.Calls = append(res.Calls, call)
+			skipped(&res.Outcome, call, skip)
 			continue
 		}
 		call.Resource, call.Kind = inv.resource, inv.kind
 		if round == 1 && !state.reinvokeWebhooks[h.uid] {
-			call.Skip = chain.SkipNotReinvoked
-			res.Calls = append(res.Calls, call)
+			skipped(&res.Outcome, call, chain.SkipNotReinvoked)
 			continue
 		}
 		if err := d.versionedFor(a, v, inv.kind); err != nil {
-			call.Outcome, call.Err = chain.Refused, err
-			res.Calls = append(res.Calls, call)
-			return err
+			return refused(&res.Outcome, call, err)
 		}
 		inv.object, inv.old = v.object, v.old
 

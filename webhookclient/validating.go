@@ -191,13 +191,10 @@ func (v *ValidatingDispatcher) dispatch(ctx context.Context, a *matching.Attribu
 			inv.object, inv.old = pv.object, pv.old
 		}
 		if err != nil {
-			call.Outcome, call.Err = chain.Refused, err
-			out.Calls = append(out.Calls, call)
-			return err
+			return refused(out, call, err)
 		}
 		if inv == nil {
-			call.Skip = skip
-			out.Calls = append(out.Calls, call)
+			skipped(out, call, skip)
 			continue
 		}
 		hooks = append(hooks, relevant{h: h, inv: inv, call: len(out.Calls)})
