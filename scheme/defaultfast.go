@@ -834,10 +834,7 @@ func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 	if av, _ := obj["apiVersion"].(string); normalized && obj["kind"] == any(gvk.Kind) && sameGroupVersion(av, gvk.GroupVersion()) {
 		// (Normalized form has the apiVersion and kind of gvk, which
 		// typedWatched sets whatever obj says: checked all the same.)
-		w, _ = p.watches.Get().(*watch)
-		if w == nil {
-			w = &watch{}
-		}
+		w = p.getWatch()
 		defer p.putWatch(w)
 	}
 	typed, ok := p.typedWatched(k, obj, gvk, w)
@@ -878,6 +875,15 @@ func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 func sameGroupVersion(apiVersion string, gv schema.GroupVersion) bool {
 	parsed, err := schema.ParseGroupVersion(apiVersion)
 	return err == nil && apiVersion != "" && parsed == gv
+}
+
+// getWatch is an empty watch from the planner's pool.
+func (p *planner) getWatch() *watch {
+	w, _ := p.watches.Get().(*watch)
+	if w == nil {
+		w = &watch{}
+	}
+	return w
 }
 
 // putWatch returns w, emptied, to the planner's pool.
