@@ -71,18 +71,23 @@ type Cache struct {
 }
 
 // defaults is pt.defaults of out, the result of a mutation of in (of kind
-// gvk). Within an admission, when in is the defaulted result of the
-// previous mutation, the defaulters run only if the mutation changed what
-// they can see (scheme.Scheme.DefaultFrom, held equal to
-// scheme.Scheme.Default by its tests).
-func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+// gvk), in normalized form when normalized is set (a result of
+// scheme.Scheme.Normalize or Patch: scheme.Scheme.DefaultNormalized).
+// Within an admission, when in is the defaulted result of the previous
+// mutation, the defaulters run only if the mutation changed what they can
+// see (scheme.Scheme.DefaultFrom, held equal to scheme.Scheme.Default by
+// its tests).
+func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVersionKind, normalized bool) (map[string]any, error) {
 	if pt.SkipDefaulting || c.standalone {
-		return pt.defaults(out, gvk)
+		return pt.defaults(out, gvk, normalized)
 	}
 	var err error
-	if c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted) {
+	switch {
+	case c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted):
 		out, err = pt.Scheme.DefaultFrom(out, in, gvk)
-	} else {
+	case normalized:
+		out, err = pt.Scheme.DefaultNormalized(out, gvk)
+	default:
 		out, err = pt.Scheme.Default(out, gvk)
 	}
 	if err != nil {
@@ -212,7 +217,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		}
 		out, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
 		if err == nil {
-			out, err = c.defaults(pt, out, in.Object, gvk)
+			out, err = c.defaults(pt, out, in.Object, gvk, true)
 		}
 		if err == nil {
 			c.keep(merged, out)
@@ -227,8 +232,9 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		outcome.Skipped = skipped
 		if err == nil {
 			// dispatchOne defaults whatever the patcher returns, the object
-			// a failed "test" left unchanged included.
-			out, err = c.defaults(pt, out, in.Object, gvk)
+			// a failed "test" left unchanged included (in.Object, not
+			// necessarily in normalized form outside an admission).
+			out, err = c.defaults(pt, out, in.Object, gvk, !skipped)
 		}
 		return out, outcome, err
 	}
@@ -250,12 +256,17 @@ func (pt *Patcher) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionK
 }
 
 // defaults applies kube-apiserver's defaulting to the result of a mutation,
-// as the dispatcher does before the next mutation (dispatchOne).
-func (pt *Patcher) defaults(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+// as the dispatcher does before the next mutation (dispatchOne); obj is in
+// normalized form when normalized is set.
+func (pt *Patcher) defaults(obj map[string]any, gvk schema.GroupVersionKind, normalized bool) (map[string]any, error) {
 	if pt.SkipDefaulting {
 		return obj, nil
 	}
-	out, err := pt.Scheme.Default(obj, gvk)
+	defaults := pt.Scheme.Default
+	if normalized {
+		defaults = pt.Scheme.DefaultNormalized
+	}
+	out, err := defaults(obj, gvk)
 	if err != nil {
 		return nil, defaultingError(gvk, err)
 	}

@@ -30,6 +30,12 @@ import (
 
 // typedFast is k.typed(obj, gvk), or ok=false when the plan cannot tell.
 func (p *planner) typedFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (runtime.Object, bool) {
+	return p.typedWatched(k, obj, gvk, nil)
+}
+
+// typedWatched is typedFast that records in w, when not nil, the memory
+// the typed object is made of (watch).
+func (p *planner) typedWatched(k *kube, obj map[string]any, gvk schema.GroupVersionKind, w *watch) (runtime.Object, bool) {
 	if obj == nil {
 		return nil, false
 	}
@@ -42,7 +48,11 @@ func (p *planner) typedFast(k *kube, obj map[string]any, gvk schema.GroupVersion
 	// another type under a kind), without its lookups.
 	rv := reflect.New(n.t)
 	typed, isObject := rv.Interface().(runtime.Object)
-	if !isObject || !build(obj, rv.UnsafePointer(), n) {
+	if !isObject {
+		return nil, false
+	}
+	w.block(rv.UnsafePointer(), n.size)
+	if !buildWatched(obj, rv.UnsafePointer(), n, w) {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)

@@ -66,6 +66,12 @@ import (
 // reads): TestBuildIsFromUnstructured holds the typed objects it builds to
 // the converter's.
 func build(v any, p unsafe.Pointer, n *node) bool {
+	return buildWatched(v, p, n, nil)
+}
+
+// buildWatched is build that also records in w, when not nil, the memory
+// the typed value is made of (watch, defaultwatch.go).
+func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 	if v == nil {
 		return true // null reads as the zero value, which p holds
 	}
@@ -105,6 +111,8 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 		return true
 	}
 	if n.kind == nodeCustom && n.t == intOrStringType {
+		// All of an IntOrString lies in the value itself: its parent's
+		// block covers it.
 		// IntOrString.UnmarshalJSON of json.Marshal(v): a string (valid
 		// UTF-8, which the JSON round trip keeps) or an int32.
 		x := (*intstr.IntOrString)(p)
@@ -122,6 +130,7 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 		}
 	}
 	if n.kind == nodeCustom {
+		w.value(p, n, v)
 		if ok, done := buildKnown(v, p, n); done {
 			return ok
 		}
@@ -143,6 +152,7 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 		if err != nil {
 			return false
 		}
+		w.block(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
 		*(*[]byte)(p) = b
 		return true
 	case nodeMap:
@@ -150,6 +160,10 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 		if !ok || m == nil {
 			return false
 		}
+		// A map's entries lie outside the blocks: the map is watched as a
+		// whole, what its values are made of included (nothing below is
+		// recorded).
+		w.value(p, n, v)
 		if n.t == stringMapType {
 			out := make(map[string]string, len(m))
 			for k, item := range m {
@@ -173,7 +187,7 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 		evp, e := ev.UnsafePointer(), ev.Elem()
 		for k, item := range m {
 			e.SetZero()
-			if !build(item, evp, n.elem) {
+			if !buildWatched(item, evp, n.elem, nil) {
 				return false
 			}
 			key.SetString(k)
@@ -196,15 +210,17 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 		dv.Grow(len(l))
 		dv.SetLen(len(l))
 		data, size := dv.UnsafePointer(), n.elem.size
+		w.block(data, uintptr(len(l))*size)
 		for i, item := range l {
-			if !build(item, unsafe.Add(data, uintptr(i)*size), n.elem) {
+			if !buildWatched(item, unsafe.Add(data, uintptr(i)*size), n.elem, w) {
 				return false
 			}
 		}
 		return true
 	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
-		if !build(v, q, n.elem) {
+		w.block(q, n.elem.size)
+		if !buildWatched(v, q, n.elem, w) {
 			return false
 		}
 		*(*unsafe.Pointer)(p) = q
@@ -219,7 +235,7 @@ func build(v any, p unsafe.Pointer, n *node) bool {
 			if f == nil {
 				continue // the converter reads only the type's fields
 			}
-			if !build(item, unsafe.Add(p, f.offset), f.node) {
+			if !buildWatched(item, unsafe.Add(p, f.offset), f.node, w) {
 				return false
 			}
 		}
@@ -810,14 +826,39 @@ func sameValue(o, prev any) bool {
 
 // defaultFast is defaultReference for built-in kind gvk (already checked by
 // the caller: recognized, not a custom resource, obj not nil), or ok=false
-// when the plan cannot tell.
-func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	typed, ok := p.typedFast(k, obj, gvk)
+// when the plan cannot tell. When obj is in normalized form (normalized),
+// an object the defaulters leave alone comes back as obj without being
+// written again (watch, defaultwatch.go).
+func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind, normalized bool) (map[string]any, bool) {
+	var w *watch
+	if av, _ := obj["apiVersion"].(string); normalized && obj["kind"] == any(gvk.Kind) && sameGroupVersion(av, gvk.GroupVersion()) {
+		// (Normalized form has the apiVersion and kind of gvk, which
+		// typedWatched sets whatever obj says: checked all the same.)
+		w = p.getWatch()
+		defer p.putWatch(w)
+	}
+	typed, ok := p.typedWatched(k, obj, gvk, w)
 	if !ok {
 		return nil, false
 	}
+	if w != nil && typed.GetObjectKind().GroupVersionKind() != gvk {
+		// A type without apiVersion and kind (WatchEvent): ToUnstructured
+		// writes none, whatever obj holds.
+		w = nil
+	}
+	if w != nil {
+		w.take()
+	}
 	k.scheme.Default(typed)
-	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	if typed.GetObjectKind().GroupVersionKind() != gvk {
+		// typedWatched set it: only a defaulter that changed it makes it
+		// differ (setting it again would write new strings, a change to
+		// the watch).
+		typed.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	if w != nil && p.unchanged(w) {
+		return obj, true
+	}
 	m, ok := p.emitObject(reflect.ValueOf(typed).UnsafePointer(), p.typedKind(k.scheme, gvk), obj)
 	if !ok {
 		return nil, false
@@ -828,6 +869,39 @@ func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 		return obj, true
 	}
 	return m, true
+}
+
+// sameGroupVersion tells whether apiVersion is gv's.
+func sameGroupVersion(apiVersion string, gv schema.GroupVersion) bool {
+	parsed, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && apiVersion != "" && parsed == gv
+}
+
+// getWatch is an empty watch from the planner's pool.
+func (p *planner) getWatch() *watch {
+	w, _ := p.watches.Get().(*watch)
+	if w == nil {
+		w = &watch{}
+	}
+	return w
+}
+
+// putWatch returns w, emptied, to the planner's pool.
+func (p *planner) putWatch(w *watch) {
+	w.reset()
+	p.watches.Put(w)
+}
+
+// unchanged is w.unchanged with an emitter of the planner's pool.
+func (p *planner) unchanged(w *watch) bool {
+	e, _ := p.emitters.Get().(*emitter)
+	if e == nil {
+		e = &emitter{}
+	}
+	same := w.unchanged(e)
+	e.scratch = e.scratch[:0]
+	p.emitters.Put(e)
+	return same
 }
 
 // emitObject is emit of the object of struct plan n at p as a map (the

@@ -55,9 +55,62 @@ func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.Gr
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, fast = s.plans.defaultFast(k, obj, gvk)
+		_, fast = s.plans.defaultFast(k, obj, gvk, false)
 	}
+	checkDefaultNormalized(t, s, obj, gvk)
 	return fast
+}
+
+// checkDefaultNormalized fails unless DefaultNormalized of obj in
+// normalized form (normalizeReference's) is, bit for bit, the reference's
+// defaulting of it, and that form itself when the reference returns it.
+// It reports whether the watch told that the defaulters changed nothing.
+func checkDefaultNormalized(t testing.TB, s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (unchanged bool) {
+	t.Helper()
+	if obj == nil {
+		return false
+	}
+	n, err := s.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+	if err != nil || n == nil {
+		return false
+	}
+	before := valuetest.DeepCopy(n)
+	want, wantErr := s.defaultReference(valuetest.DeepCopy(n).(map[string]any), gvk)
+	got, err := s.DefaultNormalized(n, gvk)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("%s: DefaultNormalized error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
+	}
+	if !valuetest.BitsEqual(got, want) {
+		t.Fatalf("%s: DefaultNormalized differs from the typed round trip\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, before, got, want)
+	}
+	if !valuetest.BitsEqual(n, before) {
+		t.Fatalf("%s: the input was modified: %#v, was %#v", gvk.Kind, n, before)
+	}
+	if wantErr == nil && jsonEqualsInput(s, n, gvk) && !jsonvalue.SameMap(got, n) {
+		t.Fatalf("%s: the reference returns the input itself, DefaultNormalized a copy", gvk.Kind)
+	}
+	return s.watchUnchanged(t, n, gvk)
+}
+
+// watchUnchanged tells whether defaultFast's watch says that the
+// defaulters left obj's typed object as built.
+func (s *Scheme) watchUnchanged(t testing.TB, obj map[string]any, gvk schema.GroupVersionKind) bool {
+	t.Helper()
+	if !s.Recognizes(gvk) || s.crs.Recognizes(gvk) {
+		return false
+	}
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watch{}
+	typed, ok := s.plans.typedWatched(k, obj, gvk, w)
+	if !ok {
+		return false
+	}
+	w.take()
+	k.scheme.Default(typed)
+	return s.plans.unchanged(w)
 }
 
 // jsonEqualsInput reports whether defaultReference returns obj itself.
@@ -302,9 +355,12 @@ func TestDefaultFixedPointComesBackAsItIs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, ok := s.plans.defaultFast(k, d, in.GVK)
+		out, ok := s.plans.defaultFast(k, d, in.GVK, false)
 		if !ok || !jsonvalue.SameMap(out, d) {
 			t.Errorf("%s: a defaulted object did not come back as it is (fast path %v)", in.Name, ok)
+		}
+		if !s.watchUnchanged(t, d, in.GVK) {
+			t.Errorf("%s: the watch sees a change in a defaulted object: DefaultNormalized writes it again", in.Name)
 		}
 	}
 }
@@ -618,5 +674,74 @@ func TestEmitQuantityAgainstItsText(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDefaultNormalizedSeesEveryWrite holds the watch to the writes the
+// defaulters make, one kind of memory at a time: into an existing map (a
+// Pod's requests filled from its limits, a quantity rounded in place), a
+// slice's elements (a Service's port, a container's pull policy), a new
+// pointer (a Deployment's replicas). Each object, in normalized form, is
+// changed by the reference's defaulting: the watch must see it, and
+// DefaultNormalized give the reference's result; once defaulted, the watch
+// must see nothing.
+func TestDefaultNormalizedSeesEveryWrite(t *testing.T) {
+	s := New()
+	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	container := func(resources map[string]any) map[string]any {
+		return map[string]any{"name": "c", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent",
+			"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "resources": resources}
+	}
+	pod := func(c map[string]any) map[string]any {
+		d, err := s.defaultReference(map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "labels": map[string]any{"app": "web"}},
+			"spec":     map[string]any{"containers": []any{container(nil)}}}, podGVK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d = valuetest.DeepCopy(d).(map[string]any)
+		spec := d["spec"].(map[string]any)
+		spec["containers"].([]any)[0] = c
+		return d
+	}
+	cases := map[string]struct {
+		gvk schema.GroupVersionKind
+		obj map[string]any
+	}{
+		"into an existing map": {podGVK, pod(container(map[string]any{
+			"limits": map[string]any{"cpu": "1", "memory": "1Gi"}, "requests": map[string]any{"memory": "1Gi"}}))},
+		"a quantity rounded in a map": {podGVK, pod(container(map[string]any{
+			"requests": map[string]any{"cpu": "0.0001"}}))},
+		"a slice element's field": {podGVK, pod(map[string]any{"name": "c", "image": "nginx:latest",
+			"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"})},
+		"a port of a list": {schema.GroupVersionKind{Version: "v1", Kind: "Service"}, map[string]any{
+			"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "s"},
+			"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}},
+		"a new pointer": {schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d"}}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			n, err := s.normalizeReference(c.obj, c.gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := s.defaultReference(valuetest.DeepCopy(n).(map[string]any), c.gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if valuetest.BitsEqual(want, n) {
+				t.Fatalf("the defaulters change nothing in %s: the case tests nothing", mustJSONText(n))
+			}
+			if s.watchUnchanged(t, n, c.gvk) {
+				t.Errorf("the watch missed the defaulters' change: %s\nto %s", mustJSONText(n), mustJSONText(want))
+			}
+			if checkDefaultNormalized(t, s, n, c.gvk) {
+				t.Error("checkDefaultNormalized: the watch missed the change")
+			}
+			if !checkDefaultNormalized(t, s, want, c.gvk) {
+				t.Errorf("the watch sees a change in the defaulted %s", mustJSONText(want))
+			}
+		})
 	}
 }

@@ -84,9 +84,10 @@ func inertKinds() map[schema.GroupVersionKind]*inertKind {
 // without running the defaulters; when they lie in those fields and in
 // elements of lists whose elements are defaulted one by one
 // (incremental_units.go), only the changed elements are defaulted;
-// otherwise it is Default(obj, gvk). For a custom resource, structural
-// defaulting runs only on the paths to what changed and on the changed
-// subtrees (customresource_incremental.go).
+// otherwise it is Default(obj, gvk), through DefaultNormalized (obj is in
+// normalized form). For a custom resource, structural defaulting runs
+// only on the paths to what changed and on the changed subtrees
+// (customresource_incremental.go).
 func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
 	if obj != nil && base != nil && s != nil && s.crs.Recognizes(gvk) {
 		if out, ok := s.crs.defaultFrom(obj, base, gvk); ok {
@@ -106,7 +107,7 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 			}
 		}
 	}
-	return s.Default(obj, gvk)
+	return s.DefaultNormalized(obj, gvk)
 }
 
 // onlyInertChanges tells whether every difference between obj and base

@@ -268,11 +268,20 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 	if pn == nil {
 		return nil, false
 	}
-	typed, ok := s.plans.typedFast(k, unitObject(pn, u.path, parent, list, elem), gvk)
+	// elem is an element of an object in normalized form (DefaultFrom's
+	// obj), in normalized form itself: when the defaulters leave the typed
+	// object as built (watch), its element is written as elem.
+	w := s.plans.getWatch()
+	defer s.plans.putWatch(w)
+	typed, ok := s.plans.typedWatched(k, unitObject(pn, u.path, parent, list, elem), gvk, w)
 	if !ok {
 		return nil, false
 	}
+	w.take()
 	k.scheme.Default(typed)
+	if s.plans.unchanged(w) {
+		return elem, true
+	}
 	at := reflect.ValueOf(typed).UnsafePointer()
 	n := root
 	for _, step := range u.path {

@@ -126,7 +126,18 @@ func internalVersion(gvk schema.GroupVersionKind) schema.GroupVersion {
 // when it can tell (defaultFast), defaultReference otherwise; the result
 // may then share the subtrees the defaulters left alone with obj.
 func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	return s.defaults(obj, gvk, true)
+	return s.defaults(obj, gvk, true, false)
+}
+
+// DefaultNormalized is Default for obj in normalized form: a result of
+// Normalize, NormalizeRequest, DecodeRequest, Patch, Default or
+// DefaultNormalized for kind gvk, or one of the mutation results mutatis
+// derives from them (what ToUnstructured writes for some value of the
+// kind's Go type). When the defaulters change nothing, it tells so without
+// writing the object again and returns obj (defaultwatch.go); the result
+// is Default's.
+func (s *Scheme) DefaultNormalized(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.defaults(obj, gvk, true, true)
 }
 
 // defaultReference is Default through the typed round trip, the
@@ -135,11 +146,12 @@ func (s *Scheme) Default(obj map[string]any, gvk schema.GroupVersionKind) (map[s
 // scheme's defaulters, ToUnstructured, and the input itself when that
 // changed nothing.
 func (s *Scheme) defaultReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	return s.defaults(obj, gvk, false)
+	return s.defaults(obj, gvk, false, false)
 }
 
-// defaults is Default, through the fast path when fast is set.
-func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast bool) (map[string]any, error) {
+// defaults is Default, through the fast path when fast is set, for obj in
+// normalized form when normalized is (DefaultNormalized).
+func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast, normalized bool) (map[string]any, error) {
 	if obj != nil && s != nil && s.crs.Recognizes(gvk) {
 		return s.crs.Default(obj, gvk)
 	}
@@ -151,7 +163,7 @@ func (s *Scheme) defaults(obj map[string]any, gvk schema.GroupVersionKind, fast 
 		return nil, err
 	}
 	if fast {
-		if out, ok := s.plans.defaultFast(k, obj, gvk); ok {
+		if out, ok := s.plans.defaultFast(k, obj, gvk, normalized); ok {
 			return out, nil
 		}
 	}

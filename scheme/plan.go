@@ -54,6 +54,8 @@ type planner struct {
 	zeros map[reflect.Type]map[string]any
 	// emitters recycles emit's scratch space (emitObject).
 	emitters sync.Pool
+	// watches recycles the watches of defaultFast.
+	watches sync.Pool
 }
 
 // cow is a map that lookups read without locking or allocating, and that

@@ -1,0 +1,114 @@
+package scheme
+
+import (
+	"bytes"
+	"unsafe"
+)
+
+// Telling, without writing the object again, that the defaulters changed
+// nothing (Scheme.DefaultNormalized).
+//
+// defaultReference is ToUnstructured(Default(FromUnstructured(obj))), and
+// obj itself when that is equal to obj. When the defaulters leave the typed
+// object as FromUnstructured built it, that is ToUnstructured of
+// FromUnstructured(obj): obj normalized, which is obj again when obj is in
+// normalized form already (a result of Normalize, Patch, DecodeRequest,
+// Default: ToUnstructured's output, which the round trip writes as it is,
+// the premise of normalize's reuse of a base too). What remains to know is
+// whether the defaulters wrote anything, and build knows where the typed
+// object lies: a watch records it as it builds (buildWatched).
+//
+//   - blocks are the memory build allocates and fills: the object's
+//     struct, the structs pointers point to, the arrays of slices, the
+//     bytes of []byte fields. Whatever a defaulter writes there (a
+//     field, a pointer to something new, a slice header, a string) changes
+//     their bytes, which a copy taken before the defaulters run tells.
+//     What blocks point to and build did not allocate is immutable
+//     (strings) or shared by every value (a time's *Location).
+//   - values are what lies outside the blocks: maps (their entries, and
+//     everything their values hold) and values of custom types whose
+//     converter entry may allocate what it likes (quantities, raw
+//     extensions). They are written again, as emit writes them, and must
+//     come back as the input's own value (sameValue), as they do from an
+//     object in normalized form that nothing changed.
+//
+// A change either way (padding bytes a defaulter copied over, a quantity
+// caching its text) only sends the object through emit, as before: the
+// watch may say "changed" for nothing, never "unchanged" for a change.
+// TestDefaultNormalizedIsDefault holds the result to defaultReference over
+// every built-in kind.
+type watch struct {
+	blocks []watchedBlock
+	values []watchedValue
+	// snap is the blocks' bytes, one after the other, before the
+	// defaulters ran.
+	snap []byte
+}
+
+type watchedBlock struct {
+	p    unsafe.Pointer
+	size uintptr
+}
+
+// watchedValue is a value of n's type at p, built from prev.
+type watchedValue struct {
+	p    unsafe.Pointer
+	n    *node
+	prev any
+}
+
+// block records size bytes at p as part of the typed value.
+func (w *watch) block(p unsafe.Pointer, size uintptr) {
+	if w == nil || size == 0 {
+		return
+	}
+	w.blocks = append(w.blocks, watchedBlock{p, size})
+}
+
+// value records the map or custom value of n's type at p, built from
+// prev. A time holds nothing outside itself but its *Location, which is
+// not the object's: its parent's block covers it.
+func (w *watch) value(p unsafe.Pointer, n *node, prev any) {
+	if w == nil || n.t == timeType {
+		return
+	}
+	w.values = append(w.values, watchedValue{p, n, prev})
+}
+
+// take copies the blocks' bytes, as they are before the defaulters run.
+func (w *watch) take() {
+	w.snap = w.snap[:0]
+	for _, b := range w.blocks {
+		w.snap = append(w.snap, unsafe.Slice((*byte)(b.p), b.size)...)
+	}
+}
+
+// unchanged tells whether the typed value is still the one take saw, its
+// maps and custom values still written as their input (with e's scratch
+// space).
+func (w *watch) unchanged(e *emitter) bool {
+	off := uintptr(0)
+	for _, b := range w.blocks {
+		if !bytes.Equal(unsafe.Slice((*byte)(b.p), b.size), w.snap[off:off+b.size]) {
+			return false
+		}
+		off += b.size
+	}
+	for _, v := range w.values {
+		// Nothing is recorded within a map: values lie in structs, slices
+		// and pointers, which the converter reaches addressable.
+		o, ok := e.emit(v.p, v.n, v.prev, true)
+		if !ok || !sameValue(o, v.prev) {
+			return false
+		}
+	}
+	return true
+}
+
+// reset forgets what w recorded (holding on to none of it), keeping its
+// space.
+func (w *watch) reset() {
+	clear(w.blocks)
+	clear(w.values)
+	w.blocks, w.values, w.snap = w.blocks[:0], w.values[:0], w.snap[:0]
+}
