@@ -170,7 +170,8 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, _ *chain.
 	if matching.PolicyExempt(a) {
 		return out, nil
 	}
-	var cands []int
+	var candBuf [32]int
+	cands := candBuf[:0]
 	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
 		cands = append(cands, i)
 		return true
@@ -209,6 +210,9 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
 	out.Validations = slices.Grow(out.Validations, len(cands))
 	var buf scratch
+	// The records' decisions are cut from one slab (a few when params
+	// multiply the evaluations), each with its own capacity.
+	decisions := decisionSlab{next: e.decisionsHint(cands)}
 
 	ctx, release := compiler.WithSharedFrame(ctx)
 	defer release()
@@ -256,7 +260,12 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				record(rec)
 				continue
 			}
-			ps, err := e.cfg.Params.CollectRef(ctx, p.Spec.ParamKind, h.refs[j], a.Namespace)
+			// Without a paramKind or paramRef, one evaluation with params
+			// null (what CollectRef answers, without its allocation).
+			ps, err := noParams[:], error(nil)
+			if params.Bound(p.Spec.ParamKind, b.Spec.ParamRef) {
+				ps, err = e.cfg.Params.CollectRef(ctx, p.Spec.ParamKind, h.refs[j], a.Namespace)
+			}
 			if err != nil {
 				addConfigError(err, p, b)
 				rec.Skip, rec.Err = chain.SkipParams, err
@@ -302,6 +311,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 					// false (a policy has validations or auditAnnotations).
 					prec.Skip = chain.SkipMatchConditionFalse
 				}
+				prec.Decisions = decisions.take(len(result.Decisions))
 				for i, d := range result.Decisions {
 					prec.Decisions = append(prec.Decisions, chain.Decision{
 						Action: chain.DecisionAction(d.Action), Error: d.Evaluation == upstream.EvalError,
@@ -362,6 +372,45 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		out.Denied = refusal(attrs, denied[0])
 	}
 	return nil
+}
+
+// noParams is the params of a binding without paramKind or paramRef: one
+// evaluation, params null (read only).
+var noParams = [1]params.Param{{}}
+
+// decisionSlab hands out the records' decision slices from one backing
+// array: each taken slice is empty with its own capacity, so that an
+// append past it reallocates instead of running into the next.
+type decisionSlab struct {
+	free []chain.Decision
+	// next is the size of the next backing array.
+	next int
+}
+
+// take returns an empty slice with capacity n.
+func (s *decisionSlab) take(n int) []chain.Decision {
+	if n == 0 {
+		return nil
+	}
+	if cap(s.free) < n {
+		size := max(n, s.next)
+		s.free = make([]chain.Decision, size)
+		s.next = 2 * size
+	}
+	out := s.free[:0:n]
+	s.free = s.free[n:]
+	return out
+}
+
+// decisionsHint is how many decisions the candidate hooks make when every
+// binding evaluates once: the first slab's size.
+func (e *Evaluator) decisionsHint(cands []int) int {
+	n := 0
+	for _, i := range cands {
+		h := &e.hooks[i]
+		n += len(h.Policy.Spec.Validations) * len(h.Bindings)
+	}
+	return n
 }
 
 // refusal is kube-apiserver's answer to the first denying decision: the
