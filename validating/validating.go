@@ -91,6 +91,9 @@ type Hook struct {
 	criteria        *matching.Criteria
 	bindingCriteria []*matching.Criteria
 	refs            []*params.Ref
+	// paramValues remembers each param object as bound for this policy
+	// (paramOf), by object.
+	paramValues *params.Memo
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -117,15 +120,22 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
 	}
-	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Scheme != nil {
+	if cfg.Params != nil {
+		// The Evaluator's own collector: with the scheme, and presenting
+		// each param once (params.Memo), not on every request.
 		p := *cfg.Params
-		p.Scheme = cfg.Scheme
+		if p.Scheme == nil {
+			p.Scheme = cfg.Scheme
+		}
+		if p.Memo == nil {
+			p.Memo = new(params.Memo)
+		}
 		cfg.Params = &p
 	}
 	e := &Evaluator{cfg: cfg, observer: comp.observer, index: matching.NewIndex[int](cfg.Matcher.Table())}
 	for _, g := range binding.GroupValidating(policies, bindings) {
 		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
-		h := Hook{Policy: g.Policy, Bindings: g.Bindings}
+		h := Hook{Policy: g.Policy, Bindings: g.Bindings, paramValues: new(params.Memo)}
 		h.compiled, h.compileErr = comp.compile(g.Policy)
 		h.criteria = matching.NewCriteria(g.Policy.Spec.MatchConstraints)
 		h.bindingCriteria = make([]*matching.Criteria, len(g.Bindings))
@@ -303,7 +313,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				in.params, in.paramsValue = nil, nil
 				if param.Object != nil {
 					prec.Param = param.Namespace + "/" + param.Name
-					in.params, in.paramsValue = paramOf(param.Object, p.Spec.ParamKind)
+					in.params, in.paramsValue = h.paramOf(param)
 				}
 				result := h.validate(ctx, &in, e.observer, &buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
@@ -531,6 +541,27 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 		return nil, nil
 	}
 	return e.cfg.Matcher.Namespace(ctx, name)
+}
+
+// boundParam is a param as paramOf binds it.
+type boundParam struct {
+	params map[string]any
+	value  ref.Val
+}
+
+// paramOf is paramOf of the param's content, remembered by its object (a
+// param's binding depends on the object and the policy's paramKind
+// alone).
+func (h *Hook) paramOf(p params.Param) (map[string]any, ref.Val) {
+	if p.Source == nil {
+		return paramOf(p.Object, h.Policy.Spec.ParamKind)
+	}
+	v, _ := h.paramValues.Get(p.Source, func() (any, error) {
+		m, val := paramOf(p.Object, h.Policy.Spec.ParamKind)
+		return boundParam{m, val}, nil
+	})
+	b := v.(boundParam)
+	return b.params, b.value
 }
 
 // paramOf is a param as the dispatcher hands it to CEL: a typed built-in
