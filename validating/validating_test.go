@@ -440,3 +440,59 @@ func TestNewEvaluatorFollowsSelectorChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluatorFollowsParamChanges: an Evaluator presents and binds each
+// param object once (params.Memo), by the object; a param replaced by a
+// changed copy, as informers and the cluster replace them, is what the
+// next admission sees, by name and by selector.
+func TestEvaluatorFollowsParamChanges(t *testing.T) {
+	for _, ref := range []string{"paramRef: {name: limits, parameterNotFoundAction: Deny}", "paramRef: {selector: {matchLabels: {policy: replicas}}, parameterNotFoundAction: Deny}"} {
+		t.Run(ref, func(t *testing.T) {
+			ctx := context.Background()
+			set, err := manifest.Parse("policies.yaml", []byte(vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
+  validations:
+  - expression: object.spec.replicas <= int(params.data.maxReplicas)
+    messageExpression: "params.metadata.name + ' allows ' + params.data.maxReplicas"`, "  validationActions: [Warn]\n  "+ref)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim := newCluster(t)
+			policies, bindings := set.ValidatingAPIObjects()
+			ev, err := sim.ValidatingPolicies(nil, policies, bindings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warning := func(name, max string) string {
+				return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': %s allows %s", name, max)
+			}
+			strict := warning("limits-strict", "2")
+			if strings.Contains(ref, "name:") {
+				strict = ""
+			}
+			expect := func(warnings ...string) want {
+				var w want
+				for _, s := range warnings {
+					if s != "" {
+						w.warnings = append(w.warnings, s)
+					}
+				}
+				return w
+			}
+			for range 2 {
+				checkValidation(t, ctx, sim, ev, deployment, "", admission.Create, expect(warning("limits", "3"), strict), chain.NotSkipped)
+			}
+			// limits replaced by a changed copy: maxReplicas 4, then 10.
+			for _, max := range []string{"4", "10"} {
+				changed := object(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits, namespace: prod, labels: {policy: replicas}}\ndata: {maxReplicas: %q}\n", max))
+				sim.Params.Put(changed)
+				w := warning("limits", max)
+				if max == "10" {
+					w = ""
+				}
+				for range 2 {
+					checkValidation(t, ctx, sim, ev, deployment, "", admission.Create, expect(w, strict), chain.NotSkipped)
+				}
+			}
+		})
+	}
+}
