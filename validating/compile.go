@@ -84,3 +84,22 @@ func kindOf(k compiler.Kind) ExpressionKind {
 	}
 	return KindVariable
 }
+
+// references tells whether an expression of vp that compiled resolves the
+// variable name (its checked AST refers to the declaration): a variable no
+// expression refers to is never bound.
+func references(vp *compiler.ValidatingPolicy, name string) bool {
+	for _, exprs := range [][]*compiler.Expression{vp.Variables, vp.MatchConditions, vp.Validations, vp.MessageExpressions, vp.AuditAnnotations} {
+		for _, e := range exprs {
+			if e == nil || e.AST() == nil {
+				continue
+			}
+			for _, r := range e.AST().NativeRep().ReferenceMap() {
+				if r.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

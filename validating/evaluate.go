@@ -36,7 +36,8 @@ type input struct {
 	// auditAnnotations see (the matched resource and kind);
 	// conditionsRequest the one the matchConditions see (the request's
 	// resource, the matched kind: upstream's matcher builds it from the
-	// versioned attributes).
+	// versioned attributes). Both are nil when no expression of the
+	// policy refers to request (Hook.usesRequest).
 	request, conditionsRequest *admissionv1.AdmissionRequest
 	// namespace is the namespace as the lister holds it (what the
 	// auditAnnotations see); namespaceObject its trimmed copy

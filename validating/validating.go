@@ -94,6 +94,9 @@ type Hook struct {
 	// paramValues remembers each param object as bound for this policy
 	// (paramOf), by object.
 	paramValues *params.Memo
+	// usesRequest tells whether an expression refers to "request": when
+	// none does, the request's AdmissionRequest is not built for it.
+	usesRequest bool
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -137,6 +140,7 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
 		h := Hook{Policy: g.Policy, Bindings: g.Bindings, paramValues: new(params.Memo)}
 		h.compiled, h.compileErr = comp.compile(g.Policy)
+		h.usesRequest = h.compiled != nil && references(h.compiled, compiler.RequestVar)
 		h.criteria = matching.NewCriteria(g.Policy.Spec.MatchConstraints)
 		h.bindingCriteria = make([]*matching.Criteria, len(g.Bindings))
 		h.refs = make([]*params.Ref, len(g.Bindings))
@@ -304,9 +308,11 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			}
 			in := input{
 				object: v.object, oldObject: v.oldObject,
-				request: v.request(a, m.Resource), conditionsRequest: v.request(a, a.Resource),
 				namespace: namespace, namespaceObject: namespaceObject,
 				authz: authz, attrs: attrs,
+			}
+			if h.usesRequest {
+				in.request, in.conditionsRequest = v.request(a, m.Resource), v.request(a, a.Resource)
 			}
 			for _, param := range ps {
 				prec := rec
