@@ -94,9 +94,11 @@ type Hook struct {
 	// paramValues remembers each param object as bound for this policy
 	// (paramOf), by object.
 	paramValues *params.Memo
-	// usesRequest tells whether an expression refers to "request": when
-	// none does, the request's AdmissionRequest is not built for it.
-	usesRequest bool
+	// usesRequest, usesNamespace and usesAuthorizer tell whether an
+	// expression refers to request, namespaceObject, authorizer (or
+	// authorizer.requestResource): what none refers to is not built for
+	// the policy.
+	usesRequest, usesNamespace, usesAuthorizer bool
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -140,7 +142,11 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
 		h := Hook{Policy: g.Policy, Bindings: g.Bindings, paramValues: new(params.Memo)}
 		h.compiled, h.compileErr = comp.compile(g.Policy)
-		h.usesRequest = h.compiled != nil && references(h.compiled, compiler.RequestVar)
+		if h.compiled != nil {
+			h.usesRequest = references(h.compiled, compiler.RequestVar)
+			h.usesNamespace = references(h.compiled, compiler.NamespaceVar)
+			h.usesAuthorizer = references(h.compiled, compiler.AuthorizerVar, compiler.RequestResourceAuthorizerVar)
+		}
 		h.criteria = matching.NewCriteria(g.Policy.Spec.MatchConstraints)
 		h.bindingCriteria = make([]*matching.Criteria, len(g.Bindings))
 		h.refs = make([]*params.Ref, len(g.Bindings))
@@ -230,10 +236,21 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 
 	ctx, release := compiler.WithSharedFrame(ctx)
 	defer release()
-	attrs := a.AdmissionAttributes()
-	authz := admissionauthorizer.NewCachingAuthorizer(e.cfg.Authorizer)
+	// The request's admission attributes and caching authorizer (one for
+	// every policy, as upstream's dispatcher shares it), made when a
+	// policy refers to the authorizer or a refusal needs the attributes.
+	var attrs admission.Attributes
+	attributes := func() admission.Attributes {
+		if attrs == nil {
+			attrs = a.AdmissionAttributes()
+		}
+		return attrs
+	}
+	var authz authorizer.UnconditionalAuthorizer
 	var views []*view
-	// The namespace, looked up once (for the first binding that needs it).
+	// The namespace, looked up once (for the first binding that needs it;
+	// its error ends the admission, as upstream's), and its trimmed copy
+	// for the first policy that refers to namespaceObject.
 	var namespace, namespaceObject *corev1.Namespace
 	namespaceLooked := false
 	for _, i := range cands {
@@ -303,16 +320,23 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				if namespace, err = e.namespaceObject(ctx, a); err != nil {
 					return err
 				}
-				namespaceObject = plugincel.CreateNamespaceObject(namespace)
 				namespaceLooked = true
 			}
-			in := input{
-				object: v.object, oldObject: v.oldObject,
-				namespace: namespace, namespaceObject: namespaceObject,
-				authz: authz, attrs: attrs,
-			}
+			in := input{object: v.object, oldObject: v.oldObject, namespace: namespace}
 			if h.usesRequest {
 				in.request, in.conditionsRequest = v.request(a, m.Resource), v.request(a, a.Resource)
+			}
+			if h.usesNamespace {
+				if namespaceObject == nil && namespace != nil {
+					namespaceObject = plugincel.CreateNamespaceObject(namespace)
+				}
+				in.namespaceObject = namespaceObject
+			}
+			if h.usesAuthorizer {
+				if authz == nil {
+					authz = admissionauthorizer.NewCachingAuthorizer(e.cfg.Authorizer)
+				}
+				in.authz, in.attrs = authz, attributes()
 			}
 			for _, param := range ps {
 				prec := rec
@@ -385,7 +409,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		publishValidationFailures(failures, out)
 	}
 	if len(denied) > 0 {
-		out.Denied = refusal(attrs, denied[0])
+		out.Denied = refusal(attributes(), denied[0])
 	}
 	return nil
 }
