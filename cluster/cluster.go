@@ -228,10 +228,7 @@ func (c *Cluster) Namespaces() []string {
 
 // Namespaced implements params.Scopes over the resource table.
 func (c *Cluster) Namespaced(gvk schema.GroupVersionKind) (namespaced, known bool) {
-	if rs := c.Table.ResourcesForKind(gvk); len(rs) > 0 {
-		return rs[0].Namespaced, true
-	}
-	return false, false
+	return c.Table.KindScope(gvk)
 }
 
 // Config returns the engine configuration over this cluster.

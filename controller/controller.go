@@ -584,10 +584,7 @@ func (c *Controller) namespace(ctx context.Context, name string) (*corev1.Namesp
 type scopes struct{ table *matching.Table }
 
 func (s scopes) Namespaced(gvk schema.GroupVersionKind) (namespaced, known bool) {
-	if rs := s.table.ResourcesForKind(gvk); len(rs) > 0 {
-		return rs[0].Namespaced, true
-	}
-	return false, false
+	return s.table.KindScope(gvk)
 }
 
 // publish records the status of the policy set just swapped in and wakes

@@ -84,7 +84,13 @@ type Table struct {
 	groupResources map[schema.GroupResource][]schema.GroupResource
 	// crds: CRD name -> the GVRs it registered.
 	crds map[string][]schema.GroupVersionResource
+	// scopes remembers KindScope's answers (gvk -> kindScope); cleared by
+	// every change of the resources.
+	scopes sync.Map
 }
+
+// kindScope is an answer of KindScope.
+type kindScope struct{ namespaced, known bool }
 
 var _ runtime.EquivalentResourceMapper = (*Table)(nil)
 
@@ -262,6 +268,7 @@ func (t *Table) register(r Resource, key string) {
 
 // insert is register without the rebuild of the key's group resources.
 func (t *Table) insert(r Resource, key string) {
+	t.scopes.Clear()
 	gvr := r.GroupVersionResource()
 	if _, ok := t.resources[gvr]; !ok {
 		t.order = append(t.order, gvr)
@@ -342,6 +349,30 @@ func (t *Table) ResourcesForKind(gvk schema.GroupVersionKind) []Resource {
 		}
 	}
 	return out
+}
+
+// KindScope tells whether the first resource registered for gvk
+// (ResourcesForKind's first) is namespaced; known is false when no
+// resource has that kind. The answer is remembered until the resources
+// change.
+func (t *Table) KindScope(gvk schema.GroupVersionKind) (namespaced, known bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if v, ok := t.scopes.Load(gvk); ok {
+		s := v.(kindScope)
+		return s.namespaced, s.known
+	}
+	// Under the read lock no writer runs: the answer stored is the
+	// current table's, and a later change clears it.
+	var s kindScope
+	for _, gvr := range t.order {
+		if r := t.resources[gvr]; r.GroupVersionKind() == gvk {
+			s = kindScope{namespaced: r.Namespaced, known: true}
+			break
+		}
+	}
+	t.scopes.Store(gvk, s)
+	return s.namespaced, s.known
 }
 
 // KindFor returns the kind registered for the resource and subresource, or the empty kind. It
@@ -458,6 +489,7 @@ func (t *Table) removeCRDLocked(name string) {
 		return
 	}
 	delete(t.crds, name)
+	t.scopes.Clear()
 	drop := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range gvrs {
 		drop[gvr] = true

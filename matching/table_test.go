@@ -323,3 +323,60 @@ func TestNewTableIsRegisterOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestKindScopeIsResourcesForKind holds KindScope, remembered until the
+// resources change, to the first of ResourcesForKind on every kind of the
+// built-in table and on a custom resource added, re-added with another
+// scope, and removed.
+func TestKindScopeIsResourcesForKind(t *testing.T) {
+	tb, err := NewBuiltinTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, gvks ...schema.GroupVersionKind) {
+		t.Helper()
+		for _, gvk := range gvks {
+			for range 2 { // computed, then remembered
+				namespaced, known := tb.KindScope(gvk)
+				rs := tb.ResourcesForKind(gvk)
+				if known != (len(rs) > 0) || (known && namespaced != rs[0].Namespaced) {
+					t.Fatalf("%s: KindScope(%v) = %v, %v; ResourcesForKind %+v", step, gvk, namespaced, known, rs)
+				}
+			}
+		}
+	}
+	var builtin []schema.GroupVersionKind
+	for _, r := range tb.Resources() {
+		builtin = append(builtin, r.GroupVersionKind())
+	}
+	if len(builtin) < 50 {
+		t.Fatalf("only %d built-in resources", len(builtin))
+	}
+	check("built-in", builtin...)
+	check("unknown", schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Nothing"})
+
+	check("before the CRD", widgetV1GVK)
+	if err := tb.AddCRD(widgetsCRD); err != nil {
+		t.Fatal(err)
+	}
+	if namespaced, known := tb.KindScope(widgetV1GVK); !namespaced || !known {
+		t.Fatalf("after AddCRD: KindScope = %v, %v", namespaced, known)
+	}
+	check("after AddCRD", append(builtin, widgetV1GVK)...)
+
+	clusterScoped := widgetsCRD.DeepCopy()
+	clusterScoped.Spec.Scope = apiextensionsv1.ClusterScoped
+	if err := tb.AddCRD(clusterScoped); err != nil {
+		t.Fatal(err)
+	}
+	if namespaced, known := tb.KindScope(widgetV1GVK); namespaced || !known {
+		t.Fatalf("after the CRD became cluster-scoped: KindScope = %v, %v", namespaced, known)
+	}
+	check("re-added cluster-scoped", widgetV1GVK)
+
+	tb.RemoveCRD(widgetsCRD.Name)
+	if _, known := tb.KindScope(widgetV1GVK); known {
+		t.Fatal("after RemoveCRD: the kind is still known")
+	}
+	check("after RemoveCRD", append(builtin, widgetV1GVK)...)
+}

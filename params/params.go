@@ -4,10 +4,12 @@
 package params
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -21,7 +23,9 @@ import (
 	"github.com/mutatis-dev/mutatis/scheme"
 )
 
-// Source gives access to the objects that can serve as params.
+// Source gives access to the objects that can serve as params. It never
+// changes an object it has returned: a changed object is a new one (as in
+// an informer's store; Memory holds what Put was given).
 type Source interface {
 	// Get returns the named object of kind gvk in namespace ("" for
 	// cluster-scoped kinds), or an error satisfying apierrors.IsNotFound.
@@ -45,6 +49,9 @@ type Param struct {
 	Namespace, Name string
 	// Object is the unstructured content bound to "params".
 	Object map[string]any
+	// Source is the object as the Source returned it (nil with a nil
+	// Object): the key a Memo remembers what is derived from it by.
+	Source *unstructured.Unstructured
 }
 
 // Collector resolves the params of bindings.
@@ -56,6 +63,10 @@ type Collector struct {
 	// (has(params.kind) is false); the Collector presents them identically,
 	// through the typed form (scheme.Scheme.Normalize).
 	Scheme *scheme.Scheme
+	// Memo, when set, remembers each param's presentation (Param.Object)
+	// by its object, so that a param is presented once, not on every
+	// request. The presentations are shared, read-only.
+	Memo *Memo
 
 	// reference makes the Collector present params through the typed round
 	// trip itself (presentReference), for tests.
@@ -172,14 +183,6 @@ func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv
 		if err != nil {
 			return nil, err
 		}
-		// Upstream iterates in informer order, which is undefined; mutatis
-		// evaluates params in namespace/name order.
-		sort.Slice(found, func(i, j int) bool {
-			if found[i].GetNamespace() != found[j].GetNamespace() {
-				return found[i].GetNamespace() < found[j].GetNamespace()
-			}
-			return found[i].GetName() < found[j].GetName()
-		})
 	default:
 		return nil, errors.New("one of name or selector must be provided")
 	}
@@ -187,15 +190,35 @@ func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv
 	if len(found) == 0 && ref.ParameterNotFoundAction != nil && *ref.ParameterNotFoundAction == admissionregistrationv1.DenyAction {
 		return nil, errors.New("no params found for policy binding with `Deny` parameterNotFoundAction")
 	}
-	out := make([]Param, 0, len(found))
-	for _, o := range found {
-		content, err := c.present(gvk, o)
+	out := make([]Param, len(found))
+	for i, o := range found {
+		out[i] = Param{Namespace: o.GetNamespace(), Name: o.GetName(), Source: o}
+	}
+	// Upstream iterates in informer order, which is undefined; mutatis
+	// evaluates params in namespace/name order.
+	slices.SortFunc(out, func(a, b Param) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	for i := range out {
+		content, err := c.presentMemo(gvk, out[i].Source)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Param{Namespace: o.GetNamespace(), Name: o.GetName(), Object: content})
+		out[i].Object = content
 	}
 	return out, nil
+}
+
+// presentMemo is present, through c.Memo when it is set.
+func (c *Collector) presentMemo(gvk schema.GroupVersionKind, o *unstructured.Unstructured) (map[string]any, error) {
+	if c.Memo == nil {
+		return c.present(gvk, o)
+	}
+	v, err := c.Memo.Get(o, func() (any, error) { return c.present(gvk, o) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
 }
 
 // present converts a param to the form kube-apiserver's informer holds:
@@ -250,34 +273,41 @@ func withoutTypeMeta(m map[string]any) map[string]any {
 // Delete keep it current.
 type Memory struct {
 	mu      sync.RWMutex
-	objects map[schema.GroupVersionKind]map[string]map[string]*unstructured.Unstructured // gvk → namespace → name
+	objects map[schema.GroupVersionKind]map[string]map[string]memoryEntry // gvk → namespace → name
+}
+
+// memoryEntry is an object of a Memory with its labels, read once.
+type memoryEntry struct {
+	object *unstructured.Unstructured
+	labels labels.Set
 }
 
 // NewMemory returns a Memory holding objs.
 func NewMemory(objs ...*unstructured.Unstructured) *Memory {
-	m := &Memory{objects: map[schema.GroupVersionKind]map[string]map[string]*unstructured.Unstructured{}}
+	m := &Memory{objects: map[schema.GroupVersionKind]map[string]map[string]memoryEntry{}}
 	for _, o := range objs {
 		m.Put(o)
 	}
 	return m
 }
 
-// Put adds or replaces an object.
+// Put adds or replaces an object. o is held as given: it must not be
+// changed afterwards (Put a changed copy instead).
 func (m *Memory) Put(o *unstructured.Unstructured) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	gvk := o.GroupVersionKind()
 	byNS := m.objects[gvk]
 	if byNS == nil {
-		byNS = map[string]map[string]*unstructured.Unstructured{}
+		byNS = map[string]map[string]memoryEntry{}
 		m.objects[gvk] = byNS
 	}
 	byName := byNS[o.GetNamespace()]
 	if byName == nil {
-		byName = map[string]*unstructured.Unstructured{}
+		byName = map[string]memoryEntry{}
 		byNS[o.GetNamespace()] = byName
 	}
-	byName[o.GetName()] = o
+	byName[o.GetName()] = memoryEntry{object: o, labels: labels.Set(o.GetLabels())}
 }
 
 // Delete removes an object if present.
@@ -291,8 +321,8 @@ func (m *Memory) Delete(gvk schema.GroupVersionKind, namespace, name string) {
 func (m *Memory) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if o, ok := m.objects[gvk][namespace][name]; ok {
-		return o, nil
+	if e, ok := m.objects[gvk][namespace][name]; ok {
+		return e.object, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, name)
 }
@@ -306,9 +336,9 @@ func (m *Memory) List(_ context.Context, gvk schema.GroupVersionKind, namespace 
 		if namespace != "" && ns != namespace {
 			continue
 		}
-		for _, o := range byName {
-			if selector.Matches(labels.Set(o.GetLabels())) {
-				out = append(out, o)
+		for _, e := range byName {
+			if selector.Matches(e.labels) {
+				out = append(out, e.object)
 			}
 		}
 	}

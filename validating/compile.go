@@ -1,6 +1,7 @@
 package validating
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -83,4 +84,23 @@ func kindOf(k compiler.Kind) ExpressionKind {
 		return KindMatchCondition
 	}
 	return KindVariable
+}
+
+// references tells whether an expression of vp that compiled resolves one
+// of the variables names (its checked AST refers to the declaration): a
+// variable no expression refers to is never bound.
+func references(vp *compiler.ValidatingPolicy, names ...string) bool {
+	for _, exprs := range [][]*compiler.Expression{vp.Variables, vp.MatchConditions, vp.Validations, vp.MessageExpressions, vp.AuditAnnotations} {
+		for _, e := range exprs {
+			if e == nil || e.AST() == nil {
+				continue
+			}
+			for _, r := range e.AST().NativeRep().ReferenceMap() {
+				if slices.Contains(names, r.Name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

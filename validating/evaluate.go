@@ -36,7 +36,8 @@ type input struct {
 	// auditAnnotations see (the matched resource and kind);
 	// conditionsRequest the one the matchConditions see (the request's
 	// resource, the matched kind: upstream's matcher builds it from the
-	// versioned attributes).
+	// versioned attributes). Both are nil when no expression of the
+	// policy refers to request (Hook.usesRequest).
 	request, conditionsRequest *admissionv1.AdmissionRequest
 	// namespace is the namespace as the lister holds it (what the
 	// auditAnnotations see); namespaceObject its trimmed copy
@@ -79,18 +80,14 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 
 	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
 	budget := int64(celconfig.RuntimeCELCostBudget)
-	evals, budget, err := evalAll(ctx, vp.Policy, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals)
+	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals)
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	h.observe(o, vp.Validations, evals)
 	// Every messageExpression, whatever its validation decided, under the
 	// budget the validations left.
-	messages, _, msgErr := evalAll(ctx, vp.Policy, vp.MessageExpressions, base, budget, &buf.messages)
-	if msgErr == nil {
-		h.observe(o, vp.MessageExpressions, messages)
-	}
-	decisions := make([]upstream.PolicyDecision, len(evals))
+	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages)
+	decisions := resize(&buf.decisions, len(evals))
 	for i, r := range evals {
 		d := &decisions[i]
 		d.Elapsed = r.Elapsed
@@ -98,7 +95,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 		switch {
 		case r.Err != nil:
 			d.Action, d.Evaluation, d.Message = decisionForError(f), upstream.EvalError, r.Err.Error()
-		case errors.Is(msgErr, apiservercel.ErrInternal) || errors.Is(msgErr, apiservercel.ErrOutOfBudget):
+		case msgErr != nil && (errors.Is(msgErr, apiservercel.ErrInternal) || errors.Is(msgErr, apiservercel.ErrOutOfBudget)):
 			d.Action, d.Evaluation, d.Message = decisionForError(f), upstream.EvalError, fmt.Sprintf("failed messageExpression: %s", msgErr)
 		case r.Value != celtypes.True:
 			d.Action, d.Evaluation = upstream.ActionDeny, upstream.EvalDeny
@@ -128,17 +125,19 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 			d.Action, d.Evaluation = upstream.ActionAdmit, upstream.EvalAdmit
 		}
 	}
+	if len(vp.AuditAnnotations) == 0 {
+		return upstream.ValidateResult{Decisions: decisions}
+	}
 
 	// The auditAnnotations: a budget of their own, the namespace as the
 	// lister holds it and no authorizer, as upstream binds them.
 	aa := base
 	aa.Namespace = in.namespace
-	annotations, _, err := evalAll(ctx, vp.Policy, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations)
+	annotations, _, err := h.evalObserved(ctx, o, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations)
 	if err != nil {
 		return errorResult(err.Error())
 	}
-	h.observe(o, vp.AuditAnnotations, annotations)
-	results := make([]upstream.PolicyAuditAnnotation, len(annotations))
+	results := resize(&buf.auditResults, len(annotations))
 	for i, r := range annotations {
 		res := &results[i]
 		res.Elapsed = r.Elapsed
@@ -174,9 +173,30 @@ func withAuthorizer(in compiler.Input, authz authorizer.UnconditionalAuthorizer)
 
 // scratch holds the results of one request's evaluations, reused from
 // one policy to the next (each filter's are read before the next policy's
-// evaluation).
+// evaluation), and the decisions and audit annotations validate returns
+// (read, and copied where kept, before the next validate).
 type scratch struct {
 	conditions, evals, messages, annotations []compiler.Result
+	decisions                                []upstream.PolicyDecision
+	auditResults                             []upstream.PolicyAuditAnnotation
+}
+
+// resize returns *buf with length n, zeroed, growing it when needed.
+func resize[T any](buf *[]T, n int) []T {
+	s := slices.Grow((*buf)[:0], n)[:n]
+	clear(s)
+	*buf = s
+	return s
+}
+
+// evalObserved is evalAll with the results told to o when the filter's
+// evaluation did not end in an error.
+func (h *Hook) evalObserved(ctx context.Context, o Observer, exprs []*compiler.Expression, in compiler.Input, budget int64, buf *[]compiler.Result) ([]compiler.Result, int64, error) {
+	results, budget, err := evalAll(ctx, h.compiled.Policy, exprs, in, budget, buf)
+	if err == nil {
+		h.observe(o, exprs, results)
+	}
+	return results, budget, err
 }
 
 // evalAll evaluates exprs in one activation (upstream's ForInput), in
@@ -188,9 +208,7 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 	if !slices.ContainsFunc(exprs, func(e *compiler.Expression) bool { return e != nil }) {
 		return nil, budget, nil
 	}
-	results := slices.Grow((*buf)[:0], len(exprs))[:len(exprs)]
-	clear(results)
-	*buf = results
+	results := resize(buf, len(exprs))
 	act := p.NewActivation(ctx, in)
 	for i, e := range exprs {
 		if e == nil {

@@ -91,6 +91,14 @@ type Hook struct {
 	criteria        *matching.Criteria
 	bindingCriteria []*matching.Criteria
 	refs            []*params.Ref
+	// paramValues remembers each param object as bound for this policy
+	// (paramOf), by object.
+	paramValues *params.Memo
+	// usesRequest, usesNamespace and usesAuthorizer tell whether an
+	// expression refers to request, namespaceObject, authorizer (or
+	// authorizer.requestResource): what none refers to is not built for
+	// the policy.
+	usesRequest, usesNamespace, usesAuthorizer bool
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -117,16 +125,28 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
 	}
-	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Scheme != nil {
+	if cfg.Params != nil {
+		// The Evaluator's own collector: with the scheme, and presenting
+		// each param once (params.Memo), not on every request.
 		p := *cfg.Params
-		p.Scheme = cfg.Scheme
+		if p.Scheme == nil {
+			p.Scheme = cfg.Scheme
+		}
+		if p.Memo == nil {
+			p.Memo = new(params.Memo)
+		}
 		cfg.Params = &p
 	}
 	e := &Evaluator{cfg: cfg, observer: comp.observer, index: matching.NewIndex[int](cfg.Matcher.Table())}
 	for _, g := range binding.GroupValidating(policies, bindings) {
 		e.index.Add(matching.SelectorForMatchResources(g.Policy.Spec.MatchConstraints), len(e.hooks))
-		h := Hook{Policy: g.Policy, Bindings: g.Bindings}
+		h := Hook{Policy: g.Policy, Bindings: g.Bindings, paramValues: new(params.Memo)}
 		h.compiled, h.compileErr = comp.compile(g.Policy)
+		if h.compiled != nil {
+			h.usesRequest = references(h.compiled, compiler.RequestVar)
+			h.usesNamespace = references(h.compiled, compiler.NamespaceVar)
+			h.usesAuthorizer = references(h.compiled, compiler.AuthorizerVar, compiler.RequestResourceAuthorizerVar)
+		}
 		h.criteria = matching.NewCriteria(g.Policy.Spec.MatchConstraints)
 		h.bindingCriteria = make([]*matching.Criteria, len(g.Bindings))
 		h.refs = make([]*params.Ref, len(g.Bindings))
@@ -170,7 +190,8 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, _ *chain.
 	if matching.PolicyExempt(a) {
 		return out, nil
 	}
-	var cands []int
+	var candBuf [32]int
+	cands := candBuf[:0]
 	e.index.Lookup(a.Operation, a.Resource, func(i int) bool {
 		cands = append(cands, i)
 		return true
@@ -209,13 +230,27 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
 	out.Validations = slices.Grow(out.Validations, len(cands))
 	var buf scratch
+	// The records' decisions are cut from one slab (a few when params
+	// multiply the evaluations), each with its own capacity.
+	decisions := decisionSlab{next: e.decisionsHint(cands)}
 
 	ctx, release := compiler.WithSharedFrame(ctx)
 	defer release()
-	attrs := a.AdmissionAttributes()
-	authz := admissionauthorizer.NewCachingAuthorizer(e.cfg.Authorizer)
+	// The request's admission attributes and caching authorizer (one for
+	// every policy, as upstream's dispatcher shares it), made when a
+	// policy refers to the authorizer or a refusal needs the attributes.
+	var attrs admission.Attributes
+	attributes := func() admission.Attributes {
+		if attrs == nil {
+			attrs = a.AdmissionAttributes()
+		}
+		return attrs
+	}
+	var authz authorizer.UnconditionalAuthorizer
 	var views []*view
-	// The namespace, looked up once (for the first binding that needs it).
+	// The namespace, looked up once (for the first binding that needs it;
+	// its error ends the admission, as upstream's), and its trimmed copy
+	// for the first policy that refers to namespaceObject.
 	var namespace, namespaceObject *corev1.Namespace
 	namespaceLooked := false
 	for _, i := range cands {
@@ -256,7 +291,12 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				record(rec)
 				continue
 			}
-			ps, err := e.cfg.Params.CollectRef(ctx, p.Spec.ParamKind, h.refs[j], a.Namespace)
+			// Without a paramKind or paramRef, one evaluation with params
+			// null (what CollectRef answers, without its allocation).
+			ps, err := noParams[:], error(nil)
+			if params.Bound(p.Spec.ParamKind, b.Spec.ParamRef) {
+				ps, err = e.cfg.Params.CollectRef(ctx, p.Spec.ParamKind, h.refs[j], a.Namespace)
+			}
 			if err != nil {
 				addConfigError(err, p, b)
 				rec.Skip, rec.Err = chain.SkipParams, err
@@ -280,21 +320,30 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				if namespace, err = e.namespaceObject(ctx, a); err != nil {
 					return err
 				}
-				namespaceObject = plugincel.CreateNamespaceObject(namespace)
 				namespaceLooked = true
 			}
-			in := input{
-				object: v.object, oldObject: v.oldObject,
-				request: v.request(a, m.Resource), conditionsRequest: v.request(a, a.Resource),
-				namespace: namespace, namespaceObject: namespaceObject,
-				authz: authz, attrs: attrs,
+			in := input{object: v.object, oldObject: v.oldObject, namespace: namespace}
+			if h.usesRequest {
+				in.request, in.conditionsRequest = v.request(a, m.Resource), v.request(a, a.Resource)
+			}
+			if h.usesNamespace {
+				if namespaceObject == nil && namespace != nil {
+					namespaceObject = plugincel.CreateNamespaceObject(namespace)
+				}
+				in.namespaceObject = namespaceObject
+			}
+			if h.usesAuthorizer {
+				if authz == nil {
+					authz = admissionauthorizer.NewCachingAuthorizer(e.cfg.Authorizer)
+				}
+				in.authz, in.attrs = authz, attributes()
 			}
 			for _, param := range ps {
 				prec := rec
 				in.params, in.paramsValue = nil, nil
 				if param.Object != nil {
 					prec.Param = param.Namespace + "/" + param.Name
-					in.params, in.paramsValue = paramOf(param.Object, p.Spec.ParamKind)
+					in.params, in.paramsValue = h.paramOf(param)
 				}
 				result := h.validate(ctx, &in, e.observer, &buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
@@ -302,6 +351,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 					// false (a policy has validations or auditAnnotations).
 					prec.Skip = chain.SkipMatchConditionFalse
 				}
+				prec.Decisions = decisions.take(len(result.Decisions))
 				for i, d := range result.Decisions {
 					prec.Decisions = append(prec.Decisions, chain.Decision{
 						Action: chain.DecisionAction(d.Action), Error: d.Evaluation == upstream.EvalError,
@@ -359,9 +409,48 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		publishValidationFailures(failures, out)
 	}
 	if len(denied) > 0 {
-		out.Denied = refusal(attrs, denied[0])
+		out.Denied = refusal(attributes(), denied[0])
 	}
 	return nil
+}
+
+// noParams is the params of a binding without paramKind or paramRef: one
+// evaluation, params null (read only).
+var noParams = [1]params.Param{{}}
+
+// decisionSlab hands out the records' decision slices from one backing
+// array: each taken slice is empty with its own capacity, so that an
+// append past it reallocates instead of running into the next.
+type decisionSlab struct {
+	free []chain.Decision
+	// next is the size of the next backing array.
+	next int
+}
+
+// take returns an empty slice with capacity n.
+func (s *decisionSlab) take(n int) []chain.Decision {
+	if n == 0 {
+		return nil
+	}
+	if cap(s.free) < n {
+		size := max(n, s.next)
+		s.free = make([]chain.Decision, size)
+		s.next = 2 * size
+	}
+	out := s.free[:0:n]
+	s.free = s.free[n:]
+	return out
+}
+
+// decisionsHint is how many decisions the candidate hooks make when every
+// binding evaluates once: the first slab's size.
+func (e *Evaluator) decisionsHint(cands []int) int {
+	n := 0
+	for _, i := range cands {
+		h := &e.hooks[i]
+		n += len(h.Policy.Spec.Validations) * len(h.Bindings)
+	}
+	return n
 }
 
 // refusal is kube-apiserver's answer to the first denying decision: the
@@ -482,6 +571,27 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 		return nil, nil
 	}
 	return e.cfg.Matcher.Namespace(ctx, name)
+}
+
+// boundParam is a param as paramOf binds it.
+type boundParam struct {
+	params map[string]any
+	value  ref.Val
+}
+
+// paramOf is paramOf of the param's content, remembered by its object (a
+// param's binding depends on the object and the policy's paramKind
+// alone).
+func (h *Hook) paramOf(p params.Param) (map[string]any, ref.Val) {
+	if p.Source == nil {
+		return paramOf(p.Object, h.Policy.Spec.ParamKind)
+	}
+	v, _ := h.paramValues.Get(p.Source, func() (any, error) {
+		m, val := paramOf(p.Object, h.Policy.Spec.ParamKind)
+		return boundParam{m, val}, nil
+	})
+	b := v.(boundParam)
+	return b.params, b.value
 }
 
 // paramOf is a param as the dispatcher hands it to CEL: a typed built-in

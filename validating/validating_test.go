@@ -190,6 +190,30 @@ func TestValidatingAdmissionPolicies(t *testing.T) {
 			oldObject: deployment, operation: admission.Delete,
 			want: want{code: 422, reason: "Invalid",
 				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'no-delete-prod' with binding 'no-delete-prod-binding' denied request: cannot delete web in prod`}},
+		// "request" is bound only for policies whose expressions refer to
+		// it: in a variable, a matchCondition or an auditAnnotation alone.
+		{name: "request in a variable only",
+			policies: vap("no-create", "  variables:\n  - name: op\n    expression: request.operation\n  validations:\n  - expression: variables.op != 'CREATE'\n    message: no create", "  validationActions: [Deny]"),
+			object:   deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'no-create' with binding 'no-create-binding' denied request: no create`}},
+		{name: "request in a matchCondition only",
+			policies: vap("updates", "  matchConditions:\n  - name: updates\n    expression: request.operation == 'UPDATE'\n  validations:\n  - expression: \"false\"", "  validationActions: [Deny]"),
+			object:   deployment,
+			skipped:  chain.SkipMatchConditionFalse},
+		{name: "request in an auditAnnotation only",
+			policies: vap("ops", "  validations:\n  - expression: \"true\"\n  auditAnnotations:\n  - key: op\n    valueExpression: request.operation + ' ' + request.name", "  validationActions: [Deny]"),
+			object:   deployment,
+			want:     want{audit: map[string]string{"ops/op": "CREATE web"}}},
+		// namespaceObject and the authorizer likewise.
+		{name: "namespaceObject in a variable only",
+			policies: vap("env", "  variables:\n  - name: env\n    expression: namespaceObject.metadata.labels.env\n  validations:\n  - expression: variables.env != 'prod'\n    messageExpression: \"'not in ' + variables.env\"", "  validationActions: [Deny]"),
+			object:   deployment,
+			want: want{code: 422, reason: "Invalid",
+				message: `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'env' with binding 'env-binding' denied request: not in prod`}},
+		{name: "authorizer.requestResource alone",
+			policies: vap("may-delete", "  validations:\n  - expression: authorizer.requestResource.check('delete').allowed()\n    message: not allowed", "  validationActions: [Deny]"),
+			object:   deployment},
 		{name: "the binding's matchResources do not select the request",
 			policies: vap("max-replicas", "  validations:\n  - expression: \"false\"", "  validationActions: [Deny]\n  matchResources:\n    namespaceSelector: {matchLabels: {env: dev}}"),
 			object:   deployment,
@@ -438,5 +462,61 @@ func TestNewEvaluatorFollowsSelectorChanges(t *testing.T) {
 				t.Fatalf("%s: records %+v, want the first skipped %v", step.name, res.Validations, step.skip)
 			}
 		}
+	}
+}
+
+// TestEvaluatorFollowsParamChanges: an Evaluator presents and binds each
+// param object once (params.Memo), by the object; a param replaced by a
+// changed copy, as informers and the cluster replace them, is what the
+// next admission sees, by name and by selector.
+func TestEvaluatorFollowsParamChanges(t *testing.T) {
+	for _, ref := range []string{"paramRef: {name: limits, parameterNotFoundAction: Deny}", "paramRef: {selector: {matchLabels: {policy: replicas}}, parameterNotFoundAction: Deny}"} {
+		t.Run(ref, func(t *testing.T) {
+			ctx := context.Background()
+			set, err := manifest.Parse("policies.yaml", []byte(vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
+  validations:
+  - expression: object.spec.replicas <= int(params.data.maxReplicas)
+    messageExpression: "params.metadata.name + ' allows ' + params.data.maxReplicas"`, "  validationActions: [Warn]\n  "+ref)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim := newCluster(t)
+			policies, bindings := set.ValidatingAPIObjects()
+			ev, err := sim.ValidatingPolicies(nil, policies, bindings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warning := func(name, max string) string {
+				return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': %s allows %s", name, max)
+			}
+			strict := warning("limits-strict", "2")
+			if strings.Contains(ref, "name:") {
+				strict = ""
+			}
+			expect := func(warnings ...string) want {
+				var w want
+				for _, s := range warnings {
+					if s != "" {
+						w.warnings = append(w.warnings, s)
+					}
+				}
+				return w
+			}
+			for range 2 {
+				checkValidation(t, ctx, sim, ev, deployment, "", admission.Create, expect(warning("limits", "3"), strict), chain.NotSkipped)
+			}
+			// limits replaced by a changed copy: maxReplicas 4, then 10.
+			for _, max := range []string{"4", "10"} {
+				changed := object(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits, namespace: prod, labels: {policy: replicas}}\ndata: {maxReplicas: %q}\n", max))
+				sim.Params.Put(changed)
+				w := warning("limits", max)
+				if max == "10" {
+					w = ""
+				}
+				for range 2 {
+					checkValidation(t, ctx, sim, ev, deployment, "", admission.Create, expect(w, strict), chain.NotSkipped)
+				}
+			}
+		})
 	}
 }
