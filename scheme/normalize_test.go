@@ -487,7 +487,8 @@ func TestZeroStructIsTheConverter(t *testing.T) {
 // kind of the scheme's types (every group and version, with the kinds
 // metav1.AddToGroupVersion registers in each: WatchEvent, the options,
 // Status): the zero object with its apiVersion and kind, without them, with
-// another kind's, and randomly filled objects; decode too. The other oracle
+// another kind's, and randomly filled objects; decode and NormalizeRequest
+// too. The other oracle
 // tests see only testobjects' real objects, all of kinds with TypeMeta: none
 // caught normalize writing apiVersion and kind into a WatchEvent, which has
 // neither (its GetObjectKind is schema.EmptyObjectKind).
@@ -536,6 +537,13 @@ func TestNormalizeOnEveryKind(t *testing.T) {
 		}
 		for name, obj := range inputs {
 			t.Run(gvk.String()+"/"+name, func(t *testing.T) {
+				// NormalizeRequest takes the same fast path; its fallback
+				// (JSON decoding) must agree too.
+				want, wantErr := pt.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+				got, err := pt.NormalizeRequest(valuetest.DeepCopy(obj).(map[string]any), gvk)
+				if wantErr == nil && (err != nil || !reflect.DeepEqual(got, want)) {
+					t.Errorf("NormalizeRequest = %v, %v; the typed round trip %v", got, err, want)
+				}
 				if !checkAgainstOracle(t, pt, obj, gvk) && name == "with apiVersion and kind" {
 					slow = append(slow, gvk.String())
 				}
