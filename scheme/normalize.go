@@ -85,7 +85,7 @@ const maxMemo = 4096
 // object it was merged into.
 func (pl *planner) normalize(types *runtime.Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	p := pl.kind(types, gvk)
-	if p == nil || p.root.fallback || p.root.kind != nodeStruct || obj == nil {
+	if p == nil || p.root.fallback || p.root.kind != nodeStruct || obj == nil || p.setsKind == setsOther {
 		return nil, false
 	}
 	var b any
@@ -98,8 +98,9 @@ func (pl *planner) normalize(types *runtime.Scheme, obj, base map[string]any, gv
 	}
 	m := out.(map[string]any)
 	// SetGroupVersionKind on the typed object: apiVersion and kind are those
-	// of gvk whatever the input said (both fields are omitempty).
-	if av, _ := m["apiVersion"].(string); av != p.apiVersion || m["kind"] != any(p.kind) {
+	// of gvk whatever the input said (both fields are omitempty); on a type
+	// without them (WatchEvent) it does nothing, and the walk dropped them.
+	if av, _ := m["apiVersion"].(string); p.setsKind == setsGVK && (av != p.apiVersion || m["kind"] != any(p.kind)) {
 		if jsonvalue.SameMap(m, obj) {
 			m = cloneMap(obj)
 		}

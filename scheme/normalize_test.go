@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/randfill"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -479,4 +481,78 @@ func TestZeroStructIsTheConverter(t *testing.T) {
 		t.Errorf("%d of %d struct types modelled: want nearly all", modelled, len(structs))
 	}
 	t.Logf("%d struct types, %d modelled", len(structs), modelled)
+}
+
+// TestNormalizeOnEveryKind normalizes, both ways, objects of every external
+// kind of the scheme's types (every group and version, with the kinds
+// metav1.AddToGroupVersion registers in each: WatchEvent, the options,
+// Status): the zero object with its apiVersion and kind, without them, with
+// another kind's, and randomly filled objects; decode and NormalizeRequest
+// too. The other oracle
+// tests see only testobjects' real objects, all of kinds with TypeMeta: none
+// caught normalize writing apiVersion and kind into a WatchEvent, which has
+// neither (its GetObjectKind is schema.EmptyObjectKind).
+func TestNormalizeOnEveryKind(t *testing.T) {
+	pt := New()
+	var gvks []schema.GroupVersionKind
+	for gvk := range pt.types.AllKnownTypes() {
+		if gvk.Version != runtime.APIVersionInternal && pt.Recognizes(gvk) {
+			gvks = append(gvks, gvk)
+		}
+	}
+	slices.SortFunc(gvks, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	fills := 3
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
+		fills = 1
+	}
+	var slow []string
+	for _, gvk := range gvks {
+		typed, err := pt.types.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with := valuetest.DeepCopy(zero).(map[string]any)
+		with["apiVersion"], with["kind"] = gvk.GroupVersion().String(), gvk.Kind
+		other := valuetest.DeepCopy(zero).(map[string]any)
+		other["apiVersion"], other["kind"] = "apps/v1", "Deployment"
+		empty := valuetest.DeepCopy(zero).(map[string]any)
+		empty["apiVersion"], empty["kind"] = "", ""
+		inputs := map[string]map[string]any{"zero": zero, "with apiVersion and kind": with, "another kind's": other, "empty apiVersion and kind": empty}
+		for seed := range fills {
+			f := randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...)
+			obj, err := pt.types.New(gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Fill(obj)
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+				u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+				inputs[fmt.Sprintf("filled %d", seed)] = u
+			}
+		}
+		for name, obj := range inputs {
+			t.Run(gvk.String()+"/"+name, func(t *testing.T) {
+				// NormalizeRequest takes the same fast path; its fallback
+				// (JSON decoding) must agree too.
+				want, wantErr := pt.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+				got, err := pt.NormalizeRequest(valuetest.DeepCopy(obj).(map[string]any), gvk)
+				if wantErr == nil && (err != nil || !reflect.DeepEqual(got, want)) {
+					t.Errorf("NormalizeRequest = %v, %v; the typed round trip %v", got, err, want)
+				}
+				if !checkAgainstOracle(t, pt, obj, gvk) && name == "with apiVersion and kind" {
+					slow = append(slow, gvk.String())
+				}
+				checkDecodeAgainstOracle(t, pt, obj, gvk)
+			})
+		}
+	}
+	t.Logf("%d kinds; the typed round trip for: %s", len(gvks), strings.Join(slow, ", "))
+	if len(slow) > 0 {
+		t.Errorf("kinds the fast path does not model: %s", strings.Join(slow, ", "))
+	}
 }

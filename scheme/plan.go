@@ -101,11 +101,41 @@ type typeKey struct {
 
 // kindPlan is the plan of one kind: its Go type's node, the same node
 // when build and emit model it (typed, nil otherwise), and the apiVersion
-// and kind the typed round trip sets (SetGroupVersionKind).
+// and kind the typed round trip sets (SetGroupVersionKind) when setsKind
+// (the type's GetObjectKind is its TypeMeta).
 type kindPlan struct {
 	root, typed *node
 	apiVersion  string
 	kind        string
+	setsKind    kindSetting
+}
+
+// kindSetting is what SetGroupVersionKind does to a kind's Go type.
+type kindSetting uint8
+
+const (
+	// setsGVK: it sets the type's apiVersion and kind (TypeMeta).
+	setsGVK kindSetting = iota
+	// setsNothing: it does nothing (schema.EmptyObjectKind: WatchEvent,
+	// which metav1.AddToGroupVersion registers in every group version,
+	// has no apiVersion and kind).
+	setsNothing
+	// setsOther: anything else, which normalize leaves to the typed round
+	// trip.
+	setsOther
+)
+
+// kindSettingOf tells what SetGroupVersionKind(gvk) does to obj.
+func kindSettingOf(obj runtime.Object, gvk schema.GroupVersionKind) kindSetting {
+	k := obj.GetObjectKind()
+	k.SetGroupVersionKind(gvk)
+	switch k.GroupVersionKind() {
+	case gvk:
+		return setsGVK
+	case schema.GroupVersionKind{}:
+		return setsNothing
+	}
+	return setsOther
 }
 
 type nodeKind uint8
@@ -221,7 +251,7 @@ func (p *planner) kind(types *runtime.Scheme, gvk schema.GroupVersionKind) *kind
 	var kp *kindPlan
 	if obj, err := types.New(gvk); err == nil {
 		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer {
-			kp = &kindPlan{root: p.node(t.Elem(), ""), typed: p.typedLocked(t.Elem()), apiVersion: gvk.GroupVersion().String(), kind: gvk.Kind}
+			kp = &kindPlan{root: p.node(t.Elem(), ""), typed: p.typedLocked(t.Elem()), apiVersion: gvk.GroupVersion().String(), kind: gvk.Kind, setsKind: kindSettingOf(obj, gvk)}
 		}
 	}
 	p.kinds.store(key, kp)
