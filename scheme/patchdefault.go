@@ -142,13 +142,20 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 		nPresent := 0 // keys of m that are fields in n.unsetPresent
 		for k, item := range m {
 			f, _ := n.table.Get(k)
-			if f == nil || item == nil {
-				// An unknown field fails the strict decode; a null is
-				// left to the two walks.
-				return false, false
+			if f == nil {
+				return false, false // strict decoding fails
 			}
 			if f.present {
 				nPresent++
+			}
+			if item == nil {
+				// Reads as the zero value, which p holds; walk keeps only
+				// the null the converter writes for it (a zero time), and
+				// refuses a null that a custom UnmarshalJSON may refuse.
+				if !f.node.nullIsZero || !f.present || f.unset != nil {
+					return false, false
+				}
+				continue
 			}
 			fp := unsafe.Add(p, f.offset)
 			if f.node.kind == nodeString && !f.node.fallback {
