@@ -117,14 +117,24 @@ func (c *Cache) patch(pt *Patcher, in map[string]any, ops []jsonpatch.Operation,
 	// c.defaults' DefaultNormalized of the patch result, or Default of in
 	// when a "test" skipped it.
 	out, skipped, err := pt.Scheme.PatchDefault(in, ops, gvk)
-	var failed *scheme.DefaultError
-	if errors.As(err, &failed) {
-		return nil, skipped, defaultingError(gvk, failed.Err)
+	if err != nil {
+		return nil, skipped, patchDefaultError(gvk, err)
 	}
-	if err == nil && !c.standalone {
+	if !c.standalone {
 		c.defaulted, c.defaultedKind = out, gvk
 	}
-	return out, skipped, err
+	return out, skipped, nil
+}
+
+// patchDefaultError is the error of PatchDefault: the patch's as it is, a
+// defaulting error as c.defaults reports it. (Apart, so that the target
+// errors.As escapes only when there is an error.)
+func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
+	var failed *scheme.DefaultError
+	if errors.As(err, &failed) {
+		return defaultingError(gvk, failed.Err)
+	}
+	return err
 }
 
 // merge merges patch into live with merger, reusing the last merge's
