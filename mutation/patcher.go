@@ -12,6 +12,7 @@ package mutation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,6 +96,45 @@ func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVe
 	}
 	c.defaulted, c.defaultedKind = out, gvk
 	return out, nil
+}
+
+// patch applies ops to in (of kind gvk) as pt's patcher does and defaults
+// the result (c.defaults). Where defaulting is of the whole object, both
+// are scheme.Scheme.PatchDefault, which walks the object once for the
+// strict decode and the typed object the defaulters run on.
+func (c *Cache) patch(pt *Patcher, in map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool, error) {
+	incremental := !c.standalone && c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted)
+	if pt.SkipDefaulting || pt.Scheme == nil || incremental {
+		out, skipped, err := pt.Scheme.Patch(in, ops, gvk) // a nil Scheme decodes with client-go's
+		if err == nil {
+			// dispatchOne defaults whatever the patcher returns, the object
+			// a failed "test" left unchanged included (in, not necessarily
+			// in normalized form outside an admission).
+			out, err = c.defaults(pt, out, in, gvk, !skipped)
+		}
+		return out, skipped, err
+	}
+	// c.defaults' DefaultNormalized of the patch result, or Default of in
+	// when a "test" skipped it.
+	out, skipped, err := pt.Scheme.PatchDefault(in, ops, gvk)
+	if err != nil {
+		return nil, skipped, patchDefaultError(gvk, err)
+	}
+	if !c.standalone {
+		c.defaulted, c.defaultedKind = out, gvk
+	}
+	return out, skipped, nil
+}
+
+// patchDefaultError is the error of PatchDefault: the patch's as it is, a
+// defaulting error as c.defaults reports it. (Apart, so that the target
+// errors.As escapes only when there is an error.)
+func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
+	var failed *scheme.DefaultError
+	if errors.As(err, &failed) {
+		return defaultingError(gvk, failed.Err)
+	}
+	return err
 }
 
 // merge merges patch into live with merger, reusing the last merge's
@@ -228,14 +268,8 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		if err != nil {
 			return nil, outcome, err
 		}
-		out, skipped, err := pt.Scheme.Patch(in.Object, ops, gvk) // a nil Scheme decodes with client-go's
+		out, skipped, err := c.patch(pt, in.Object, ops, gvk)
 		outcome.Skipped = skipped
-		if err == nil {
-			// dispatchOne defaults whatever the patcher returns, the object
-			// a failed "test" left unchanged included (in.Object, not
-			// necessarily in normalized form outside an admission).
-			out, err = c.defaults(pt, out, in.Object, gvk, !skipped)
-		}
 		return out, outcome, err
 	}
 	return nil, outcome, apierrors.NewInternalError(fmt.Errorf("unsupported mutation kind %v", m.Kind))

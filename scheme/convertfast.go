@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"reflect"
+	"unsafe"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,16 +44,22 @@ func (p *planner) typedWatched(k *kube, obj map[string]any, gvk schema.GroupVers
 	if n == nil {
 		return nil, false
 	}
-	// What k.scheme.New(gvk) returns (reflect.New of the type registered
-	// for gvk, which typedKind took from it; a scheme refuses to register
-	// another type under a kind), without its lookups.
+	return newTyped(n, gvk, w, func(at unsafe.Pointer) bool { return buildWatched(obj, at, n, w) })
+}
+
+// newTyped is a new object of n's type (kind gvk) that fill writes, with
+// its struct recorded in w, or ok=false when fill fails: what
+// k.scheme.New(gvk) returns (reflect.New of the type registered for gvk,
+// which typedKind took from it; a scheme refuses to register another type
+// under a kind), without its lookups.
+func newTyped(n *node, gvk schema.GroupVersionKind, w *watch, fill func(unsafe.Pointer) bool) (runtime.Object, bool) {
 	rv := reflect.New(n.t)
 	typed, isObject := rv.Interface().(runtime.Object)
 	if !isObject {
 		return nil, false
 	}
 	w.block(rv.UnsafePointer(), n.size)
-	if !buildWatched(obj, rv.UnsafePointer(), n, w) {
+	if !fill(rv.UnsafePointer()) {
 		return nil, false
 	}
 	typed.GetObjectKind().SetGroupVersionKind(gvk)

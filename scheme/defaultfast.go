@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -841,6 +842,13 @@ func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 	if !ok {
 		return nil, false
 	}
+	return p.defaultBuilt(k, typed, obj, gvk, w)
+}
+
+// defaultBuilt is defaultFast of obj once typed, the typed object build
+// makes of it, is built (recording in w, when not nil: obj is then in
+// normalized form, of kind gvk).
+func (p *planner) defaultBuilt(k *kube, typed runtime.Object, obj map[string]any, gvk schema.GroupVersionKind, w *watch) (map[string]any, bool) {
 	if w != nil && typed.GetObjectKind().GroupVersionKind() != gvk {
 		// A type without apiVersion and kind (WatchEvent): ToUnstructured
 		// writes none, whatever obj holds.

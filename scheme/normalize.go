@@ -166,14 +166,8 @@ func (pl *planner) decodeFixed(types *runtime.Scheme, obj map[string]any, gvk sc
 }
 
 func (pl *planner) decodeMode(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, mode walkMode) (map[string]any, bool) {
-	p := pl.kind(types, gvk)
-	if p == nil || p.root.fallback || p.root.kind != nodeStruct || obj == nil || p.apiVersion == "" || p.kind == "" {
-		return nil, false
-	}
-	if av, _ := obj["apiVersion"].(string); av != p.apiVersion {
-		return nil, false
-	}
-	if k, _ := obj["kind"].(string); k != p.kind {
+	p := pl.strictKind(types, obj, gvk)
+	if p == nil {
 		return nil, false
 	}
 	out, _, _, ok := walk(obj, nil, p.root, mode)
@@ -181,6 +175,24 @@ func (pl *planner) decodeMode(types *runtime.Scheme, obj map[string]any, gvk sch
 		return nil, false
 	}
 	return out.(map[string]any), true
+}
+
+// strictKind is the plan of gvk (as types resolves it) that the strict
+// walks of obj start from, or nil where they cannot tell: a kind walk
+// models, obj not nil, with gvk's apiVersion and kind (which the strict
+// decoder would otherwise refuse or set).
+func (pl *planner) strictKind(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) *kindPlan {
+	p := pl.kind(types, gvk)
+	if p == nil || p.root.fallback || p.root.kind != nodeStruct || obj == nil || p.apiVersion == "" || p.kind == "" {
+		return nil
+	}
+	if av, _ := obj["apiVersion"].(string); av != p.apiVersion {
+		return nil
+	}
+	if k, _ := obj["kind"].(string); k != p.kind {
+		return nil
+	}
+	return p
 }
 
 // walkMode tells what walk computes.

@@ -52,8 +52,10 @@ func oracleJSONPatch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.G
 // when it can tell), the exact path it replaces (patchReference) and the
 // oracle (jsonpatch.Apply and decodeReference), and fails unless the
 // results (bit for bit), skips and error texts agree and obj is left
-// unchanged. It reports whether the fast path answered.
-func checkJSONPatch(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast bool) {
+// unchanged; PatchDefault is held to Patch and the defaulting
+// (checkPatchDefault). It reports whether the fast path answered, and
+// whether PatchDefault's one walk did.
+func checkJSONPatch(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (fast, oneWalk bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
 	want, wantSkipped, wantErr := d.patchReference(obj, ops, gvk)
@@ -82,6 +84,7 @@ func checkJSONPatch(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpatch
 	if !sameError(err, wantErr) {
 		t.Fatalf("error %v, want %v\n%s", err, wantErr, describe())
 	}
+	oneWalk = checkPatchDefault(t, d, obj, ops, gvk, sameError)
 	if !sameError(err, oracleErr) {
 		t.Fatalf("error %v, oracle %v\n%s", err, oracleErr, describe())
 	}
@@ -111,7 +114,10 @@ func checkJSONPatch(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpatch
 			t.Fatalf("ApplyUnnormalized: %#v\nApply: %#v, %v\n%s", patched, exact, err, describe())
 		}
 	}
-	return fast
+	if oneWalk && !fast {
+		t.Fatalf("PatchDefault's one walk answered where the fast path did not\n%s", describe())
+	}
+	return fast, oneWalk
 }
 
 // jpOddValues are what the property test plants in objects: what JSON
@@ -460,7 +466,7 @@ func TestJSONPatchFastPathIsExact(t *testing.T) {
 			if obj == nil {
 				obj = tt.in.Obj
 			}
-			if fast := checkJSONPatch(t, d, obj, tt.ops, tt.in.GVK); fast != tt.fast {
+			if fast, _ := checkJSONPatch(t, d, obj, tt.ops, tt.in.GVK); fast != tt.fast {
 				t.Errorf("fast path taken: %v, want %v", fast, tt.fast)
 			}
 		})
@@ -480,7 +486,7 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
 		n = 500
 	}
-	fast, cleanFast, clean, perturbedFast := 0, 0, 0, 0
+	fast, cleanFast, clean, perturbedFast, oneWalk := 0, 0, 0, 0, 0
 	for i := 0; i < n; i++ {
 		in := inputs[r.IntN(len(inputs))]
 		var obj any = in.Obj
@@ -510,9 +516,12 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 			}
 		}
 		t.Run(fmt.Sprintf("%d %s", i, in.Name), func(t *testing.T) {
-			f := checkJSONPatch(t, d, m, ops, in.GVK)
+			f, one := checkJSONPatch(t, d, m, ops, in.GVK)
 			if f {
 				fast++
+			}
+			if one {
+				oneWalk++
 			}
 			if !perturbed {
 				clean++
@@ -524,7 +533,10 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("fast path: %d of %d cases, %d of %d unperturbed, %d perturbed", fast, n, cleanFast, clean, perturbedFast)
+	t.Logf("fast path: %d of %d cases, %d of %d unperturbed, %d perturbed; PatchDefault's one walk: %d", fast, n, cleanFast, clean, perturbedFast, oneWalk)
+	if oneWalk < fast/4 {
+		t.Errorf("PatchDefault's one walk answered for only %d of the %d cases of the fast path", oneWalk, fast)
+	}
 	if fast < n/20 || cleanFast < clean/10 || perturbedFast < n/50 {
 		t.Errorf("the fast path answered for only %d of %d cases (%d of %d unperturbed)", fast, n, cleanFast, clean)
 	}

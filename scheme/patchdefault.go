@@ -1,0 +1,239 @@
+package scheme
+
+import (
+	"reflect"
+	"unicode/utf8"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+)
+
+// One walk for a patch's strict decode and the typed object defaulting
+// builds (PatchDefault).
+//
+// The MutatingAdmissionPolicy dispatcher decodes a JSON patch's result
+// strictly (Patch) and defaults it (DefaultNormalized), and each fast path
+// walks the whole object: decodeFixed to prove the patch result is what
+// the strict decode gives back, build to make the typed object the
+// defaulters run on. When decodeFixed returns the patch result as it is
+// (the common case: a patch of an object in normalized form), build reads
+// that very map, so decodeBuild makes both in one traversal: it answers
+// ok only where walk(v, nil, n, walkFixed) would return v unchanged, and
+// writes what buildWatched(v, p, n, w) writes. Anything else (an unknown
+// field, a null, a value the strict decode would change) makes it answer
+// ok=false, and the two walks run as before. TestPatchDefaultIsPatchThenDefault
+// holds the result to Patch followed by DefaultNormalized.
+
+// DefaultError is the error of the defaulting step of PatchDefault.
+type DefaultError struct{ Err error }
+
+func (e *DefaultError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the defaulting error.
+func (e *DefaultError) Unwrap() error { return e.Err }
+
+// PatchDefault is Patch of ops to obj (of kind gvk) followed by the
+// defaulting of its result, as the MutatingAdmissionPolicy dispatcher
+// applies it after a JSON patch: DefaultNormalized of the patched object,
+// or Default of obj itself when a failed "test" skipped the patch. The
+// result and errors are those two calls', a defaulting error wrapped in a
+// *DefaultError; for a built-in kind, the strict decode of the patch result
+// and the building of the typed object the defaulters run on are one walk
+// of the object where the plan can tell (decodeBuild).
+func (s *Scheme) PatchDefault(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
+	if s != nil {
+		if patched, defaulted, ok := s.patchDefaultFast(obj, ops, gvk); ok {
+			if defaulted != nil {
+				return defaulted, false, nil
+			}
+			return s.defaultPatched(patched, false, gvk)
+		}
+	}
+	out, skipped, err = s.Patch(obj, ops, gvk)
+	if err != nil {
+		return nil, skipped, err
+	}
+	return s.defaultPatched(out, skipped, gvk)
+}
+
+// defaultPatched is PatchDefault's defaulting of out, Patch's result
+// (obj itself when skipped).
+func (s *Scheme) defaultPatched(out map[string]any, skipped bool, gvk schema.GroupVersionKind) (map[string]any, bool, error) {
+	defaults := s.DefaultNormalized
+	if skipped {
+		defaults = s.Default
+	}
+	out, err := defaults(out, gvk)
+	if err != nil {
+		return nil, skipped, &DefaultError{Err: err}
+	}
+	return out, skipped, nil
+}
+
+// patchDefaultFast is the fast path of PatchDefault for a patch that
+// applies: patched is Patch's result (ok=false: it cannot tell) and
+// defaulted the defaulted object, or nil when defaulting it is left to
+// DefaultNormalized.
+func (s *Scheme) patchDefaultFast(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (patched, defaulted map[string]any, ok bool) {
+	if !s.types.Recognizes(gvk) || s.crs.Recognizes(gvk) {
+		return nil, nil, false
+	}
+	patched, ok = jsonpatch.ApplyUnnormalized(obj, ops)
+	if !ok {
+		return nil, nil, false
+	}
+	k, err := s.kube()
+	if err != nil {
+		// DefaultNormalized reports it.
+		out, ok := s.decodeFixed(patched, gvk)
+		return out, nil, ok
+	}
+	w := s.plans.getWatch()
+	defer s.plans.putWatch(w)
+	typed, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w)
+	if !ok {
+		w.reset()
+		out, ok := s.decodeFixed(patched, gvk)
+		return out, nil, ok
+	}
+	// decodeFixed's result is patched itself, which typed is built from.
+	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w)
+	if !ok {
+		defaulted = nil
+	}
+	return patched, defaulted, true
+}
+
+// decodeTyped is decodeFixed of obj, for an obj it returns as it is, and
+// the typed object typedWatched builds from it (recording in w), in one
+// walk; ok=false when obj is not such an object or the plan cannot tell.
+func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch) (runtime.Object, bool) {
+	kp := p.strictKind(types, obj, gvk)
+	if kp == nil {
+		return nil, false
+	}
+	n := p.typedKind(k.scheme, gvk)
+	if n == nil || n != kp.root {
+		return nil, false
+	}
+	return newTyped(n, gvk, w, func(at unsafe.Pointer) bool {
+		_, ok := decodeBuild(obj, at, n, w)
+		return ok
+	})
+}
+
+// decodeBuild is walk(v, nil, n, walkFixed), answering ok only when that
+// returns v unchanged, and buildWatched(v, p, n, w), in one traversal of
+// structs, slices, pointers and string maps; other values are handed to
+// both (decodeBuildApart). empty is walk's.
+func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
+	if n.fallback || n.wrapper != nil {
+		return decodeBuildApart(v, p, n, w)
+	}
+	switch n.kind {
+	case nodeStruct:
+		m, isMap := v.(map[string]any)
+		if !isMap || m == nil {
+			return false, false
+		}
+		nPresent := 0 // keys of m that are fields in n.unsetPresent
+		for k, item := range m {
+			f, _ := n.table.Get(k)
+			if f == nil {
+				return false, false // strict decoding fails
+			}
+			if f.present {
+				nPresent++
+			}
+			if item == nil {
+				// Reads as the zero value, which p holds; walk keeps only
+				// the null the converter writes for it (a zero time), and
+				// refuses a null that a custom UnmarshalJSON may refuse.
+				if !f.node.nullIsZero || !f.present || f.unset != nil {
+					return false, false
+				}
+				continue
+			}
+			fp := unsafe.Add(p, f.offset)
+			if f.node.kind == nodeString && !f.node.fallback {
+				str, isString := item.(string)
+				if !isString || !utf8.ValidString(str) || f.omitempty && str == "" {
+					return false, false
+				}
+				*(*string)(fp) = str
+				continue
+			}
+			empty, ok := decodeBuild(item, fp, f.node, w)
+			if !ok || empty && (f.omitempty || f.omitzero != nil) {
+				// (An empty value under omitempty is one walk drops.)
+				return false, false
+			}
+		}
+		// A field the converter writes even when unset, missing: walk
+		// adds it.
+		return false, nPresent == len(n.unsetPresent)
+	case nodeSlice:
+		l, isList := v.([]any)
+		if !isList || l == nil {
+			return false, false
+		}
+		dv := reflect.NewAt(n.t, p).Elem()
+		if len(l) == 0 {
+			dv.Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
+			return true, true
+		}
+		dv.Grow(len(l))
+		dv.SetLen(len(l))
+		data, size := dv.UnsafePointer(), n.elem.size
+		w.block(data, uintptr(len(l))*size)
+		for i, item := range l {
+			if item == nil {
+				return false, false
+			}
+			if _, ok := decodeBuild(item, unsafe.Add(data, uintptr(i)*size), n.elem, w); !ok {
+				return false, false
+			}
+		}
+		return false, true
+	case nodePointer:
+		q := reflect.New(n.elem.t).UnsafePointer()
+		w.block(q, n.elem.size)
+		if _, ok := decodeBuild(v, q, n.elem, w); !ok {
+			return false, false
+		}
+		*(*unsafe.Pointer)(p) = q
+		return false, true // a non-nil pointer is never empty
+	case nodeMap:
+		if n.t != stringMapType {
+			return decodeBuildApart(v, p, n, w)
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap || m == nil {
+			return false, false
+		}
+		w.value(p, n, v)
+		out := make(map[string]string, len(m))
+		for k, item := range m {
+			x, isString := item.(string)
+			if !isString || !utf8.ValidString(k) || !utf8.ValidString(x) {
+				return false, false
+			}
+			out[k] = x
+		}
+		*(*map[string]string)(p) = out
+		return len(m) == 0, true
+	}
+	return decodeBuildApart(v, p, n, w)
+}
+
+// decodeBuildApart is decodeBuild through walk, then buildWatched.
+func decodeBuildApart(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
+	_, empty, changed, ok := walk(v, nil, n, walkFixed)
+	if !ok || changed || !buildWatched(v, p, n, w) {
+		return false, false
+	}
+	return empty, true
+}
