@@ -1,4 +1,4 @@
-package applyconfig
+package celobject
 
 import (
 	"slices"
@@ -12,12 +12,12 @@ import (
 )
 
 func TestObjectValLayoutIsMirrored(t *testing.T) {
-	if !objectValMirrored {
-		t.Fatal("dynamic.ObjectVal changed: checkTypeNames falls back to upstream's slower method; update objectValLayout")
+	if !Mirrored {
+		t.Fatal("dynamic.ObjectVal changed: CheckTypeNames falls back to upstream's slower method; update objectValLayout")
 	}
 }
 
-// TestCheckTypeNamesAsUpstream compares checkTypeNames with
+// TestCheckTypeNamesAsUpstream compares CheckTypeNames with
 // CheckTypeNamesMatchFieldPathNames on Objects with right and wrong
 // initializer names at every depth, in fields, lists, maps and nested lists.
 func TestCheckTypeNamesAsUpstream(t *testing.T) {
@@ -64,7 +64,7 @@ func TestCheckTypeNamesAsUpstream(t *testing.T) {
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, want := lines(checkTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
+			got, want := lines(CheckTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
 			if !slices.Equal(got, want) {
 				t.Fatalf("errors\n%q\nwant (in any order)\n%q", got, want)
 			}
