@@ -332,7 +332,7 @@ func mergeMaps(t *pmap, lhs, rhs map[string]any) (any, bool) {
 			if both && sameMerged(lv, mv) {
 				continue
 			}
-			out = copyWithRoom(lhs, len(rhs))
+			out = copyWithRoom(lhs, newKeys(lhs, rhs))
 		}
 		out[k] = mv
 	}
@@ -385,6 +385,19 @@ func copyWithRoom(m map[string]any, extra int) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// newKeys is the number of keys of rhs that lhs lacks: the room a copy
+// of lhs needs for the merge (a map of up to eight entries is one group;
+// a ninth makes it a table).
+func newKeys(lhs, rhs map[string]any) int {
+	n := 0
+	for k := range rhs {
+		if _, ok := lhs[k]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // mergeLists is visitListItems of structured-merge-diff's merging walker for

@@ -158,12 +158,12 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
 	// copy of the top level gives the same object without touching the caller's map.
 	p := copyWithRoom(patch, 2)
-	patchObj := &unstructured.Unstructured{Object: p}
 	if root != nil && root.gvk == gvk {
 		// SetGroupVersionKind(gvk), without allocating; root's apiVersion and
 		// kind are gvk's, so the check below would pass.
 		p["apiVersion"], p["kind"] = root.apiVersion, root.kind
 	} else {
+		patchObj := unstructured.Unstructured{Object: p}
 		patchObj.SetGroupVersionKind(gvk)
 		if pgvk := patchObj.GroupVersionKind(); pgvk != gvk {
 			return nil, fmt.Errorf("patch (%v) and original object (%v) are not of the same gvk", pgvk.String(), gvk.String())
@@ -181,13 +181,19 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		if liveValid || liveTyped != nil || validValue(root.plan, live.Object, true) {
 			if out, ok := mergeValues(root.plan, live.Object, p); ok {
 				if m, ok := out.(map[string]any); ok {
-					return &Merged{Object: &unstructured.Unstructured{Object: m}, tc: tc, valid: true}, nil
+					// The result and its object in one allocation.
+					r := &struct {
+						m Merged
+						u unstructured.Unstructured
+					}{u: unstructured.Unstructured{Object: m}}
+					r.m = Merged{Object: &r.u, tc: tc, valid: true}
+					return &r.m, nil
 				}
 			}
 		}
 	}
 
-	patchTyped, err := tc.ObjectToTyped(patchObj)
+	patchTyped, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: p})
 	if err != nil {
 		return nil, fmt.Errorf("failed to convert patch object to typed object: %w", err)
 	}
