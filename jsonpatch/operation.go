@@ -161,7 +161,7 @@ func convertValueFast(v ref.Val) (any, bool) {
 		if !utf8.ValidString(string(t)) {
 			return nil, false
 		}
-		return string(t), true
+		return celobject.StringValue(v), true
 	case types.Int:
 		if t >= -maxSafeInt && t <= maxSafeInt {
 			return int64(t), true

@@ -15,6 +15,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // objectValLayout mirrors the fields of dynamic.ObjectVal (k8s.io/apiserver
@@ -165,7 +167,9 @@ func convertField(v ref.Val) (any, bool) {
 	switch t := v.(type) {
 	case *dynamic.ObjectVal:
 		return convertObject(t)
-	case types.String, types.Int, types.Bool, types.Double:
+	case types.String:
+		return StringValue(t), true
+	case types.Int, types.Bool, types.Double:
 		return t.Value(), true
 	}
 	switch raw := v.Value().(type) {
@@ -207,8 +211,26 @@ func itemValue(item ref.Val) (any, bool) {
 	switch t := item.(type) {
 	case *dynamic.ObjectVal:
 		return convertObject(t)
-	case types.String, types.Int, types.Bool, types.Double:
+	case types.String:
+		return StringValue(t), true
+	case types.Int, types.Bool, types.Double:
 		return t.Value(), true
 	}
 	return nil, false
+}
+
+// StringValue is v.Value(), any(string(v)), where v is a types.String held
+// in a ref.Val: the same string, without a new box for it. A ref.Val
+// holding a types.String points to the string's header, which nothing
+// changes once boxed; the any returned points to that header too, with the
+// type word of string (TestStringValueIsValue).
+func StringValue(v ref.Val) any {
+	s, ok := v.(types.String)
+	if !ok {
+		return v.Value()
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return jsonvalue.StringAt((*string)(jsonvalue.DataOf(unsafe.Pointer(&v))))
 }

@@ -1,6 +1,7 @@
 package celobject
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +73,35 @@ func TestCheckTypeNamesAsUpstream(t *testing.T) {
 				t.Fatal("no error for a wrong name")
 			}
 		})
+	}
+}
+
+// TestStringValueIsValue holds StringValue to types.String's Value on
+// strings held as CEL values the ways evaluations hold them (constants,
+// results of functions, map keys and list items), and checks that the
+// value stays right after the garbage collector has run.
+func TestStringValueIsValue(t *testing.T) {
+	strs := []string{"", "a", "é\u2028<&>", strings.Repeat("long string ", 100)}
+	var vals []ref.Val
+	for _, s := range strs {
+		vals = append(vals, types.String(s), types.String(s+"x").Add(types.String("y")))
+	}
+	list := types.NewStringList(types.DefaultTypeAdapter, strs)
+	for i := range strs {
+		vals = append(vals, list.Get(types.Int(i)))
+	}
+	vals = append(vals, types.Int(1), types.True, types.Double(1.5))
+	var got []any
+	for _, v := range vals {
+		got = append(got, StringValue(v))
+	}
+	runtime.GC()
+	for i, v := range vals {
+		if want := v.Value(); got[i] != want {
+			t.Errorf("StringValue(%#v) = %#v, want %#v", v, got[i], want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = StringValue(vals[2]) }); n != 0 {
+		t.Errorf("StringValue allocates %v times", n)
 	}
 }
