@@ -168,7 +168,7 @@ func convertField(v ref.Val) (any, bool) {
 	case *dynamic.ObjectVal:
 		return convertObject(t)
 	case types.String:
-		return StringValue(t), true
+		return StringValue(v), true
 	case types.Int, types.Bool, types.Double:
 		return t.Value(), true
 	}
@@ -212,7 +212,7 @@ func itemValue(item ref.Val) (any, bool) {
 	case *dynamic.ObjectVal:
 		return convertObject(t)
 	case types.String:
-		return StringValue(t), true
+		return StringValue(item), true
 	case types.Int, types.Bool, types.Double:
 		return t.Value(), true
 	}

@@ -104,4 +104,12 @@ func TestStringValueIsValue(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = StringValue(vals[2]) }); n != 0 {
 		t.Errorf("StringValue allocates %v times", n)
 	}
+	// Native takes the strings of an Object as they are.
+	obj := dynamic.NewObjectVal(types.NewObjectType("Object"), map[string]ref.Val{
+		"s": types.String("abc"),
+		"l": types.NewRefValList(types.DefaultTypeAdapter, []ref.Val{types.String("def")}),
+	})
+	if n := testing.AllocsPerRun(100, func() { _, _ = Native(obj) }); n > 4 {
+		t.Errorf("Native allocates %v times, want at most 4 (the map, its group, the list and its header): none for the strings", n)
+	}
 }
