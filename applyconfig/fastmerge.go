@@ -63,6 +63,74 @@ func validValue(t *ptype, v any, allowDuplicates bool) bool {
 	return false
 }
 
+// validBeside is validValue(t, v, true) for v beside ref, a value known
+// to validate (with duplicates allowed) for the same type t: the value at
+// the same path of a valid object of the same kind. Validation is a walk
+// of each value against the type at its path, so where v holds the very
+// map or slice ref holds (an object and its successor share what a
+// mutation and its defaulting did not touch) that subtree validates
+// without a walk. TestPlanWalksAsSchema holds it to validValue.
+func validBeside(t *ptype, v, ref any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		r, ok := ref.(map[string]any)
+		if !ok {
+			break
+		}
+		if jsonvalue.SameMap(x, r) {
+			return true
+		}
+		if t = t.get(); !t.ok || t.m == nil {
+			return false
+		}
+		for k, fv := range x {
+			ft, ok := t.m.fields.Get(k)
+			if !ok {
+				if t.m.elemZero {
+					return false
+				}
+				ft = t.m.elem
+			}
+			rv, has := r[k]
+			if !has {
+				if !validValue(ft, fv, true) {
+					return false
+				}
+				continue
+			}
+			if !validBeside(ft, fv, rv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		r, ok := ref.([]any)
+		if !ok {
+			break
+		}
+		if jsonvalue.SameSlice(x, r) {
+			return true
+		}
+		if t = t.get(); !t.ok || t.l == nil {
+			return false
+		}
+		if t.l.associative && !keysValid(t.l, x) {
+			return false
+		}
+		for i, item := range x {
+			if i < len(r) {
+				if !validBeside(t.l.elem, item, r[i]) {
+					return false
+				}
+			} else if !validValue(t.l.elem, item, true) {
+				return false
+			}
+		}
+		return true
+	}
+	return validValue(t, v, true)
+}
+
 func validMap(t *pmap, m map[string]any, allowDuplicates bool) bool {
 	if len(m) == 0 {
 		return true // without starting an iteration
@@ -332,7 +400,7 @@ func mergeMaps(t *pmap, lhs, rhs map[string]any) (any, bool) {
 			if both && sameMerged(lv, mv) {
 				continue
 			}
-			out = copyWithRoom(lhs, len(rhs))
+			out = copyWithRoom(lhs, newKeys(lhs, rhs))
 		}
 		out[k] = mv
 	}
@@ -385,6 +453,19 @@ func copyWithRoom(m map[string]any, extra int) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// newKeys is the number of keys of rhs that lhs lacks: the room a copy
+// of lhs needs for the merge (a map of up to eight entries is one group;
+// a ninth makes it a table).
+func newKeys(lhs, rhs map[string]any) int {
+	n := 0
+	for k := range rhs {
+		if _, ok := lhs[k]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // mergeLists is visitListItems of structured-merge-diff's merging walker for

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 
+	"github.com/mutatis-dev/mutatis/internal/celobject"
+
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 
@@ -242,7 +244,7 @@ func TestConvertObjectIsUpstreamValue(t *testing.T) {
 			if !ok {
 				t.Fatalf("not an Object: %v", v)
 			}
-			got, fast := convertObject(ov)
+			got, fast := celobject.Native(ov)
 			// Cases marked false may go either way; a fast answer must be right.
 			if c.fast && !fast {
 				t.Fatal("the fast conversion refused a CEL literal")

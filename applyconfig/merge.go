@@ -136,34 +136,49 @@ func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, pr
 
 func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
 	var liveTyped *typed.TypedValue
+	var ref map[string]any
 	liveValid := false
-	if prev != nil && prev.tc == tc && prev.Object != nil && prev.Object.Object != nil && jsonvalue.SameMap(prev.Object.Object, live.Object) {
-		liveTyped, liveValid = prev.typed, prev.valid || prev.typed != nil
+	if prev != nil && prev.tc == tc && prev.Object != nil && prev.Object.Object != nil {
+		if jsonvalue.SameMap(prev.Object.Object, live.Object) {
+			liveTyped, liveValid = prev.typed, prev.valid || prev.typed != nil
+		} else if (prev.valid || prev.typed != nil) && sameKind(prev.Object.Object, live.Object) {
+			// A valid object of live's kind: live validates where it
+			// shares prev's maps without a walk (validBeside).
+			ref = prev.Object.Object
+		}
 	}
-	out, err := merge(tc, root, live, liveTyped, liveValid, patch)
+	out, err := merge(tc, root, live, liveTyped, liveValid, ref, patch)
 	if err != nil {
 		return nil, fmt.Errorf("error applying patch: %w", err)
 	}
 	return out, nil
 }
 
+// sameKind tells whether the objects a and b have the same apiVersion and
+// kind (the same strings, or both absent).
+func sameKind(a, b map[string]any) bool {
+	return a["apiVersion"] == b["apiVersion"] && a["kind"] == b["kind"]
+}
+
 // merge is Merge. When liveTyped is not nil it is live's typed value; when
-// liveValid, live is known to validate (liveTyped may still be nil). root,
+// liveValid, live is known to validate (liveTyped may still be nil); ref,
+// when not nil, is a valid object of live's kind, which live's validation
+// walks beside (validBeside). root,
 // when not nil, is the schema and type of live's kind and enables the fast
 // path (fastmerge.go): the same validations and merge, walked directly over
 // the unstructured values when they are in the subset it models.
 // structured-merge-diff itself runs otherwise, and gives every error.
-func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, patch map[string]any) (*Merged, error) {
+func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, ref, patch map[string]any) (*Merged, error) {
 	gvk := live.GroupVersionKind()
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
 	// copy of the top level gives the same object without touching the caller's map.
 	p := copyWithRoom(patch, 2)
-	patchObj := &unstructured.Unstructured{Object: p}
 	if root != nil && root.gvk == gvk {
 		// SetGroupVersionKind(gvk), without allocating; root's apiVersion and
 		// kind are gvk's, so the check below would pass.
 		p["apiVersion"], p["kind"] = root.apiVersion, root.kind
 	} else {
+		patchObj := unstructured.Unstructured{Object: p}
 		patchObj.SetGroupVersionKind(gvk)
 		if pgvk := patchObj.GroupVersionKind(); pgvk != gvk {
 			return nil, fmt.Errorf("patch (%v) and original object (%v) are not of the same gvk", pgvk.String(), gvk.String())
@@ -178,16 +193,22 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		if atomics := findAtomics(root.plan, p); len(atomics) > 0 {
 			return nil, atomicsError(atomics)
 		}
-		if liveValid || liveTyped != nil || validValue(root.plan, live.Object, true) {
+		if liveValid || liveTyped != nil || ref != nil && validBeside(root.plan, live.Object, ref) || ref == nil && validValue(root.plan, live.Object, true) {
 			if out, ok := mergeValues(root.plan, live.Object, p); ok {
 				if m, ok := out.(map[string]any); ok {
-					return &Merged{Object: &unstructured.Unstructured{Object: m}, tc: tc, valid: true}, nil
+					// The result and its object in one allocation.
+					r := &struct {
+						m Merged
+						u unstructured.Unstructured
+					}{u: unstructured.Unstructured{Object: m}}
+					r.m = Merged{Object: &r.u, tc: tc, valid: true}
+					return &r.m, nil
 				}
 			}
 		}
 	}
 
-	patchTyped, err := tc.ObjectToTyped(patchObj)
+	patchTyped, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: p})
 	if err != nil {
 		return nil, fmt.Errorf("failed to convert patch object to typed object: %w", err)
 	}

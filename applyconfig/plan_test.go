@@ -450,6 +450,7 @@ func TestPlanWalksAsSchema(t *testing.T) {
 			for range n {
 				l := values[rng.IntN(len(values))]
 				r := values[rng.IntN(len(values))]
+				bl, br := l, r
 				switch rng.IntN(4) {
 				case 0:
 					l = perturb(rng, l).(map[string]any)
@@ -463,12 +464,29 @@ func TestPlanWalksAsSchema(t *testing.T) {
 					}
 				}
 				check(l, r)
+				// Each value beside its unperturbed original, which shares
+				// what perturb left, and beside the other value.
+				checkBeside(t, pt, l, bl)
+				checkBeside(t, pt, r, br)
+				checkBeside(t, pt, l, r)
 			}
 			t.Logf("%d pairs: both valid in %d, merged in %d", checks, valid, merged)
 			if merged*10 < checks {
 				t.Errorf("only %d merges of %d pairs: the comparison is weak", merged, checks)
 			}
 		})
+	}
+}
+
+// checkBeside holds validBeside(pt, v, ref) to validValue(pt, v, true)
+// when ref validates.
+func checkBeside(t *testing.T, pt *ptype, v, ref map[string]any) {
+	t.Helper()
+	if !validValue(pt, ref, true) {
+		return
+	}
+	if got, want := validBeside(pt, v, ref), validValue(pt, v, true); got != want {
+		t.Fatalf("validBeside = %v, validValue %v: %#v\nbeside %#v", got, want, v, ref)
 	}
 }
 

@@ -433,6 +433,13 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
 	var request, conditionsRequest *admissionv1.AdmissionRequest
+	// The outcomes of every invocation's mutations, in one array: each
+	// invocation's trace takes its mutations' share (appending at most one
+	// outcome per mutation, within its capacity).
+	var outcomes []chain.MutationOutcome
+	if n := mutationCount(invs); n > 0 {
+		outcomes = make([]chain.MutationOutcome, n)
+	}
 	for _, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
@@ -472,7 +479,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		in.Request = request
 		in.Namespace = namespace
 		if n := len(inv.hook.Compiled.Mutations); n > 0 {
-			trace.Mutations = make([]chain.MutationOutcome, 0, n)
+			trace.Mutations, outcomes = outcomes[:0:n], outcomes[n:]
 		}
 		for i, m := range inv.hook.Compiled.Mutations {
 			last = view
@@ -527,6 +534,15 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		object = out
 	}
 	return object, errs, nil
+}
+
+// mutationCount is the number of mutations of invs' policies.
+func mutationCount(invs []invocation) int {
+	n := 0
+	for _, inv := range invs {
+		n += len(inv.hook.Compiled.Mutations)
+	}
+	return n
 }
 
 // matchConditions evaluates a policy's matchConditions as upstream's

@@ -487,7 +487,7 @@ func (a *applier) find(path string, write bool) (container, string, bool) {
 			return container{}, "", false
 		}
 		if write {
-			r = a.ownMap(r)
+			r = a.ownMap(r, slash < 0)
 			a.root = r
 		}
 		con.kind, con.m = cMap, r
@@ -536,7 +536,7 @@ func (a *applier) find(path string, write bool) (container, string, bool) {
 				return container{}, "", false
 			}
 			if write {
-				n = a.ownMap(n)
+				n = a.ownMap(n, slash < 0)
 				con.store(k, idx, n)
 			}
 			nc.kind, nc.m = cMap, n
@@ -631,15 +631,20 @@ func (a *applier) isOwned(id uintptr) bool {
 }
 
 // ownMap returns m, or a copy of m owned by this Apply call when m is not
-// one. The copy is sized for m's entries and one more. (maps.Clone, faster
+// one. The copy is sized for m's entries, and one more when m is the
+// container the operation writes to (last). (maps.Clone, faster
 // on maps sized to their entries, copies the room of the size hints
 // runtime.DefaultUnstructuredConverter gives, a table for every field of the
 // type: more work and garbage on the objects Apply mostly sees.)
-func (a *applier) ownMap(m map[string]any) map[string]any {
+func (a *applier) ownMap(m map[string]any, last bool) map[string]any {
 	if m != nil && a.isOwned(mapID(m)) {
 		return m
 	}
-	c := make(map[string]any, len(m)+1)
+	room := len(m)
+	if last {
+		room++
+	}
+	c := make(map[string]any, room)
 	for k, v := range m {
 		c[k] = v
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/common/types"
@@ -15,6 +16,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/cel/mutation"
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
+	"github.com/mutatis-dev/mutatis/internal/celobject"
 )
 
 // Operation is one JSON Patch operation as kube-apiserver builds it from a
@@ -51,32 +54,46 @@ func FromCEL(v ref.Val) ([]Operation, error) {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
 	var result []Operation
-	for it := iter.Iterator(); it.HasNext() == types.True; {
-		elem := it.Next()
-		patchObj, err := elem.ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
-		if err != nil {
-			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: %w", err)
+	if n, ok := iter.Size().(types.Int); ok && n > 0 {
+		result = make([]Operation, 0, n)
+	}
+	elems, direct := refVals(v)
+	it := traits.Iterator(nil)
+	if !direct {
+		it = iter.Iterator()
+	}
+	for i := 0; ; i++ {
+		var elem ref.Val
+		if direct {
+			if i == len(elems) {
+				break
+			}
+			elem = elems[i]
+		} else {
+			if it.HasNext() != types.True {
+				break
+			}
+			elem = it.Next()
 		}
-		op, ok := patchObj.(*mutation.JSONPatchVal)
+		// ConvertToNative of a JSONPatch value is the value itself.
+		op, ok := elem.(*mutation.JSONPatchVal)
 		if !ok {
-			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", patchObj)
+			patchObj, err := elem.ConvertToNative(reflect.TypeOf(&mutation.JSONPatchVal{}))
+			if err != nil {
+				return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch: %w", err)
+			}
+			if op, ok = patchObj.(*mutation.JSONPatchVal); !ok {
+				return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", patchObj)
+			}
 		}
 		res := Operation{Op: op.Op, Path: op.Path, From: op.From}
-		if s, ok := op.Val.(types.String); ok && utf8.ValidString(string(s)) {
-			// What the conversion below gives (structpb.NewStringValue,
-			// then protoToGo), without building the proto value.
-			res.Value, res.HasValue = string(s), true
-		} else if op.Val != nil {
+		if op.Val != nil {
 			if objVal, ok := op.Val.(*dynamic.ObjectVal); ok {
-				if err := objVal.CheckTypeNamesMatchFieldPathNames(); err != nil {
+				if err := celobject.CheckTypeNames(objVal); err != nil {
 					return nil, fmt.Errorf("type mismatch: %w", err)
 				}
 			}
-			pv, err := op.Val.ConvertToNative(reflect.TypeOf(&structpb.Value{}))
-			if err != nil {
-				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
-			}
-			val, err := valueFromProto(pv)
+			val, err := convertValue(op.Val)
 			if err != nil {
 				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
 			}
@@ -85,6 +102,196 @@ func FromCEL(v ref.Val) ([]Operation, error) {
 		result = append(result, res)
 	}
 	return result, nil
+}
+
+// Lists and maps as CEL literals and NewRefValList and NewRefValMap build
+// them: their elements are the CEL values they hold, and their conversions
+// to a structpb.Value convert each element in turn.
+var (
+	refValListType = reflect.TypeOf(types.NewRefValList(types.DefaultTypeAdapter, nil))
+	refValMapType  = reflect.TypeOf(types.NewRefValMap(types.DefaultTypeAdapter, nil))
+)
+
+// refVals returns the elements of v when it is a list of CEL values as
+// refValListType holds them.
+func refVals(v ref.Val) ([]ref.Val, bool) {
+	if reflect.TypeOf(v) != refValListType {
+		return nil, false
+	}
+	elems, ok := v.Value().([]ref.Val)
+	return elems, ok
+}
+
+// convertValue is the value of an operation as kube-apiserver's
+// jsonPatcher makes it: v converted to a structpb.Value, then to JSON and
+// back (convertValueReference), computed directly from v when it is a
+// value convertValueFast models.
+func convertValue(v ref.Val) (any, error) {
+	if out, ok := convertValueFast(v); ok {
+		return out, nil
+	}
+	return convertValueReference(v)
+}
+
+// convertValueReference is upstream's conversion of v: ConvertToNative to
+// a *structpb.Value, then that value as JSON decoded back (valueFromProto).
+func convertValueReference(v ref.Val) (any, error) {
+	pv, err := v.ConvertToNative(reflect.TypeOf(&structpb.Value{}))
+	if err != nil {
+		return nil, err
+	}
+	return valueFromProto(pv)
+}
+
+// maxSafeInt is the largest integer CEL writes as a JSON number
+// (Number.MAX_SAFE_INTEGER); larger ones become decimal strings.
+const maxSafeInt = 1<<53 - 1
+
+// convertValueFast is convertValueReference(v) for the values CEL literals
+// build: strings, integers, doubles, booleans, null, Objects and the lists
+// and maps of CEL values that hold them, each converted as its own
+// ConvertToNative to a structpb.Value converts it. ok is false for
+// anything else (bytes, timestamps, durations, optionals, invalid UTF-8,
+// NaN and infinities, map keys that are not strings, an Object field
+// upstream cannot convert), which convertValueReference converts, with its
+// errors. The result is new, owned by the caller.
+func convertValueFast(v ref.Val) (any, bool) {
+	switch t := v.(type) {
+	case types.String:
+		if !utf8.ValidString(string(t)) {
+			return nil, false
+		}
+		return celobject.StringValue(v), true
+	case types.Int:
+		if t >= -maxSafeInt && t <= maxSafeInt {
+			return int64(t), true
+		}
+		return strconv.FormatInt(int64(t), 10), true
+	case types.Uint:
+		if t <= maxSafeInt {
+			return int64(t), true
+		}
+		return strconv.FormatUint(uint64(t), 10), true
+	case types.Double:
+		return numberValue(float64(t))
+	case types.Bool:
+		return bool(t), true
+	case types.Null:
+		return nil, true
+	case *dynamic.ObjectVal:
+		// Upstream converts the Object to its native map (Value()), then
+		// that map with structpb.NewValue.
+		m, ok := celobject.Native(t)
+		if !ok || !nativeAsJSON(m) {
+			return nil, false
+		}
+		return m, true
+	}
+	if elems, ok := refVals(v); ok {
+		out := make([]any, len(elems))
+		for i, e := range elems {
+			c, ok := convertValueFast(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	}
+	if reflect.TypeOf(v) == refValMapType {
+		entries, ok := v.Value().(map[ref.Val]ref.Val)
+		if !ok {
+			return nil, false
+		}
+		out := make(map[string]any, len(entries))
+		for k, e := range entries {
+			ks, ok := k.(types.String)
+			if !ok || !utf8.ValidString(string(ks)) {
+				return nil, false
+			}
+			c, ok := convertValueFast(e)
+			if !ok {
+				return nil, false
+			}
+			out[string(ks)] = c
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// nativeAsJSON turns v, a native value as celobject.Native gives it, into
+// what structpb.NewValue(v) then valueFromProto give, in place; false when
+// that is not plainly representable (valueFromProto's round trip decides).
+func nativeAsJSON(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if !utf8.ValidString(k) {
+				return false
+			}
+			if c, ok, changed := nativeScalarAsJSON(e); !ok {
+				return false
+			} else if changed {
+				t[k] = c
+			}
+		}
+		return true
+	case []any:
+		for i, e := range t {
+			if c, ok, changed := nativeScalarAsJSON(e); !ok {
+				return false
+			} else if changed {
+				t[i] = c
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// nativeScalarAsJSON is nativeAsJSON for one element: its new value when
+// changed.
+func nativeScalarAsJSON(v any) (_ any, ok, changed bool) {
+	switch t := v.(type) {
+	case []any:
+		if t == nil {
+			// structpb's empty list reads back as an empty, not a nil, slice.
+			return []any{}, true, true
+		}
+		return nil, nativeAsJSON(t), false
+	case map[string]any:
+		return nil, nativeAsJSON(t), false
+	case string:
+		return nil, utf8.ValidString(t), false
+	case bool:
+		return nil, true, false
+	case int64:
+		if t >= -maxSafeInt && t <= maxSafeInt {
+			return nil, true, false
+		}
+		n, ok := numberValue(float64(t))
+		return n, ok, true
+	case float64:
+		n, ok := numberValue(t)
+		if f, isFloat := n.(float64); ok && isFloat && math.Float64bits(f) == math.Float64bits(t) {
+			return nil, true, false
+		}
+		return n, ok, true
+	}
+	return nil, false, false
+}
+
+// numberValue is a JSON number of structpb as valueFromProto reads it back.
+func numberValue(f float64) (any, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, false
+	}
+	if i, ok := floatAsInt(f); ok {
+		return i, true
+	}
+	// -0 stays float64: its JSON text "-0" differs from "0" in "test".
+	return f, true
 }
 
 // valueFromProto returns what json.Marshal(pv) followed by a k8s JSON decode
@@ -120,15 +327,7 @@ func protoToGo(v *structpb.Value) (any, bool) {
 	case *structpb.Value_StringValue:
 		return k.StringValue, utf8.ValidString(k.StringValue)
 	case *structpb.Value_NumberValue:
-		f := k.NumberValue
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, false
-		}
-		if i, ok := floatAsInt(f); ok {
-			return i, true
-		}
-		// -0 stays float64: its JSON text "-0" differs from "0" in "test".
-		return f, true
+		return numberValue(k.NumberValue)
 	case *structpb.Value_StructValue:
 		if k.StructValue == nil {
 			return nil, false

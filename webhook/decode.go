@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // decodeMap is sigsjson.UnmarshalCaseSensitivePreserveInts of raw into a
@@ -44,6 +46,8 @@ type mapDecoder struct {
 	depth   int
 	members []member
 	elems   []any
+	// strs boxes the string values, many to an allocation.
+	strs jsonvalue.Strings
 }
 
 // maxDecodeDepth is the deepest nesting the fast decoder takes; deeper
@@ -102,7 +106,7 @@ func (d *mapDecoder) value() (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		return s, true
+		return d.strs.Box(s), true
 	case c == 't':
 		return true, d.literal("true")
 	case c == 'f':

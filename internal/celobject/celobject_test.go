@@ -1,6 +1,7 @@
-package applyconfig
+package celobject
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -12,12 +13,12 @@ import (
 )
 
 func TestObjectValLayoutIsMirrored(t *testing.T) {
-	if !objectValMirrored {
-		t.Fatal("dynamic.ObjectVal changed: checkTypeNames falls back to upstream's slower method; update objectValLayout")
+	if !Mirrored {
+		t.Fatal("dynamic.ObjectVal changed: CheckTypeNames falls back to upstream's slower method; update objectValLayout")
 	}
 }
 
-// TestCheckTypeNamesAsUpstream compares checkTypeNames with
+// TestCheckTypeNamesAsUpstream compares CheckTypeNames with
 // CheckTypeNamesMatchFieldPathNames on Objects with right and wrong
 // initializer names at every depth, in fields, lists, maps and nested lists.
 func TestCheckTypeNamesAsUpstream(t *testing.T) {
@@ -64,7 +65,7 @@ func TestCheckTypeNamesAsUpstream(t *testing.T) {
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, want := lines(checkTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
+			got, want := lines(CheckTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
 			if !slices.Equal(got, want) {
 				t.Fatalf("errors\n%q\nwant (in any order)\n%q", got, want)
 			}
@@ -72,5 +73,43 @@ func TestCheckTypeNamesAsUpstream(t *testing.T) {
 				t.Fatal("no error for a wrong name")
 			}
 		})
+	}
+}
+
+// TestStringValueIsValue holds StringValue to types.String's Value on
+// strings held as CEL values the ways evaluations hold them (constants,
+// results of functions, map keys and list items), and checks that the
+// value stays right after the garbage collector has run.
+func TestStringValueIsValue(t *testing.T) {
+	strs := []string{"", "a", "é\u2028<&>", strings.Repeat("long string ", 100)}
+	var vals []ref.Val
+	for _, s := range strs {
+		vals = append(vals, types.String(s), types.String(s+"x").Add(types.String("y")))
+	}
+	list := types.NewStringList(types.DefaultTypeAdapter, strs)
+	for i := range strs {
+		vals = append(vals, list.Get(types.Int(i)))
+	}
+	vals = append(vals, types.Int(1), types.True, types.Double(1.5))
+	var got []any
+	for _, v := range vals {
+		got = append(got, StringValue(v))
+	}
+	runtime.GC()
+	for i, v := range vals {
+		if want := v.Value(); got[i] != want {
+			t.Errorf("StringValue(%#v) = %#v, want %#v", v, got[i], want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = StringValue(vals[2]) }); n != 0 {
+		t.Errorf("StringValue allocates %v times", n)
+	}
+	// Native takes the strings of an Object as they are.
+	obj := dynamic.NewObjectVal(types.NewObjectType("Object"), map[string]ref.Val{
+		"s": types.String("abc"),
+		"l": types.NewRefValList(types.DefaultTypeAdapter, []ref.Val{types.String("def")}),
+	})
+	if n := testing.AllocsPerRun(100, func() { _, _ = Native(obj) }); n > 4 {
+		t.Errorf("Native allocates %v times, want at most 4 (the map, its group, the list and its header): none for the strings", n)
 	}
 }

@@ -1,0 +1,236 @@
+// Package celobject reads the Object{…} values of MutatingAdmissionPolicy
+// expressions (k8s.io/apiserver's dynamic.ObjectVal) as upstream's own
+// methods do, without their cost: the type-name check of an
+// ApplyConfiguration or a JSONPatch value (CheckTypeNames) and the
+// conversion to a native map (Native). applyconfig and jsonpatch share it.
+package celobject
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// objectValLayout mirrors the fields of dynamic.ObjectVal (k8s.io/apiserver
+// v0.37), whose field values have no accessor. Fields reads them only when
+// the mirror matches the real type field for field (checked once, at
+// init); otherwise the callers use upstream's methods.
+type objectValLayout struct {
+	objectType *types.Type
+	fields     map[string]ref.Val
+}
+
+// Mirrored tells that dynamic.ObjectVal is laid out as objectValLayout:
+// Fields and Native read it directly.
+var Mirrored = func() bool {
+	real, mirror := reflect.TypeFor[dynamic.ObjectVal](), reflect.TypeFor[objectValLayout]()
+	if real.NumField() != mirror.NumField() || real.Size() != mirror.Size() {
+		return false
+	}
+	for i := 0; i < real.NumField(); i++ {
+		r, m := real.Field(i), mirror.Field(i)
+		if r.Name != m.Name || r.Type != m.Type || r.Offset != m.Offset {
+			return false
+		}
+	}
+	return true
+}()
+
+// Fields are the fields of v, to be read only. Only when Mirrored.
+func Fields(v *dynamic.ObjectVal) map[string]ref.Val {
+	return (*objectValLayout)(unsafe.Pointer(v)).fields
+}
+
+// CheckTypeNames is v.CheckTypeNamesMatchFieldPathNames() (the same errors,
+// joined in an order upstream can give too) without its cost: upstream
+// converts every nested Object to a native map only to see that it is not a
+// list or a map of CEL values, which it never is.
+func CheckTypeNames(v *dynamic.ObjectVal) error {
+	if !Mirrored {
+		return v.CheckTypeNamesMatchFieldPathNames()
+	}
+	var c typeNameChecker
+	c.check(v, v.Type().TypeName())
+	return errors.Join(c.errs...)
+}
+
+type typeNameChecker struct {
+	errs []error
+}
+
+// check is upstream's typeCheck, with the path joined, and built only for
+// values that can hold Objects.
+func (c *typeNameChecker) check(v ref.Val, path string) {
+	ov, ok := v.(*dynamic.ObjectVal)
+	if !ok {
+		c.checkItems(v, path, "", false)
+		return
+	}
+	if tn := ov.Type().TypeName(); tn != path {
+		c.errs = append(c.errs, fmt.Errorf("unexpected type name %q, expected %q, which matches field name path from root Object type", tn, path))
+	}
+	for k, f := range Fields(ov) {
+		if child, isObject := f.(*dynamic.ObjectVal); isObject {
+			if tn := child.Type().TypeName(); isFieldPath(tn, path, k) {
+				c.check(f, tn) // path.k, without building it
+			} else {
+				c.check(f, path+"."+k)
+			}
+			continue
+		}
+		c.checkItems(f, path, k, true)
+	}
+}
+
+// isFieldPath reports whether s is parent + "." + key.
+func isFieldPath(s, parent, key string) bool {
+	return len(s) == len(parent)+1+len(key) && s[len(parent)] == '.' && s[:len(parent)] == parent && s[len(parent)+1:] == key
+}
+
+// isScalar tells the values check has nothing to look at in: neither
+// Objects nor lists or maps.
+func isScalar(v ref.Val) bool {
+	switch v.(type) {
+	case types.String, types.Int, types.Uint, types.Double, types.Bool, types.Bytes, types.Null:
+		return true
+	}
+	return false
+}
+
+// checkItems checks the items of v when it is a list or a map of CEL
+// values, under the path of field key of parent (of parent itself when v
+// is not a field).
+func (c *typeNameChecker) checkItems(v ref.Val, parent, key string, field bool) {
+	if isScalar(v) {
+		return
+	}
+	path, built := parent, !field
+	visit := func(item ref.Val) {
+		if isScalar(item) {
+			return // check would find nothing
+		}
+		if !built {
+			path, built = parent+"."+key, true
+		}
+		c.check(item, path)
+	}
+	switch value := v.Value().(type) {
+	case []ref.Val:
+		for _, item := range value {
+			visit(item)
+		}
+	case map[ref.Val]ref.Val:
+		for _, item := range value {
+			visit(item)
+		}
+	}
+}
+
+// Native is v.Value() (dynamic.ObjectVal's conversion to a native map) for
+// the values it models, computed once per value: upstream's convertField
+// asks a nested Object for its native value up to three times (as a list,
+// as a map, then as a mapper), so its cost grows threefold with every
+// level of nesting. ok is false for anything else (nulls, bytes,
+// timestamps, lists and maps not built by CEL literals, conversion
+// errors, an ObjectVal not Mirrored), where the caller asks upstream. The
+// map and every map and slice in it are new, owned by the caller.
+func Native(v *dynamic.ObjectVal) (map[string]any, bool) {
+	if !Mirrored {
+		return nil, false
+	}
+	return convertObject(v)
+}
+
+func convertObject(v *dynamic.ObjectVal) (map[string]any, bool) {
+	fields := Fields(v)
+	out := make(map[string]any, len(fields))
+	for k, f := range fields {
+		c, ok := convertField(f)
+		if !ok {
+			return nil, false
+		}
+		out[k] = c
+	}
+	return out, true
+}
+
+// convertField is upstream's convertField for a field value.
+func convertField(v ref.Val) (any, bool) {
+	switch t := v.(type) {
+	case *dynamic.ObjectVal:
+		return convertObject(t)
+	case types.String:
+		return StringValue(v), true
+	case types.Int, types.Bool, types.Double:
+		return t.Value(), true
+	}
+	switch raw := v.Value().(type) {
+	case []ref.Val:
+		// List items are converted with Value(), not convertField; an empty
+		// list is a nil []any.
+		if len(raw) == 0 {
+			return []any(nil), true
+		}
+		out := make([]any, len(raw))
+		for i, item := range raw {
+			c, ok := itemValue(item)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case map[ref.Val]ref.Val:
+		out := make(map[string]any, len(raw))
+		for k, item := range raw {
+			ks, ok := k.(types.String)
+			if !ok {
+				return nil, false
+			}
+			c, ok := itemValue(item)
+			if !ok {
+				return nil, false
+			}
+			out[string(ks)] = c
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// itemValue is item.Value() for the items of lists and maps.
+func itemValue(item ref.Val) (any, bool) {
+	switch t := item.(type) {
+	case *dynamic.ObjectVal:
+		return convertObject(t)
+	case types.String:
+		return StringValue(item), true
+	case types.Int, types.Bool, types.Double:
+		return t.Value(), true
+	}
+	return nil, false
+}
+
+// StringValue is v.Value(), any(string(v)), where v is a types.String held
+// in a ref.Val: the same string, without a new box for it. A ref.Val
+// holding a types.String points to the string's header, which nothing
+// changes once boxed; the any returned points to that header too, with the
+// type word of string (TestStringValueIsValue).
+func StringValue(v ref.Val) any {
+	s, ok := v.(types.String)
+	if !ok {
+		return v.Value()
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return jsonvalue.StringAt((*string)(jsonvalue.DataOf(unsafe.Pointer(&v))))
+}
