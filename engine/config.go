@@ -55,14 +55,23 @@ type Config struct {
 }
 
 // complete fills in what cfg leaves to its defaults: an authorizer that
-// denies, and the Patcher's scheme for presenting params.
+// denies, and the Patcher's scheme for presenting params. The params are
+// collected by the Evaluator's own copy of the Collector, which presents
+// each param object once (params.Memo, unless the Collector has its
+// own), not on every request: a Source never changes an object it has
+// handed out, so a changed param is a new object, presented anew.
 func (cfg Config) complete() Config {
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = authorizerfactory.NewAlwaysDenyAuthorizer()
 	}
-	if cfg.Params != nil && cfg.Params.Scheme == nil && cfg.Patcher != nil {
+	if cfg.Params != nil {
 		p := *cfg.Params
-		p.Scheme = cfg.Patcher.Scheme
+		if p.Scheme == nil && cfg.Patcher != nil {
+			p.Scheme = cfg.Patcher.Scheme
+		}
+		if p.Memo == nil {
+			p.Memo = new(params.Memo)
+		}
 		cfg.Params = &p
 	}
 	return cfg

@@ -340,6 +340,9 @@ func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass 
 			if len(ps) == 0 {
 				res.Invocations = append(res.Invocations, chain.Invocation{Record: chain.Record{Configuration: h.Policy.Name, Hook: b.Name, Round: pass - 1, Skip: chain.SkipNoParams}})
 			}
+			// One invocation per param: room for them at once, not by
+			// doubling (a selector's params are many invocations).
+			invocations = slices.Grow(invocations, len(ps))
 			for _, p := range ps {
 				invocations = append(invocations, invocation{hook: h, binding: b, param: p, resource: m.Resource, kind: m.Kind})
 			}
