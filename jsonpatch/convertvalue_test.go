@@ -1,0 +1,255 @@
+package jsonpatch
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+
+	"k8s.io/apiserver/pkg/cel/mutation"
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
+)
+
+// checkConvertValueFast asserts that convertValueFast answers v as
+// convertValueReference does, bit for bit, or declines; it returns whether
+// it answered.
+func checkConvertValueFast(t *testing.T, v ref.Val) bool {
+	t.Helper()
+	got, ok := convertValueFast(v)
+	want, err := convertValueReference(v)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("convertValueFast answered %#v where the reference fails: %v", got, err)
+	}
+	if !valuetest.BitsEqual(got, want) {
+		t.Fatalf("convertValueFast %#v\nreference %#v", got, want)
+	}
+	return true
+}
+
+// TestConvertValueFastIsReference evaluates JSONPatch values in
+// kube-apiserver's own JSONPatch environment (evalPatch: the object is a
+// ConfigMap) and holds the direct conversion to the structpb one: the
+// values of CEL literals and Object{…} values take the direct path; the
+// others (among them what expressions read from the object) are declined
+// and FromCEL asks upstream.
+func TestConvertValueFastIsReference(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		fast  bool
+	}{
+		{`"s"`, true},
+		{`"é\u2028<&>"`, true},
+		{`null`, true},
+		{`true`, true},
+		{`0`, true},
+		{`-1`, true},
+		{`9007199254740991`, true},
+		{`-9007199254740991`, true},
+		{`9007199254740992`, true},
+		{`-9223372036854775808`, true},
+		{`9223372036854775807`, true},
+		{`0u`, true},
+		{`9007199254740991u`, true},
+		{`9007199254740992u`, true},
+		{`18446744073709551615u`, true},
+		{`2.0`, true},
+		{`2.5`, true},
+		{`-0.0`, true},
+		{`1e21`, true},
+		{`1e20`, true},
+		{`-9.3e18`, true},
+		{`9.2e18`, true},
+		{`1e-7`, true},
+		{`[]`, true},
+		{`{}`, true},
+		{`[dyn(1), dyn("a"), dyn(2.5), dyn(null), dyn(true), dyn([dyn(1), dyn([2])]), dyn({"k": [3u]})]`, true},
+		{`{"a": dyn({"b": [dyn(1), dyn({"c": null})]}), "d": dyn(-0.0)}`, true},
+		// What expressions read from the object: the adapter's lists and
+		// maps over native values, which convertValueFast declines (it takes
+		// only lists and maps of CEL values, refVals and refValMapType).
+		{`object`, false},
+		{`object.metadata`, false},
+		{`object.data`, false},
+		{`[object.metadata, object.data.k]`, false},
+		{`{"m": object.metadata, "l": dyn([object.data])}`, false},
+		{`[1, 2].map(i, i * 2)`, true},
+		{`[1, 2].map(i, {"v": i})`, true},
+		{`Object.spec{replicas: 2, selector: Object.spec.selector{matchLabels: {"a": "b"}}, names: ["x"]}`, true},
+		{`Object.spec{x: 9007199254740993, y: -0.0, z: 2.0, l: [], m: {}, n: [Object.spec.n{a: 1}]}`, true},
+		{`Object.spec{x: 9223372036854775807}`, true},
+		{`[Object.spec{a: 1}, Object.spec{b: [1, 2]}]`, true},
+		{`{"o": Object.spec{a: "b"}}`, true},
+		// Declined: the reference has the answer or the error.
+		{`b"hi"`, false},
+		{`timestamp("2024-01-02T03:04:05Z")`, false},
+		{`duration("1m")`, false},
+		{`[b"hi"]`, false},
+		{`{1: "a"}`, false},
+		{`{"a": {1: "b"}}`, false},
+		{`["a"] + ["b"]`, false},
+		{`0.0 / 0.0`, false},
+		{`1.0 / 0.0`, false},
+		{`[1.0 / 0.0]`, false},
+		{`optional.of(1)`, false},
+		{`Object.spec{x: null}`, false},
+		{`Object.spec{x: b"b"}`, false},
+		{`Object.spec{x: 1u}`, false},
+		{`Object.spec{x: [[1]]}`, false},
+		{`Object.spec{x: {"k": [1]}}`, false},
+		{`Object.spec{x: object.metadata}`, false},
+		{`Object.spec{x: 1.0 / 0.0}`, false},
+		{`type(1)`, false},
+	} {
+		t.Run(c.value, func(t *testing.T) {
+			v := patchValue(t, c.value)
+			if ok := checkConvertValueFast(t, v); ok != c.fast {
+				t.Fatalf("direct conversion taken: %v, want %v", ok, c.fast)
+			}
+		})
+	}
+}
+
+// patchValue is the value of the one operation of
+// [JSONPatch{op: "add", path: "/a", value: <value>}] as kube-apiserver's
+// evaluator gives it.
+func patchValue(t *testing.T, value string) ref.Val {
+	t.Helper()
+	list, ok := evalPatch(t, `[JSONPatch{op: "add", path: "/a", value: `+value+`}]`).(traits.Lister)
+	if !ok {
+		t.Fatal("not a list")
+	}
+	op, ok := list.Get(types.Int(0)).(*mutation.JSONPatchVal)
+	if !ok {
+		t.Fatal("not a JSONPatch")
+	}
+	return op.Val
+}
+
+// TestConvertValueFastRandom holds the direct conversion to the reference on
+// random values of every shape it models or declines: scalars at the
+// edges of the JSON number ranges, strings with invalid UTF-8, CEL lists
+// and maps, the adapter's lists and maps over native values, and Objects
+// nesting them.
+func TestConvertValueFastRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 1))
+	fast := 0
+	const n = 20000
+	for i := 0; i < n; i++ {
+		v := randomVal(r, 3, "Object")
+		if checkConvertValueFast(t, v) {
+			fast++
+		}
+	}
+	if fast < n/4 {
+		t.Fatalf("the direct conversion answered %d of %d values", fast, n)
+	}
+}
+
+var edgeInts = []int64{0, 1, -1, 1<<53 - 1, 1 << 53, 1<<53 + 1, -(1<<53 - 1), -(1 << 53), math.MaxInt64, math.MinInt64, 1<<63 - 512, 1<<63 - 513}
+
+var edgeFloats = []float64{0, math.Copysign(0, -1), 0.5, 2, -3, 1e20, 1e21, 1e-7, 9.2e18, 9.3e18, -9.3e18, math.NaN(), math.Inf(1), math.MaxFloat64, 1 << 63}
+
+var edgeStrings = []string{"", "a", "é", "\u2028", "\xff", "a\xc3", "<&>"}
+
+func randomScalar(r *rand.Rand) ref.Val {
+	switch r.IntN(7) {
+	case 0:
+		return types.NullValue
+	case 1:
+		return types.Bool(r.IntN(2) == 0)
+	case 2:
+		return types.Int(edgeInts[r.IntN(len(edgeInts))])
+	case 3:
+		return types.Uint(uint64(edgeInts[r.IntN(len(edgeInts))]))
+	case 4:
+		return types.Double(edgeFloats[r.IntN(len(edgeFloats))])
+	case 5:
+		return types.Bytes("b")
+	}
+	return types.String(edgeStrings[r.IntN(len(edgeStrings))])
+}
+
+func randomNative(r *rand.Rand, depth int) any {
+	switch k := r.IntN(9); {
+	case depth > 0 && k == 0:
+		l := make([]any, r.IntN(3))
+		for i := range l {
+			l[i] = randomNative(r, depth-1)
+		}
+		return l
+	case depth > 0 && k == 1:
+		m := map[string]any{}
+		for i := r.IntN(3); i > 0; i-- {
+			m[edgeStrings[r.IntN(len(edgeStrings))]] = randomNative(r, depth-1)
+		}
+		return m
+	case k == 2:
+		return nil
+	case k == 3:
+		return r.IntN(2) == 0
+	case k == 4:
+		return edgeInts[r.IntN(len(edgeInts))]
+	case k == 5:
+		return edgeFloats[r.IntN(len(edgeFloats))]
+	case k == 6:
+		return int32(7) // a native type the direct path does not model
+	}
+	return edgeStrings[r.IntN(len(edgeStrings))]
+}
+
+func randomVal(r *rand.Rand, depth int, path string) ref.Val {
+	if depth == 0 {
+		return randomScalar(r)
+	}
+	switch r.IntN(7) {
+	case 0:
+		items := make([]ref.Val, r.IntN(3))
+		for i := range items {
+			items[i] = randomVal(r, depth-1, path)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, items)
+	case 1:
+		m := map[ref.Val]ref.Val{}
+		for i := r.IntN(3); i > 0; i-- {
+			var k ref.Val = types.String(edgeStrings[r.IntN(len(edgeStrings))])
+			if r.IntN(8) == 0 {
+				k = types.Int(i)
+			}
+			m[k] = randomVal(r, depth-1, path)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case 2:
+		return types.DefaultTypeAdapter.NativeToValue(randomNative(r, depth))
+	case 3, 4:
+		fields := map[string]ref.Val{}
+		for i := r.IntN(4); i > 0; i-- {
+			name := fmt.Sprintf("f%d", r.IntN(5))
+			fields[name] = randomVal(r, depth-1, path+"."+name)
+		}
+		return dynamic.NewObjectVal(types.NewObjectType(path), fields)
+	}
+	return randomScalar(r)
+}
+
+// TestFromCELTakesTheReferenceForWhatItDeclines checks that a value the
+// direct conversion declines still gets upstream's value or error.
+func TestFromCELTakesTheReferenceForWhatItDeclines(t *testing.T) {
+	ops, err := FromCEL(evalPatch(t, `[JSONPatch{op: "add", path: "/a", value: b"hi"}]`))
+	if err != nil || len(ops) != 1 || ops[0].Value != "aGk=" {
+		t.Fatalf("got %#v, %v", ops, err)
+	}
+	_, err = FromCEL(evalPatch(t, `[JSONPatch{op: "add", path: "/a", value: Object.spec{x: null}}]`))
+	if err == nil || !strings.Contains(err.Error(), "JSONPath valueExpression evaluated to a type that could not marshal to JSON") {
+		t.Fatalf("error = %v", err)
+	}
+}
