@@ -74,6 +74,16 @@ func TestConvertValueFastIsReference(t *testing.T) {
 		{`{}`, true},
 		{`[dyn(1), dyn("a"), dyn(2.5), dyn(null), dyn(true), dyn([dyn(1), dyn([2])]), dyn({"k": [3u]})]`, true},
 		{`{"a": dyn({"b": [dyn(1), dyn({"c": null})]}), "d": dyn(-0.0)}`, true},
+		// From TestConvertValueIsUpstreams (branch io).
+		{`1e-300`, true},
+		{`[dyn(1), dyn("a"), dyn(2.5), dyn(-0.0), dyn(null), dyn(false), dyn([dyn(1), dyn([2])]), dyn({"k": [{"j": 9007199254740993}]})]`, true},
+		{`{"a": dyn({"b": 1.0}), "c": dyn([dyn(1), dyn(2u)]), "d": dyn(null)}`, true},
+		{`Object.spec{}`, true},
+		{`Object.spec{replicas: 2, paused: false, ratio: 0.5, whole: 3.0, neg: -0.0, big: 9007199254740993, huge: 9223372036854775807,
+			selector: Object.spec.selector{matchLabels: {"a": "b"}}, names: ["x", "y"], empty: [],
+			items: [Object.spec.items{name: "i", n: 1}], byKey: {"k": Object.spec.byKey{v: 2.0}}}`, true},
+		{`[Object.spec.tolerations{key: "k", operator: "Exists"}, Object.spec.tolerations{}]`, true},
+		{`{"k": Object.spec.x{a: [1.5, 2.0]}}`, true},
 		// What expressions read from the object: the adapter's lists and
 		// maps over native values, which convertValueFast declines (it takes
 		// only lists and maps of CEL values, refVals and refValMapType).
@@ -109,6 +119,12 @@ func TestConvertValueFastIsReference(t *testing.T) {
 		{`Object.spec{x: object.metadata}`, false},
 		{`Object.spec{x: 1.0 / 0.0}`, false},
 		{`type(1)`, false},
+		{`double("NaN")`, false},
+		{`[double("Infinity")]`, false},
+		{`Object.spec{x: double("-Infinity")}`, false},
+		{`{1: 2}`, false},
+		{`{"b": dyn(b"hi"), "t": dyn(timestamp("2024-01-02T03:04:05Z")), "d": dyn(duration("1m"))}`, false},
+		{`Object.spec{x: {1: "a"}}`, false},
 	} {
 		t.Run(c.value, func(t *testing.T) {
 			v := patchValue(t, c.value)
