@@ -24,13 +24,13 @@ func fastAgainstSlow(t testing.TB, tc managedfields.TypeConverter, live, patch m
 	checkValidity(t, tc, patch, false)
 
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(live)}
-	slow, slowErr := merge(tc, nil, u, nil, false, nil, runtime.DeepCopyJSON(patch))
+	slow, slowErr := merge(tc, nil, u, nil, false, nil, runtime.DeepCopyJSON(patch), false)
 	liveCopy, patchCopy := runtime.DeepCopyJSON(live), runtime.DeepCopyJSON(patch)
 	root := probeRoot(tc, u.GroupVersionKind())
 	if root == nil {
 		t.Fatalf("no schema for %v", u.GroupVersionKind())
 	}
-	got, err := merge(tc, root, &unstructured.Unstructured{Object: liveCopy}, nil, false, nil, patchCopy)
+	got, err := merge(tc, root, &unstructured.Unstructured{Object: liveCopy}, nil, false, nil, patchCopy, false)
 	if !reflect.DeepEqual(liveCopy, live) || !reflect.DeepEqual(patchCopy, patch) {
 		t.Fatal("the merge modified its inputs")
 	}

@@ -75,7 +75,7 @@ func MergeTyped(tc managedfields.TypeConverter, live *unstructured.Unstructured,
 	if tc != nil {
 		root = probeRoot(tc, live.GroupVersionKind())
 	}
-	return mergeChained(tc, root, live, patch, prev)
+	return mergeChained(tc, root, live, patch, prev, false)
 }
 
 // Merger merges ApplyConfigurations into objects of one kind: it is
@@ -124,6 +124,19 @@ func (m *Merger) TypeConverter() managedfields.TypeConverter { return m.tc }
 
 // Merge is MergeTyped(m.TypeConverter(), live, patch, prev).
 func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
+	return m.merge(live, patch, prev, false)
+}
+
+// MergeOwned is Merge for a patch the caller hands over (a map it built,
+// as FromCEL's, and no longer uses): its top-level map may be modified
+// (the merge sets its apiVersion and kind there, where Merge sets them in
+// a copy) and shared by the result. Results and errors are Merge's.
+func (m *Merger) MergeOwned(live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
+	return m.merge(live, patch, prev, true)
+}
+
+// merge is Merge, or MergeOwned when owned.
+func (m *Merger) merge(live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned bool) (*Merged, error) {
 	if live == nil {
 		return nil, errors.New("error applying patch: live object must not be nil")
 	}
@@ -131,10 +144,10 @@ func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, pr
 	if gvk := live.GroupVersionKind(); gvk != m.gvk {
 		root = probeRoot(m.tc, gvk)
 	}
-	return mergeChained(m.tc, root, live, patch, prev)
+	return mergeChained(m.tc, root, live, patch, prev, owned)
 }
 
-func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
+func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned bool) (*Merged, error) {
 	var liveTyped *typed.TypedValue
 	var ref map[string]any
 	liveValid := false
@@ -147,7 +160,7 @@ func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstruct
 			ref = prev.Object.Object
 		}
 	}
-	out, err := merge(tc, root, live, liveTyped, liveValid, ref, patch)
+	out, err := merge(tc, root, live, liveTyped, liveValid, ref, patch, owned)
 	if err != nil {
 		return nil, fmt.Errorf("error applying patch: %w", err)
 	}
@@ -168,11 +181,17 @@ func sameKind(a, b map[string]any) bool {
 // path (fastmerge.go): the same validations and merge, walked directly over
 // the unstructured values when they are in the subset it models.
 // structured-merge-diff itself runs otherwise, and gives every error.
-func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, ref, patch map[string]any) (*Merged, error) {
+// When owned, patch is the caller's to give (MergeOwned) and is modified
+// in place.
+func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, ref, patch map[string]any, owned bool) (*Merged, error) {
 	gvk := live.GroupVersionKind()
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
-	// copy of the top level gives the same object without touching the caller's map.
-	p := copyWithRoom(patch, 2)
+	// copy of the top level gives the same object without touching the caller's
+	// map, unless the caller gave it up.
+	p := patch
+	if !owned || p == nil {
+		p = copyWithRoom(patch, 2)
+	}
 	if root != nil && root.gvk == gvk {
 		// SetGroupVersionKind(gvk), without allocating; root's apiVersion and
 		// kind are gvk's, so the check below would pass.

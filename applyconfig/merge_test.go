@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 const liveDeployment = `
@@ -419,4 +420,70 @@ func TestMergeErrors(t *testing.T) {
 			t.Fatalf("error = %v", err)
 		}
 	})
+}
+
+// TestMergeOwnedIsMerge holds MergeOwned, which may modify the patch it is
+// handed, to Merge on every merge case: the same result (object, and what
+// the next merge of a chain reuses) or the same error, alone and chained
+// after the same case, and with a patch of no entries or nil.
+func TestMergeOwnedIsMerge(t *testing.T) {
+	s := sharedSchemas(t)
+	cases := mergeCases()
+	cases = append(cases,
+		mergeCase{name: "an empty patch", live: livePod, patch: `{}`},
+		mergeCase{name: "a patch with another apiVersion and kind", live: livePod, patch: `{apiVersion: apps/v1, kind: Deployment, metadata: {labels: {b: "2"}}}`},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			live := fromYAML(t, c.live)
+			gvk := (&unstructured.Unstructured{Object: live}).GroupVersionKind()
+			tc, err := s.TypeConverter(gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := NewMerger(tc, gvk)
+			patch := fromYAML(t, c.patch)
+			want, wantErr := m.Merge(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(live)}, patch, nil)
+			if !reflect.DeepEqual(patch, fromYAML(t, c.patch)) {
+				t.Fatal("Merge modified its patch")
+			}
+			got, err := m.MergeOwned(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(live)}, fromYAML(t, c.patch), nil)
+			sameAsMerge(t, got, err, want, wantErr)
+			if err != nil {
+				return
+			}
+			// Chained: the same patch again, into each one's result.
+			want, wantErr = m.Merge(&unstructured.Unstructured{Object: want.Object.Object}, fromYAML(t, c.patch), want)
+			got, err = m.MergeOwned(&unstructured.Unstructured{Object: got.Object.Object}, fromYAML(t, c.patch), got)
+			sameAsMerge(t, got, err, want, wantErr)
+		})
+	}
+	t.Run("a nil patch", func(t *testing.T) {
+		tc, err := s.TypeConverter(podGVK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := NewMerger(tc, podGVK)
+		want, wantErr := m.Merge(&unstructured.Unstructured{Object: fromYAML(t, livePod)}, nil, nil)
+		got, err := m.MergeOwned(&unstructured.Unstructured{Object: fromYAML(t, livePod)}, nil, nil)
+		sameAsMerge(t, got, err, want, wantErr)
+	})
+}
+
+// sameAsMerge fails unless got and err, MergeOwned's, are want and wantErr,
+// Merge's.
+func sameAsMerge(t *testing.T, got *Merged, err error, want *Merged, wantErr error) {
+	t.Helper()
+	switch {
+	case (err == nil) != (wantErr == nil):
+		t.Fatalf("MergeOwned error %v, Merge's %v", err, wantErr)
+	case err != nil:
+		if err.Error() != wantErr.Error() {
+			t.Fatalf("MergeOwned error %q, Merge's %q", err, wantErr)
+		}
+	case !reflect.DeepEqual(got.Object.Object, want.Object.Object):
+		t.Fatalf("MergeOwned result %#v\nMerge's %#v", got.Object.Object, want.Object.Object)
+	case got.valid != want.valid || (got.typed == nil) != (want.typed == nil) || got.tc != want.tc:
+		t.Fatalf("MergeOwned keeps valid=%v typed=%v, Merge valid=%v typed=%v", got.valid, got.typed != nil, want.valid, want.typed != nil)
+	}
 }

@@ -51,7 +51,7 @@ type Patcher struct {
 // the same object, opaque to its holder (the engine keeps one per request,
 // in its state across the chain's rounds): the typed value of the last
 // ApplyConfiguration result, which the next merge into that same object
-// reuses (applyconfig.Merger.Merge), and the scheme's cache, which
+// reuses (applyconfig.Merger.MergeOwned), and the scheme's cache, which
 // normalizes a merge result walking only what the patch changed. The zero
 // value is an admission's, before its first mutation. It is for one
 // request at a time.
@@ -138,12 +138,14 @@ func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
 }
 
 // merge merges patch into live with merger, reusing the last merge's
-// typed value within an admission.
+// typed value within an admission. patch is taken over
+// (applyconfig.Merger.MergeOwned): it is the caller's, freshly built by
+// applyconfig.FromCEL, and not used after the merge.
 func (c *Cache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any) (*applyconfig.Merged, error) {
 	if c.standalone {
-		return merger.Merge(live, patch, nil)
+		return merger.MergeOwned(live, patch, nil)
 	}
-	return merger.Merge(live, patch, c.merged)
+	return merger.MergeOwned(live, patch, c.merged)
 }
 
 // normalize presents merged, the result of merging a patch into in (of
@@ -251,6 +253,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 			return nil, outcome, apierrors.NewInternalError(fmt.Errorf("mutatis has no schema of %v to merge an ApplyConfiguration with", gvk))
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
+		// patch is FromCEL's, the caller's own: the merge takes it over.
 		merged, err := c.merge(merger, live, patch) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
