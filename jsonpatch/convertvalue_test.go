@@ -39,9 +39,9 @@ func checkConvertValueFast(t *testing.T, v ref.Val) bool {
 // TestConvertValueFastIsReference evaluates JSONPatch values in
 // kube-apiserver's own JSONPatch environment (evalPatch: the object is a
 // ConfigMap) and holds the direct conversion to the structpb one: the
-// values of CEL literals and Object{…} values take the direct path; the
-// others (among them what expressions read from the object) are declined
-// and FromCEL asks upstream.
+// values of CEL literals, Object{…} values and what expressions read from
+// the object take the direct path; the others are declined and FromCEL
+// asks upstream.
 func TestConvertValueFastIsReference(t *testing.T) {
 	for _, c := range []struct {
 		value string
