@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
@@ -88,4 +91,37 @@ func BenchmarkApplyLabel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkConvertValueObject converts what a JSONPatch value reads from
+// the object, cel-go's view of a Deployment's Go map, both ways: directly
+// (convertValue) and by upstream's structpb round trip (reference).
+func BenchmarkConvertValueObject(b *testing.B) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(testDeployment())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		v    any
+	}{
+		{"object", u},
+		{"object.metadata", u["metadata"]},
+		{"object.spec.template.spec.containers", u["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"]},
+	} {
+		v := types.DefaultTypeAdapter.NativeToValue(c.v)
+		for _, conv := range []struct {
+			name string
+			f    func(ref.Val) (any, error)
+		}{{"direct", convertValue}, {"reference", convertValueReference}} {
+			b.Run(c.name+"/"+conv.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := conv.f(v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -39,9 +39,9 @@ func checkConvertValueFast(t *testing.T, v ref.Val) bool {
 // TestConvertValueFastIsReference evaluates JSONPatch values in
 // kube-apiserver's own JSONPatch environment (evalPatch: the object is a
 // ConfigMap) and holds the direct conversion to the structpb one: the
-// values of CEL literals and Object{…} values take the direct path; the
-// others (among them what expressions read from the object) are declined
-// and FromCEL asks upstream.
+// values of CEL literals, Object{…} values and what expressions read from
+// the object take the direct path; the others are declined and FromCEL
+// asks upstream.
 func TestConvertValueFastIsReference(t *testing.T) {
 	for _, c := range []struct {
 		value string
@@ -84,14 +84,17 @@ func TestConvertValueFastIsReference(t *testing.T) {
 			items: [Object.spec.items{name: "i", n: 1}], byKey: {"k": Object.spec.byKey{v: 2.0}}}`, true},
 		{`[Object.spec.tolerations{key: "k", operator: "Exists"}, Object.spec.tolerations{}]`, true},
 		{`{"k": Object.spec.x{a: [1.5, 2.0]}}`, true},
-		// What expressions read from the object: the adapter's lists and
-		// maps over native values, which convertValueFast declines (it takes
-		// only lists and maps of CEL values, refVals and refValMapType).
-		{`object`, false},
-		{`object.metadata`, false},
-		{`object.data`, false},
-		{`[object.metadata, object.data.k]`, false},
-		{`{"m": object.metadata, "l": dyn([object.data])}`, false},
+		// What expressions read from the object: cel-go's views of the Go
+		// maps and slices the object is bound as (goMapViewType,
+		// goListViewType), converted directly (goViewAsJSON).
+		{`object`, true},
+		{`object.metadata`, true},
+		{`object.data`, true},
+		{`[object.metadata, object.data.k]`, true},
+		{`{"m": object.metadata, "l": dyn([object.data])}`, true},
+		{`[object, object.metadata, dyn(object.data)]`, true},
+		{`{"a": dyn({"b": dyn([object.data, dyn({})])}), "c": dyn([])}`, true},
+		{`Object.spec{x: object.data.k, y: [object.metadata.name]}`, true},
 		{`[1, 2].map(i, i * 2)`, true},
 		{`[1, 2].map(i, {"v": i})`, true},
 		{`Object.spec{replicas: 2, selector: Object.spec.selector{matchLabels: {"a": "b"}}, names: ["x"]}`, true},
@@ -149,6 +152,65 @@ func patchValue(t *testing.T, value string) ref.Val {
 		t.Fatal("not a JSONPatch")
 	}
 	return op.Val
+}
+
+// TestConvertValueFastGoViews holds the direct conversion of cel-go's views
+// of Go values (what expressions read from object, oldObject and params) to
+// the reference: numbers at the edges, nesting, empty and nil maps and
+// slices, null, and the Go types and strings it declines.
+func TestConvertValueFastGoViews(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		value any
+		fast  bool
+	}{
+		{"empty map", map[string]any{}, true},
+		{"nil map", map[string]any(nil), true},
+		{"empty list", []any{}, true},
+		{"nil list", []any(nil), true},
+		{"null values", map[string]any{"a": nil, "l": []any{nil}}, true},
+		{"nil map and list inside", map[string]any{"m": map[string]any(nil), "l": []any(nil)}, true},
+		{"ints at the edges", []any{int64(0), int64(-1), int64(1<<53 - 1), int64(-(1<<53 - 1)), int64(1 << 53), int64(-(1 << 53)),
+			int64(1<<53 + 1), int64(math.MaxInt64), int64(math.MinInt64)}, true},
+		{"floats at the edges", []any{0.0, math.Copysign(0, -1), 0.5, 2.0, -3.0, 1e20, 1e21, 1e-7, 9.2e18, 9.3e18, -9.3e18,
+			math.MaxFloat64, math.SmallestNonzeroFloat64, float64(1 << 63), float64(1 << 53), float64(1<<53 + 2)}, true},
+		{"nested", map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "ports": []any{
+			map[string]any{"containerPort": int64(80), "weight": 0.25}}, "env": []any{}}}, "paused": false}, "é\u2028<&>": "s"}, true},
+		{"lists of lists", []any{[]any{[]any{}}, []any{map[string]any{}}}, true},
+		{"NaN", []any{math.NaN()}, false},
+		{"infinity", map[string]any{"a": math.Inf(-1)}, false},
+		{"invalid UTF-8 value", []any{"a\xc3"}, false},
+		{"invalid UTF-8 key", map[string]any{"\xff": "a"}, false},
+		{"int32", map[string]any{"a": int32(7)}, false},
+		{"uint64", []any{uint64(7)}, false},
+		{"nested NaN", map[string]any{"a": []any{map[string]any{"b": math.NaN()}}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := types.DefaultTypeAdapter.NativeToValue(c.value)
+			if ok := checkConvertValueFast(t, v); ok != c.fast {
+				t.Fatalf("direct conversion taken: %v, want %v", ok, c.fast)
+			}
+		})
+	}
+}
+
+// TestConvertValueFastCopiesGoViews checks that the direct conversion of a
+// view returns new maps and slices: the operation's value is the caller's
+// to change, and the object it was read from must not change with it.
+func TestConvertValueFastCopiesGoViews(t *testing.T) {
+	inner := []any{"x"}
+	src := map[string]any{"m": map[string]any{"k": "v"}, "l": inner}
+	got, ok := convertValueFast(types.DefaultTypeAdapter.NativeToValue(src))
+	if !ok {
+		t.Fatal("declined")
+	}
+	m := got.(map[string]any)
+	m["m"].(map[string]any)["k"] = "changed"
+	m["l"].([]any)[0] = "changed"
+	m["new"] = true
+	if src["m"].(map[string]any)["k"] != "v" || inner[0] != "x" || len(src) != 2 {
+		t.Fatalf("the source changed: %#v", src)
+	}
 }
 
 // TestConvertValueFastRandom holds the direct conversion to the reference on

@@ -112,6 +112,15 @@ var (
 	refValMapType  = reflect.TypeOf(types.NewRefValMap(types.DefaultTypeAdapter, nil))
 )
 
+// The views cel-go makes of Go maps and slices (NewStringInterfaceMap,
+// NewDynamicList): what expressions read from object, oldObject and params,
+// which are bound as their Go maps. Their conversions to a structpb.Value
+// convert each Go element as its CEL value (the adapter's NativeToValue).
+var (
+	goMapViewType  = reflect.TypeOf(types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{}))
+	goListViewType = reflect.TypeOf(types.NewDynamicList(types.DefaultTypeAdapter, []any{}))
+)
+
 // refVals returns the elements of v when it is a list of CEL values as
 // refValListType holds them.
 func refVals(v ref.Val) ([]ref.Val, bool) {
@@ -150,7 +159,9 @@ const maxSafeInt = 1<<53 - 1
 // convertValueFast is convertValueReference(v) for the values CEL literals
 // build: strings, integers, doubles, booleans, null, Objects and the lists
 // and maps of CEL values that hold them, each converted as its own
-// ConvertToNative to a structpb.Value converts it. ok is false for
+// ConvertToNative to a structpb.Value converts it; and for what expressions
+// read from the object, cel-go's views of JSON-shaped Go maps and slices
+// (goViewAsJSON). ok is false for
 // anything else (bytes, timestamps, durations, optionals, invalid UTF-8,
 // NaN and infinities, map keys that are not strings, an Object field
 // upstream cannot convert), which convertValueReference converts, with its
@@ -163,10 +174,7 @@ func convertValueFast(v ref.Val) (any, bool) {
 		}
 		return celobject.StringValue(v), true
 	case types.Int:
-		if t >= -maxSafeInt && t <= maxSafeInt {
-			return int64(t), true
-		}
-		return strconv.FormatInt(int64(t), 10), true
+		return intValue(int64(t)), true
 	case types.Uint:
 		if t <= maxSafeInt {
 			return int64(t), true
@@ -198,6 +206,18 @@ func convertValueFast(v ref.Val) (any, bool) {
 		}
 		return out, true
 	}
+	// The views share their Go types with other lists and maps (a map of
+	// CEL values is a goMapViewType too): what they present decides.
+	switch reflect.TypeOf(v) {
+	case goMapViewType:
+		if m, ok := v.Value().(map[string]any); ok {
+			return goViewAsJSON(m)
+		}
+	case goListViewType:
+		if l, ok := v.Value().([]any); ok {
+			return goViewAsJSON(l)
+		}
+	}
 	if reflect.TypeOf(v) == refValMapType {
 		entries, ok := v.Value().(map[ref.Val]ref.Val)
 		if !ok {
@@ -214,6 +234,51 @@ func convertValueFast(v ref.Val) (any, bool) {
 				return nil, false
 			}
 			out[string(ks)] = c
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// goViewAsJSON is convertValueFast of the CEL value a view of Go values
+// presents for e (types.DefaultTypeAdapter.NativeToValue(e)), for the
+// shapes unstructured JSON has: a new copy of maps and slices, int64 as
+// types.Int converts and float64 as types.Double converts. ok is false for
+// any other Go type and for what convertValueFast declines (invalid UTF-8,
+// NaN, infinities).
+func goViewAsJSON(e any) (any, bool) {
+	switch t := e.(type) {
+	case nil:
+		return nil, true
+	case string:
+		return t, utf8.ValidString(t)
+	case bool:
+		return t, true
+	case int64:
+		return intValue(t), true
+	case float64:
+		return numberValue(t)
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			if !utf8.ValidString(k) {
+				return nil, false
+			}
+			c, ok := goViewAsJSON(e)
+			if !ok {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			c, ok := goViewAsJSON(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
 		}
 		return out, true
 	}
@@ -280,6 +345,16 @@ func nativeScalarAsJSON(v any) (_ any, ok, changed bool) {
 		return n, ok, true
 	}
 	return nil, false, false
+}
+
+// intValue is a types.Int converted as its ConvertToNative to a
+// structpb.Value converts it, then read back: a number when JSON-safe, its
+// decimal string otherwise.
+func intValue(i int64) any {
+	if i >= -maxSafeInt && i <= maxSafeInt {
+		return i
+	}
+	return strconv.FormatInt(i, 10)
 }
 
 // numberValue is a JSON number of structpb as valueFromProto reads it back.

@@ -43,6 +43,9 @@ func BenchmarkMutation(b *testing.B) {
 		{"AC-sidecar", ac(`Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: "sidecar", image: "busybox"}]}}}}`)},
 		{"JSONPatch-label", jp(`[JSONPatch{op: "add", path: "/metadata/labels/team", value: "shop"}]`)},
 		{"JSONPatch-escapeKey", jp(`[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("example.com/team"), value: "shop"}]`)},
+		// Values read from the object: cel-go's views of its Go maps.
+		{"JSONPatch-copy-from-object", jp(`[JSONPatch{op: "add", path: "/spec/template/spec/initContainers", value: object.spec.template.spec.containers},
+			JSONPatch{op: "add", path: "/spec/template/metadata/labels", value: object.metadata.labels}]`)},
 	} {
 		policy, err := comp.Compile(bc.m.policy())
 		if err != nil {
