@@ -42,14 +42,7 @@ func TestEvaluatorFollowsParamChanges(t *testing.T) {
 			p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 			b := bindingFor(p.Name)
 			b.Spec.ParamRef = &tc.ref
-			comp, err := compiler.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			hooks, err := NewHooks(comp, []*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b})
-			if err != nil {
-				t.Fatal(err)
-			}
+			hooks := paramHooks(t, p, b)
 			cfg := testConfig()
 			source := params.NewMemory(configMapParam("team", "blue"), configMapParam("other", "green"))
 			cfg.Params.Source = source
@@ -121,14 +114,7 @@ func TestMutationsNeverModifyParams(t *testing.T) {
 			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "add", path: "/data/patched", value: "yes"}]`}})
 	b := bindingFor(p.Name)
 	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "team"}
-	comp, err := compiler.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks, err := NewHooks(comp, []*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hooks := paramHooks(t, p, b)
 	cfg := testConfig()
 	param := configMapParam("team", "blue")
 	cfg.Params.Source = params.NewMemory(param)
@@ -151,4 +137,18 @@ func TestMutationsNeverModifyParams(t *testing.T) {
 		frozenParam.Check(t, "the param")
 		frozenPresented.Check(t, "the presented param")
 	}
+}
+
+// paramHooks compiles one policy and its binding into Hooks.
+func paramHooks(t *testing.T, p *admissionregistrationv1.MutatingAdmissionPolicy, b *admissionregistrationv1.MutatingAdmissionPolicyBinding) []Hook {
+	t.Helper()
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := NewHooks(comp, []*admissionregistrationv1.MutatingAdmissionPolicy{p}, []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hooks
 }
