@@ -134,6 +134,12 @@ type Policy struct {
 
 	varType  *apiservercel.DeclType
 	observer Observer
+
+	// activations are released activations for NewActivation to reuse.
+	activations sync.Pool
+	// poisonReleased, set by tests only, is the Input a released
+	// activation binds instead of being reused (Release).
+	poisonReleased *Input
 }
 
 // Errors returns every compilation error of the policy with its field path,

@@ -51,7 +51,7 @@ type Input struct {
 // are evaluated lazily, at most once per Activation, and their cost is
 // charged to the expression that first uses them. An Activation is not safe
 // for concurrent use: create one per evaluation (per mutation, or one for all
-// matchConditions), as kube-apiserver does.
+// matchConditions), as kube-apiserver does, and Release it once done.
 type Activation struct {
 	policy *Policy
 	ctx    context.Context
@@ -64,6 +64,10 @@ type Activation struct {
 	authorizer, requestResource ref.Val
 	authorizerBound             bool
 	variables                   *lazy.MapValue
+	// getters are the lazy callbacks of the policy's variables, made once
+	// for this activation and kept across the reuses Release allows. Each
+	// serves only the lazy map of the current use (a.variables).
+	getters []lazy.GetFieldFunc
 
 	variableCost int64
 	// variableBytes is what the variables' values evaluated hold, bounded
@@ -90,6 +94,12 @@ type observing struct {
 // evaluation made through the activation. Binding is lazy: a variable's CEL
 // value is built when an expression first resolves it.
 func (p *Policy) NewActivation(ctx context.Context, in Input) *Activation {
+	if p.observer == nil {
+		if a, _ := p.activations.Get().(*Activation); a != nil {
+			a.ctx, a.in, a.variableBytesLimit = ctx, in, variableBytesLimit(ctx)
+			return a
+		}
+	}
 	a := &Activation{policy: p, ctx: ctx, in: in, variableBytesLimit: variableBytesLimit(ctx)}
 	if p.observer != nil {
 		a.observing = &observing{observer: p.observer}
@@ -97,13 +107,49 @@ func (p *Policy) NewActivation(ctx context.Context, in Input) *Activation {
 	return a
 }
 
+// Release gives the activation back to its policy, for a later
+// NewActivation to reuse; a must not be used after. Call it once nothing
+// holds a value its evaluations returned that can still resolve a variable:
+// the policy's variables map (an expression's value can be the map itself,
+// or hold it), whose variables not yet evaluated are evaluated against the
+// activation. Such a map left over from a released activation resolves
+// those as an error instead (evalVariable's getter), never against another
+// Input. An activation of a policy with an observer (explain, whose
+// records keep values) is not reused. Releasing is optional: an activation
+// never released is left to the collector.
+func (a *Activation) Release() {
+	if a == nil || a.observing != nil {
+		return
+	}
+	p := a.policy
+	*a = Activation{policy: p, getters: a.getters}
+	if p.poisonReleased != nil {
+		// Tests: a released activation then binds a poisoned Input and is
+		// not reused, so that whatever still resolves through it shows.
+		a.in = *p.poisonReleased
+		return
+	}
+	p.activations.Put(a)
+}
+
 // vars returns the lazy map of the policy's variables, creating it on first
 // use.
 func (a *Activation) vars() *lazy.MapValue {
 	if a.variables == nil {
+		if a.getters == nil {
+			a.getters = make([]lazy.GetFieldFunc, len(a.policy.Variables))
+			for i, v := range a.policy.Variables {
+				a.getters[i] = func(m *lazy.MapValue) ref.Val {
+					if m != a.variables {
+						return celtypes.NewErr("internal error: variable %q resolved after its activation was released", v.Name)
+					}
+					return a.evalVariable(v)
+				}
+			}
+		}
 		a.variables = lazy.NewMapValue(a.policy.varType)
-		for _, v := range a.policy.Variables {
-			a.variables.Append(v.Name, func(*lazy.MapValue) ref.Val { return a.evalVariable(v) })
+		for i, v := range a.policy.Variables {
+			a.variables.Append(v.Name, a.getters[i])
 		}
 	}
 	return a.variables

@@ -36,7 +36,8 @@ import (
 //     overload"), a type the provider does not know, an invalid qualifier,
 //     or a decorator that fails. The decorators of kube-apiserver's
 //     environments are, in order: the optional library's (never fails),
-//     InterruptableEval (never fails), Optimize (fails when it folds a type
+//     mutatis' planOnce (plan.go, never fails), InterruptableEval (never
+//     fails), Optimize (fails when it folds a type
 //     conversion of a constant that errors, such as int("x")), the regex
 //     constants (matches, and the Kubernetes regex library's find and
 //     findAll: fails on a constant pattern that does not compile) and the
@@ -59,7 +60,7 @@ type planCheck struct {
 // programOptions are the options mutatis adds to the environment's own, as
 // kube-apiserver's CompileCELExpression does.
 func programOptions() []cel.ProgramOption {
-	return []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency)}
+	return []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency), cel.CustomDecoratorV2(planOnce)}
 }
 
 // newPlanCheck returns the check of the programs of env and of the

@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"context"
+
 	"github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -110,3 +112,9 @@ func (c *Compiler) compileValidating(p *admissionregistrationv1.ValidatingAdmiss
 	}
 	return out, nil
 }
+
+// BoundsBytes tells whether the activations made with ctx bound the bytes
+// their evaluations build (WithVariableBytesLimit): such a bound adds up
+// over an activation's evaluations, so that the result of one evaluation
+// depends on the evaluations before it in the same activation.
+func BoundsBytes(ctx context.Context) bool { return variableBytesLimit(ctx) > 0 }

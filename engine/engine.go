@@ -567,6 +567,8 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 	}
 	in.Request = *request
 	act := inv.hook.Compiled.NewActivation(ctx, in)
+	// The results are bools and errors: nothing holds the activation after.
+	defer act.Release()
 	budget := int64(compiler.MatchConditionsBudget)
 	// A policy has a few conditions (at most 64): their results fit a
 	// buffer on the stack.
