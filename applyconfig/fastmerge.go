@@ -24,7 +24,9 @@ package applyconfig
 // Map.FindField gives.
 
 import (
+	"hash/maphash"
 	"math"
+	"math/bits"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
@@ -210,8 +212,32 @@ func makeKeyVal(v any) (keyVal, bool) {
 
 // listKeyIndex holds the keys of one list's items, in order.
 type listKeyIndex struct {
-	keys  []itemKey
-	index map[itemKey]int // key -> first position; built for long lists only
+	keys []itemKey
+	// slots index the keys of long lists (nil for short ones): an open
+	// addressing table of positions+1 (0 is empty), of the first item
+	// with each key. A map[itemKey]int would allocate every key (an
+	// itemKey is over 128 bytes, which a Go map holds indirectly).
+	slots []int32
+	// dups tells, with slots, that some key is repeated.
+	dups bool
+}
+
+// keySeed seeds the hashes of list keys (random per process, as Go maps'
+// seeds are, so that the keys of an object cannot be chosen to collide).
+var keySeed = maphash.MakeSeed()
+
+// hash is the hash of k for listKeyIndex's table.
+func (k *itemKey) hash() uint64 {
+	h := uint64(k.n)
+	for j := range k.n {
+		v := &k.vals[j]
+		h = (h^uint64(v.kind))*0x9E3779B97F4A7C15 ^ uint64(v.i)
+		if v.kind == 1 {
+			h ^= maphash.String(keySeed, v.s)
+		}
+		h *= 0xBF58476D1CE4E5B9
+	}
+	return h ^ h>>31
 }
 
 // smallList is the length up to which keys are compared pairwise.
@@ -244,10 +270,7 @@ func listKeysInto(t *plist, l []any, buf []itemKey) (listKeyIndex, bool) {
 		}
 	}
 	if len(l) > smallList {
-		idx.index = make(map[itemKey]int, len(l))
-		for i := len(l) - 1; i >= 0; i-- {
-			idx.index[idx.keys[i]] = i
-		}
+		idx.index()
 	}
 	return idx, true
 }
@@ -301,13 +324,41 @@ func itemKeyOf(t *plist, item any, k *itemKey) bool {
 	return present
 }
 
+// index builds the table of a long list's keys.
+func (idx *listKeyIndex) index() {
+	size := 1 << bits.Len(uint(2*len(idx.keys)-1)) // a power of two, at least twice the items
+	idx.slots = make([]int32, size)
+	mask := uint64(size - 1)
+items:
+	for i := range idx.keys {
+		k := &idx.keys[i]
+		for j := k.hash() & mask; ; j = (j + 1) & mask {
+			at := idx.slots[j]
+			if at == 0 {
+				idx.slots[j] = int32(i + 1)
+				break
+			}
+			if idx.keys[at-1] == *k {
+				idx.dups = true
+				continue items // the first position stays
+			}
+		}
+	}
+}
+
 // find returns the first position of k, or -1.
 func (idx *listKeyIndex) find(k itemKey) int {
-	if idx.index != nil {
-		if i, ok := idx.index[k]; ok {
-			return i
+	if idx.slots != nil {
+		mask := uint64(len(idx.slots) - 1)
+		for j := k.hash() & mask; ; j = (j + 1) & mask {
+			at := idx.slots[j]
+			if at == 0 {
+				return -1
+			}
+			if idx.keys[at-1] == k {
+				return int(at - 1)
+			}
 		}
-		return -1
 	}
 	for i := range idx.keys {
 		if idx.keys[i] == k {
@@ -318,8 +369,8 @@ func (idx *listKeyIndex) find(k itemKey) int {
 }
 
 func (idx *listKeyIndex) hasDuplicates() bool {
-	if idx.index != nil {
-		return len(idx.index) != len(idx.keys)
+	if idx.slots != nil {
+		return idx.dups
 	}
 	for i := range idx.keys {
 		for j := i + 1; j < len(idx.keys); j++ {
@@ -336,6 +387,89 @@ func (idx *listKeyIndex) hasDuplicates() bool {
 // has, and allocates new maps and slices along the paths both sides have.
 // ok is false when the case is not modelled.
 func mergeValues(t *ptype, lhs, rhs any) (any, bool) {
+	return mergeWalk(t, lhs, rhs, nil)
+}
+
+// mergeFresh is mergeValues for a right-hand side every map and slice of
+// which is new and the caller's to give (celobject.Native's conversion of
+// an Object value): the result is built in rhs's own maps where the two
+// sides meet (the left-hand side's other entries added to them) instead
+// of in copies of lhs's. Nothing is changed until the whole merge is
+// known to be modelled: when ok is false, rhs is as it was, for
+// structured-merge-diff to merge. Otherwise rhs is taken over (it may be
+// changed and shared by the result). TestMergeFreshIsMergeValues holds it
+// to mergeValues.
+func mergeFresh(t *ptype, lhs, rhs any) (any, bool) {
+	var tasks mergeTasks
+	out, ok := mergeWalk(t, lhs, rhs, &tasks)
+	if ok {
+		tasks.apply()
+	}
+	return out, ok
+}
+
+// mergeTasks are the deferred changes of a mergeFresh, the first ones
+// held in place (so that a merge along a few paths allocates none).
+type mergeTasks struct {
+	n     int
+	fixed [8]mergeTask
+	more  []mergeTask // the tasks from len(fixed) on
+}
+
+func (ts *mergeTasks) add(t mergeTask) {
+	if ts.n < len(ts.fixed) {
+		ts.fixed[ts.n] = t
+	} else {
+		ts.more = append(ts.more[:ts.n-len(ts.fixed)], t)
+	}
+	ts.n++
+}
+
+func (ts *mergeTasks) at(i int) *mergeTask {
+	if i < len(ts.fixed) {
+		return &ts.fixed[i]
+	}
+	return &ts.more[i-len(ts.fixed)]
+}
+
+// truncate drops the tasks from mark on.
+func (ts *mergeTasks) truncate(mark int) {
+	ts.n = mark
+	if mark > len(ts.fixed) {
+		ts.more = ts.more[:mark-len(ts.fixed)]
+	} else {
+		ts.more = ts.more[:0]
+	}
+}
+
+// mergeTask is a deferred change of a right-hand map m: m[key] = v, or,
+// when fill is not nil, every entry of fill whose key m lacks added to m.
+type mergeTask struct {
+	m, fill map[string]any
+	key     string
+	v       any
+}
+
+// apply makes the deferred changes.
+func (ts *mergeTasks) apply() {
+	for i := range ts.n {
+		t := ts.at(i)
+		if t.fill == nil {
+			t.m[t.key] = t.v
+			continue
+		}
+		for k, v := range t.fill {
+			if _, ok := t.m[k]; !ok {
+				t.m[k] = v
+			}
+		}
+	}
+}
+
+// mergeWalk is one merge: mergeValues' when tasks is nil, else
+// mergeFresh's, which adds the changes to the right-hand side's maps it
+// defers to tasks.
+func mergeWalk(t *ptype, lhs, rhs any, tasks *mergeTasks) (any, bool) {
 	t = t.get()
 	if !t.ok {
 		return nil, false
@@ -359,6 +493,9 @@ func mergeValues(t *ptype, lhs, rhs any) (any, bool) {
 		if t.m.atomic || (len(l) == 0 && len(r) == 0) {
 			return rhs, true
 		}
+		if tasks != nil {
+			return mapsInto(t.m, l, r, tasks)
+		}
 		return mergeMaps(t.m, l, r)
 	case []any:
 		l, isList := lhs.([]any)
@@ -371,7 +508,7 @@ func mergeValues(t *ptype, lhs, rhs any) (any, bool) {
 		if !t.l.associative {
 			return nil, false
 		}
-		return mergeLists(t.l, l, r)
+		return mergeLists(t.l, l, r, tasks)
 	}
 	return nil, false
 }
@@ -409,6 +546,63 @@ func mergeMaps(t *pmap, lhs, rhs map[string]any) (any, bool) {
 	}
 	return out, true
 }
+
+// mapsInto is mergeMaps for a fresh rhs (mergeFresh): the result, unless it is
+// lhs itself, is rhs with lhs's other entries (deferred), or, when they
+// would outgrow a small map that rhs is, a copy of lhs as maps makes it.
+func mapsInto(t *pmap, lhs, rhs map[string]any, tasks *mergeTasks) (any, bool) {
+	same := true // every value of rhs merges as lhs's very value
+	shared := 0  // the keys both have
+	mark := tasks.n
+	for k, rv := range rhs {
+		lv, both := lhs[k]
+		if !both {
+			same = false
+			continue
+		}
+		shared++
+		ft, ok := t.fields.Get(k)
+		if !ok {
+			ft = t.elem
+		}
+		mv, ok := mergeWalk(ft, lv, rv, tasks)
+		if !ok {
+			return nil, false
+		}
+		if same && !sameMerged(lv, mv) {
+			same = false
+		}
+		if !sameMerged(rv, mv) {
+			tasks.add(mergeTask{m: rhs, key: k, v: mv})
+		}
+	}
+	if same {
+		// rhs is dropped: the changes deferred in it are not needed.
+		tasks.truncate(mark)
+		return lhs, true
+	}
+	if n := len(rhs) + len(lhs) - shared; n > smallMap && len(rhs) <= smallMap {
+		// rhs would grow from one group to a table: copy lhs, sized.
+		out := copyWithRoom(lhs, len(rhs)-shared)
+		for k, rv := range rhs {
+			out[k] = rv
+		}
+		for i := mark; i < tasks.n; i++ {
+			if task := tasks.at(i); task.fill == nil && jsonvalue.SameMap(task.m, rhs) {
+				out[task.key] = task.v
+			}
+		}
+		return out, true
+	}
+	if len(lhs) > shared {
+		tasks.add(mergeTask{m: rhs, fill: lhs})
+	}
+	return rhs, true
+}
+
+// smallMap is the number of entries a map holds in its one group, before
+// it grows into a table.
+const smallMap = 8
 
 // sameMerged tells whether the merged value m is the very value l: the same
 // map or slice, or an equal scalar of the same type.
@@ -473,7 +667,7 @@ func newKeys(lhs, rhs map[string]any) int {
 // order that walk produces (shared items where the right-hand side puts
 // them relative to each other, left-only items kept in place, new items
 // after the shared item they follow).
-func mergeLists(t *plist, lhs, rhs []any) (any, bool) {
+func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 	var lbuf, rbuf [smallList]itemKey // short lists: keys on the stack
 	lk, ok := listKeysInto(t, lhs, lbuf[:])
 	if !ok || lk.hasDuplicates() {
@@ -487,7 +681,8 @@ func mergeLists(t *plist, lhs, rhs []any) (any, bool) {
 
 	// sharedOrder: the right-hand items the left-hand side also has, in
 	// right-hand order.
-	var sharedOrder []int
+	var sbuf [smallList]int
+	sharedOrder := sbuf[:0]
 	for ri := range rk.keys {
 		if lk.find(rk.keys[ri]) >= 0 {
 			sharedOrder = append(sharedOrder, ri)
@@ -503,13 +698,19 @@ func mergeLists(t *plist, lhs, rhs []any) (any, bool) {
 	pop()
 
 	out := make([]any, 0, max(lLen, rLen))
-	merged := make([]bool, rLen) // right-hand items already merged, by position
+	var mbuf [smallList]bool
+	merged := mbuf[:0] // right-hand items already merged, by position
+	if rLen > len(mbuf) {
+		merged = make([]bool, rLen)
+	} else {
+		merged = mbuf[:rLen]
+	}
 	mergeItem := func(li, ri int) bool {
 		if li < 0 {
 			out = append(out, rhs[ri])
 			return true
 		}
-		mv, ok := mergeValues(t.elem, lhs[li], rhs[ri])
+		mv, ok := mergeWalk(t.elem, lhs[li], rhs[ri], tasks)
 		if !ok {
 			return false
 		}

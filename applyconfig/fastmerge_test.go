@@ -3,10 +3,12 @@ package applyconfig
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,13 +26,13 @@ func fastAgainstSlow(t testing.TB, tc managedfields.TypeConverter, live, patch m
 	checkValidity(t, tc, patch, false)
 
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(live)}
-	slow, slowErr := merge(tc, nil, u, nil, false, nil, runtime.DeepCopyJSON(patch), false)
+	slow, slowErr := merge(tc, nil, u, nil, false, nil, runtime.DeepCopyJSON(patch), ownedNone)
 	liveCopy, patchCopy := runtime.DeepCopyJSON(live), runtime.DeepCopyJSON(patch)
 	root := probeRoot(tc, u.GroupVersionKind())
 	if root == nil {
 		t.Fatalf("no schema for %v", u.GroupVersionKind())
 	}
-	got, err := merge(tc, root, &unstructured.Unstructured{Object: liveCopy}, nil, false, nil, patchCopy, false)
+	got, err := merge(tc, root, &unstructured.Unstructured{Object: liveCopy}, nil, false, nil, patchCopy, ownedNone)
 	if !reflect.DeepEqual(liveCopy, live) || !reflect.DeepEqual(patchCopy, patch) {
 		t.Fatal("the merge modified its inputs")
 	}
@@ -50,6 +52,13 @@ func fastAgainstSlow(t testing.TB, tc managedfields.TypeConverter, live, patch m
 	}
 	if !got.valid {
 		t.Fatal("a merge result is not marked valid")
+	}
+	// MergeFresh's merge, into the patch's own maps: the same object, the
+	// live object untouched.
+	liveCopy = runtime.DeepCopyJSON(live)
+	fresh, err := merge(tc, root, &unstructured.Unstructured{Object: liveCopy}, nil, false, nil, runtime.DeepCopyJSON(patch), ownedAll)
+	if err != nil || !reflect.DeepEqual(fresh.Object.Object, slow.Object.Object) || !reflect.DeepEqual(liveCopy, live) {
+		t.Fatalf("fresh merge: %v, live modified: %v\n fresh: %#v\n slow: %#v", err, !reflect.DeepEqual(liveCopy, live), fresh, slow.Object.Object)
 	}
 	return got.typed == nil, true // the fast path makes no typed value
 }
@@ -146,10 +155,7 @@ func TestFastPathOnPerturbedInputs(t *testing.T) {
 	s := sharedSchemas(t)
 	cases := mergeCases()
 	rng := rand.New(rand.NewPCG(5, 37))
-	n := 3000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 300
-	}
+	n := valuetest.Sweep(3000, 300) // make test-long: the full sweep
 	fast, merged := 0, 0
 	for i := range n {
 		c := cases[rng.IntN(len(cases))]
@@ -244,4 +250,169 @@ func leaf(rng *rand.Rand) any {
 		return map[string]any{"name": "app"}
 	}
 	return "v" + fmt.Sprint(rng.IntN(3))
+}
+
+// TestMergeFreshIsMergeValues holds mergeFresh, which builds the merge in
+// the right-hand side's own maps, to mergeValues on random objects of every
+// test schema, patches made from the live objects (perturbed, so that the
+// two share most paths), the merge cases, and maps that outgrow one group
+// either way: the same answer, the same value, the very left-hand value
+// where mergeValues gives it, the left-hand side untouched, and the
+// right-hand side untouched when the merge is not modelled.
+func TestMergeFreshIsMergeValues(t *testing.T) {
+	type pair struct{ l, r map[string]any }
+	rng := rand.New(rand.NewPCG(11, 29))
+	labels := func(n int, prefix string) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[fmt.Sprint(prefix, i)] = fmt.Sprint(i)
+		}
+		return m
+	}
+	withLabels := func(obj map[string]any, l map[string]any) map[string]any {
+		obj = runtime.DeepCopyJSON(obj)
+		obj["metadata"].(map[string]any)["labels"] = l
+		return obj
+	}
+	fast, lhs, kept := 0, 0, 0
+	for _, k := range planKinds(t) {
+		pt := newPlan(k.s, k.tr)
+		var pairs []pair
+		for _, c := range mergeCases() {
+			live := fromYAML(t, c.live)
+			if (&unstructured.Unstructured{Object: live}).GetKind() != k.name {
+				continue
+			}
+			patch := fromYAML(t, c.patch)
+			pairs = append(pairs, pair{live, patch}, pair{live, live})
+			for range 20 {
+				pairs = append(pairs, pair{live, perturb(rng, patch).(map[string]any)}, pair{live, perturb(rng, live).(map[string]any)})
+			}
+			if _, ok := live["metadata"].(map[string]any); ok {
+				// Maps past one group: a patch that grows into a table, a
+				// live object whose labels do.
+				pairs = append(pairs,
+					pair{withLabels(live, labels(3, "a")), withLabels(map[string]any{"metadata": map[string]any{}}, labels(12, "b"))},
+					pair{withLabels(live, labels(12, "a")), withLabels(map[string]any{"metadata": map[string]any{}}, labels(1, "b"))},
+					pair{withLabels(live, labels(12, "a")), withLabels(map[string]any{"metadata": map[string]any{}}, labels(12, "a"))},
+					pair{withLabels(live, labels(7, "a")), withLabels(map[string]any{"metadata": map[string]any{}}, labels(2, "b"))})
+			}
+		}
+		for range 200 {
+			l := genObject(rng, k.s, k.tr)
+			pairs = append(pairs, pair{l, genObject(rng, k.s, k.tr)}, pair{l, perturb(rng, l).(map[string]any)})
+		}
+		for i, p := range pairs {
+			want, wantOK := mergeValues(pt, p.l, valuetest.DeepCopy(p.r))
+			r := valuetest.DeepCopy(p.r).(map[string]any)
+			frozenL, frozenR := valuetest.Freeze(p.l), valuetest.Freeze(r)
+			got, ok := mergeFresh(pt, p.l, r)
+			frozenL.Check(t, fmt.Sprintf("%s %d: the left-hand side", k.name, i))
+			if ok != wantOK {
+				t.Fatalf("%s %d: mergeFresh ok=%v, mergeValues %v\nlhs %#v\nrhs %#v", k.name, i, ok, wantOK, p.l, p.r)
+			}
+			if !ok {
+				frozenR.Check(t, fmt.Sprintf("%s %d: the right-hand side of a merge not modelled", k.name, i))
+				continue
+			}
+			fast++
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s %d: mergeFresh %#v\nmergeValues %#v\nlhs %#v\nrhs %#v", k.name, i, got, want, p.l, p.r)
+			}
+			gm, _ := got.(map[string]any)
+			wm, _ := want.(map[string]any)
+			if jsonvalue.SameMap(gm, p.l) != jsonvalue.SameMap(wm, p.l) {
+				t.Fatalf("%s %d: mergeFresh gives the left-hand map itself: %v, mergeValues %v", k.name, i, jsonvalue.SameMap(gm, p.l), jsonvalue.SameMap(wm, p.l))
+			}
+			if jsonvalue.SameMap(gm, p.l) {
+				lhs++
+			} else if jsonvalue.SameMap(gm, r) {
+				kept++
+			}
+		}
+	}
+	// The cases must reach the paths: merges modelled, the left-hand
+	// object itself, the right-hand map built on.
+	if fast < 500 || lhs < 20 || kept < 100 {
+		t.Fatalf("merged %d, the left-hand object %d, the right-hand map %d: too few", fast, lhs, kept)
+	}
+	t.Logf("merged %d, the left-hand object %d, the right-hand map %d", fast, lhs, kept)
+}
+
+// TestMergeTasks holds mergeTasks to a slice, past its fixed room and
+// truncated on either side of it.
+func TestMergeTasks(t *testing.T) {
+	var ts mergeTasks
+	var want []mergeTask
+	check := func(step string) {
+		t.Helper()
+		if ts.n != len(want) {
+			t.Fatalf("%s: %d tasks, want %d", step, ts.n, len(want))
+		}
+		for i := range want {
+			if got := ts.at(i); got.key != want[i].key {
+				t.Fatalf("%s: task %d is %q, want %q", step, i, got.key, want[i].key)
+			}
+		}
+	}
+	add := func(n int) {
+		for range n {
+			task := mergeTask{key: fmt.Sprint("k", len(want))}
+			ts.add(task)
+			want = append(want, task)
+		}
+	}
+	add(12)
+	check("12 added")
+	for _, mark := range []int{10, 9, 8, 3, 0} {
+		ts.truncate(mark)
+		want = want[:mark]
+		check(fmt.Sprint("truncated to ", mark))
+		add(5)
+		check(fmt.Sprint("5 added after ", mark))
+	}
+}
+
+// TestListKeyIndex holds the table of a long list's keys to a linear
+// search: the first position of every key (of the list's and of others),
+// and whether some key repeats, on lists of up to 100 items with keys of
+// one to four fields drawn from small domains (so that keys repeat, and
+// differ in one field alone).
+func TestListKeyIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 41))
+	randKey := func(n int) itemKey {
+		k := itemKey{n: n}
+		for j := range n {
+			switch rng.IntN(4) {
+			case 0:
+				k.vals[j] = keyVal{kind: 1, s: []string{"a", "b", "", "item-00042"}[rng.IntN(4)]}
+			case 1:
+				k.vals[j] = keyVal{kind: 2, i: int64(rng.IntN(3)) - 1}
+			case 2:
+				k.vals[j] = keyVal{kind: 3, i: int64(rng.IntN(2))}
+			}
+		}
+		return k
+	}
+	for range 500 {
+		n := 1 + rng.IntN(4)
+		idx := listKeyIndex{keys: make([]itemKey, smallList+1+rng.IntN(100))}
+		for i := range idx.keys {
+			idx.keys[i] = randKey(n)
+		}
+		linear := listKeyIndex{keys: idx.keys}
+		idx.index()
+		if idx.hasDuplicates() != linear.hasDuplicates() {
+			t.Fatalf("hasDuplicates %v, linear %v", idx.hasDuplicates(), linear.hasDuplicates())
+		}
+		for i := range idx.keys {
+			if got, want := idx.find(idx.keys[i]), linear.find(idx.keys[i]); got != want {
+				t.Fatalf("find(keys[%d]) = %d, linear %d", i, got, want)
+			}
+			k := randKey(n)
+			if got, want := idx.find(k), linear.find(k); got != want {
+				t.Fatalf("find(%v) = %d, linear %d", k, got, want)
+			}
+		}
+	}
 }

@@ -23,22 +23,36 @@ import (
 //
 // The returned map is freshly built and owned by the caller.
 func FromCEL(v ref.Val) (map[string]any, error) {
+	m, _, err := FromCELFresh(v)
+	return m, err
+}
+
+// FromCELFresh is FromCEL, and tells whether every map and slice in the
+// map (not only the map itself) is new and the caller's: what
+// Merger.MergeFresh takes over. It is not when the value holds lists or
+// maps that upstream's conversion hands over as they are (a list or a map
+// of the request's object, of params, of a variable).
+func FromCELFresh(v ref.Val) (patch map[string]any, fresh bool, err error) {
 	objVal, ok := v.(*dynamic.ObjectVal)
 	if !ok {
 		if v == nil {
-			return nil, fmt.Errorf("unsupported return type from ApplyConfiguration expression: %v", nil)
+			return nil, false, fmt.Errorf("unsupported return type from ApplyConfiguration expression: %v", nil)
 		}
-		return nil, fmt.Errorf("unsupported return type from ApplyConfiguration expression: %v", v.Type())
+		return nil, false, fmt.Errorf("unsupported return type from ApplyConfiguration expression: %v", v.Type())
+	}
+	if m, ok := celobject.NativeChecked(objVal); ok {
+		// The names checked and the value converted in one walk.
+		return m, true, nil
 	}
 	if err := celobject.CheckTypeNames(objVal); err != nil {
-		return nil, fmt.Errorf("type mismatch: %w", err)
+		return nil, false, fmt.Errorf("type mismatch: %w", err)
 	}
 	if m, ok := celobject.Native(objVal); ok {
-		return m, nil
+		return m, true, nil
 	}
 	value, ok := objVal.Value().(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("invalid return type: %T", v)
+		return nil, false, fmt.Errorf("invalid return type: %T", v)
 	}
-	return value, nil
+	return value, false, nil
 }

@@ -75,7 +75,7 @@ func MergeTyped(tc managedfields.TypeConverter, live *unstructured.Unstructured,
 	if tc != nil {
 		root = probeRoot(tc, live.GroupVersionKind())
 	}
-	return mergeChained(tc, root, live, patch, prev, false)
+	return mergeChained(tc, root, live, patch, prev, ownedNone)
 }
 
 // Merger merges ApplyConfigurations into objects of one kind: it is
@@ -107,6 +107,14 @@ func NewMerger(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) *Mer
 	return &Merger{tc: tc, gvk: gvk, root: probeRoot(tc, gvk)}
 }
 
+// kindOf tells that obj's apiVersion and kind are root's, as the very
+// strings SetGroupVersionKind writes (what an object of root's kind
+// holds): then obj's GroupVersionKind() is root.gvk, without parsing
+// them. false means "not known".
+func (root *rootType) kindOf(obj map[string]any) bool {
+	return obj["apiVersion"] == root.apiVersion && obj["kind"] == root.kind
+}
+
 // probeRoot finds the schema and type tc gives objects of kind gvk, or nil.
 func probeRoot(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) *rootType {
 	stub := &unstructured.Unstructured{Object: map[string]any{}}
@@ -124,7 +132,7 @@ func (m *Merger) TypeConverter() managedfields.TypeConverter { return m.tc }
 
 // Merge is MergeTyped(m.TypeConverter(), live, patch, prev).
 func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
-	return m.merge(live, patch, prev, false)
+	return m.merge(live, patch, prev, ownedNone)
 }
 
 // MergeOwned is Merge for a patch the caller hands over (a map it built,
@@ -132,22 +140,43 @@ func (m *Merger) Merge(live *unstructured.Unstructured, patch map[string]any, pr
 // (the merge sets its apiVersion and kind there, where Merge sets them in
 // a copy) and shared by the result. Results and errors are Merge's.
 func (m *Merger) MergeOwned(live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
-	return m.merge(live, patch, prev, true)
+	return m.merge(live, patch, prev, ownedTop)
 }
 
-// merge is Merge, or MergeOwned when owned.
-func (m *Merger) merge(live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned bool) (*Merged, error) {
+// MergeFresh is MergeOwned for a patch every map and slice of which (not
+// only the top-level map) is new and handed over by the caller, as the
+// patches FromCELFresh reports fresh: the merge may build its result in
+// them (adding the live object's other entries to the patch's maps where
+// the two meet) instead of in copies of the live object's maps. Results
+// and errors are Merge's.
+func (m *Merger) MergeFresh(live *unstructured.Unstructured, patch map[string]any, prev *Merged) (*Merged, error) {
+	return m.merge(live, patch, prev, ownedAll)
+}
+
+// ownership is how much of a patch the merge may take over.
+type ownership uint8
+
+const (
+	ownedNone ownership = iota // Merge: nothing
+	ownedTop                   // MergeOwned: the top-level map
+	ownedAll                   // MergeFresh: every map and slice
+)
+
+// merge is Merge, MergeOwned or MergeFresh as owned says.
+func (m *Merger) merge(live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned ownership) (*Merged, error) {
 	if live == nil {
 		return nil, errors.New("error applying patch: live object must not be nil")
 	}
 	root := m.root
-	if gvk := live.GroupVersionKind(); gvk != m.gvk {
-		root = probeRoot(m.tc, gvk)
+	if root == nil || !root.kindOf(live.Object) {
+		if gvk := live.GroupVersionKind(); gvk != m.gvk {
+			root = probeRoot(m.tc, gvk)
+		}
 	}
 	return mergeChained(m.tc, root, live, patch, prev, owned)
 }
 
-func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned bool) (*Merged, error) {
+func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned ownership) (*Merged, error) {
 	var liveTyped *typed.TypedValue
 	var ref map[string]any
 	liveValid := false
@@ -181,20 +210,25 @@ func sameKind(a, b map[string]any) bool {
 // path (fastmerge.go): the same validations and merge, walked directly over
 // the unstructured values when they are in the subset it models.
 // structured-merge-diff itself runs otherwise, and gives every error.
-// When owned, patch is the caller's to give (MergeOwned) and is modified
-// in place.
-func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, ref, patch map[string]any, owned bool) (*Merged, error) {
-	gvk := live.GroupVersionKind()
+// What of patch is the caller's to give is owned's: its top-level map is
+// then modified in place (MergeOwned), and with ownedAll its other maps
+// too (MergeFresh).
+func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, liveTyped *typed.TypedValue, liveValid bool, ref, patch map[string]any, owned ownership) (*Merged, error) {
 	// The patcher overwrites the patch's apiVersion and kind in place; a shallow
 	// copy of the top level gives the same object without touching the caller's
 	// map, unless the caller gave it up.
 	p := patch
-	if !owned || p == nil {
+	if owned == ownedNone || p == nil {
 		p = copyWithRoom(patch, 2)
+		if owned == ownedAll {
+			owned = ownedTop // an empty patch: nothing to take over
+		}
 	}
-	if root != nil && root.gvk == gvk {
+	if root != nil && root.kindOf(live.Object) {
 		// SetGroupVersionKind(gvk), without allocating; root's apiVersion and
 		// kind are gvk's, so the check below would pass.
+		p["apiVersion"], p["kind"] = root.apiVersion, root.kind
+	} else if gvk := live.GroupVersionKind(); root != nil && root.gvk == gvk {
 		p["apiVersion"], p["kind"] = root.apiVersion, root.kind
 	} else {
 		patchObj := unstructured.Unstructured{Object: p}
@@ -213,7 +247,11 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 			return nil, atomicsError(atomics)
 		}
 		if liveValid || liveTyped != nil || ref != nil && validBeside(root.plan, live.Object, ref) || ref == nil && validValue(root.plan, live.Object, true) {
-			if out, ok := mergeValues(root.plan, live.Object, p); ok {
+			merge := mergeValues
+			if owned == ownedAll {
+				merge = mergeFresh
+			}
+			if out, ok := merge(root.plan, live.Object, p); ok {
 				if m, ok := out.(map[string]any); ok {
 					// The result and its object in one allocation.
 					r := &struct {
@@ -311,44 +349,44 @@ func asUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 // repeated with sorted keys to give one deterministic, upstream-possible order.
 func findAtomics(t *ptype, v any) []string {
 	var buf [128]byte // the paths of a patch fit, most of the time
-	w := atomicWalker{path: buf[:0]}
-	w.walk(t, v)
+	var w atomicWalker
+	w.walk(t, v, buf[:0])
 	if len(w.found) > 1 {
-		w = atomicWalker{sorted: true, path: buf[:0]}
-		w.walk(t, v)
+		w = atomicWalker{sorted: true}
+		w.walk(t, v, buf[:0])
 	}
 	return w.found
 }
 
+// atomicWalker is findAtomics' walk. The path is passed down by value (and
+// each call's longer path returned to nowhere), so that the caller's
+// buffer stays on its stack.
 type atomicWalker struct {
 	sorted bool
-	path   []byte
 	found  []string
 }
 
-func (w *atomicWalker) walk(pt *ptype, v any) {
+func (w *atomicWalker) walk(pt *ptype, v any, path []byte) {
 	pt = pt.get()
 	if !pt.ok {
 		return
 	}
 	switch t := v.(type) {
 	case map[string]any:
-		walkMap(w, pt.m, t)
+		walkMap(w, pt.m, t, path)
 	case map[any]any:
-		walkMap(w, pt.m, t)
+		walkMap(w, pt.m, t, path)
 	case []any:
 		l := pt.l
 		if l == nil {
 			return
 		}
-		w.atomic(l.atomic)
-		n := len(w.path)
+		w.atomic(l.atomic, path)
 		for i, item := range t {
-			w.path = append(w.path, '[')
-			w.path = strconv.AppendInt(w.path, int64(i), 10)
-			w.path = append(w.path, ']')
-			w.walk(l.elem, item)
-			w.path = w.path[:n]
+			p := append(path, '[')
+			p = strconv.AppendInt(p, int64(i), 10)
+			p = append(p, ']')
+			w.walk(l.elem, item, p)
 		}
 	}
 }
@@ -357,15 +395,15 @@ func (w *atomicWalker) walk(pt *ptype, v any) {
 // structured-merge-diff's value.Value reads (map[string]any,
 // map[any]any, whose keys other than strings it passes over), whose
 // schema is m: in map order, or sorted by key when w.sorted.
-func walkMap[K comparable](w *atomicWalker, m *pmap, t map[K]any) {
+func walkMap[K comparable](w *atomicWalker, m *pmap, t map[K]any, path []byte) {
 	if m == nil {
 		return
 	}
-	w.atomic(m.atomic)
+	w.atomic(m.atomic, path)
 	if !w.sorted {
 		for k, fv := range t {
 			if ks, ok := any(k).(string); ok {
-				w.field(m, ks, fv)
+				w.field(m, ks, fv, path)
 			}
 		}
 		return
@@ -382,26 +420,24 @@ func walkMap[K comparable](w *atomicWalker, m *pmap, t map[K]any) {
 	}
 	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.key, b.key) })
 	for _, f := range fields {
-		w.field(m, f.key, f.value)
+		w.field(m, f.key, f.value, path)
 	}
 }
 
 // atomic records the current path when its value's element relationship
 // is atomic.
-func (w *atomicWalker) atomic(atomic bool) {
+func (w *atomicWalker) atomic(atomic bool, path []byte) {
 	if atomic {
-		w.found = append(w.found, string(w.path))
+		w.found = append(w.found, string(path))
 	}
 }
 
-func (w *atomicWalker) field(m *pmap, key string, v any) {
+func (w *atomicWalker) field(m *pmap, key string, v any, path []byte) {
 	ft, ok := m.fields.Get(key)
 	if !ok {
 		return
 	}
-	n := len(w.path)
-	w.path = append(w.path, '.')
-	w.path = append(w.path, key...)
-	w.walk(ft, v)
-	w.path = w.path[:n]
+	p := append(path, '.')
+	p = append(p, key...)
+	w.walk(ft, v, p)
 }

@@ -423,9 +423,10 @@ func TestMergeErrors(t *testing.T) {
 }
 
 // TestMergeOwnedIsMerge holds MergeOwned, which may modify the patch it is
-// handed, to Merge on every merge case: the same result (object, and what
-// the next merge of a chain reuses) or the same error, alone and chained
-// after the same case, and with a patch of no entries or nil.
+// handed, and MergeFresh, which may modify all of it, to Merge on every
+// merge case: the same result (object, and what the next merge of a chain
+// reuses) or the same error, alone and chained after the same case, with
+// a patch of no entries or nil, and with a Merger of another kind.
 func TestMergeOwnedIsMerge(t *testing.T) {
 	s := sharedSchemas(t)
 	cases := mergeCases()
@@ -449,9 +450,15 @@ func TestMergeOwnedIsMerge(t *testing.T) {
 			}
 			got, err := m.MergeOwned(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(live)}, fromYAML(t, c.patch), nil)
 			sameAsMerge(t, got, err, want, wantErr)
+			fresh, err := m.MergeFresh(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(live)}, fromYAML(t, c.patch), nil)
+			sameAsMerge(t, fresh, err, want, wantErr)
 			if err != nil {
 				return
 			}
+			// Chained, fresh: the same patch again, into its result.
+			again, err := m.Merge(&unstructured.Unstructured{Object: want.Object.Object}, fromYAML(t, c.patch), want)
+			freshAgain, freshErr := m.MergeFresh(&unstructured.Unstructured{Object: fresh.Object.Object}, fromYAML(t, c.patch), fresh)
+			sameAsMerge(t, freshAgain, freshErr, again, err)
 			// Chained: the same patch again, into each one's result.
 			want, wantErr = m.Merge(&unstructured.Unstructured{Object: want.Object.Object}, fromYAML(t, c.patch), want)
 			got, err = m.MergeOwned(&unstructured.Unstructured{Object: got.Object.Object}, fromYAML(t, c.patch), got)
@@ -467,6 +474,20 @@ func TestMergeOwnedIsMerge(t *testing.T) {
 		want, wantErr := m.Merge(&unstructured.Unstructured{Object: fromYAML(t, livePod)}, nil, nil)
 		got, err := m.MergeOwned(&unstructured.Unstructured{Object: fromYAML(t, livePod)}, nil, nil)
 		sameAsMerge(t, got, err, want, wantErr)
+	})
+	t.Run("a Merger of another kind", func(t *testing.T) {
+		tc, err := s.TypeConverter(podGVK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := `{metadata: {labels: {b: "2"}}, spec: {containers: [{name: side, image: busybox}]}}`
+		want, wantErr := MergeTyped(tc, &unstructured.Unstructured{Object: fromYAML(t, livePod)}, fromYAML(t, patch), nil)
+		m := NewMerger(tc, deploymentGVK)
+		got, err := m.MergeFresh(&unstructured.Unstructured{Object: fromYAML(t, livePod)}, fromYAML(t, patch), nil)
+		sameAsMerge(t, got, err, want, wantErr)
+		if err != nil || got.Object.GetKind() != "Pod" {
+			t.Fatalf("merged %v, %v", got, err)
+		}
 	})
 }
 

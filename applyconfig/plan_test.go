@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"slices"
 	"sync"
@@ -408,10 +407,7 @@ func acceptsFor(v any) scalarKinds {
 // requires the same answers.
 func TestPlanWalksAsSchema(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 3))
-	n := 4000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 400
-	}
+	n := valuetest.Sweep(4000, 400)         // make test-long: the full sweep
 	corpus := map[string][]map[string]any{} // kind -> objects and patches
 	for _, c := range mergeCases() {
 		live := fromYAML(t, c.live)
@@ -744,6 +740,19 @@ func BenchmarkPlanWalks(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				mergeValues(pt, live, patch)
+			}
+		})
+		// A fresh patch for every merge: its copy is in both figures.
+		b.Run(bc.name+"/merge-copied/plan", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				mergeValues(pt, live, runtime.DeepCopyJSON(patch))
+			}
+		})
+		b.Run(bc.name+"/merge-copied/fresh", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				mergeFresh(pt, live, runtime.DeepCopyJSON(patch))
 			}
 		})
 		b.Run(bc.name+"/merge/reference", func(b *testing.B) {

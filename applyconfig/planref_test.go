@@ -136,10 +136,7 @@ func refListKeys(s *schema.Schema, t *schema.List, l []any) (listKeyIndex, bool)
 		}
 	}
 	if len(l) > smallList {
-		idx.index = make(map[itemKey]int, len(l))
-		for i := len(l) - 1; i >= 0; i-- {
-			idx.index[idx.keys[i]] = i
-		}
+		idx.index()
 	}
 	return idx, true
 }

@@ -146,27 +146,62 @@ func Native(v *dynamic.ObjectVal) (map[string]any, bool) {
 	if !Mirrored {
 		return nil, false
 	}
-	return convertObject(v)
+	return converter{}.object(v)
 }
 
-func convertObject(v *dynamic.ObjectVal) (map[string]any, bool) {
+// NativeChecked is Native(v) for a v whose type names CheckTypeNames
+// accepts, checked in the same walk: ok is true only when CheckTypeNames(v)
+// is nil and Native(v) converts v. When it is false, the caller runs both
+// (for the error, or upstream's conversion); TestNativeCheckedIsBoth holds
+// it to them.
+func NativeChecked(v *dynamic.ObjectVal) (map[string]any, bool) {
+	if !Mirrored {
+		return nil, false
+	}
+	return converter{check: true}.object(v)
+}
+
+// converter is Native's walk, which also checks, when check is set, that
+// every nested Object is named after its field path from v (the type name
+// of v, whatever it is, followed by the field names), as CheckTypeNames
+// does: for an Object that is a field of the Object named parent, or an
+// item of a list or a map that is, parent + "." + the field's name.
+type converter struct {
+	check bool
+}
+
+func (c converter) object(v *dynamic.ObjectVal) (map[string]any, bool) {
 	fields := Fields(v)
 	out := make(map[string]any, len(fields))
+	name := ""
+	if c.check {
+		name = v.Type().TypeName()
+	}
 	for k, f := range fields {
-		c, ok := convertField(f)
+		cv, ok := c.field(f, name, k)
 		if !ok {
 			return nil, false
 		}
-		out[k] = c
+		out[k] = cv
 	}
 	return out, true
 }
 
-// convertField is upstream's convertField for a field value.
-func convertField(v ref.Val) (any, bool) {
+// named converts an Object found under field key of the Object named
+// parent, when its name is right.
+func (c converter) named(v *dynamic.ObjectVal, parent, key string) (map[string]any, bool) {
+	if c.check && !isFieldPath(v.Type().TypeName(), parent, key) {
+		return nil, false
+	}
+	return c.object(v)
+}
+
+// field is upstream's convertField for the value of field key of the
+// Object named parent.
+func (c converter) field(v ref.Val, parent, key string) (any, bool) {
 	switch t := v.(type) {
 	case *dynamic.ObjectVal:
-		return convertObject(t)
+		return c.named(t, parent, key)
 	case types.String:
 		return StringValue(v), true
 	case types.Int, types.Bool, types.Double:
@@ -181,11 +216,11 @@ func convertField(v ref.Val) (any, bool) {
 		}
 		out := make([]any, len(raw))
 		for i, item := range raw {
-			c, ok := itemValue(item)
+			cv, ok := c.item(item, parent, key)
 			if !ok {
 				return nil, false
 			}
-			out[i] = c
+			out[i] = cv
 		}
 		return out, true
 	case map[ref.Val]ref.Val:
@@ -195,22 +230,23 @@ func convertField(v ref.Val) (any, bool) {
 			if !ok {
 				return nil, false
 			}
-			c, ok := itemValue(item)
+			cv, ok := c.item(item, parent, key)
 			if !ok {
 				return nil, false
 			}
-			out[string(ks)] = c
+			out[string(ks)] = cv
 		}
 		return out, true
 	}
 	return nil, false
 }
 
-// itemValue is item.Value() for the items of lists and maps.
-func itemValue(item ref.Val) (any, bool) {
+// item is item.Value() for the items of lists and maps (of field key of
+// the Object named parent).
+func (c converter) item(item ref.Val, parent, key string) (any, bool) {
 	switch t := item.(type) {
 	case *dynamic.ObjectVal:
-		return convertObject(t)
+		return c.named(t, parent, key)
 	case types.String:
 		return StringValue(item), true
 	case types.Int, types.Bool, types.Double:

@@ -1,6 +1,7 @@
 package celobject
 
 import (
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -22,6 +23,57 @@ func TestObjectValLayoutIsMirrored(t *testing.T) {
 // CheckTypeNamesMatchFieldPathNames on Objects with right and wrong
 // initializer names at every depth, in fields, lists, maps and nested lists.
 func TestCheckTypeNamesAsUpstream(t *testing.T) {
+	lines := func(err error) []string {
+		if err == nil {
+			return nil
+		}
+		l := strings.Split(err.Error(), "\n")
+		slices.Sort(l)
+		return l
+	}
+	for name, v := range typeNameCases() {
+		t.Run(name, func(t *testing.T) {
+			got, want := lines(CheckTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
+			if !slices.Equal(got, want) {
+				t.Fatalf("errors\n%q\nwant (in any order)\n%q", got, want)
+			}
+			if strings.HasPrefix(name, "wrong") && len(got) == 0 {
+				t.Fatal("no error for a wrong name")
+			}
+		})
+	}
+}
+
+// TestNativeCheckedIsBoth holds NativeChecked, the names checked and the
+// value converted in one walk, to CheckTypeNames and Native: it converts
+// exactly when the names are right and Native converts, to Native's
+// value. Every case with right names that Native converts is converted.
+func TestNativeCheckedIsBoth(t *testing.T) {
+	converted := 0
+	for name, v := range typeNameCases() {
+		t.Run(name, func(t *testing.T) {
+			got, ok := NativeChecked(v)
+			native, nativeOK := Native(v)
+			want := CheckTypeNames(v) == nil && nativeOK
+			if ok != want {
+				t.Fatalf("NativeChecked ok=%v; names right: %v, Native converts: %v", ok, CheckTypeNames(v) == nil, nativeOK)
+			}
+			if ok && !reflect.DeepEqual(got, native) {
+				t.Fatalf("NativeChecked %#v\nNative %#v", got, native)
+			}
+			if ok {
+				converted++
+			}
+		})
+	}
+	if converted < 4 {
+		t.Fatalf("%d cases converted: too few to tell", converted)
+	}
+}
+
+// typeNameCases are Objects with right and wrong type names, in every
+// place an Object can be: fields, list items, map values, nested lists.
+func typeNameCases() map[string]*dynamic.ObjectVal {
 	obj := func(name string, kv ...any) *dynamic.ObjectVal {
 		fields := map[string]ref.Val{}
 		for i := 0; i < len(kv); i += 2 {
@@ -54,26 +106,13 @@ func TestCheckTypeNamesAsUpstream(t *testing.T) {
 		"wrong suffix":       obj("Object", "spec", obj("Object.spek")),
 		"items with fields":  obj("Object", "spec", obj("Object.spec", "containers", list(obj("Object.spec.containers", "env", list(obj("Object.spec.containers.env"), obj("Object.env"))), types.String("s")))),
 		"scalar map values":  obj("Object", "m", mapOf(types.String("a"), types.Int(1), types.String("b"), list(obj("Object.m")))),
+		"right items":        obj("Object", "spec", obj("Object.spec", "containers", list(obj("Object.spec.containers", "name", types.String("a")), obj("Object.spec.containers")), "m", mapOf(types.String("k"), obj("Object.spec.m")))),
+		"wrong list item":    obj("Object", "spec", obj("Object.spec", "containers", list(obj("Object.spec.containers"), obj("Object.spec.containerz")))),
+		"wrong map value":    obj("Object", "spec", obj("Object.spec", "m", mapOf(types.String("k"), obj("Object.spec.n")))),
+		"wrong in an item":   obj("Object", "spec", obj("Object.spec", "c", list(obj("Object.spec.c", "env", list(obj("Object.spec.c.envv")))))),
+		"right, other root":  obj("Thing", "spec", obj("Thing.spec", "a", types.Int(1), "l", list(obj("Thing.spec.l")))),
 	}
-	lines := func(err error) []string {
-		if err == nil {
-			return nil
-		}
-		l := strings.Split(err.Error(), "\n")
-		slices.Sort(l)
-		return l
-	}
-	for name, v := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, want := lines(CheckTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
-			if !slices.Equal(got, want) {
-				t.Fatalf("errors\n%q\nwant (in any order)\n%q", got, want)
-			}
-			if strings.HasPrefix(name, "wrong") && len(got) == 0 {
-				t.Fatal("no error for a wrong name")
-			}
-		})
-	}
+	return cases
 }
 
 // TestStringValueIsValue holds StringValue to types.String's Value on

@@ -7,6 +7,7 @@ package valuetest
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"reflect"
 	"testing"
 
@@ -154,4 +155,13 @@ func Decode(t testing.TB, data []byte) any {
 		t.Fatalf("decoding %s: %v", data, err)
 	}
 	return v
+}
+
+// Sweep is the number of random cases a property test runs: full under
+// `make test-long` (MUTATIS_LONG set, not -short), short otherwise.
+func Sweep(full, short int) int {
+	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" {
+		return short
+	}
+	return full
 }
