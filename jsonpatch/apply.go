@@ -137,7 +137,7 @@ type applier struct {
 	root any
 	// ownedFew and then owned hold the identities (mapID, sliceID) of the
 	// maps and slices this Apply call made: see isOwned.
-	ownedFew  [8]uintptr
+	ownedFew  [32]uintptr
 	nOwnedFew int
 	owned     map[uintptr]struct{}
 	copySize  int64
@@ -545,8 +545,12 @@ func (a *applier) find(path string, write bool) (container, string, bool) {
 				return container{}, "", false
 			}
 			if write {
-				n = a.ownSlice(n)
-				con.store(k, idx, n)
+				// A slice this call owns is where it was stored: storing
+				// it again would only box it again.
+				if owned := a.ownSlice(n); sliceID(n) == 0 || sliceID(owned) != sliceID(n) {
+					n = owned
+					con.store(k, idx, n)
+				}
 			}
 			nc.kind, nc.s = cArray, n
 			if con.kind == cMap {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
@@ -27,15 +28,31 @@ import (
 // Diff(orig, want)) is want, as JSON carries it, for JSON-shaped values
 // (CreatePatch checks it).
 func Diff(orig, want map[string]any) []Operation {
-	d := &differ{path: make([]byte, 0, 128), ops: make([]Operation, 0, 16), keys: make([]diffKey, 0, 32),
-		paths: make([]byte, 0, 1024), pathEnds: make([]int32, 0, 32)}
+	// One allocation for the buffers a diff starts with, not five.
+	b := new(diffBuffers)
+	d := &differ{path: b.path[:0], ops: b.ops[:0], keys: b.keys[:0],
+		paths: b.paths[:0], pathEnds: b.pathEnds[:0]}
 	d.object(orig, want)
-	// Every path is a substring of one string of them all.
-	all := string(d.paths)
+	// Every path is a substring of one string of them all: d.paths, which
+	// nothing writes to any more, viewed as a string without a copy.
+	var all string
+	if len(d.paths) > 0 {
+		all = unsafe.String(unsafe.SliceData(d.paths), len(d.paths))
+	}
 	for i := range d.ops {
 		d.ops[i].Path, all = all[:d.pathEnds[i]], all[d.pathEnds[i]:]
 	}
 	return d.ops
+}
+
+// diffBuffers are the initial buffers of a differ, allocated together.
+// The operations Diff returns keep it alive (their paths are in paths).
+type diffBuffers struct {
+	ops      [16]Operation
+	keys     [32]diffKey
+	pathEnds [32]int32
+	path     [128]byte
+	paths    [1024]byte
 }
 
 type differ struct {
@@ -164,14 +181,7 @@ func (d *differ) list(a, b []any) {
 		d.pairs(a, b, 0, len(a))
 		return
 	}
-	p := 0
-	for p < len(a) && p < len(b) && jsonvalue.JSONEqual(a[p], b[p]) {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && jsonvalue.JSONEqual(a[len(a)-1-s], b[len(b)-1-s]) {
-		s++
-	}
+	p, s := commonEnds(a, b)
 	am, bm := a[p:len(a)-s], b[p:len(b)-s]
 	if len(am) < len(bm) && isSubsequence(am, bm) {
 		i := 0
@@ -288,7 +298,8 @@ var errNotJSON = errors.New("value has no JSON encoding here")
 // appendOps appends the JSON encoding of ops (RFC 6902 operations with op,
 // path and, when they have one, value).
 func appendOps(dst []byte, ops []Operation) ([]byte, error) {
-	e := jsonEncoder{buf: dst}
+	// The key stack sized once: maps nest a few levels of tens of keys.
+	e := jsonEncoder{buf: dst, keys: make([]string, 0, 64)}
 	e.buf = append(e.buf, '[')
 	for i := range ops {
 		op := &ops[i]
@@ -453,4 +464,16 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// commonEnds returns the lengths of the longest common prefix of a and b
+// and of the longest common suffix of what the prefix leaves of them.
+func commonEnds(a, b []any) (p, s int) {
+	for p < len(a) && p < len(b) && jsonvalue.JSONEqual(a[p], b[p]) {
+		p++
+	}
+	for s < len(a)-p && s < len(b)-p && jsonvalue.JSONEqual(a[len(a)-1-s], b[len(b)-1-s]) {
+		s++
+	}
+	return p, s
 }

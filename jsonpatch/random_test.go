@@ -3,10 +3,11 @@ package jsonpatch
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
 // gen builds random documents and patches that mostly hit existing paths,
@@ -170,10 +171,7 @@ func (g gen) doc() map[string]any {
 }
 
 func TestApplyRandomizedAgainstEvanphx(t *testing.T) {
-	n := 20000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 2000
-	}
+	n := valuetest.Sweep(20000, 2000) // make test-long: the full sweep
 	for i := 0; i < n; i++ {
 		g := gen{rand.New(rand.NewPCG(uint64(i), 42))}
 		doc := g.doc()

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -269,10 +268,7 @@ func unnormalizedCase(r *rand.Rand) (map[string]any, []Operation) {
 }
 
 func TestApplyUnnormalizedRandomized(t *testing.T) {
-	n := 30000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 3000
-	}
+	n := valuetest.Sweep(30000, 3000) // make test-long: the full sweep
 	vouched, clean := 0, 0
 	for i := 0; i < n; i++ {
 		r := rand.New(rand.NewPCG(uint64(i), 7))
