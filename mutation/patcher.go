@@ -69,6 +69,10 @@ type Cache struct {
 	// (scheme.Scheme.DefaultFrom).
 	defaulted     map[string]any
 	defaultedKind schema.GroupVersionKind
+	// fixed is the last JSON patch result of the admission that the strict
+	// decode returned as it is: the next one's decode walks only what
+	// differs from it (scheme.Scheme.PatchFrom).
+	fixed scheme.Fixed
 }
 
 // defaults is pt.defaults of out, the result of a mutation of in (of kind
@@ -103,9 +107,13 @@ func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVe
 // are scheme.Scheme.PatchDefault, which walks the object once for the
 // strict decode and the typed object the defaulters run on.
 func (c *Cache) patch(pt *Patcher, in map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool, error) {
+	var fixed *scheme.Fixed
+	if !c.standalone {
+		fixed = &c.fixed
+	}
 	incremental := !c.standalone && c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted)
 	if pt.SkipDefaulting || pt.Scheme == nil || incremental {
-		out, skipped, err := pt.Scheme.Patch(in, ops, gvk) // a nil Scheme decodes with client-go's
+		out, skipped, err := pt.Scheme.PatchFrom(fixed, in, ops, gvk) // a nil Scheme decodes with client-go's
 		if err == nil {
 			// dispatchOne defaults whatever the patcher returns, the object
 			// a failed "test" left unchanged included (in, not necessarily
@@ -116,7 +124,7 @@ func (c *Cache) patch(pt *Patcher, in map[string]any, ops []jsonpatch.Operation,
 	}
 	// c.defaults' DefaultNormalized of the patch result, or Default of in
 	// when a "test" skipped it.
-	out, skipped, err := pt.Scheme.PatchDefault(in, ops, gvk)
+	out, skipped, err := pt.Scheme.PatchDefaultFrom(fixed, in, ops, gvk)
 	if err != nil {
 		return nil, skipped, patchDefaultError(gvk, err)
 	}
@@ -140,12 +148,17 @@ func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
 // merge merges patch into live with merger, reusing the last merge's
 // typed value within an admission. patch is taken over
 // (applyconfig.Merger.MergeOwned): it is the caller's, freshly built by
-// applyconfig.FromCEL, and not used after the merge.
-func (c *Cache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any) (*applyconfig.Merged, error) {
-	if c.standalone {
-		return merger.MergeOwned(live, patch, nil)
+// applyconfig.FromCELFresh, and not used after the merge; when fresh, all
+// of it (applyconfig.Merger.MergeFresh).
+func (c *Cache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any, fresh bool) (*applyconfig.Merged, error) {
+	var prev *applyconfig.Merged
+	if !c.standalone {
+		prev = c.merged
 	}
-	return merger.MergeOwned(live, patch, c.merged)
+	if fresh {
+		return merger.MergeFresh(live, patch, prev)
+	}
+	return merger.MergeOwned(live, patch, prev)
 }
 
 // normalize presents merged, the result of merging a patch into in (of
@@ -224,7 +237,11 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 	if m.Err != nil {
 		return nil, outcome, m.Err
 	}
-	res, _, err := p.NewActivation(ctx, in).Eval(m, compiler.MutationBudget)
+	act := p.NewActivation(ctx, in)
+	// Released once the value has been converted (FromCELFresh, FromCEL)
+	// and the function returns.
+	defer act.Release()
+	res, _, err := act.Eval(m, compiler.MutationBudget)
 	outcome.Cost = res.Cost
 	if err != nil {
 		return nil, outcome, err
@@ -235,7 +252,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 
 	switch m.Kind {
 	case compiler.KindApplyConfiguration:
-		patch, err := applyconfig.FromCEL(res.Value)
+		patch, fresh, err := applyconfig.FromCELFresh(res.Value)
 		if err != nil {
 			return nil, outcome, err
 		}
@@ -254,7 +271,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		}
 		live := &unstructured.Unstructured{Object: in.Object}
 		// patch is FromCEL's, the caller's own: the merge takes it over.
-		merged, err := c.merge(merger, live, patch) // errors carry upstream's "error applying patch: " prefix
+		merged, err := c.merge(merger, live, patch, fresh) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}

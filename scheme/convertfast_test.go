@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -158,10 +157,7 @@ func TestTypedAndUnstructuredAreTheConverter(t *testing.T) {
 		t.Fatal(err)
 	}
 	gvks := externalKinds(s, k.scheme)
-	fills := 4
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		fills = 1
-	}
+	fills := valuetest.Sweep(4, 1) // make test-long: the full sweep
 	var typedCount, unstructuredCount, objects int
 	for _, gvk := range gvks {
 		fastKind := false
@@ -185,10 +181,7 @@ func TestTypedAndUnstructuredAreTheConverter(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	ins := testobjects.Inputs(t)
-	n := 1000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 200
-	}
+	n := valuetest.Sweep(1000, 200) // make test-long: the full sweep
 	for i := range n {
 		in := ins[i%len(ins)]
 		if !s.Recognizes(in.GVK) {
@@ -274,10 +267,7 @@ func TestConvertFreshIsConvertToVersion(t *testing.T) {
 		converted++
 		return want
 	}
-	fills := 4
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		fills = 1
-	}
+	fills := valuetest.Sweep(4, 1) // make test-long: the full sweep
 	var objects []runtime.Object
 	for _, gvk := range externalKinds(s, k.scheme) {
 		for seed := range fills + 1 {
@@ -341,10 +331,7 @@ func TestDecodeRequestIsTheDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fills := 4
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		fills = 1
-	}
+	fills := valuetest.Sweep(4, 1) // make test-long: the full sweep
 	objects, fast := 0, 0
 	for _, gvk := range externalKinds(s, k.scheme) {
 		for seed := range fills + 1 {
@@ -360,10 +347,7 @@ func TestDecodeRequestIsTheDecoder(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(9, 10))
 	ins := testobjects.Inputs(t)
-	n := 2000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 300
-	}
+	n := valuetest.Sweep(2000, 300) // make test-long: the full sweep
 	for i := range n {
 		in := ins[i%len(ins)]
 		if !s.Recognizes(in.GVK) {

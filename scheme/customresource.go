@@ -505,8 +505,26 @@ func summarizeData(data []byte, maxLength int) string {
 // structural defaulting with the schema of the object's own version, and
 // nothing for objects whose apiVersion/kind are not of the CRD's group and
 // kind. It neither prunes nor drops nulls. gvk names the CRD (the request's
-// kind); the result is a copy.
+// kind). obj is never written into: the result is obj itself when
+// defaulting changes nothing, and otherwise shares with obj the subtrees
+// defaulting left alone (defaultShared; defaultReference is the
+// definition, a copy of obj defaulted).
 func (c *CustomResources) Default(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, err error) {
+	defer recoverAsError(&err, "defaulting "+gvk.String())
+	v, err := c.version(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if out, ok := v.defaultShared(obj); ok {
+		return out, nil
+	}
+	return c.defaultReference(obj, gvk)
+}
+
+// defaultReference is Default on a deep copy of obj, through upstream's
+// unstructuredDefaulter: the definition of Default's result, and its
+// fallback.
+func (c *CustomResources) defaultReference(obj map[string]any, gvk schema.GroupVersionKind) (out map[string]any, err error) {
 	defer recoverAsError(&err, "defaulting "+gvk.String())
 	v, err := c.version(gvk)
 	if err != nil {

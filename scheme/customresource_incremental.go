@@ -37,6 +37,16 @@ type defaultTree struct {
 	props map[string]*defaultTree // by property, only those with a tree
 	add   *defaultTree            // additionalProperties'
 	items *defaultTree
+	// propList is props as a list; set those of its properties that
+	// have a default.
+	propList, set []keyedTree
+	setIndex      map[string]int // the index in set of each of its properties
+}
+
+// keyedTree is a property's name and its defaultTree.
+type keyedTree struct {
+	key string
+	t   *defaultTree
 }
 
 // newDefaultTree is s's defaultTree (nil for a nil s).
@@ -61,7 +71,134 @@ func newDefaultTree(s *structuralschema.Structural) *defaultTree {
 	if s.Default.Object == nil && t.props == nil && t.add == nil && t.items == nil {
 		return nil
 	}
+	for k, c := range t.props {
+		t.propList = append(t.propList, keyedTree{k, c})
+		if c.s.Default.Object != nil {
+			if t.setIndex == nil {
+				t.setIndex = map[string]int{}
+			}
+			t.setIndex[k] = len(t.set)
+			t.set = append(t.set, keyedTree{k, c})
+		}
+	}
 	return t
+}
+
+// nullDefault tells whether Default replaces a null under t (an item, or
+// an additionalProperties value) by t's default, and by what: when t's
+// schema does not allow null and has a default (without one the null is
+// "replaced" by null).
+func (t *defaultTree) nullDefault(v any) bool {
+	return v == nil && !t.s.Generic.Nullable && t.s.Default.Object != nil
+}
+
+// apply is structuraldefaulting.Default(x, t.s) copy on write: x is never
+// written into; the result is x itself when Default changes nothing
+// (changed false), and otherwise shares with x every subtree Default left
+// alone. The same rules as Default's, on the tree's nodes only (a node
+// without a tree has no default in or beneath it): a property with a
+// default that is absent or a null its schema does not allow takes a copy
+// of the default; a null additionalProperties value or item whose schema
+// does not allow it takes that schema's default; then every field (every
+// item) is defaulted with its schema, the property's or else
+// additionalProperties'. It panics where Default panics (a default set in
+// a nil map). When owned, x and everything in it are the caller's (a copy
+// of a default): they are written in place.
+func (t *defaultTree) apply(x any, owned bool) (out any, changed bool) {
+	switch xv := x.(type) {
+	case map[string]any:
+		var w map[string]any // xv's copy, once written
+		set := func(k string, v any) {
+			if w == nil {
+				if xv == nil {
+					panic("assignment to entry in nil map")
+				}
+				if owned {
+					w = xv
+				} else {
+					w = make(map[string]any, len(xv)+len(t.set))
+					for k, v := range xv {
+						w[k] = v
+					}
+				}
+			}
+			w[k] = v
+		}
+		var fresh uint64 // the properties of t.set set here (the first 64)
+		for i, p := range t.set {
+			if v, found := xv[p.key]; !found || (v == nil && !p.t.s.Generic.Nullable) {
+				set(p.key, runtime.DeepCopyJSONValue(p.t.s.Default.Object))
+				if i < 64 {
+					fresh |= 1 << i
+				}
+			}
+		}
+		ownedProp := func(k string) bool {
+			i, ok := t.setIndex[k]
+			return owned || (ok && i < 64 && fresh&(1<<i) != 0)
+		}
+		src := xv
+		if w != nil {
+			src = w
+		}
+		if t.add == nil {
+			for _, p := range t.propList {
+				if v, found := src[p.key]; found {
+					if d, ch := p.t.apply(v, ownedProp(p.key)); ch {
+						set(p.key, d)
+					}
+				}
+			}
+		} else {
+			for k, v := range src {
+				c, own := t.add, owned
+				if _, ok := t.s.Properties[k]; ok {
+					if c = t.props[k]; c == nil {
+						continue
+					}
+					own = ownedProp(k)
+				} else if c.nullDefault(v) {
+					v, own = runtime.DeepCopyJSONValue(c.s.Default.Object), true
+					set(k, v)
+				}
+				if d, ch := c.apply(v, own); ch {
+					set(k, d)
+				}
+			}
+		}
+		if w == nil {
+			return x, false
+		}
+		return w, true
+	case []any:
+		if t.items == nil {
+			return x, false
+		}
+		var w []any
+		for i, v := range xv {
+			ch, own := false, owned
+			if t.items.nullDefault(v) {
+				v, ch, own = runtime.DeepCopyJSONValue(t.items.s.Default.Object), true, true
+			}
+			if d, c := t.items.apply(v, own); c {
+				v, ch = d, true
+			}
+			if ch {
+				if w == nil {
+					w = xv
+					if !owned {
+						w = append([]any(nil), xv...)
+					}
+				}
+				w[i] = v
+			}
+		}
+		if w == nil {
+			return x, false
+		}
+		return w, true
+	}
+	return x, false
 }
 
 // child is the tree Default uses for field k of an object at t: the
@@ -92,16 +229,20 @@ func walkable(x, b any) bool {
 }
 
 // defaultChanged is structuraldefaulting.Default(x, t.s) on a copy of x,
-// for x and b walkable and b a value Default leaves as it is under t.s.
-// The result is x itself when Default changes nothing, and otherwise
-// shares with x what Default left alone. It panics where Default panics.
+// for x and b walkable and b a value Default leaves as it is under t.s,
+// or for b nil (no base: nothing of x is known to be defaulted, every
+// object and list of x is walked). The result is x itself when Default
+// changes nothing, and otherwise shares with x what Default left alone
+// (copy on write: a node of x is never written into). It panics where
+// Default panics.
 func (t *defaultTree) defaultChanged(x, b any) any {
-	if t == nil || sameJSON(x, b) {
+	if t == nil || (b != nil && sameJSON(x, b)) {
 		return x
 	}
+	fresh := b == nil
 	switch xv := x.(type) {
 	case map[string]any:
-		bv := b.(map[string]any)
+		bv, _ := b.(map[string]any)
 		shell := make(map[string]any, len(xv)+len(t.props))
 		var walked []string
 		var copied map[string]bool
@@ -111,7 +252,7 @@ func (t *defaultTree) defaultChanged(x, b any) any {
 			switch {
 			case c == nil || (inBase && sameJSON(v, w)):
 				shell[k] = crPlaceholder
-			case inBase && walkable(v, w):
+			case (inBase && walkable(v, w)) || (fresh && walkable(v, v)):
 				shell[k] = crPlaceholder
 				walked = append(walked, k)
 			default:
@@ -142,7 +283,7 @@ func (t *defaultTree) defaultChanged(x, b any) any {
 		}
 		return shell
 	case []any:
-		bv := b.([]any)
+		bv, _ := b.([]any)
 		shell := make([]any, len(xv))
 		var walked []int
 		var copied []bool
@@ -150,7 +291,7 @@ func (t *defaultTree) defaultChanged(x, b any) any {
 			switch {
 			case t.items == nil || (i < len(bv) && sameJSON(v, bv[i])):
 				shell[i] = crPlaceholder
-			case i < len(bv) && walkable(v, bv[i]):
+			case (i < len(bv) && walkable(v, bv[i])) || (fresh && walkable(v, v)):
 				shell[i] = crPlaceholder
 				walked = append(walked, i)
 			default:
@@ -169,7 +310,11 @@ func (t *defaultTree) defaultChanged(x, b any) any {
 			}
 		}
 		for _, i := range walked {
-			d := t.items.defaultChanged(xv[i], bv[i])
+			var w any
+			if !fresh {
+				w = bv[i]
+			}
+			d := t.items.defaultChanged(xv[i], w)
 			changed = changed || !sameJSON(d, xv[i])
 			shell[i] = d
 		}
@@ -195,6 +340,25 @@ func (c *CustomResources) defaultFrom(obj, base map[string]any, gvk schema.Group
 		!sameJSON(obj["apiVersion"], base["apiVersion"]) || !sameJSON(obj["kind"], base["kind"]) {
 		return nil, false
 	}
+	return v.defaultChanged(obj, base)
+}
+
+// defaultShared is Default(obj, gvk) with version v's schema, computed
+// without the copy of obj (defaultChanged without a base): the result is
+// obj itself when defaulting changes nothing, and otherwise shares with
+// obj every subtree defaulting left alone.
+func (v *customResourceVersion) defaultShared(obj map[string]any) (out map[string]any, ok bool) {
+	if obj == nil {
+		return nil, false
+	}
+	return v.defaultChanged(obj, nil)
+}
+
+// defaultChanged is the defaultTree's defaultChanged of obj (not nil) from
+// base (nil for none) with the schema of obj's version. ok is false for
+// an object that is not of the CRD's group and kind, and where Default
+// panics (Default then decides, errors included).
+func (v *customResourceVersion) defaultChanged(obj, base map[string]any) (out map[string]any, ok bool) {
 	own := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
 	if own.GroupKind() != v.crd.gk {
 		return nil, false
@@ -209,5 +373,9 @@ func (c *CustomResources) defaultFrom(obj, base map[string]any, gvk schema.Group
 			out, ok = nil, false
 		}
 	}()
+	if base == nil {
+		out, _ := t.apply(obj, false)
+		return out.(map[string]any), true
+	}
 	return t.defaultChanged(obj, base).(map[string]any), true
 }

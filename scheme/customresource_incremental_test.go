@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
@@ -258,10 +260,11 @@ func (m crdMutator) gen(s *structuralschema.Structural, depth int) any {
 func checkCRDefaultFrom(t testing.TB, c *CustomResources, obj, base map[string]any, gvk schema.GroupVersionKind) map[string]any {
 	t.Helper()
 	frozen, frozenBase := valuetest.Freeze(obj), valuetest.Freeze(base)
-	want, err := c.Default(obj, gvk)
+	want, err := c.defaultReference(obj, gvk)
 	if err != nil {
 		t.Fatalf("Default: %v", err)
 	}
+	checkCRDefaultShared(t, c, obj, want, gvk)
 	got, ok := c.defaultFrom(obj, base, gvk)
 	if !ok {
 		// Only objects of another kind (whose defaulting is not the
@@ -514,5 +517,142 @@ func BenchmarkCRDDefaultFrom(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// checkCRDefaultShared holds Default of obj (defaultShared, which writes
+// nothing and shares what it leaves alone) equal to want, the reference's
+// result (defaultReference, on a copy): the same value, obj itself when
+// defaulting changes nothing, obj not written into (neither by Default nor
+// by a second Default of the result, which shares with it), and every
+// object of the result that equals obj's at the same path obj's very map
+// (copy on write).
+func checkCRDefaultShared(t testing.TB, c *CustomResources, obj, want map[string]any, gvk schema.GroupVersionKind) {
+	t.Helper()
+	frozen := valuetest.Freeze(obj)
+	got, err := c.Default(obj, gvk)
+	if err != nil {
+		t.Fatalf("Default: %v", err)
+	}
+	if !valuetest.BitsEqual(got, want) {
+		t.Fatalf("Default of\n%s\ngot  %s\nwant %s", mustJSON(obj), mustJSON(got), mustJSON(want))
+	}
+	if own := (&unstructured.Unstructured{Object: obj}).GroupVersionKind(); own.GroupKind() == gvk.GroupKind() {
+		// (An object of another kind is the reference's, a copy.)
+		if _, ok := c.lookup(gvk).defaultShared(obj); !ok {
+			t.Fatalf("Default of\n%s\nfell back to the reference", mustJSON(obj))
+		}
+		if valuetest.BitsEqual(obj, want) && !jsonvalue.SameMap(got, obj) {
+			t.Fatalf("Default changed nothing of\n%s\nbut copied it", mustJSON(obj))
+		}
+		checkShared(t, got, obj, "")
+	}
+	frozenGot := valuetest.Freeze(got)
+	if _, err := c.Default(got, gvk); err != nil {
+		t.Fatalf("Default again: %v", err)
+	}
+	frozenGot.Check(t, "the defaulted object")
+	frozen.Check(t, "the defaulted object's input")
+}
+
+// checkShared fails where got, at path, equals in but is not in itself
+// (an object, or a list, both non-empty, copied for nothing).
+func checkShared(t testing.TB, got, in any, path string) {
+	t.Helper()
+	switch g := got.(type) {
+	case map[string]any:
+		i, ok := in.(map[string]any)
+		if !ok || len(g) == 0 || len(i) == 0 {
+			return
+		}
+		if valuetest.BitsEqual(g, i) {
+			if !jsonvalue.SameMap(g, i) {
+				t.Fatalf("%s: an unchanged object copied", path)
+			}
+			return
+		}
+		for k, v := range g {
+			checkShared(t, v, i[k], path+"."+k)
+		}
+	case []any:
+		i, ok := in.([]any)
+		if !ok || len(g) == 0 || len(i) == 0 {
+			return
+		}
+		if valuetest.BitsEqual(g, i) {
+			if &g[0] != &i[0] {
+				t.Fatalf("%s: an unchanged list copied", path)
+			}
+			return
+		}
+		for k := range g {
+			if k < len(i) {
+				checkShared(t, g[k], i[k], fmt.Sprintf("%s[%d]", path, k))
+			}
+		}
+	}
+}
+
+// TestApplyIsDefault holds defaultTree.apply (the copy-on-write
+// defaulting of Default without a base) equal to upstream's Default on a
+// copy, on a schema with nullable and non-nullable items, additionalProperties
+// and properties with defaults, nested and of the wrong type, and objects
+// with nulls, absent fields and wrong types at each: the same value, the
+// input not written into, the input itself when nothing changed.
+func TestApplyIsDefault(t *testing.T) {
+	str := func(nullable bool, dflt any) *structuralschema.Structural {
+		return &structuralschema.Structural{Generic: structuralschema.Generic{Type: "string", Nullable: nullable, Default: structuralschema.JSON{Object: dflt}}}
+	}
+	obj := func(nullable bool, dflt any, props map[string]structuralschema.Structural) *structuralschema.Structural {
+		return &structuralschema.Structural{Generic: structuralschema.Generic{Type: "object", Nullable: nullable, Default: structuralschema.JSON{Object: dflt}}, Properties: props}
+	}
+	inner := obj(false, map[string]any{}, map[string]structuralschema.Structural{"d": *str(false, "x"), "n": *str(true, "y")})
+	nullableInner := obj(true, map[string]any{"d": "z"}, map[string]structuralschema.Structural{"d": *str(false, "x")})
+	list := func(items *structuralschema.Structural) structuralschema.Structural {
+		return structuralschema.Structural{Generic: structuralschema.Generic{Type: "array"}, Items: items}
+	}
+	addl := func(s *structuralschema.Structural) structuralschema.Structural {
+		return structuralschema.Structural{Generic: structuralschema.Generic{Type: "object"}, AdditionalProperties: &structuralschema.StructuralOrBool{Structural: s}}
+	}
+	root := obj(false, nil, map[string]structuralschema.Structural{
+		"items":         list(inner),
+		"nullableItems": list(nullableInner),
+		"strings":       list(str(false, "s")),
+		"nullStrings":   list(str(true, "s")),
+		"noDefault":     list(str(false, nil)),
+		"map":           addl(inner),
+		"nullableMap":   addl(nullableInner),
+		"stringMap":     addl(str(false, "m")),
+		"nullStringMap": addl(str(true, "m")),
+		"inner":         *inner,
+		"nullable":      *nullableInner,
+		"plain":         *str(false, nil),
+	})
+	root.AdditionalProperties = &structuralschema.StructuralOrBool{Structural: str(false, "extra")}
+	tree := newDefaultTree(root)
+	for i, s := range []string{
+		`{}`,
+		`{"items":[null,{},{"d":null,"n":null},{"d":"a","n":"b"},3,[null]],"nullableItems":[null,{},{"d":null}],"strings":[null,"a"],"nullStrings":[null,"a"],"noDefault":[null]}`,
+		`{"map":{"a":null,"b":{},"c":{"n":null}},"nullableMap":{"a":null,"b":{"d":null}},"stringMap":{"a":null,"b":"c"},"nullStringMap":{"a":null}}`,
+		`{"inner":null,"nullable":null,"plain":null,"other":null,"more":"x"}`,
+		`{"inner":{"d":"a","n":"b"},"nullable":{"d":"a"},"plain":"p","items":[{"d":"a","n":"b"}],"map":{"a":{"d":"a","n":"b"}}}`,
+		`{"items":{"a":null},"map":[null,{}],"inner":[{}],"strings":"x","nullableMap":[null]}`,
+	} {
+		var in map[string]any
+		if err := utiljson.Unmarshal([]byte(s), &in); err != nil {
+			t.Fatal(err)
+		}
+		want := valuetest.DeepCopy(in).(map[string]any)
+		structuraldefaulting.Default(want, root)
+		frozen := valuetest.Freeze(in)
+		got, changed := tree.apply(in, false)
+		if !valuetest.BitsEqual(got, want) {
+			t.Fatalf("%d: %s\ngot  %s\nwant %s", i, s, mustJSON(got), mustJSON(want))
+		}
+		if same := valuetest.BitsEqual(in, want); same == changed || (same && !jsonvalue.SameMap(got.(map[string]any), in)) {
+			t.Fatalf("%d: changed %v, the same value %v", i, changed, same)
+		}
+		checkShared(t, got, in, "")
+		frozen.Check(t, "the input")
 	}
 }

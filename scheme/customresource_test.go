@@ -295,6 +295,10 @@ func TestDefaultIsTheMutationDefaulter(t *testing.T) {
 			if want := obj(t, tc.want); !reflect.DeepEqual(got, want) {
 				t.Fatalf("got  %s\nwant %s", mustJSON(got), mustJSON(want))
 			}
+			if ref, err := c.defaultReference(in, tc.gvk); err != nil || !reflect.DeepEqual(ref, got) {
+				t.Fatalf("reference: %s, %v", mustJSON(ref), err)
+			}
+			checkCRDefaultShared(t, c, in, got, tc.gvk)
 			if !reflect.DeepEqual(in, obj(t, tc.in)) {
 				t.Fatal("input modified")
 			}
@@ -746,10 +750,11 @@ func FuzzCustomResourceDefault(f *testing.F) {
 			gvk = thingV1
 		}
 		before := valuetest.DeepCopy(in)
-		out, err := c.Default(in, gvk)
+		out, err := c.defaultReference(in, gvk)
 		if err != nil {
 			t.Fatalf("Default: %v", err)
 		}
+		checkCRDefaultShared(t, c, in, out, gvk)
 		again, err := c.Default(out, gvk)
 		if err != nil || !reflect.DeepEqual(out, again) {
 			t.Fatalf("Default not idempotent:\n%s\n%s", mustJSON(out), mustJSON(again))

@@ -153,7 +153,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		if err != nil {
 			return false
 		}
-		w.block(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+		w.block(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)), nil)
 		*(*[]byte)(p) = b
 		return true
 	case nodeMap:
@@ -211,7 +211,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		dv.Grow(len(l))
 		dv.SetLen(len(l))
 		data, size := dv.UnsafePointer(), n.elem.size
-		w.block(data, uintptr(len(l))*size)
+		w.block(data, uintptr(len(l))*size, n.elem)
 		for i, item := range l {
 			if !buildWatched(item, unsafe.Add(data, uintptr(i)*size), n.elem, w) {
 				return false
@@ -220,7 +220,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		return true
 	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
-		w.block(q, n.elem.size)
+		w.block(q, n.elem.size, n.elem)
 		if !buildWatched(v, q, n.elem, w) {
 			return false
 		}
@@ -379,6 +379,29 @@ type emitter struct {
 	scratch []entry
 	// text is where quantities are formatted to compare (isQuantityText).
 	text []byte
+	// spare are zero addressable values that emit copies a map's keys and
+	// values into, by type (spareValue), instead of a new one per map and
+	// per key.
+	spare map[reflect.Type][]reflect.Value
+}
+
+// spareValue is a zero addressable value of type t, e's own until
+// released: one of e.spare, or a new one.
+func (e *emitter) spareValue(t reflect.Type) reflect.Value {
+	if l := e.spare[t]; len(l) > 0 {
+		e.spare[t] = l[:len(l)-1]
+		return l[len(l)-1]
+	}
+	return reflect.New(t).Elem()
+}
+
+// release zeroes v (holding on to nothing) and keeps it in e.spare.
+func (e *emitter) release(v reflect.Value) {
+	v.SetZero()
+	if e.spare == nil {
+		e.spare = map[reflect.Type][]reflect.Value{}
+	}
+	e.spare[v.Type()] = append(e.spare[v.Type()], v)
 }
 
 type entry struct {
@@ -448,13 +471,17 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 		pm, _ := prev.(map[string]any)
 		same := pm != nil && len(pm) == sv.Len()
 		// Each value is copied out of the map (as MapIter.Value does) into
-		// one variable; the converter reaches it unaddressable.
-		ev := reflect.New(n.elem.t)
-		evp, ev := ev.UnsafePointer(), ev.Elem()
+		// one variable; the converter reaches it unaddressable. The keys
+		// likewise, into another.
+		ev, kv := e.spareValue(n.elem.t), e.spareValue(n.t.Key())
+		defer e.release(kv)
+		defer e.release(ev)
+		evp := ev.Addr().UnsafePointer()
 		var it reflect.MapIter
 		it.Reset(sv)
 		for same && it.Next() {
-			pv, had := pm[it.Key().String()]
+			kv.SetIterKey(&it)
+			pv, had := pm[kv.String()]
 			ev.SetIterValue(&it)
 			o, ok := e.emit(evp, n.elem, pv, false)
 			if !ok {
@@ -469,7 +496,8 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 		out := make(map[string]any, sv.Len())
 		it.Reset(sv)
 		for it.Next() {
-			k := it.Key().String()
+			kv.SetIterKey(&it)
+			k := kv.String()
 			var pv any
 			if pm != nil {
 				pv = pm[k]

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -161,10 +160,7 @@ func TestDefaultOnEveryKind(t *testing.T) {
 		gvks = append(gvks, gvk)
 	}
 	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
-	fills := 3
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		fills = 1
-	}
+	fills := valuetest.Sweep(3, 1) // make test-long: the full sweep
 	var slow []string
 	fastCount := 0
 	for _, gvk := range gvks {
@@ -222,10 +218,7 @@ var fillFuncs = []any{
 func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
 	s := New()
 	r := rand.New(rand.NewPCG(1, 2))
-	n := 3000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 300
-	}
+	n := valuetest.Sweep(3000, 300) // make test-long: the full sweep
 	var ins []testobjects.Input
 	for _, in := range testobjects.Inputs(t) {
 		ins = append(ins, in)
@@ -585,10 +578,7 @@ func TestBuildAndEmitAreTheConverter(t *testing.T) {
 		}
 	}
 	gvks := externalKinds(s, ks)
-	fills := 3
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		fills = 1
-	}
+	fills := valuetest.Sweep(3, 1) // make test-long: the full sweep
 	for _, gvk := range gvks {
 		for seed := range fills + 1 {
 			obj, err := ks.New(gvk)
@@ -685,6 +675,74 @@ func TestEmitQuantityAgainstItsText(t *testing.T) {
 // changed by the reference's defaulting: the watch must see it, and
 // DefaultNormalized give the reference's result; once defaulted, the watch
 // must see nothing.
+// podWithAccounts is a defaulted Pod whose serviceAccountName is name and
+// serviceAccount deprecated (the same text in memory of its own).
+func podWithAccounts(t *testing.T, s *Scheme, name, deprecated string) map[string]any {
+	t.Helper()
+	d, err := s.defaultReference(map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p"},
+		"spec": map[string]any{"serviceAccountName": name, "containers": []any{map[string]any{
+			"name": "c", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent",
+			"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}}}},
+		schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = valuetest.DeepCopy(d).(map[string]any)
+	// Text of its own, as a decoded object's strings are: not the data
+	// of name's string.
+	d["spec"].(map[string]any)["serviceAccount"] = strings.Clone(deprecated)
+	return d
+}
+
+// TestDefaultNormalizedReadsStringsAsText holds the watch to what emit
+// writes for string fields: the defaulters writing a string field again
+// with the same text (SetDefaults_PodSpec's serviceAccount from
+// serviceAccountName, in a Pod's spec, a template's, a container list's
+// element) change nothing, and the same Pod with other text in
+// serviceAccount is a change (TestDefaultNormalizedSeesEveryWrite).
+func TestDefaultNormalizedReadsStringsAsText(t *testing.T) {
+	s := New()
+	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	pod := podWithAccounts(t, s, "builder", "builder")
+	deploy, err := s.defaultReference(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "d"},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "a"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "a"}},
+				"spec": pod["spec"]}}}, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy = valuetest.DeepCopy(deploy).(map[string]any)
+	deploy["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["serviceAccount"] = strings.Clone("builder")
+	for _, c := range []struct {
+		gvk schema.GroupVersionKind
+		obj map[string]any
+	}{{podGVK, pod}, {schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, deploy}} {
+		if !checkDefaultNormalized(t, s, c.obj, c.gvk) || !s.watchUnchanged(t, c.obj, c.gvk) {
+			t.Errorf("%v: the watch sees a change where the defaulters wrote the same text: %s", c.gvk, mustJSONText(c.obj))
+		}
+	}
+	// The element of a Pod's containers, defaulted on its own: the unit
+	// object holds the spec's service accounts.
+	changed := valuetest.DeepCopy(pod).(map[string]any)
+	spec := changed["spec"].(map[string]any)
+	spec["containers"] = []any{valuetest.DeepCopy(spec["containers"].([]any)[0]).(map[string]any)}
+	spec["containers"].([]any)[0].(map[string]any)["image"] = "nginx:1.28"
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := s.units()[podGVK][0]
+	elem := spec["containers"].([]any)[0].(map[string]any)
+	if d, ok := s.defaultElement(k, podGVK, u, spec, "containers", elem); !ok || !jsonvalue.SameMap(d, elem) {
+		t.Errorf("a container defaulted on its own in a Pod with a service account did not come back as it is (ok %v)", ok)
+	}
+	if how := checkDefaultFrom(t, s, changed, pod, podGVK); how != defaultedElements {
+		t.Errorf("a changed image defaulted %d, want the element alone", how)
+	}
+}
+
 func TestDefaultNormalizedSeesEveryWrite(t *testing.T) {
 	s := New()
 	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
@@ -719,6 +777,9 @@ func TestDefaultNormalizedSeesEveryWrite(t *testing.T) {
 			"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}},
 		"a new pointer": {schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, map[string]any{
 			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d"}}},
+		// SetDefaults_PodSpec writes serviceAccountName into
+		// serviceAccount: a string of the same length, other text.
+		"a string written with other text": {podGVK, podWithAccounts(t, s, "ab", "ba")},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -32,22 +32,35 @@ import (
 //     come back as the input's own value (sameValue), as they do from an
 //     object in normalized form that nothing changed.
 //
-// A change either way (padding bytes a defaulter copied over, a quantity
-// caching its text) only sends the object through emit, as before: the
-// watch may say "changed" for nothing, never "unchanged" for a change.
+// A string field written again with the same text (SetDefaults_PodSpec's
+// `DeprecatedServiceAccount = ServiceAccountName`, on every Pod with a
+// service account) changes the block's bytes, not what emit writes: the
+// strings of a block's plain string fields (stringOffsets) are kept when
+// the copy is taken, and a block whose bytes differ only there, in string
+// fields whose text is the same, is unchanged. (Kept as strings, they
+// stay alive until compared.)
+//
+// Any other change either way (padding bytes a defaulter copied over, a
+// quantity caching its text) only sends the object through emit, as
+// before: the watch may say "changed" for nothing, never "unchanged" for
+// a change.
 // TestDefaultNormalizedIsDefault holds the result to defaultReference over
 // every built-in kind.
 type watch struct {
 	blocks []watchedBlock
 	values []watchedValue
 	// snap is the blocks' bytes, one after the other, before the
-	// defaulters ran.
+	// defaulters ran; strs their string fields' strings, in the same order.
 	snap []byte
+	strs []string
 }
 
+// watchedBlock is size bytes at p: values of n's type one after the
+// other (n nil: bytes).
 type watchedBlock struct {
 	p    unsafe.Pointer
 	size uintptr
+	n    *node
 }
 
 // watchedValue is a value of n's type at p, built from prev.
@@ -57,12 +70,16 @@ type watchedValue struct {
 	prev any
 }
 
-// block records size bytes at p as part of the typed value.
-func (w *watch) block(p unsafe.Pointer, size uintptr) {
+// block records size bytes at p, values of n's type (nil: bytes), as
+// part of the typed value.
+func (w *watch) block(p unsafe.Pointer, size uintptr, n *node) {
 	if w == nil || size == 0 {
 		return
 	}
-	w.blocks = append(w.blocks, watchedBlock{p, size})
+	if n != nil && len(n.strs) == 0 {
+		n = nil // nothing but bytes to compare
+	}
+	w.blocks = append(w.blocks, watchedBlock{p, size, n})
 }
 
 // value records the map or custom value of n's type at p, built from
@@ -77,9 +94,17 @@ func (w *watch) value(p unsafe.Pointer, n *node, prev any) {
 
 // take copies the blocks' bytes, as they are before the defaulters run.
 func (w *watch) take() {
-	w.snap = w.snap[:0]
+	w.snap, w.strs = w.snap[:0], w.strs[:0]
 	for _, b := range w.blocks {
 		w.snap = append(w.snap, unsafe.Slice((*byte)(b.p), b.size)...)
+		if b.n == nil {
+			continue
+		}
+		for at := uintptr(0); at < b.size; at += b.n.size {
+			for _, o := range b.n.strs {
+				w.strs = append(w.strs, *(*string)(unsafe.Add(b.p, at+o)))
+			}
+		}
 	}
 }
 
@@ -87,12 +112,18 @@ func (w *watch) take() {
 // maps and custom values still written as their input (with e's scratch
 // space).
 func (w *watch) unchanged(e *emitter) bool {
-	off := uintptr(0)
+	off, strs := uintptr(0), w.strs
 	for _, b := range w.blocks {
-		if !bytes.Equal(unsafe.Slice((*byte)(b.p), b.size), w.snap[off:off+b.size]) {
+		now, was := unsafe.Slice((*byte)(b.p), b.size), w.snap[off:off+b.size]
+		off += b.size
+		var kept []string
+		if b.n != nil {
+			count := int(b.size/b.n.size) * len(b.n.strs)
+			kept, strs = strs[:count], strs[count:]
+		}
+		if !bytes.Equal(now, was) && !sameButStrings(b, now, was, kept) {
 			return false
 		}
-		off += b.size
 	}
 	for _, v := range w.values {
 		// Nothing is recorded within a map: values lie in structs, slices
@@ -105,10 +136,32 @@ func (w *watch) unchanged(e *emitter) bool {
 	return true
 }
 
+// sameButStrings tells whether block b, now as it was (its bytes before,
+// kept its strings), differs only in string fields that hold the same text.
+func sameButStrings(b watchedBlock, now, was []byte, kept []string) bool {
+	if b.n == nil {
+		return false
+	}
+	from, i := uintptr(0), 0
+	for at := uintptr(0); at < b.size; at += b.n.size {
+		for _, o := range b.n.strs {
+			if !bytes.Equal(now[from:at+o], was[from:at+o]) || *(*string)(unsafe.Add(b.p, at+o)) != kept[i] {
+				return false
+			}
+			from, i = at+o+stringSize, i+1
+		}
+	}
+	return bytes.Equal(now[from:], was[from:])
+}
+
+// stringSize is the size of a string header.
+const stringSize = unsafe.Sizeof("")
+
 // reset forgets what w recorded (holding on to none of it), keeping its
 // space.
 func (w *watch) reset() {
 	clear(w.blocks)
 	clear(w.values)
-	w.blocks, w.values, w.snap = w.blocks[:0], w.values[:0], w.snap[:0]
+	clear(w.strs)
+	w.blocks, w.values, w.snap, w.strs = w.blocks[:0], w.values[:0], w.snap[:0], w.strs[:0]
 }

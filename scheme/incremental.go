@@ -97,10 +97,15 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 	}
 	if obj != nil && base != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
 		if k := s.inert()[gvk]; k != nil {
-			if k.onlyInertChanges(obj, base) {
-				return obj, nil
+			var buf [maxChanges]fieldChange
+			changes, all := k.changes(obj, base, buf[:0])
+			if all && len(changes) == 0 {
+				return obj, nil // k.onlyInertChanges(obj, base)
 			}
 			for _, u := range s.units()[gvk] {
+				if all && !u.covers(changes) {
+					continue // defaultUnits would find a change outside u's lists
+				}
 				if out, ok := s.defaultUnits(k, u, obj, base, gvk); ok {
 					return out, nil
 				}
@@ -114,6 +119,74 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 // lies in k's inert fields.
 func (k *inertKind) onlyInertChanges(obj, base map[string]any) bool {
 	return inertDiff(obj, base, k.top, k.nestedInert, nil)
+}
+
+// fieldChange is a field that differs, other than inertly, between an
+// object and its base: top, a top-level field, as a whole (sub empty) or
+// in sub, one of the fields of the object it holds whose inert fields k
+// knows.
+type fieldChange struct {
+	top, sub string
+}
+
+// maxChanges is how many fieldChanges changes tells at most.
+const maxChanges = 8
+
+// changes appends to out the fields in which obj and base differ other
+// than inertly, as onlyInertChanges looks (no change: onlyInertChanges),
+// at most maxChanges of them (all=false when there are more).
+func (k *inertKind) changes(obj, base map[string]any, out []fieldChange) (_ []fieldChange, all bool) {
+	all, deep := true, ""
+	add := func(c fieldChange) bool {
+		if len(out) == maxChanges {
+			all = false
+			return false
+		}
+		out = append(out, c)
+		return true
+	}
+	// nestedInert, telling what differs.
+	deeper := func(f string, v, b any) bool {
+		fields := k.nested[f]
+		vm, ok1 := v.(map[string]any)
+		bm, ok2 := b.(map[string]any)
+		if fields == nil || !ok1 || !ok2 || vm == nil || bm == nil {
+			return false
+		}
+		n := len(out)
+		diffFields(vm, bm, fields, noDeeper, nil, func(sub string) bool { return add(fieldChange{f, sub}) })
+		if len(out) > n {
+			deep = f
+		}
+		return len(out) == n && all
+	}
+	diffFields(obj, base, k.top, deeper, nil, func(f string) bool {
+		if !all {
+			return false
+		}
+		if deep == f {
+			return true // told field by field
+		}
+		return add(fieldChange{f, ""})
+	})
+	return out, all
+}
+
+// covers tells whether changes (k.changes, all of them) lie in u's lists
+// and on the path to them, as defaultUnits requires (which checks again,
+// to the end).
+func (u *unitParent) covers(changes []fieldChange) bool {
+	for _, c := range changes {
+		switch {
+		case c.top != u.path[0]:
+			return false
+		case c.sub == "":
+			// Differs as a whole: defaultUnits tells.
+		case len(u.path) == 1 && !u.lists[c.sub], len(u.path) > 1 && c.sub != u.path[1]:
+			return false
+		}
+	}
+	return true
 }
 
 // unsetLike tells whether v may read as an unset field in the typed
@@ -149,6 +222,13 @@ func noDeeper(string, any, any) bool { return false }
 // differ only inertly), the fields skip names (if skip is not nil) left
 // out.
 func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool, skip func(field string) bool) bool {
+	return diffFields(obj, base, inert, deeper, skip, nil)
+}
+
+// diffFields is inertDiff that, when report is not nil, reports each field
+// in which obj and base differ other than inertly, going on while report
+// returns true (and then returns true; false when report stopped it).
+func diffFields(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool, skip func(field string) bool, report func(field string) bool) bool {
 	for f, v := range obj {
 		if skip != nil && skip(f) {
 			continue
@@ -171,11 +251,15 @@ func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func
 		if inBase && jsonvalue.Equal(v, b) {
 			continue
 		}
-		return false
+		if report == nil || !report(f) {
+			return false
+		}
 	}
 	for f := range base {
 		if _, ok := obj[f]; !ok && (skip == nil || !skip(f)) && inert[f] != inertAny {
-			return false
+			if report == nil || !report(f) {
+				return false
+			}
 		}
 	}
 	return true

@@ -575,6 +575,9 @@ func checkDefaultFrom(t testing.TB, s *Scheme, obj, base map[string]any, gvk sch
 		t.Fatalf("%v: DefaultFrom differs from defaulting the whole object\nbase: %s\n obj: %s\n got: %s\nwant: %s", gvk, mustJSONText(base), mustJSONText(obj), mustJSONText(got), mustJSONText(want))
 	}
 	k := inertKinds()[gvk]
+	if k != nil {
+		checkChanges(t, s, k, obj, base, gvk)
+	}
 	switch {
 	case err != nil || k == nil:
 		return defaultedWhole
@@ -587,6 +590,25 @@ func checkDefaultFrom(t testing.TB, s *Scheme, obj, base map[string]any, gvk sch
 		}
 	}
 	return defaultedWhole
+}
+
+// checkChanges holds DefaultFrom's pruning to what it stands for: k.changes
+// tells no change exactly when onlyInertChanges does, and never leaves out
+// (covers) a unit parent whose elements defaultUnits would default.
+func checkChanges(t testing.TB, s *Scheme, k *inertKind, obj, base map[string]any, gvk schema.GroupVersionKind) {
+	t.Helper()
+	changes, all := k.changes(obj, base, nil)
+	if none := all && len(changes) == 0; none != k.onlyInertChanges(obj, base) {
+		t.Fatalf("%v: changes tells %v (all %v), onlyInertChanges %v", gvk, changes, all, !none)
+	}
+	if !all {
+		return
+	}
+	for _, u := range unitKinds()[gvk] {
+		if _, ok := s.defaultUnits(k, u, obj, base, gvk); ok && !u.covers(changes) {
+			t.Fatalf("%v: unit %v defaults the changes %v, which it does not cover\nbase: %s\n obj: %s", gvk, u.path, changes, mustJSONText(base), mustJSONText(obj))
+		}
+	}
 }
 
 // TestDefaultFromIsDefault is the differential test of incremental

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
@@ -273,7 +274,7 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 	// object as built (watch), its element is written as elem.
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
-	typed, ok := s.plans.typedWatched(k, unitObject(pn, u.path, parent, list, elem), gvk, w)
+	typed, ok := unitTyped(root, pn, gvk, u.path, parent, list, elem, w)
 	if !ok {
 		return nil, false
 	}
@@ -332,6 +333,47 @@ func unitParentNode(root *node, path []string) *node {
 		}
 	}
 	return n
+}
+
+// unitTyped is the typed object typedWatched builds of unitObject(pn,
+// path, parent, list, elem), of the kind of struct plan root, built without
+// the map: the same fields written by the same build, in the same blocks.
+// TestUnitTypedIsUnitObject holds the two to each other.
+func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, parent map[string]any, list string, elem map[string]any, w *watch) (runtime.Object, bool) {
+	lf := pn.byName[list]
+	if lf == nil || lf.node.kind != nodeSlice {
+		return nil, false
+	}
+	return newTyped(root, gvk, w, func(at unsafe.Pointer) bool {
+		n := root
+		for _, step := range path {
+			f := n.byName[step]
+			at, n = unsafe.Add(at, f.offset), f.node
+			if n.kind == nodePointer {
+				q := reflect.New(n.elem.t).UnsafePointer()
+				w.block(q, n.elem.size, n.elem)
+				*(*unsafe.Pointer)(at) = q
+				at, n = q, n.elem
+			}
+		}
+		for name, v := range parent {
+			f, _ := n.table.Get(name)
+			if f == nil || f == lf || f.node.kind == nodeSlice && f.node.elem.kind == nodeStruct {
+				continue // unknown to the converter, or a list of objects
+			}
+			if !buildWatched(v, unsafe.Add(at, f.offset), f.node, w) {
+				return false
+			}
+		}
+		// list, holding elem alone (buildWatched of []any{elem}).
+		sn := lf.node
+		dv := reflect.NewAt(sn.t, unsafe.Add(at, lf.offset)).Elem()
+		dv.Grow(1)
+		dv.SetLen(1)
+		data := dv.UnsafePointer()
+		w.block(data, sn.elem.size, sn.elem)
+		return buildWatched(elem, data, sn.elem, w)
+	})
 }
 
 // unitObject is the smallest object of the kind that holds elem as the

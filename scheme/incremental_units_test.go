@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -685,4 +686,113 @@ func FuzzDefaultFromElements(f *testing.F) {
 func hasKey(m map[string]inertness, k string) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// checkUnitTyped fails unless unitTyped builds, for every element of every
+// list of u in obj (of kind gvk), the typed object typedWatched builds of
+// unitObject, recording blocks of the same sizes and as many values; it
+// tells how many elements it compared.
+func checkUnitTyped(t testing.TB, s *Scheme, gvk schema.GroupVersionKind, u *unitParent, obj map[string]any) int {
+	t.Helper()
+	k, err := s.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := s.plans.typedKind(k.scheme, gvk)
+	pn := unitParentNode(root, u.path)
+	if root == nil || pn == nil {
+		return 0
+	}
+	parent := obj
+	for _, step := range u.path {
+		parent, _ = parent[step].(map[string]any)
+	}
+	compared := 0
+	for _, list := range sortedKeys(boolKeys(u.lists)) {
+		l, _ := parent[list].([]any)
+		for i, e := range l {
+			elem, ok := e.(map[string]any)
+			if !ok || elem == nil {
+				continue
+			}
+			var w1, w2 watch
+			want, ok1 := s.plans.typedWatched(k, unitObject(pn, u.path, parent, list, elem), gvk, &w1)
+			got, ok2 := unitTyped(root, pn, gvk, u.path, parent, list, elem, &w2)
+			if ok1 != ok2 {
+				t.Fatalf("%v %v.%s[%d]: unitTyped ok %v, typedWatched of unitObject %v", gvk, u.path, list, i, ok2, ok1)
+			}
+			if !ok1 {
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%v %v.%s[%d]: unitTyped built\n%#v\nwant\n%#v", gvk, u.path, list, i, got, want)
+			}
+			if sizes(w1.blocks) != sizes(w2.blocks) || len(w1.values) != len(w2.values) {
+				t.Fatalf("%v %v.%s[%d]: unitTyped's watch has blocks %s and %d values, want %s and %d", gvk, u.path, list, i, sizes(w2.blocks), len(w2.values), sizes(w1.blocks), len(w1.values))
+			}
+			compared++
+		}
+	}
+	return compared
+}
+
+// boolKeys is m as a map of the same keys (sortedKeys' argument).
+func boolKeys(m map[string]bool) map[string]any {
+	out := make(map[string]any, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// sizes is the sizes of blocks, sorted, as text.
+func sizes(blocks []watchedBlock) string {
+	var out []int
+	for _, b := range blocks {
+		out = append(out, int(b.size))
+	}
+	sort.Ints(out)
+	return fmt.Sprint(out)
+}
+
+// TestUnitTypedIsUnitObject holds defaultElement's typed object, built
+// straight from the parent and the element (unitTyped), to the one built
+// from the small object (unitObject): on every kind of unitTable, random
+// and real objects, as they are and defaulted, every element of every
+// unit list.
+func TestUnitTypedIsUnitObject(t *testing.T) {
+	s := New()
+	real := map[schema.GroupVersionKind][]map[string]any{}
+	for _, in := range testobjects.Inputs(t) {
+		real[in.GVK] = append(real[in.GVK], in.Obj)
+	}
+	compared := 0
+	for i, gvk := range sortedGVKs(s.units()) {
+		objs := append(randomObjects(t, gvk, int64(50_000+i), 2), real[gvk]...)
+		for _, o := range objs {
+			all := []map[string]any{o}
+			if d, err := s.defaultReference(valuetest.DeepCopy(o).(map[string]any), gvk); err == nil {
+				all = append(all, d)
+			}
+			for _, obj := range all {
+				for _, u := range s.units()[gvk] {
+					compared += checkUnitTyped(t, s, gvk, u, obj)
+				}
+			}
+		}
+	}
+	t.Logf("%d elements compared", compared)
+	if compared < 100 {
+		t.Errorf("only %d elements compared", compared)
+	}
+}
+
+// sortedGVKs is m's kinds, sorted.
+func sortedGVKs[V any](m map[schema.GroupVersionKind]V) []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(m))
+	for gvk := range m {
+		out = append(out, gvk)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }

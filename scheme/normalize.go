@@ -150,7 +150,7 @@ func cloneMap(m map[string]any) map[string]any {
 // replace), no NaN or infinite numbers, apiVersion and kind those of gvk —
 // both give the same typed object, so decoding is normalizing.
 func (pl *planner) decode(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	return pl.decodeMode(types, obj, gvk, walkStrict)
+	return pl.decodeMode(types, obj, nil, gvk, walkStrict)
 }
 
 // decodeFixed is decode that also answers ok=false unless obj is a fixed
@@ -162,15 +162,28 @@ func (pl *planner) decode(types *runtime.Scheme, obj map[string]any, gvk schema.
 // nil maps and slices, values of other Go types). obj is then a result of
 // jsonpatch.ApplyUnnormalized that is Apply's result.
 func (pl *planner) decodeFixed(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	return pl.decodeMode(types, obj, gvk, walkFixed)
+	return pl.decodeMode(types, obj, nil, gvk, walkFixed)
 }
 
-func (pl *planner) decodeMode(types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, mode walkMode) (map[string]any, bool) {
+// decodeFixedFrom is decodeFixed of obj, given base, an object of kind
+// gvk that decodeFixed (or decodeFixedFrom) returned as it is: the maps
+// and slices of obj that are base's own at the same place are fixed points
+// already, and are not walked again (walk's base in walkFixed). A nil base
+// is decodeFixed.
+func (pl *planner) decodeFixedFrom(types *runtime.Scheme, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	return pl.decodeMode(types, obj, base, gvk, walkFixed)
+}
+
+func (pl *planner) decodeMode(types *runtime.Scheme, obj, base map[string]any, gvk schema.GroupVersionKind, mode walkMode) (map[string]any, bool) {
 	p := pl.strictKind(types, obj, gvk)
 	if p == nil {
 		return nil, false
 	}
-	out, _, _, ok := walk(obj, nil, p.root, mode)
+	var b any
+	if base != nil {
+		b = base
+	}
+	out, _, _, ok := walk(obj, b, p.root, mode)
 	if !ok {
 		return nil, false
 	}
@@ -218,8 +231,12 @@ const (
 //
 // base is nil or the value at the same place in an object in normalized
 // form (see normalize); a struct, map or slice that is base itself is
-// returned as it is. Not in strict modes, where normalized form is not
-// enough.
+// returned as it is. Not in walkStrict, where normalized form is not
+// enough: base is nil there. In walkFixed, base is nil or the value at the
+// same place in an object that walk returned unchanged in walkFixed
+// (decodeFixedFrom): each of its structs, maps and slices was walked at the
+// same node and returned unchanged, and walk's answer depends on nothing
+// but the value and the node.
 func walk(v, base any, n *node, mode walkMode) (out any, empty, changed, ok bool) {
 	strict := mode != walkNormalize
 	switch {
@@ -231,7 +248,7 @@ func walk(v, base any, n *node, mode walkMode) (out any, empty, changed, ok bool
 		}
 		return custom(v, n)
 	}
-	if base != nil && !strict {
+	if base != nil && mode != walkStrict {
 		switch n.kind {
 		case nodeStruct:
 			if m, isMap := v.(map[string]any); isMap && m != nil && sameRef(v, base) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -259,10 +258,7 @@ func TestNormalizeAgreesOnPerturbedObjects(t *testing.T) {
 	pt := New()
 	inputs := testobjects.Inputs(t)
 	r := rand.New(rand.NewPCG(5, 2026))
-	n := 4000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 400
-	}
+	n := valuetest.Sweep(4000, 400) // make test-long: the full sweep
 	fast, fastDecode := 0, 0
 	for i := 0; i < n; i++ {
 		in := inputs[r.IntN(len(inputs))]
@@ -321,10 +317,7 @@ func TestNormalizeFromANormalizedBase(t *testing.T) {
 	pt := New()
 	inputs := testobjects.Inputs(t)
 	r := rand.New(rand.NewPCG(7, 2026))
-	n := 3000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 300
-	}
+	n := valuetest.Sweep(3000, 300) // make test-long: the full sweep
 	fast := 0
 	for i := 0; i < n; i++ {
 		in := inputs[r.IntN(len(inputs))]
@@ -501,10 +494,7 @@ func TestNormalizeOnEveryKind(t *testing.T) {
 		}
 	}
 	slices.SortFunc(gvks, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
-	fills := 3
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		fills = 1
-	}
+	fills := valuetest.Sweep(3, 1) // make test-long: the full sweep
 	var slow []string
 	for _, gvk := range gvks {
 		typed, err := pt.types.New(gvk)

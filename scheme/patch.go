@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
@@ -23,15 +24,55 @@ import (
 // tell. A nil Scheme decodes with client-go's scheme, without the fast
 // path.
 func (s *Scheme) Patch(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
+	return s.PatchFrom(nil, obj, ops, gvk)
+}
+
+// PatchFrom is Patch, given f (nil for none): what Patch returned of the
+// patches before it, that the strict decode was proven to return as it
+// is. The strict decode of the patch result then walks only the maps and
+// slices that are not f's object's own at the same place (the subtrees
+// the operations wrote and what changed since); the result is Patch's.
+// When the strict decode returns the patch result as it is, f records it
+// for the next patch.
+//
+// The objects f records, and those they share maps and slices with, must
+// not be modified afterwards (no result of Patch should be).
+func (s *Scheme) PatchFrom(f *Fixed, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
 	if s == nil {
 		return patchWith(obj, ops, gvk, clientgoscheme.Scheme, func(doc map[string]any) (map[string]any, error) {
 			return decodeReference(doc, gvk, clientgoscheme.Scheme)
 		})
 	}
-	if out, ok := s.patchFast(obj, ops, gvk); ok {
+	if out, ok := s.patchFast(f, obj, ops, gvk); ok {
 		return out, false, nil
 	}
 	return s.patchReference(obj, ops, gvk)
+}
+
+// Fixed is the last result of PatchFrom (or PatchDefaultFrom) that the
+// strict decode of a JSON patch result returned as it is: a fixed point of
+// that decode, of a kind and a Scheme. The zero value holds nothing. It
+// belongs to one sequence of patches (an admission's) and is not safe for
+// concurrent use.
+type Fixed struct {
+	scheme *Scheme
+	obj    map[string]any
+	gvk    schema.GroupVersionKind
+}
+
+// base is f's object if it is of s and gvk, or nil.
+func (f *Fixed) base(s *Scheme, gvk schema.GroupVersionKind) map[string]any {
+	if f == nil || f.scheme != s || f.gvk != gvk {
+		return nil
+	}
+	return f.obj
+}
+
+// set records obj, a fixed point of s's strict decode as kind gvk.
+func (f *Fixed) set(s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) {
+	if f != nil {
+		*f = Fixed{scheme: s, obj: obj, gvk: gvk}
+	}
 }
 
 // patchReference is the definition of Patch: jsonpatch.Apply, then the
@@ -72,7 +113,10 @@ func patchWith(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVe
 // "test", "copy" or "move", fails, the object has something the
 // normalization or the strict decoding would change or refuse, ...), and
 // nothing is returned.
-func (s *Scheme) patchFast(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool) {
+//
+// Given f, the decode walks only what patched does not share with f's
+// object (decodeFixedFrom), and f records patched when it is the result.
+func (s *Scheme) patchFast(f *Fixed, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	if !s.types.Recognizes(gvk) {
 		return nil, false
 	}
@@ -80,5 +124,20 @@ func (s *Scheme) patchFast(obj map[string]any, ops []jsonpatch.Operation, gvk sc
 	if !ok {
 		return nil, false
 	}
-	return s.decodeFixed(patched, gvk)
+	return s.decodeFixedFrom(f, patched, gvk)
+}
+
+// decodeFixedFrom is decodeFixed of doc given f's object (when it is of s
+// and gvk), which the strict decode returned as it is: what doc shares
+// with it at the same places is not walked again
+// (planner.decodeFixedFrom). When doc comes back as it is, f records it.
+func (s *Scheme) decodeFixedFrom(f *Fixed, doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	if !s.types.Recognizes(gvk) {
+		return nil, false
+	}
+	out, ok := s.plans.decodeFixedFrom(s.types, doc, f.base(s, gvk), gvk)
+	if ok && jsonvalue.SameMap(out, doc) {
+		f.set(s, out, gvk)
+	}
+	return out, ok
 }

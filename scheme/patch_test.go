@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,7 +59,7 @@ func checkJSONPatch(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpatch
 	before := valuetest.DeepCopy(obj)
 	want, wantSkipped, wantErr := d.patchReference(obj, ops, gvk)
 	got, skipped, err := d.Patch(obj, ops, gvk)
-	fastOut, fast := d.patchFast(obj, ops, gvk)
+	fastOut, fast := d.patchFast(nil, obj, ops, gvk)
 	oracle, oracleSkipped, oracleErr := oracleJSONPatch(obj, ops, gvk, d.Types())
 	if !valuetest.BitsEqual(obj, before) {
 		t.Fatalf("the object was modified: %#v, was %#v", obj, before)
@@ -482,10 +481,7 @@ func TestJSONPatchFastPathOnRandomPatches(t *testing.T) {
 	d := New()
 	inputs := jpObjects(t)
 	r := rand.New(rand.NewPCG(11, 2026))
-	n := 5000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		n = 500
-	}
+	n := valuetest.Sweep(5000, 500) // make test-long: the full sweep
 	fast, cleanFast, clean, perturbedFast, oneWalk := 0, 0, 0, 0, 0
 	for i := 0; i < n; i++ {
 		in := inputs[r.IntN(len(inputs))]

@@ -44,15 +44,22 @@ func (e *DefaultError) Unwrap() error { return e.Err }
 // and the building of the typed object the defaulters run on are one walk
 // of the object where the plan can tell (decodeBuild).
 func (s *Scheme) PatchDefault(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
+	return s.PatchDefaultFrom(nil, obj, ops, gvk)
+}
+
+// PatchDefaultFrom is PatchDefault, with f as PatchFrom takes it: the patch
+// result, when the strict decode is proven to return it as it is, is
+// recorded in f (before defaulting: the defaulted object is not proven).
+func (s *Scheme) PatchDefaultFrom(f *Fixed, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
 	if s != nil {
-		if patched, defaulted, ok := s.patchDefaultFast(obj, ops, gvk); ok {
+		if patched, defaulted, ok := s.patchDefaultFast(f, obj, ops, gvk); ok {
 			if defaulted != nil {
 				return defaulted, false, nil
 			}
 			return s.defaultPatched(patched, false, gvk)
 		}
 	}
-	out, skipped, err = s.Patch(obj, ops, gvk)
+	out, skipped, err = s.PatchFrom(f, obj, ops, gvk)
 	if err != nil {
 		return nil, skipped, err
 	}
@@ -77,7 +84,7 @@ func (s *Scheme) defaultPatched(out map[string]any, skipped bool, gvk schema.Gro
 // applies: patched is Patch's result (ok=false: it cannot tell) and
 // defaulted the defaulted object, or nil when defaulting it is left to
 // DefaultNormalized.
-func (s *Scheme) patchDefaultFast(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (patched, defaulted map[string]any, ok bool) {
+func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (patched, defaulted map[string]any, ok bool) {
 	if !s.types.Recognizes(gvk) || s.crs.Recognizes(gvk) {
 		return nil, nil, false
 	}
@@ -88,7 +95,7 @@ func (s *Scheme) patchDefaultFast(obj map[string]any, ops []jsonpatch.Operation,
 	k, err := s.kube()
 	if err != nil {
 		// DefaultNormalized reports it.
-		out, ok := s.decodeFixed(patched, gvk)
+		out, ok := s.decodeFixedFrom(f, patched, gvk)
 		return out, nil, ok
 	}
 	w := s.plans.getWatch()
@@ -96,9 +103,11 @@ func (s *Scheme) patchDefaultFast(obj map[string]any, ops []jsonpatch.Operation,
 	typed, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w)
 	if !ok {
 		w.reset()
-		out, ok := s.decodeFixed(patched, gvk)
+		out, ok := s.decodeFixedFrom(f, patched, gvk)
 		return out, nil, ok
 	}
+	// decodeBuild proved patched a fixed point of the strict decode.
+	f.set(s, patched, gvk)
 	// decodeFixed's result is patched itself, which typed is built from.
 	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w)
 	if !ok {
@@ -188,7 +197,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 		dv.Grow(len(l))
 		dv.SetLen(len(l))
 		data, size := dv.UnsafePointer(), n.elem.size
-		w.block(data, uintptr(len(l))*size)
+		w.block(data, uintptr(len(l))*size, n.elem)
 		for i, item := range l {
 			if item == nil {
 				return false, false
@@ -200,7 +209,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 		return false, true
 	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
-		w.block(q, n.elem.size)
+		w.block(q, n.elem.size, n.elem)
 		if _, ok := decodeBuild(v, q, n.elem, w); !ok {
 			return false, false
 		}

@@ -50,7 +50,7 @@ func checkPatchDefault(t *testing.T, d *Scheme, obj map[string]any, ops []jsonpa
 	if err == nil && !valuetest.BitsEqual(got, want) {
 		t.Fatalf("PatchDefault:\n got: %#v\nwant: %#v\n%s", got, want, describe())
 	}
-	_, defaulted, _ := d.patchDefaultFast(obj, ops, gvk)
+	_, defaulted, _ := d.patchDefaultFast(nil, obj, ops, gvk)
 	return defaulted != nil
 }
 
@@ -64,17 +64,8 @@ func TestPatchDefaultOnDefaultedObjects(t *testing.T) {
 	sameText := func(err, want error) bool { return errText(err) == errText(want) }
 	label := []jsonpatch.Operation{{Op: "add", Path: "/metadata/labels", Value: map[string]any{"team": "shop"}, HasValue: true}}
 	builtIn, oneWalk := 0, 0
-	for _, in := range jpObjects(t) {
-		if !d.types.Recognizes(in.GVK) {
-			continue
-		}
-		obj, err := d.Normalize(in.Obj, in.GVK)
-		if err == nil {
-			obj, err = d.Default(obj, in.GVK)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", in.Name, err)
-		}
+	for _, in := range defaultedJPObjects(t, d) {
+		obj := in.Obj
 		t.Run(in.Name, func(t *testing.T) {
 			builtIn++
 			if checkPatchDefault(t, d, obj, label, in.GVK, sameText) {
@@ -132,4 +123,25 @@ func FuzzPatchDefault(f *testing.F) {
 		}
 		checkPatchDefault(t, d, obj, ops, gvk, sameError)
 	})
+}
+
+// defaultedJPObjects is jpObjects of the kinds d knows, normalized and
+// defaulted as a mutation meets them in an admission.
+func defaultedJPObjects(t testing.TB, d *Scheme) []testobjects.Input {
+	t.Helper()
+	var out []testobjects.Input
+	for _, in := range jpObjects(t) {
+		if !d.types.Recognizes(in.GVK) {
+			continue
+		}
+		obj, err := d.Normalize(in.Obj, in.GVK)
+		if err == nil {
+			obj, err = d.Default(obj, in.GVK)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", in.Name, err)
+		}
+		out = append(out, testobjects.Input{Name: in.Name, GVK: in.GVK, Obj: obj})
+	}
+	return out
 }

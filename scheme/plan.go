@@ -211,6 +211,13 @@ type node struct {
 	// round trip of the value: a tree of objects (managed fields' sets of
 	// paths) comes back unchanged.
 	objectTree bool
+	// strs are the offsets, in increasing order, of the plain string
+	// fields (nodeString) in a value of the type: the value itself for a
+	// string, its fields' and those of the structs it holds (not through
+	// pointers) for a struct, none for other kinds (markStrings, when the
+	// typed root is planned). The watch of defaulting compares their text.
+	strs      []uintptr
+	strsKnown bool
 	// memo caches the conversions of string and integer values of a custom
 	// type whose result is a scalar (quantities, timestamps, int-or-strings).
 	memo memo
@@ -290,6 +297,7 @@ func (p *planner) typedLocked(t reflect.Type) *node {
 	if t.Kind() == reflect.Struct {
 		n = p.node(t, "")
 		markUnsupported(n, map[*node]bool{})
+		markStrings(n)
 		if n.unsupported || n.kind != nodeStruct {
 			n = nil
 		}
@@ -318,6 +326,34 @@ func markUnsupported(n *node, seen map[*node]bool) bool {
 		n.unsupported = true
 	}
 	return n.unsupported
+}
+
+// markStrings sets strs on n and every node it reaches that has none yet
+// (p.mu held: a node of a root already published has them).
+func markStrings(n *node) {
+	if n == nil || n.strsKnown {
+		return
+	}
+	n.strsKnown = true
+	n.strs = stringOffsets(n, 0, nil)
+	markStrings(n.elem)
+	for i := range n.fields {
+		markStrings(n.fields[i].node)
+	}
+}
+
+// stringOffsets appends to out the offsets of n's plain string fields in
+// a value of n's type at offset base.
+func stringOffsets(n *node, base uintptr, out []uintptr) []uintptr {
+	switch n.kind {
+	case nodeString:
+		out = append(out, base)
+	case nodeStruct:
+		for i := range n.fields {
+			out = stringOffsets(n.fields[i].node, base+n.fields[i].own, out)
+		}
+	}
+	return out
 }
 
 // node returns the node of t in a struct field with tag options opts
