@@ -46,6 +46,16 @@ type input struct {
 	namespace, namespaceObject *corev1.Namespace
 	authz                      authorizer.UnconditionalAuthorizer
 	attrs                      admission.Attributes
+	// view is the view object and oldObject come from, shared the
+	// request's results of the expressions the policies share (share.go);
+	// nil shares nothing.
+	view   *view
+	shared *sharedResults
+}
+
+// sharing is what the filter of keys shares its evaluations through.
+func (in *input) sharing(keys []int32) sharing {
+	return sharing{keys: keys, results: in.shared, view: in.view}
 }
 
 // validate is upstream's validator.Validate (validator.go) over the
@@ -80,13 +90,13 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 
 	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
 	budget := int64(celconfig.RuntimeCELCostBudget)
-	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals)
+	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals, in.sharing(h.share.validations))
 	if err != nil {
 		return errorResult(err.Error())
 	}
 	// Every messageExpression, whatever its validation decided, under the
 	// budget the validations left.
-	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages)
+	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages, in.sharing(h.share.messages))
 	decisions := resize(&buf.decisions, len(evals))
 	for i, r := range evals {
 		d := &decisions[i]
@@ -118,7 +128,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 				message = strings.TrimSpace(v.Message)
 			}
 			if message == "" {
-				message = fmt.Sprintf("failed expression: %v", strings.TrimSpace(v.Expression))
+				message = "failed expression: " + strings.TrimSpace(v.Expression)
 			}
 			d.Message = message
 		default:
@@ -133,7 +143,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 	// lister holds it and no authorizer, as upstream binds them.
 	aa := base
 	aa.Namespace = in.namespace
-	annotations, _, err := h.evalObserved(ctx, o, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations)
+	annotations, _, err := h.evalObserved(ctx, o, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations, in.sharing(h.share.annotations))
 	if err != nil {
 		return errorResult(err.Error())
 	}
@@ -179,6 +189,37 @@ type scratch struct {
 	conditions, evals, messages, annotations []compiler.Result
 	decisions                                []upstream.PolicyDecision
 	auditResults                             []upstream.PolicyAuditAnnotation
+	// views are the request's views (viewOf), shared its shared results
+	// (share.go).
+	views  []*view
+	shared sharedResults
+}
+
+// getScratch returns a scratch for one request, from the Evaluator's pool
+// when it holds one.
+func (e *Evaluator) getScratch() *scratch {
+	if s, ok := e.scratches.Get().(*scratch); ok {
+		return s
+	}
+	return new(scratch)
+}
+
+// putScratch gives s back to the pool, without the values and objects of
+// its request.
+func (e *Evaluator) putScratch(s *scratch) {
+	for _, b := range [][]compiler.Result{s.conditions, s.evals, s.messages, s.annotations} {
+		clear(b[:cap(b)])
+	}
+	clear(s.decisions[:cap(s.decisions)])
+	clear(s.auditResults[:cap(s.auditResults)])
+	for _, v := range s.views[:cap(s.views)] {
+		if v != nil {
+			v.reset()
+		}
+	}
+	clear(s.shared.slots[:cap(s.shared.slots)])
+	s.views, s.shared.replayed = s.views[:0], 0
+	e.scratches.Put(s)
 }
 
 // resize returns *buf with length n, zeroed, growing it when needed.
@@ -191,8 +232,8 @@ func resize[T any](buf *[]T, n int) []T {
 
 // evalObserved is evalAll with the results told to o when the filter's
 // evaluation did not end in an error.
-func (h *Hook) evalObserved(ctx context.Context, o Observer, exprs []*compiler.Expression, in compiler.Input, budget int64, buf *[]compiler.Result) ([]compiler.Result, int64, error) {
-	results, budget, err := evalAll(ctx, h.compiled.Policy, exprs, in, budget, buf)
+func (h *Hook) evalObserved(ctx context.Context, o Observer, exprs []*compiler.Expression, in compiler.Input, budget int64, buf *[]compiler.Result, sh sharing) ([]compiler.Result, int64, error) {
+	results, budget, err := evalAll(ctx, h.compiled.Policy, exprs, in, budget, buf, sh)
 	if err == nil {
 		h.observe(o, exprs, results)
 	}
@@ -204,19 +245,35 @@ func (h *Hook) evalObserved(ctx context.Context, o Observer, exprs []*compiler.E
 // messageExpression) has an empty result, and when all are nil nothing is
 // evaluated (no result; upstream's are all empty). It stops at the first
 // error that ends the evaluation (the budget exhausted) and returns it.
-func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expression, in compiler.Input, budget int64, buf *[]compiler.Result) ([]compiler.Result, int64, error) {
+// A shared expression's result kept for the view is used, and its cost
+// charged, instead of evaluating it again (share.go); the activation is
+// made for the first expression evaluated.
+func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expression, in compiler.Input, budget int64, buf *[]compiler.Result, sh sharing) ([]compiler.Result, int64, error) {
 	if !slices.ContainsFunc(exprs, func(e *compiler.Expression) bool { return e != nil }) {
 		return nil, budget, nil
 	}
 	results := resize(buf, len(exprs))
-	act := p.NewActivation(ctx, in)
+	var act *compiler.Activation
 	for i, e := range exprs {
 		if e == nil {
 			continue
 		}
+		k := sh.key(i)
+		if k >= 0 {
+			if r, ok := sh.get(ctx, k, budget); ok {
+				results[i], budget = r, budget-r.Cost
+				continue
+			}
+		}
+		if act == nil {
+			act = p.NewActivation(ctx, in)
+		}
 		r, remaining, err := act.Eval(e, budget)
 		if err != nil {
 			return nil, -1, err
+		}
+		if k >= 0 {
+			sh.put(k, r)
 		}
 		results[i], budget = r, remaining
 	}
@@ -231,7 +288,7 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 func (h *Hook) matchConditions(ctx context.Context, in *input, f admissionregistrationv1.FailurePolicyType, o Observer, buf *scratch) (bool, error) {
 	conds := h.compiled.MatchConditions
 	ci := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.conditionsRequest, Authorizer: in.authz, Attributes: in.attrs}
-	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions), &buf.conditions)
+	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions), &buf.conditions, in.sharing(h.share.conditions))
 	if err != nil {
 		switch f {
 		case admissionregistrationv1.Fail:

@@ -15,11 +15,13 @@ package validating
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/cel-go/common/types/ref"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -99,6 +101,9 @@ type Hook struct {
 	// authorizer.requestResource): what none refers to is not built for
 	// the policy.
 	usesRequest, usesNamespace, usesAuthorizer bool
+	// share are the keys of the expressions the policy shares with others
+	// (share.go).
+	share shareKeys
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -110,6 +115,16 @@ type Evaluator struct {
 	hooks    []Hook
 	// index finds the hooks whose rules can match a request.
 	index *matching.Index[int]
+	// shareCount is the number of expressions the hooks share (share.go);
+	// noShare turns sharing off (tests).
+	shareCount int
+	noShare    bool
+	// replays, when set, counts the shared results used instead of an
+	// evaluation (tests).
+	replays *atomic.Int64
+	// scratches are the requests' scratch, reused from one request to
+	// the next.
+	scratches sync.Pool
 }
 
 // NewEvaluator compiles policies with comp (nil: a new Compiler) and groups
@@ -156,6 +171,7 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		}
 		e.hooks = append(e.hooks, h)
 	}
+	e.shareCount = assignShareKeys(e.hooks)
 	return e
 }
 
@@ -229,7 +245,8 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 	}
 	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
 	out.Validations = slices.Grow(out.Validations, len(cands))
-	var buf scratch
+	buf := e.getScratch()
+	defer e.putScratch(buf)
 	// The records' decisions are cut from one slab (a few when params
 	// multiply the evaluations), each with its own capacity.
 	decisions := decisionSlab{next: e.decisionsHint(cands)}
@@ -247,12 +264,12 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		return attrs
 	}
 	var authz authorizer.UnconditionalAuthorizer
-	var views []*view
 	// The namespace, looked up once (for the first binding that needs it;
 	// its error ends the admission, as upstream's), and its trimmed copy
 	// for the first policy that refers to namespaceObject.
 	var namespace, namespaceObject *corev1.Namespace
 	namespaceLooked := false
+	shared := e.shared(ctx, buf)
 	for _, i := range cands {
 		h := &e.hooks[i]
 		p := h.Policy
@@ -308,7 +325,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				record(rec)
 				continue
 			}
-			v, err := e.viewOf(&views, a, m.Kind)
+			v, err := e.viewOf(&buf.views, a, m.Kind)
 			if err != nil {
 				err = fmt.Errorf("failed to convert object version: %w", err)
 				addConfigError(err, p, b)
@@ -322,7 +339,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				}
 				namespaceLooked = true
 			}
-			in := input{object: v.object, oldObject: v.oldObject, namespace: namespace}
+			in := input{object: v.object, oldObject: v.oldObject, namespace: namespace, view: v, shared: shared}
 			if h.usesRequest {
 				in.request, in.conditionsRequest = v.request(a, m.Resource), v.request(a, a.Resource)
 			}
@@ -345,7 +362,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 					prec.Param = param.Namespace + "/" + param.Name
 					in.params, in.paramsValue = h.paramOf(param)
 				}
-				result := h.validate(ctx, &in, e.observer, &buf)
+				result := h.validate(ctx, &in, e.observer, buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
 					// Validate answers nothing only when a matchCondition is
 					// false (a policy has validations or auditAnnotations).
@@ -370,7 +387,10 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 									Binding: b.Name, Policy: b.Spec.PolicyName,
 								})
 							case admissionregistrationv1.Warn:
-								out.Warnings = appendWarning(out.Warnings, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", p.Name, b.Name, d.Message))
+								// upstream's fmt.Sprintf("Validation failed for
+								// ValidatingAdmissionPolicy '%s' with binding '%s': %s", …)
+								// of strings.
+								out.Warnings = appendWarning(out.Warnings, "Validation failed for ValidatingAdmissionPolicy '"+p.Name+"' with binding '"+b.Name+"': "+d.Message)
 							}
 						}
 					default:
@@ -405,11 +425,14 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 		}
 		annotations.publish(p.Name, out)
 	}
+	if e.replays != nil && shared != nil {
+		e.replays.Add(int64(shared.replayed))
+	}
 	if len(failures) > 0 {
 		publishValidationFailures(failures, out)
 	}
 	if len(denied) > 0 {
-		out.Denied = refusal(attributes(), denied[0])
+		out.Denied = refusal(a, denied[0])
 	}
 	return nil
 }
@@ -456,25 +479,59 @@ func (e *Evaluator) decisionsHint(cands []int) int {
 // refusal is kube-apiserver's answer to the first denying decision: the
 // Forbidden status admission.NewForbidden builds, with the decision's
 // reason (Invalid unless the validation says) and its code.
-func refusal(attrs admission.Attributes, d decision) *apierrors.StatusError {
+// TestRefusalIsNewForbiddens holds it to admission.NewForbidden over the
+// request's AttributesRecord.
+func refusal(a *matching.Attributes, d decision) *apierrors.StatusError {
+	// upstream's fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding
+	// '%s' denied request: %s", …) of strings.
 	var message string
 	if d.binding != nil {
-		message = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", d.policy.Name, d.binding.Name, d.Message)
+		message = "ValidatingAdmissionPolicy '" + d.policy.Name + "' with binding '" + d.binding.Name + "' denied request: " + d.Message
 	} else {
-		message = fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", d.policy.Name, d.Message)
+		message = "ValidatingAdmissionPolicy '" + d.policy.Name + "' denied request: " + d.Message
 	}
-	var status *apierrors.StatusError
-	if !errors.As(admission.NewForbidden(attrs, errors.New(message)), &status) {
-		return apierrors.NewInternalError(errors.New("failed to create status error"))
+	// admission.NewForbidden: the name as its extractResourceName finds
+	// it, the message as apierrors.NewForbidden words it (%q is
+	// strconv.Quote).
+	resource, name := a.Resource.GroupResource(), refusedName(a)
+	var forbidden string
+	switch {
+	case resource.Empty():
+		forbidden = "forbidden: " + message
+	case name == "":
+		forbidden = resource.String() + " is forbidden: " + message
+	default:
+		forbidden = resource.String() + " " + strconv.Quote(name) + " is forbidden: " + message
 	}
 	reason := d.Reason
 	if reason == "" {
 		reason = metav1.StatusReasonInvalid
 	}
-	status.ErrStatus.Reason = reason
-	status.ErrStatus.Code = reasonToCode(reason)
-	status.ErrStatus.Details.Causes = append(status.ErrStatus.Details.Causes, metav1.StatusCause{Message: message})
-	return status
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    reasonToCode(reason),
+		Reason:  reason,
+		Details: &metav1.StatusDetails{Group: resource.Group, Kind: resource.Resource, Name: name, Causes: []metav1.StatusCause{{Message: message}}},
+		Message: forbidden,
+	}}
+}
+
+// refusedName is the name admission.NewForbidden's extractResourceName
+// gives the request: its name, else its object's name or generateName,
+// else "Unknown".
+func refusedName(a *matching.Attributes) string {
+	if a.Name != "" {
+		return a.Name
+	}
+	if a.Object != nil {
+		if n := a.Object.GetName(); n != "" {
+			return n
+		}
+		if n := a.Object.GetGenerateName(); n != "" {
+			return n
+		}
+	}
+	return "Unknown"
 }
 
 // reasonToCode is upstream's unexported reasonToCode (policy_decision.go):

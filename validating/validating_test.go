@@ -24,17 +24,19 @@ import (
 // vap is a ValidatingAdmissionPolicy on Deployments (CREATE, UPDATE,
 // DELETE) with spec, and its binding with bindingSpec.
 func vap(name, spec, bindingSpec string) string {
+	return vapOn(name, "    resourceRules:\n    - apiGroups: [apps]\n      apiVersions: [v1]\n      operations: [CREATE, UPDATE, DELETE]\n      resources: [deployments]", spec, bindingSpec)
+}
+
+// vapOn is a ValidatingAdmissionPolicy with matchConstraints and spec, and
+// its binding with bindingSpec.
+func vapOn(name, matchConstraints, spec, bindingSpec string) string {
 	return `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata:
   name: ` + name + `
 spec:
   matchConstraints:
-    resourceRules:
-    - apiGroups: [apps]
-      apiVersions: [v1]
-      operations: [CREATE, UPDATE, DELETE]
-      resources: [deployments]
+` + matchConstraints + `
 ` + spec + `
 ---
 apiVersion: admissionregistration.k8s.io/v1
@@ -224,19 +226,11 @@ func TestValidatingAdmissionPolicies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			set, err := manifest.Parse("policies.yaml", []byte(tc.policies))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sim := newCluster(t)
-			policies, bindings := set.ValidatingAPIObjects()
+			sim, policies, bindings := policySet(t, tc.policies)
 			// The same decisions whether the evaluations are observed
 			// (coverage) or not.
 			for _, comp := range []*validating.Compiler{nil, validating.NewObservedCompiler(&observations{})} {
-				ev, err := sim.ValidatingPolicies(comp, policies, bindings)
-				if err != nil {
-					t.Fatal(err)
-				}
+				ev := evaluator(t, sim, comp, policies, bindings)
 				checkValidation(t, ctx, sim, ev, tc.object, tc.oldObject, tc.operation, tc.want, tc.skipped)
 			}
 		})
@@ -248,19 +242,7 @@ func TestValidatingAdmissionPolicies(t *testing.T) {
 // record's skip.
 func checkValidation(t *testing.T, ctx context.Context, sim *cluster.Cluster, ev *validating.Evaluator, objectYAML, oldObjectYAML string, operation admission.Operation, expect want, skipped chain.Skip) {
 	t.Helper()
-	req := cluster.Request{Object: object(t, objectYAML), OldObject: object(t, oldObjectYAML), Operation: operation}
-	d, err := sim.DecodeSteps(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if adm.Invalid != nil {
-		t.Fatalf("invalid: %v", adm.Invalid)
-	}
-	res := adm.Validation
+	res := admit(t, ctx, sim, ev, objectYAML, oldObjectYAML, operation)
 	var got want
 	if res.Denied != nil {
 		got.code, got.reason, got.message = res.Denied.ErrStatus.Code, string(res.Denied.ErrStatus.Reason), res.Denied.ErrStatus.Message
@@ -280,7 +262,49 @@ func checkValidation(t *testing.T, ctx context.Context, sim *cluster.Cluster, ev
 	}
 }
 
+// admit admits the request of object (oldObject, operation) through ev
+// alone and returns its validating stage's result.
+func admit(t *testing.T, ctx context.Context, sim *cluster.Cluster, ev *validating.Evaluator, objectYAML, oldObjectYAML string, operation admission.Operation) chain.Result {
+	t.Helper()
+	req := cluster.Request{Object: object(t, objectYAML), OldObject: object(t, oldObjectYAML), Operation: operation}
+	d, err := sim.DecodeSteps(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := sim.Admit(ctx, cluster.Chain{ValidatingPolicies: ev}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adm.Invalid != nil {
+		t.Fatalf("invalid: %v", adm.Invalid)
+	}
+	return adm.Validation
+}
+
 // newCluster is a cluster of resources.
+// policySet is a cluster of the test's resources and the
+// ValidatingAdmissionPolicies and bindings of policiesYAML.
+func policySet(t *testing.T, policiesYAML string) (*cluster.Cluster, []*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	set, err := manifest.Parse("policies.yaml", []byte(policiesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, bindings := set.ValidatingAPIObjects()
+	return newCluster(t), policies, bindings
+}
+
+// evaluator is sim's validating stage of policies and bindings, compiled
+// by comp (nil: the default compiler).
+func evaluator(t *testing.T, sim *cluster.Cluster, comp *validating.Compiler, policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *validating.Evaluator {
+	t.Helper()
+	ev, err := sim.ValidatingPolicies(comp, policies, bindings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
 func newCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
 	rs, err := manifest.Parse("resources.yaml", []byte(resources))
@@ -473,19 +497,11 @@ func TestEvaluatorFollowsParamChanges(t *testing.T) {
 	for _, ref := range []string{"paramRef: {name: limits, parameterNotFoundAction: Deny}", "paramRef: {selector: {matchLabels: {policy: replicas}}, parameterNotFoundAction: Deny}"} {
 		t.Run(ref, func(t *testing.T) {
 			ctx := context.Background()
-			set, err := manifest.Parse("policies.yaml", []byte(vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
+			sim, policies, bindings := policySet(t, vap("max-replicas", `  paramKind: {apiVersion: v1, kind: ConfigMap}
   validations:
   - expression: object.spec.replicas <= int(params.data.maxReplicas)
-    messageExpression: "params.metadata.name + ' allows ' + params.data.maxReplicas"`, "  validationActions: [Warn]\n  "+ref)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sim := newCluster(t)
-			policies, bindings := set.ValidatingAPIObjects()
-			ev, err := sim.ValidatingPolicies(nil, policies, bindings)
-			if err != nil {
-				t.Fatal(err)
-			}
+    messageExpression: "params.metadata.name + ' allows ' + params.data.maxReplicas"`, "  validationActions: [Warn]\n  "+ref))
+			ev := evaluator(t, sim, nil, policies, bindings)
 			warning := func(name, max string) string {
 				return fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': %s allows %s", name, max)
 			}

@@ -19,14 +19,23 @@ type view struct {
 }
 
 // viewOf returns the view of kind, converting the objects the first time a
-// policy matched through kind asks.
+// policy matched through kind asks. views' elements past its length are
+// views of earlier requests (reset): they are reused.
 func (e *Evaluator) viewOf(views *[]*view, a *matching.Attributes, kind schema.GroupVersionKind) (*view, error) {
 	for _, v := range *views {
 		if v.kind == kind {
 			return v, nil
 		}
 	}
-	v := &view{kind: kind}
+	// A view of an earlier request (the scratch's), reset, or a new one.
+	var v *view
+	if n := len(*views); n < cap(*views) && (*views)[:n+1][n] != nil {
+		v = (*views)[:n+1][n]
+		v.reset()
+	} else {
+		v = new(view)
+	}
+	v.kind = kind
 	if a.OldObject != nil {
 		old, err := e.toVersion(a.OldObject.Object, a.Kind, kind)
 		if err != nil {
@@ -43,6 +52,12 @@ func (e *Evaluator) viewOf(views *[]*view, a *matching.Attributes, kind schema.G
 	}
 	*views = append(*views, v)
 	return v, nil
+}
+
+// reset empties v for another request, keeping its requests' array.
+func (v *view) reset() {
+	clear(v.requests)
+	*v = view{requests: v.requests[:0]}
 }
 
 // request is upstream's CreateAdmissionRequest of the view's kind and

@@ -21,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
 // ---------------------------------------------------------------------------
@@ -902,10 +904,7 @@ func TestDispatcherRandomizedMatchesUpstream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	combinations := 1000
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		combinations = 200
-	}
+	combinations := valuetest.Sweep(1000, 200) // make test-long: the full sweep
 	t.Logf("seed %d, %d combinations (MUTATIS_DISPATCH_SEED=%d to replay)", seed, combinations, seed)
 	r := rand.New(rand.NewSource(seed))
 	w := newDispatchWorld(t)
