@@ -85,7 +85,7 @@ func makeLoadPod() (*loadPod, error) {
 	req.UID = "load"
 	req.Object = runtime.RawExtension{Raw: raw}
 
-	a, original, err := attributes(req)
+	a, original, err := attributes(req, nil)
 	if err != nil {
 		return nil, err
 	}

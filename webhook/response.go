@@ -111,58 +111,129 @@ func statusOf(err error) *metav1.Status {
 }
 
 // auditAnnotations names the invocations that ran, those whose errors
-// were ignored, and whether the chain would be reinvoked.
+// were ignored, and whether the chain would be reinvoked. Each list is
+// built in one buffer sized beforehand; an invocation named already is
+// found by a look back over the earlier ones, or in a set when there are
+// more than maxLookBack.
 func auditAnnotations(res chain.Result) map[string]string {
-	type seenKey struct {
-		ignored                bool
-		policy, binding, param string
-	}
+	invs := res.Invocations
 	var applied, ignored strings.Builder
-	var seen map[seenKey]struct{}
-	add := func(b *strings.Builder, inv *chain.Invocation, isIgnored bool) {
-		k := seenKey{isIgnored, inv.Configuration, inv.Hook, inv.Param}
-		if _, ok := seen[k]; ok {
-			return
-		}
-		if seen == nil {
-			seen = make(map[seenKey]struct{}, len(res.Invocations))
-		}
-		seen[k] = struct{}{}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(inv.Configuration)
-		b.WriteByte('/')
-		b.WriteString(inv.Hook)
-		if inv.Param != "" {
-			b.WriteByte('[')
-			b.WriteString(inv.Param)
-			b.WriteByte(']')
+	var appliedLen, ignoredLen int
+	for i := range invs {
+		switch n := len(invs[i].Configuration) + len(invs[i].Hook) + len(invs[i].Param) + len("/[],"); annotationOf(&invs[i], res.Denied != nil) {
+		case annotateApplied:
+			appliedLen += n
+		case annotateIgnored:
+			ignoredLen += n
 		}
 	}
-	for i := range res.Invocations {
-		inv := &res.Invocations[i]
-		switch {
-		case inv.Err != nil && res.Denied == nil:
-			add(&ignored, inv, true)
-		case inv.Err == nil && inv.Ran() && inv.Hook != "":
-			add(&applied, inv, false)
+	applied.Grow(appliedLen)
+	ignored.Grow(ignoredLen)
+	var seen map[seenInvocation]struct{}
+	for i := range invs {
+		inv := &invs[i]
+		which := annotationOf(inv, res.Denied != nil)
+		if which == annotateNone {
+			continue
 		}
+		k := seenInvocation{which, inv.Configuration, inv.Hook, inv.Param}
+		if len(invs) <= maxLookBack {
+			if namedBefore(invs[:i], k, res.Denied != nil) {
+				continue
+			}
+		} else {
+			if _, ok := seen[k]; ok {
+				continue
+			}
+			if seen == nil {
+				seen = make(map[seenInvocation]struct{}, len(invs))
+			}
+			seen[k] = struct{}{}
+		}
+		b := &applied
+		if which == annotateIgnored {
+			b = &ignored
+		}
+		writeInvocation(b, inv)
 	}
-	if applied.Len() == 0 && ignored.Len() == 0 && !res.Reinvoke {
+	return annotationMap(applied.String(), ignored.String(), res.Reinvoke)
+}
+
+// writeInvocation appends the name of inv to a comma-separated list:
+// configuration/hook, with [param] when the invocation had one.
+func writeInvocation(b *strings.Builder, inv *chain.Invocation) {
+	if b.Len() > 0 {
+		b.WriteByte(',')
+	}
+	b.WriteString(inv.Configuration)
+	b.WriteByte('/')
+	b.WriteString(inv.Hook)
+	if inv.Param != "" {
+		b.WriteByte('[')
+		b.WriteString(inv.Param)
+		b.WriteByte(']')
+	}
+}
+
+// annotationMap is the audit annotations of a review from its lists of
+// applied and ignored invocations (comma-separated, empty when none) and
+// whether the chain asked for a reinvocation; nil when there is nothing
+// to annotate.
+func annotationMap(applied, ignored string, reinvoke bool) map[string]string {
+	if applied == "" && ignored == "" && !reinvoke {
 		return nil
 	}
 	out := make(map[string]string, 3)
-	if applied.Len() > 0 {
-		out[AnnotationPolicies] = applied.String()
+	if applied != "" {
+		out[AnnotationPolicies] = applied
 	}
-	if ignored.Len() > 0 {
-		out[AnnotationIgnoredErrors] = ignored.String()
+	if ignored != "" {
+		out[AnnotationIgnoredErrors] = ignored
 	}
-	if res.Reinvoke {
+	if reinvoke {
 		out[AnnotationReinvoke] = "true"
 	}
 	return out
+}
+
+// maxLookBack is the most invocations auditAnnotations looks back over
+// for a name given already, rather than keeping a set.
+const maxLookBack = 64
+
+// The list of the audit annotations an invocation is named in.
+const (
+	annotateNone = iota
+	annotateApplied
+	annotateIgnored
+)
+
+// annotationOf is the list inv is named in: ignored when it failed and
+// the request was not denied, applied when it ran without error.
+func annotationOf(inv *chain.Invocation, denied bool) int {
+	switch {
+	case inv.Err != nil && !denied:
+		return annotateIgnored
+	case inv.Err == nil && inv.Ran() && inv.Hook != "":
+		return annotateApplied
+	}
+	return annotateNone
+}
+
+// seenInvocation is an invocation's name in a list.
+type seenInvocation struct {
+	which                  int
+	policy, binding, param string
+}
+
+// namedBefore tells whether one of invs is named k.
+func namedBefore(invs []chain.Invocation, k seenInvocation, denied bool) bool {
+	for j := range invs {
+		o := &invs[j]
+		if o.Configuration == k.policy && o.Hook == k.binding && o.Param == k.param && annotationOf(o, denied) == k.which {
+			return true
+		}
+	}
+	return false
 }
 
 // maxWarningLength keeps each warning within what kube-apiserver passes on

@@ -7,14 +7,12 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	sigsjson "sigs.k8s.io/json"
 
-	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -34,24 +32,53 @@ const reviewKind = "AdmissionReview"
 // Decode reads an AdmissionReview request. Its errors are the client's
 // fault (HTTP 400) and say what is wrong.
 func Decode(body []byte) (*Review, error) {
+	rv, _, _, err := decode(body)
+	return rv, err
+}
+
+// decode is Decode, and the request's objects decoded when the envelope's
+// own decoder took the body (decoded; else attributes decodes them from
+// their Raw bytes).
+func decode(body []byte) (review *Review, b bodies, decoded bool, err error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, errors.New("empty body: want an AdmissionReview")
+		return nil, b, false, errors.New("empty body: want an AdmissionReview")
 	}
 	var rv admissionv1.AdmissionReview
-	// Case-sensitive like the API server's own decoding; integers stay
-	// int64 in raw fields decoded later.
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
-		return nil, fmt.Errorf("decoding AdmissionReview: %w", err)
+	b, decoded = decodeEnvelope(body, &rv)
+	if !decoded {
+		if err := decodeReviewReference(body, &rv); err != nil {
+			return nil, b, false, err
+		}
 	}
+	if err := checkReview(&rv); err != nil {
+		return nil, b, false, err
+	}
+	return &Review{APIVersion: rv.APIVersion, Request: rv.Request}, b, decoded, nil
+}
+
+// checkReview refuses a decoded review that is not an AdmissionReview
+// request of a known version with a uid.
+func checkReview(rv *admissionv1.AdmissionReview) error {
 	switch gv := rv.APIVersion; {
 	case rv.Kind != reviewKind || (gv != admissionv1.SchemeGroupVersion.String() && gv != admissionv1beta1.SchemeGroupVersion.String()):
-		return nil, fmt.Errorf("want kind AdmissionReview of apiVersion admission.k8s.io/v1 or admission.k8s.io/v1beta1, got kind %q of apiVersion %q", rv.Kind, rv.APIVersion)
+		return fmt.Errorf("want kind AdmissionReview of apiVersion admission.k8s.io/v1 or admission.k8s.io/v1beta1, got kind %q of apiVersion %q", rv.Kind, rv.APIVersion)
 	case rv.Request == nil:
-		return nil, errors.New("AdmissionReview has no request")
+		return errors.New("AdmissionReview has no request")
 	case rv.Request.UID == "":
-		return nil, errors.New("AdmissionReview request has no uid")
+		return errors.New("AdmissionReview request has no uid")
 	}
-	return &Review{APIVersion: rv.APIVersion, Request: rv.Request}, nil
+	return nil
+}
+
+// decodeReviewReference is the AdmissionReview's decoding as sigsjson
+// gives it (decodeEnvelope's reference).
+func decodeReviewReference(body []byte, rv *admissionv1.AdmissionReview) error {
+	// Case-sensitive like the API server's own decoding; integers stay
+	// int64 in raw fields decoded later.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, rv); err != nil {
+		return fmt.Errorf("decoding AdmissionReview: %w", err)
+	}
+	return nil
 }
 
 // Attributes turns an admission request into the attributes the engine
@@ -67,14 +94,15 @@ func Decode(body []byte) (*Review, error) {
 //     normalizes built-in kinds through their Go types;
 //   - userInfo keeps username, uid, groups and extra.
 func Attributes(req *admissionv1.AdmissionRequest) (*matching.Attributes, error) {
-	a, _, err := attributes(req)
+	a, _, err := attributes(req, nil)
 	return a, err
 }
 
 // attributes is Attributes; original is a.Object's map when it is exactly
 // the decoding of req.Object.Raw (nil when apiVersion and kind were filled
-// in, or there is no object).
-func attributes(req *admissionv1.AdmissionRequest) (a *matching.Attributes, original map[string]any, err error) {
+// in, or there is no object). b, when not nil, holds the objects decoded
+// already (decode's).
+func attributes(req *admissionv1.AdmissionRequest, b *bodies) (a *matching.Attributes, original map[string]any, err error) {
 	op := admission.Operation(req.Operation)
 	switch op {
 	case admission.Create, admission.Update, admission.Delete, admission.Connect:
@@ -92,17 +120,23 @@ func attributes(req *admissionv1.AdmissionRequest) (a *matching.Attributes, orig
 		DryRun:      req.DryRun != nil && *req.DryRun,
 	}
 	var pristine bool
-	if a.Object, pristine, err = decodeObject("object", req.Object.Raw, gvk); err != nil {
-		return nil, nil, err
+	if b != nil {
+		a.Object, pristine = objectOf(b.object, gvk)
+		a.OldObject, _ = objectOf(b.oldObject, gvk)
+		a.Options, _ = objectOf(b.options, schema.GroupVersionKind{})
+	} else {
+		if a.Object, pristine, err = decodeObject("object", req.Object.Raw, gvk); err != nil {
+			return nil, nil, err
+		}
+		if a.OldObject, _, err = decodeObject("oldObject", req.OldObject.Raw, gvk); err != nil {
+			return nil, nil, err
+		}
+		if a.Options, _, err = decodeObject("options", req.Options.Raw, schema.GroupVersionKind{}); err != nil {
+			return nil, nil, err
+		}
 	}
 	if pristine {
 		original = a.Object.Object
-	}
-	if a.OldObject, _, err = decodeObject("oldObject", req.OldObject.Raw, gvk); err != nil {
-		return nil, nil, err
-	}
-	if a.Options, _, err = decodeObject("options", req.Options.Raw, schema.GroupVersionKind{}); err != nil {
-		return nil, nil, err
 	}
 	u := &user.DefaultInfo{
 		Name:   req.UserInfo.Username,
@@ -134,18 +168,20 @@ func decodeObject(field string, raw []byte, gvk schema.GroupVersionKind) (u *uns
 	if obj == nil {
 		return nil, false, fmt.Errorf("request.%s: not a JSON object", field)
 	}
+	u, pristine = objectOf(obj, gvk)
+	return u, pristine, nil
+}
+
+// objectOf is the object of the decoded map obj (nil for nil), with gvk
+// filled in when it has neither apiVersion nor kind (then not pristine).
+func objectOf(obj map[string]any, gvk schema.GroupVersionKind) (u *unstructured.Unstructured, pristine bool) {
+	if obj == nil {
+		return nil, false
+	}
 	u = &unstructured.Unstructured{Object: obj}
 	if gvk.Kind != "" && u.GetKind() == "" && u.GetAPIVersion() == "" {
 		u.SetGroupVersionKind(gvk)
-		return u, false, nil
+		return u, false
 	}
-	return u, true, nil
-}
-
-// encodeReview is the JSON of the AdmissionReview answering r with resp.
-func encodeReview(apiVersion string, resp *admissionv1.AdmissionResponse) ([]byte, error) {
-	return jsonvalue.Marshal(&admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: reviewKind},
-		Response: resp,
-	})
+	return u, true
 }

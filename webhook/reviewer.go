@@ -39,11 +39,15 @@ func (rv *Reviewer) log() *slog.Logger {
 // ctx ended before the evaluation began, 500 when no correct patch or
 // response could be made.
 func (rv *Reviewer) Review(ctx context.Context, body []byte) ([]byte, error) {
-	review, err := Decode(body)
+	review, b, decoded, err := decode(body)
 	if err != nil {
 		return nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
 	}
-	attrs, original, err := attributes(review.Request)
+	var objects *bodies
+	if decoded {
+		objects = &b
+	}
+	attrs, original, err := attributes(review.Request, objects)
 	if err != nil {
 		return nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
 	}
