@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
 func lookup[T any](ix *Index[T], op admission.Operation, gvr schema.GroupVersionResource) []T {
@@ -188,10 +189,7 @@ func TestIndexNeverChangesAResult(t *testing.T) {
 		return out
 	}
 	hits, candidates, total := 0, 0, 0
-	requests := 600
-	if testing.Short() || os.Getenv("MUTATIS_LONG") == "" { // make test-long: the full sweep
-		requests = 100
-	}
+	requests := valuetest.Sweep(600, 100) // make test-long: the full sweep
 	for i := 0; i < requests; i++ {
 		a := randomRequest(rng, resources)
 		for _, policy := range []bool{true, false} {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/mutatis-dev/mutatis/webhook"
 )
 
@@ -24,26 +26,13 @@ import (
 //	go test -run='^$' -bench=Handler -benchmem -cpuprofile cpu.out ./test/load
 func BenchmarkHandler(b *testing.B) {
 	ctx := context.Background()
-	noCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, errors.New("no TLS here") }
-	srv, _, err := newServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}}, slog.New(slog.DiscardHandler), noCert)
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj, err := ReadObject(ctx, "testdata/pod.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, obj := fixtureHandler(ctx, b)
 	reviews, err := NewReviews(obj, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := srv.Handler()
 	send := func(seq int) *httptest.ResponseRecorder {
-		req := httptest.NewRequestWithContext(ctx, http.MethodPost, webhook.PathMutate+"?timeout=10s", bytes.NewReader(reviews.Body(reviews.UID(seq))))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
+		return postReview(ctx, h, reviews.Body(reviews.UID(seq)))
 	}
 	if rec := send(0); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"patch":`) {
 		b.Fatalf("HTTP %d: %s", rec.Code, rec.Body.String())
@@ -54,4 +43,31 @@ func BenchmarkHandler(b *testing.B) {
 		seq++
 		send(seq)
 	}
+}
+
+// fixtureHandler is the webhook handler of a server of the 20 policies of
+// testdata/policies (no TLS, no network) and the load fixture's pod
+// (testdata/pod.yaml).
+func fixtureHandler(ctx context.Context, tb testing.TB) (http.Handler, *unstructured.Unstructured) {
+	tb.Helper()
+	noCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, errors.New("no TLS here") }
+	srv, _, err := newServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}}, slog.New(slog.DiscardHandler), noCert)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	obj, err := ReadObject(ctx, "testdata/pod.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv.Handler(), obj
+}
+
+// postReview sends one AdmissionReview body to h's mutate path and
+// returns the recorded answer.
+func postReview(ctx context.Context, h http.Handler, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, webhook.PathMutate+"?timeout=10s", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
