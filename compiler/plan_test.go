@@ -198,10 +198,10 @@ func yamlDocs(t testing.TB, pattern string) []map[string]any {
 // (created, updated against themselves and against another object, with
 // and without params), gives the same value of the same type or the same
 // error, at the same cost, leaving the same budget.
-func TestPlanOnceAgrees(t *testing.T) {
-	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
-	var objects []map[string]any
-	var params []map[string]any
+// fixtures are the MutatingAdmissionPolicies, objects and param
+// ConfigMaps of the example and load-test policies.
+func fixtures(t testing.TB) (policies []*admissionregistrationv1.MutatingAdmissionPolicy, objects, params []map[string]any) {
+	t.Helper()
 	for _, pattern := range []string{"test/load/testdata/policies/*.yaml", "examples/*/*.yaml", "examples/*/testdata/*.yaml", "test/load/testdata/pod.yaml"} {
 		for _, doc := range yamlDocs(t, pattern) {
 			switch doc["kind"] {
@@ -225,6 +225,11 @@ func TestPlanOnceAgrees(t *testing.T) {
 	if len(policies) < 20 || len(objects) < 5 || len(params) == 0 {
 		t.Fatalf("%d policies, %d objects, %d params: the fixtures are meant to hold more", len(policies), len(objects), len(params))
 	}
+	return policies, objects, params
+}
+
+func TestPlanOnceAgrees(t *testing.T) {
+	policies, objects, params := fixtures(t)
 	c, refC := twoCompilers(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "payments", Labels: map[string]string{"team": "shop", "pod-security.kubernetes.io/enforce": "restricted"}}}
 	var vals, errs int
