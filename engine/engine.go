@@ -39,6 +39,10 @@ type Evaluator struct {
 	// bruteForce makes every hook a candidate (tests prove the index never
 	// changes a result).
 	bruteForce bool
+	// alwaysNormalize presents the reinvocation round's object through
+	// requestObject even when it is the policies' own output (tests prove
+	// passObject's shortcut never changes a result).
+	alwaysNormalize bool
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
 	// criteria are the hooks' matchConstraints and their bindings'
@@ -111,9 +115,9 @@ func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
 	return &Evaluator{cfg: cfg, hooks: hooks, index: ix, states: &sync.Pool{}, criteria: criteria}
 }
 
-// candidates returns the indexes of the hooks that may match a, in order.
-func (e *Evaluator) candidates(a *matching.Attributes) []int {
-	var out []int
+// appendCandidates appends to out the indexes of the hooks that may match
+// a, in order.
+func (e *Evaluator) appendCandidates(out []int, a *matching.Attributes) []int {
 	if e.bruteForce {
 		for i := range e.hooks {
 			out = append(out, i)
@@ -182,10 +186,17 @@ const PluginName = "MutatingAdmissionPolicy"
 // a chain.Runner's Run(ctx, a, e).
 func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain.Context) (out chain.Outcome, err error) {
 	defer recoverDenial(&out)
-	if out.Object, err = e.requestObject(a); err != nil {
+	if out.Object, err = e.passObject(a, rc); err != nil {
 		return out, err
 	}
-	if !e.handles(a) {
+	// The hooks that may match, looked up once for the pass (handles and
+	// collect ask the same index the same question).
+	var buf [16]int
+	cands := buf[:0]
+	if e.handlesOperation(a) {
+		cands = e.appendCandidates(cands, a)
+	}
+	if len(cands) == 0 {
 		return out, nil
 	}
 	// The CEL evaluations of this pass share one execution frame.
@@ -197,7 +208,7 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 	if rc.IsReinvoke() {
 		pass = 2
 	}
-	out.Object, out.Denied = e.dispatch(ctx, a, out.Object, pass, st, &out)
+	out.Object, out.Denied = e.dispatch(ctx, a, out.Object, cands, pass, st, &out)
 	if st.changed {
 		rc.SetShouldReinvoke()
 		out.Reinvoke = true
@@ -218,12 +229,35 @@ func recoverDenial(res *chain.Outcome) {
 // operation and resource only: it is looked up first, so that a request no
 // policy names costs the index lookup and the presentation of its object,
 // which allocates nothing for an object already in its Go type's form.
+// (Admit asks handlesOperation and appendCandidates, one lookup for both.)
 func (e *Evaluator) handles(a *matching.Attributes) bool {
+	return e.handlesOperation(a) && e.anyCandidate(a)
+}
+
+// handlesOperation tells whether a's operation and resource are ones the
+// policies can apply to: CREATE, UPDATE and CONNECT of resources that are
+// not exempt.
+func (e *Evaluator) handlesOperation(a *matching.Attributes) bool {
 	switch a.Operation {
 	case admission.Create, admission.Update, admission.Connect:
-		return !matching.PolicyExempt(a) && e.anyCandidate(a)
+		return !matching.PolicyExempt(a)
 	}
 	return false
+}
+
+// passObject is the object of a as this pass presents it to the policies:
+// requestObject, or in the reinvocation round the object the policies
+// themselves left in the first (the state's lastOutput, already in the
+// form requestObject gives, of which it is a fixed point:
+// TestReinvocationObjectNormalized), when the stages after them left it
+// unchanged.
+func (e *Evaluator) passObject(a *matching.Attributes, rc *chain.Context) (map[string]any, error) {
+	if rc.IsReinvoke() && a.Object != nil && !e.alwaysNormalize {
+		if st, ok := rc.Value(e).(*reinvocation); ok && st.hasRun && st.lastOutput != nil && jsonvalue.SameMap(a.Object.Object, st.lastOutput) {
+			return st.lastOutput, nil
+		}
+	}
+	return e.requestObject(a)
 }
 
 // requestObject is the request's object as kube-apiserver presents it to
@@ -259,13 +293,14 @@ type invocation struct {
 
 // dispatch is one pass of the MAP plugin (generic Dispatch + mutating
 // dispatchInvocations).
-func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, pass int, st *reinvocation, res *chain.Outcome) (map[string]any, *apierrors.StatusError) {
+// cands are the hooks that may match a (appendCandidates).
+func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, cands []int, pass int, st *reinvocation, res *chain.Outcome) (map[string]any, *apierrors.StatusError) {
 	cur := *a
 	if object != nil && (a.Object == nil || !jsonvalue.SameMap(a.Object.Object, object)) {
 		cur.Object = &unstructured.Unstructured{Object: object}
 	}
 	views := map[schema.GroupVersionKind]*versionedView{}
-	invocations, errs := e.collect(ctx, &cur, pass, res, views)
+	invocations, errs := e.collect(ctx, &cur, cands, pass, res, views)
 
 	if len(invocations) > 0 {
 		var statusErr *apierrors.StatusError
@@ -282,9 +317,8 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 // collect returns the invocations (policy × binding × param) whose policy
 // and binding match cur, and the configuration errors met on the way; the
 // trace records why the others were skipped.
-func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass int, res *chain.Outcome, views map[schema.GroupVersionKind]*versionedView) ([]invocation, []policyError) {
+func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, cands []int, pass int, res *chain.Outcome, views map[schema.GroupVersionKind]*versionedView) ([]invocation, []policyError) {
 	var errs []policyError
-	cands := e.candidates(cur)
 	invocations := make([]invocation, 0, len(cands))
 	for _, i := range cands {
 		h := &e.hooks[i]

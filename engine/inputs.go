@@ -43,7 +43,7 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 	a = &cur
 	var res chain.Outcome
 	views := map[schema.GroupVersionKind]*versionedView{}
-	invs, errs := e.collect(ctx, a, 1, &res, views)
+	invs, errs := e.collect(ctx, a, e.appendCandidates(nil, a), 1, &res, views)
 	if st := e.deny(a, errs, 1, &res); st != nil {
 		return nil, st
 	}
