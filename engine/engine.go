@@ -299,13 +299,15 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 	if object != nil && (a.Object == nil || !jsonvalue.SameMap(a.Object.Object, object)) {
 		cur.Object = &unstructured.Unstructured{Object: object}
 	}
-	views := map[schema.GroupVersionKind]*versionedView{}
-	invocations, errs := e.collect(ctx, &cur, cands, pass, res, views)
+	var views viewSet
+	// A pass has few invocations: their room on the stack.
+	var buf [4]invocation
+	invocations, errs := e.collect(ctx, &cur, cands, buf[:0], pass, res, &views)
 
 	if len(invocations) > 0 {
 		var statusErr *apierrors.StatusError
 		var more []policyError
-		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res, views)
+		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res, &views)
 		if statusErr != nil {
 			return object, statusErr
 		}
@@ -317,9 +319,10 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 // collect returns the invocations (policy × binding × param) whose policy
 // and binding match cur, and the configuration errors met on the way; the
 // trace records why the others were skipped.
-func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, cands []int, pass int, res *chain.Outcome, views map[schema.GroupVersionKind]*versionedView) ([]invocation, []policyError) {
+// They are appended to invocations.
+func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, cands []int, invocations []invocation, pass int, res *chain.Outcome, views *viewSet) ([]invocation, []policyError) {
 	var errs []policyError
-	invocations := make([]invocation, 0, len(cands))
+	invocations = slices.Grow(invocations, len(cands))
 	for _, i := range cands {
 		h := &e.hooks[i]
 		m, err := e.policyMatches(ctx, cur, i)
@@ -449,7 +452,7 @@ func (e *Evaluator) deny(a *matching.Attributes, errs []policyError, pass int, r
 // lastVersionedAttr's object into the request's. (With every invocation
 // matched in the request's kind, that is the object threaded through all
 // of them.)
-func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocation, res *chain.Outcome, views map[schema.GroupVersionKind]*versionedView) (out map[string]any, _ []policyError, _ *apierrors.StatusError) {
+func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocation, res *chain.Outcome, views *viewSet) (out map[string]any, _ []policyError, _ *apierrors.StatusError) {
 	if pass == 2 && (!st.hasRun || !jsonvalue.SemanticEqual(st.lastOutput, object)) {
 		// The plugins after the policies, or those before them in this
 		// round, changed the object since the policies last ran: every
@@ -485,7 +488,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		trace := chain.Invocation{Record: chain.Record{Configuration: key.policy, Hook: key.binding, Round: pass - 1}, Param: key.param}
 		// The policy sees the objects in the kind its rules matched
 		// (matchPolicy Equivalent), as kube-apiserver converts them.
-		view := views[inv.kind]
+		view := views.get(inv.kind)
 		if view == nil {
 			return object, nil, apierrors.NewInternalError(fmt.Errorf("no versioned attributes for %s", inv.kind))
 		}

@@ -160,4 +160,3 @@ func records(res chain.Result) string {
 	}
 	return s
 }
-
