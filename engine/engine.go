@@ -131,20 +131,6 @@ func (e *Evaluator) appendCandidates(out []int, a *matching.Attributes) []int {
 	return out
 }
 
-// anyCandidate tells whether any hook may match a (candidates would not be
-// empty), without allocating.
-func (e *Evaluator) anyCandidate(a *matching.Attributes) bool {
-	if e.bruteForce {
-		return len(e.hooks) > 0
-	}
-	found := false
-	e.index.Lookup(a.Operation, a.Resource, func(int) bool {
-		found = true
-		return false
-	})
-	return found
-}
-
 type policyError struct {
 	policy   *admissionregistrationv1.MutatingAdmissionPolicy
 	binding  string // "" for policy-level errors
@@ -225,18 +211,13 @@ func recoverDenial(res *chain.Outcome) {
 	}
 }
 
-// handles tells whether any policy can apply to a. That depends on the
-// operation and resource only: it is looked up first, so that a request no
-// policy names costs the index lookup and the presentation of its object,
-// which allocates nothing for an object already in its Go type's form.
-// (Admit asks handlesOperation and appendCandidates, one lookup for both.)
-func (e *Evaluator) handles(a *matching.Attributes) bool {
-	return e.handlesOperation(a) && e.anyCandidate(a)
-}
-
 // handlesOperation tells whether a's operation and resource are ones the
 // policies can apply to: CREATE, UPDATE and CONNECT of resources that are
-// not exempt.
+// not exempt. With the candidates (appendCandidates) it tells whether any
+// policy can apply to a; both depend on the operation and resource only,
+// so that a request no policy names costs the index lookup and the
+// presentation of its object, which allocates nothing for an object
+// already in its Go type's form.
 func (e *Evaluator) handlesOperation(a *matching.Attributes) bool {
 	switch a.Operation {
 	case admission.Create, admission.Update, admission.Connect:
