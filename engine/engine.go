@@ -39,6 +39,10 @@ type Evaluator struct {
 	// bruteForce makes every hook a candidate (tests prove the index never
 	// changes a result).
 	bruteForce bool
+	// alwaysNormalize presents the reinvocation round's object through
+	// requestObject even when it is the policies' own output (tests prove
+	// passObject's shortcut never changes a result).
+	alwaysNormalize bool
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
 	// criteria are the hooks' matchConstraints and their bindings'
@@ -111,9 +115,9 @@ func NewEvaluator(cfg Config, hooks []Hook) *Evaluator {
 	return &Evaluator{cfg: cfg, hooks: hooks, index: ix, states: &sync.Pool{}, criteria: criteria}
 }
 
-// candidates returns the indexes of the hooks that may match a, in order.
-func (e *Evaluator) candidates(a *matching.Attributes) []int {
-	var out []int
+// appendCandidates appends to out the indexes of the hooks that may match
+// a, in order.
+func (e *Evaluator) appendCandidates(out []int, a *matching.Attributes) []int {
 	if e.bruteForce {
 		for i := range e.hooks {
 			out = append(out, i)
@@ -125,20 +129,6 @@ func (e *Evaluator) candidates(a *matching.Attributes) []int {
 		return true
 	})
 	return out
-}
-
-// anyCandidate tells whether any hook may match a (candidates would not be
-// empty), without allocating.
-func (e *Evaluator) anyCandidate(a *matching.Attributes) bool {
-	if e.bruteForce {
-		return len(e.hooks) > 0
-	}
-	found := false
-	e.index.Lookup(a.Operation, a.Resource, func(int) bool {
-		found = true
-		return false
-	})
-	return found
 }
 
 type policyError struct {
@@ -182,10 +172,17 @@ const PluginName = "MutatingAdmissionPolicy"
 // a chain.Runner's Run(ctx, a, e).
 func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain.Context) (out chain.Outcome, err error) {
 	defer recoverDenial(&out)
-	if out.Object, err = e.requestObject(a); err != nil {
+	if out.Object, err = e.passObject(a, rc); err != nil {
 		return out, err
 	}
-	if !e.handles(a) {
+	// The hooks that may match, looked up once for the pass (handles and
+	// collect ask the same index the same question).
+	var buf [16]int
+	cands := buf[:0]
+	if e.handlesOperation(a) {
+		cands = e.appendCandidates(cands, a)
+	}
+	if len(cands) == 0 {
 		return out, nil
 	}
 	// The CEL evaluations of this pass share one execution frame.
@@ -197,7 +194,7 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 	if rc.IsReinvoke() {
 		pass = 2
 	}
-	out.Object, out.Denied = e.dispatch(ctx, a, out.Object, pass, st, &out)
+	out.Object, out.Denied = e.dispatch(ctx, a, out.Object, cands, pass, st, &out)
 	if st.changed {
 		rc.SetShouldReinvoke()
 		out.Reinvoke = true
@@ -214,16 +211,34 @@ func recoverDenial(res *chain.Outcome) {
 	}
 }
 
-// handles tells whether any policy can apply to a. That depends on the
-// operation and resource only: it is looked up first, so that a request no
-// policy names costs the index lookup and the presentation of its object,
-// which allocates nothing for an object already in its Go type's form.
-func (e *Evaluator) handles(a *matching.Attributes) bool {
+// handlesOperation tells whether a's operation and resource are ones the
+// policies can apply to: CREATE, UPDATE and CONNECT of resources that are
+// not exempt. With the candidates (appendCandidates) it tells whether any
+// policy can apply to a; both depend on the operation and resource only,
+// so that a request no policy names costs the index lookup and the
+// presentation of its object, which allocates nothing for an object
+// already in its Go type's form.
+func (e *Evaluator) handlesOperation(a *matching.Attributes) bool {
 	switch a.Operation {
 	case admission.Create, admission.Update, admission.Connect:
-		return !matching.PolicyExempt(a) && e.anyCandidate(a)
+		return !matching.PolicyExempt(a)
 	}
 	return false
+}
+
+// passObject is the object of a as this pass presents it to the policies:
+// requestObject, or in the reinvocation round the object the policies
+// themselves left in the first (the state's lastOutput, already in the
+// form requestObject gives, of which it is a fixed point:
+// TestReinvocationObjectNormalized), when the stages after them left it
+// unchanged.
+func (e *Evaluator) passObject(a *matching.Attributes, rc *chain.Context) (map[string]any, error) {
+	if rc.IsReinvoke() && a.Object != nil && !e.alwaysNormalize {
+		if st, ok := rc.Value(e).(*reinvocation); ok && st.hasRun && st.lastOutput != nil && jsonvalue.SameMap(a.Object.Object, st.lastOutput) {
+			return st.lastOutput, nil
+		}
+	}
+	return e.requestObject(a)
 }
 
 // requestObject is the request's object as kube-apiserver presents it to
@@ -259,18 +274,21 @@ type invocation struct {
 
 // dispatch is one pass of the MAP plugin (generic Dispatch + mutating
 // dispatchInvocations).
-func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, pass int, st *reinvocation, res *chain.Outcome) (map[string]any, *apierrors.StatusError) {
+// cands are the hooks that may match a (appendCandidates).
+func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object map[string]any, cands []int, pass int, st *reinvocation, res *chain.Outcome) (map[string]any, *apierrors.StatusError) {
 	cur := *a
 	if object != nil && (a.Object == nil || !jsonvalue.SameMap(a.Object.Object, object)) {
 		cur.Object = &unstructured.Unstructured{Object: object}
 	}
-	views := map[schema.GroupVersionKind]*versionedView{}
-	invocations, errs := e.collect(ctx, &cur, pass, res, views)
+	var views viewSet
+	// A pass has few invocations: their room on the stack.
+	var buf [4]invocation
+	invocations, errs := e.collect(ctx, &cur, cands, buf[:0], pass, res, &views)
 
 	if len(invocations) > 0 {
 		var statusErr *apierrors.StatusError
 		var more []policyError
-		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res, views)
+		object, more, statusErr = e.invoke(ctx, &cur, object, invocations, pass, st, res, &views)
 		if statusErr != nil {
 			return object, statusErr
 		}
@@ -282,10 +300,10 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 // collect returns the invocations (policy × binding × param) whose policy
 // and binding match cur, and the configuration errors met on the way; the
 // trace records why the others were skipped.
-func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, pass int, res *chain.Outcome, views map[schema.GroupVersionKind]*versionedView) ([]invocation, []policyError) {
+// They are appended to invocations.
+func (e *Evaluator) collect(ctx context.Context, cur *matching.Attributes, cands []int, invocations []invocation, pass int, res *chain.Outcome, views *viewSet) ([]invocation, []policyError) {
 	var errs []policyError
-	cands := e.candidates(cur)
-	invocations := make([]invocation, 0, len(cands))
+	invocations = slices.Grow(invocations, len(cands))
 	for _, i := range cands {
 		h := &e.hooks[i]
 		m, err := e.policyMatches(ctx, cur, i)
@@ -415,7 +433,7 @@ func (e *Evaluator) deny(a *matching.Attributes, errs []policyError, pass int, r
 // lastVersionedAttr's object into the request's. (With every invocation
 // matched in the request's kind, that is the object threaded through all
 // of them.)
-func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocation, res *chain.Outcome, views map[schema.GroupVersionKind]*versionedView) (out map[string]any, _ []policyError, _ *apierrors.StatusError) {
+func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object map[string]any, invs []invocation, pass int, st *reinvocation, res *chain.Outcome, views *viewSet) (out map[string]any, _ []policyError, _ *apierrors.StatusError) {
 	if pass == 2 && (!st.hasRun || !jsonvalue.SemanticEqual(st.lastOutput, object)) {
 		// The plugins after the policies, or those before them in this
 		// round, changed the object since the policies last ran: every
@@ -451,7 +469,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		trace := chain.Invocation{Record: chain.Record{Configuration: key.policy, Hook: key.binding, Round: pass - 1}, Param: key.param}
 		// The policy sees the objects in the kind its rules matched
 		// (matchPolicy Equivalent), as kube-apiserver converts them.
-		view := views[inv.kind]
+		view := views.get(inv.kind)
 		if view == nil {
 			return object, nil, apierrors.NewInternalError(fmt.Errorf("no versioned attributes for %s", inv.kind))
 		}

@@ -246,7 +246,7 @@ func TestIndexNeverChangesTheResult(t *testing.T) {
 	if count(t, a) != "4" {
 		t.Fatalf("count = %s, want 4 (configmaps and wildcard, each twice)", count(t, a))
 	}
-	if got := len(indexed.candidates(createConfigMap())); got != 2 {
+	if got := len(indexed.appendCandidates(nil, createConfigMap())); got != 2 {
 		t.Fatalf("index offers %d candidates for a configmap CREATE, want 2", got)
 	}
 }

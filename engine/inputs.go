@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -42,8 +41,8 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 	}
 	a = &cur
 	var res chain.Outcome
-	views := map[schema.GroupVersionKind]*versionedView{}
-	invs, errs := e.collect(ctx, a, 1, &res, views)
+	var views viewSet
+	invs, errs := e.collect(ctx, a, e.appendCandidates(nil, a), nil, 1, &res, &views)
 	if st := e.deny(a, errs, 1, &res); st != nil {
 		return nil, st
 	}
@@ -54,7 +53,7 @@ func (e *Evaluator) Inputs(ctx context.Context, a *matching.Attributes) ([]Invoc
 	admissionAttrs := a.AdmissionAttributes()
 	out := make([]InvocationInput, 0, len(invs))
 	for _, inv := range invs {
-		view := views[inv.kind]
+		view := views.get(inv.kind)
 		in := compiler.Input{
 			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
 			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,

@@ -20,14 +20,31 @@ type versionedView struct {
 	dirty bool
 }
 
+// viewSet is the views of one pass, by matched kind: the first in place
+// (a pass's invocations are matched in one kind but for Equivalent matches
+// through another version), the others in a map made when needed.
+type viewSet struct {
+	first    versionedView
+	hasFirst bool
+	more     map[schema.GroupVersionKind]*versionedView
+}
+
+// get is the view of kind, or nil.
+func (s *viewSet) get(kind schema.GroupVersionKind) *versionedView {
+	if s.hasFirst && s.first.kind == kind {
+		return &s.first
+	}
+	return s.more[kind]
+}
+
 // view makes the view of cur's objects in kind, unless it exists
 // (admission.NewVersionedAttributes: both objects converted with
 // ConvertToGVK, the scheme's presenter every stage shares).
-func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind, views map[schema.GroupVersionKind]*versionedView) error {
-	if _, ok := views[kind]; ok {
+func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind, views *viewSet) error {
+	if views.get(kind) != nil {
 		return nil
 	}
-	v := &versionedView{kind: kind, objectKind: kind}
+	v := versionedView{kind: kind, objectKind: kind}
 	var err error
 	if cur.OldObject != nil {
 		if v.oldObject, err = e.cfg.Patcher.Scheme.ConvertToGVK(cur.OldObject.Object, cur.Kind, kind); err != nil {
@@ -39,7 +56,15 @@ func (e *Evaluator) view(cur *matching.Attributes, kind schema.GroupVersionKind,
 			return err
 		}
 	}
-	views[kind] = v
+	if !views.hasFirst {
+		views.first, views.hasFirst = v, true
+		return nil
+	}
+	if views.more == nil {
+		views.more = map[schema.GroupVersionKind]*versionedView{}
+	}
+	more := v
+	views.more[kind] = &more
 	return nil
 }
 
