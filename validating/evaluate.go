@@ -96,7 +96,9 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 	}
 	// Every messageExpression, whatever its validation decided, under the
 	// budget the validations left.
-	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages, in.sharing(h.share.messages))
+	msgSharing := in.sharing(h.share.messages)
+	msgSharing.prefixes = h.prefixes
+	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages, msgSharing)
 	decisions := resize(&buf.decisions, len(evals))
 	for i, r := range evals {
 		d := &decisions[i]
@@ -264,6 +266,9 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 				results[i], budget = r, budget-r.Cost
 				continue
 			}
+		} else if r, ok := sh.prefixedResult(ctx, i, in, budget); ok {
+			results[i], budget = r, budget-r.Cost
+			continue
 		}
 		if act == nil {
 			act = p.NewActivation(ctx, in)

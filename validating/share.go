@@ -2,7 +2,17 @@ package validating
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
+
+	celcommon "github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/overloads"
+	celtypes "github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 )
@@ -138,6 +148,9 @@ type sharing struct {
 	keys    []int32
 	results *sharedResults
 	view    *view
+	// prefixes are the filter's expressions made from a literal and a
+	// shared sub-expression (prefixedResult), by index; nil for none.
+	prefixes []*prefixed
 }
 
 // key is expression i's key, -1 when it is not shared.
@@ -175,4 +188,235 @@ func (e *Evaluator) shared(ctx context.Context, buf *scratch) *sharedResults {
 	}
 	buf.shared.slots = resize(&buf.shared.slots, e.shareCount)
 	return &buf.shared
+}
+
+// A messageExpression often words its policy's refusal as a literal and
+// an expression several policies hold: `"policy 07: " + object.spec.
+// containers.filter(…).map(c, c.name).join(", ")`. When the expression
+// after the literal (the sub-expression) is shareable and held by two
+// such messageExpressions or more, one request evaluates it once per view
+// (compiled by itself, from its own text, by the same compiler) and makes
+// each messageExpression's result from it: the literal and its string
+// joined, as cel-go's `_+_` (add_string) joins them, and the cost cel-go's
+// runtime cost tracker charges for the whole expression: the
+// sub-expression's cost, nothing for the literal (a constant), and the
+// concatenation's (interpreter.CostTracker.costCall: the operands' sizes
+// in code points times common.StringTraversalCostFactor, rounded up).
+// Whenever that does not hold the messageExpression is evaluated whole:
+// the sub-expression's result is an error or not a string, or the cost
+// passes what is left of the budget or the per-call limit (cel-go would
+// stop the evaluation). Under the conditions that stop sharing (an
+// Observer, a bound of the bytes built, a context done) nothing is made.
+// TestPrefixedMessagesAreEvaluations holds the results, costs included,
+// to the whole evaluation.
+
+// prefixed is a messageExpression made from its literal and a shared
+// sub-expression.
+type prefixed struct {
+	lit string
+	sub *subExpression
+}
+
+// subExpression is a sub-expression compiled by itself, with its key among
+// the Evaluator's shared results.
+type subExpression struct {
+	policy *compiler.Policy
+	expr   *compiler.Expression
+	key    int32
+}
+
+// splitPrefixed returns the literal and the text of the sub-expression of
+// a messageExpression written `<string literal> + <sub-expression>` (the
+// root an add_string call whose first operand is a string constant), ok
+// false for any other.
+func splitPrefixed(e *compiler.Expression) (lit, sub string, ok bool) {
+	if e == nil || e.Err != nil || e.AST() == nil {
+		return "", "", false
+	}
+	nat := e.AST().NativeRep()
+	root := nat.Expr()
+	if root.Kind() != ast.CallKind {
+		return "", "", false
+	}
+	call := root.AsCall()
+	if call.FunctionName() != operators.Add || call.IsMemberFunction() || len(call.Args()) != 2 {
+		return "", "", false
+	}
+	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overloads.AddString}) {
+		return "", "", false
+	}
+	left := call.Args()[0]
+	if left.Kind() != ast.LiteralKind {
+		return "", "", false
+	}
+	s, isString := left.AsLiteral().(celtypes.String)
+	if !isString {
+		return "", "", false
+	}
+	// The operator's offset (in code points) is the call's.
+	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
+	src := []rune(e.Source)
+	if !found || r.Start < 0 || int(r.Start) >= len(src) || src[r.Start] != '+' {
+		return "", "", false
+	}
+	return string(s), string(src[r.Start+1:]), true
+}
+
+// samePrefixedSub tells whether sub, compiled, is the second operand of
+// e's root: the same tree (ids aside) with the same overloads.
+func samePrefixedSub(e, sub *compiler.Expression) bool {
+	nat, subNat := e.AST().NativeRep(), sub.AST().NativeRep()
+	return sameExpr(nat.Expr().AsCall().Args()[1], subNat.Expr(), nat.ReferenceMap(), subNat.ReferenceMap())
+}
+
+// sameExpr tells whether a and b are the same tree, ids aside, with the
+// same references (identifiers and overloads) at each node.
+func sameExpr(a, b ast.Expr, refsA, refsB map[int64]*ast.ReferenceInfo) bool {
+	if a.Kind() != b.Kind() {
+		return false
+	}
+	ra, rb := refsA[a.ID()], refsB[b.ID()]
+	if (ra == nil) != (rb == nil) || ra != nil && (ra.Name != rb.Name || !slices.Equal(ra.OverloadIDs, rb.OverloadIDs) || (ra.Value == nil) != (rb.Value == nil) || ra.Value != nil && ra.Value.Equal(rb.Value) != celtypes.True) {
+		return false
+	}
+	same := func(x, y ast.Expr) bool { return sameExpr(x, y, refsA, refsB) }
+	all := func(xs, ys []ast.Expr) bool { return slices.EqualFunc(xs, ys, same) }
+	switch a.Kind() {
+	case ast.LiteralKind:
+		x, y := a.AsLiteral(), b.AsLiteral()
+		return x.Type() == y.Type() && x.Equal(y) == celtypes.True
+	case ast.IdentKind:
+		return a.AsIdent() == b.AsIdent()
+	case ast.SelectKind:
+		x, y := a.AsSelect(), b.AsSelect()
+		return x.FieldName() == y.FieldName() && x.IsTestOnly() == y.IsTestOnly() && same(x.Operand(), y.Operand())
+	case ast.CallKind:
+		x, y := a.AsCall(), b.AsCall()
+		if x.FunctionName() != y.FunctionName() || x.IsMemberFunction() != y.IsMemberFunction() {
+			return false
+		}
+		return (!x.IsMemberFunction() || same(x.Target(), y.Target())) && all(x.Args(), y.Args())
+	case ast.ListKind:
+		x, y := a.AsList(), b.AsList()
+		return slices.Equal(x.OptionalIndices(), y.OptionalIndices()) && all(x.Elements(), y.Elements())
+	case ast.ComprehensionKind:
+		x, y := a.AsComprehension(), b.AsComprehension()
+		return x.IterVar() == y.IterVar() && x.IterVar2() == y.IterVar2() && x.AccuVar() == y.AccuVar() &&
+			same(x.IterRange(), y.IterRange()) && same(x.AccuInit(), y.AccuInit()) && same(x.LoopCondition(), y.LoopCondition()) &&
+			same(x.LoopStep(), y.LoopStep()) && same(x.Result(), y.Result())
+	}
+	// Maps, structs and anything else: not compared, not the same.
+	return false
+}
+
+// assignPrefixed finds the hooks' messageExpressions (not shared whole)
+// made of a literal and a shareable sub-expression that two of them or
+// more hold, compiles each sub-expression once with comp (as the
+// messageExpression of a policy of its own), gives it a key from next on
+// and sets the hooks' prefixes; it returns the next key.
+func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
+	type candidate struct {
+		hook, index int
+		lit, sub    string
+	}
+	var cands []candidate
+	count := map[string]int{}
+	for i := range hooks {
+		h := &hooks[i]
+		if h.compiled == nil {
+			continue
+		}
+		n := 1
+		if len(h.Bindings) > 1 || h.Policy.Spec.ParamKind != nil {
+			n = 2
+		}
+		for j, m := range h.compiled.MessageExpressions {
+			if h.share.messages != nil && h.share.messages[j] >= 0 {
+				continue
+			}
+			if lit, sub, ok := splitPrefixed(m); ok {
+				cands = append(cands, candidate{i, j, lit, sub})
+				count[sub] += n
+			}
+		}
+	}
+	subs := map[string]*subExpression{}
+	for _, c := range cands {
+		if count[c.sub] < 2 {
+			continue
+		}
+		s, done := subs[c.sub]
+		if !done {
+			s = compileSub(comp, c.sub, next)
+			subs[c.sub] = s
+			if s != nil {
+				next++
+			}
+		}
+		h := &hooks[c.hook]
+		if s == nil || !samePrefixedSub(h.compiled.MessageExpressions[c.index], s.expr) {
+			continue
+		}
+		if h.prefixes == nil {
+			h.prefixes = make([]*prefixed, len(h.compiled.MessageExpressions))
+		}
+		h.prefixes[c.index] = &prefixed{lit: c.lit, sub: s}
+	}
+	return next
+}
+
+// compileSub compiles the sub-expression text as the messageExpression of
+// a policy of its own (a name no policy can have: it keys comp's cache),
+// nil when it does not compile or is not shareable.
+func compileSub(comp *Compiler, text string, key int) *subExpression {
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "messageExpression: " + text},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			Validations: []admissionregistrationv1.Validation{{Expression: "true", MessageExpression: text}},
+		},
+	}
+	vp, err := comp.compile(p)
+	if err != nil || len(vp.MessageExpressions) != 1 || !shareable(vp.MessageExpressions[0]) {
+		return nil
+	}
+	return &subExpression{policy: vp.Policy, expr: vp.MessageExpressions[0], key: int32(key)}
+}
+
+// prefixedResult returns messageExpression i's result made from its
+// literal and its sub-expression's result for the sharing's view
+// (evaluated the first time), ok false when it is to be evaluated whole.
+func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, budget int64) (compiler.Result, bool) {
+	if s.prefixes == nil || s.results == nil || s.view == nil || s.prefixes[i] == nil || ctx.Err() != nil {
+		return compiler.Result{}, false
+	}
+	p := s.prefixes[i]
+	slot := &s.results.slots[p.sub.key]
+	if slot.view != s.view {
+		act := p.sub.policy.NewActivation(ctx, in)
+		r, _, err := act.Eval(p.sub.expr, compiler.PerCallLimit)
+		act.Release()
+		if err != nil {
+			return compiler.Result{}, false
+		}
+		slot.view, slot.res = s.view, r
+	}
+	r := slot.res
+	v, isString := r.Value.(celtypes.String)
+	if r.Err != nil || !isString {
+		return compiler.Result{}, false
+	}
+	cost := r.Cost + concatCost(celtypes.String(p.lit), v)
+	if cost > budget || cost > compiler.PerCallLimit {
+		return compiler.Result{}, false
+	}
+	s.results.replayed++
+	return compiler.Result{Value: celtypes.String(p.lit + string(v)), Cost: cost, Elapsed: r.Elapsed}, true
+}
+
+// concatCost is what cel-go's runtime cost tracker charges for a + b
+// (add_string): their sizes in code points times the string traversal
+// factor, rounded up.
+func concatCost(a, b celtypes.String) int64 {
+	size := a.Size().(celtypes.Int) + b.Size().(celtypes.Int)
+	return int64(math.Ceil(float64(size) * celcommon.StringTraversalCostFactor))
 }

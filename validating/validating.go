@@ -104,6 +104,9 @@ type Hook struct {
 	// share are the keys of the expressions the policy shares with others
 	// (share.go).
 	share shareKeys
+	// prefixes are the messageExpressions made from a literal and a
+	// shared sub-expression (share.go), by validation; nil for none.
+	prefixes []*prefixed
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -171,7 +174,7 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		}
 		e.hooks = append(e.hooks, h)
 	}
-	e.shareCount = assignShareKeys(e.hooks)
+	e.shareCount = assignPrefixed(e.hooks, comp, assignShareKeys(e.hooks))
 	return e
 }
 
