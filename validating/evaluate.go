@@ -275,6 +275,7 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 		}
 		r, remaining, err := act.Eval(e, budget)
 		if err != nil {
+			act.Release()
 			return nil, -1, err
 		}
 		if k >= 0 {
@@ -282,7 +283,27 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 		}
 		results[i], budget = r, remaining
 	}
+	if act != nil && slices.ContainsFunc(results, holdsActivation) {
+		return results, budget, nil
+	}
+	act.Release()
 	return results, budget, nil
+}
+
+// holdsActivation tells whether r's value may resolve something through
+// the activation it came from (the policy's lazy variables map, or a value
+// holding it): anything but nothing and the values of the scalar types,
+// which do not (compiler.Activation.Release). An activation whose results
+// all are such is released once the filter is evaluated.
+func holdsActivation(r compiler.Result) bool {
+	if r.Value == nil {
+		return false
+	}
+	switch r.Value.(type) {
+	case celtypes.Bool, celtypes.String, celtypes.Int, celtypes.Uint, celtypes.Double, celtypes.Null:
+		return false
+	}
+	return true
 }
 
 // matchConditions is upstream's matchconditions.Matcher.Match: every

@@ -358,6 +358,8 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				}
 				in.authz, in.attrs = authz, attributes()
 			}
+			// One record per param (the slice grown once, not by doubling).
+			out.Validations = slices.Grow(out.Validations, len(ps))
 			for _, param := range ps {
 				prec := rec
 				in.params, in.paramsValue = nil, nil
