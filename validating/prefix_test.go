@@ -148,3 +148,27 @@ func randomPod(rng *rand.Rand) map[string]any {
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 }
+
+// TestParamResultUnderBudget: a param's result kept is used only when its
+// cost fits what is left of the budget, and only a result of a context
+// not done is kept.
+func TestParamResultUnderBudget(t *testing.T) {
+	sh := sharing{paramKeys: []int32{0}, paramResults: newParamResults(1), results: &sharedResults{}}
+	ctx := context.Background()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	sh.putParamResult(done, 0, compiler.Result{Value: celtypes.True, Cost: 100})
+	if _, ok := sh.paramResult(ctx, 0, 1000); ok {
+		t.Fatal("a result of a context done was kept")
+	}
+	sh.putParamResult(ctx, 0, compiler.Result{Value: celtypes.True, Cost: 100})
+	if _, ok := sh.paramResult(ctx, 0, 99); ok {
+		t.Error("a result of cost 100 used under a budget of 99")
+	}
+	if r, ok := sh.paramResult(ctx, 0, 100); !ok || r.Cost != 100 {
+		t.Errorf("a result of cost 100 under a budget of 100: %v %v", r, ok)
+	}
+	if _, ok := sh.paramResult(done, 0, 100); ok {
+		t.Error("a result used in a context done")
+	}
+}

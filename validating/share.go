@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	celcommon "github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -151,6 +152,10 @@ type sharing struct {
 	// prefixes are the filter's expressions made from a literal and a
 	// shared sub-expression (prefixedResult), by index; nil for none.
 	prefixes []*prefixed
+	// paramKeys are the filter's expressions' keys among paramResults,
+	// the results of the param bound (nil: none kept).
+	paramKeys    []int32
+	paramResults *paramResults
 }
 
 // key is expression i's key, -1 when it is not shared.
@@ -181,9 +186,10 @@ func (s sharing) put(k int32, r compiler.Result) {
 }
 
 // shared returns the request's shared results (in buf), nil when nothing is shared
-// (no shared expression, an Observer, a bound of the bytes built).
+// (no shared expression nor param result kept, an Observer, a bound of the
+// bytes built): param results are kept and used only when it is not nil.
 func (e *Evaluator) shared(ctx context.Context, buf *scratch) *sharedResults {
-	if e.shareCount == 0 || e.observer != nil || e.noShare || compiler.BoundsBytes(ctx) {
+	if (e.shareCount == 0 && !e.keepsParamResults) || e.observer != nil || e.noShare || compiler.BoundsBytes(ctx) {
 		return nil
 	}
 	buf.shared.slots = resize(&buf.shared.slots, e.shareCount)
@@ -419,4 +425,110 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 func concatCost(a, b celtypes.String) int64 {
 	size := a.Size().(celtypes.Int) + b.Size().(celtypes.Int)
 	return int64(math.Ceil(float64(size) * celcommon.StringTraversalCostFactor))
+}
+
+// An expression of a policy with params that refers to params and to
+// nothing else of the request (not object, oldObject, request,
+// namespaceObject, the authorizer, variables) has, for one param object,
+// the same value, error and cost on every request: `"team " +
+// params.data.team`, a passing validation's messageExpression evaluated
+// for its cost only. Its first evaluation over a param (the param object
+// as the Evaluator's params.Memo holds it: a changed param is another
+// object) is kept with the param's binding and used, its cost charged,
+// on later requests and bindings, under the rules of the sharing above:
+// not when its cost passes what is left of the budget (evaluated, for
+// upstream's error), not under an Observer, a bound of the bytes built or
+// a context done (neither kept nor used), and only a result of an
+// evaluation that ended (no budget error) in a context not done is kept.
+// TestParamResultsAreEvaluations and TestParamResultUnderBudget hold it.
+
+// paramResults are the results kept for one param object, by the policy's
+// paramKeys; safe for concurrent use.
+type paramResults struct {
+	slots []atomic.Pointer[compiler.Result]
+}
+
+// newParamResults returns the results of n keys, nil for none.
+func newParamResults(n int) *paramResults {
+	if n == 0 {
+		return nil
+	}
+	return &paramResults{slots: make([]atomic.Pointer[compiler.Result], n)}
+}
+
+// paramsOnly tells whether e compiled and refers to params and to none of
+// the other variables.
+func paramsOnly(e *compiler.Expression) bool {
+	if e == nil || e.Err != nil || e.AST() == nil {
+		return false
+	}
+	usesParams := false
+	for _, r := range e.AST().NativeRep().ReferenceMap() {
+		for _, name := range append([]string{compiler.ObjectVar, compiler.OldObjectVar}, unsharedVars...) {
+			if r.Name == name || strings.HasPrefix(r.Name, name+".") {
+				if name != compiler.ParamsVar {
+					return false
+				}
+				usesParams = true
+			}
+		}
+	}
+	return usesParams
+}
+
+// assignParamKeys gives h's expressions over params alone (a policy with
+// a paramKind) their keys among a param's results.
+func assignParamKeys(h *Hook) {
+	if h.compiled == nil || h.Policy.Spec.ParamKind == nil {
+		return
+	}
+	vp := h.compiled
+	n := 0
+	keys := func(exprs []*compiler.Expression) []int32 {
+		var out []int32
+		for i, e := range exprs {
+			if !paramsOnly(e) {
+				continue
+			}
+			if out == nil {
+				out = make([]int32, len(exprs))
+				for j := range out {
+					out[j] = -1
+				}
+			}
+			out[i] = int32(n)
+			n++
+		}
+		return out
+	}
+	h.paramKeys = shareKeys{conditions: keys(vp.MatchConditions), validations: keys(vp.Validations), messages: keys(vp.MessageExpressions), annotations: keys(vp.AuditAnnotations)}
+	h.paramKeyCount = n
+}
+
+// paramKey is expression i's key among the param's results, -1 when none
+// is kept (not over params alone, no param results, sharing off).
+func (s sharing) paramKey(i int) int32 {
+	if s.paramKeys == nil || s.paramResults == nil || s.results == nil {
+		return -1
+	}
+	return s.paramKeys[i]
+}
+
+// paramResult returns the param's result of key k when one is kept and its
+// cost fits budget.
+func (s sharing) paramResult(ctx context.Context, k int32, budget int64) (compiler.Result, bool) {
+	r := s.paramResults.slots[k].Load()
+	if r == nil || r.Cost > budget || ctx.Err() != nil {
+		return compiler.Result{}, false
+	}
+	s.results.replayed++
+	return *r, true
+}
+
+// putParamResult keeps r as the param's result of key k, unless one is
+// kept or ctx is done.
+func (s sharing) putParamResult(ctx context.Context, k int32, r compiler.Result) {
+	if ctx.Err() == nil && s.paramResults.slots[k].Load() == nil {
+		s.paramResults.slots[k].CompareAndSwap(nil, &r)
+	}
 }
