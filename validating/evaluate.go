@@ -264,22 +264,10 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 		if e == nil {
 			continue
 		}
-		k := sh.key(i)
-		if k >= 0 {
-			if r, ok := sh.get(ctx, k, budget); ok {
-				results[i], budget = r, budget-r.Cost
-				continue
-			}
-		} else if r, ok := sh.prefixedResult(ctx, i, in, budget); ok {
+		k, pk := sh.key(i), sh.paramKey(i)
+		if r, ok := sh.kept(ctx, i, k, pk, in, budget); ok {
 			results[i], budget = r, budget-r.Cost
 			continue
-		}
-		pk := sh.paramKey(i)
-		if pk >= 0 {
-			if r, ok := sh.paramResult(ctx, pk, budget); ok {
-				results[i], budget = r, budget-r.Cost
-				continue
-			}
 		}
 		if act == nil {
 			act = p.NewActivation(ctx, in)

@@ -64,6 +64,17 @@ func shareable(e *compiler.Expression) bool {
 	return true
 }
 
+// selfRepeats is 2 for a policy that may evaluate its expressions several
+// times itself (several bindings, or params: a selector can find
+// several), else 1: what one of its expressions counts among the holders
+// of a text.
+func selfRepeats(h *Hook) int {
+	if len(h.Bindings) > 1 || h.Policy.Spec.ParamKind != nil {
+		return 2
+	}
+	return 1
+}
+
 // assignShareKeys gives the expressions that hooks share (the same kind
 // and text, shareable, in two places or more, or in a policy that may
 // evaluate it more than once: several bindings, params) one key each, sets each
@@ -83,12 +94,7 @@ func assignShareKeys(hooks []Hook) int {
 		if h.compiled == nil {
 			continue
 		}
-		// A policy with several bindings, or params (a selector can find
-		// several), may evaluate its expressions several times itself.
-		n := 1
-		if len(h.Bindings) > 1 || h.Policy.Spec.ParamKind != nil {
-			n = 2
-		}
+		n := selfRepeats(h)
 		for _, exprs := range filters(h) {
 			for _, e := range exprs {
 				if shareable(e) {
@@ -332,10 +338,7 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 		if h.compiled == nil {
 			continue
 		}
-		n := 1
-		if len(h.Bindings) > 1 || h.Policy.Spec.ParamKind != nil {
-			n = 2
-		}
+		n := selfRepeats(h)
 		for j, m := range h.compiled.MessageExpressions {
 			if h.share.messages != nil && h.share.messages[j] >= 0 {
 				continue
@@ -512,6 +515,22 @@ func (s sharing) paramKey(i int) int32 {
 		return -1
 	}
 	return s.paramKeys[i]
+}
+
+// kept returns expression i's result made without evaluating it: shared
+// (key k), made from its literal and shared sub-expression, or kept for
+// the param (key pk; an expression over params alone is not shareable).
+func (s sharing) kept(ctx context.Context, i int, k, pk int32, in compiler.Input, budget int64) (compiler.Result, bool) {
+	if k >= 0 {
+		return s.get(ctx, k, budget)
+	}
+	if r, ok := s.prefixedResult(ctx, i, in, budget); ok {
+		return r, true
+	}
+	if pk >= 0 {
+		return s.paramResult(ctx, pk, budget)
+	}
+	return compiler.Result{}, false
 }
 
 // paramResult returns the param's result of key k when one is kept and its
