@@ -51,11 +51,15 @@ type input struct {
 	// nil shares nothing.
 	view   *view
 	shared *sharedResults
+	// paramResults are the param's results of the policy's expressions
+	// over params alone (share.go); nil keeps none.
+	paramResults *paramResults
 }
 
-// sharing is what the filter of keys shares its evaluations through.
-func (in *input) sharing(keys []int32) sharing {
-	return sharing{keys: keys, results: in.shared, view: in.view}
+// sharing is what the filter of keys (and of paramKeys among the param's
+// results) shares its evaluations through.
+func (in *input) sharing(keys, paramKeys []int32) sharing {
+	return sharing{keys: keys, results: in.shared, view: in.view, paramKeys: paramKeys, paramResults: in.paramResults}
 }
 
 // validate is upstream's validator.Validate (validator.go) over the
@@ -90,13 +94,15 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 
 	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
 	budget := int64(celconfig.RuntimeCELCostBudget)
-	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals, in.sharing(h.share.validations))
+	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals, in.sharing(h.share.validations, h.paramKeys.validations))
 	if err != nil {
 		return errorResult(err.Error())
 	}
 	// Every messageExpression, whatever its validation decided, under the
 	// budget the validations left.
-	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages, in.sharing(h.share.messages))
+	msgSharing := in.sharing(h.share.messages, h.paramKeys.messages)
+	msgSharing.prefixes = h.prefixes
+	messages, _, msgErr := h.evalObserved(ctx, o, vp.MessageExpressions, base, budget, &buf.messages, msgSharing)
 	decisions := resize(&buf.decisions, len(evals))
 	for i, r := range evals {
 		d := &decisions[i]
@@ -143,7 +149,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 	// lister holds it and no authorizer, as upstream binds them.
 	aa := base
 	aa.Namespace = in.namespace
-	annotations, _, err := h.evalObserved(ctx, o, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations, in.sharing(h.share.annotations))
+	annotations, _, err := h.evalObserved(ctx, o, vp.AuditAnnotations, aa, int64(celconfig.RuntimeCELCostBudget), &buf.annotations, in.sharing(h.share.annotations, h.paramKeys.annotations))
 	if err != nil {
 		return errorResult(err.Error())
 	}
@@ -258,26 +264,48 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 		if e == nil {
 			continue
 		}
-		k := sh.key(i)
-		if k >= 0 {
-			if r, ok := sh.get(ctx, k, budget); ok {
-				results[i], budget = r, budget-r.Cost
-				continue
-			}
+		k, pk := sh.key(i), sh.paramKey(i)
+		if r, ok := sh.kept(ctx, i, k, pk, in, budget); ok {
+			results[i], budget = r, budget-r.Cost
+			continue
 		}
 		if act == nil {
 			act = p.NewActivation(ctx, in)
 		}
 		r, remaining, err := act.Eval(e, budget)
 		if err != nil {
+			act.Release()
 			return nil, -1, err
 		}
 		if k >= 0 {
 			sh.put(k, r)
 		}
+		if pk >= 0 {
+			sh.putParamResult(ctx, pk, r)
+		}
 		results[i], budget = r, remaining
 	}
+	if act != nil && slices.ContainsFunc(results, holdsActivation) {
+		return results, budget, nil
+	}
+	act.Release()
 	return results, budget, nil
+}
+
+// holdsActivation tells whether r's value may resolve something through
+// the activation it came from (the policy's lazy variables map, or a value
+// holding it): anything but nothing and the values of the scalar types,
+// which do not (compiler.Activation.Release). An activation whose results
+// all are such is released once the filter is evaluated.
+func holdsActivation(r compiler.Result) bool {
+	if r.Value == nil {
+		return false
+	}
+	switch r.Value.(type) {
+	case celtypes.Bool, celtypes.String, celtypes.Int, celtypes.Uint, celtypes.Double, celtypes.Null:
+		return false
+	}
+	return true
 }
 
 // matchConditions is upstream's matchconditions.Matcher.Match: every
@@ -288,7 +316,7 @@ func evalAll(ctx context.Context, p *compiler.Policy, exprs []*compiler.Expressi
 func (h *Hook) matchConditions(ctx context.Context, in *input, f admissionregistrationv1.FailurePolicyType, o Observer, buf *scratch) (bool, error) {
 	conds := h.compiled.MatchConditions
 	ci := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.conditionsRequest, Authorizer: in.authz, Attributes: in.attrs}
-	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions), &buf.conditions, in.sharing(h.share.conditions))
+	results, _, err := evalAll(ctx, h.compiled.Policy, conds, ci, int64(celconfig.RuntimeCELCostBudgetMatchConditions), &buf.conditions, in.sharing(h.share.conditions, h.paramKeys.conditions))
 	if err != nil {
 		switch f {
 		case admissionregistrationv1.Fail:

@@ -2,7 +2,18 @@ package validating
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
+	"sync/atomic"
+
+	celcommon "github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/overloads"
+	celtypes "github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 )
@@ -53,6 +64,17 @@ func shareable(e *compiler.Expression) bool {
 	return true
 }
 
+// selfRepeats is 2 for a policy that may evaluate its expressions several
+// times itself (several bindings, or params: a selector can find
+// several), else 1: what one of its expressions counts among the holders
+// of a text.
+func selfRepeats(h *Hook) int {
+	if len(h.Bindings) > 1 || h.Policy.Spec.ParamKind != nil {
+		return 2
+	}
+	return 1
+}
+
 // assignShareKeys gives the expressions that hooks share (the same kind
 // and text, shareable, in two places or more, or in a policy that may
 // evaluate it more than once: several bindings, params) one key each, sets each
@@ -72,12 +94,7 @@ func assignShareKeys(hooks []Hook) int {
 		if h.compiled == nil {
 			continue
 		}
-		// A policy with several bindings, or params (a selector can find
-		// several), may evaluate its expressions several times itself.
-		n := 1
-		if len(h.Bindings) > 1 || h.Policy.Spec.ParamKind != nil {
-			n = 2
-		}
+		n := selfRepeats(h)
 		for _, exprs := range filters(h) {
 			for _, e := range exprs {
 				if shareable(e) {
@@ -138,6 +155,13 @@ type sharing struct {
 	keys    []int32
 	results *sharedResults
 	view    *view
+	// prefixes are the filter's expressions made from a literal and a
+	// shared sub-expression (prefixedResult), by index; nil for none.
+	prefixes []*prefixed
+	// paramKeys are the filter's expressions' keys among paramResults,
+	// the results of the param bound (nil: none kept).
+	paramKeys    []int32
+	paramResults *paramResults
 }
 
 // key is expression i's key, -1 when it is not shared.
@@ -168,11 +192,362 @@ func (s sharing) put(k int32, r compiler.Result) {
 }
 
 // shared returns the request's shared results (in buf), nil when nothing is shared
-// (no shared expression, an Observer, a bound of the bytes built).
+// (no shared expression nor param result kept, an Observer, a bound of the
+// bytes built): param results are kept and used only when it is not nil.
 func (e *Evaluator) shared(ctx context.Context, buf *scratch) *sharedResults {
-	if e.shareCount == 0 || e.observer != nil || e.noShare || compiler.BoundsBytes(ctx) {
+	if (e.shareCount == 0 && !e.keepsParamResults) || e.observer != nil || e.noShare || compiler.BoundsBytes(ctx) {
 		return nil
 	}
 	buf.shared.slots = resize(&buf.shared.slots, e.shareCount)
 	return &buf.shared
+}
+
+// A messageExpression often words its policy's refusal as a literal and
+// an expression several policies hold: `"policy 07: " + object.spec.
+// containers.filter(…).map(c, c.name).join(", ")`. When the expression
+// after the literal (the sub-expression) is shareable and held by two
+// such messageExpressions or more, one request evaluates it once per view
+// (compiled by itself, from its own text, by the same compiler) and makes
+// each messageExpression's result from it: the literal and its string
+// joined, as cel-go's `_+_` (add_string) joins them, and the cost cel-go's
+// runtime cost tracker charges for the whole expression: the
+// sub-expression's cost, nothing for the literal (a constant), and the
+// concatenation's (interpreter.CostTracker.costCall: the operands' sizes
+// in code points times common.StringTraversalCostFactor, rounded up).
+// Whenever that does not hold the messageExpression is evaluated whole:
+// the sub-expression's result is an error or not a string, or the cost
+// passes what is left of the budget or the per-call limit (cel-go would
+// stop the evaluation). Under the conditions that stop sharing (an
+// Observer, a bound of the bytes built, a context done) nothing is made.
+// TestPrefixedMessagesAreEvaluations holds the results, costs included,
+// to the whole evaluation.
+
+// prefixed is a messageExpression made from its literal and a shared
+// sub-expression.
+type prefixed struct {
+	lit string
+	sub *subExpression
+}
+
+// subExpression is a sub-expression compiled by itself, with its key among
+// the Evaluator's shared results.
+type subExpression struct {
+	policy *compiler.Policy
+	expr   *compiler.Expression
+	key    int32
+}
+
+// splitPrefixed returns the literal and the text of the sub-expression of
+// a messageExpression written `<string literal> + <sub-expression>` (the
+// root an add_string call whose first operand is a string constant), ok
+// false for any other.
+func splitPrefixed(e *compiler.Expression) (lit, sub string, ok bool) {
+	if e == nil || e.Err != nil || e.AST() == nil {
+		return "", "", false
+	}
+	nat := e.AST().NativeRep()
+	root := nat.Expr()
+	if root.Kind() != ast.CallKind {
+		return "", "", false
+	}
+	call := root.AsCall()
+	if call.FunctionName() != operators.Add || call.IsMemberFunction() || len(call.Args()) != 2 {
+		return "", "", false
+	}
+	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overloads.AddString}) {
+		return "", "", false
+	}
+	left := call.Args()[0]
+	if left.Kind() != ast.LiteralKind {
+		return "", "", false
+	}
+	s, isString := left.AsLiteral().(celtypes.String)
+	if !isString {
+		return "", "", false
+	}
+	// The operator's offset (in code points) is the call's.
+	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
+	src := []rune(e.Source)
+	if !found || r.Start < 0 || int(r.Start) >= len(src) || src[r.Start] != '+' {
+		return "", "", false
+	}
+	return string(s), string(src[r.Start+1:]), true
+}
+
+// samePrefixedSub tells whether sub, compiled, is the second operand of
+// e's root: the same tree (ids aside) with the same overloads.
+func samePrefixedSub(e, sub *compiler.Expression) bool {
+	nat, subNat := e.AST().NativeRep(), sub.AST().NativeRep()
+	return sameExpr(nat.Expr().AsCall().Args()[1], subNat.Expr(), nat.ReferenceMap(), subNat.ReferenceMap())
+}
+
+// sameExpr tells whether a and b are the same tree, ids aside, with the
+// same references (identifiers and overloads) at each node.
+func sameExpr(a, b ast.Expr, refsA, refsB map[int64]*ast.ReferenceInfo) bool {
+	if a.Kind() != b.Kind() {
+		return false
+	}
+	ra, rb := refsA[a.ID()], refsB[b.ID()]
+	if (ra == nil) != (rb == nil) || ra != nil && (ra.Name != rb.Name || !slices.Equal(ra.OverloadIDs, rb.OverloadIDs) || (ra.Value == nil) != (rb.Value == nil) || ra.Value != nil && ra.Value.Equal(rb.Value) != celtypes.True) {
+		return false
+	}
+	same := func(x, y ast.Expr) bool { return sameExpr(x, y, refsA, refsB) }
+	all := func(xs, ys []ast.Expr) bool { return slices.EqualFunc(xs, ys, same) }
+	switch a.Kind() {
+	case ast.LiteralKind:
+		x, y := a.AsLiteral(), b.AsLiteral()
+		return x.Type() == y.Type() && x.Equal(y) == celtypes.True
+	case ast.IdentKind:
+		return a.AsIdent() == b.AsIdent()
+	case ast.SelectKind:
+		x, y := a.AsSelect(), b.AsSelect()
+		return x.FieldName() == y.FieldName() && x.IsTestOnly() == y.IsTestOnly() && same(x.Operand(), y.Operand())
+	case ast.CallKind:
+		x, y := a.AsCall(), b.AsCall()
+		if x.FunctionName() != y.FunctionName() || x.IsMemberFunction() != y.IsMemberFunction() {
+			return false
+		}
+		return (!x.IsMemberFunction() || same(x.Target(), y.Target())) && all(x.Args(), y.Args())
+	case ast.ListKind:
+		x, y := a.AsList(), b.AsList()
+		return slices.Equal(x.OptionalIndices(), y.OptionalIndices()) && all(x.Elements(), y.Elements())
+	case ast.ComprehensionKind:
+		x, y := a.AsComprehension(), b.AsComprehension()
+		return x.IterVar() == y.IterVar() && x.IterVar2() == y.IterVar2() && x.AccuVar() == y.AccuVar() &&
+			same(x.IterRange(), y.IterRange()) && same(x.AccuInit(), y.AccuInit()) && same(x.LoopCondition(), y.LoopCondition()) &&
+			same(x.LoopStep(), y.LoopStep()) && same(x.Result(), y.Result())
+	}
+	// Maps, structs and anything else: not compared, not the same.
+	return false
+}
+
+// assignPrefixed finds the hooks' messageExpressions (not shared whole)
+// made of a literal and a shareable sub-expression that two of them or
+// more hold, compiles each sub-expression once with comp (as the
+// messageExpression of a policy of its own), gives it a key from next on
+// and sets the hooks' prefixes; it returns the next key.
+func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
+	type candidate struct {
+		hook, index int
+		lit, sub    string
+	}
+	var cands []candidate
+	count := map[string]int{}
+	for i := range hooks {
+		h := &hooks[i]
+		if h.compiled == nil {
+			continue
+		}
+		n := selfRepeats(h)
+		for j, m := range h.compiled.MessageExpressions {
+			if h.share.messages != nil && h.share.messages[j] >= 0 {
+				continue
+			}
+			if lit, sub, ok := splitPrefixed(m); ok {
+				cands = append(cands, candidate{i, j, lit, sub})
+				count[sub] += n
+			}
+		}
+	}
+	subs := map[string]*subExpression{}
+	for _, c := range cands {
+		if count[c.sub] < 2 {
+			continue
+		}
+		s, done := subs[c.sub]
+		if !done {
+			s = compileSub(comp, c.sub, next)
+			subs[c.sub] = s
+			if s != nil {
+				next++
+			}
+		}
+		h := &hooks[c.hook]
+		if s == nil || !samePrefixedSub(h.compiled.MessageExpressions[c.index], s.expr) {
+			continue
+		}
+		if h.prefixes == nil {
+			h.prefixes = make([]*prefixed, len(h.compiled.MessageExpressions))
+		}
+		h.prefixes[c.index] = &prefixed{lit: c.lit, sub: s}
+	}
+	return next
+}
+
+// compileSub compiles the sub-expression text as the messageExpression of
+// a policy of its own (a name no policy can have: it keys comp's cache),
+// nil when it does not compile or is not shareable.
+func compileSub(comp *Compiler, text string, key int) *subExpression {
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "messageExpression: " + text},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			Validations: []admissionregistrationv1.Validation{{Expression: "true", MessageExpression: text}},
+		},
+	}
+	vp, err := comp.compile(p)
+	if err != nil || len(vp.MessageExpressions) != 1 || !shareable(vp.MessageExpressions[0]) {
+		return nil
+	}
+	return &subExpression{policy: vp.Policy, expr: vp.MessageExpressions[0], key: int32(key)}
+}
+
+// prefixedResult returns messageExpression i's result made from its
+// literal and its sub-expression's result for the sharing's view
+// (evaluated the first time), ok false when it is to be evaluated whole.
+func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, budget int64) (compiler.Result, bool) {
+	if s.prefixes == nil || s.results == nil || s.view == nil || s.prefixes[i] == nil || ctx.Err() != nil {
+		return compiler.Result{}, false
+	}
+	p := s.prefixes[i]
+	slot := &s.results.slots[p.sub.key]
+	if slot.view != s.view {
+		act := p.sub.policy.NewActivation(ctx, in)
+		r, _, err := act.Eval(p.sub.expr, compiler.PerCallLimit)
+		act.Release()
+		if err != nil {
+			return compiler.Result{}, false
+		}
+		slot.view, slot.res = s.view, r
+	}
+	r := slot.res
+	v, isString := r.Value.(celtypes.String)
+	if r.Err != nil || !isString {
+		return compiler.Result{}, false
+	}
+	cost := r.Cost + concatCost(celtypes.String(p.lit), v)
+	if cost > budget || cost > compiler.PerCallLimit {
+		return compiler.Result{}, false
+	}
+	s.results.replayed++
+	return compiler.Result{Value: celtypes.String(p.lit + string(v)), Cost: cost, Elapsed: r.Elapsed}, true
+}
+
+// concatCost is what cel-go's runtime cost tracker charges for a + b
+// (add_string): their sizes in code points times the string traversal
+// factor, rounded up.
+func concatCost(a, b celtypes.String) int64 {
+	size := a.Size().(celtypes.Int) + b.Size().(celtypes.Int)
+	return int64(math.Ceil(float64(size) * celcommon.StringTraversalCostFactor))
+}
+
+// An expression of a policy with params that refers to params and to
+// nothing else of the request (not object, oldObject, request,
+// namespaceObject, the authorizer, variables) has, for one param object,
+// the same value, error and cost on every request: `"team " +
+// params.data.team`, a passing validation's messageExpression evaluated
+// for its cost only. Its first evaluation over a param (the param object
+// as the Evaluator's params.Memo holds it: a changed param is another
+// object) is kept with the param's binding and used, its cost charged,
+// on later requests and bindings, under the rules of the sharing above:
+// not when its cost passes what is left of the budget (evaluated, for
+// upstream's error), not under an Observer, a bound of the bytes built or
+// a context done (neither kept nor used), and only a result of an
+// evaluation that ended (no budget error) in a context not done is kept.
+// TestParamResultsAreEvaluations and TestParamResultUnderBudget hold it.
+
+// paramResults are the results kept for one param object, by the policy's
+// paramKeys; safe for concurrent use.
+type paramResults struct {
+	slots []atomic.Pointer[compiler.Result]
+}
+
+// newParamResults returns the results of n keys, nil for none.
+func newParamResults(n int) *paramResults {
+	if n == 0 {
+		return nil
+	}
+	return &paramResults{slots: make([]atomic.Pointer[compiler.Result], n)}
+}
+
+// paramsOnly tells whether e compiled and refers to params and to none of
+// the other variables.
+func paramsOnly(e *compiler.Expression) bool {
+	if e == nil || e.Err != nil || e.AST() == nil {
+		return false
+	}
+	usesParams := false
+	for _, r := range e.AST().NativeRep().ReferenceMap() {
+		for _, name := range append([]string{compiler.ObjectVar, compiler.OldObjectVar}, unsharedVars...) {
+			if r.Name == name || strings.HasPrefix(r.Name, name+".") {
+				if name != compiler.ParamsVar {
+					return false
+				}
+				usesParams = true
+			}
+		}
+	}
+	return usesParams
+}
+
+// assignParamKeys gives h's expressions over params alone (a policy with
+// a paramKind) their keys among a param's results.
+func assignParamKeys(h *Hook) {
+	if h.compiled == nil || h.Policy.Spec.ParamKind == nil {
+		return
+	}
+	vp := h.compiled
+	n := 0
+	keys := func(exprs []*compiler.Expression) []int32 {
+		var out []int32
+		for i, e := range exprs {
+			if !paramsOnly(e) {
+				continue
+			}
+			if out == nil {
+				out = make([]int32, len(exprs))
+				for j := range out {
+					out[j] = -1
+				}
+			}
+			out[i] = int32(n)
+			n++
+		}
+		return out
+	}
+	h.paramKeys = shareKeys{conditions: keys(vp.MatchConditions), validations: keys(vp.Validations), messages: keys(vp.MessageExpressions), annotations: keys(vp.AuditAnnotations)}
+	h.paramKeyCount = n
+}
+
+// paramKey is expression i's key among the param's results, -1 when none
+// is kept (not over params alone, no param results, sharing off).
+func (s sharing) paramKey(i int) int32 {
+	if s.paramKeys == nil || s.paramResults == nil || s.results == nil {
+		return -1
+	}
+	return s.paramKeys[i]
+}
+
+// kept returns expression i's result made without evaluating it: shared
+// (key k), made from its literal and shared sub-expression, or kept for
+// the param (key pk; an expression over params alone is not shareable).
+func (s sharing) kept(ctx context.Context, i int, k, pk int32, in compiler.Input, budget int64) (compiler.Result, bool) {
+	if k >= 0 {
+		return s.get(ctx, k, budget)
+	}
+	if r, ok := s.prefixedResult(ctx, i, in, budget); ok {
+		return r, true
+	}
+	if pk >= 0 {
+		return s.paramResult(ctx, pk, budget)
+	}
+	return compiler.Result{}, false
+}
+
+// paramResult returns the param's result of key k when one is kept and its
+// cost fits budget.
+func (s sharing) paramResult(ctx context.Context, k int32, budget int64) (compiler.Result, bool) {
+	r := s.paramResults.slots[k].Load()
+	if r == nil || r.Cost > budget || ctx.Err() != nil {
+		return compiler.Result{}, false
+	}
+	s.results.replayed++
+	return *r, true
+}
+
+// putParamResult keeps r as the param's result of key k, unless one is
+// kept or ctx is done.
+func (s sharing) putParamResult(ctx context.Context, k int32, r compiler.Result) {
+	if ctx.Err() == nil && s.paramResults.slots[k].Load() == nil {
+		s.paramResults.slots[k].CompareAndSwap(nil, &r)
+	}
 }

@@ -218,3 +218,40 @@ func TestEvaluatorConcurrentAdmissions(t *testing.T) {
 		}
 	}
 }
+
+// TestParamResultsAreEvaluations holds the results kept for a param of the
+// expressions over params alone (share.go: a validation, a
+// messageExpression, an auditAnnotation) to their evaluation: the same
+// admissions, one after the other through one Evaluator (the results kept
+// from the first used by the next), with sharing on and off, and results
+// used when on.
+func TestParamResultsAreEvaluations(t *testing.T) {
+	ctx := context.Background()
+	spec := "  paramKind: {apiVersion: v1, kind: ConfigMap}\n  validations:\n" +
+		"  - expression: object.spec.replicas <= int(params.data.maxReplicas)\n    messageExpression: \"'at most ' + params.data.maxReplicas\"\n" +
+		"  - expression: params.data.maxReplicas != '2'\n    messageExpression: \"'not ' + params.data.maxReplicas + ' for ' + object.metadata.name\"\n" +
+		"  - expression: \"params.data.maxReplicas.size() > 0\"\n    messageExpression: \"'a max: ' + params.data.maxReplicas\"\n" +
+		"  auditAnnotations:\n  - {key: max, valueExpression: \"'max ' + params.data.maxReplicas\"}"
+	sim, policies, bindings := policySet(t, vap("a", spec, "  validationActions: [Warn, Audit]\n  paramRef: {selector: {matchLabels: {policy: replicas}}, parameterNotFoundAction: Deny}"))
+	var outcomes [2]string
+	for i, on := range []bool{false, true} {
+		ev := evaluator(t, sim, nil, policies, bindings)
+		replays := validating.Sharing(ev, on)
+		var b strings.Builder
+		for n := range 4 {
+			b.WriteString(admitted(t, ctx, sim, ev, strings.Replace(deployment, "replicas: 5", fmt.Sprintf("replicas: %d", n+1), 1)))
+		}
+		outcomes[i] = b.String()
+		if got := replays.Load(); on != (got > 0) {
+			t.Errorf("sharing %v: %d results used", on, got)
+		}
+	}
+	if outcomes[0] != outcomes[1] {
+		t.Errorf("evaluated:\n%s\nkept:\n%s", outcomes[0], outcomes[1])
+	}
+	for _, want := range []string{"at most 2", "not 2 for", "max 2"} {
+		if !strings.Contains(outcomes[0], want) {
+			t.Errorf("the outcome does not hold %q:\n%s", want, outcomes[0])
+		}
+	}
+}

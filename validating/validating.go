@@ -104,6 +104,13 @@ type Hook struct {
 	// share are the keys of the expressions the policy shares with others
 	// (share.go).
 	share shareKeys
+	// paramKeys are the keys of the expressions over params alone among
+	// a param's results (paramResults), paramKeyCount their number.
+	paramKeys     shareKeys
+	paramKeyCount int
+	// prefixes are the messageExpressions made from a literal and a
+	// shared sub-expression (share.go), by validation; nil for none.
+	prefixes []*prefixed
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -119,6 +126,9 @@ type Evaluator struct {
 	// noShare turns sharing off (tests).
 	shareCount int
 	noShare    bool
+	// keepsParamResults tells whether a hook keeps results per param
+	// (share.go's paramResults).
+	keepsParamResults bool
 	// replays, when set, counts the shared results used instead of an
 	// evaluation (tests).
 	replays *atomic.Int64
@@ -171,7 +181,11 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		}
 		e.hooks = append(e.hooks, h)
 	}
-	e.shareCount = assignShareKeys(e.hooks)
+	e.shareCount = assignPrefixed(e.hooks, comp, assignShareKeys(e.hooks))
+	for i := range e.hooks {
+		assignParamKeys(&e.hooks[i])
+		e.keepsParamResults = e.keepsParamResults || e.hooks[i].paramKeyCount > 0
+	}
 	return e
 }
 
@@ -355,12 +369,14 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 				}
 				in.authz, in.attrs = authz, attributes()
 			}
+			// One record per param (the slice grown once, not by doubling).
+			out.Validations = slices.Grow(out.Validations, len(ps))
 			for _, param := range ps {
 				prec := rec
-				in.params, in.paramsValue = nil, nil
+				in.params, in.paramsValue, in.paramResults = nil, nil, nil
 				if param.Object != nil {
 					prec.Param = param.Namespace + "/" + param.Name
-					in.params, in.paramsValue = h.paramOf(param)
+					in.params, in.paramsValue, in.paramResults = h.paramOf(param)
 				}
 				result := h.validate(ctx, &in, e.observer, buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
@@ -630,25 +646,28 @@ func (e *Evaluator) namespaceObject(ctx context.Context, a *matching.Attributes)
 	return e.cfg.Matcher.Namespace(ctx, name)
 }
 
-// boundParam is a param as paramOf binds it.
+// boundParam is a param as paramOf binds it, with the results of the
+// policy's expressions over it alone (paramResults).
 type boundParam struct {
-	params map[string]any
-	value  ref.Val
+	params  map[string]any
+	value   ref.Val
+	results *paramResults
 }
 
 // paramOf is paramOf of the param's content, remembered by its object (a
 // param's binding depends on the object and the policy's paramKind
 // alone).
-func (h *Hook) paramOf(p params.Param) (map[string]any, ref.Val) {
+func (h *Hook) paramOf(p params.Param) (map[string]any, ref.Val, *paramResults) {
 	if p.Source == nil {
-		return paramOf(p.Object, h.Policy.Spec.ParamKind)
+		m, val := paramOf(p.Object, h.Policy.Spec.ParamKind)
+		return m, val, nil
 	}
 	v, _ := h.paramValues.Get(p.Source, func() (any, error) {
 		m, val := paramOf(p.Object, h.Policy.Spec.ParamKind)
-		return boundParam{m, val}, nil
+		return boundParam{m, val, newParamResults(h.paramKeyCount)}, nil
 	})
 	b := v.(boundParam)
-	return b.params, b.value
+	return b.params, b.value, b.results
 }
 
 // paramOf is a param as the dispatcher hands it to CEL: a typed built-in
