@@ -115,7 +115,7 @@ func TestLoadPodPatch(t *testing.T) {
 	if got, want := normalizeJSON(t, p.original), normalizeJSON(t, fresh); !reflect.DeepEqual(got, want) {
 		t.Fatal("the engine modified the request object it was given")
 	}
-	resp, err := respond(p.req, p.original, p.res, nil, RespondOptions{})
+	resp, err := respond(p.req, p.original, false, p.res, nil, RespondOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func BenchmarkPatch(b *testing.B) {
 	b.Run("respond", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := respond(p.req, p.original, p.res, nil, RespondOptions{}); err != nil {
+			if _, err := respond(p.req, p.original, false, p.res, nil, RespondOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
