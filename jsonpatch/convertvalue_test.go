@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -330,4 +331,60 @@ func TestFromCELTakesTheReferenceForWhatItDeclines(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "JSONPath valueExpression evaluated to a type that could not marshal to JSON") {
 		t.Fatalf("error = %v", err)
 	}
+}
+
+// TestOperationValueIsReference holds operationValue, an Object's names
+// checked and its value converted in one walk, to the reference (upstream's
+// CheckTypeNames, then convertValue): the same value or the same error, on
+// random values, Objects with right names and Objects with a wrong name at
+// some depth.
+func TestOperationValueIsReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 6))
+	objects, wrong := 0, 0
+	const n = 20000
+	for i := 0; i < n; i++ {
+		v := randomVal(r, 3, "Object")
+		switch r.IntN(3) {
+		case 0:
+			// An Object under a field whose name its type name may not follow.
+			names := []string{"Object.spec", "Object.x", "Object", "Thing.spec"}
+			inner := randomVal(r, 3, names[r.IntN(len(names))])
+			v = dynamic.NewObjectVal(types.NewObjectType("Object"), map[string]ref.Val{
+				"spec": inner,
+				"a":    types.NewRefValList(types.DefaultTypeAdapter, []ref.Val{randomVal(r, 2, "Object.a")}),
+			})
+		case 1:
+			v = dynamic.NewObjectVal(types.NewObjectType("Object"), map[string]ref.Val{"spec": randomVal(r, 3, "Object.spec")})
+		}
+		if _, ok := v.(*dynamic.ObjectVal); ok {
+			objects++
+		}
+		got, gotErr := operationValue(v)
+		want, wantErr := operationValueReference(v)
+		// Upstream's conversion of a map meets its fields in map order: which
+		// field's error it tells varies from one call to the next (the
+		// operation's error is the reference's, by the same code), not its
+		// kind.
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && errorKind(gotErr) != errorKind(wantErr) {
+			t.Fatalf("%v: error %v, reference %v", v, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			if strings.HasPrefix(wantErr.Error(), "type mismatch") {
+				wrong++
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%v:\n got %#v\nwant %#v", v, got, want)
+		}
+	}
+	if objects < n/2 || wrong < n/20 {
+		t.Fatalf("%d Objects, %d wrong names of %d values: too few to tell", objects, wrong, n)
+	}
+}
+
+// errorKind is an error's text up to the first colon.
+func errorKind(err error) string {
+	kind, _, _ := strings.Cut(err.Error(), ":")
+	return kind
 }

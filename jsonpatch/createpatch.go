@@ -33,13 +33,32 @@ import (
 // is then orig's encoding (jsonvalue.Marshal), made only if the fallback
 // needs it.
 func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
+	return createPatch(original, orig, want, false)
+}
+
+// CreatePatchNormalized is CreatePatch for an orig the caller knows to be
+// a fixed point of the normalization Apply runs on its document
+// (IsNormalized(orig) holds: a JSON decoding without whole or zero
+// floats is one, as a decoder can tell while it decodes): the patch's
+// check skips that walk of the whole of orig (ApplyUnnormalized in place
+// of Apply, which give the same result on such a document). The patch
+// and the error are CreatePatch's; TestCreatePatchNormalizedIsCreatePatch
+// and FuzzNativePatch hold them equal. With an orig that is not
+// normalized the check would not be Apply's: a caller that cannot vouch
+// for orig calls CreatePatch.
+func CreatePatchNormalized(original []byte, orig, want map[string]any) ([]byte, error) {
+	return createPatch(original, orig, want, orig != nil)
+}
+
+// createPatch is CreatePatch; normalized tells that IsNormalized(orig).
+func createPatch(original []byte, orig, want map[string]any, normalized bool) ([]byte, error) {
 	if orig == nil {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
 			orig = nil
 		}
 	}
 	if orig != nil && want != nil {
-		if patch, ok := createPatchFast(orig, want); ok {
+		if patch, ok := createPatchNative(orig, want, normalized); ok {
 			return patch, nil
 		}
 	}
@@ -57,17 +76,37 @@ func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
 // Apply (evanphx/json-patch v4's semantics on orig's JSON). ok is
 // false when the check fails or the patch has no JSON encoding.
 func createPatchFast(orig, want map[string]any) (patch []byte, ok bool) {
+	return createPatchNative(orig, want, false)
+}
+
+// createPatchNative is createPatchFast; normalized tells that
+// IsNormalized(orig) holds, so that the check applies the patch with
+// ApplyUnnormalized: its result is Apply's whenever it is normalized, and
+// it is, being made of orig's values (normalized) and of the operations'
+// values as Apply normalizes them (finalize turning a -0 into 0 and a
+// null node into nil, as for Apply).
+func createPatchNative(orig, want map[string]any, normalized bool) (patch []byte, ok bool) {
 	ops := Diff(orig, want)
 	if len(ops) == 0 {
 		// The diff found every value equal, as the check would.
 		return nil, true
 	}
-	got, err := Apply(orig, ops)
-	if err != nil || got == nil || !jsonvalue.JSONEqual(got, want) {
+	var got map[string]any
+	applied := false
+	if normalized {
+		got, applied = ApplyUnnormalized(orig, ops)
+	}
+	if !applied {
+		var err error
+		if got, err = Apply(orig, ops); err != nil {
+			return nil, false
+		}
+	}
+	if got == nil || !jsonvalue.JSONEqual(got, want) {
 		return nil, false
 	}
 	// Most operations of a mutating policy add a field or a small object.
-	patch, err = appendOps(make([]byte, 0, 256+128*len(ops)), ops)
+	patch, err := appendOps(make([]byte, 0, 256+128*len(ops)), ops)
 	if err != nil {
 		return nil, false
 	}

@@ -517,6 +517,7 @@ func FuzzNativePatch(f *testing.F) {
 			t.Fatal(err)
 		}
 		valuetest.CheckPatch(t, doc, viaPatch, want)
+		checkNormalizedPatch(t, orig, want, viaPatch)
 		// The encoder writes what jsonMarshal writes.
 		var e jsonEncoder
 		if err := e.value(want); err != nil {

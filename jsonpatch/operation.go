@@ -88,20 +88,48 @@ func FromCEL(v ref.Val) ([]Operation, error) {
 		}
 		res := Operation{Op: op.Op, Path: op.Path, From: op.From}
 		if op.Val != nil {
-			if objVal, ok := op.Val.(*dynamic.ObjectVal); ok {
-				if err := celobject.CheckTypeNames(objVal); err != nil {
-					return nil, fmt.Errorf("type mismatch: %w", err)
-				}
-			}
-			val, err := convertValue(op.Val)
+			val, err := operationValue(op.Val)
 			if err != nil {
-				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+				return nil, err
 			}
 			res.Value, res.HasValue = val, true
 		}
 		result = append(result, res)
 	}
 	return result, nil
+}
+
+// operationValue is the value of an operation whose CEL value is v, with
+// upstream's checks and errors (operationValueReference): an Object has
+// its type names checked and is converted in one walk of it
+// (celobject.NativeChecked) when that walk vouches for both; anything else,
+// and an Object it declines, goes through operationValueReference.
+// TestOperationValueIsReference holds the two equal.
+func operationValue(v ref.Val) (any, error) {
+	if objVal, ok := v.(*dynamic.ObjectVal); ok {
+		// NativeChecked's map is Native's, and new: convertValueFast's
+		// value for an Object whose names CheckTypeNames accepts.
+		if m, ok := celobject.NativeChecked(objVal); ok && nativeAsJSON(m) {
+			return m, nil
+		}
+	}
+	return operationValueReference(v)
+}
+
+// operationValueReference is the value of an operation whose CEL value is
+// v as upstream's jsonPatcher checks and converts it: an Object's type
+// names checked (CheckTypeNames), then convertValue.
+func operationValueReference(v ref.Val) (any, error) {
+	if objVal, ok := v.(*dynamic.ObjectVal); ok {
+		if err := celobject.CheckTypeNames(objVal); err != nil {
+			return nil, fmt.Errorf("type mismatch: %w", err)
+		}
+	}
+	val, err := convertValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
+	}
+	return val, nil
 }
 
 // Lists and maps as CEL literals and NewRefValList and NewRefValMap build

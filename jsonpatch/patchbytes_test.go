@@ -2,6 +2,7 @@ package jsonpatch
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -175,6 +176,62 @@ func checkPatchBytes(t testing.TB, orig, want map[string]any) {
 	// then the reference's operations must have failed the check too.
 	if fast, ok := createPatchFast(orig, want); !ok || !bytes.Equal(fast, patch) {
 		t.Fatalf("the fast path did not make the patch (ok %v)", ok)
+	}
+	checkNormalizedPatch(t, orig, want, patch)
+}
+
+// checkNormalizedPatch fails unless, for an orig that IsNormalized,
+// CreatePatchNormalized and its native path (the check by
+// ApplyUnnormalized) make patch, CreatePatch's patch.
+func checkNormalizedPatch(t testing.TB, orig, want map[string]any, patch []byte) {
+	t.Helper()
+	if !IsNormalized(orig) {
+		return
+	}
+	got, err := CreatePatchNormalized(nil, orig, want)
+	if err != nil || !bytes.Equal(got, patch) {
+		t.Fatalf("CreatePatchNormalized: %s, %v; CreatePatch: %s", got, err, patch)
+	}
+	fast, ok := createPatchNative(orig, want, false)
+	normalized, nok := createPatchNative(orig, want, true)
+	if ok != nok || !bytes.Equal(fast, normalized) {
+		t.Fatalf("checked with ApplyUnnormalized: %s (ok %v); with Apply: %s (ok %v)", normalized, nok, fast, ok)
+	}
+}
+
+// TestCreatePatchNormalizedIsCreatePatch holds CreatePatchNormalized to
+// CreatePatch on real objects (all of them normalized JSON decodings)
+// edited copy-on-write as the engine edits them, with values of every
+// kind (whole and fractional floats among them, which the operations'
+// values may be), and on the documents the native diff declines.
+func TestCreatePatchNormalizedIsCreatePatch(t *testing.T) {
+	objs := append(realObjects(t), []byte(pod))
+	normalized := 0
+	for oi, j := range objs {
+		if IsNormalized(decodeObject(t, j)) {
+			normalized++
+		}
+		for seed := 0; seed < 300; seed++ {
+			orig := decodeObject(t, j)
+			r := rand.New(rand.NewPCG(uint64(oi), uint64(seed)))
+			script := make([]byte, 2+r.IntN(30))
+			for i := range script {
+				script[i] = byte(r.Uint32())
+			}
+			ed := &editor{script: script, orig: orig}
+			want := orig
+			for len(ed.script) > 0 {
+				want = ed.edit(want, 0).(map[string]any)
+			}
+			patch, err := CreatePatch(nil, orig, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNormalizedPatch(t, orig, want, patch)
+		}
+	}
+	if normalized < len(objs)/2 {
+		t.Fatalf("%d of %d objects normalized: too few to tell", normalized, len(objs))
 	}
 }
 

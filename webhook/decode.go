@@ -9,6 +9,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // decodeMap is sigsjson.UnmarshalCaseSensitivePreserveInts of raw into a
@@ -48,6 +49,13 @@ type mapDecoder struct {
 	elems   []any
 	// strs boxes the string values, many to an allocation.
 	strs jsonvalue.Strings
+	// wholeFloats is set once a number decodes to a float64 that the
+	// normalization of jsonpatch.Apply changes (a whole number or a zero,
+	// !jsonpatch.IsNormalizedFloat): every other value the decoder makes is
+	// a fixed point of it (strings and keys valid UTF-8, maps and slices
+	// not nil), so that a document decoded without setting it is
+	// jsonpatch.IsNormalized.
+	wholeFloats bool
 }
 
 // maxDecodeDepth is the deepest nesting the fast decoder takes; deeper
@@ -257,6 +265,9 @@ func (d *mapDecoder) number() (any, bool) {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
 		return nil, false // out of range: sigsjson's error
+	}
+	if !jsonpatch.IsNormalizedFloat(f) {
+		d.wholeFloats = true
 	}
 	return f, true
 }

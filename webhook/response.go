@@ -44,7 +44,7 @@ type RespondOptions struct {
 // request's object with evanphx/json-patch v4's semantics, as kube-apiserver
 // does (see jsonpatch.CreatePatch); an error means no correct patch could be made.
 func Respond(req *admissionv1.AdmissionRequest, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
-	return respond(req, nil, res, admitErr, o)
+	return respond(req, nil, false, res, admitErr, o)
 }
 
 // respond is Respond; original, when not nil, is the request object's JSON
@@ -52,8 +52,10 @@ func Respond(req *admissionv1.AdmissionRequest, res chain.Result, admitErr error
 // modified since (the Reviewer's decoding, which the engine only reads):
 // the patch is diffed from it instead of decoding the JSON again, and it
 // shares its unchanged maps with res.Object, so the diff need not walk
-// them.
-func respond(req *admissionv1.AdmissionRequest, original map[string]any, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+// them. normalized tells that original is jsonpatch.IsNormalized (the
+// envelope's decoder saw to it): the patch's check then need not
+// normalize it (jsonpatch.CreatePatchNormalized).
+func respond(req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
@@ -79,7 +81,11 @@ func respond(req *admissionv1.AdmissionRequest, original map[string]any, res cha
 		// build's types do not know (a newer API server) is never removed.
 		return resp, nil
 	}
-	patch, err := jsonpatch.CreatePatch(req.Object.Raw, original, res.Object)
+	createPatch := jsonpatch.CreatePatch
+	if normalized && original != nil {
+		createPatch = jsonpatch.CreatePatchNormalized
+	}
+	patch, err := createPatch(req.Object.Raw, original, res.Object)
 	if err != nil {
 		return nil, err
 	}

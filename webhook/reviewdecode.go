@@ -14,6 +14,11 @@ import (
 // decodeMap gives for its Raw.
 type bodies struct {
 	object, oldObject, options map[string]any
+	// objectNormalized tells that object is not nil and
+	// jsonpatch.IsNormalized(object) (the decoder made no whole float in
+	// it), so that its patch may be created with
+	// jsonpatch.CreatePatchNormalized.
+	objectNormalized bool
 }
 
 // decodeEnvelope is sigsjson.UnmarshalCaseSensitivePreserveInts of body
@@ -253,7 +258,12 @@ func (d *envelopeDecoder) request(r *admissionv1.AdmissionRequest, b *bodies) bo
 		case "userInfo":
 			return d.userInfo(&r.UserInfo)
 		case "object":
-			return d.body(&r.Object.Raw, &b.object)
+			d.wholeFloats = false
+			if !d.body(&r.Object.Raw, &b.object) {
+				return false
+			}
+			b.objectNormalized = b.object != nil && !d.wholeFloats
+			return true
 		case "oldObject":
 			return d.body(&r.OldObject.Raw, &b.oldObject)
 		case "options":

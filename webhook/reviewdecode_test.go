@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -57,7 +58,10 @@ var envelopeCases = func() []string {
 		r(`"object":{`, `"object":[1],"o":{`), r(`"object":{`, `"object":true,"o":{`),
 		r(`"object":{`, `"object":{"n":1e400},"o":{`), r(`"object":{`, `"object":{"n":-9223372036854775809,"m":1.5},"o":{`),
 		r(`"object":{`, `"object":{"d":`+strings.Repeat("[", 1200)+strings.Repeat("]", 1200)+`},"o":{`),
-		r(`"object":{`, `"object":{"a":1},"object":{`), r(`"uid":"u1"`, `"uid":"u0","uid":"u1"`),
+		r(`"object":{`, `"object":{"a":1},"object":{`),
+		r(`"object":{`, `"object":{"f":1.0,`), r(`"object":{`, `"object":{"f":[{"g":-0.0}],`), r(`"object":{`, `"object":{"f":1e2,`),
+		r(`"object":{`, `"object":{"f":1.5,"g":[2.5e-3]},"object":{`), r(`"object":{`, `"object":{"f":1.0},"object":{`),
+		r(`"object":{`, `"object":{"f":0.5,"g":{"h":1E400}},"object":{`), r(`"object":{`, `"oldObject":{"f":1.0},"object":{`), r(`"uid":"u1"`, `"uid":"u0","uid":"u1"`),
 		r(`"uid":"u1"`, `"UID":"u0","uid":"u1"`), r(`"uid":"u1"`, `"uid":"u1","Uid":"u2"`), r(`"uid":"u1"`, `"\u0075id":"u1"`),
 		r(`"uid":"u1"`, `"uid":1`), r(`"uid":"u1"`, `"uid":null`), r(`"uid":"u1"`, `"uid":"u\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t"`),
 		r(`"uid":"u1"`, `"uid":"a`+"\xff"+`b\ud800"`), r(`"uid":"u1"`, `"uid":"a`+"\x01"+`"`), r(`"uid":"u1"`, `"uid":"\x"`),
@@ -114,6 +118,10 @@ func checkEnvelope(t *testing.T, body []byte) (took bool) {
 				t.Fatalf("%.80q: %q is kept in the body's copy", body, s)
 			}
 		}
+	}
+	// The flag the patch's check relies on is exactly IsNormalized.
+	if b.objectNormalized != (b.object != nil && jsonpatch.IsNormalized(b.object)) {
+		t.Fatalf("%.80q: objectNormalized %v for %#v", body, b.objectNormalized, b.object)
 	}
 	if want.Request == nil {
 		if b.object != nil || b.oldObject != nil || b.options != nil {
@@ -178,7 +186,7 @@ func checkAnswer(t *testing.T, body []byte) {
 			return nil, reviewError(400, "BadRequest", err.Error())
 		}
 		res, admitErr := labeler(context.Background(), attrs)
-		resp, err := respond(review.Request, original, res, admitErr, RespondOptions{Explain: attrs.DryRun})
+		resp, err := respond(review.Request, original, false, res, admitErr, RespondOptions{Explain: attrs.DryRun})
 		if err != nil {
 			return nil, reviewError(500, "InternalError", err.Error())
 		}

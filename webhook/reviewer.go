@@ -60,7 +60,9 @@ func (rv *Reviewer) Review(ctx context.Context, body []byte) ([]byte, error) {
 	if admitErr != nil {
 		rv.log().Error("evaluating admission request", "uid", review.Request.UID, "kind", attrs.Kind.String(), "namespace", attrs.Namespace, "name", attrs.Name, "error", admitErr)
 	}
-	resp, err := respond(review.Request, original, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
+	// original is b.object when the envelope's decoding made it.
+	normalized := objects != nil && original != nil && b.objectNormalized
+	resp, err := respond(review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
 	if err != nil {
 		// Never send a patch that would not give the engine's object.
 		rv.log().Error("building the patch", "uid", review.Request.UID, "error", err)
