@@ -205,39 +205,6 @@ func inertCandidates(typ reflect.Type) []string {
 	return out
 }
 
-type jsonField struct {
-	name string
-	typ  reflect.Type
-}
-
-// jsonFields are the JSON fields of struct type t, inlined structs'
-// included.
-func jsonFields(t reflect.Type) []jsonField {
-	var out []jsonField
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if name == "-" || !sf.IsExported() {
-			continue
-		}
-		if name == "" && (strings.Contains(opts, "inline") || sf.Anonymous) {
-			ft := sf.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				out = append(out, jsonFields(ft)...)
-			}
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		out = append(out, jsonField{name, sf.Type})
-	}
-	return out
-}
-
 // pathValue is the value at path (a top-level field, or a dotted path of
 // objects) of obj, and whether it is there.
 func pathValue(obj map[string]any, path string) (any, bool) {
@@ -574,7 +541,7 @@ func checkDefaultFrom(t testing.TB, s *Scheme, obj, base map[string]any, gvk sch
 	if !valuetest.BitsEqual(got, want) {
 		t.Fatalf("%v: DefaultFrom differs from defaulting the whole object\nbase: %s\n obj: %s\n got: %s\nwant: %s", gvk, mustJSONText(base), mustJSONText(obj), mustJSONText(got), mustJSONText(want))
 	}
-	k := inertKinds()[gvk]
+	k := s.inert()[gvk]
 	if k != nil {
 		checkChanges(t, s, k, obj, base, gvk)
 	}
