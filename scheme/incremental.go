@@ -268,8 +268,8 @@ func (k *inertKind) changes(obj, base map[string]any, out []fieldChange) (_ []fi
 	return out, all
 }
 
-// covers tells whether changes (k.changes, all of them) lie in u's lists
-// and on the path to them, as defaultUnits requires (which checks again,
+// covers tells whether changes (k.changes, all of them) lie in u's lists,
+// its context fields and on the path to them, as defaultUnits requires (which checks again,
 // to the end).
 func (u *unitParent) covers(changes []fieldChange) bool {
 	for _, c := range changes {
@@ -278,7 +278,7 @@ func (u *unitParent) covers(changes []fieldChange) bool {
 			return false
 		case c.sub == "":
 			// Differs as a whole: defaultUnits tells.
-		case len(u.path) == 1 && !u.lists[c.sub], len(u.path) > 1 && c.sub != u.path[1]:
+		case len(u.path) == 1 && !u.lists[c.sub] && !u.context[c.sub], len(u.path) > 1 && c.sub != u.path[1]:
 			return false
 		}
 	}
