@@ -11,6 +11,18 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 )
 
+// realByKind are the real objects of testobjects (their ToUnstructured
+// forms), by kind.
+func realByKind(t testing.TB) map[schema.GroupVersionKind][]map[string]any {
+	real := map[schema.GroupVersionKind][]map[string]any{}
+	for _, in := range testobjects.Inputs(t) {
+		if strings.HasSuffix(in.Name, "(ToUnstructured)") {
+			real[in.GVK] = append(real[in.GVK], in.Obj)
+		}
+	}
+	return real
+}
+
 // zeroOf is the JSON zero value of a pointer-to-scalar Go type's element.
 func zeroOf(t reflect.Type) any {
 	switch t.Elem().Kind() {
@@ -37,12 +49,7 @@ func TestInertPointersSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := map[schema.GroupVersionKind][]map[string]any{}
-	for _, in := range testobjects.Inputs(t) {
-		if strings.HasSuffix(in.Name, "(ToUnstructured)") {
-			real[in.GVK] = append(real[in.GVK], in.Obj)
-		}
-	}
+	real := realByKind(t)
 	plain, typed := inertKinds(), s.inert()
 	gvks := sortedGVKs(typed)
 	fields, tried, skipped := 0, 0, 0
