@@ -130,15 +130,13 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 		if depth == 0 {
 			deeper = k.nestedInert
 		}
-		if !last || len(u.context) == 0 {
-			if !inertDiff(m, b, inert, deeper, skip) {
+		if !inertDiff(m, b, inert, deeper, skip) {
+			// Only a change of context fields may be taken (and then
+			// only here, where the closure costs an allocation).
+			if !last || len(u.context) == 0 || !diffFields(m, b, inert, deeper, skip, func(f string) bool { return u.context[f] }) {
 				return nil, false, false
 			}
-		} else if !diffFields(m, b, inert, deeper, skip, func(f string) bool {
 			context = true
-			return u.context[f]
-		}) {
-			return nil, false, false
 		}
 		if last {
 			for f := range u.lists {
