@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"math"
+	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,13 @@ const (
 	// inertAny: no change of the field, removal included, makes
 	// defaulting change the object.
 	inertAny
+	// inertPresent is inertSet for a field whose Go type is a pointer to
+	// a scalar: there false, 0 and "" are values set like any other (the
+	// typed field is not nil), not the unset field they are elsewhere
+	// (unsetLike). Never in inertTable: Scheme.inert refines its inertSet
+	// fields by their Go types (pointedInert), and TestInertPointersSet
+	// probes that each such field set to its zero value is inert.
+	inertPresent
 )
 
 // inertEntry is one kind's row of inertTable: the space-separated paths
@@ -72,6 +80,94 @@ func inertKinds() map[schema.GroupVersionKind]*inertKind {
 		add(e.any, inertAny)
 		add(e.set, inertSet)
 		out[schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}] = k
+	}
+	return out
+}
+
+// inertKindsTyped is inertKinds with the inertSet fields that are
+// pointers to scalars in the kinds' Go types (of kube-apiserver's scheme)
+// made inertPresent (a Scheme builds it on first use: Scheme.inert).
+func inertKindsTyped() map[schema.GroupVersionKind]*inertKind {
+	out := inertKinds()
+	ks, err := Kube()
+	if err != nil {
+		return out
+	}
+	for gvk, k := range out {
+		obj, err := ks.New(gvk)
+		if err != nil {
+			continue
+		}
+		t := reflect.TypeOf(obj)
+		if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		for _, f := range jsonFields(t.Elem()) {
+			if c, ok := k.top[f.name]; ok {
+				k.top[f.name] = pointedInert(c, f.typ)
+			}
+			nested := k.nested[f.name]
+			ft := f.typ
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if nested == nil || ft.Kind() != reflect.Struct {
+				continue
+			}
+			for _, g := range jsonFields(ft) {
+				if c, ok := nested[g.name]; ok {
+					nested[g.name] = pointedInert(c, g.typ)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pointedInert is class c of a field of Go type t: inertPresent for an
+// inertSet pointer to a bool, a number or a string.
+func pointedInert(c inertness, t reflect.Type) inertness {
+	if c != inertSet || t.Kind() != reflect.Pointer {
+		return c
+	}
+	switch t.Elem().Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return inertPresent
+	}
+	return c
+}
+
+// jsonField is a JSON field of a Go struct type: its name and type.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// jsonFields are the JSON fields of struct type t, inlined structs'
+// included.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" || !sf.IsExported() {
+			continue
+		}
+		if name == "" && (strings.Contains(opts, "inline") || sf.Anonymous) {
+			ft := sf.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, jsonFields(ft)...)
+			}
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		out = append(out, jsonField{name, sf.Type})
 	}
 	return out
 }
@@ -172,8 +268,8 @@ func (k *inertKind) changes(obj, base map[string]any, out []fieldChange) (_ []fi
 	return out, all
 }
 
-// covers tells whether changes (k.changes, all of them) lie in u's lists
-// and on the path to them, as defaultUnits requires (which checks again,
+// covers tells whether changes (k.changes, all of them) lie in u's lists,
+// its context fields and on the path to them, as defaultUnits requires (which checks again,
 // to the end).
 func (u *unitParent) covers(changes []fieldChange) bool {
 	for _, c := range changes {
@@ -182,7 +278,7 @@ func (u *unitParent) covers(changes []fieldChange) bool {
 			return false
 		case c.sub == "":
 			// Differs as a whole: defaultUnits tells.
-		case len(u.path) == 1 && !u.lists[c.sub], len(u.path) > 1 && c.sub != u.path[1]:
+		case len(u.path) == 1 && !u.lists[c.sub] && !u.context[c.sub], len(u.path) > 1 && c.sub != u.path[1]:
 			return false
 		}
 	}
@@ -242,6 +338,10 @@ func diffFields(obj, base map[string]any, inert map[string]inertness, deeper fun
 			continue
 		case inertSet:
 			if !unsetLike(v) {
+				continue
+			}
+		case inertPresent:
+			if v != nil {
 				continue
 			}
 		}

@@ -54,6 +54,11 @@ type unitParent struct {
 	lists map[string]bool
 	// inert are the inert fields of the lists' elements, by list.
 	inert map[string]map[string]inertness
+	// context are the fields of the parent (contextTable) a change of
+	// which only the defaulting of the context can see: when the unit
+	// object without elements (contextUnchanged) is its own defaulted
+	// form, so is the object.
+	context map[string]bool
 }
 
 // unitKinds is unitTable by kind (a Scheme builds it on first use:
@@ -67,6 +72,7 @@ func unitKinds() map[schema.GroupVersionKind][]*unitParent {
 		}
 		u.inert = elementInert(e.any, e.set)
 		gvk := schema.GroupVersionKind{Group: e.group, Version: e.version, Kind: e.kind}
+		u.context = contextFields(gvk, e.parent)
 		out[gvk] = append(out[gvk], u)
 	}
 	return out
@@ -103,8 +109,8 @@ type unitChange struct {
 
 // unitChanges are the lists of u that differ between obj and base, or
 // ok=false unless every other difference between them lies in k's inert
-// fields.
-func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (changes []unitChange, ok bool) {
+// fields or in u's context fields (then context is set).
+func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (changes []unitChange, context, ok bool) {
 	m, b := obj, base
 	for depth := 0; ; depth++ {
 		var inert map[string]inertness
@@ -125,7 +131,12 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 			deeper = k.nestedInert
 		}
 		if !inertDiff(m, b, inert, deeper, skip) {
-			return nil, false
+			// Only a change of context fields may be taken (and then
+			// only here, where the closure costs an allocation).
+			if !last || len(u.context) == 0 || !diffFields(m, b, inert, deeper, skip, func(f string) bool { return u.context[f] }) {
+				return nil, false, false
+			}
+			context = true
 		}
 		if last {
 			for f := range u.lists {
@@ -136,16 +147,16 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 				now, ok1 := v.([]any)
 				was, ok2 := bv.([]any)
 				if !ok1 && v != nil || !ok2 && bv != nil {
-					return nil, false
+					return nil, false, false
 				}
 				changes = append(changes, unitChange{f, now, was})
 			}
-			return changes, true
+			return changes, context, true
 		}
 		nm, ok1 := m[next].(map[string]any)
 		nb, ok2 := b[next].(map[string]any)
 		if !ok1 || !ok2 || nm == nil || nb == nil {
-			return nil, false
+			return nil, false, false
 		}
 		m, b = nm, nb
 	}
@@ -171,7 +182,7 @@ func (k *inertKind) nestedInert(f string, v, b any) bool {
 // fields, by defaulting the changed elements alone; ok=false otherwise, or
 // when the plan cannot tell.
 func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	changes, ok := k.unitChanges(obj, base, u)
+	changes, context, ok := k.unitChanges(obj, base, u)
 	if !ok {
 		return nil, false
 	}
@@ -182,6 +193,9 @@ func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]
 	parent := obj
 	for _, step := range u.path {
 		parent, _ = parent[step].(map[string]any)
+	}
+	if context && !s.contextUnchanged(kb, gvk, u, parent) {
+		return nil, false
 	}
 	var set map[string][]any
 	for _, c := range changes {
@@ -283,17 +297,9 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 	if s.plans.unchanged(w) {
 		return elem, true
 	}
-	at := reflect.ValueOf(typed).UnsafePointer()
-	n := root
-	for _, step := range u.path {
-		f := n.byName[step]
-		at, n = unsafe.Add(at, f.offset), f.node
-		if n.kind == nodePointer {
-			at, n = *(*unsafe.Pointer)(at), n.elem
-			if at == nil {
-				return nil, false
-			}
-		}
+	at, n := unitParentAt(typed, root, u.path)
+	if at == nil {
+		return nil, false
 	}
 	f := n.byName[list]
 	h := (*sliceHeader)(unsafe.Add(at, f.offset))
@@ -312,6 +318,28 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 		return nil, false
 	}
 	return m, true
+}
+
+// unitParentAt is the address and plan of the object at path in typed, a
+// typed object of struct plan root (nil when a pointer on the path is
+// nil).
+func unitParentAt(typed runtime.Object, root *node, path []string) (unsafe.Pointer, *node) {
+	at := reflect.ValueOf(typed).UnsafePointer()
+	n := root
+	for _, step := range path {
+		f := n.byName[step]
+		if f == nil {
+			return nil, nil
+		}
+		at, n = unsafe.Add(at, f.offset), f.node
+		if n.kind == nodePointer {
+			at, n = *(*unsafe.Pointer)(at), n.elem
+			if at == nil {
+				return nil, nil
+			}
+		}
+	}
+	return at, n
 }
 
 // unitParentNode is the struct plan at path from root (through structs
@@ -339,10 +367,16 @@ func unitParentNode(root *node, path []string) *node {
 // path, parent, list, elem), of the kind of struct plan root, built without
 // the map: the same fields written by the same build, in the same blocks.
 // TestUnitTypedIsUnitObject holds the two to each other.
+//
+// With list empty (and elem nil) it is the unit object without elements:
+// the path and the parent's fields but its lists of objects (the context,
+// contextUnchanged).
 func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, parent map[string]any, list string, elem map[string]any, w *watch) (runtime.Object, bool) {
-	lf := pn.byName[list]
-	if lf == nil || lf.node.kind != nodeSlice {
-		return nil, false
+	var lf *field
+	if list != "" {
+		if lf = pn.byName[list]; lf == nil || lf.node.kind != nodeSlice {
+			return nil, false
+		}
 	}
 	return newTyped(root, gvk, w, func(at unsafe.Pointer) bool {
 		n := root
@@ -365,6 +399,9 @@ func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, paren
 				return false
 			}
 		}
+		if lf == nil {
+			return true
+		}
 		// list, holding elem alone (buildWatched of []any{elem}).
 		sn := lf.node
 		dv := reflect.NewAt(sn.t, unsafe.Add(at, lf.offset)).Elem()
@@ -379,7 +416,7 @@ func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, paren
 // unitObject is the smallest object of the kind that holds elem as the
 // element of list of parent (the object at path, of struct plan pn): the
 // objects on the path, each with that one field, and parent's fields but
-// its lists of objects, with list holding elem alone.
+// its lists of objects, with list holding elem alone (list empty: none).
 func unitObject(pn *node, path []string, parent map[string]any, list string, elem map[string]any) map[string]any {
 	ctx := make(map[string]any, len(parent))
 	for f, v := range parent {
@@ -388,7 +425,9 @@ func unitObject(pn *node, path []string, parent map[string]any, list string, ele
 		}
 		ctx[f] = v
 	}
-	ctx[list] = []any{elem}
+	if list != "" {
+		ctx[list] = []any{elem}
+	}
 	w := ctx
 	for i := len(path) - 1; i >= 0; i-- {
 		w = map[string]any{path[i]: w}

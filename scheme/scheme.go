@@ -40,7 +40,7 @@ type Scheme struct {
 	plans planner
 	// crs are the custom resources of the run.
 	crs *CustomResources
-	// inert is inertKinds, built once on first use (DefaultFrom).
+	// inert is inertKindsTyped, built once on first use (DefaultFrom).
 	inert func() map[schema.GroupVersionKind]*inertKind
 	// units is unitKinds, built once on first use (DefaultFrom).
 	units func() map[schema.GroupVersionKind][]*unitParent
@@ -49,7 +49,7 @@ type Scheme struct {
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), inert: sync.OnceValue(inertKinds), units: sync.OnceValue(unitKinds)}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), inert: sync.OnceValue(inertKindsTyped), units: sync.OnceValue(unitKinds)}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or
