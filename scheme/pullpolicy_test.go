@@ -150,3 +150,30 @@ func TestPodSpecOfKnowsItsKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestPullPoliciesConcurrently: the memo answers the probe's policy from
+// many goroutines at once (run with -race), and stops growing at maxMemo.
+func TestPullPoliciesConcurrently(t *testing.T) {
+	var pp pullPolicies
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			for i := range maxMemo/2 + 10 {
+				image := fmt.Sprintf("img-%d:%d", g%2, i)
+				if got, want := pp.of(image), probePullPolicy(image); got != want {
+					done <- fmt.Errorf("%q: %q, want %q", image, got, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pp.n > maxMemo {
+		t.Fatalf("%d images remembered, more than %d", pp.n, maxMemo)
+	}
+}
