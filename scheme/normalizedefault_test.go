@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"sort"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,23 +99,8 @@ func TestNormalizeDefaultIsNormalizeThenDefault(t *testing.T) {
 	}
 	perturbed := 0
 	for i := range valuetest.Sweep(3000, 400) {
-		in := ins[r.IntN(len(ins))]
-		var obj any
-		if i%2 == 0 {
-			obj = valuetest.DeepCopy(in.Obj)
-			for range 1 + r.IntN(3) {
-				obj = testobjects.Perturb(r, obj)
-			}
-		} else {
-			obj = in.Obj
-			for range 1 + r.IntN(3) {
-				obj = testobjects.PerturbShared(r, obj)
-			}
-		}
-		if m, ok := obj.(map[string]any); ok {
-			if checkNormalizeDefault(t, d, m, in.GVK) {
-				perturbed++
-			}
+		if m, in, ok := perturbedInput(r, ins, i); ok && checkNormalizeDefault(t, d, m, in.GVK) {
+			perturbed++
 		}
 	}
 	t.Logf("the one walk answered for %d perturbed objects", perturbed)
@@ -131,14 +115,7 @@ func TestNormalizeDefaultOnEveryKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gvks []schema.GroupVersionKind
-	for gvk := range ks.AllKnownTypes() {
-		if gvk.Version == runtime.APIVersionInternal || !d.Recognizes(gvk) {
-			continue
-		}
-		gvks = append(gvks, gvk)
-	}
-	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	gvks := kindGVKs(t, d)
 	oneWalk := 0
 	for _, gvk := range gvks {
 		for seed := range valuetest.Sweep(3, 1) + 1 {
@@ -169,6 +146,19 @@ func TestNormalizeDefaultOnEveryKind(t *testing.T) {
 // Normalize and the defaulting.
 func FuzzNormalizeDefault(f *testing.F) {
 	d := New()
+	gvks := fuzzObjects(f, d, func(kind uint8, data []byte) { f.Add(kind, data) })
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		var obj map[string]any
+		if utiljson.Unmarshal(data, &obj) != nil || obj == nil {
+			return
+		}
+		checkNormalizeDefault(t, d, obj, gvks[int(kind)%len(gvks)])
+	})
+}
+
+// fuzzObjects hands add each real object of testobjects, normalized where
+// it can be, as JSON, with its index in the kinds it returns.
+func fuzzObjects(f *testing.F, d *Scheme, add func(kind uint8, data []byte)) []schema.GroupVersionKind {
 	var gvks []schema.GroupVersionKind
 	for _, in := range testobjects.Inputs(f) {
 		obj, err := d.Normalize(in.Obj, in.GVK)
@@ -179,14 +169,30 @@ func FuzzNormalizeDefault(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(uint8(len(gvks)), data)
+		add(uint8(len(gvks)), data)
 		gvks = append(gvks, in.GVK)
 	}
-	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
-		var obj map[string]any
-		if utiljson.Unmarshal(data, &obj) != nil || obj == nil {
-			return
+	return gvks
+}
+
+// perturbedInput is the i-th of a run of perturbed objects: one of ins
+// with one to three random changes (unknown fields, nulls, wrong types,
+// numbers, empty values), in a copy (even i) or shared as in a merge
+// result (odd i); ok=false when the changes left no object.
+func perturbedInput(r *rand.Rand, ins []testobjects.Input, i int) (map[string]any, testobjects.Input, bool) {
+	in := ins[r.IntN(len(ins))]
+	var obj any
+	if i%2 == 0 {
+		obj = valuetest.DeepCopy(in.Obj)
+		for range 1 + r.IntN(3) {
+			obj = testobjects.Perturb(r, obj)
 		}
-		checkNormalizeDefault(t, d, obj, gvks[int(kind)%len(gvks)])
-	})
+	} else {
+		obj = in.Obj
+		for range 1 + r.IntN(3) {
+			obj = testobjects.PerturbShared(r, obj)
+		}
+	}
+	m, ok := obj.(map[string]any)
+	return m, in, ok
 }
