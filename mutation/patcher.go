@@ -134,9 +134,10 @@ func (c *Cache) patch(pt *Patcher, in map[string]any, ops []jsonpatch.Operation,
 	return out, skipped, nil
 }
 
-// patchDefaultError is the error of PatchDefault: the patch's as it is, a
-// defaulting error as c.defaults reports it. (Apart, so that the target
-// errors.As escapes only when there is an error.)
+// patchDefaultError is the error of PatchDefault or NormalizeDefault: the
+// patch's or the normalization's as it is, a defaulting error as
+// c.defaults reports it. (Apart, so that the target errors.As escapes only
+// when there is an error.)
 func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
 	var failed *scheme.DefaultError
 	if errors.As(err, &failed) {
@@ -274,6 +275,16 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		merged, err := c.merge(merger, live, patch, fresh) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
+		}
+		if c.standalone && !pt.SkipDefaulting {
+			// Normalize and DefaultNormalized (c.normalize, c.defaults)
+			// of the merge result, in one walk where it is in typed form
+			// already.
+			out, err := pt.Scheme.NormalizeDefault(merged.Object.Object, gvk)
+			if err != nil {
+				return nil, outcome, patchDefaultError(gvk, err)
+			}
+			return out, outcome, nil
 		}
 		out, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
 		if err == nil {

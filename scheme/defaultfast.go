@@ -885,6 +885,9 @@ func (p *planner) defaultBuilt(k *kube, typed runtime.Object, obj map[string]any
 	if w != nil {
 		w.take()
 	}
+	// After take: what prefill writes is a change the defaulters would
+	// have made.
+	p.pulls.prefill(typed)
 	k.scheme.Default(typed)
 	if typed.GetObjectKind().GroupVersionKind() != gvk {
 		// typedWatched set it: only a defaulter that changed it makes it

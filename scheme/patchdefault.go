@@ -66,6 +66,62 @@ func (s *Scheme) PatchDefaultFrom(f *Fixed, obj map[string]any, ops []jsonpatch.
 	return s.defaultPatched(out, skipped, gvk)
 }
 
+// NormalizeDefault is Normalize of obj (of kind gvk) followed by
+// DefaultNormalized of its result, as the MutatingAdmissionPolicy
+// dispatcher presents an ApplyConfiguration merge result: in typed form,
+// defaulted. The result and errors are those two calls', a defaulting
+// error wrapped in a *DefaultError. For a built-in kind, when obj is in
+// normalized form already (Normalize would return it as it is: a merge
+// of a patch in typed form into an object in typed form), proving it and
+// building the typed object the defaulters run on are one walk of the
+// object (decodeBuild in walkNormalize) instead of two;
+// TestNormalizeDefaultIsNormalizeThenDefault holds the result to the two
+// calls.
+func (s *Scheme) NormalizeDefault(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if out, ok := s.normalizeDefaultFast(obj, gvk); ok {
+		return out, nil
+	}
+	n, err := s.Normalize(obj, gvk)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.DefaultNormalized(n, gvk)
+	if err != nil {
+		return nil, &DefaultError{Err: err}
+	}
+	return out, nil
+}
+
+// normalizeDefaultFast is NormalizeDefault of an obj that Normalize returns
+// as it is, or ok=false when the plan cannot tell.
+func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	if s == nil || obj == nil || !s.types.Recognizes(gvk) || s.crs.Recognizes(gvk) {
+		return nil, false
+	}
+	k, err := s.kube()
+	if err != nil {
+		return nil, false // DefaultNormalized reports it
+	}
+	w := s.plans.getWatch()
+	defer s.plans.putWatch(w)
+	var missing bool
+	typed, ok := s.plans.decodeTyped(k, s.types, obj, gvk, w, walkNormalize, &missing)
+	if !ok {
+		return nil, false
+	}
+	if missing {
+		// typed is what build makes of Normalize's result, which is not
+		// obj (fields the converter writes when unset are missing): obj
+		// defaulted as defaultFast defaults an object not in normalized
+		// form, without the watch, whose output is ToUnstructured of the
+		// defaulted typed object, obj itself only when that equals obj
+		// (here never: it has the missing fields).
+		return s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+	}
+	// obj is Normalize's result, which typed is built from.
+	return s.plans.defaultBuilt(k, typed, obj, gvk, w)
+}
+
 // defaultPatched is PatchDefault's defaulting of out, Patch's result
 // (obj itself when skipped).
 func (s *Scheme) defaultPatched(out map[string]any, skipped bool, gvk schema.GroupVersionKind) (map[string]any, bool, error) {
@@ -100,7 +156,7 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	}
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
-	typed, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w)
+	typed, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w, walkFixed, nil)
 	if !ok {
 		w.reset()
 		out, ok := s.decodeFixedFrom(f, patched, gvk)
@@ -116,12 +172,17 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	return patched, defaulted, true
 }
 
-// decodeTyped is decodeFixed of obj, for an obj it returns as it is, and
-// the typed object typedWatched builds from it (recording in w), in one
-// walk; ok=false when obj is not such an object or the plan cannot tell.
-func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch) (runtime.Object, bool) {
+// decodeTyped is decodeFixed of obj (mode walkFixed; normalize in
+// walkNormalize), for an obj it returns as it is, and the typed object
+// typedWatched builds from it (recording in w), in one walk; ok=false when
+// obj is not such an object or the plan cannot tell. With missing, as
+// decodeBuild takes it, obj may also lack fields walk adds (told in
+// *missing): typed is then what typedWatched builds from walk's result.
+func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch, mode walkMode, missing *bool) (runtime.Object, bool) {
 	kp := p.strictKind(types, obj, gvk)
-	if kp == nil {
+	if kp == nil || mode == walkNormalize && kp.setsKind != setsGVK {
+		// (normalize sets gvk's apiVersion and kind, which strictKind
+		// found in obj, only for setsGVK.)
 		return nil, false
 	}
 	n := p.typedKind(k.scheme, gvk)
@@ -129,18 +190,25 @@ func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any
 		return nil, false
 	}
 	return newTyped(n, gvk, w, func(at unsafe.Pointer) bool {
-		_, ok := decodeBuild(obj, at, n, w)
+		_, ok := decodeBuild(obj, at, n, w, mode, missing)
 		return ok
 	})
 }
 
-// decodeBuild is walk(v, nil, n, walkFixed), answering ok only when that
+// decodeBuild is walk(v, nil, n, mode), answering ok only when that
 // returns v unchanged, and buildWatched(v, p, n, w), in one traversal of
 // structs, slices, pointers and string maps; other values are handed to
-// both (decodeBuildApart). empty is walk's.
-func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
+// both (decodeBuildApart). empty is walk's. mode is walkFixed or
+// walkNormalize: what the traversal accepts itself is what walk returns
+// unchanged in walkFixed, which walkNormalize (checking less, and changing
+// only what walkFixed refuses or changes too) returns unchanged as well.
+// When missing is not nil, a struct without some of the fields walk adds
+// (n.unsetPresent: the converter writes them when unset) sets *missing
+// instead of answering ok=false: v is then not walk's fixed point, but
+// what buildWatched writes is what it writes from walk's result.
+func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, missing *bool) (empty, ok bool) {
 	if n.fallback || n.wrapper != nil {
-		return decodeBuildApart(v, p, n, w)
+		return decodeBuildApart(v, p, n, w, mode)
 	}
 	switch n.kind {
 	case nodeStruct:
@@ -175,15 +243,23 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 				*(*string)(fp) = str
 				continue
 			}
-			empty, ok := decodeBuild(item, fp, f.node, w)
+			empty, ok := decodeBuild(item, fp, f.node, w, mode, missing)
 			if !ok || empty && (f.omitempty || f.omitzero != nil) {
 				// (An empty value under omitempty is one walk drops.)
 				return false, false
 			}
 		}
 		// A field the converter writes even when unset, missing: walk
-		// adds it.
-		return false, nPresent == len(n.unsetPresent)
+		// adds it. What build reads is the same (the zero value the field
+		// holds is what it reads from the value walk adds, an empty
+		// object or null): where missing is given, it is told instead.
+		if nPresent != len(n.unsetPresent) {
+			if missing == nil || !zeroWhenMissing(m, n) {
+				return false, false
+			}
+			*missing = true
+		}
+		return false, true
 	case nodeSlice:
 		l, isList := v.([]any)
 		if !isList || l == nil {
@@ -202,7 +278,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 			if item == nil {
 				return false, false
 			}
-			if _, ok := decodeBuild(item, unsafe.Add(data, uintptr(i)*size), n.elem, w); !ok {
+			if _, ok := decodeBuild(item, unsafe.Add(data, uintptr(i)*size), n.elem, w, mode, missing); !ok {
 				return false, false
 			}
 		}
@@ -210,14 +286,14 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
 		w.block(q, n.elem.size, n.elem)
-		if _, ok := decodeBuild(v, q, n.elem, w); !ok {
+		if _, ok := decodeBuild(v, q, n.elem, w, mode, missing); !ok {
 			return false, false
 		}
 		*(*unsafe.Pointer)(p) = q
 		return false, true // a non-nil pointer is never empty
 	case nodeMap:
 		if n.t != stringMapType {
-			return decodeBuildApart(v, p, n, w)
+			return decodeBuildApart(v, p, n, w, mode)
 		}
 		m, isMap := v.(map[string]any)
 		if !isMap || m == nil {
@@ -235,12 +311,34 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
 		*(*map[string]string)(p) = out
 		return len(m) == 0, true
 	}
-	return decodeBuildApart(v, p, n, w)
+	return decodeBuildApart(v, p, n, w, mode)
+}
+
+// zeroWhenMissing tells whether every field of n.unsetPresent that m
+// lacks is one whose output when unset (which walk adds) build reads as
+// the zero value the field holds without it: null, or an empty object
+// (a struct whose fields are all omitted when unset). Others (a quantity
+// written "0", which reads back as another Quantity than the zero one)
+// are not told apart.
+func zeroWhenMissing(m map[string]any, n *node) bool {
+	for _, f := range n.unsetPresent {
+		if _, ok := m[f.name]; ok {
+			continue
+		}
+		if f.unset == nil {
+			continue
+		}
+		if u, isMap := f.unset.(map[string]any); isMap && len(u) == 0 && f.node.kind == nodeStruct && !f.node.fallback && f.node.wrapper == nil && !f.node.toCustom && !f.node.fromCustom {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // decodeBuildApart is decodeBuild through walk, then buildWatched.
-func decodeBuildApart(v any, p unsafe.Pointer, n *node, w *watch) (empty, ok bool) {
-	_, empty, changed, ok := walk(v, nil, n, walkFixed)
+func decodeBuildApart(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode) (empty, ok bool) {
+	_, empty, changed, ok := walk(v, nil, n, mode)
 	if !ok || changed || !buildWatched(v, p, n, w) {
 		return false, false
 	}

@@ -56,6 +56,9 @@ type planner struct {
 	emitters sync.Pool
 	// watches recycles the watches of defaultFast.
 	watches sync.Pool
+	// pulls remembers the image pull policies of containers as written
+	// (pullpolicy.go).
+	pulls pullPolicies
 }
 
 // cow is a map that lookups read without locking or allocating, and that
