@@ -228,20 +228,7 @@ func TestDefaultAgreesOnPerturbedObjects(t *testing.T) {
 	}
 	fast := 0
 	for i := range n {
-		in := ins[r.IntN(len(ins))]
-		var obj any
-		if i%2 == 0 {
-			obj = valuetest.DeepCopy(in.Obj)
-			for range 1 + r.IntN(3) {
-				obj = testobjects.Perturb(r, obj)
-			}
-		} else {
-			obj = in.Obj
-			for range 1 + r.IntN(3) {
-				obj = testobjects.PerturbShared(r, obj)
-			}
-		}
-		m, ok := obj.(map[string]any)
+		m, in, ok := perturbedInput(r, ins, i)
 		if !ok {
 			continue
 		}

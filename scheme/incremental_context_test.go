@@ -386,12 +386,7 @@ func TestDefaultFromContext(t *testing.T) {
 				obj = m.mutate(obj)
 			}
 			if paths := inertPaths[gvk]; len(paths) > 0 && r.IntN(3) == 0 {
-				fill := p.fills[r.IntN(len(p.fills))]
-				path := paths[r.IntN(len(paths))]
-				v, present := pathValue(fill, path)
-				if next, ok := withPath(obj, path, v, present); ok {
-					obj = next
-				}
+				obj = withFillValue(r, obj, paths, p.fills)
 			}
 			norm, err := s.Normalize(obj, gvk)
 			if err != nil {

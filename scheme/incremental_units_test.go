@@ -570,12 +570,7 @@ func TestDefaultFromElements(t *testing.T) {
 			base := bases[r.IntN(len(bases))]
 			obj := m.mutate(base)
 			if paths := inert[gvk]; len(paths) > 0 && r.IntN(3) == 0 {
-				fill := objs[r.IntN(len(objs))]
-				path := paths[r.IntN(len(paths))]
-				v, present := pathValue(fill, path)
-				if next, ok := withPath(obj, path, v, present); ok {
-					obj = next
-				}
+				obj = withFillValue(r, obj, paths, objs)
 			}
 			norm, err := s.Normalize(obj, gvk)
 			if err != nil {
@@ -783,4 +778,17 @@ func sortedGVKs[V any](m map[schema.GroupVersionKind]V) []schema.GroupVersionKin
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// withFillValue is obj with one of paths, at random, set to its value in
+// one of fills (removed where that fill lacks it), obj itself when the
+// path cannot be set.
+func withFillValue(r *rand.Rand, obj map[string]any, paths []string, fills []map[string]any) map[string]any {
+	fill := fills[r.IntN(len(fills))]
+	path := paths[r.IntN(len(paths))]
+	v, present := pathValue(fill, path)
+	if next, ok := withPath(obj, path, v, present); ok {
+		return next
+	}
+	return obj
 }

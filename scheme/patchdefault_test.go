@@ -1,7 +1,6 @@
 package scheme
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -91,20 +90,10 @@ func TestPatchDefaultOnDefaultedObjects(t *testing.T) {
 // through PatchDefault as through Patch and the defaulting.
 func FuzzPatchDefault(f *testing.F) {
 	d := New()
-	var gvks []schema.GroupVersionKind
-	for _, in := range testobjects.Inputs(f) {
-		obj, err := d.Normalize(in.Obj, in.GVK)
-		if err != nil {
-			obj = in.Obj
-		}
-		data, err := json.Marshal(obj)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(uint8(len(gvks)), data, "/metadata/labels", []byte(`{"team":"shop"}`))
-		f.Add(uint8(len(gvks)), data, "/spec/replicas", []byte(`3`))
-		gvks = append(gvks, in.GVK)
-	}
+	gvks := fuzzObjects(f, d, func(kind uint8, data []byte) {
+		f.Add(kind, data, "/metadata/labels", []byte(`{"team":"shop"}`))
+		f.Add(kind, data, "/spec/replicas", []byte(`3`))
+	})
 	f.Fuzz(func(t *testing.T, kind uint8, data []byte, path string, value []byte) {
 		var obj map[string]any
 		var v any
