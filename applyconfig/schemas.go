@@ -157,6 +157,13 @@ func (s *Schemas) TypeConverter(gvk schema.GroupVersionKind) (managedfields.Type
 	return m.tc, nil
 }
 
+// Serves tells whether a CRD added to s serves kind gvk.
+func (s *Schemas) Serves(gvk schema.GroupVersionKind) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.kinds[gvk] != nil
+}
+
 // Merger returns the Merger of objects of kind gvk: TypeConverter's
 // converter with the kind's schema looked up once. Errors are those of
 // TypeConverter.

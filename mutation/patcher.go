@@ -220,6 +220,14 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 	// schemas of every built-in kind, which a one-object run would
 	// otherwise decode for nothing).
 	defined, builtin := matching.BuiltinSchema(gvk)
+	if builtin && !defined && pt.Schemas.Serves(gvk) {
+		// A CRD serves, in a built-in group/version kube-apiserver does not
+		// serve, a kind its document lacks (WatchEvent, which client-go
+		// registers in every built-in group/version): the type converter
+		// manager finds no static type for it and takes the CRD's document,
+		// served under that group/version's path.
+		builtin = false
+	}
 	var merger *applyconfig.Merger
 	if !builtin || m.Kind != compiler.KindJSONPatch {
 		merger, err = pt.Schemas.Merger(gvk)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/warning"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // CustomResources holds the CustomResourceDefinitions of a run and does to
@@ -60,6 +62,14 @@ type CustomResources struct {
 	crds map[string]*customResourceDefinition
 	// served holds the served versions of every CRD by kind.
 	served map[schema.GroupVersionKind]*customResourceVersion
+	// shadowed holds the served kinds that client-go's scheme also has a
+	// Go type for (a CRD serving WatchEvent in internal.apiserver.k8s.io/
+	// v1alpha1, a group version kube-apiserver does not serve by default:
+	// metav1.AddToGroupVersion registers WatchEvent and the option kinds in
+	// every built-in group version); nil when there are none, which is
+	// nearly always. kube-apiserver serves such a kind with its CRD handler,
+	// so Scheme.Recognizes answers false for it. Read without the lock.
+	shadowed atomic.Pointer[map[schema.GroupVersionKind]bool]
 }
 
 // NewCustomResources returns an empty CustomResources (as the zero value).
@@ -185,7 +195,38 @@ func (c *CustomResources) Add(obj runtime.Object) (err error) {
 			c.served[info.versions[v.Name].gvk] = info.versions[v.Name]
 		}
 	}
+	c.shadowLocked()
 	return nil
+}
+
+// shadowLocked recomputes shadowed from served; c.mu is held for writing.
+func (c *CustomResources) shadowLocked() {
+	var shadowed map[schema.GroupVersionKind]bool
+	for gvk := range c.served {
+		if clientgoscheme.Scheme.Recognizes(gvk) {
+			if shadowed == nil {
+				shadowed = map[schema.GroupVersionKind]bool{}
+			}
+			shadowed[gvk] = true
+		}
+	}
+	if shadowed == nil {
+		c.shadowed.Store(nil)
+		return
+	}
+	c.shadowed.Store(&shadowed)
+}
+
+// Shadows tells whether gvk, a kind client-go's scheme has a Go type for,
+// is served by a registered CRD instead (kube-apiserver's CRD handler
+// serves it, as a custom resource). Lock-free: Scheme.Recognizes asks it
+// on every call.
+func (c *CustomResources) Shadows(gvk schema.GroupVersionKind) bool {
+	if c == nil {
+		return false
+	}
+	p := c.shadowed.Load()
+	return p != nil && (*p)[gvk]
 }
 
 // Remove forgets the CustomResourceDefinition with the given metadata.name;
@@ -194,6 +235,7 @@ func (c *CustomResources) Remove(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.removeLocked(name)
+	c.shadowLocked()
 }
 
 func (c *CustomResources) removeLocked(name string) {

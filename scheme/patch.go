@@ -78,7 +78,7 @@ func (f *Fixed) set(s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) 
 // patchReference is the definition of Patch: jsonpatch.Apply, then the
 // strict decode.
 func (s *Scheme) patchReference(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (out map[string]any, skipped bool, err error) {
-	return patchWith(obj, ops, gvk, s.types, func(doc map[string]any) (map[string]any, error) {
+	return patchWith(obj, ops, gvk, s.typesOf(gvk), func(doc map[string]any) (map[string]any, error) {
 		return s.decode(doc, gvk)
 	})
 }
@@ -117,7 +117,7 @@ func patchWith(obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVe
 // Given f, the decode walks only what patched does not share with f's
 // object (decodeFixedFrom), and f records patched when it is the result.
 func (s *Scheme) patchFast(f *Fixed, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	if !s.types.Recognizes(gvk) {
+	if !s.Recognizes(gvk) {
 		return nil, false
 	}
 	patched, ok := jsonpatch.ApplyUnnormalized(obj, ops)
@@ -132,7 +132,7 @@ func (s *Scheme) patchFast(f *Fixed, obj map[string]any, ops []jsonpatch.Operati
 // with it at the same places is not walked again
 // (planner.decodeFixedFrom). When doc comes back as it is, f records it.
 func (s *Scheme) decodeFixedFrom(f *Fixed, doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	if !s.types.Recognizes(gvk) {
+	if !s.Recognizes(gvk) {
 		return nil, false
 	}
 	out, ok := s.plans.decodeFixedFrom(s.types, doc, f.base(s, gvk), gvk)

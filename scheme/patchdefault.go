@@ -95,7 +95,7 @@ func (s *Scheme) NormalizeDefault(obj map[string]any, gvk schema.GroupVersionKin
 // normalizeDefaultFast is NormalizeDefault of an obj that Normalize returns
 // as it is, or ok=false when the plan cannot tell.
 func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	if s == nil || obj == nil || !s.types.Recognizes(gvk) || s.crs.Recognizes(gvk) {
+	if s == nil || obj == nil || !s.Recognizes(gvk) || s.crs.Recognizes(gvk) {
 		return nil, false
 	}
 	k, err := s.kube()
@@ -141,7 +141,7 @@ func (s *Scheme) defaultPatched(out map[string]any, skipped bool, gvk schema.Gro
 // defaulted the defaulted object, or nil when defaulting it is left to
 // DefaultNormalized.
 func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.Operation, gvk schema.GroupVersionKind) (patched, defaulted map[string]any, ok bool) {
-	if !s.types.Recognizes(gvk) || s.crs.Recognizes(gvk) {
+	if !s.Recognizes(gvk) || s.crs.Recognizes(gvk) {
 		return nil, nil, false
 	}
 	patched, ok = jsonpatch.ApplyUnnormalized(obj, ops)

@@ -40,6 +40,10 @@ type Scheme struct {
 	plans planner
 	// crs are the custom resources of the run.
 	crs *CustomResources
+	// untyped is a runtime.Scheme without types: the one the decoders of
+	// a kind that a CRD shadows (CustomResources.Shadows) take, so that
+	// they decode it as unstructured, as kube-apiserver's CRD handler does.
+	untyped *runtime.Scheme
 	// inert is inertKindsTyped, built once on first use (DefaultFrom).
 	inert func() map[schema.GroupVersionKind]*inertKind
 	// units is unitKinds, built once on first use (DefaultFrom).
@@ -49,7 +53,7 @@ type Scheme struct {
 // New returns the Scheme of kube-apiserver 1.37's built-in kinds, with no
 // custom resources yet (AddCRD).
 func New() *Scheme {
-	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), inert: sync.OnceValue(inertKindsTyped), units: sync.OnceValue(unitKinds)}
+	return &Scheme{types: clientgoscheme.Scheme, crs: NewCustomResources(), untyped: runtime.NewScheme(), inert: sync.OnceValue(inertKindsTyped), units: sync.OnceValue(unitKinds)}
 }
 
 // AddCRD adds (or replaces) a CustomResourceDefinition, typed or
@@ -65,12 +69,16 @@ func (s *Scheme) CustomResources() *CustomResources { return s.crs }
 // Types is the runtime.Scheme of the built-in kinds' Go types.
 func (s *Scheme) Types() *runtime.Scheme { return s.types }
 
-// Recognizes tells whether gvk is a built-in kind (one with a Go type).
-// A nil Scheme recognizes none: its Normalize, NormalizeRequest and
-// Default present every object as it is, and its Patch decodes with
-// client-go's scheme.
+// Recognizes tells whether gvk is a built-in kind (one with a Go type)
+// that no registered CRD serves: a CRD may serve a kind client-go's scheme
+// also has a Go type for (WatchEvent, in a built-in group version that
+// kube-apiserver does not serve), and kube-apiserver then serves it with
+// its CRD handler, as a custom resource (test/e2e's
+// 49-crd-builtin-group-kind). A nil Scheme recognizes none: its Normalize,
+// NormalizeRequest and Default present every object as it is, and its
+// Patch decodes with client-go's scheme.
 func (s *Scheme) Recognizes(gvk schema.GroupVersionKind) bool {
-	return s != nil && s.types.Recognizes(gvk)
+	return s != nil && s.types.Recognizes(gvk) && !s.crs.Shadows(gvk)
 }
 
 // Normalize presents an object of a built-in kind in its typed form:
@@ -161,7 +169,7 @@ func (s *Scheme) NormalizeRequest(obj map[string]any, gvk schema.GroupVersionKin
 // of the result, and the fallback for the inputs the fast path does not
 // model.
 func (s *Scheme) normalizeReference(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if !s.types.Recognizes(gvk) {
+	if !s.Recognizes(gvk) {
 		return obj, nil
 	}
 	typed, err := s.types.New(gvk)
@@ -180,12 +188,12 @@ func (s *Scheme) normalizeReference(obj map[string]any, gvk schema.GroupVersionK
 // without encoding and decoding JSON when the object has nothing the
 // decoder could refuse or read differently.
 func (s *Scheme) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if s.types.Recognizes(gvk) {
+	if s.Recognizes(gvk) {
 		if out, ok := s.plans.decode(s.types, doc, gvk); ok {
 			return out, nil
 		}
 	}
-	return decodeReference(doc, gvk, s.types)
+	return decodeReference(doc, gvk, s.typesOf(gvk))
 }
 
 // decodeFixed is decode for a result of jsonpatch.ApplyUnnormalized: it
@@ -193,10 +201,19 @@ func (s *Scheme) decode(doc map[string]any, gvk schema.GroupVersionKind) (map[st
 // normalization of its input, so that the result is what jsonpatch.Apply
 // followed by decode gives. ok=false means it cannot tell.
 func (s *Scheme) decodeFixed(doc map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	if !s.types.Recognizes(gvk) {
+	if !s.Recognizes(gvk) {
 		return nil, false
 	}
 	return s.plans.decodeFixed(s.types, doc, gvk)
+}
+
+// typesOf is the runtime.Scheme objects of kind gvk are decoded with: the
+// built-in types, but none for a kind a CRD shadows.
+func (s *Scheme) typesOf(gvk schema.GroupVersionKind) *runtime.Scheme {
+	if s.crs.Shadows(gvk) {
+		return s.untyped
+	}
+	return s.types
 }
 
 // New returns a new typed object of the built-in kind gvk.
