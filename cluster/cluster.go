@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -547,7 +549,13 @@ func (c *Cluster) resolve(gvk schema.GroupVersionKind, sub string) (matching.Res
 		if len(own) == 0 {
 			return matching.Resource{}, "", fmt.Errorf("kind %s is not served by Kubernetes 1.37 nor by a supplied CRD", gvk)
 		}
+		if c.Table.Unreachable(own[0]) {
+			return matching.Resource{}, "", unreachable()
+		}
 		return own[0], "", nil
+	}
+	if len(own) > 0 && c.Table.Unreachable(own[0]) {
+		return matching.Resource{}, "", unreachable()
 	}
 	// A subresource of the resource's own kind (pods/status), or one the
 	// table does not list for it: the resource serving the kind.
@@ -581,6 +589,13 @@ func (c *Cluster) resolve(gvk schema.GroupVersionKind, sub string) (matching.Res
 		return own[0], sub, nil
 	}
 	return matching.Resource{}, "", fmt.Errorf("no resource of Kubernetes 1.37 nor of a supplied CRD serves subresource %q with kind %s", sub, gvk)
+}
+
+// unreachable is kube-apiserver's answer to a request for the resources of
+// a CRD in a group it serves built in (matching.Table.Unreachable): its
+// route-not-found 404.
+func unreachable() error {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
 
 // rbacSet collects the RBAC objects of the cluster.

@@ -43,6 +43,21 @@ spec:
     schema:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 ---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.storage.k8s.io, annotations: {api-approved.kubernetes.io: "unapproved, test"}}
+spec:
+  group: storage.k8s.io
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
+  versions:
+  - name: v1alpha9
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: cm-reader}
@@ -124,6 +139,8 @@ func TestAttributes(t *testing.T) {
 		{name: "namespace flag must agree with the object", req: Request{Object: obj("v1", "Pod", "a"), Namespace: "b"}, err: `the namespace from the provided object "a" does not match the namespace "b"`},
 		{name: "old object makes an UPDATE", req: Request{Object: obj("apps/v1", "Deployment", "shop"), OldObject: obj("apps/v1", "Deployment", "shop")}, wantOp: admission.Update, wantResource: "apps/v1, Resource=deployments", wantNS: "shop"},
 		{name: "cluster-scoped CR has no namespace", req: Request{Object: obj("example.com/v1", "Widget", ""), Operation: "create"}, wantOp: admission.Create, wantResource: "example.com/v1, Resource=widgets"},
+		{name: "CR in a group served built in: 404", req: Request{Object: obj("storage.k8s.io/v1alpha9", "Gizmo", "shop")}, err: "the server could not find the requested resource"},
+		{name: "its subresource: 404", req: Request{Object: obj("storage.k8s.io/v1alpha9", "Gizmo", "shop"), Subresource: "status"}, err: "the server could not find the requested resource"},
 		{name: "unknown kind", req: Request{Object: obj("example.com/v1", "Gadget", "")}, err: "kind example.com/v1, Kind=Gadget is not served by Kubernetes 1.37 nor by a supplied CRD"},
 		{name: "bad operation", req: Request{Object: obj("v1", "Pod", ""), Operation: "PATCH"}, err: `operation must be CREATE, UPDATE, DELETE or CONNECT, not "PATCH"`},
 		{name: "no object", req: Request{}, err: "the request has no object"},

@@ -467,6 +467,30 @@ func (t *Table) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 	return nil
 }
 
+// Unreachable tells whether r is a CRD's resource in a group whose
+// built-in resources the table also serves (a CRD in storage.k8s.io, for a
+// version kube-apiserver does not serve): kube-apiserver accepts such a CRD
+// but answers every request for its resources with a 404, "the server
+// could not find the requested resource", because the built-in group's
+// discovery handler owns the whole /apis/<group>/ path (checked against
+// kube-apiserver 1.37.1, docs/fidelity.md).
+func (t *Table) Unreachable(r Resource) bool {
+	if t == nil || r.Group == "" {
+		return false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if !strings.HasPrefix(t.keys[schema.GroupResource{Group: r.Group, Resource: r.Resource}], "crd:") {
+		return false
+	}
+	for gr, key := range t.keys {
+		if gr.Group == r.Group && strings.HasPrefix(key, "builtin:") {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *Table) ownedBy(crdName string, gvr schema.GroupVersionResource) bool {
 	for _, g := range t.crds[crdName] {
 		if g == gvr {

@@ -83,6 +83,7 @@ func TestDifferential(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) { runDifferentialCase(t, ctx, c, b, f) })
 	}
+	t.Run("crd-in-a-built-in-group", func(t *testing.T) { runUnreachableCRD(t, ctx, c) })
 }
 
 func runDifferentialCase(t *testing.T, ctx context.Context, c *Cluster, b *barrier, file string) {
