@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -72,6 +73,8 @@ func TestRefusalIsNewForbiddens(t *testing.T) {
 			d: decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: "no", Reason: metav1.StatusReasonRequestEntityTooLarge}, policy: p, binding: b}},
 		{name: "no resource", a: matching.Attributes{Operation: admission.Create, Name: "x"},
 			d: decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: "no"}, policy: p, binding: b}},
+		{name: "a long name to quote, a group", a: matching.Attributes{Operation: admission.Create, Resource: deployments, Name: strings.Repeat("w\"é\x01", 40), Namespace: "prod"},
+			d: decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: strings.Repeat("ü'\"", 50)}, policy: p, binding: b}},
 		{name: "a name to quote", a: matching.Attributes{Operation: admission.Create, Resource: pods, Name: "w\"eb\tü\x00", Namespace: "prod"},
 			d: decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: "no", Reason: metav1.StatusReasonUnauthorized}, policy: p}},
 	} {

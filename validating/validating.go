@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
@@ -235,7 +236,15 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, _ *chain.
 
 // dispatch is upstream's dispatcher.Dispatch over the candidate hooks.
 func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands []int, out *chain.Outcome) error {
-	var denied []decision
+	// denied is the first denying decision (the refusal's), refused
+	// whether there is one.
+	var denied decision
+	refused := false
+	deny := func(d decision) {
+		if !refused {
+			denied, refused = d, true
+		}
+	}
 	var failures []upstream.ValidationFailureValue
 	// addConfigError: a configuration error denies under failurePolicy
 	// Fail (the API defaults and validates it) and is dropped under Ignore.
@@ -252,9 +261,9 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			if b != nil {
 				msg = fmt.Errorf("failed to configure binding: %w", err).Error()
 			}
-			denied = append(denied, decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: msg}, policy: p, binding: b})
+			deny(decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: msg}, policy: p, binding: b})
 		default:
-			denied = append(denied, decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: fmt.Errorf("unrecognized failure policy: '%v'", fp).Error()}, policy: p, binding: b})
+			deny(decision{PolicyDecision: upstream.PolicyDecision{Action: upstream.ActionDeny, Message: fmt.Errorf("unrecognized failure policy: '%v'", fp).Error()}, policy: p, binding: b})
 		}
 	}
 	record := func(v chain.Validation) { out.Validations = append(out.Validations, v) }
@@ -396,7 +405,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 						for _, action := range b.Spec.ValidationActions {
 							switch action {
 							case admissionregistrationv1.Deny:
-								denied = append(denied, decision{PolicyDecision: d, policy: p, binding: b})
+								deny(decision{PolicyDecision: d, policy: p, binding: b})
 							case admissionregistrationv1.Audit:
 								failures = append(failures, upstream.ValidationFailureValue{
 									ExpressionIndex: i, Message: d.Message, ValidationActions: b.Spec.ValidationActions,
@@ -429,7 +438,7 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 						// Under failurePolicy Fail an auditAnnotation's error
 						// denies.
 						d := upstream.PolicyDecision{Action: upstream.ActionDeny, Evaluation: upstream.EvalError, Message: aa.Error, Elapsed: aa.Elapsed}
-						denied = append(denied, decision{PolicyDecision: d, policy: p, binding: b})
+						deny(decision{PolicyDecision: d, policy: p, binding: b})
 						prec.Decisions = append(prec.Decisions, chain.Decision{Action: chain.DecisionDeny, Error: true, Message: aa.Error, Elapsed: aa.Elapsed})
 					case upstream.AuditAnnotationActionExclude:
 					default:
@@ -447,8 +456,8 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 	if len(failures) > 0 {
 		publishValidationFailures(failures, out)
 	}
-	if len(denied) > 0 {
-		out.Denied = refusal(a, denied[0])
+	if refused {
+		out.Denied = refusal(a, denied)
 	}
 	return nil
 }
@@ -498,38 +507,72 @@ func (e *Evaluator) decisionsHint(cands []int) int {
 // TestRefusalIsNewForbiddens holds it to admission.NewForbidden over the
 // request's AttributesRecord.
 func refusal(a *matching.Attributes, d decision) *apierrors.StatusError {
-	// upstream's fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding
-	// '%s' denied request: %s", …) of strings.
-	var message string
-	if d.binding != nil {
-		message = "ValidatingAdmissionPolicy '" + d.policy.Name + "' with binding '" + d.binding.Name + "' denied request: " + d.Message
-	} else {
-		message = "ValidatingAdmissionPolicy '" + d.policy.Name + "' denied request: " + d.Message
-	}
 	// admission.NewForbidden: the name as its extractResourceName finds
 	// it, the message as apierrors.NewForbidden words it (%q is
-	// strconv.Quote).
+	// strconv.Quote) around upstream's fmt.Sprintf("ValidatingAdmissionPolicy
+	// '%s' with binding '%s' denied request: %s", …) of strings. Both texts
+	// are built in one buffer: the message is the end of the forbidden
+	// text.
 	resource, name := a.Resource.GroupResource(), refusedName(a)
-	var forbidden string
+	n := len(d.policy.Name) + len(d.Message) + len(name) + len(resource.Group) + len(resource.Resource) + 96
+	if d.binding != nil {
+		n += len(d.binding.Name)
+	}
+	var b strings.Builder
+	b.Grow(n)
 	switch {
 	case resource.Empty():
-		forbidden = "forbidden: " + message
+		b.WriteString("forbidden: ")
 	case name == "":
-		forbidden = resource.String() + " is forbidden: " + message
+		writeGroupResource(&b, resource)
+		b.WriteString(" is forbidden: ")
 	default:
-		forbidden = resource.String() + " " + strconv.Quote(name) + " is forbidden: " + message
+		writeGroupResource(&b, resource)
+		b.WriteByte(' ')
+		var quoted [64]byte
+		b.Write(strconv.AppendQuote(quoted[:0], name))
+		b.WriteString(" is forbidden: ")
 	}
+	start := b.Len()
+	b.WriteString("ValidatingAdmissionPolicy '")
+	b.WriteString(d.policy.Name)
+	if d.binding != nil {
+		b.WriteString("' with binding '")
+		b.WriteString(d.binding.Name)
+	}
+	b.WriteString("' denied request: ")
+	b.WriteString(d.Message)
+	forbidden := b.String()
+	message := forbidden[start:]
 	reason := d.Reason
 	if reason == "" {
 		reason = metav1.StatusReasonInvalid
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
+	// The status, its details and its cause in one allocation.
+	r := &struct {
+		err     apierrors.StatusError
+		details metav1.StatusDetails
+		causes  [1]metav1.StatusCause
+	}{}
+	r.causes[0].Message = message
+	r.details = metav1.StatusDetails{Group: resource.Group, Kind: resource.Resource, Name: name, Causes: r.causes[:]}
+	r.err.ErrStatus = metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    reasonToCode(reason),
 		Reason:  reason,
-		Details: &metav1.StatusDetails{Group: resource.Group, Kind: resource.Resource, Name: name, Causes: []metav1.StatusCause{{Message: message}}},
+		Details: &r.details,
 		Message: forbidden,
-	}}
+	}
+	return &r.err
+}
+
+// writeGroupResource writes gr.String() to b.
+func writeGroupResource(b *strings.Builder, gr schema.GroupResource) {
+	b.WriteString(gr.Resource)
+	if gr.Group != "" {
+		b.WriteByte('.')
+		b.WriteString(gr.Group)
+	}
 }
 
 // refusedName is the name admission.NewForbidden's extractResourceName
