@@ -3,6 +3,7 @@ package jsonpatch
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
@@ -52,11 +53,20 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 	if orig == nil || want == nil || len(ops) == 0 {
 		return false
 	}
-	n := 0
+	n, escaped := 0, 0
 	for i := range ops {
 		n += strings.Count(ops[i].Path, "/")
+		if strings.IndexByte(ops[i].Path, '~') >= 0 {
+			escaped += len(ops[i].Path)
+		}
 	}
 	segs := make([]string, 0, n)
+	// The decoded segments with escapes, one after the other: never
+	// written again once a segment is made of them.
+	var keys []byte
+	if escaped > 0 {
+		keys = make([]byte, 0, escaped)
+	}
 	run := make([]checkedOp, len(ops))
 	for i := range ops {
 		op := &ops[i]
@@ -85,11 +95,18 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 		start := len(segs)
 		for rest := path[1:]; ; {
 			slash := strings.IndexByte(rest, '/')
+			seg := rest
+			if slash >= 0 {
+				seg = rest[:slash]
+			}
+			var ok bool
+			if seg, keys, ok = decodeSegment(seg, keys); !ok {
+				return false
+			}
+			segs = append(segs, seg)
 			if slash < 0 {
-				segs = append(segs, decodePatchKey(rest))
 				break
 			}
-			segs = append(segs, decodePatchKey(rest[:slash]))
 			rest = rest[slash+1:]
 		}
 		c.segs = segs[start:len(segs):len(segs)]
@@ -101,6 +118,33 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 		}
 	}
 	return mapGives(orig, want, run, 0)
+}
+
+// decodeSegment is decodePatchKey(seg), decoded into the room left in
+// keys when it has escapes (ok is false if there is not enough: keys is
+// never grown, so that the segments already in it stay where they are).
+func decodeSegment(seg string, keys []byte) (string, []byte, bool) {
+	if strings.IndexByte(seg, '~') < 0 {
+		return seg, keys, true
+	}
+	if cap(keys)-len(keys) < len(seg) {
+		return "", keys, false
+	}
+	start := len(keys)
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c == '~' && i+1 < len(seg) && (seg[i+1] == '1' || seg[i+1] == '0') {
+			if seg[i+1] == '1' {
+				c = '/'
+			}
+			i++
+		}
+		keys = append(keys, c)
+	}
+	if len(keys) == start {
+		return "", keys, true
+	}
+	return unsafe.String(&keys[start], len(keys)-start), keys, true
 }
 
 // nodeGives is mapGives or listGives for the container o of orig.

@@ -176,3 +176,21 @@ func TestPatchGivesCases(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeSegmentIsDecodePatchKey holds patchGives' decoding of a path's
+// segments to Apply's.
+func TestDecodeSegmentIsDecodePatchKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("~01/a\xff")
+	for range 20000 {
+		b := make([]byte, r.IntN(8))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		seg := string(b)
+		got, _, ok := decodeSegment(seg, make([]byte, 0, len(seg)))
+		if !ok || got != decodePatchKey(seg) {
+			t.Fatalf("decodeSegment(%q) = %q (ok %v), decodePatchKey: %q", seg, got, ok, decodePatchKey(seg))
+		}
+	}
+}
