@@ -91,19 +91,24 @@ func createPatchNative(orig, want map[string]any, normalized bool) (patch []byte
 		// The diff found every value equal, as the check would.
 		return nil, true
 	}
-	var got map[string]any
-	applied := false
-	if normalized {
-		got, applied = ApplyUnnormalized(orig, ops)
-	}
-	if !applied {
-		var err error
-		if got, err = Apply(orig, ops); err != nil {
+	// With orig normalized, patchGives knows the check's outcome for most
+	// patches without building the patched object; otherwise, or when it
+	// does not know, the patch is applied.
+	if !normalized || !patchGives(orig, want, ops) {
+		var got map[string]any
+		applied := false
+		if normalized {
+			got, applied = ApplyUnnormalized(orig, ops)
+		}
+		if !applied {
+			var err error
+			if got, err = Apply(orig, ops); err != nil {
+				return nil, false
+			}
+		}
+		if got == nil || !jsonvalue.JSONEqual(got, want) {
 			return nil, false
 		}
-	}
-	if got == nil || !jsonvalue.JSONEqual(got, want) {
-		return nil, false
 	}
 	// Most operations of a mutating policy add a field or a small object.
 	patch, err := appendOps(make([]byte, 0, 256+128*len(ops)), ops)

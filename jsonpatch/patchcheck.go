@@ -1,0 +1,347 @@
+package jsonpatch
+
+import (
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
+)
+
+// The check of a webhook's patch without building its result.
+//
+// createPatchNative checks the patch Diff made by applying it to the
+// request's object (ApplyUnnormalized, copying every map and list along
+// every operation's path) and comparing the result with the object the
+// engine gave (jsonvalue.JSONEqual). For the patches Diff makes of most
+// mutations (keys added, replaced or removed in maps, list items replaced
+// or added at the end, on paths no other operation's path starts with),
+// the result is known without being built: the request's object with each
+// operation's key set or removed where its path leads. patchGives compares
+// that result with the engine's object in one walk of the two beside the
+// operations, and allocates only the table of the operations' paths.
+
+// Operation kinds of a checkedOp.
+const (
+	checkAdd = iota
+	checkReplace
+	checkRemove
+)
+
+// checkedOp is an operation of patchGives: its path's segments, decoded
+// as Apply's find decodes them, its kind, its value and its place in the
+// patch.
+type checkedOp struct {
+	segs  []string
+	kind  uint8
+	order int
+	value any
+}
+
+// patchGives reports whether ApplyUnnormalized(orig, ops) succeeds and
+// gives a result that jsonvalue.JSONEqual holds equal to want: true only
+// when both are certain. false means "not known" (the caller then applies
+// the patch): operations other than add, replace and remove, values that
+// are null, absent or not normalized (IsNormalized), a path that another
+// operation's path starts with (or repeats), a path through anything but
+// maps and the items a list has in orig, list operations other than
+// replacing an item or adding items at the end in order, and whatever
+// would make Apply fail. orig is the request's object, normalized
+// (IsNormalized): ApplyUnnormalized's and patchGives' walks assume it.
+// TestPatchGivesIsTheCheck holds it to ApplyUnnormalized and JSONEqual.
+func patchGives(orig, want map[string]any, ops []Operation) bool {
+	if orig == nil || want == nil || len(ops) == 0 {
+		return false
+	}
+	n, escaped := 0, 0
+	for i := range ops {
+		n += strings.Count(ops[i].Path, "/")
+		if strings.IndexByte(ops[i].Path, '~') >= 0 {
+			escaped += len(ops[i].Path)
+		}
+	}
+	segs := make([]string, 0, n)
+	// The decoded segments with escapes, one after the other: never
+	// written again once a segment is made of them.
+	var keys []byte
+	if escaped > 0 {
+		keys = make([]byte, 0, escaped)
+	}
+	run := make([]checkedOp, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		c := &run[i]
+		c.order = i
+		switch op.Op {
+		case "add":
+			c.kind = checkAdd
+		case "replace":
+			c.kind = checkReplace
+		case "remove":
+			c.kind = checkRemove
+		default:
+			return false
+		}
+		if c.kind != checkRemove {
+			if !op.HasValue || op.Value == nil || !IsNormalized(op.Value) {
+				return false
+			}
+			c.value = op.Value
+		}
+		path, err := op.path()
+		if err != nil || len(path) == 0 || path[0] != '/' {
+			return false
+		}
+		start := len(segs)
+		for rest := path[1:]; ; {
+			slash := strings.IndexByte(rest, '/')
+			seg := rest
+			if slash >= 0 {
+				seg = rest[:slash]
+			}
+			var ok bool
+			if seg, keys, ok = decodeSegment(seg, keys); !ok {
+				return false
+			}
+			segs = append(segs, seg)
+			if slash < 0 {
+				break
+			}
+			rest = rest[slash+1:]
+		}
+		c.segs = segs[start:len(segs):len(segs)]
+	}
+	slices.SortFunc(run, func(a, b checkedOp) int { return compareSegs(a.segs, b.segs) })
+	for i := 1; i < len(run); i++ {
+		if isPrefix(run[i-1].segs, run[i].segs) {
+			return false
+		}
+	}
+	return mapGives(orig, want, run, 0)
+}
+
+// decodeSegment is decodePatchKey(seg), decoded into the room left in
+// keys when it has escapes (ok is false if there is not enough: keys is
+// never grown, so that the segments already in it stay where they are).
+func decodeSegment(seg string, keys []byte) (string, []byte, bool) {
+	if strings.IndexByte(seg, '~') < 0 {
+		return seg, keys, true
+	}
+	if cap(keys)-len(keys) < len(seg) {
+		return "", keys, false
+	}
+	start := len(keys)
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c == '~' && i+1 < len(seg) && (seg[i+1] == '1' || seg[i+1] == '0') {
+			if seg[i+1] == '1' {
+				c = '/'
+			}
+			i++
+		}
+		keys = append(keys, c)
+	}
+	if len(keys) == start {
+		return "", keys, true
+	}
+	return unsafe.String(&keys[start], len(keys)-start), keys, true
+}
+
+// nodeGives is mapGives or listGives for the container o of orig.
+func nodeGives(o, w any, run []checkedOp, depth int) bool {
+	switch t := o.(type) {
+	case map[string]any:
+		return mapGives(t, w, run, depth)
+	case []any:
+		return listGives(t, w, run, depth)
+	}
+	// Apply's find stops at anything else (a missing key is a nil).
+	return false
+}
+
+// mapGives is patchGives for the map o of orig and w, at the same path,
+// with run the operations under that path (depth segments long), sorted
+// by compareSegs.
+func mapGives(o map[string]any, w any, run []checkedOp, depth int) bool {
+	wm, ok := w.(map[string]any)
+	if !ok || wm == nil || o == nil {
+		return false
+	}
+	size := len(o) // the result's
+	for i := 0; i < len(run); {
+		k := run[i].segs[depth]
+		j := groupEnd(run, i, depth)
+		wv, inW := wm[k]
+		if op := &run[i]; len(op.segs) == depth+1 {
+			// The key's own operation, the only one under it (no path
+			// starts with another's). add and replace both set a key of a
+			// map (evanphx v4's replace does not ask for it); each
+			// drops the value it had.
+			old, had := o[k]
+			if had && !discardable(old, 0) {
+				return false
+			}
+			if op.kind == checkRemove {
+				if !had || inW {
+					return false
+				}
+				size--
+			} else {
+				if !had {
+					size++
+				}
+				if !inW || !jsonvalue.JSONEqual(op.value, wv) {
+					return false
+				}
+			}
+		} else if !inW || !nodeGives(o[k], wv, run[i:j], depth+1) {
+			return false
+		}
+		i = j
+	}
+	if size != len(wm) {
+		return false
+	}
+	// Every key of w is now one the operations leave with the value they
+	// were checked to give, or must be o's with an equal value: the result
+	// has w's keys (as many, all present) and their values.
+	for k, wv := range wm {
+		if hasSeg(run, depth, k) {
+			continue
+		}
+		ov, ok := o[k]
+		if !ok || !jsonvalue.JSONEqual(ov, wv) {
+			return false
+		}
+	}
+	return true
+}
+
+// listGives is mapGives for the list o of orig: the operations replace
+// its items, lead into them, or add items at its end, in order.
+func listGives(o []any, w any, run []checkedOp, depth int) bool {
+	wl, ok := w.([]any)
+	if !ok || wl == nil || o == nil {
+		return false
+	}
+	next := 0     // the first item of o not compared yet
+	added := 0    // items added at the end so far
+	lastAdd := -1 // the place in the patch of the last of them
+	for i := 0; i < len(run); {
+		j := groupEnd(run, i, depth)
+		idx, ok := listIndex(run[i].segs[depth])
+		if !ok || idx >= len(wl) {
+			return false
+		}
+		op := &run[i]
+		direct := len(op.segs) == depth+1
+		if idx < len(o) {
+			// run is sorted by index (compareSegs orders indices as numbers).
+			for ; next < idx; next++ {
+				if !jsonvalue.JSONEqual(o[next], wl[next]) {
+					return false
+				}
+			}
+			next = idx + 1
+			if direct {
+				if op.kind != checkReplace || !discardable(o[idx], 0) || !jsonvalue.JSONEqual(op.value, wl[idx]) {
+					return false
+				}
+			} else if !nodeGives(o[idx], wl[idx], run[i:j], depth+1) {
+				return false
+			}
+		} else {
+			// An add at the list's length then, after the adds before it.
+			if !direct || op.kind != checkAdd || idx != len(o)+added || op.order < lastAdd {
+				return false
+			}
+			if !jsonvalue.JSONEqual(op.value, wl[idx]) {
+				return false
+			}
+			added++
+			lastAdd = op.order
+		}
+		i = j
+	}
+	if len(o)+added != len(wl) {
+		return false
+	}
+	for ; next < len(o); next++ {
+		if !jsonvalue.JSONEqual(o[next], wl[next]) {
+			return false
+		}
+	}
+	return true
+}
+
+// groupEnd is the end of the operations of run from i on whose segment
+// depth is run[i]'s.
+func groupEnd(run []checkedOp, i, depth int) int {
+	k := run[i].segs[depth]
+	j := i + 1
+	for j < len(run) && run[j].segs[depth] == k {
+		j++
+	}
+	return j
+}
+
+// hasSeg tells whether an operation of run (sorted, all longer than
+// depth) has k as its segment depth.
+func hasSeg(run []checkedOp, depth int, k string) bool {
+	_, found := slices.BinarySearchFunc(run, k, func(op checkedOp, k string) int { return compareSeg(op.segs[depth], k) })
+	return found
+}
+
+// listIndex is the index a segment names when it is written as strconv.Itoa
+// writes a small non-negative int (what Apply's strconv.Atoi reads as
+// that index); ok is false for anything else.
+func listIndex(s string) (int, bool) {
+	if len(s) == 0 || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// compareSeg orders segments by length, then bytes: indices written as
+// listIndex reads them come in the order of their numbers.
+func compareSeg(a, b string) int {
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// compareSegs orders paths segment by segment (compareSeg), a path before
+// the paths it starts.
+func compareSegs(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := compareSeg(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+// isPrefix tells whether the path a starts the path b (or is b).
+func isPrefix(a, b []string) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
