@@ -476,12 +476,10 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	}
 	// The outcomes of every invocation's mutations, in one array: each
 	// invocation's trace takes its mutations' share (appending at most one
-	// outcome per mutation, within its capacity).
+	// outcome per mutation, within its capacity), made when the first
+	// invocation gets to its mutations.
 	var outcomes []chain.MutationOutcome
-	if n := mutationCount(invs); n > 0 {
-		outcomes = make([]chain.MutationOutcome, n)
-	}
-	for _, inv := range invs {
+	for k, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
 			key.param = inv.param.Namespace + "/" + inv.param.Name
@@ -523,6 +521,9 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		in.Namespace = namespace
 		frame()
 		if n := len(inv.hook.Compiled.Mutations); n > 0 {
+			if outcomes == nil {
+				outcomes = make([]chain.MutationOutcome, mutationCount(invs[k:]))
+			}
 			trace.Mutations, outcomes = outcomes[:0:n], outcomes[n:]
 		}
 		for i, m := range inv.hook.Compiled.Mutations {
