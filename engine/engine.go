@@ -176,8 +176,10 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 		return out, err
 	}
 	// The hooks that may match, looked up once for the pass (handles and
-	// collect ask the same index the same question).
-	var buf [16]int
+	// collect ask the same index the same question), into room on the
+	// stack for a policy set's usual number of candidates (the 20 policies
+	// of test/load all name Pods).
+	var buf [32]int
 	cands := buf[:0]
 	if e.handlesOperation(a) {
 		cands = e.appendCandidates(cands, a)
