@@ -176,8 +176,10 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 		return out, err
 	}
 	// The hooks that may match, looked up once for the pass (handles and
-	// collect ask the same index the same question).
-	var buf [16]int
+	// collect ask the same index the same question), into room on the
+	// stack for a policy set's usual number of candidates (the 20 policies
+	// of test/load all name Pods).
+	var buf [32]int
 	cands := buf[:0]
 	if e.handlesOperation(a) {
 		cands = e.appendCandidates(cands, a)
@@ -185,9 +187,6 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 	if len(cands) == 0 {
 		return out, nil
 	}
-	// The CEL evaluations of this pass share one execution frame.
-	ctx, release := compiler.WithSharedFrame(ctx)
-	defer release()
 	st := stateOf(rc, e)
 	st.changed = false
 	pass := 1
@@ -450,18 +449,39 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	if statusErr != nil {
 		return object, nil, statusErr
 	}
-	admissionAttrs := a.AdmissionAttributes()
+	// The request's admission.Attributes, built when an invocation first
+	// needs them (its matchConditions or its mutations): a reinvocation
+	// round that reinvokes nothing builds none.
+	var admissionAttrs admission.Attributes
+	attrs := func() admission.Attributes {
+		if admissionAttrs == nil {
+			admissionAttrs = a.AdmissionAttributes()
+		}
+		return admissionAttrs
+	}
 	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
-	var request, conditionsRequest *admissionv1.AdmissionRequest
+	var requests requestSet
+	// The CEL evaluations of this pass share one execution frame, made
+	// before the first of them (a reinvocation round that evaluates
+	// nothing makes none).
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	frame := func() {
+		if release == nil {
+			ctx, release = compiler.WithSharedFrame(ctx)
+		}
+	}
 	// The outcomes of every invocation's mutations, in one array: each
 	// invocation's trace takes its mutations' share (appending at most one
-	// outcome per mutation, within its capacity).
+	// outcome per mutation, within its capacity), made when the first
+	// invocation gets to its mutations.
 	var outcomes []chain.MutationOutcome
-	if n := mutationCount(invs); n > 0 {
-		outcomes = make([]chain.MutationOutcome, n)
-	}
-	for _, inv := range invs {
+	for k, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
 			key.param = inv.param.Namespace + "/" + inv.param.Name
@@ -475,9 +495,13 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		}
 		in := compiler.Input{
 			Object: view.object, OldObject: view.oldObject, Params: inv.param.Object,
-			Authorizer: e.cfg.Authorizer, Attributes: admissionAttrs,
+			Authorizer: e.cfg.Authorizer,
 		}
-		if matched, condition, err := e.matchConditions(ctx, inv, a, in, &conditionsRequest); matched != chain.NotSkipped {
+		if len(inv.hook.Compiled.MatchConditions) > 0 {
+			in.Attributes = attrs()
+			frame()
+		}
+		if matched, condition, err := e.matchConditions(ctx, inv, a, in, &requests); matched != chain.NotSkipped {
 			trace.Skip, trace.Condition, trace.Err = matched, condition, err
 			if err != nil {
 				// Under failurePolicy Ignore, deny drops it (Result.Ignored).
@@ -492,14 +516,16 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			continue
 		}
 		before := view.object
-		if request == nil || request.Resource != metav1.GroupVersionResource(inv.resource) || request.Kind != metav1.GroupVersionKind(inv.kind) {
-			// Invocations matched through the same resource and kind see
-			// the same request (read-only): build it once.
-			request = a.AdmissionRequest(inv.resource, inv.kind)
-		}
-		in.Request = request
+		// Invocations matched through the same resource and kind see the
+		// same request (read-only): built once.
+		in.Request = requests.get(a, inv.resource, inv.kind)
+		in.Attributes = attrs()
 		in.Namespace = namespace
+		frame()
 		if n := len(inv.hook.Compiled.Mutations); n > 0 {
+			if outcomes == nil {
+				outcomes = make([]chain.MutationOutcome, mutationCount(invs[k:]))
+			}
 			trace.Mutations, outcomes = outcomes[:0:n], outcomes[n:]
 		}
 		for i, m := range inv.hook.Compiled.Mutations {
@@ -571,19 +597,16 @@ func mutationCount(invs []invocation) int {
 // namespaceObject null. It returns why the invocation is skipped
 // (chain.NotSkipped: it is not) with the name of the first false condition, or
 // the error under chain.SkipMatchConditionsError (failurePolicy Fail) and
-// chain.SkipMatchConditionsErrorIgnored (Ignore). request holds the request
-// the last invocation's conditions saw (read-only): invocations matched in
+// chain.SkipMatchConditionsErrorIgnored (Ignore). requests holds the
+// requests the pass's invocations saw (read-only): invocations matched in
 // the same kind see the same one, built once.
-func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input, request **admissionv1.AdmissionRequest) (chain.Skip, string, error) {
+func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matching.Attributes, in compiler.Input, requests *requestSet) (chain.Skip, string, error) {
 	conds := inv.hook.Compiled.MatchConditions
 	if len(conds) == 0 {
 		return chain.NotSkipped, "", nil
 	}
 	fail := inv.hook.Policy.Spec.FailurePolicy == nil || *inv.hook.Policy.Spec.FailurePolicy == admissionregistrationv1.Fail
-	if *request == nil || (*request).Kind != metav1.GroupVersionKind(inv.kind) {
-		*request = a.AdmissionRequest(a.Resource, inv.kind)
-	}
-	in.Request = *request
+	in.Request = requests.get(a, a.Resource, inv.kind)
 	act := inv.hook.Compiled.NewActivation(ctx, in)
 	// The results are bools and errors: nothing holds the activation after.
 	defer act.Release()
@@ -623,4 +646,27 @@ func (e *Evaluator) matchConditions(ctx context.Context, inv invocation, a *matc
 		return chain.SkipMatchConditionsErrorIgnored, "", utilerrors.NewAggregate(errs)
 	}
 	return chain.NotSkipped, "", nil
+}
+
+// requestSet is the AdmissionRequests a pass built (the CEL "request" of
+// its matchConditions and mutations), by resource and kind: they depend on
+// nothing else of the pass (Attributes.AdmissionRequest), and are read
+// only. A pass matches in one resource and kind but for Equivalent
+// matches: two have room, the oldest is replaced.
+type requestSet struct {
+	built [2]*admissionv1.AdmissionRequest
+	next  int
+}
+
+// get is a's AdmissionRequest for gvr and gvk, built unless s has it.
+func (s *requestSet) get(a *matching.Attributes, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *admissionv1.AdmissionRequest {
+	for _, r := range s.built {
+		if r != nil && r.Resource == metav1.GroupVersionResource(gvr) && r.Kind == metav1.GroupVersionKind(gvk) {
+			return r
+		}
+	}
+	r := a.AdmissionRequest(gvr, gvk)
+	s.built[s.next] = r
+	s.next = (s.next + 1) % len(s.built)
+	return r
 }

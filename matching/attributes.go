@@ -126,23 +126,38 @@ func (a *Attributes) AdmissionRequest(gvr schema.GroupVersionResource, gvk schem
 			userInfo.Extra[k] = authenticationv1.ExtraValue(v)
 		}
 	}
-	dryRun := a.DryRun
 	var options runtime.Object
 	if a.Options != nil {
 		options = a.Options
 	}
-	return &admissionv1.AdmissionRequest{
+	// The request and what its pointers point to, in one allocation.
+	box := &requestBox{
+		kind:     metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
+		resource: metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
+		dryRun:   a.DryRun,
+	}
+	box.request = admissionv1.AdmissionRequest{
 		Kind:               metav1.GroupVersionKind(gvk),
 		Resource:           metav1.GroupVersionResource(gvr),
 		SubResource:        a.Subresource,
-		RequestKind:        &metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
-		RequestResource:    &metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
+		RequestKind:        &box.kind,
+		RequestResource:    &box.resource,
 		RequestSubResource: a.Subresource,
 		Name:               a.Name,
 		Namespace:          a.Namespace,
 		Operation:          admissionv1.Operation(a.Operation),
 		UserInfo:           userInfo,
-		DryRun:             &dryRun,
+		DryRun:             &box.dryRun,
 		Options:            runtime.RawExtension{Object: options},
 	}
+	return &box.request
+}
+
+// requestBox holds an AdmissionRequest with the values its pointer fields
+// point to (AdmissionRequest).
+type requestBox struct {
+	request  admissionv1.AdmissionRequest
+	kind     metav1.GroupVersionKind
+	resource metav1.GroupVersionResource
+	dryRun   bool
 }

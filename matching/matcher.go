@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -452,7 +453,8 @@ func (m *Matcher) matchNamespaceSelector(ctx context.Context, sel parsedSelector
 		return true, nil
 	}
 	nsLabels, err := m.namespaceLabels(ctx, a)
-	if apierrors.IsNotFound(err) {
+	// err != nil first: IsNotFound of a nil error allocates (errors.As).
+	if err != nil && apierrors.IsNotFound(err) {
 		status, ok := err.(apierrors.APIStatus)
 		if !ok {
 			return false, apierrors.NewInternalError(err)
@@ -510,6 +512,10 @@ func matchObjectSelector(sel parsedSelector, a *Attributes) (bool, error) {
 func matchObject(obj runtime.Object, selector labels.Selector) bool {
 	if obj == nil {
 		return false
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// The labels read in place (labelsOf: the same as GetLabels').
+		return selector.Matches(labelsOf(u.Object))
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
