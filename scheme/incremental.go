@@ -198,11 +198,15 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 			if all && len(changes) == 0 {
 				return obj, nil // k.onlyInertChanges(obj, base)
 			}
+			var told []fieldChange // all the changes, when changes told them all
+			if all {
+				told = changes
+			}
 			for _, u := range s.units()[gvk] {
 				if all && !u.covers(changes) {
 					continue // defaultUnits would find a change outside u's lists
 				}
-				if out, ok := s.defaultUnits(k, u, obj, base, gvk); ok {
+				if out, ok := s.defaultUnitsTold(k, u, obj, base, gvk, told); ok {
 					return out, nil
 				}
 			}
