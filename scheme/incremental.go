@@ -198,11 +198,15 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 			if all && len(changes) == 0 {
 				return obj, nil // k.onlyInertChanges(obj, base)
 			}
+			var told []fieldChange // all the changes, when changes told them all
+			if all {
+				told = changes
+			}
 			for _, u := range s.units()[gvk] {
 				if all && !u.covers(changes) {
 					continue // defaultUnits would find a change outside u's lists
 				}
-				if out, ok := s.defaultUnits(k, u, obj, base, gvk); ok {
+				if out, ok := s.defaultUnitsTold(k, u, obj, base, gvk, told); ok {
 					return out, nil
 				}
 			}
@@ -325,11 +329,17 @@ func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func
 // in which obj and base differ other than inertly, going on while report
 // returns true (and then returns true; false when report stopped it).
 func diffFields(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool, skip func(field string) bool, report func(field string) bool) bool {
+	// found counts the fields of obj found in base, skipped or not:
+	// when they are all of base's, base has no field obj lacks.
+	found := 0
 	for f, v := range obj {
+		b, inBase := base[f]
+		if inBase {
+			found++
+		}
 		if skip != nil && skip(f) {
 			continue
 		}
-		b, inBase := base[f]
 		if inBase && sameJSON(v, b) {
 			continue
 		}
@@ -354,6 +364,9 @@ func diffFields(obj, base map[string]any, inert map[string]inertness, deeper fun
 		if report == nil || !report(f) {
 			return false
 		}
+	}
+	if found == len(base) {
+		return true
 	}
 	for f := range base {
 		if _, ok := obj[f]; !ok && (skip == nil || !skip(f)) && inert[f] != inertAny {

@@ -563,6 +563,34 @@ func checkChanges(t testing.TB, s *Scheme, k *inertKind, obj, base map[string]an
 		if _, ok := s.defaultUnits(k, u, obj, base, gvk); ok && !u.covers(changes) {
 			t.Fatalf("%v: unit %v defaults the changes %v, which it does not cover\nbase: %s\n obj: %s", gvk, u.path, changes, mustJSONText(base), mustJSONText(obj))
 		}
+		if len(changes) > 0 && u.covers(changes) {
+			checkUnitChangesTold(t, k, u, obj, base, changes, gvk)
+		}
+	}
+}
+
+// checkUnitChangesTold fails unless unitChangesTold, told the changes
+// k.changes found (all of them, covered by u), finds what unitChanges
+// finds: the same lists changed (the same slices), context and ok.
+func checkUnitChangesTold(t testing.TB, k *inertKind, u *unitParent, obj, base map[string]any, told []fieldChange, gvk schema.GroupVersionKind) {
+	t.Helper()
+	want, wantContext, wantOK := k.unitChanges(obj, base, u)
+	got, context, ok := k.unitChangesTold(obj, base, u, told)
+	key := func(cs []unitChange) map[string][2][]any {
+		out := map[string][2][]any{}
+		for _, c := range cs {
+			out[c.list] = [2][]any{c.now, c.was}
+		}
+		return out
+	}
+	same := ok == wantOK && context == wantContext && len(got) == len(want)
+	for l, w := range key(want) {
+		g, found := key(got)[l]
+		same = same && found && sameJSON(g[0], w[0]) && sameJSON(g[1], w[1])
+	}
+	if !same {
+		t.Fatalf("%v: unit %v told %v: unitChangesTold %v, context %v, ok %v; unitChanges %v, context %v, ok %v\nbase: %s\n obj: %s",
+			gvk, u.path, told, got, context, ok, want, wantContext, wantOK, mustJSONText(base), mustJSONText(obj))
 	}
 }
 

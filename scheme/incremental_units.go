@@ -111,8 +111,14 @@ type unitChange struct {
 // ok=false unless every other difference between them lies in k's inert
 // fields or in u's context fields (then context is set).
 func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (changes []unitChange, context, ok bool) {
-	m, b := obj, base
-	for depth := 0; ; depth++ {
+	return k.unitWalk(obj, base, u, 0, false)
+}
+
+// unitWalk is unitChanges from depth from of u's path, m and b the
+// objects there in the object and its base, the depths above taken as
+// unitChanges takes them (context: with a change of a context field).
+func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, context bool) (changes []unitChange, _, ok bool) {
+	for depth := from; ; depth++ {
 		var inert map[string]inertness
 		switch depth {
 		case 0:
@@ -130,13 +136,16 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 		if depth == 0 {
 			deeper = k.nestedInert
 		}
-		if !inertDiff(m, b, inert, deeper, skip) {
-			// Only a change of context fields may be taken (and then
-			// only here, where the closure costs an allocation).
-			if !last || len(u.context) == 0 || !diffFields(m, b, inert, deeper, skip, func(f string) bool { return u.context[f] }) {
-				return nil, false, false
+		// Depth 1 from 1: taken by unitChangesTold.
+		if depth != from || from != 1 {
+			if !inertDiff(m, b, inert, deeper, skip) {
+				// Only a change of context fields may be taken (and then
+				// only here, where the closure costs an allocation).
+				if !last || len(u.context) == 0 || !diffFields(m, b, inert, deeper, skip, func(f string) bool { return u.context[f] }) {
+					return nil, false, false
+				}
+				context = true
 			}
-			context = true
 		}
 		if last {
 			for f := range u.lists {
@@ -162,6 +171,38 @@ func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (change
 	}
 }
 
+// unitChangesTold is unitChanges(obj, base, u) for told, when not nil,
+// every change k.changes finds between obj and base (all of them: all was
+// true) and u.covers(told): then the walks of the top level and of the
+// object at u.path[0] that unitChanges makes are already made (k.changes
+// made them with the same inert fields), and only what lies below (the
+// rest of the path, u's lists) is walked. A change told as a whole (no
+// sub) leaves it to unitChanges. checkChanges holds the two to each other
+// on every DefaultFrom oracle's objects.
+func (k *inertKind) unitChangesTold(obj, base map[string]any, u *unitParent, told []fieldChange) (changes []unitChange, context, ok bool) {
+	if told == nil {
+		return k.unitChanges(obj, base, u)
+	}
+	for _, c := range told {
+		if c.top != u.path[0] || c.sub == "" {
+			return k.unitChanges(obj, base, u)
+		}
+		// At depth 1 unitChanges skips u's lists when u's path has one
+		// step, and takes the other changes there as context changes
+		// (covers held them to context fields); with more steps it skips
+		// the next step, the only field covers let change.
+		if len(u.path) == 1 && !u.lists[c.sub] {
+			context = true
+		}
+	}
+	m, _ := obj[u.path[0]].(map[string]any)
+	b, _ := base[u.path[0]].(map[string]any)
+	if m == nil || b == nil {
+		return k.unitChanges(obj, base, u)
+	}
+	return k.unitWalk(m, b, u, 1, context)
+}
+
 // nestedInert tells whether v and b, the values of top-level field f in
 // an object and its base, differ only in f's inert fields.
 func (k *inertKind) nestedInert(f string, v, b any) bool {
@@ -182,7 +223,13 @@ func (k *inertKind) nestedInert(f string, v, b any) bool {
 // fields, by defaulting the changed elements alone; ok=false otherwise, or
 // when the plan cannot tell.
 func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
-	changes, context, ok := k.unitChanges(obj, base, u)
+	return s.defaultUnitsTold(k, u, obj, base, gvk, nil)
+}
+
+// defaultUnitsTold is defaultUnits with the changes between obj and base
+// told (unitChangesTold: nil for none told).
+func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[string]any, gvk schema.GroupVersionKind, told []fieldChange) (map[string]any, bool) {
+	changes, context, ok := k.unitChangesTold(obj, base, u, told)
 	if !ok {
 		return nil, false
 	}
