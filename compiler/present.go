@@ -2,11 +2,14 @@ package compiler
 
 import (
 	"reflect"
+	"unsafe"
 
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // What cel-go's cost observer is shown of a selection, without a CEL map
@@ -63,23 +66,29 @@ type presentAdapter struct{ celtypes.Adapter }
 
 // NativeToValue implements types.Adapter.
 func (p presentAdapter) NativeToValue(v any) ref.Val {
-	if m, ok := v.(map[string]any); ok {
-		return mapView(m)
+	switch t := v.(type) {
+	case map[string]any:
+		return mapView(t)
+	case []any:
+		// The slice as v holds it: boxed values never change.
+		return listView{(*[]any)(jsonvalue.DataOf(unsafe.Pointer(&v)))}
 	}
 	return p.Adapter.NativeToValue(v)
 }
 
-// mapView is a map of the object shown to the cost observer: the value
+// mapView and listView are a map and a list of the object shown to the cost observer: the value
 // types.NewStringInterfaceMap makes of it, built only when a method needs
-// more than the map's size, type or Go value. The maps of an object hold
+// more than the map's size, type or Go value (the same for listView and
+// types.NewDynamicList, two allocations too). The maps of an object hold
 // JSON values only (strings, numbers, booleans, nulls, maps and lists of
 // them), which cel-go's default adapter converts as the environment's
 // does.
 type mapView map[string]any
 
 var (
-	_ traits.Mapper = mapView(nil)
-	_ traits.Zeroer = mapView(nil)
+	_ traits.Mapper   = mapView(nil)
+	_ traits.Zeroer   = mapView(nil)
+	_ traits.Foldable = mapView(nil)
 )
 
 // full is the adapter's map of m.
@@ -120,9 +129,71 @@ func (m mapView) Find(k ref.Val) (ref.Val, bool) { return m.full().Find(k) }
 // Iterator implements traits.Iterable.
 func (m mapView) Iterator() traits.Iterator { return m.full().Iterator() }
 
+// Fold implements traits.Foldable.
+func (m mapView) Fold(f traits.Folder) { m.full().(traits.Foldable).Fold(f) }
+
 // String is the adapter's map's String.
 func (m mapView) String() string {
 	if s, ok := m.full().(interface{ String() string }); ok {
+		return s.String()
+	}
+	return ""
+}
+
+// listView is a list of the object shown to the cost observer (see
+// mapView), held by a pointer to the slice the qualifier's value boxes.
+type listView struct{ p *[]any }
+
+var (
+	_ traits.Lister   = listView{}
+	_ traits.Zeroer   = listView{}
+	_ traits.Foldable = listView{}
+)
+
+// full is the adapter's list of l.
+func (l listView) full() traits.Lister {
+	return celtypes.NewDynamicList(celtypes.DefaultTypeAdapter, *l.p)
+}
+
+// ConvertToNative implements ref.Val.
+func (l listView) ConvertToNative(t reflect.Type) (any, error) { return l.full().ConvertToNative(t) }
+
+// ConvertToType implements ref.Val.
+func (l listView) ConvertToType(t ref.Type) ref.Val { return l.full().ConvertToType(t) }
+
+// Equal implements ref.Val.
+func (l listView) Equal(o ref.Val) ref.Val { return l.full().Equal(o) }
+
+// Type implements ref.Val.
+func (l listView) Type() ref.Type { return celtypes.ListType }
+
+// Value implements ref.Val.
+func (l listView) Value() any { return *l.p }
+
+// Size implements traits.Sizer.
+func (l listView) Size() ref.Val { return celtypes.Int(len(*l.p)) }
+
+// IsZeroValue implements traits.Zeroer.
+func (l listView) IsZeroValue() bool { return len(*l.p) == 0 }
+
+// Add implements traits.Adder.
+func (l listView) Add(o ref.Val) ref.Val { return l.full().Add(o) }
+
+// Contains implements traits.Container.
+func (l listView) Contains(e ref.Val) ref.Val { return l.full().Contains(e) }
+
+// Get implements traits.Indexer.
+func (l listView) Get(i ref.Val) ref.Val { return l.full().Get(i) }
+
+// Iterator implements traits.Iterable.
+func (l listView) Iterator() traits.Iterator { return l.full().Iterator() }
+
+// Fold implements traits.Foldable.
+func (l listView) Fold(f traits.Folder) { l.full().(traits.Foldable).Fold(f) }
+
+// String is the adapter's list's String.
+func (l listView) String() string {
+	if s, ok := l.full().(interface{ String() string }); ok {
 		return s.String()
 	}
 	return ""
