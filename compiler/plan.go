@@ -34,9 +34,14 @@ import (
 // see the wrapped step through the same interfaces (a step they replace,
 // such as a constant folded or a regex compiled, is replaced as before).
 // It never fails, so the planning check (program.go) still holds.
+//
+// It also wraps every attribute so that what cel-go's cost observer is
+// shown of a selection is not built (presentAttr, present.go).
 func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 	switch s := i.(type) {
-	case *argsOnce, *typeOnce, interpreter.InterpretableAttribute, interpreter.InterpretableConst:
+	case interpreter.InterpretableAttribute:
+		return presentAttribute(s), nil
+	case *argsOnce, *typeOnce, interpreter.InterpretableConst:
 		return i, nil
 	case interpreter.InterpretableCall:
 		// A call that keeps its arguments (evalVarArgs) gives the same

@@ -289,6 +289,17 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		`object.spec.items[2].image.split("g").join("G").lowerAscii() == "nginx"`,
 		`Object{metadata: Object.metadata{labels: {"x": object.spec.items[1].name}}}`,
 		`object.spec.exists(k, k == "items") && object.spec.items.map(i, i).size() > 1`,
+		// Maps of the object selected, tested, compared and measured on the
+		// way (the cost observer's view of them, present.go).
+		`has(object.spec) && has(object.spec.items[0].name) && !has(object.spec.items[1].x)`,
+		`object.spec == oldObject.spec && object.spec.items[0] != object.spec.items[1]`,
+		`size(object.spec) + size(object.spec.items[0]) + size(object.?spec.orValue({}))`,
+		`object.spec.items[0] in [object.spec.items[1], object.spec.items[0]] && "name" in object.spec.items[0]`,
+		`(size(object.spec.items) > 2 ? object.spec.items[0] : object.spec.items[1]).name`,
+		`object.?spec.?items[?0].?name.orValue("") + object.spec.items.map(i, i.?name.orValue("-")).join("")`,
+		`object.spec.items[0][object.spec.items.map(i, "name")[0]] + string(object.spec[?"items"].orValue([]).size())`,
+		`{"k": object.spec.items[2]}.k.image + string(object.spec.items[3]) + object.spec.items[5].tags[1]`,
+		`object.spec.items.all(i, i.exists(k, k != "")) && object.spec.items[4].exists(k, k == "r")`,
 	} {
 		f.Add(s)
 	}

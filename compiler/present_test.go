@@ -1,0 +1,231 @@
+package compiler
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+
+	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+)
+
+// TestMapViewIsTheAdaptersMap holds a mapView to the map the environment's
+// adapter makes of the same Go map, and a listView to its list: every
+// method gives the same answer, on every map and list of the example and
+// load-test objects and params (the object itself and each map and list in
+// it, at any depth) and on a few made up.
+func TestMapViewIsTheAdaptersMap(t *testing.T) {
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(policySpec{ac: []string{`Object{}`}}.build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter := p.Mutations[0].env.CELTypeAdapter()
+	_, objects, params := fixtures(t)
+	var maps []map[string]any
+	var lists []any
+	var collect func(v any)
+	collect = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			maps = append(maps, t)
+			for _, e := range t {
+				collect(e)
+			}
+		case []any:
+			lists = append(lists, v)
+			for _, e := range t {
+				collect(e)
+			}
+		}
+	}
+	for _, o := range append(objects, params...) {
+		collect(o)
+	}
+	maps = append(maps, map[string]any{}, map[string]any{"a": nil, "b": int64(1), "c": 1.5, "d": true, "e": []any{"x"}})
+	if len(maps) < 100 {
+		t.Fatalf("only %d maps", len(maps))
+	}
+	present := presentAdapter{adapter}
+	for i, m := range maps {
+		view, want := present.NativeToValue(m), adapter.NativeToValue(m)
+		if _, ok := view.(mapView); !ok {
+			t.Fatalf("map %d presented as %T", i, view)
+		}
+		sameMapAnswers(t, fmt.Sprintf("map %d", i), view, want, maps[(i+1)%len(maps)], adapter)
+	}
+	lists = append(lists, []any{}, []any(nil), []any{"a", int64(1), nil, 1.5, true, map[string]any{"k": "v"}, []any{"x"}})
+	if len(lists) < 50 {
+		t.Fatalf("only %d lists", len(lists))
+	}
+	for i, l := range lists {
+		view, want := present.NativeToValue(l), adapter.NativeToValue(l)
+		if _, ok := view.(listView); !ok {
+			t.Fatalf("list %d presented as %T", i, view)
+		}
+		sameListAnswers(t, fmt.Sprintf("list %d", i), view, want, adapter.NativeToValue(lists[(i+1)%len(lists)]))
+	}
+	// Anything else is the adapter's own value.
+	for _, v := range []any{"s", int64(2), 2.5, true, nil, []string{"a"}, map[string]string{"a": "b"}} {
+		got, want := present.NativeToValue(v), adapter.NativeToValue(v)
+		if reflect.TypeOf(got) != reflect.TypeOf(want) || got.Equal(want) != celtypes.True {
+			t.Errorf("%#v presented as %T %v, the adapter's %T %v", v, got, got, want, want)
+		}
+	}
+}
+
+// sameMapAnswers compares what view and want answer to every method of a
+// CEL map, keys present and absent, other maps, conversions.
+func sameMapAnswers(t *testing.T, at string, view, want ref.Val, other map[string]any, adapter celtypes.Adapter) {
+	t.Helper()
+	same, sorted := comparer(t, at)
+	vm, wm := view.(traits.Mapper), want.(traits.Mapper)
+	same("Type", view.Type(), want.Type())
+	if reflect.ValueOf(view.Value()).UnsafePointer() != reflect.ValueOf(want.Value()).UnsafePointer() {
+		t.Errorf("%s: Value is another map", at)
+	}
+	same("Size", vm.Size(), wm.Size())
+	same("IsZeroValue", view.(traits.Zeroer).IsZeroValue(), want.(traits.Zeroer).IsZeroValue())
+	same("String", sorted(fmt.Sprint(view)), sorted(fmt.Sprint(want)))
+	var keys []string
+	for k := range view.Value().(map[string]any) {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	probe := []ref.Val{celtypes.String("no-such-key"), celtypes.Int(1), celtypes.NullValue}
+	for _, k := range keys {
+		probe = append(probe, celtypes.String(k))
+	}
+	for _, k := range probe {
+		same("Contains "+fmt.Sprint(k), vm.Contains(k), wm.Contains(k))
+		same("Get "+fmt.Sprint(k), vm.Get(k), wm.Get(k))
+		gv, gok := vm.Find(k)
+		wv, wok := wm.Find(k)
+		same("Find found "+fmt.Sprint(k), gok, wok)
+		if gok && wok {
+			same("Find "+fmt.Sprint(k), gv, wv)
+		}
+	}
+	var gotKeys, wantKeys []string
+	for it := vm.Iterator(); it.HasNext() == celtypes.True; {
+		gotKeys = append(gotKeys, fmt.Sprint(it.Next()))
+	}
+	for it := wm.Iterator(); it.HasNext() == celtypes.True; {
+		wantKeys = append(wantKeys, fmt.Sprint(it.Next()))
+	}
+	sort.Strings(gotKeys)
+	sort.Strings(wantKeys)
+	same("Iterator", gotKeys, wantKeys)
+	var gf, wf folded
+	view.(traits.Foldable).Fold(&gf)
+	want.(traits.Foldable).Fold(&wf)
+	sort.Strings(gf)
+	sort.Strings(wf)
+	same("Fold", gf, wf)
+	for _, o := range []ref.Val{want, view, adapter.NativeToValue(other), celtypes.String("x"), celtypes.NullValue} {
+		same(fmt.Sprintf("Equal %T", o), view.Equal(o), want.Equal(o))
+		same(fmt.Sprintf("Equal from %T", o), o.Equal(view), o.Equal(want))
+	}
+	for _, typ := range []ref.Type{celtypes.MapType, celtypes.TypeType, celtypes.StringType, celtypes.ListType} {
+		same("ConvertToType "+typ.TypeName(), view.ConvertToType(typ), want.ConvertToType(typ))
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[map[string]any](), reflect.TypeFor[map[string]string](), reflect.TypeFor[string]()} {
+		gv, gerr := view.ConvertToNative(typ)
+		wv, werr := want.ConvertToNative(typ)
+		// Which entry fails a conversion first is Go's map order: errors
+		// are compared by presence.
+		same("ConvertToNative "+typ.String(), [2]any{gv, gerr == nil}, [2]any{wv, werr == nil})
+	}
+}
+
+// comparer returns same, which compares values (CEL values by type and
+// Equal, errors by text, anything else deeply), and sorted: maps print in
+// Go's random order, so texts are compared as sorted runes.
+func comparer(t *testing.T, at string) (func(what string, got, exp any), func(string) string) {
+	same := func(what string, got, exp any) {
+		t.Helper()
+		if g, ok := got.(ref.Val); ok {
+			if e, ok := exp.(ref.Val); ok && reflect.TypeOf(g) == reflect.TypeOf(e) {
+				if celtypes.IsError(g) && fmt.Sprint(g) == fmt.Sprint(e) || !celtypes.IsError(g) && g.Equal(e) == celtypes.True {
+					return
+				}
+			}
+		} else if reflect.DeepEqual(got, exp) {
+			return
+		}
+		t.Errorf("%s: %s: %T %v, the adapter's %T %v", at, what, got, got, exp, exp)
+	}
+	sorted := func(s string) string {
+		r := []rune(s)
+		sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
+		return string(r)
+	}
+	return same, sorted
+}
+
+// folded is what a Foldable gives a folder, each entry's text as sorted
+// runes (nested maps print in Go's random order).
+type folded []string
+
+func (f *folded) FoldEntry(k, v any) bool {
+	r := []rune(fmt.Sprint(k, "=", v))
+	sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
+	*f = append(*f, string(r))
+	return true
+}
+
+// sameListAnswers compares what view and want answer to every method of
+// a CEL list, indexes in and out of range, other lists, conversions.
+func sameListAnswers(t *testing.T, at string, view, want, other ref.Val) {
+	t.Helper()
+	same, sorted := comparer(t, at)
+	vl, wl := view.(traits.Lister), want.(traits.Lister)
+	same("Type", view.Type(), want.Type())
+	same("Value", view.Value(), want.Value())
+	same("Size", vl.Size(), wl.Size())
+	same("IsZeroValue", view.(traits.Zeroer).IsZeroValue(), want.(traits.Zeroer).IsZeroValue())
+	same("String", sorted(fmt.Sprint(view)), sorted(fmt.Sprint(want)))
+	n := int(wl.Size().(celtypes.Int))
+	for i := -1; i <= n; i++ {
+		same(fmt.Sprint("Get ", i), vl.Get(celtypes.Int(i)), wl.Get(celtypes.Int(i)))
+		if i >= 0 && i < n {
+			e := wl.Get(celtypes.Int(i))
+			same(fmt.Sprint("Contains ", i), vl.Contains(e), wl.Contains(e))
+		}
+	}
+	same("Get string", vl.Get(celtypes.String("0")), wl.Get(celtypes.String("0")))
+	same("Contains absent", vl.Contains(celtypes.String("no-such-item")), wl.Contains(celtypes.String("no-such-item")))
+	var gotItems, wantItems []ref.Val
+	for it := vl.Iterator(); it.HasNext() == celtypes.True; {
+		gotItems = append(gotItems, it.Next())
+	}
+	for it := wl.Iterator(); it.HasNext() == celtypes.True; {
+		wantItems = append(wantItems, it.Next())
+	}
+	same("Iterator length", len(gotItems), len(wantItems))
+	for i := range min(len(gotItems), len(wantItems)) {
+		same(fmt.Sprint("Iterator item ", i), gotItems[i], wantItems[i])
+	}
+	var gf, wf folded
+	view.(traits.Foldable).Fold(&gf)
+	want.(traits.Foldable).Fold(&wf)
+	same("Fold", len(gf), len(wf))
+	same("Add", vl.Add(other), wl.Add(other))
+	for _, o := range []ref.Val{want, view, other, celtypes.String("x"), celtypes.NullValue} {
+		same(fmt.Sprintf("Equal %T", o), view.Equal(o), want.Equal(o))
+		same(fmt.Sprintf("Equal from %T", o), o.Equal(view), o.Equal(want))
+	}
+	for _, typ := range []ref.Type{celtypes.ListType, celtypes.TypeType, celtypes.StringType, celtypes.MapType} {
+		same("ConvertToType "+typ.TypeName(), view.ConvertToType(typ), want.ConvertToType(typ))
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[[]any](), reflect.TypeFor[[]string](), reflect.TypeFor[string]()} {
+		gv, gerr := view.ConvertToNative(typ)
+		wv, werr := want.ConvertToNative(typ)
+		same("ConvertToNative "+typ.String(), [2]any{gv, fmt.Sprint(gerr)}, [2]any{wv, fmt.Sprint(werr)})
+	}
+}
