@@ -464,52 +464,7 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 			}
 			return stringMapOut(ss, prev), true
 		}
-		sv := reflect.NewAt(n.t, p).Elem()
-		if sv.IsNil() {
-			return nil, true
-		}
-		pm, _ := prev.(map[string]any)
-		same := pm != nil && len(pm) == sv.Len()
-		// Each value is copied out of the map (as MapIter.Value does) into
-		// one variable; the converter reaches it unaddressable. The keys
-		// likewise, into another.
-		ev, kv := e.spareValue(n.elem.t), e.spareValue(n.t.Key())
-		defer e.release(kv)
-		defer e.release(ev)
-		evp := ev.Addr().UnsafePointer()
-		var it reflect.MapIter
-		it.Reset(sv)
-		for same && it.Next() {
-			kv.SetIterKey(&it)
-			pv, had := pm[kv.String()]
-			ev.SetIterValue(&it)
-			o, ok := e.emit(evp, n.elem, pv, false)
-			if !ok {
-				return nil, false
-			}
-			same = had && sameValue(o, pv)
-		}
-		if same {
-			return prev, true
-		}
-		// Something differs: the whole map, sharing what emit shares.
-		out := make(map[string]any, sv.Len())
-		it.Reset(sv)
-		for it.Next() {
-			kv.SetIterKey(&it)
-			k := kv.String()
-			var pv any
-			if pm != nil {
-				pv = pm[k]
-			}
-			ev.SetIterValue(&it)
-			o, ok := e.emit(evp, n.elem, pv, false)
-			if !ok {
-				return nil, false
-			}
-			out[k] = o
-		}
-		return out, true
+		return e.emitMap(p, n, prev)
 	case nodeSlice:
 		h := (*sliceHeader)(p)
 		if h.data == nil {
@@ -570,6 +525,57 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 		return out, true
 	}
 	return nil, false
+}
+
+// emitMap is emit of a map of n's type (not map[string]string) at p: apart
+// from emit, whose every call would otherwise pay for its defers.
+func (e *emitter) emitMap(p unsafe.Pointer, n *node, prev any) (any, bool) {
+	sv := reflect.NewAt(n.t, p).Elem()
+	if sv.IsNil() {
+		return nil, true
+	}
+	pm, _ := prev.(map[string]any)
+	same := pm != nil && len(pm) == sv.Len()
+	// Each value is copied out of the map (as MapIter.Value does) into
+	// one variable; the converter reaches it unaddressable. The keys
+	// likewise, into another.
+	ev, kv := e.spareValue(n.elem.t), e.spareValue(n.t.Key())
+	defer e.release(kv)
+	defer e.release(ev)
+	evp := ev.Addr().UnsafePointer()
+	var it reflect.MapIter
+	it.Reset(sv)
+	for same && it.Next() {
+		kv.SetIterKey(&it)
+		pv, had := pm[kv.String()]
+		ev.SetIterValue(&it)
+		o, ok := e.emit(evp, n.elem, pv, false)
+		if !ok {
+			return nil, false
+		}
+		same = had && sameValue(o, pv)
+	}
+	if same {
+		return prev, true
+	}
+	// Something differs: the whole map, sharing what emit shares.
+	out := make(map[string]any, sv.Len())
+	it.Reset(sv)
+	for it.Next() {
+		kv.SetIterKey(&it)
+		k := kv.String()
+		var pv any
+		if pm != nil {
+			pv = pm[k]
+		}
+		ev.SetIterValue(&it)
+		o, ok := e.emit(evp, n.elem, pv, false)
+		if !ok {
+			return nil, false
+		}
+		out[k] = o
+	}
+	return out, true
 }
 
 // sliceHeader is the layout of a Go slice.
@@ -673,7 +679,13 @@ func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool
 		}
 		var o any
 		switch f.node.kind {
-		case nodeString, nodeBool, nodeInt, nodeUint, nodeFloat:
+		case nodeString:
+			if f.last != nil {
+				o, ok = f.last.out(*(*string)(fp), pv), true
+				break
+			}
+			o, ok = scalarOut(fp, f.node, pv)
+		case nodeBool, nodeInt, nodeUint, nodeFloat:
 			// structToUnstructured writes scalar kinds directly, whatever
 			// their type's own conversions.
 			o, ok = scalarOut(fp, f.node, pv)
@@ -790,17 +802,17 @@ func stringMapOut(m map[string]string, prev any) any {
 
 // isEmptyAt is the converter's isEmpty of the value of n's type at p.
 func isEmptyAt(p unsafe.Pointer, n *node) bool {
-	switch n.t.Kind() {
+	switch n.rkind {
 	case reflect.String:
 		return len(*(*string)(p)) == 0
 	case reflect.Bool:
 		return !*(*bool)(p)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return intAt(p, n.t.Bits()) == 0
+		return intAt(p, n.rbits) == 0
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return uintAt(p, n.t.Bits()) == 0
+		return uintAt(p, n.rbits) == 0
 	case reflect.Float32, reflect.Float64:
-		return floatAt(p, n.t.Bits()) == 0
+		return floatAt(p, n.rbits) == 0
 	case reflect.Slice:
 		return (*sliceHeader)(p).len == 0
 	case reflect.Pointer:

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -792,4 +793,39 @@ func TestDefaultNormalizedSeesEveryWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLastStringIsScalarOut holds lastString.out to scalarOut's output for a
+// string field: the same text, prev itself when prev is that text, whatever
+// string the box kept first, from goroutines at once (under -race).
+func TestLastStringIsScalarOut(t *testing.T) {
+	var b lastString
+	texts := []string{"/dev/termination-log", "File", "", "Always", "/dev/termination-log", "IfNotPresent", "File"}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := range 200 {
+				s := texts[(i+g)%len(texts)]
+				var prev any
+				switch i % 3 {
+				case 1:
+					prev = s
+				case 2:
+					prev = texts[(i+g+1)%len(texts)]
+				}
+				o := b.out(s, prev)
+				if got, ok := o.(string); !ok || got != s {
+					t.Errorf("out(%q, %v) = %#v", s, prev, o)
+					return
+				}
+				if p, isString := prev.(string); isString && p == s && !sameValue(o, prev) {
+					t.Errorf("out(%q, %q) is not prev", s, p)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }

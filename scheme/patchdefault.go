@@ -260,6 +260,23 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, miss
 			*missing = true
 		}
 		return false, true
+	case nodeBool:
+		// walk returns a bool as it is; build stores it.
+		b, isBool := v.(bool)
+		if !isBool {
+			return false, false
+		}
+		*(*bool)(p) = b
+		return !b, true
+	case nodeInt:
+		// walk returns an int64 that fits as it is (a float it refuses in
+		// walkFixed, changes in walkNormalize); build stores it.
+		x, isInt := v.(int64)
+		if !isInt || n.bits < 64 && (x < -1<<(n.bits-1) || x > 1<<(n.bits-1)-1) {
+			return false, false
+		}
+		putBits(p, n.bits, uint64(x))
+		return x == 0, true
 	case nodeSlice:
 		l, isList := v.([]any)
 		if !isList || l == nil {

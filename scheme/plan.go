@@ -168,6 +168,10 @@ type node struct {
 	bits int
 	// size is the size of a value of the type (t.Size()).
 	size uintptr
+	// rkind and rbits are t.Kind() and, for numeric kinds, t.Bits(),
+	// read once (isEmptyAt).
+	rkind reflect.Kind
+	rbits int
 	// elem is the element (maps, slices) or pointee (pointers).
 	elem *node
 	// fields are a struct's fields in order (emit); byName finds them by
@@ -244,6 +248,32 @@ type field struct {
 	// tells whether it writes the field at all then (walk).
 	unset   any
 	present bool
+	// last is, for a field of string kind, the output emit last wrote
+	// anew for it (lastString): shared by the objects that get the same
+	// default, instead of a new one each.
+	last *lastString
+}
+
+// lastString holds the first string a field's emit boxed anew, for the
+// next outputs of the same text. Strings are immutable: sharing the box
+// changes nothing of the output.
+type lastString struct{ p atomic.Pointer[any] }
+
+// out is scalarOut's output for the string s of the field: prev when it is
+// that string, else the box of s, shared when it is the one kept.
+func (b *lastString) out(s string, prev any) any {
+	if p, ok := prev.(string); ok && p == s {
+		return prev
+	}
+	if last := b.p.Load(); last != nil {
+		if t, _ := (*last).(string); t == s {
+			return *last
+		}
+		return s
+	}
+	o := any(s)
+	b.p.CompareAndSwap(nil, &o)
+	return o
 }
 
 // kind returns the plan of gvk as types resolves it, building it on first
@@ -370,7 +400,13 @@ func (p *planner) node(t reflect.Type, opts string) *node {
 		p.types = map[typeKey]*node{}
 	}
 	to, from := conversionMethods(t)
-	n := &node{t: t, toCustom: to, size: t.Size(), nullIsZero: true}
+	n := &node{t: t, toCustom: to, size: t.Size(), nullIsZero: true, rkind: t.Kind()}
+	switch n.rkind {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		n.rbits = t.Bits()
+	}
 	if to || from {
 		n.entry = value.TypeReflectEntryOf(t) // only for types with methods: the entry calls them
 	}
@@ -492,6 +528,9 @@ func (p *planner) planStruct(n *node, t reflect.Type) bool {
 			}
 		}
 		f.node = p.node(sf.Type, opts)
+		if f.node.kind == nodeString {
+			f.last = &lastString{}
+		}
 		n.fields = append(n.fields, f)
 	}
 	n.byName = map[string]*field{}
