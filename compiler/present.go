@@ -43,21 +43,24 @@ import (
 // own plan: same values, errors, costs and remaining budgets.
 type presentAttr struct {
 	interpreter.InterpretableAttribute
+	// adapter is the attribute's own adapter (an evalAttr's is fixed when
+	// it is planned) under presentAdapter, made once: a pointer fits in
+	// the interface Adapter returns without an allocation per call.
+	adapter *presentAdapter
 }
 
 // Adapter implements interpreter.InterpretableAttribute.
-func (p *presentAttr) Adapter() celtypes.Adapter {
-	return presentAdapter{p.InterpretableAttribute.Adapter()}
-}
+func (p *presentAttr) Adapter() celtypes.Adapter { return p.adapter }
 
 // presentAttribute wraps a, unless its adapter already presents (an
 // attribute decorated again after a qualifier was added, a has() test
 // over a wrapped one).
 func presentAttribute(a interpreter.InterpretableAttribute) interpreter.InterpretableV2 {
-	if _, ok := a.Adapter().(presentAdapter); ok {
+	inner := a.Adapter()
+	if _, ok := inner.(*presentAdapter); ok {
 		return a
 	}
-	return &presentAttr{a}
+	return &presentAttr{InterpretableAttribute: a, adapter: &presentAdapter{inner}}
 }
 
 // presentAdapter is the adapter of a wrapped attribute: maps of the

@@ -9,6 +9,7 @@ import (
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
 )
 
 // TestMapViewIsTheAdaptersMap holds a mapView to the map the environment's
@@ -227,5 +228,34 @@ func sameListAnswers(t *testing.T, at string, view, want, other ref.Val) {
 		gv, gerr := view.ConvertToNative(typ)
 		wv, werr := want.ConvertToNative(typ)
 		same("ConvertToNative "+typ.String(), [2]any{gv, fmt.Sprint(gerr)}, [2]any{wv, fmt.Sprint(werr)})
+	}
+}
+
+// adapterOnly is an attribute that answers Adapter only.
+type adapterOnly struct {
+	interpreter.InterpretableAttribute
+	adapter celtypes.Adapter
+}
+
+func (a adapterOnly) Adapter() celtypes.Adapter { return a.adapter }
+
+// TestPresentAdapterIsMadeOnce: a wrapped attribute answers Adapter with
+// the presentAdapter made when it was wrapped, of its own adapter, without
+// an allocation per call (cel-go asks it at every has() test), and an
+// attribute already presenting is not wrapped again.
+func TestPresentAdapterIsMadeOnce(t *testing.T) {
+	wrapped, ok := presentAttribute(adapterOnly{adapter: celtypes.DefaultTypeAdapter}).(*presentAttr)
+	if !ok {
+		t.Fatal("not wrapped")
+	}
+	p, ok := wrapped.Adapter().(*presentAdapter)
+	if !ok || p.Adapter != celtypes.DefaultTypeAdapter || wrapped.Adapter() != p {
+		t.Fatalf("Adapter() = %#v, want one presentAdapter of the attribute's own", wrapped.Adapter())
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = wrapped.Adapter() }); n != 0 {
+		t.Errorf("Adapter() allocates %v times a call", n)
+	}
+	if again := presentAttribute(wrapped); again != interpreter.InterpretableV2(wrapped) {
+		t.Error("a presenting attribute wrapped again")
 	}
 }
