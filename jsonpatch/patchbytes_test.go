@@ -214,15 +214,7 @@ func TestCreatePatchNormalizedIsCreatePatch(t *testing.T) {
 		for seed := 0; seed < 300; seed++ {
 			orig := decodeObject(t, j)
 			r := rand.New(rand.NewPCG(uint64(oi), uint64(seed)))
-			script := make([]byte, 2+r.IntN(30))
-			for i := range script {
-				script[i] = byte(r.Uint32())
-			}
-			ed := &editor{script: script, orig: orig}
-			want := orig
-			for len(ed.script) > 0 {
-				want = ed.edit(want, 0).(map[string]any)
-			}
+			want := editedAtRandom(r, orig)
 			patch, err := CreatePatch(nil, orig, want)
 			if err != nil {
 				t.Fatal(err)
@@ -336,4 +328,19 @@ func FuzzPatchBytes(f *testing.F) {
 		}
 		checkPatchBytes(t, orig, want)
 	})
+}
+
+// editedAtRandom is orig edited by a script of 2 to 31 edits drawn from r
+// (editor), sharing what it does not change.
+func editedAtRandom(r *rand.Rand, orig map[string]any) map[string]any {
+	script := make([]byte, 2+r.IntN(30))
+	for i := range script {
+		script[i] = byte(r.Uint32())
+	}
+	ed := &editor{script: script, orig: orig}
+	want := orig
+	for len(ed.script) > 0 {
+		want = ed.edit(want, 0).(map[string]any)
+	}
+	return want
 }

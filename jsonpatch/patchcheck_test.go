@@ -88,15 +88,7 @@ func TestPatchGivesIsTheCheck(t *testing.T) {
 				continue
 			}
 			r := rand.New(rand.NewPCG(uint64(oi), uint64(seed)))
-			script := make([]byte, 2+r.IntN(30))
-			for i := range script {
-				script[i] = byte(r.Uint32())
-			}
-			ed := &editor{script: script, orig: orig}
-			want := orig
-			for len(ed.script) > 0 {
-				want = ed.edit(want, 0).(map[string]any)
-			}
+			want := editedAtRandom(r, orig)
 			ops := Diff(orig, want)
 			if len(ops) == 0 {
 				continue
