@@ -62,6 +62,22 @@ func (c *Compiler) CompileValidating(p *admissionregistrationv1.ValidatingAdmiss
 	return vp, nil
 }
 
+// ForgetValidating drops the cached compilation of the named
+// ValidatingAdmissionPolicy (Forget drops a MutatingAdmissionPolicy's).
+func (c *Compiler) ForgetValidating(name string) {
+	c.mu.Lock()
+	delete(c.vcache, name)
+	c.mu.Unlock()
+}
+
+// CachedValidating returns the number of ValidatingAdmissionPolicy
+// compilations the cache holds (what ForgetValidating bounds).
+func (c *Compiler) CachedValidating() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.vcache)
+}
+
 func (c *Compiler) compileValidating(p *admissionregistrationv1.ValidatingAdmissionPolicy, key string) (*ValidatingPolicy, error) {
 	hasParams := p.Spec.ParamKind != nil
 	out := &ValidatingPolicy{Policy: &Policy{Name: p.Name, Key: key, HasParams: hasParams, observer: c.observer}}

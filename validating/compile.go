@@ -14,7 +14,17 @@ import (
 // (compiler.CompileValidating: the environments, declarations, result
 // types and error texts of kube-apiserver's plugin), keeping each
 // compilation by policy name and revision: an unchanged policy is compiled
-// once. It is safe for concurrent use; the zero value is not ready, use
+// once.
+//
+// What it keeps is bounded by the policy sets of the last keptSets
+// Evaluators built with it (NewEvaluator): each Evaluator ends a set, and
+// the compilations of names that none of the sets kept (nor the one being
+// built) used are dropped, as the mutating side's controller forgets the
+// policies a new policy set no longer has (controller/sync.go). An
+// Evaluator holds its own compilations: a dropped one is compiled again
+// only when a later policy set has its name again.
+//
+// It is safe for concurrent use; the zero value is not ready, use
 // NewCompiler.
 type Compiler struct {
 	// comp is the compiler, built on first use (its error, which
@@ -24,7 +34,20 @@ type Compiler struct {
 	// observer, when set, is told about the evaluations of the policies'
 	// expressions (NewObservedCompiler).
 	observer Observer
+
+	// mu guards building and sets: the names compiled since the last
+	// Evaluator was built, and the names of the last keptSets policy
+	// sets, newest first.
+	mu       sync.Mutex
+	building map[string]struct{}
+	sets     [keptSets]map[string]struct{}
 }
+
+// keptSets is the number of policy sets whose compilations a Compiler
+// keeps: two, so that an Evaluator that replaces another (a policy set's
+// swap) and two Evaluators built in turn over two sets (policytest's
+// clusters, layers) find their unchanged policies compiled.
+const keptSets = 2
 
 // NewCompiler returns an empty Compiler.
 func NewCompiler() *Compiler {
@@ -52,7 +75,47 @@ func (c *Compiler) compile(p *admissionregistrationv1.ValidatingAdmissionPolicy)
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	if c.building == nil {
+		c.building = map[string]struct{}{}
+	}
+	c.building[p.Name] = struct{}{}
+	c.mu.Unlock()
 	return comp.CompileValidating(p)
+}
+
+// endSet ends the policy set built since the last call (an Evaluator's):
+// it becomes the newest of the kept sets, and the compilations of the
+// names only the set it pushes out used are dropped.
+func (c *Compiler) endSet() {
+	comp, err := c.comp()
+	if err != nil {
+		return // nothing was compiled
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	oldest := c.sets[keptSets-1]
+	copy(c.sets[1:], c.sets[:keptSets-1])
+	c.sets[0], c.building = c.building, nil
+	for name := range oldest {
+		if !c.keeps(name) {
+			comp.ForgetValidating(name)
+		}
+	}
+}
+
+// keeps tells whether a kept set, or the set being built, has name. c.mu
+// is held.
+func (c *Compiler) keeps(name string) bool {
+	if _, ok := c.building[name]; ok {
+		return true
+	}
+	for _, s := range c.sets {
+		if _, ok := s[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // variableObserver tells a validating Observer of the lazy evaluations of

@@ -187,6 +187,9 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		assignParamKeys(&e.hooks[i])
 		e.keepsParamResults = e.keepsParamResults || e.hooks[i].paramKeyCount > 0
 	}
+	// The policy set is built: comp keeps its compilations and drops
+	// those of sets gone by (Compiler).
+	comp.endSet()
 	return e
 }
 
