@@ -132,20 +132,38 @@ func NewRef(ref *admissionregistrationv1.ParamRef) *Ref {
 	return r
 }
 
-// CollectRef is Collect of the paramRef r was prepared from.
+// CollectRef is Collect of the paramRef r was prepared from: FindRef,
+// then Present of what it found.
 func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv1.ParamKind, r *Ref, requestNamespace string) ([]Param, error) {
-	ref := r.ref
-	if !Bound(kind, ref) {
+	if !Bound(kind, r.ref) {
 		return []Param{{}}, nil
+	}
+	found, gvk, err := c.FindRef(ctx, kind, r, requestNamespace)
+	if err != nil {
+		return nil, err
+	}
+	return c.Present(gvk, found)
+}
+
+// FindRef is the lookup of CollectRef for a bound paramKind and paramRef
+// (Bound): the param objects the Source holds for it, in the Source's
+// order, and their kind, or CollectRef's error. What CollectRef answers
+// for them is Present's, which depends on nothing else: a caller that
+// finds the same objects again may reuse it.
+func (c *Collector) FindRef(ctx context.Context, kind *admissionregistrationv1.ParamKind, r *Ref, requestNamespace string) ([]*unstructured.Unstructured, schema.GroupVersionKind, error) {
+	ref := r.ref
+	var gvk schema.GroupVersionKind
+	if !Bound(kind, ref) {
+		return nil, gvk, errors.New("no paramKind or no paramRef")
 	}
 	gv, err := schema.ParseGroupVersion(kind.APIVersion)
 	if err != nil {
-		return nil, fmt.Errorf("paramKind kind `%v` not known", kind.String())
+		return nil, gvk, fmt.Errorf("paramKind kind `%v` not known", kind.String())
 	}
-	gvk := gv.WithKind(kind.Kind)
+	gvk = gv.WithKind(kind.Kind)
 	namespaced, known := c.Scopes.Namespaced(gvk)
 	if !known {
-		return nil, fmt.Errorf("paramKind kind `%v` not known", kind.String())
+		return nil, gvk, fmt.Errorf("paramKind kind `%v` not known", kind.String())
 	}
 	namespace := ""
 	if namespaced {
@@ -153,18 +171,18 @@ func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv
 		if ref.Namespace != "" {
 			namespace = ref.Namespace
 		} else if namespace == "" {
-			return nil, errors.New("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+			return nil, gvk, errors.New("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
 		}
 	}
 	if ref.Namespace != "" && !namespaced {
-		return nil, errors.New("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
+		return nil, gvk, errors.New("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
 	}
 
 	var found []*unstructured.Unstructured
 	switch {
 	case ref.Name != "":
 		if ref.Selector != nil {
-			return nil, errors.New("paramRef.name and paramRef.selector are mutually exclusive")
+			return nil, gvk, errors.New("paramRef.name and paramRef.selector are mutually exclusive")
 		}
 		obj, err := c.Source.Get(ctx, gvk, namespace, ref.Name)
 		switch {
@@ -172,24 +190,31 @@ func (c *Collector) CollectRef(ctx context.Context, kind *admissionregistrationv
 			found = []*unstructured.Unstructured{obj}
 		case apierrors.IsNotFound(err):
 		default:
-			return nil, err
+			return nil, gvk, err
 		}
 	case ref.Selector != nil:
 		sel, err := r.sel, r.err
 		if err != nil {
-			return nil, err
+			return nil, gvk, err
 		}
 		found, err = c.Source.List(ctx, gvk, namespace, sel)
 		if err != nil {
-			return nil, err
+			return nil, gvk, err
 		}
 	default:
-		return nil, errors.New("one of name or selector must be provided")
+		return nil, gvk, errors.New("one of name or selector must be provided")
 	}
 
 	if len(found) == 0 && ref.ParameterNotFoundAction != nil && *ref.ParameterNotFoundAction == admissionregistrationv1.DenyAction {
-		return nil, errors.New("no params found for policy binding with `Deny` parameterNotFoundAction")
+		return nil, gvk, errors.New("no params found for policy binding with `Deny` parameterNotFoundAction")
 	}
+	return found, gvk, nil
+}
+
+// Present is CollectRef's answer for the param objects found of kind gvk
+// (FindRef's): one Param per object, in namespace/name order, each
+// presented as CEL sees it (through the Memo when there is one).
+func (c *Collector) Present(gvk schema.GroupVersionKind, found []*unstructured.Unstructured) ([]Param, error) {
 	out := make([]Param, len(found))
 	for i, o := range found {
 		out[i] = Param{Namespace: o.GetNamespace(), Name: o.GetName(), Source: o}

@@ -33,3 +33,16 @@ func CompiledOf(e *Evaluator, name string) *compiler.ValidatingPolicy {
 	}
 	return nil
 }
+
+// RememberedParams is the number of params binding j of the named policy
+// remembers of its last collection, -1 for none.
+func RememberedParams(e *Evaluator, name string, j int) int {
+	for i := range e.hooks {
+		if e.hooks[i].Policy.Name == name {
+			if c := e.hooks[i].collections[j].Load(); c != nil {
+				return len(c.params)
+			}
+		}
+	}
+	return -1
+}

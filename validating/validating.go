@@ -97,6 +97,10 @@ type Hook struct {
 	// paramValues remembers each param object as bound for this policy
 	// (paramOf), by object.
 	paramValues *params.Memo
+	// collections remember, by binding index, the binding's last
+	// collection of params (collect): what the next request that finds the
+	// same param objects is answered.
+	collections []atomic.Pointer[collection]
 	// usesRequest, usesNamespace and usesAuthorizer tell whether an
 	// expression refers to request, namespaceObject, authorizer (or
 	// authorizer.requestResource): what none refers to is not built for
@@ -176,6 +180,7 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		h.criteria = matching.NewCriteria(g.Policy.Spec.MatchConstraints)
 		h.bindingCriteria = make([]*matching.Criteria, len(g.Bindings))
 		h.refs = make([]*params.Ref, len(g.Bindings))
+		h.collections = make([]atomic.Pointer[collection], len(g.Bindings))
 		for j, b := range g.Bindings {
 			h.bindingCriteria[j] = matching.NewCriteria(b.Spec.MatchResources)
 			h.refs[j] = params.NewRef(b.Spec.ParamRef)
@@ -337,8 +342,11 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			// Without a paramKind or paramRef, one evaluation with params
 			// null (what CollectRef answers, without its allocation).
 			ps, err := noParams[:], error(nil)
+			var col *collection
 			if params.Bound(p.Spec.ParamKind, b.Spec.ParamRef) {
-				ps, err = e.cfg.Params.CollectRef(ctx, p.Spec.ParamKind, h.refs[j], a.Namespace)
+				if col, err = e.collect(ctx, h, j, a.Namespace); col != nil {
+					ps = col.params
+				}
 			}
 			if err != nil {
 				addConfigError(err, p, b)
@@ -383,12 +391,18 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, cands 
 			}
 			// One record per param (the slice grown once, not by doubling).
 			out.Validations = slices.Grow(out.Validations, len(ps))
-			for _, param := range ps {
+			for k, param := range ps {
 				prec := rec
 				in.params, in.paramsValue, in.paramResults = nil, nil, nil
 				if param.Object != nil {
-					prec.Param = param.Namespace + "/" + param.Name
-					in.params, in.paramsValue, in.paramResults = h.paramOf(param)
+					if col != nil {
+						bp := &col.bound[k]
+						prec.Param = bp.key
+						in.params, in.paramsValue, in.paramResults = bp.params, bp.value, bp.results
+					} else {
+						prec.Param = param.Namespace + "/" + param.Name
+						in.params, in.paramsValue, in.paramResults = h.paramOf(param)
+					}
 				}
 				result := h.validate(ctx, &in, e.observer, buf)
 				if len(result.Decisions) == 0 && len(result.AuditAnnotations) == 0 {
@@ -698,6 +712,8 @@ type boundParam struct {
 	params  map[string]any
 	value   ref.Val
 	results *paramResults
+	// key is the param's record key (namespace/name), in a collection.
+	key string
 }
 
 // paramOf is paramOf of the param's content, remembered by its object (a
@@ -710,7 +726,7 @@ func (h *Hook) paramOf(p params.Param) (map[string]any, ref.Val, *paramResults) 
 	}
 	v, _ := h.paramValues.Get(p.Source, func() (any, error) {
 		m, val := paramOf(p.Object, h.Policy.Spec.ParamKind)
-		return boundParam{m, val, newParamResults(h.paramKeyCount)}, nil
+		return boundParam{params: m, value: val, results: newParamResults(h.paramKeyCount)}, nil
 	})
 	b := v.(boundParam)
 	return b.params, b.value, b.results
