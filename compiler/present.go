@@ -117,6 +117,12 @@ func (p presentAdapter) NativeToValue(v any) ref.Val {
 	case []any:
 		// The slice as v holds it: boxed values never change.
 		return listView{(*[]any)(jsonvalue.DataOf(unsafe.Pointer(&v)))}
+	case string:
+		return scalarVal(stringValWord, &v)
+	case int64:
+		return scalarVal(intValWord, &v)
+	case float64:
+		return scalarVal(doubleValWord, &v)
 	}
 	return p.Adapter.NativeToValue(v)
 }
@@ -199,8 +205,37 @@ func presentEntry(v any) ref.Val {
 	return presentAdapter{celtypes.DefaultTypeAdapter}.NativeToValue(v)
 }
 
-// Iterator implements traits.Iterable.
-func (m mapView) Iterator() traits.Iterator { return m.full().Iterator() }
+// The interface words of a types.String, a types.Int and a types.Double
+// held in a ref.Val.
+var (
+	stringValWord = valWord(celtypes.String("s"))
+	intValWord    = valWord(celtypes.Int(1 << 40))
+	doubleValWord = valWord(celtypes.Double(1.5))
+)
+
+// valWord is the type word of the interface value v.
+func valWord(v ref.Val) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[0] }
+
+// scalarVal is the CEL value of the string, int64 or float64 the interface
+// at v holds (types.String(s), types.Int(i), types.Double(f)) without a new
+// box: the ref.Val points to the value v's box holds, which never changes
+// (boxed values are immutable). word is the ref.Val's type word for it.
+func scalarVal(word unsafe.Pointer, v *any) ref.Val {
+	var r ref.Val
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&r))
+	w[0], w[1] = word, jsonvalue.DataOf(unsafe.Pointer(v))
+	return r
+}
+
+// Iterator implements traits.Iterable, as cel-go's stringIfaceMapAccessor
+// does: the keys copied first, in Go's map order.
+func (m mapView) Iterator() traits.Iterator {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return &mapViewIterator{keys: keys}
+}
 
 // Fold implements traits.Foldable.
 func (m mapView) Fold(f traits.Folder) { m.full().(traits.Foldable).Fold(f) }
@@ -332,3 +367,26 @@ func (*listViewIterator) Type() ref.Type { return celtypes.IteratorType }
 
 // Value implements ref.Val, as cel-go's baseIterator.
 func (*listViewIterator) Value() any { return nil }
+
+// mapViewIterator is a mapView's iterator, cel-go's stringKeyIterator but
+// for its Go type: the keys as types.String, each pointing to its slot of
+// keys (never written again), without a box of its own.
+type mapViewIterator struct {
+	listViewIterator
+	keys []string
+}
+
+// HasNext implements traits.Iterator.
+func (it *mapViewIterator) HasNext() ref.Val { return celtypes.Bool(it.cursor < len(it.keys)) }
+
+// Next implements traits.Iterator.
+func (it *mapViewIterator) Next() ref.Val {
+	if it.cursor >= len(it.keys) {
+		return nil
+	}
+	var r ref.Val
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&r))
+	w[0], w[1] = stringValWord, unsafe.Pointer(&it.keys[it.cursor])
+	it.cursor++
+	return r
+}
