@@ -282,3 +282,42 @@ func sameGoValue(g, e ref.Val) bool {
 	}
 	return true
 }
+
+// TestViewsConvertNothing: reading an entry of a map or a list of the
+// object through the views (a string, a number, a nested map or list)
+// builds no CEL map or list and no box; the entries are the adapter's
+// values (TestMapViewIsTheAdaptersMap).
+func TestViewsConvertNothing(t *testing.T) {
+	m := mapView{"s": "text", "i": int64(1 << 40), "f": 2.5, "m": map[string]any{"k": "v"}, "l": []any{"x", map[string]any{}}}
+	var l any = []any{"y", int64(300), map[string]any{"a": "b"}}
+	lv := presentAdapter{celtypes.DefaultTypeAdapter}.NativeToValue(l).(listView)
+	keys := []ref.Val{celtypes.String("s"), celtypes.String("i"), celtypes.String("f"), celtypes.String("m"), celtypes.String("l")}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, k := range keys {
+			_ = m.Get(k)
+		}
+		for i := range 3 {
+			_ = lv.Get(celtypes.Int(i))
+		}
+	}); n != 0 {
+		t.Errorf("reading entries allocates %v times", n)
+	}
+	for k, want := range map[string]ref.Val{"s": celtypes.String("text"), "i": celtypes.Int(1 << 40), "f": celtypes.Double(2.5)} {
+		got := m.Get(celtypes.String(k))
+		if reflect.TypeOf(got) != reflect.TypeOf(want) || got != want {
+			t.Errorf("%s: %T %v, want %T %v", k, got, got, want, want)
+		}
+	}
+	var keysSeen []string
+	for it := m.Iterator(); it.HasNext() == celtypes.True; {
+		k := it.Next()
+		if _, ok := k.(celtypes.String); !ok {
+			t.Fatalf("key %T", k)
+		}
+		keysSeen = append(keysSeen, string(k.(celtypes.String)))
+	}
+	sort.Strings(keysSeen)
+	if fmt.Sprint(keysSeen) != "[f i l m s]" {
+		t.Errorf("keys %v", keysSeen)
+	}
+}
