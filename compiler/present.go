@@ -35,11 +35,13 @@ import (
 // mapView, the map itself under a type of its own, which fits in an
 // interface without an allocation; every other value is the environment
 // adapter's. Whatever a mapView is asked answers as the adapter's map:
-// Size, Type and Value directly, every other method through the map the
-// adapter builds (TestMapViewIsTheAdaptersMap). The values an expression
-// computes are never presented through it: an attribute's value is
-// converted by its own adapter field (evalAttr.Exec), and the has() step's
-// value is a boolean (its last qualifier tests presence only).
+// Size, Type, Value, Find, Get, Contains and Iterator directly (as cel-go's
+// map of a Go map does), every other method through the map the adapter
+// builds (TestMapViewIsTheAdaptersMap); a listView likewise. Since session
+// 23 the attribute's value itself is presented too (presentValues:
+// presentAttr re-does evalAttr.Exec with the presenting adapter), so that
+// reads through it convert nothing; the has() step's value is a boolean
+// (its last qualifier tests presence only).
 // TestPlanOnceAgrees and FuzzPlanOnceAgrees hold the programs to cel-go's
 // own plan: same values, errors, costs and remaining budgets.
 type presentAttr struct {
