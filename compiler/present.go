@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"errors"
 	"reflect"
 	"unsafe"
 
@@ -34,11 +35,13 @@ import (
 // mapView, the map itself under a type of its own, which fits in an
 // interface without an allocation; every other value is the environment
 // adapter's. Whatever a mapView is asked answers as the adapter's map:
-// Size, Type and Value directly, every other method through the map the
-// adapter builds (TestMapViewIsTheAdaptersMap). The values an expression
-// computes are never presented through it: an attribute's value is
-// converted by its own adapter field (evalAttr.Exec), and the has() step's
-// value is a boolean (its last qualifier tests presence only).
+// Size, Type, Value, Find, Get, Contains and Iterator directly (as cel-go's
+// map of a Go map does), every other method through the map the adapter
+// builds (TestMapViewIsTheAdaptersMap); a listView likewise. Since session
+// 23 the attribute's value itself is presented too (presentValues:
+// presentAttr re-does evalAttr.Exec with the presenting adapter), so that
+// reads through it convert nothing; the has() step's value is a boolean
+// (its last qualifier tests presence only).
 // TestPlanOnceAgrees and FuzzPlanOnceAgrees hold the programs to cel-go's
 // own plan: same values, errors, costs and remaining budgets.
 type presentAttr struct {
@@ -47,10 +50,34 @@ type presentAttr struct {
 	// it is planned) under presentAdapter, made once: a pointer fits in
 	// the interface Adapter returns without an allocation per call.
 	adapter *presentAdapter
+	// values is set when the wrapped attribute is cel-go's evalAttr, whose
+	// Exec is re-done here (resolve, then convert) with the presenting
+	// adapter: the attribute's value, when it is a map or a list of the
+	// object, is a view too (see presentValues).
+	values bool
 }
 
 // Adapter implements interpreter.InterpretableAttribute.
 func (p *presentAttr) Adapter() celtypes.Adapter { return p.adapter }
+
+// Exec implements interpreter.InterpretableV2: evalAttr.Exec (cel-go
+// v0.29.2, interpreter/interpretable.go) with the presenting adapter, when
+// values is set; the wrapped attribute's own Exec otherwise.
+func (p *presentAttr) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	if !p.values {
+		return p.InterpretableAttribute.Exec(frame)
+	}
+	v, err := p.Attr().Resolve(frame)
+	if err != nil {
+		return celtypes.LabelErrNode(p.ID(), celtypes.WrapErr(err))
+	}
+	return p.adapter.NativeToValue(v)
+}
+
+// Eval implements interpreter.Interpretable, as evalAttr.Eval does.
+func (p *presentAttr) Eval(ctx interpreter.Activation) ref.Val {
+	return p.Exec(interpreter.AsFrame(ctx))
+}
 
 // presentAttribute wraps a, unless its adapter already presents (an
 // attribute decorated again after a qualifier was added, a has() test
@@ -60,8 +87,25 @@ func presentAttribute(a interpreter.InterpretableAttribute) interpreter.Interpre
 	if _, ok := inner.(*presentAdapter); ok {
 		return a
 	}
-	return &presentAttr{InterpretableAttribute: a, adapter: &presentAdapter{inner}}
+	return &presentAttr{InterpretableAttribute: a, adapter: &presentAdapter{inner},
+		values: presentValues && reflect.TypeOf(a).String() == "*interpreter.evalAttr"}
 }
+
+// presentValues: the value of an attribute (object.spec.containers, the c
+// of containers.all(c, …)) that is a map or a list of the object is a view
+// as well, not only what the cost observer is shown of its qualifiers. The
+// views answer what expressions ask of a map or a list most (Find, Get,
+// Contains, Iterator, Fold, Size) without the adapter's map or list, and
+// their entries as views again, so that reading c.resources.limits of
+// each container converts no map on the way; whatever else is asked of
+// them (Equal, conversions, Add, String) is answered by the adapter's map
+// or list. The views are cel-go's maps and lists of the same Go values
+// but for their Go type: TestMapViewIsTheAdaptersMap holds every answer
+// to the adapter's, TestPlanOnceAgrees and FuzzPlanOnceAgrees the
+// programs to cel-go's own plan (values, errors, costs), and the oracle
+// tests the results. false is session 22's presenting, to the cost
+// observer alone.
+const presentValues = true
 
 // presentAdapter is the adapter of a wrapped attribute: maps of the
 // object as mapViews, everything else as the environment's adapter does.
@@ -75,6 +119,12 @@ func (p presentAdapter) NativeToValue(v any) ref.Val {
 	case []any:
 		// The slice as v holds it: boxed values never change.
 		return listView{(*[]any)(jsonvalue.DataOf(unsafe.Pointer(&v)))}
+	case string:
+		return scalarVal(stringValWord, &v)
+	case int64:
+		return scalarVal(intValWord, &v)
+	case float64:
+		return scalarVal(doubleValWord, &v)
 	}
 	return p.Adapter.NativeToValue(v)
 }
@@ -120,17 +170,74 @@ func (m mapView) Size() ref.Val { return celtypes.Int(len(m)) }
 // IsZeroValue implements traits.Zeroer.
 func (m mapView) IsZeroValue() bool { return len(m) == 0 }
 
-// Contains implements traits.Container.
-func (m mapView) Contains(k ref.Val) ref.Val { return m.full().Contains(k) }
+// Contains implements traits.Container, as cel-go's baseMap.Contains.
+func (m mapView) Contains(k ref.Val) ref.Val {
+	_, found := m.Find(k)
+	return celtypes.Bool(found)
+}
 
-// Get implements traits.Indexer.
-func (m mapView) Get(k ref.Val) ref.Val { return m.full().Get(k) }
+// Get implements traits.Indexer, as cel-go's baseMap.Get.
+func (m mapView) Get(k ref.Val) ref.Val {
+	v, found := m.Find(k)
+	if !found {
+		return celtypes.ValOrErr(v, "no such key: %v", k)
+	}
+	return v
+}
 
-// Find implements traits.Mapper.
-func (m mapView) Find(k ref.Val) (ref.Val, bool) { return m.full().Find(k) }
+// Find implements traits.Mapper, as cel-go's stringIfaceMapAccessor.Find
+// (the accessor of types.NewStringInterfaceMap), the entry presented as a
+// view when it is a map or a list.
+func (m mapView) Find(k ref.Val) (ref.Val, bool) {
+	key, ok := k.(celtypes.String)
+	if !ok {
+		return nil, false
+	}
+	v, found := m[string(key)]
+	if !found {
+		return nil, false
+	}
+	return presentEntry(v), true
+}
 
-// Iterator implements traits.Iterable.
-func (m mapView) Iterator() traits.Iterator { return m.full().Iterator() }
+// presentEntry is an entry of a map or a list of the object as the
+// adapter's map or list converts it (cel-go's default adapter), a map or
+// a list of it as a view.
+func presentEntry(v any) ref.Val {
+	return presentAdapter{celtypes.DefaultTypeAdapter}.NativeToValue(v)
+}
+
+// The interface words of a types.String, a types.Int and a types.Double
+// held in a ref.Val.
+var (
+	stringValWord = valWord(celtypes.String("s"))
+	intValWord    = valWord(celtypes.Int(1 << 40))
+	doubleValWord = valWord(celtypes.Double(1.5))
+)
+
+// valWord is the type word of the interface value v.
+func valWord(v ref.Val) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[0] }
+
+// scalarVal is the CEL value of the string, int64 or float64 the interface
+// at v holds (types.String(s), types.Int(i), types.Double(f)) without a new
+// box: the ref.Val points to the value v's box holds, which never changes
+// (boxed values are immutable). word is the ref.Val's type word for it.
+func scalarVal(word unsafe.Pointer, v *any) ref.Val {
+	var r ref.Val
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&r))
+	w[0], w[1] = word, jsonvalue.DataOf(unsafe.Pointer(v))
+	return r
+}
+
+// Iterator implements traits.Iterable, as cel-go's stringIfaceMapAccessor
+// does: the keys copied first, in Go's map order.
+func (m mapView) Iterator() traits.Iterator {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return &mapViewIterator{keys: keys}
+}
 
 // Fold implements traits.Foldable.
 func (m mapView) Fold(f traits.Folder) { m.full().(traits.Foldable).Fold(f) }
@@ -182,17 +289,41 @@ func (l listView) IsZeroValue() bool { return len(*l.p) == 0 }
 // Add implements traits.Adder.
 func (l listView) Add(o ref.Val) ref.Val { return l.full().Add(o) }
 
-// Contains implements traits.Container.
-func (l listView) Contains(e ref.Val) ref.Val { return l.full().Contains(e) }
+// Contains implements traits.Container, as cel-go's baseList.Contains.
+func (l listView) Contains(e ref.Val) ref.Val {
+	for _, v := range *l.p {
+		if b, ok := e.Equal(presentEntry(v)).(celtypes.Bool); ok && b == celtypes.True {
+			return celtypes.True
+		}
+	}
+	return celtypes.False
+}
 
-// Get implements traits.Indexer.
-func (l listView) Get(i ref.Val) ref.Val { return l.full().Get(i) }
+// Get implements traits.Indexer, as cel-go's baseList.Get.
+func (l listView) Get(i ref.Val) ref.Val {
+	ind, err := celtypes.IndexOrError(i)
+	if err != nil {
+		return celtypes.ValOrErr(i, "%v", err)
+	}
+	if ind < 0 || ind >= len(*l.p) {
+		return celtypes.NewErr("index '%d' out of range in list size '%d'", ind, l.Size())
+	}
+	return presentEntry((*l.p)[ind])
+}
 
-// Iterator implements traits.Iterable.
-func (l listView) Iterator() traits.Iterator { return l.full().Iterator() }
+// Iterator implements traits.Iterable, as cel-go's list iterator (Next
+// is Get of the next index).
+func (l listView) Iterator() traits.Iterator { return &listViewIterator{list: *l.p} }
 
-// Fold implements traits.Foldable.
-func (l listView) Fold(f traits.Folder) { l.full().(traits.Foldable).Fold(f) }
+// Fold implements traits.Foldable, as cel-go's baseList.Fold: the entries
+// as they are, unconverted.
+func (l listView) Fold(f traits.Folder) {
+	for i, v := range *l.p {
+		if !f.FoldEntry(i, v) {
+			break
+		}
+	}
+}
 
 // String is the adapter's list's String.
 func (l listView) String() string {
@@ -200,4 +331,64 @@ func (l listView) String() string {
 		return s.String()
 	}
 	return ""
+}
+
+// listViewIterator is a listView's iterator. As every cel-go iterator
+// (types.baseIterator) it is a value no expression sees.
+type listViewIterator struct {
+	list   []any
+	cursor int
+}
+
+// HasNext implements traits.Iterator.
+func (it *listViewIterator) HasNext() ref.Val { return celtypes.Bool(it.cursor < len(it.list)) }
+
+// Next implements traits.Iterator.
+func (it *listViewIterator) Next() ref.Val {
+	if it.cursor >= len(it.list) {
+		return nil
+	}
+	v := it.list[it.cursor]
+	it.cursor++
+	return presentEntry(v)
+}
+
+// ConvertToNative implements ref.Val, as cel-go's baseIterator.
+func (*listViewIterator) ConvertToNative(reflect.Type) (any, error) {
+	return nil, errors.New("type conversion on iterators not supported")
+}
+
+// ConvertToType implements ref.Val, as cel-go's baseIterator.
+func (*listViewIterator) ConvertToType(ref.Type) ref.Val { return celtypes.NewErr("no such overload") }
+
+// Equal implements ref.Val, as cel-go's baseIterator.
+func (*listViewIterator) Equal(ref.Val) ref.Val { return celtypes.NewErr("no such overload") }
+
+// Type implements ref.Val, as cel-go's baseIterator.
+func (*listViewIterator) Type() ref.Type { return celtypes.IteratorType }
+
+// Value implements ref.Val, as cel-go's baseIterator.
+func (*listViewIterator) Value() any { return nil }
+
+// mapViewIterator is a mapView's iterator, cel-go's stringKeyIterator but
+// for its Go type: the keys as types.String, each pointing to its slot of
+// keys (never written again), without a box of its own.
+type mapViewIterator struct {
+	listViewIterator
+	keys []string
+}
+
+// HasNext implements traits.Iterator.
+func (it *mapViewIterator) HasNext() ref.Val { return celtypes.Bool(it.cursor < len(it.keys)) }
+
+// Next implements traits.Iterator.
+func (it *mapViewIterator) Next() ref.Val {
+	if it.cursor >= len(it.keys) {
+		return nil
+	}
+	var r ref.Val
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&r))
+	w[0], w[1] = stringValWord, unsafe.Pointer(&it.keys[it.cursor])
+	it.cursor++
+	return r
 }
