@@ -43,6 +43,10 @@ type Evaluator struct {
 	// requestObject even when it is the policies' own output (tests prove
 	// passObject's shortcut never changes a result).
 	alwaysNormalize bool
+	// fresh makes every pass build its CEL frame and AdmissionRequests
+	// anew instead of carrying the first round's into the reinvocation
+	// round (tests prove carrying them never changes a result).
+	fresh bool
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
 	// criteria are the hooks' matchConstraints and their bindings'
@@ -467,6 +471,10 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	}
 	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
+	if e.fresh {
+		st.dropFrame()
+		st.hasRequests = false
+	}
 	// The requests of the first pass serve the reinvocation round too
 	// (requestsFor).
 	requests := st.requestsFor(a)
