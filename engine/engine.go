@@ -43,6 +43,10 @@ type Evaluator struct {
 	// requestObject even when it is the policies' own output (tests prove
 	// passObject's shortcut never changes a result).
 	alwaysNormalize bool
+	// fresh makes every pass build its CEL frame and AdmissionRequests
+	// anew instead of carrying the first round's into the reinvocation
+	// round (tests prove carrying them never changes a result).
+	fresh bool
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
 	// criteria are the hooks' matchConstraints and their bindings'
@@ -198,6 +202,11 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 		rc.SetShouldReinvoke()
 		out.Reinvoke = true
 	}
+	if pass == 2 || !st.changed || out.Denied != nil {
+		// No reinvocation round of the policies to share the frame with
+		// (another stage's may still come: it makes its own).
+		st.dropFrame()
+	}
 	return out, nil
 }
 
@@ -280,9 +289,10 @@ func (e *Evaluator) dispatch(ctx context.Context, a *matching.Attributes, object
 		cur.Object = &unstructured.Unstructured{Object: object}
 	}
 	var views viewSet
-	// A pass has few invocations: their room on the stack.
-	var buf [4]invocation
-	invocations, errs := e.collect(ctx, &cur, cands, buf[:0], pass, res, &views)
+	// The invocations of a pass go into the request state's room, which
+	// the state keeps when it is recycled (reinvocation.Release).
+	invocations, errs := e.collect(ctx, &cur, cands, st.invocations[:0], pass, res, &views)
+	defer func() { st.invocations = invocations }()
 
 	if len(invocations) > 0 {
 		var statusErr *apierrors.StatusError
@@ -461,19 +471,22 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	}
 	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
-	var requests requestSet
+	if e.fresh {
+		st.dropFrame()
+		st.hasRequests = false
+	}
+	// The requests of the first pass serve the reinvocation round too
+	// (requestsFor).
+	requests := st.requestsFor(a)
 	// The CEL evaluations of this pass share one execution frame, made
 	// before the first of them (a reinvocation round that evaluates
-	// nothing makes none).
-	var release func()
-	defer func() {
-		if release != nil {
-			release()
-		}
-	}()
+	// nothing makes none), or the one the first pass made (frameUnder);
+	// released when the chain's run is over, or at the end of Admit when
+	// no reinvocation round of the policies follows.
+	framed := false
 	frame := func() {
-		if release == nil {
-			ctx, release = compiler.WithSharedFrame(ctx)
+		if !framed {
+			ctx, framed = st.frameUnder(ctx), true
 		}
 	}
 	// The outcomes of every invocation's mutations, in one array: each
@@ -484,7 +497,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	for k, inv := range invs {
 		key := invocationKey{policy: inv.hook.Policy.Name, binding: inv.binding.Name}
 		if inv.param.Object != nil {
-			key.param = inv.param.Namespace + "/" + inv.param.Name
+			key.param = st.paramKey(inv.param.Namespace, inv.param.Name)
 		}
 		trace := chain.Invocation{Record: chain.Record{Configuration: key.policy, Hook: key.binding, Round: pass - 1}, Param: key.param}
 		// The policy sees the objects in the kind its rules matched
@@ -501,7 +514,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			in.Attributes = attrs()
 			frame()
 		}
-		if matched, condition, err := e.matchConditions(ctx, inv, a, in, &requests); matched != chain.NotSkipped {
+		if matched, condition, err := e.matchConditions(ctx, inv, a, in, requests); matched != chain.NotSkipped {
 			trace.Skip, trace.Condition, trace.Err = matched, condition, err
 			if err != nil {
 				// Under failurePolicy Ignore, deny drops it (Result.Ignored).
