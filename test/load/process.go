@@ -28,6 +28,8 @@ type ProcessOptions struct {
 	Policies, Resources []string
 	// CertDir is its --self-signed-dir (required).
 	CertDir string
+	// Args are more flags of its serve command (e.g. --cpuprofile FILE).
+	Args []string
 	// Ready bounds the wait for the server to answer /readyz (default
 	// one minute: a loaded machine starts it slowly).
 	Ready time.Duration
@@ -73,6 +75,7 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 	if len(o.Resources) > 0 {
 		args = append(args, "--resources", strings.Join(o.Resources, ","))
 	}
+	args = append(args, o.Args...)
 	p := &Process{URL: "https://" + addr + webhook.PathMutate, Args: append([]string{o.Binary}, args...),
 		stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	// Not CommandContext: Close stops the child, gracefully.

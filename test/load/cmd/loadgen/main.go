@@ -58,6 +58,7 @@ type options struct {
 	command        string
 	note           string
 	cpuProfile     string
+	serverProfile  string
 	failOnErrors   bool
 }
 
@@ -103,6 +104,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.note, "note", "", "a note on the conditions of the run, shown in the report")
 	fs.BoolVar(&o.failOnErrors, "fail-on-errors", false, "exit with status 1 when a run had errors")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (in process: server and generator)")
+	fs.StringVar(&o.serverProfile, "server-cpuprofile", "", "with --serve-binary: the server writes a CPU profile of its whole run (warm-up included) to this file (mutatis serve --cpuprofile)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -125,6 +127,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("--server needs --ca (the certificate is verified)")
 	case o.server != "" && o.serveBinary != "":
 		return nil, errors.New("--serve-binary starts the server; it excludes --server")
+	case o.serverProfile != "" && o.serveBinary == "":
+		return nil, errors.New("--server-cpuprofile goes with --serve-binary")
 	case o.serverPid != 0 && o.server == "":
 		return nil, errors.New("--server-pid goes with --server")
 	}
@@ -148,7 +152,11 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 			return false, derr
 		}
 		defer os.RemoveAll(dir)
-		proc, derr := load.StartProcess(ctx, load.ProcessOptions{Binary: o.serveBinary, Policies: split(o.policies), Resources: split(o.resources), CertDir: dir})
+		po := load.ProcessOptions{Binary: o.serveBinary, Policies: split(o.policies), Resources: split(o.resources), CertDir: dir}
+		if o.serverProfile != "" {
+			po.Args = []string{"--cpuprofile", o.serverProfile}
+		}
+		proc, derr := load.StartProcess(ctx, po)
 		if derr != nil {
 			return false, derr
 		}
