@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -514,4 +515,33 @@ func TestReadBody(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timeoutParam is url.ParseQuery's Get("timeout") on every query.
+func TestTimeoutParamIsParseQuerys(t *testing.T) {
+	for _, q := range []string{
+		"", "timeout=10s", "timeout=", "timeout", "=10s", "x=1", "timeout=10s&x=1", "x=1&timeout=2s", "timeout=1s&timeout=2s",
+		"timeout=10s;x=1", "timeout=1%30s", "time%6Fut=3s", "timeout=1+s", "timeout=%zz", "timeout==10s", "Timeout=10s",
+		"timeout=10s=", "&timeout=5s", "timeout=5s&", "a;timeout=5s", "timeout=%", "timeout=10s#x",
+	} {
+		want := ""
+		if v, err := url.ParseQuery(q); err == nil || v != nil {
+			want = v.Get("timeout")
+		}
+		if got := timeoutParam(q); got != want {
+			t.Errorf("timeoutParam(%q) = %q, url.ParseQuery's %q", q, got, want)
+		}
+	}
+}
+
+func FuzzTimeoutParam(f *testing.F) {
+	for _, q := range []string{"timeout=10s", "x=1&timeout=2s", "timeout=1%30s", "a;timeout=5s"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		v, _ := url.ParseQuery(q)
+		if got, want := timeoutParam(q), v.Get("timeout"); got != want {
+			t.Errorf("timeoutParam(%q) = %q, url.ParseQuery's %q", q, got, want)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,10 @@ type Metrics struct {
 
 	policyCheck   *prometheus.CounterVec
 	policyLatency *prometheus.HistogramVec
+	// policies are the children of policyCheck and policyLatency by their
+	// labels, looked up once (ObserveMutation is called per invocation).
+	policiesMu sync.RWMutex
+	policies   map[policyLabels]policySeries
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec // no labels: promhttp wants a vector
@@ -66,6 +71,7 @@ func NewMetrics() *Metrics {
 	labels := []string{"policy", "policy_binding", "error_type"}
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
+		policies: map[policyLabels]policySeries{},
 		policyCheck: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "apiserver",
 			Subsystem: "mutating_admission_policy",
@@ -130,10 +136,40 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// policyLabels are the labels of the MAP metrics' series.
+type policyLabels struct{ policy, binding, errorType string }
+
+// policySeries are the MAP metrics' series of one policyLabels.
+type policySeries struct {
+	check   prometheus.Counter
+	latency prometheus.Observer
+}
+
 // ObserveMutation implements engine.Metrics.
 func (m *Metrics) ObserveMutation(_ context.Context, elapsed time.Duration, policy, binding, errorType string) {
-	m.policyCheck.WithLabelValues(policy, binding, errorType).Inc()
-	m.policyLatency.WithLabelValues(policy, binding, errorType).Observe(elapsed.Seconds())
+	s := m.policySeries(policyLabels{policy, binding, errorType})
+	s.check.Inc()
+	s.latency.Observe(elapsed.Seconds())
+}
+
+// policySeries are the children of policyCheck and policyLatency with the
+// labels l, from the vectors the first time (the vectors keep them: none
+// is ever deleted).
+func (m *Metrics) policySeries(l policyLabels) policySeries {
+	m.policiesMu.RLock()
+	s, ok := m.policies[l]
+	m.policiesMu.RUnlock()
+	if ok {
+		return s
+	}
+	s = policySeries{
+		check:   m.policyCheck.WithLabelValues(l.policy, l.binding, l.errorType),
+		latency: m.policyLatency.WithLabelValues(l.policy, l.binding, l.errorType),
+	}
+	m.policiesMu.Lock()
+	m.policies[l] = s
+	m.policiesMu.Unlock()
+	return s
 }
 
 // Registry is the registry holding the metrics (to add collectors).

@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	evanphxjsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
@@ -271,4 +273,23 @@ func answer(t *testing.T, f *tlsFixture, srv *running, uid string, body []byte, 
 		t.Fatal(err)
 	}
 	return got
+}
+
+// ObserveMutation's series looked up once are the vectors' own: every
+// call counts in the series of its labels, as WithLabelValues would.
+func TestObserveMutationCountsPerLabels(t *testing.T) {
+	m := NewMetrics()
+	calls := []policyLabels{{"a", "a-b", "no_error"}, {"a", "a-b", "no_error"}, {"a", "a-c", "no_error"}, {"b", "b", "invalid_error"}, {"a", "a-b", "no_error"}}
+	for _, l := range calls {
+		m.ObserveMutation(t.Context(), time.Millisecond, l.policy, l.binding, l.errorType)
+	}
+	want := map[policyLabels]float64{{"a", "a-b", "no_error"}: 3, {"a", "a-c", "no_error"}: 1, {"b", "b", "invalid_error"}: 1}
+	for l, n := range want {
+		if got := testutil.ToFloat64(m.policyCheck.WithLabelValues(l.policy, l.binding, l.errorType)); got != n {
+			t.Errorf("check_total%v = %v, want %v", l, got, n)
+		}
+	}
+	if got := testutil.CollectAndCount(m.policyLatency); got != len(want) {
+		t.Errorf("check_duration_seconds has %d series, want %d", got, len(want))
+	}
 }

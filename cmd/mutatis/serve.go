@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -57,6 +58,7 @@ type serveOptions struct {
 	maxBodyBytes        int64
 	maxVariableBytes    int64
 	memoryLimit         string
+	cpuProfile          string
 	memoryLimitBytes    int64 // memoryLimit parsed
 	// cgroupRoot is where the container's memory limit is read; tests
 	// change it, and setMemoryLimit, which is memlimit.SetRuntime.
@@ -218,6 +220,7 @@ See docs/webhook.md.`,
 	f.Int64Var(&o.maxBodyBytes, "max-body-bytes-in-flight", 0, "the bytes of reviews held at once (the buffers of bodies being read, the estimated memory of a review being evaluated, from the shape of its JSON); one that does not fit gets HTTP 429, one larger than the whole budget HTTP 413 (0: a quarter of the container's memory limit, at least 48 x --max-request-bytes)")
 	f.Int64Var(&o.maxVariableBytes, "max-variable-bytes", webhook.DefaultMaxVariableBytes, "the bytes the variables' values of one policy's evaluation may hold (strings, bytes, and those in lists and maps), and, apart, the bytes of the strings and bytes its function calls build; a variable or expression past it fails to evaluate and the policy's failurePolicy applies (kube-apiserver has no such bound; negative: none)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "", "the container's memory limit (bytes or a quantity like 512Mi); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set (default: the cgroup's limit, when there is one)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (runtime/pprof), closed at shutdown")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 2*time.Second, "static mode: how often to look for changed files (0: never)")
 	f.BoolVar(&o.nativePluginDisabled, "native-plugin-disabled", false, "informer mode, --source native: acknowledge that kube-apiserver's own MutatingAdmissionPolicy plugin is disabled (otherwise every policy would mutate twice)")
 	f.StringVar(&o.namespace, "namespace", defaultNamespace(), "informer mode: the namespace mutatis runs in; its webhooks never see requests in it (default $POD_NAMESPACE, else mutatis-system)")
@@ -260,6 +263,13 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	static, err := o.validate(cmd)
 	if err != nil {
 		return badInput(err)
+	}
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return badInput(err)
+		}
+		defer stopProfile()
 	}
 	soft := o.memoryLimitFinder().Apply(log, o.setMemoryLimit)
 	// Kubernetes stops pods with SIGTERM; main handles only interrupts.
@@ -507,4 +517,21 @@ func statuszNote(o webhook.Options) string {
 		return ""
 	}
 	return ", " + webhook.PathStatusz
+}
+
+// startCPUProfile starts --cpuprofile's CPU profile into file; the function
+// it returns stops it and closes the file.
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -286,3 +286,20 @@ func TestServeLogFormat(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// --cpuprofile writes a profile that runtime/pprof wrote, and fails on a
+// file it cannot create.
+func TestStartCPUProfile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "serve.cpu")
+	stop, err := startCPUProfile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if data, err := os.ReadFile(file); err != nil || len(data) == 0 {
+		t.Errorf("the profile: %d bytes, %v", len(data), err)
+	}
+	if _, err := startCPUProfile(filepath.Join(t.TempDir(), "no", "such", "dir", "x.cpu")); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Errorf("startCPUProfile in a missing directory: %v", err)
+	}
+}

@@ -28,6 +28,8 @@ type ProcessOptions struct {
 	Policies, Resources []string
 	// CertDir is its --self-signed-dir (required).
 	CertDir string
+	// Args are more flags of its serve command (e.g. --cpuprofile FILE).
+	Args []string
 	// Ready bounds the wait for the server to answer /readyz (default
 	// one minute: a loaded machine starts it slowly).
 	Ready time.Duration
@@ -73,6 +75,7 @@ func StartProcess(ctx context.Context, o ProcessOptions) (*Process, error) {
 	if len(o.Resources) > 0 {
 		args = append(args, "--resources", strings.Join(o.Resources, ","))
 	}
+	args = append(args, o.Args...)
 	p := &Process{URL: "https://" + addr + webhook.PathMutate, Args: append([]string{o.Binary}, args...),
 		stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	// Not CommandContext: Close stops the child, gracefully.
@@ -177,6 +180,36 @@ func ProcessCPU(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	return parseStatCPU(data)
+}
+
+// ProcessPeakRSS is the largest resident set process pid has had, in
+// bytes, from /proc/PID/status's VmHWM (Linux; an error elsewhere).
+func ProcessPeakRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusHWM(data)
+}
+
+// parseStatusHWM reads the "VmHWM:   1234 kB" line of /proc/PID/status.
+func parseStatusHWM(data []byte) (int64, error) {
+	for line := range bytes.Lines(data) {
+		v, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(v))
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc/PID/status: VmHWM %q", bytes.TrimSpace(v))
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/PID/status: %w", err)
+		}
+		return kb << 10, nil
+	}
+	return 0, errors.New("/proc/PID/status: no VmHWM")
 }
 
 // parseStatCPU reads utime and stime (fields 14 and 15) of a

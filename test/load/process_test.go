@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,31 @@ func TestReportShowsTheServersCPUApart(t *testing.T) {
 	md = Report{Command: "make load", Runs: []Summary{s}}.Markdown()
 	if strings.Contains(md, "server CPU") || !strings.Contains(md, "| CPU per ok |\n") {
 		t.Errorf("in process, the report has one CPU column:\n%s", md)
+	}
+}
+
+func TestParseStatusHWM(t *testing.T) {
+	got, err := parseStatusHWM([]byte("Name:\tmutatis\nVmPeak:\t  900000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   80000 kB\n"))
+	if err != nil || got != 81234<<10 {
+		t.Errorf("parseStatusHWM = %d, %v; want %d", got, err, 81234<<10)
+	}
+	for _, bad := range []string{"VmRSS:\t 1 kB\n", "VmHWM:\t 12 MB\n", "VmHWM:\t x kB\n", ""} {
+		if _, err := parseStatusHWM([]byte(bad)); err == nil {
+			t.Errorf("parseStatusHWM(%q) did not fail", bad)
+		}
+	}
+	if rss, err := ProcessPeakRSS(os.Getpid()); runtime.GOOS == "linux" && (err != nil || rss <= 0) {
+		t.Errorf("ProcessPeakRSS of this process: %d, %v", rss, err)
+	}
+}
+
+func TestReportShowsTheServersPeakRSS(t *testing.T) {
+	s := Summary{Plan: Plan{Rate: 1000, Duration: time.Second}, Sent: 1000, OK: 1000, Achieved: 1000,
+		CPUPerOK: 120 * time.Microsecond, ServerCPUPerOK: 840 * time.Microsecond, ServerPeakRSS: 95 << 20}
+	md := Report{Command: "make load", Runs: []Summary{s}}.Markdown()
+	for _, want := range []string{"| generator CPU per ok | server peak RSS |", "| 0.84 ms | 0.12 ms | 95 MiB |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
 	}
 }

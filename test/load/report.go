@@ -96,14 +96,23 @@ func (r Report) Markdown() string {
 		fmt.Fprintf(&b, "> %s\n\n", r.Note)
 	}
 	apart := false // the server's CPU measured apart from the generator's
+	rss := false   // the server's peak resident set measured
 	for _, s := range r.Runs {
 		apart = apart || s.ServerCPUPerOK > 0
+		rss = rss || s.ServerPeakRSS > 0
 	}
+	rss = rss && apart
 	b.WriteString("Latency from the intended send time (open loop); service time from the actual send. Percentiles are exact (sorted samples, nearest rank) over the requests sent, timed-out ones included. ")
 	if apart {
-		b.WriteString("Server CPU per ok: the server process's CPU time during the run per correct answer; generator CPU per ok: the generator's (this process's), apart.\n\n")
-		b.WriteString("| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | server CPU per ok | generator CPU per ok |\n")
-		b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("Server CPU per ok: the server process's CPU time during the run per correct answer; generator CPU per ok: the generator's (this process's), apart.")
+		if rss {
+			b.WriteString(" Server peak RSS: the server process's largest resident set since it started (/proc/PID/status VmHWM), read after the run.\n\n")
+			b.WriteString("| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | server CPU per ok | generator CPU per ok | server peak RSS |\n")
+			b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		} else {
+			b.WriteString("\n\n| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | server CPU per ok | generator CPU per ok |\n")
+			b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		}
 	} else {
 		b.WriteString("CPU per ok: the process's CPU time during the run per correct answer.\n\n")
 		b.WriteString("| rate (rps) | duration | sent | ok | errors | achieved rps | p50 | p90 | p99 | max | service p50 | service p99 | CPU per ok |\n")
@@ -117,7 +126,11 @@ func (r Report) Markdown() string {
 		if apart {
 			fmt.Fprintf(&b, " %s |", cpuCell(s.ServerCPUPerOK))
 		}
-		fmt.Fprintf(&b, " %s |\n", cpuCell(s.CPUPerOK))
+		fmt.Fprintf(&b, " %s |", cpuCell(s.CPUPerOK))
+		if rss {
+			fmt.Fprintf(&b, " %s |", mebibytes(s.ServerPeakRSS))
+		}
+		b.WriteString("\n")
 	}
 	var errs []string
 	for _, s := range r.Runs {
@@ -156,6 +169,15 @@ func cpuCell(d time.Duration) string {
 		return "–"
 	}
 	return Millis(d)
+}
+
+// mebibytes formats a size in bytes as "123 MiB", or a dash when it was
+// not measured.
+func mebibytes(n int64) string {
+	if n <= 0 {
+		return "–"
+	}
+	return group((n+1<<19)>>20) + " MiB"
 }
 
 // Millis formats d in milliseconds: "0.84 ms", "12.3 ms", "1,234 ms".

@@ -72,6 +72,10 @@ type Summary struct {
 	// runs as its own process (ProcessCPU; zero: not measured). CPUPerOK
 	// is then the generator's alone.
 	ServerCPUPerOK time.Duration
+	// ServerPeakRSS is the server process's peak resident set in bytes
+	// since it started, read at the end of the run (ProcessPeakRSS; zero:
+	// not measured).
+	ServerPeakRSS int64
 }
 
 // maxFirstErrors bounds Summary.FirstErrors.

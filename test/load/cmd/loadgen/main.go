@@ -58,6 +58,8 @@ type options struct {
 	command        string
 	note           string
 	cpuProfile     string
+	serverProfile  string
+	serverMemory   string
 	failOnErrors   bool
 }
 
@@ -103,6 +105,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.note, "note", "", "a note on the conditions of the run, shown in the report")
 	fs.BoolVar(&o.failOnErrors, "fail-on-errors", false, "exit with status 1 when a run had errors")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (in process: server and generator)")
+	fs.StringVar(&o.serverProfile, "server-cpuprofile", "", "with --serve-binary: the server writes a CPU profile of its whole run (warm-up included) to this file (mutatis serve --cpuprofile)")
+	fs.StringVar(&o.serverMemory, "server-memory-limit", DeploymentMemoryLimit, "with --serve-binary: the server's --memory-limit, as the deployment gives it its container's limit (its soft limit and GOGC follow from it; empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -125,6 +129,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("--server needs --ca (the certificate is verified)")
 	case o.server != "" && o.serveBinary != "":
 		return nil, errors.New("--serve-binary starts the server; it excludes --server")
+	case o.serverProfile != "" && o.serveBinary == "":
+		return nil, errors.New("--server-cpuprofile goes with --serve-binary")
 	case o.serverPid != 0 && o.server == "":
 		return nil, errors.New("--server-pid goes with --server")
 	}
@@ -148,7 +154,14 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 			return false, derr
 		}
 		defer os.RemoveAll(dir)
-		proc, derr := load.StartProcess(ctx, load.ProcessOptions{Binary: o.serveBinary, Policies: split(o.policies), Resources: split(o.resources), CertDir: dir})
+		po := load.ProcessOptions{Binary: o.serveBinary, Policies: split(o.policies), Resources: split(o.resources), CertDir: dir}
+		if o.serverMemory != "" {
+			po.Args = append(po.Args, "--memory-limit", o.serverMemory)
+		}
+		if o.serverProfile != "" {
+			po.Args = append(po.Args, "--cpuprofile", o.serverProfile)
+		}
+		proc, derr := load.StartProcess(ctx, po)
 		if derr != nil {
 			return false, derr
 		}
@@ -285,6 +298,11 @@ func measure(ctx context.Context, t *load.Target, serverPid int, p load.Plan) (l
 	if server1, err := serverCPU(serverPid); serverErr == nil && err == nil && serverPid != 0 && s.OK > 0 {
 		s.ServerCPUPerOK = (server1 - server0) / time.Duration(s.OK)
 	}
+	if serverPid != 0 {
+		if rss, err := load.ProcessPeakRSS(serverPid); err == nil {
+			s.ServerPeakRSS = rss
+		}
+	}
 	return s, nil
 }
 
@@ -296,6 +314,11 @@ func serverCPU(pid int) (time.Duration, error) {
 	return load.ProcessCPU(pid)
 }
 
+// DeploymentMemoryLimit is the container memory limit of deploy/base's
+// Deployment (and the chart's default), which `mutatis serve` is given
+// there as --memory-limit; --server-memory-limit's default.
+const DeploymentMemoryLimit = "512Mi"
+
 func line(s load.Summary) string {
 	return fmt.Sprintf("%v rps for %v: sent %d, ok %d, errors %d, achieved %.0f rps, latency p50 %s p90 %s p99 %s max %s, service p50 %s p99 %s",
 		s.Plan.Rate, s.Plan.Duration, s.Sent, s.OK, s.Errors, s.Achieved,
@@ -305,7 +328,7 @@ func line(s load.Summary) string {
 
 func cpuLine(s load.Summary) string {
 	if s.ServerCPUPerOK > 0 {
-		return fmt.Sprintf(", server CPU per ok %s, generator CPU per ok %s", load.Millis(s.ServerCPUPerOK), load.Millis(s.CPUPerOK))
+		return fmt.Sprintf(", server CPU per ok %s, generator CPU per ok %s, server peak RSS %d MiB", load.Millis(s.ServerCPUPerOK), load.Millis(s.CPUPerOK), s.ServerPeakRSS>>20)
 	}
 	return fmt.Sprintf(", CPU per ok %s", load.Millis(s.CPUPerOK))
 }
