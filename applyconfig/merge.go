@@ -242,8 +242,14 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		return nil, errors.New("type converter must not be nil")
 	}
 
-	if root != nil && validValue(root.plan, p, false) {
-		if atomics := findAtomics(root.plan, p); len(atomics) > 0 {
+	var atomics []string
+	valid := false
+	if root != nil {
+		// validValue(root.plan, p, false) and findAtomics(root.plan, p).
+		atomics, valid = validAtomics(root.plan, p)
+	}
+	if valid {
+		if len(atomics) > 0 {
 			return nil, atomicsError(atomics)
 		}
 		if liveValid || liveTyped != nil || ref != nil && validBeside(root.plan, live.Object, ref) || ref == nil && validValue(root.plan, live.Object, true) {
@@ -440,4 +446,93 @@ func (w *atomicWalker) field(m *pmap, key string, v any, path []byte) {
 	p := append(path, '.')
 	p = append(p, key...)
 	w.walk(ft, v, p)
+}
+
+// validAtomics is validValue(t, v, false) and, when v validates,
+// findAtomics(t, v), in one walk of v: the merge asks both of every patch.
+// ok is validValue's answer; atomics is findAtomics' answer when ok (nil
+// otherwise). The walk validates as validValue does and records the atomic
+// lists, maps and structs where findAtomics does (at a map or list before
+// its contents, in declared struct fields and list items, never in the
+// values of a granular map, which are only validated). With more than one
+// atomic found, findAtomics' sorted walk gives their order, as it does.
+// TestValidAtomicsIsBoth holds it to the two walks.
+func validAtomics(t *ptype, v any) (atomics []string, ok bool) {
+	var buf [128]byte // the paths of a patch fit, most of the time
+	var w atomicWalker
+	if !w.valid(t, v, buf[:0]) {
+		return nil, false
+	}
+	if len(w.found) > 1 {
+		w = atomicWalker{sorted: true}
+		w.walk(t, v, buf[:0])
+	}
+	return w.found, true
+}
+
+// valid is validValue(t, v, false) recording the atomics walk would
+// record at path (validAtomics).
+func (w *atomicWalker) valid(t *ptype, v any, path []byte) bool {
+	t = t.get()
+	if !t.ok {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		m := t.m
+		if m == nil {
+			return false
+		}
+		w.atomic(m.atomic, path)
+		if len(x) == 0 {
+			return true // without starting an iteration
+		}
+		for k, fv := range x {
+			ft, ok := m.fields.Get(k)
+			if !ok {
+				// Validated with the element type; findAtomics does not
+				// enter the values of a granular map.
+				if m.elemZero || !validValue(m.elem, fv, false) {
+					return false
+				}
+				continue
+			}
+			if _, isString := fv.(string); isString {
+				// The most common leaf, without the call (validMap's).
+				ft = ft.get()
+				if !ft.ok || ft.scalar&acceptsString == 0 {
+					return false
+				}
+				continue
+			}
+			p := append(path, '.')
+			p = append(p, k...)
+			if !w.valid(ft, fv, p) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l := t.l
+		if l == nil {
+			return false
+		}
+		if l.associative {
+			if keys, ok := listKeys(l, x); !ok || keys.hasDuplicates() {
+				return false
+			}
+		}
+		w.atomic(l.atomic, path)
+		for i, item := range x {
+			p := append(path, '[')
+			p = strconv.AppendInt(p, int64(i), 10)
+			p = append(p, ']')
+			if !w.valid(l.elem, item, p) {
+				return false
+			}
+		}
+		return true
+	}
+	// Scalars and nulls: nothing atomic to record.
+	return validValue(t, v, false)
 }

@@ -864,3 +864,69 @@ func TestMergeOfWhatIsThereIsLive(t *testing.T) {
 		t.Error("sameMerged: 0 and -0, or 1 and 1.0, taken as the same value")
 	}
 }
+
+// TestValidAtomicsIsBoth holds validAtomics, the merge's one walk of a
+// patch, to validValue (duplicates refused) and findAtomics, its two
+// walks: the same validity and, for a valid value, the same atomics in the
+// same order, on the merge cases' objects and patches of every kind,
+// random perturbations of them (which put values of every JSON kind at
+// every place, atomic ones included) and random values of the recursive
+// schema.
+func TestValidAtomicsIsBoth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 29))
+	n := valuetest.Sweep(6000, 600) // make test-long: the full sweep
+	corpus := map[string][]map[string]any{}
+	for _, c := range mergeCases() {
+		live := fromYAML(t, c.live)
+		kind := (&unstructured.Unstructured{Object: live}).GetKind()
+		corpus[kind] = append(corpus[kind], live, fromYAML(t, c.patch))
+	}
+	valid, withAtomics, several := 0, 0, 0
+	for _, k := range planKinds(t) {
+		pt := newPlan(k.s, k.tr)
+		values := corpus[k.name]
+		if k.name == "recursive" {
+			for range 50 {
+				values = append(values, genObject(rng, k.s, k.tr))
+			}
+		}
+		check := func(v map[string]any) {
+			t.Helper()
+			got, gotOK := validAtomics(pt, v)
+			wantOK := validValue(pt, v, false)
+			if gotOK != wantOK {
+				t.Fatalf("%s: validAtomics valid = %v, validValue %v: %#v", k.name, gotOK, wantOK, v)
+			}
+			if !gotOK {
+				if got != nil {
+					t.Fatalf("%s: atomics %q of an invalid value", k.name, got)
+				}
+				return
+			}
+			valid++
+			if want := findAtomics(pt, v); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: validAtomics = %q, findAtomics %q: %#v", k.name, got, want, v)
+			}
+			if len(got) > 0 {
+				withAtomics++
+			}
+			if len(got) > 1 {
+				several++
+			}
+		}
+		for _, v := range values {
+			check(v)
+		}
+		for range n / len(planKinds(t)) {
+			v := values[rng.IntN(len(values))]
+			for range 1 + rng.IntN(3) {
+				v = perturb(rng, v).(map[string]any)
+			}
+			check(v)
+		}
+	}
+	t.Logf("%d valid values, %d with atomics, %d with several", valid, withAtomics, several)
+	if withAtomics == 0 || several == 0 {
+		t.Errorf("no value with atomics (%d) or with several (%d): the comparison is weak", withAtomics, several)
+	}
+}

@@ -2,12 +2,9 @@ package scheme
 
 import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // Incremental structural defaulting of custom resources: after a mutation,
@@ -22,11 +19,9 @@ import (
 // on a sibling, so for an object derived from one that defaulting leaves
 // as it is (Default is idempotent: FuzzCustomResourceDefault), the fields
 // it shares with it are left as they are, and only the nodes on the paths
-// to what changed, and the changed subtrees, need Default. Those are
-// defaulted by upstream's Default itself, each changed node in a shell (a
-// copy of the node in which every field that needs no defaulting, or that
-// is walked apart, stands as a placeholder scalar that Default neither
-// replaces nor enters), each replaced subtree in a deep copy.
+// to what changed, and the changed subtrees, need Default: applyFrom, the
+// rules of Default (apply, held to upstream's Default by TestApplyIsDefault)
+// on those nodes, copy on write, beside the base's.
 
 // defaultTree is a structural schema where defaulting can change
 // something: a node is nil when neither it nor anything beneath it has a
@@ -105,9 +100,23 @@ func (t *defaultTree) nullDefault(v any) bool {
 // a nil map). When owned, x and everything in it are the caller's (a copy
 // of a default): they are written in place.
 func (t *defaultTree) apply(x any, owned bool) (out any, changed bool) {
+	return t.applyFrom(x, nil, owned)
+}
+
+// applyFrom is apply(x, owned) for x derived from b, the value at the same
+// place of an object that Default leaves as it is (nil for none): every
+// subtree of x that is b's own (sameJSON) is left as it is without a walk,
+// since Default decides every node by its value and schema alone and
+// leaves b's subtrees as they are. A node of x that differs from b's is
+// walked with apply's rules, its fields and items beside b's.
+func (t *defaultTree) applyFrom(x, b any, owned bool) (out any, changed bool) {
+	if b != nil && sameJSON(x, b) {
+		return x, false
+	}
 	switch xv := x.(type) {
 	case map[string]any:
-		var w map[string]any // xv's copy, once written
+		bv, _ := b.(map[string]any) // nil: no base below
+		var w map[string]any        // xv's copy, once written
 		set := func(k string, v any) {
 			if w == nil {
 				if xv == nil {
@@ -144,7 +153,7 @@ func (t *defaultTree) apply(x any, owned bool) (out any, changed bool) {
 		if t.add == nil {
 			for _, p := range t.propList {
 				if v, found := src[p.key]; found {
-					if d, ch := p.t.apply(v, ownedProp(p.key)); ch {
+					if d, ch := p.t.applyFrom(v, baseOf(bv, p.key), ownedProp(p.key)); ch {
 						set(p.key, d)
 					}
 				}
@@ -161,7 +170,7 @@ func (t *defaultTree) apply(x any, owned bool) (out any, changed bool) {
 					v, own = runtime.DeepCopyJSONValue(c.s.Default.Object), true
 					set(k, v)
 				}
-				if d, ch := c.apply(v, own); ch {
+				if d, ch := c.applyFrom(v, baseOf(bv, k), own); ch {
 					set(k, d)
 				}
 			}
@@ -174,13 +183,18 @@ func (t *defaultTree) apply(x any, owned bool) (out any, changed bool) {
 		if t.items == nil {
 			return x, false
 		}
+		bv, _ := b.([]any) // nil: no base below
 		var w []any
 		for i, v := range xv {
 			ch, own := false, owned
+			var bi any
+			if i < len(bv) {
+				bi = bv[i]
+			}
 			if t.items.nullDefault(v) {
 				v, ch, own = runtime.DeepCopyJSONValue(t.items.s.Default.Object), true, true
 			}
-			if d, c := t.items.apply(v, own); c {
+			if d, c := t.items.applyFrom(v, bi, own); c {
 				v, ch = d, true
 			}
 			if ch {
@@ -201,6 +215,14 @@ func (t *defaultTree) apply(x any, owned bool) (out any, changed bool) {
 	return x, false
 }
 
+// baseOf is b[k], nil when b is nil or lacks k (no base).
+func baseOf(b map[string]any, k string) any {
+	if b == nil {
+		return nil
+	}
+	return b[k]
+}
+
 // child is the tree Default uses for field k of an object at t: the
 // property's, else additionalProperties'.
 func (t *defaultTree) child(k string) *defaultTree {
@@ -210,128 +232,9 @@ func (t *defaultTree) child(k string) *defaultTree {
 	return t.add
 }
 
-// crPlaceholder stands, in a shell, for a field Default must leave alone:
-// a present scalar that is not null is neither replaced nor entered.
-const crPlaceholder = true
-
-// walkable tells whether x and b are both objects or both lists, not nil:
-// then what x shares with b can be told apart from what changed.
-func walkable(x, b any) bool {
-	switch xv := x.(type) {
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		return ok && xv != nil && bv != nil
-	case []any:
-		bv, ok := b.([]any)
-		return ok && xv != nil && bv != nil
-	}
-	return false
-}
-
-// defaultChanged is structuraldefaulting.Default(x, t.s) on a copy of x,
-// for x and b walkable and b a value Default leaves as it is under t.s,
-// or for b nil (no base: nothing of x is known to be defaulted, every
-// object and list of x is walked). The result is x itself when Default
-// changes nothing, and otherwise shares with x what Default left alone
-// (copy on write: a node of x is never written into). It panics where
-// Default panics.
-func (t *defaultTree) defaultChanged(x, b any) any {
-	if t == nil || (b != nil && sameJSON(x, b)) {
-		return x
-	}
-	fresh := b == nil
-	switch xv := x.(type) {
-	case map[string]any:
-		bv, _ := b.(map[string]any)
-		shell := make(map[string]any, len(xv)+len(t.props))
-		var walked []string
-		var copied map[string]bool
-		for k, v := range xv {
-			c := t.child(k)
-			w, inBase := bv[k]
-			switch {
-			case c == nil || (inBase && sameJSON(v, w)):
-				shell[k] = crPlaceholder
-			case (inBase && walkable(v, w)) || (fresh && walkable(v, v)):
-				shell[k] = crPlaceholder
-				walked = append(walked, k)
-			default:
-				shell[k] = runtime.DeepCopyJSONValue(v)
-				if copied == nil {
-					copied = map[string]bool{}
-				}
-				copied[k] = true
-			}
-		}
-		structuraldefaulting.Default(shell, t.s)
-		changed := len(shell) != len(xv)
-		for k, v := range xv {
-			if !copied[k] {
-				shell[k] = v
-			}
-		}
-		for _, k := range walked {
-			d := t.child(k).defaultChanged(xv[k], bv[k])
-			changed = changed || !sameJSON(d, xv[k])
-			shell[k] = d
-		}
-		for k := range copied {
-			changed = changed || !jsonvalue.Equal(shell[k], xv[k])
-		}
-		if !changed {
-			return x
-		}
-		return shell
-	case []any:
-		bv, _ := b.([]any)
-		shell := make([]any, len(xv))
-		var walked []int
-		var copied []bool
-		for i, v := range xv {
-			switch {
-			case t.items == nil || (i < len(bv) && sameJSON(v, bv[i])):
-				shell[i] = crPlaceholder
-			case (i < len(bv) && walkable(v, bv[i])) || (fresh && walkable(v, v)):
-				shell[i] = crPlaceholder
-				walked = append(walked, i)
-			default:
-				shell[i] = runtime.DeepCopyJSONValue(v)
-				if copied == nil {
-					copied = make([]bool, len(xv))
-				}
-				copied[i] = true
-			}
-		}
-		structuraldefaulting.Default(shell, t.s)
-		changed := false
-		for i, v := range xv {
-			if copied == nil || !copied[i] {
-				shell[i] = v
-			}
-		}
-		for _, i := range walked {
-			var w any
-			if !fresh {
-				w = bv[i]
-			}
-			d := t.items.defaultChanged(xv[i], w)
-			changed = changed || !sameJSON(d, xv[i])
-			shell[i] = d
-		}
-		for i, c := range copied {
-			changed = changed || (c && !jsonvalue.Equal(shell[i], xv[i]))
-		}
-		if !changed {
-			return x
-		}
-		return shell
-	}
-	return x
-}
-
 // defaultFrom is Default(obj, gvk) for obj derived from base, a result of
 // Default(_, gvk) for which the same CRD version's schema applies (the
-// same apiVersion and kind), computed on what changed (defaultChanged).
+// same apiVersion and kind), computed on what changed (applyFrom).
 // The result may share subtrees with obj. ok is false when it cannot
 // tell (Default then decides, errors included).
 func (c *CustomResources) defaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (out map[string]any, ok bool) {
@@ -354,7 +257,7 @@ func (v *customResourceVersion) defaultShared(obj map[string]any) (out map[strin
 	return v.defaultChanged(obj, nil)
 }
 
-// defaultChanged is the defaultTree's defaultChanged of obj (not nil) from
+// defaultChanged is the defaultTree's applyFrom of obj (not nil) from
 // base (nil for none) with the schema of obj's version. ok is false for
 // an object that is not of the CRD's group and kind, and where Default
 // panics (Default then decides, errors included).
@@ -373,9 +276,10 @@ func (v *customResourceVersion) defaultChanged(obj, base map[string]any) (out ma
 			out, ok = nil, false
 		}
 	}()
-	if base == nil {
-		out, _ := t.apply(obj, false)
-		return out.(map[string]any), true
+	var b any // no base: every node is walked
+	if base != nil {
+		b = base
 	}
-	return t.defaultChanged(obj, base).(map[string]any), true
+	d, _ := t.applyFrom(obj, b, false)
+	return d.(map[string]any), true
 }
