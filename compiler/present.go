@@ -164,6 +164,9 @@ func (m mapView) Type() ref.Type { return celtypes.MapType }
 // Value implements ref.Val.
 func (m mapView) Value() any { return map[string]any(m) }
 
+// ViewOf is jsonvalue.View's: the Go map presented.
+func (m mapView) ViewOf() any { return map[string]any(m) }
+
 // Size implements traits.Sizer.
 func (m mapView) Size() ref.Val { return celtypes.Int(len(m)) }
 
@@ -279,6 +282,9 @@ func (l listView) Type() ref.Type { return celtypes.ListType }
 
 // Value implements ref.Val.
 func (l listView) Value() any { return *l.p }
+
+// ViewOf is jsonvalue.View's: the Go slice presented.
+func (l listView) ViewOf() any { return *l.p }
 
 // Size implements traits.Sizer.
 func (l listView) Size() ref.Val { return celtypes.Int(len(*l.p)) }

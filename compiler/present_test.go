@@ -6,10 +6,15 @@ import (
 	"sort"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // TestMapViewIsTheAdaptersMap holds a mapView to the map the environment's
@@ -142,6 +147,31 @@ func sameMapAnswers(t *testing.T, at string, view, want ref.Val, other map[strin
 		// are compared by presence.
 		same("ConvertToNative "+typ.String(), [2]any{gv, gerr == nil}, [2]any{wv, werr == nil})
 	}
+	sameAsJSONValue(t, at, view, want)
+}
+
+// sameAsJSONValue checks the view's conversion to a structpb.Value, the
+// one kube-apiserver's JSONPatch values take, against cel-go's value's,
+// and that the view presents that value's Go map or slice itself
+// (jsonvalue.View, which jsonpatch converts directly).
+func sameAsJSONValue(t *testing.T, at string, view, want ref.Val) {
+	t.Helper()
+	typ := reflect.TypeFor[*structpb.Value]()
+	gv, gerr := view.ConvertToNative(typ)
+	wv, werr := want.ConvertToNative(typ)
+	if (gerr == nil) != (werr == nil) {
+		t.Fatalf("%s: ConvertToNative structpb: error %v, want %v", at, gerr, werr)
+	}
+	if gerr == nil && !proto.Equal(gv.(*structpb.Value), wv.(*structpb.Value)) {
+		t.Fatalf("%s: ConvertToNative structpb: %v, want %v", at, gv, wv)
+	}
+	jv, ok := view.(jsonvalue.View)
+	if !ok {
+		t.Fatalf("%s: %T is not a jsonvalue.View", at, view)
+	}
+	if !reflect.DeepEqual(jv.ViewOf(), want.Value()) {
+		t.Fatalf("%s: ViewOf is not the value's Go map or slice", at)
+	}
 }
 
 // comparer returns same, which compares values (CEL values by type and
@@ -229,6 +259,7 @@ func sameListAnswers(t *testing.T, at string, view, want, other ref.Val) {
 		wv, werr := want.ConvertToNative(typ)
 		same("ConvertToNative "+typ.String(), [2]any{gv, fmt.Sprint(gerr)}, [2]any{wv, fmt.Sprint(werr)})
 	}
+	sameAsJSONValue(t, at, view, want)
 }
 
 // adapterOnly is an attribute that answers Adapter only.

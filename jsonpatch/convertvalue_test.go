@@ -191,9 +191,23 @@ func TestConvertValueFastGoViews(t *testing.T) {
 			if ok := checkConvertValueFast(t, v); ok != c.fast {
 				t.Fatalf("direct conversion taken: %v, want %v", ok, c.fast)
 			}
+			// The same value as a jsonvalue.View (compiler's views of
+			// the object): converted directly as cel-go's view is.
+			if ok := checkConvertValueFast(t, goView{v, c.value}); ok != c.fast {
+				t.Fatalf("direct conversion of the jsonvalue.View taken: %v, want %v", ok, c.fast)
+			}
 		})
 	}
 }
+
+// goView is a jsonvalue.View as the compiler's views are: cel-go's view of
+// the Go value for every method, and the Go value itself from ViewOf.
+type goView struct {
+	ref.Val
+	of any
+}
+
+func (g goView) ViewOf() any { return g.of }
 
 // TestConvertValueFastCopiesGoViews checks that the direct conversion of a
 // view returns new maps and slices: the operation's value is the caller's

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 
 	"github.com/mutatis-dev/mutatis/internal/celobject"
+	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
 // Operation is one JSON Patch operation as kube-apiserver builds it from a
@@ -233,6 +234,11 @@ func convertValueFast(v ref.Val) (any, bool) {
 			out[i] = c
 		}
 		return out, true
+	}
+	// The compiler's views of the object's maps and lists convert as
+	// cel-go's views of the same Go values do (jsonvalue.View).
+	if gv, ok := v.(jsonvalue.View); ok {
+		return goViewAsJSON(gv.ViewOf())
 	}
 	// The views share their Go types with other lists and maps (a map of
 	// CEL values is a goMapViewType too): what they present decides.
