@@ -215,7 +215,7 @@ func (w *watch) diff(e *emitter) (same, located bool) {
 		}
 		at := uintptr(v.p)
 		w.own = append(w.own, span{at, at + max(v.n.size, 1)})
-		if j := w.holder(at); j >= 0 {
+		if j := w.holder(at, -1); j >= 0 {
 			w.marks[j] = true
 		} else {
 			located = false
@@ -232,7 +232,7 @@ func (w *watch) diff(e *emitter) (same, located bool) {
 			continue
 		}
 		at := uintptr(b.slot)
-		j := w.holder(at)
+		j := w.holder(at, i)
 		if !b.known || j < 0 || j >= i {
 			located = false
 			break
@@ -250,8 +250,14 @@ func (w *watch) diff(e *emitter) (same, located bool) {
 // any.
 func (w *watch) changedWords(b watchedBlock, now, was []byte, kept []string) bool {
 	base, start, found := uintptr(b.p), len(w.own), false
-	for i := 0; i < len(now); i += 8 {
-		j := min(i+8, len(now))
+	for i, j := 0, 0; i < len(now); i = j {
+		if i%64 == 0 {
+			// Eight words at once, when alike.
+			if j = min(i+64, len(now)); bytes.Equal(now[i:j], was[i:j]) {
+				continue
+			}
+		}
+		j = min(i+8, len(now))
 		var differs bool
 		if j-i == 8 {
 			differs = binary.LittleEndian.Uint64(now[i:]) != binary.LittleEndian.Uint64(was[i:]) && !sameStringWord(b, uintptr(i), kept)
@@ -293,8 +299,15 @@ func sameStringWord(b watchedBlock, i uintptr, kept []string) bool {
 }
 
 // holder is the index of the block that holds address at, -1 when none
-// does.
-func (w *watch) holder(at uintptr) int {
+// does; below, when not negative, is a block recorded after it (the
+// holder of a slot is recorded before the block it reaches, most often
+// just before).
+func (w *watch) holder(at uintptr, below int) int {
+	for i := below - 1; i >= 0 && i >= below-8; i-- {
+		if b := w.blocks[i]; uintptr(b.p) <= at && at < uintptr(b.p)+b.size {
+			return i
+		}
+	}
 	if len(w.order) != len(w.blocks) {
 		w.order = w.order[:0]
 		for i := range w.blocks {
@@ -332,15 +345,9 @@ func (w *watch) holder(at uintptr) int {
 
 // mergeSpans sorts s and joins the spans that overlap or touch.
 func mergeSpans(s []span) []span {
-	slices.SortFunc(s, func(a, b span) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return 0
-	})
+	if !slices.IsSortedFunc(s, compareSpans) {
+		slices.SortFunc(s, compareSpans)
+	}
 	out := s[:0]
 	for _, x := range s {
 		if l := len(out); l > 0 && x.lo <= out[l-1].hi {
@@ -350,6 +357,17 @@ func mergeSpans(s []span) []span {
 		out = append(out, x)
 	}
 	return out
+}
+
+// compareSpans orders spans by their start.
+func compareSpans(a, b span) int {
+	switch {
+	case a.lo < b.lo:
+		return -1
+	case a.lo > b.lo:
+		return 1
+	}
+	return 0
 }
 
 // touches tells whether some span of s (sorted, disjoint) meets
