@@ -80,11 +80,13 @@ type watchedBlock struct {
 // span is the addresses [lo, hi).
 type span struct{ lo, hi uintptr }
 
-// watchedValue is a value of n's type at p, built from prev.
+// watchedValue is a value of n's type at p, built from prev; blocks is
+// how many blocks were recorded before it (its holder is one of them).
 type watchedValue struct {
-	p    unsafe.Pointer
-	n    *node
-	prev any
+	p      unsafe.Pointer
+	n      *node
+	prev   any
+	blocks int
 }
 
 // block records size bytes at p, values of n's type (nil: bytes), as
@@ -116,7 +118,7 @@ func (w *watch) value(p unsafe.Pointer, n *node, prev any) {
 	if w == nil || n.t == timeType {
 		return
 	}
-	w.values = append(w.values, watchedValue{p, n, prev})
+	w.values = append(w.values, watchedValue{p, n, prev, len(w.blocks)})
 }
 
 // take copies the blocks' bytes, as they are before the defaulters run.
@@ -215,7 +217,7 @@ func (w *watch) diff(e *emitter) (same, located bool) {
 		}
 		at := uintptr(v.p)
 		w.own = append(w.own, span{at, at + max(v.n.size, 1)})
-		if j := w.holder(at, -1); j >= 0 {
+		if j := w.holder(at, v.blocks); j >= 0 {
 			w.marks[j] = true
 		} else {
 			located = false
