@@ -141,16 +141,8 @@ func (w *watch) take() {
 // maps and custom values still written as their input (with e's scratch
 // space).
 func (w *watch) unchanged(e *emitter) bool {
-	off, strs := uintptr(0), w.strs
-	for _, b := range w.blocks {
-		now, was := unsafe.Slice((*byte)(b.p), b.size), w.snap[off:off+b.size]
-		off += b.size
-		var kept []string
-		if b.n != nil {
-			count := int(b.size/b.n.size) * len(b.n.strs)
-			kept, strs = strs[:count], strs[count:]
-		}
-		if !bytes.Equal(now, was) && !sameButStrings(b, now, was, kept) {
+	for i, t := range w.taken {
+		if !bytes.Equal(t.now, t.was) && !sameButStrings(w.blocks[i], t.now, t.was, t.kept) {
 			return false
 		}
 	}
@@ -163,6 +155,29 @@ func (w *watch) unchanged(e *emitter) bool {
 		}
 	}
 	return true
+}
+
+// takenBlock is a block's bytes now, as take copied them (was), and the
+// strings of its string fields take kept.
+type takenBlock struct {
+	now, was []byte
+	kept     []string
+}
+
+// taken yields each block, by index, as it is and as take saw it.
+func (w *watch) taken(yield func(int, takenBlock) bool) {
+	off, strs := uintptr(0), w.strs
+	for i, b := range w.blocks {
+		t := takenBlock{now: unsafe.Slice((*byte)(b.p), b.size), was: w.snap[off : off+b.size]}
+		off += b.size
+		if b.n != nil {
+			count := int(b.size/b.n.size) * len(b.n.strs)
+			t.kept, strs = strs[:count], strs[count:]
+		}
+		if !yield(i, t) {
+			return
+		}
+	}
 }
 
 // sameButStrings tells whether block b, now as it was (its bytes before,
@@ -195,17 +210,9 @@ func (w *watch) diff(e *emitter) (same, located bool) {
 	w.marks = slices.Grow(w.marks[:0], len(w.blocks))[:len(w.blocks)]
 	clear(w.marks)
 	w.order = w.order[:0]
-	off, strs := uintptr(0), w.strs
-	for i, b := range w.blocks {
-		now, was := unsafe.Slice((*byte)(b.p), b.size), w.snap[off:off+b.size]
-		off += b.size
-		var kept []string
-		if b.n != nil {
-			count := int(b.size/b.n.size) * len(b.n.strs)
-			kept, strs = strs[:count], strs[count:]
-		}
-		if !bytes.Equal(now, was) {
-			w.marks[i] = w.changedWords(b, now, was, kept)
+	for i, t := range w.taken {
+		if !bytes.Equal(t.now, t.was) {
+			w.marks[i] = w.changedWords(w.blocks[i], t.now, t.was, t.kept)
 		}
 	}
 	located = true
