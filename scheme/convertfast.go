@@ -58,7 +58,7 @@ func newTyped(n *node, gvk schema.GroupVersionKind, w *watch, fill func(unsafe.P
 	if !isObject {
 		return nil, false
 	}
-	w.blockAt(nil, rv.UnsafePointer(), n.size, n)
+	w.block(rv.UnsafePointer(), n.size, n)
 	if !fill(rv.UnsafePointer()) {
 		return nil, false
 	}

@@ -153,7 +153,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		if err != nil {
 			return false
 		}
-		w.blockAt(p, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)), nil)
+		w.block(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)), nil)
 		*(*[]byte)(p) = b
 		return true
 	case nodeMap:
@@ -211,7 +211,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		dv.Grow(len(l))
 		dv.SetLen(len(l))
 		data, size := dv.UnsafePointer(), n.elem.size
-		w.blockAt(p, data, uintptr(len(l))*size, n.elem)
+		w.block(data, uintptr(len(l))*size, n.elem)
 		for i, item := range l {
 			if !buildWatched(item, unsafe.Add(data, uintptr(i)*size), n.elem, w) {
 				return false
@@ -220,7 +220,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		return true
 	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
-		w.blockAt(p, q, n.elem.size, n.elem)
+		w.block(q, n.elem.size, n.elem)
 		if !buildWatched(v, q, n.elem, w) {
 			return false
 		}
@@ -383,37 +383,6 @@ type emitter struct {
 	// values into, by type (spareValue), instead of a new one per map and
 	// per key.
 	spare map[reflect.Type][]reflect.Value
-	// skip tells that the value being written lies where build put it,
-	// reached from the object's struct through slots the defaulters did
-	// not write: a field or element there that own and below (the watch's
-	// diff) leave out is what build made of prev's, and emit writes it as
-	// prev's (defaultBuilt, from an object in normalized form).
-	skip       bool
-	own, below []span
-}
-
-// kept tells whether the size bytes at p are as build left them and
-// reach only what it left as it was (e.skip: a field or element whose
-// output is prev's).
-func (e *emitter) kept(p unsafe.Pointer, size uintptr) bool {
-	at := uintptr(p)
-	return !touches(e.own, at, size) && !touches(e.below, at, size)
-}
-
-// rewritten tells whether the defaulters wrote the slot of size at p (a
-// pointer or slice header): what it reaches is then no longer what
-// build made of prev's at that place.
-func (e *emitter) rewritten(p unsafe.Pointer, size uintptr) bool {
-	return touches(e.own, uintptr(p), size)
-}
-
-// emitUntracked is emit with e.skip off, for a value reached through a
-// slot the defaulters wrote, or held in a map.
-func (e *emitter) emitUntracked(p unsafe.Pointer, n *node, prev any, addr bool) (any, bool) {
-	e.skip = false
-	out, ok := e.emit(p, n, prev, addr)
-	e.skip = true
-	return out, ok
 }
 
 // spareValue is a zero addressable value of type t, e's own until
@@ -502,22 +471,11 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 			}
 			return stringMapOut(ss, prev), true
 		}
-		if e.skip {
-			// A map's values are copied out of it: nothing there lies where
-			// build put it.
-			e.skip = false
-			out, ok := e.emitMap(p, n, prev)
-			e.skip = true
-			return out, ok
-		}
 		return e.emitMap(p, n, prev)
 	case nodeSlice:
 		h := (*sliceHeader)(p)
 		if h.data == nil {
 			return nil, true
-		}
-		if e.skip && e.rewritten(p, unsafe.Sizeof(sliceHeader{})) {
-			return e.emitUntracked(p, n, prev, addr)
 		}
 		pl, _ := prev.([]any)
 		same := pl != nil && len(pl) == h.len
@@ -530,16 +488,10 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 			if i < len(pl) {
 				pv = pl[i]
 			}
-			at := unsafe.Add(h.data, uintptr(i)*n.elem.size)
-			var o any
-			if e.skip && i < len(pl) && e.kept(at, n.elem.size) {
-				o = pv
-			} else {
-				// Slice elements are addressable, whatever the slice.
-				var ok bool
-				if o, ok = e.emit(at, n.elem, pv, true); !ok {
-					return nil, false
-				}
+			// Slice elements are addressable, whatever the slice.
+			o, ok := e.emit(unsafe.Add(h.data, uintptr(i)*n.elem.size), n.elem, pv, true)
+			if !ok {
+				return nil, false
 			}
 			if same && !sameValue(o, pv) {
 				same = false
@@ -558,9 +510,6 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 		q := *(*unsafe.Pointer)(p)
 		if q == nil {
 			return nil, true
-		}
-		if e.skip && e.rewritten(p, unsafe.Sizeof(q)) {
-			return e.emitUntracked(q, n.elem, prev, true)
 		}
 		return e.emit(q, n.elem, prev, true)
 	case nodeStruct:
@@ -734,11 +683,6 @@ func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool
 		var had bool
 		if pm != nil {
 			pv, had = pm[f.name]
-		}
-		if had && e.skip && f.node.kind > nodeFloat && e.kept(fp, f.node.size) {
-			// What build made of pv, as it made it: emit writes pv.
-			e.scratch = append(e.scratch, entry{f.name, pv})
-			continue
 		}
 		var o any
 		switch f.node.kind {
@@ -970,21 +914,10 @@ func (p *planner) defaultBuilt(k *kube, typed runtime.Object, obj map[string]any
 		// the watch).
 		typed.GetObjectKind().SetGroupVersionKind(gvk)
 	}
-	e := p.getEmitter()
-	defer p.putEmitter(e)
-	if w != nil {
-		same, located := w.diff(e)
-		if same {
-			return obj, true
-		}
-		if located {
-			// Where the defaulters wrote nothing, emit writes obj's own
-			// (obj is in normalized form: what emit writes of what build
-			// made of it is obj, field by field).
-			e.skip, e.own, e.below = true, w.own, w.below
-		}
+	if w != nil && p.unchanged(w) {
+		return obj, true
 	}
-	m, ok := e.emitObject(reflect.ValueOf(typed).UnsafePointer(), p.typedKind(k.scheme, gvk), obj)
+	m, ok := p.emitObject(reflect.ValueOf(typed).UnsafePointer(), p.typedKind(k.scheme, gvk), obj)
 	if !ok {
 		return nil, false
 	}
@@ -1029,39 +962,21 @@ func (p *planner) unchanged(w *watch) bool {
 	return same
 }
 
-// getEmitter is an emitter from the planner's pool.
-func (p *planner) getEmitter() *emitter {
-	e, _ := p.emitters.Get().(*emitter)
-	if e == nil {
-		e = &emitter{}
-	}
-	return e
-}
-
-// putEmitter returns e to the planner's pool, holding on to nothing.
-func (p *planner) putEmitter(e *emitter) {
-	e.scratch = e.scratch[:0]
-	e.skip, e.own, e.below = false, nil, nil
-	p.emitters.Put(e)
-}
-
 // emitObject is emit of the object of struct plan n at p as a map (the
 // converter's ToUnstructured of a pointer to it), against prev, with
 // scratch space from the planner's pool.
 func (p *planner) emitObject(at unsafe.Pointer, n *node, prev map[string]any) (map[string]any, bool) {
-	e := p.getEmitter()
-	defer p.putEmitter(e)
-	return e.emitObject(at, n, prev)
-}
-
-// emitObject is planner.emitObject with e.
-func (e *emitter) emitObject(at unsafe.Pointer, n *node, prev map[string]any) (map[string]any, bool) {
+	e, _ := p.emitters.Get().(*emitter)
+	if e == nil {
+		e = &emitter{}
+	}
 	var pv any
 	if prev != nil {
 		pv = prev
 	}
 	out, ok := e.emit(at, n, pv, true)
 	e.scratch = e.scratch[:0]
+	p.emitters.Put(e)
 	m, isMap := out.(map[string]any)
 	if !ok || !isMap || m == nil {
 		return nil, false

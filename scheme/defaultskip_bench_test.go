@@ -10,8 +10,7 @@ import (
 // BenchmarkDefaultNormalizedWritten defaults the real objects of the kinds
 // a webhook meets most (Deployment, Pod, StatefulSet, Job, CronJob,
 // DaemonSet) as written, in normalized form, through DefaultNormalized:
-// the first mutation's whole-object defaulting, whose emit skips what the
-// defaulters left alone.
+// the first mutation's whole-object defaulting.
 func BenchmarkDefaultNormalizedWritten(b *testing.B) {
 	s := New()
 	for _, in := range testobjects.Inputs(b) {

@@ -290,7 +290,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, miss
 		dv.Grow(len(l))
 		dv.SetLen(len(l))
 		data, size := dv.UnsafePointer(), n.elem.size
-		w.blockAt(p, data, uintptr(len(l))*size, n.elem)
+		w.block(data, uintptr(len(l))*size, n.elem)
 		for i, item := range l {
 			if item == nil {
 				return false, false
@@ -302,7 +302,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, miss
 		return false, true
 	case nodePointer:
 		q := reflect.New(n.elem.t).UnsafePointer()
-		w.blockAt(p, q, n.elem.size, n.elem)
+		w.block(q, n.elem.size, n.elem)
 		if _, ok := decodeBuild(v, q, n.elem, w, mode, missing); !ok {
 			return false, false
 		}
