@@ -429,6 +429,13 @@ func (e *emitter) emit(p unsafe.Pointer, n *node, prev any, addr bool) (out any,
 		return e.emit(q, n.elem, prev, true)
 	}
 	if n.toCustom {
+		if n.t == intOrStringType {
+			if x := (*intstr.IntOrString)(p); x.Type == intstr.String && utf8.ValidString(x.StrVal) {
+				// customOut's string, boxed once for the text first
+				// written anew.
+				return n.lastText.out(x.StrVal, prev), true
+			}
+		}
 		if prevString, isString := prev.(string); isString && n.t == quantityType && e.isQuantityText((*resource.Quantity)(p), prevString) {
 			// What customOut gives (q.String()) is prev's text: prev, as
 			// below, without formatting a string to compare.

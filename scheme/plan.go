@@ -228,6 +228,9 @@ type node struct {
 	// memo caches the conversions of string and integer values of a custom
 	// type whose result is a scalar (quantities, timestamps, int-or-strings).
 	memo memo
+	// lastText is, for IntOrString, the string emit last wrote anew for a
+	// value of the type (lastString: "25%", the defaulted rolling update).
+	lastText lastString
 }
 
 // field is one field of a struct.
