@@ -56,3 +56,44 @@ func BenchmarkCreatePatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreatePatchListEdits is the webhook's answer when the
+// mutations insert and remove list items of the load fixture's Pod (a
+// sidecar put first, an env var inserted, a toleration removed): a patch
+// of inserts and removes, which CreatePatchNormalized vouches for without
+// applying it (patchGives).
+func BenchmarkCreatePatchListEdits(b *testing.B) {
+	j, err := os.ReadFile("testdata/load-pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var orig map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
+		b.Fatal(err)
+	}
+	ops := []Operation{
+		{Op: "add", Path: "/spec/containers/0", Value: map[string]any{"name": "proxy", "image": "envoy:1.30"}, HasValue: true},
+		{Op: "add", Path: "/spec/containers/1/env/1", Value: map[string]any{"name": "ZONE", "value": "a"}, HasValue: true},
+		{Op: "remove", Path: "/spec/tolerations/0"},
+	}
+	want, err := Apply(orig, ops)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !patchGives(orig, want, Diff(orig, want)) {
+		b.Fatal("patchGives does not vouch for the patch")
+	}
+	for _, impl := range []struct {
+		name string
+		f    func([]byte, map[string]any, map[string]any) ([]byte, error)
+	}{{"checked-by-apply", CreatePatch}, {"checked-normalized", CreatePatchNormalized}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.f(j, orig, want); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
