@@ -13,14 +13,7 @@ import (
 // parts with it (Apply of the 30 operations the policies make,
 // testdata/load-pod-patch.json, shares them as the engine does).
 func BenchmarkCreatePatch(b *testing.B) {
-	j, err := os.ReadFile("testdata/load-pod.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var orig map[string]any
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
-		b.Fatal(err)
-	}
+	j, orig := loadPod(b)
 	p, err := os.ReadFile("testdata/load-pod-patch.json")
 	if err != nil {
 		b.Fatal(err)
@@ -69,14 +62,7 @@ func benchCreatePatch(b *testing.B, j []byte, orig, want map[string]any) {
 // of inserts and removes, which CreatePatchNormalized vouches for without
 // applying it (patchGives).
 func BenchmarkCreatePatchListEdits(b *testing.B) {
-	j, err := os.ReadFile("testdata/load-pod.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var orig map[string]any
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
-		b.Fatal(err)
-	}
+	j, orig := loadPod(b)
 	ops := []Operation{
 		{Op: "add", Path: "/spec/containers/0", Value: map[string]any{"name": "proxy", "image": "envoy:1.30"}, HasValue: true},
 		{Op: "add", Path: "/spec/containers/1/env/1", Value: map[string]any{"name": "ZONE", "value": "a"}, HasValue: true},
@@ -90,4 +76,18 @@ func BenchmarkCreatePatchListEdits(b *testing.B) {
 		b.Fatal("patchGives does not vouch for the patch")
 	}
 	benchCreatePatch(b, j, orig, want)
+}
+
+// loadPod is the load fixture's Pod as the review carries it
+// (testdata/load-pod.json) and decoded.
+func loadPod(b *testing.B) ([]byte, map[string]any) {
+	j, err := os.ReadFile("testdata/load-pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var orig map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
+		b.Fatal(err)
+	}
+	return j, orig
 }
