@@ -13,14 +13,7 @@ import (
 // parts with it (Apply of the 30 operations the policies make,
 // testdata/load-pod-patch.json, shares them as the engine does).
 func BenchmarkCreatePatch(b *testing.B) {
-	j, err := os.ReadFile("testdata/load-pod.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var orig map[string]any
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
-		b.Fatal(err)
-	}
+	j, orig := loadPod(b)
 	p, err := os.ReadFile("testdata/load-pod-patch.json")
 	if err != nil {
 		b.Fatal(err)
@@ -40,8 +33,14 @@ func BenchmarkCreatePatch(b *testing.B) {
 	if !IsNormalized(orig) {
 		b.Fatal("the load Pod is not normalized")
 	}
-	// impl=checked-normalized is what the webhook runs for a request
-	// object its decoder vouches for (CreatePatchNormalized).
+	benchCreatePatch(b, j, orig, want)
+}
+
+// benchCreatePatch runs CreatePatch (impl=checked-by-apply) and
+// CreatePatchNormalized (impl=checked-normalized: what the webhook runs
+// for a request object its decoder vouches for) from orig, the decoding
+// of j, to want.
+func benchCreatePatch(b *testing.B, j []byte, orig, want map[string]any) {
 	for _, impl := range []struct {
 		name string
 		f    func([]byte, map[string]any, map[string]any) ([]byte, error)
@@ -55,4 +54,40 @@ func BenchmarkCreatePatch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCreatePatchListEdits is the webhook's answer when the
+// mutations insert and remove list items of the load fixture's Pod (a
+// sidecar put first, an env var inserted, a toleration removed): a patch
+// of inserts and removes, which CreatePatchNormalized vouches for without
+// applying it (patchGives).
+func BenchmarkCreatePatchListEdits(b *testing.B) {
+	j, orig := loadPod(b)
+	ops := []Operation{
+		{Op: "add", Path: "/spec/containers/0", Value: map[string]any{"name": "proxy", "image": "envoy:1.30"}, HasValue: true},
+		{Op: "add", Path: "/spec/containers/1/env/1", Value: map[string]any{"name": "ZONE", "value": "a"}, HasValue: true},
+		{Op: "remove", Path: "/spec/tolerations/0"},
+	}
+	want, err := Apply(orig, ops)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !patchGives(orig, want, Diff(orig, want)) {
+		b.Fatal("patchGives does not vouch for the patch")
+	}
+	benchCreatePatch(b, j, orig, want)
+}
+
+// loadPod is the load fixture's Pod as the review carries it
+// (testdata/load-pod.json) and decoded.
+func loadPod(b *testing.B) ([]byte, map[string]any) {
+	j, err := os.ReadFile("testdata/load-pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var orig map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
+		b.Fatal(err)
+	}
+	return j, orig
 }

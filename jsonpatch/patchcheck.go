@@ -14,8 +14,8 @@ import (
 // request's object (ApplyUnnormalized, copying every map and list along
 // every operation's path) and comparing the result with the object the
 // engine gave (jsonvalue.JSONEqual). For the patches Diff makes of most
-// mutations (keys added, replaced or removed in maps, list items replaced
-// or added at the end, on paths no other operation's path starts with),
+// mutations (keys added, replaced or removed in maps, list items replaced,
+// inserted or removed, on paths no other operation's path starts with),
 // the result is known without being built: the request's object with each
 // operation's key set or removed where its path leads. patchGives compares
 // that result with the engine's object in one walk of the two beside the
@@ -45,8 +45,9 @@ type checkedOp struct {
 // are null, absent or not normalized (IsNormalized), a path that another
 // operation's path starts with (or repeats), a path through anything but
 // maps and the items a list has in orig, list operations other than
-// replacing an item or adding items at the end in order, and whatever
-// would make Apply fail. orig is the request's object, normalized
+// those listGives follows (items replaced or led into, then items
+// inserted in the order of their indices or removed in the reverse
+// order), and whatever would make Apply fail. orig is the request's object, normalized
 // (IsNormalized): ApplyUnnormalized's and patchGives' walks assume it.
 // TestPatchGivesIsTheCheck holds it to ApplyUnnormalized and JSONEqual.
 func patchGives(orig, want map[string]any, ops []Operation) bool {
@@ -217,32 +218,75 @@ func mapGives(o map[string]any, w any, run []checkedOp, depth int) bool {
 	return true
 }
 
-// listGives is mapGives for the list o of orig: the operations replace
-// its items, lead into them, or add items at its end, in order.
+// listGives is mapGives for the list o of orig. Its operations, in the
+// order of their indices, are first some that keep the list's length
+// (replacing an item, leading into one) and then some of one kind that
+// change it: adds, which insert an item each (at its index in the result:
+// in the patch in the order of their indices, an add at an index never
+// moves an item inserted before it at a lower one, nor an item of o below
+// it), or removes (in the patch in the reverse order of their indices, so
+// that each finds the item of o at its index). Every index of the first
+// kind is below every index of the second, so the items they name are o's
+// own, unmoved whatever the operations' order in the patch. Any other mix
+// is left to the check.
 func listGives(o []any, w any, run []checkedOp, depth int) bool {
 	wl, ok := w.([]any)
 	if !ok || wl == nil || o == nil {
 		return false
 	}
-	next := 0     // the first item of o not compared yet
-	added := 0    // items added at the end so far
-	lastAdd := -1 // the place in the patch of the last of them
+	next := 0   // the first item of o not compared yet
+	out := 0    // its index in wl (next less the items removed, plus those inserted, so far)
+	shift := -1 // the kind of the operations that insert or remove items, once one is met
+	prev := -1  // the place in the patch of the last of them
 	for i := 0; i < len(run); {
 		j := groupEnd(run, i, depth)
 		idx, ok := listIndex(run[i].segs[depth])
-		if !ok || idx >= len(wl) {
+		if !ok {
 			return false
 		}
 		op := &run[i]
 		direct := len(op.segs) == depth+1
-		if idx < len(o) {
-			// run is sorted by index (compareSegs orders indices as numbers).
+		switch {
+		case direct && op.kind == checkAdd:
+			// An item inserted at idx of the result: the items of o
+			// before it come first, in order.
+			if shift == checkRemove || idx < out || idx >= len(wl) || op.order < prev {
+				return false
+			}
+			for ; out < idx; next, out = next+1, out+1 {
+				if next >= len(o) || !jsonvalue.JSONEqual(o[next], wl[out]) {
+					return false
+				}
+			}
+			if !jsonvalue.JSONEqual(op.value, wl[idx]) {
+				return false
+			}
+			out++
+			shift, prev = checkAdd, op.order
+		case direct && op.kind == checkRemove:
+			// o's item idx dropped, after every remove of a higher index.
+			if shift == checkAdd || idx < next || idx >= len(o) || shift == checkRemove && op.order > prev || !discardable(o[idx], 0) {
+				return false
+			}
+			for ; next < idx; next, out = next+1, out+1 {
+				if out >= len(wl) || !jsonvalue.JSONEqual(o[next], wl[out]) {
+					return false
+				}
+			}
+			next++
+			shift, prev = checkRemove, op.order
+		default:
+			// An item of o replaced or led into, at its own index in the
+			// result: below every item inserted or removed.
+			if shift >= 0 || idx < next || idx >= len(o) || idx >= len(wl) {
+				return false
+			}
+			// (out == next: nothing inserted or removed yet.)
 			for ; next < idx; next++ {
 				if !jsonvalue.JSONEqual(o[next], wl[next]) {
 					return false
 				}
 			}
-			next = idx + 1
 			if direct {
 				if op.kind != checkReplace || !discardable(o[idx], 0) || !jsonvalue.JSONEqual(op.value, wl[idx]) {
 					return false
@@ -250,28 +294,17 @@ func listGives(o []any, w any, run []checkedOp, depth int) bool {
 			} else if !nodeGives(o[idx], wl[idx], run[i:j], depth+1) {
 				return false
 			}
-		} else {
-			// An add at the list's length then, after the adds before it.
-			if !direct || op.kind != checkAdd || idx != len(o)+added || op.order < lastAdd {
-				return false
-			}
-			if !jsonvalue.JSONEqual(op.value, wl[idx]) {
-				return false
-			}
-			added++
-			lastAdd = op.order
+			next = idx + 1
+			out = next
 		}
 		i = j
 	}
-	if len(o)+added != len(wl) {
-		return false
-	}
-	for ; next < len(o); next++ {
-		if !jsonvalue.JSONEqual(o[next], wl[next]) {
+	for ; next < len(o); next, out = next+1, out+1 {
+		if out >= len(wl) || !jsonvalue.JSONEqual(o[next], wl[out]) {
 			return false
 		}
 	}
-	return true
+	return out == len(wl)
 }
 
 // groupEnd is the end of the operations of run from i on whose segment

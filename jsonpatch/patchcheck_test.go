@@ -1,7 +1,9 @@
 package jsonpatch
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,13 +73,32 @@ func perturbOps(r *rand.Rand, ops []Operation, orig map[string]any) []Operation 
 	return out
 }
 
+// checkPerturbed holds patchGives to the check (checkPatchGives) on ten
+// perturbations of ops (perturbOps), for want and for each perturbed
+// patch's own result when it has one (an object it gives: patchGives may
+// vouch for it), and returns how many it vouched for with want.
+func checkPerturbed(t *testing.T, r *rand.Rand, orig, want map[string]any, ops []Operation) int {
+	t.Helper()
+	vouched := 0
+	for range 10 {
+		p := perturbOps(r, ops, orig)
+		if checkPatchGives(t, orig, want, p) {
+			vouched++
+		}
+		if got, ok := ApplyUnnormalized(orig, p); ok && got != nil && IsNormalized(got) {
+			checkPatchGives(t, orig, got, p)
+		}
+	}
+	return vouched
+}
+
 // TestPatchGivesIsTheCheck holds patchGives to the check it spares
 // (ApplyUnnormalized then JSONEqual) on real objects edited copy-on-write
 // as the engine edits them, with Diff's patches and with patches perturbed
 // (kinds, paths, places, values: patches Diff does not make, which the
 // check must refuse unless they still give the object), and requires it
 // to vouch for a good share of the patches of these random edits (list
-// insertions and removals among them, which it leaves to the check).
+// insertions and removals among them).
 func TestPatchGivesIsTheCheck(t *testing.T) {
 	objs := append(realObjects(t), []byte(pod))
 	diffs, vouched, perturbedVouched := 0, 0, 0
@@ -97,17 +118,7 @@ func TestPatchGivesIsTheCheck(t *testing.T) {
 			if checkPatchGives(t, orig, want, ops) {
 				vouched++
 			}
-			for range 10 {
-				p := perturbOps(r, ops, orig)
-				if checkPatchGives(t, orig, want, p) {
-					perturbedVouched++
-				}
-				// The perturbed patch's own result, when it has one, is an
-				// object it gives: patchGives may vouch for it.
-				if got, ok := ApplyUnnormalized(orig, p); ok && got != nil && IsNormalized(got) {
-					checkPatchGives(t, orig, got, p)
-				}
-			}
+			perturbedVouched += checkPerturbed(t, r, orig, want, ops)
 		}
 	}
 	t.Logf("%d of %d patches of Diff vouched for; %d perturbed ones", vouched, diffs, perturbedVouched)
@@ -123,7 +134,7 @@ func TestPatchGivesCases(t *testing.T) {
 		return map[string]any{
 			"metadata": map[string]any{"labels": map[string]any{"a": "1"}, "name": "n"},
 			"spec": map[string]any{
-				"containers": []any{map[string]any{"name": "c", "env": []any{map[string]any{"name": "E"}}}},
+				"containers": []any{map[string]any{"name": "c", "env": []any{map[string]any{"name": "E"}}}, map[string]any{"name": "s"}},
 				"n":          int64(1),
 			},
 		}
@@ -142,8 +153,19 @@ func TestPatchGivesCases(t *testing.T) {
 		{"replace of a missing key sets it", []Operation{rep("/metadata/x", "y")}, true},
 		{"items added at the end in order", []Operation{add("/spec/containers/0/env/1", map[string]any{"name": "F"}), add("/spec/containers/0/env/2", map[string]any{"name": "G"})}, true},
 		{"items added at the end out of order", []Operation{add("/spec/containers/0/env/2", map[string]any{"name": "G"}), add("/spec/containers/0/env/1", map[string]any{"name": "F"})}, false},
-		{"an item inserted", []Operation{add("/spec/containers/0/env/0", map[string]any{"name": "F"})}, false},
-		{"an item removed", []Operation{rem("/spec/containers/0/env/0")}, false},
+		{"an item inserted", []Operation{add("/spec/containers/0/env/0", map[string]any{"name": "F"})}, true},
+		{"items inserted in order", []Operation{add("/spec/containers/0/env/0", map[string]any{"name": "F"}), add("/spec/containers/0/env/2", map[string]any{"name": "G"})}, true},
+		{"items inserted out of order", []Operation{add("/spec/containers/0/env/2", map[string]any{"name": "G"}), add("/spec/containers/0/env/0", map[string]any{"name": "F"})}, false},
+		{"an item replaced, then one inserted above it", []Operation{rep("/spec/containers/0/env/0", map[string]any{"name": "F"}), add("/spec/containers/0/env/1", map[string]any{"name": "G"})}, true},
+		{"an item inserted below one replaced", []Operation{add("/spec/containers/0/env/0", map[string]any{"name": "G"}), rep("/spec/containers/0/env/1", map[string]any{"name": "F"})}, false},
+		{"an item removed", []Operation{rem("/spec/containers/0/env/0")}, true},
+		{"items removed from the highest", []Operation{rem("/spec/containers/1"), rem("/spec/containers/0")}, true},
+		{"items removed from the lowest", []Operation{rem("/spec/containers/0"), rem("/spec/containers/1")}, false},
+		{"an item replaced below one removed", []Operation{rem("/spec/containers/1"), rep("/spec/containers/0/name", "d")}, true},
+		{"an item replaced above one removed", []Operation{rem("/spec/containers/0"), rep("/spec/containers/1/name", "d")}, false},
+		{"an item inserted and one removed", []Operation{add("/spec/containers/0", map[string]any{"name": "z"}), rem("/spec/containers/2")}, false},
+		{"an item removed past the end", []Operation{rem("/spec/containers/2")}, false},
+		{"an item inserted past the end", []Operation{add("/spec/containers/3", map[string]any{"name": "z"})}, false},
 		{"an item replaced", []Operation{rep("/spec/containers/0/env/0", map[string]any{"name": "F"})}, true},
 		{"into an added item", []Operation{add("/spec/containers/1", map[string]any{}), add("/spec/containers/1/name", "d")}, false},
 		{"a path beneath another", []Operation{add("/metadata/labels", map[string]any{}), add("/metadata/labels/b", "2")}, false},
@@ -184,5 +206,150 @@ func TestDecodeSegmentIsDecodePatchKey(t *testing.T) {
 		if !ok || got != decodePatchKey(seg) {
 			t.Fatalf("decodeSegment(%q) = %q (ok %v), decodePatchKey: %q", seg, got, ok, decodePatchKey(seg))
 		}
+	}
+}
+
+// listSlot is where a list of an object is held: a map's key or a list's
+// index.
+type listSlot struct {
+	m map[string]any
+	k string
+	l []any
+	i int
+}
+
+func (s listSlot) get() []any {
+	if s.m != nil {
+		return s.m[s.k].([]any)
+	}
+	return s.l[s.i].([]any)
+}
+
+func (s listSlot) set(v []any) {
+	if s.m != nil {
+		s.m[s.k] = v
+	} else {
+		s.l[s.i] = v
+	}
+}
+
+// listSlots are the places of every list in v (a private copy).
+func listSlots(v any, out []listSlot) []listSlot {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) { // the same slots for the same seed
+			x := t[k]
+			if _, ok := x.([]any); ok {
+				out = append(out, listSlot{m: t, k: k})
+			}
+			out = listSlots(x, out)
+		}
+	case []any:
+		for i, x := range t {
+			if _, ok := x.([]any); ok {
+				out = append(out, listSlot{l: t, i: i})
+			}
+			out = listSlots(x, out)
+		}
+	}
+	return out
+}
+
+// listsEditedAtRandom is a private copy of orig in which one to three
+// lists have items inserted, removed and replaced at random places, and
+// items' fields set: the edits whose patches insert or remove list items.
+func listsEditedAtRandom(r *rand.Rand, orig map[string]any) map[string]any {
+	want := deepCopy(orig, false).(map[string]any)
+	slots := listSlots(want, nil)
+	if len(slots) == 0 {
+		return want
+	}
+	for range 1 + r.IntN(3) {
+		s := slots[r.IntN(len(slots))]
+		l := slices.Clone(s.get())
+		for range 1 + r.IntN(4) {
+			var v any
+			switch r.IntN(4) {
+			case 0:
+				v = "x" + strconv.Itoa(r.IntN(3))
+			case 1:
+				v = int64(r.IntN(3))
+			case 2:
+				v = map[string]any{"name": "z" + strconv.Itoa(r.IntN(3))}
+			default:
+				if len(l) > 0 {
+					v = deepCopy(l[r.IntN(len(l))], false)
+				} else {
+					v = "x"
+				}
+			}
+			switch op := r.IntN(4); {
+			case op == 0 || len(l) == 0: // an item inserted
+				l = slices.Insert(l, r.IntN(len(l)+1), v)
+			case op == 1: // an item removed
+				i := r.IntN(len(l))
+				l = slices.Delete(l, i, i+1)
+			case op == 2: // an item replaced
+				l[r.IntN(len(l))] = v
+			default: // a field of an item set
+				i := r.IntN(len(l))
+				if m, ok := l[i].(map[string]any); ok {
+					m = maps.Clone(m)
+					m["name"] = "y" + strconv.Itoa(r.IntN(3))
+					l[i] = m
+				}
+			}
+		}
+		s.set(l)
+	}
+	return want
+}
+
+// TestPatchGivesListEdits holds patchGives to the check on real objects
+// whose lists have items inserted, removed and replaced (Diff's patches of
+// insertions and removals, and those patches perturbed: operations
+// swapped, indices one off, dropped, repeated), and requires it to vouch
+// for a good share of the Diff patches that add or remove items.
+func TestPatchGivesListEdits(t *testing.T) {
+	objs := append(realObjects(t), []byte(pod))
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	shifting, vouched, perturbedVouched := 0, 0, 0
+	for oi, j := range objs {
+		for seed := range n {
+			orig := decodeObject(t, j)
+			if !IsNormalized(orig) {
+				continue
+			}
+			r := rand.New(rand.NewPCG(uint64(oi)+1000, uint64(seed)))
+			want := listsEditedAtRandom(r, orig)
+			ops := Diff(orig, want)
+			if len(ops) == 0 {
+				continue
+			}
+			shifts := false
+			for _, op := range ops {
+				// An item removed, inserted or added to a list (or a key
+				// that reads as an index).
+				_, index := listIndex(op.Path[strings.LastIndexByte(op.Path, '/')+1:])
+				if index && (op.Op == "remove" || op.Op == "add") {
+					shifts = true
+				}
+			}
+			gives := checkPatchGives(t, orig, want, ops)
+			if shifts {
+				shifting++
+				if gives {
+					vouched++
+				}
+			}
+			perturbedVouched += checkPerturbed(t, r, orig, want, ops)
+		}
+	}
+	t.Logf("%d of %d patches of Diff that add or remove list items vouched for; %d perturbed ones", vouched, shifting, perturbedVouched)
+	if shifting == 0 || vouched*2 < shifting {
+		t.Fatalf("patchGives vouched for %d of %d such patches: too few", vouched, shifting)
 	}
 }
