@@ -112,18 +112,18 @@ func TestSharedEvaluationsAreEvaluations(t *testing.T) {
 		// evaluation of string(X) (derive.go): two results made.
 		{name: "a validation made from its messageExpression's sub-expression",
 			policies: vap("a", "  validations:\n  - expression: object.spec.template.spec.containers.size() <= 0\n    messageExpression: \"'at most none, not ' + string(object.spec.template.spec.containers.size())\"\n  - expression: 1 != size(object.spec.template.spec.containers)\n    messageExpression: \"'not ' + string(size(object.spec.template.spec.containers))\"", "  validationActions: [Warn]"),
-			object: deployment, replays: 4, want: "at most none, not 1"},
+			object:   deployment, replays: 4, want: "at most none, not 1"},
 		// b has spent on 22 searches what leaves room for its made
 		// validation (charged: X's search and the comparison) and not for
-		// its messageExpression's concatenation, nor for the last search.
+		// the last search.
 		{name: "a made validation's cost is charged",
 			policies: vap("b", "  validations:\n"+others.String()+derivedSearch+search("last"), "  validationActions: [Deny]"),
-			object: bigDeployment, replays: 1, want: "running out of cost budget"},
+			object:   bigDeployment, replays: 1, want: "running out of cost budget"},
 		// b has spent on 23 searches what leaves no room for the made
 		// validation: it is evaluated, for upstream's error.
 		{name: "a made validation that does not fit the budget left",
 			policies: vap("b", "  validations:\n"+others.String()+search("z22")+derivedSearch, "  validationActions: [Deny]"),
-			object: bigDeployment, replays: 0, want: "running out of cost budget"},
+			object:   bigDeployment, replays: 0, want: "running out of cost budget"},
 		// b matches the autoscaling/v1 request through autoscaling/v2
 		// (matchPolicy Equivalent) and sees the object in v2.
 		{name: "the same text over the object in another version",
