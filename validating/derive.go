@@ -142,12 +142,8 @@ func (s sharing) derivedResult(ctx context.Context, i int, in compiler.Input, bu
 		return compiler.Result{}, false
 	}
 	d := s.derived[i]
-	r, ok := s.subResult(ctx, d.sub, in)
+	r, str, ok := s.subResult(ctx, d.sub, in)
 	if !ok {
-		return compiler.Result{}, false
-	}
-	str, isString := r.Value.(celtypes.String)
-	if r.Err != nil || !isString {
 		return compiler.Result{}, false
 	}
 	x, err := strconv.ParseInt(string(str), 10, 64)

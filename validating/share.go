@@ -421,12 +421,8 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 		return compiler.Result{}, false
 	}
 	p := s.prefixes[i]
-	r, ok := s.subResult(ctx, p.sub, in)
+	r, v, ok := s.subResult(ctx, p.sub, in)
 	if !ok {
-		return compiler.Result{}, false
-	}
-	v, isString := r.Value.(celtypes.String)
-	if r.Err != nil || !isString {
 		return compiler.Result{}, false
 	}
 	cost := r.Cost + concatCost(celtypes.String(p.lit), v)
@@ -439,11 +435,12 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 
 // subResult returns sub's result for the sharing's view, evaluated the
 // first time (under the per-call limit alone: the caller charges the
-// budget); ok false when sharing is off (no results, no view, a context
-// done) or the evaluation ended in an error that stops it.
-func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, bool) {
+// budget), and its string; ok false when sharing is off (no results, no
+// view, a context done), the evaluation ended in an error that stops it,
+// or its result is an error or not a string.
+func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, celtypes.String, bool) {
 	if s.results == nil || s.view == nil || ctx.Err() != nil {
-		return compiler.Result{}, false
+		return compiler.Result{}, "", false
 	}
 	slot := &s.results.slots[sub.key]
 	if slot.view != s.view {
@@ -451,11 +448,15 @@ func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.
 		r, _, err := act.Eval(sub.expr, compiler.PerCallLimit)
 		act.Release()
 		if err != nil {
-			return compiler.Result{}, false
+			return compiler.Result{}, "", false
 		}
 		slot.view, slot.res = s.view, r
 	}
-	return slot.res, true
+	str, isString := slot.res.Value.(celtypes.String)
+	if slot.res.Err != nil || !isString {
+		return compiler.Result{}, "", false
+	}
+	return slot.res, str, true
 }
 
 // concatCost is what cel-go's runtime cost tracker charges for a + b
