@@ -94,7 +94,9 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 
 	base := compiler.Input{Object: in.object, OldObject: in.oldObject, Params: in.params, ParamsValue: in.paramsValue, Request: in.request, Namespace: in.namespaceObject, Attributes: in.attrs}
 	budget := int64(celconfig.RuntimeCELCostBudget)
-	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals, in.sharing(h.share.validations, h.paramKeys.validations))
+	evalSharing := in.sharing(h.share.validations, h.paramKeys.validations)
+	evalSharing.derived = h.derived
+	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals, evalSharing)
 	if err != nil {
 		return errorResult(err.Error())
 	}

@@ -158,6 +158,10 @@ type sharing struct {
 	// prefixes are the filter's expressions made from a literal and a
 	// shared sub-expression (prefixedResult), by index; nil for none.
 	prefixes []*prefixed
+	// derived are the filter's validations made from their
+	// messageExpression's sub-expression (derive.go), by index; nil for
+	// none.
+	derived []*derived
 	// paramKeys are the filter's expressions' keys among paramResults,
 	// the results of the param bound (nil: none kept).
 	paramKeys    []int32
@@ -323,13 +327,17 @@ func sameExpr(a, b ast.Expr, refsA, refsB map[int64]*ast.ReferenceInfo) bool {
 
 // assignPrefixed finds the hooks' messageExpressions (not shared whole)
 // made of a literal and a shareable sub-expression that two of them or
-// more hold, compiles each sub-expression once with comp (as the
-// messageExpression of a policy of its own), gives it a key from next on
-// and sets the hooks' prefixes; it returns the next key.
+// more hold (a validation that can be made from its messageExpression's
+// sub-expression, derive.go, holds it too), compiles each sub-expression
+// once with comp (as the messageExpression of a policy of its own), gives
+// it a key from next on and sets the hooks' prefixes and derived
+// validations; it returns the next key.
 func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 	type candidate struct {
 		hook, index int
 		lit, sub    string
+		// derived is the validation made from the sub-expression, if any.
+		derived *derived
 	}
 	var cands []candidate
 	count := map[string]int{}
@@ -344,8 +352,15 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 				continue
 			}
 			if lit, sub, ok := splitPrefixed(m); ok {
-				cands = append(cands, candidate{i, j, lit, sub})
+				c := candidate{hook: i, index: j, lit: lit, sub: sub}
 				count[sub] += n
+				if h.share.validations == nil || h.share.validations[j] < 0 {
+					// The validation made from the sub-expression holds it too.
+					if c.derived = derivation(h.compiled.Validations[j], m); c.derived != nil {
+						count[sub] += n
+					}
+				}
+				cands = append(cands, c)
 			}
 		}
 	}
@@ -370,6 +385,13 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 			h.prefixes = make([]*prefixed, len(h.compiled.MessageExpressions))
 		}
 		h.prefixes[c.index] = &prefixed{lit: c.lit, sub: s}
+		if c.derived != nil {
+			if h.derived == nil {
+				h.derived = make([]*derived, len(h.compiled.Validations))
+			}
+			c.derived.sub = s
+			h.derived[c.index] = c.derived
+		}
 	}
 	return next
 }
@@ -399,19 +421,8 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 		return compiler.Result{}, false
 	}
 	p := s.prefixes[i]
-	slot := &s.results.slots[p.sub.key]
-	if slot.view != s.view {
-		act := p.sub.policy.NewActivation(ctx, in)
-		r, _, err := act.Eval(p.sub.expr, compiler.PerCallLimit)
-		act.Release()
-		if err != nil {
-			return compiler.Result{}, false
-		}
-		slot.view, slot.res = s.view, r
-	}
-	r := slot.res
-	v, isString := r.Value.(celtypes.String)
-	if r.Err != nil || !isString {
+	r, v, ok := s.subResult(ctx, p.sub, in)
+	if !ok {
 		return compiler.Result{}, false
 	}
 	cost := r.Cost + concatCost(celtypes.String(p.lit), v)
@@ -420,6 +431,32 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 	}
 	s.results.replayed++
 	return compiler.Result{Value: celtypes.String(p.lit + string(v)), Cost: cost, Elapsed: r.Elapsed}, true
+}
+
+// subResult returns sub's result for the sharing's view, evaluated the
+// first time (under the per-call limit alone: the caller charges the
+// budget), and its string; ok false when sharing is off (no results, no
+// view, a context done), the evaluation ended in an error that stops it,
+// or its result is an error or not a string.
+func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, celtypes.String, bool) {
+	if s.results == nil || s.view == nil || ctx.Err() != nil {
+		return compiler.Result{}, "", false
+	}
+	slot := &s.results.slots[sub.key]
+	if slot.view != s.view {
+		act := sub.policy.NewActivation(ctx, in)
+		r, _, err := act.Eval(sub.expr, compiler.PerCallLimit)
+		act.Release()
+		if err != nil {
+			return compiler.Result{}, "", false
+		}
+		slot.view, slot.res = s.view, r
+	}
+	str, isString := slot.res.Value.(celtypes.String)
+	if slot.res.Err != nil || !isString {
+		return compiler.Result{}, "", false
+	}
+	return slot.res, str, true
 }
 
 // concatCost is what cel-go's runtime cost tracker charges for a + b
@@ -525,6 +562,9 @@ func (s sharing) kept(ctx context.Context, i int, k, pk int32, in compiler.Input
 		return s.get(ctx, k, budget)
 	}
 	if r, ok := s.prefixedResult(ctx, i, in, budget); ok {
+		return r, true
+	}
+	if r, ok := s.derivedResult(ctx, i, in, budget); ok {
 		return r, true
 	}
 	if pk >= 0 {

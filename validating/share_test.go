@@ -28,6 +28,11 @@ func search(s string) string {
 	return fmt.Sprintf("  - expression: \"!object.spec.template.spec.containers[0].args[0].contains('%s')\"\n", s)
 }
 
+// derivedSearch is a validation searching bigDeployment's argument with
+// indexOf, its messageExpression the index found (derive.go).
+const derivedSearch = "  - expression: object.spec.template.spec.containers[0].args[0].indexOf('y') < 0\n" +
+	"    messageExpression: \"'found at ' + string(object.spec.template.spec.containers[0].args[0].indexOf('y'))\"\n"
+
 // built is a messageExpression building a string of bigDeployment's
 // argument and s.
 func built(s string) string {
@@ -103,6 +108,22 @@ func TestSharedEvaluationsAreEvaluations(t *testing.T) {
 		{name: "one policy, two params",
 			policies: vap("a", "  paramKind: {apiVersion: v1, kind: ConfigMap}\n  validations:\n  - expression: object.spec.replicas <= 3\n  - expression: object.spec.replicas <= int(params.data.maxReplicas)\n    messageExpression: \"'at most ' + params.data.maxReplicas\"", "  validationActions: [Warn]\n  paramRef: {selector: {matchLabels: {policy: replicas}}, parameterNotFoundAction: Deny}"),
 			object:   deployment, replays: 1, want: "at most 2"},
+		// The validation and its messageExpression made from one
+		// evaluation of string(X) (derive.go): two results made.
+		{name: "a validation made from its messageExpression's sub-expression",
+			policies: vap("a", "  validations:\n  - expression: object.spec.template.spec.containers.size() <= 0\n    messageExpression: \"'at most none, not ' + string(object.spec.template.spec.containers.size())\"\n  - expression: 1 != size(object.spec.template.spec.containers)\n    messageExpression: \"'not ' + string(size(object.spec.template.spec.containers))\"", "  validationActions: [Warn]"),
+			object:   deployment, replays: 4, want: "at most none, not 1"},
+		// b has spent on 22 searches what leaves room for its made
+		// validation (charged: X's search and the comparison) and not for
+		// the last search.
+		{name: "a made validation's cost is charged",
+			policies: vap("b", "  validations:\n"+others.String()+derivedSearch+search("last"), "  validationActions: [Deny]"),
+			object:   bigDeployment, replays: 1, want: "running out of cost budget"},
+		// b has spent on 23 searches what leaves no room for the made
+		// validation: it is evaluated, for upstream's error.
+		{name: "a made validation that does not fit the budget left",
+			policies: vap("b", "  validations:\n"+others.String()+search("z22")+derivedSearch, "  validationActions: [Deny]"),
+			object:   bigDeployment, replays: 0, want: "running out of cost budget"},
 		// b matches the autoscaling/v1 request through autoscaling/v2
 		// (matchPolicy Equivalent) and sees the object in v2.
 		{name: "the same text over the object in another version",

@@ -116,6 +116,9 @@ type Hook struct {
 	// prefixes are the messageExpressions made from a literal and a
 	// shared sub-expression (share.go), by validation; nil for none.
 	prefixes []*prefixed
+	// derived are the validations made from their messageExpression's
+	// sub-expression (derive.go), by validation; nil for none.
+	derived []*derived
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
