@@ -477,7 +477,8 @@ func gizmo(n int) map[string]any {
 // BenchmarkCRDDefaultFrom compares the structural defaulting of a whole
 // custom resource after a mutation (Default) with DefaultFrom's, for a
 // label set and a nested field set on a defaulted Gizmo with 20 ports,
-// routes and conditions.
+// routes and conditions; and the whole object's for a label set on the
+// Gizmo as sent (mutation=first).
 func BenchmarkCRDDefaultFrom(b *testing.B) {
 	s := New()
 	if err := s.AddCRD(loadCRD(b, "gizmos.yaml")); err != nil {
@@ -497,6 +498,21 @@ func BenchmarkCRDDefaultFrom(b *testing.B) {
 	st["type"] = "Recreate"
 	sp["strategy"] = st
 	nested["spec"] = sp
+	// The first mutation of an admission: a label set on the Gizmo as
+	// sent, undefaulted (every port and route takes its defaults: the
+	// copies of copy on write). Only Default applies.
+	first := gizmo(20)
+	fmd := cloneMap(first["metadata"].(map[string]any))
+	fmd["labels"] = map[string]any{"app": "g", "touched": "yes"}
+	first["metadata"] = fmd
+	b.Run("impl=whole/mutation=first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Default(first, gizmoV1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, m := range []struct {
 		name string
 		obj  map[string]any
@@ -654,5 +670,109 @@ func TestApplyIsDefault(t *testing.T) {
 		}
 		checkShared(t, got, in, "")
 		frozen.Check(t, "the input")
+	}
+}
+
+// widen returns a copy of v with up to 12 more fields in every object in
+// it (scalars, nulls, objects, lists), so that every map defaulting copies
+// has many keys, past a small map's 8 places too.
+func widen(r *rand.Rand, v any, depth int) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = widen(r, v, depth+1)
+		}
+		for i, n := 0, 1+r.Intn(12); i < n; i++ {
+			k := fmt.Sprintf("wide%d", i)
+			if _, ok := out[k]; ok {
+				continue
+			}
+			switch r.Intn(5) {
+			case 0:
+				out[k] = int64(i)
+			case 1:
+				out[k] = fmt.Sprintf("v%d", i)
+			case 2:
+				out[k] = nil
+			case 3:
+				if depth < 3 {
+					out[k] = widen(r, map[string]any{"inner": int64(i)}, depth+1)
+				} else {
+					out[k] = map[string]any{}
+				}
+			default:
+				out[k] = []any{int64(i), map[string]any{"item": "x"}}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = widen(r, v, depth+1)
+		}
+		return out
+	}
+	return v
+}
+
+// TestDefaultFromCustomResourceWide is TestDefaultFromCustomResource on
+// the objects of crdCases with many more fields in every object
+// (widen, apiVersion and kind kept): the maps defaulting copies hold
+// every one of them, each step's result bit-equal to upstream's Default
+// of the whole object.
+func TestDefaultFromCustomResourceWide(t *testing.T) {
+	c := newTestCRs(t)
+	if err := c.Add(loadCRD(t, "gizmos.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	steps := 100
+	if os.Getenv("MUTATIS_LONG") != "" { // make test-long
+		steps = 1000
+	}
+	for _, cc := range crdCases {
+		root := oracleStructural(t, cc.file, cc.gvk.Version)
+		for i, s := range cc.objects {
+			t.Run(fmt.Sprintf("%s/%d", cc.gvk.Kind, i), func(t *testing.T) {
+				r := rand.New(rand.NewSource(int64(100 + i)))
+				m := crdMutator{r: r, root: root}
+				wide := widen(r, obj(t, s), 0).(map[string]any)
+				for _, k := range []string{"apiVersion", "kind"} {
+					delete(wide, k)
+					if v, ok := obj(t, s)[k]; ok {
+						wide[k] = v
+					}
+				}
+				seed, err := c.Default(wide, cc.gvk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := c.defaultReference(wide, cc.gvk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !valuetest.BitsEqual(seed, want) {
+					t.Fatalf("Default of\n%s\ngot  %s\nwant %s", mustJSON(wide), mustJSON(seed), mustJSON(want))
+				}
+				base := seed
+				for step := 0; step < steps; step++ {
+					if step%10 == 0 {
+						base = seed
+					}
+					next := m.mutate(base)
+					if step%3 == 0 {
+						// New fields where the mutation wrote, too.
+						next = widen(r, next, 0).(map[string]any)
+						for _, k := range []string{"apiVersion", "kind"} {
+							delete(next, k)
+							if v, ok := base[k]; ok {
+								next[k] = v
+							}
+						}
+					}
+					base = checkCRDefaultFrom(t, c, next, base, cc.gvk)
+				}
+			})
+		}
 	}
 }
