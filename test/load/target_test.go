@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeWebhook answers every review with status, or with an allowed patch
@@ -112,4 +114,59 @@ func TestSendCountsOtherAnswersAsFailures(t *testing.T) {
 			t.Errorf("Send = %v", err)
 		}
 	})
+}
+
+func TestSendStillFailsAWrongAnswerAfterRightOnes(t *testing.T) {
+	// The webhook answers right until wrong is set, then echoes the uid
+	// of the first request it saw or leaves the patch out.
+	var mu sync.Mutex
+	var wrong, first string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rv admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&rv); err != nil || rv.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		rv.Response = &admissionv1.AdmissionResponse{UID: rv.Request.UID, Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/x","value":1}]`)}
+		mu.Lock()
+		if first == "" {
+			first = string(rv.Request.UID)
+		}
+		switch wrong {
+		case "uid":
+			rv.Response.UID = types.UID(first)
+		case "patch":
+			rv.Response.Patch = []byte(`[]`)
+		}
+		mu.Unlock()
+		rv.Request = nil
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&rv)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	target := testTarget(t, srv.URL, roots)
+	seq := 0
+	for _, tc := range []struct{ wrong, kind string }{{"uid", KindUIDEchoed}, {"patch", KindNoPatch}} {
+		mu.Lock()
+		wrong = ""
+		mu.Unlock()
+		for range 3 {
+			if err := target.Send(context.Background(), seq); err != nil {
+				t.Fatalf("request %d: %v", seq, err)
+			}
+			seq++
+		}
+		mu.Lock()
+		wrong = tc.wrong
+		mu.Unlock()
+		if err := target.Send(context.Background(), seq); KindOf(err) != tc.kind {
+			t.Errorf("a wrong %s after right answers: Send = %v, want %s", tc.wrong, err, tc.kind)
+		}
+		seq++
+	}
 }
