@@ -26,11 +26,7 @@ import (
 //	go test -run='^$' -bench=Handler -benchmem -cpuprofile cpu.out ./test/load
 func BenchmarkHandler(b *testing.B) {
 	ctx := context.Background()
-	h, obj := fixtureHandler(ctx, b)
-	reviews, err := NewReviews(obj, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, reviews := fixtureReviews(ctx, b)
 	send := func(seq int) *httptest.ResponseRecorder {
 		return postReview(ctx, h, reviews.Body(reviews.UID(seq)))
 	}
@@ -62,6 +58,17 @@ func fixtureHandler(ctx context.Context, tb testing.TB) (http.Handler, *unstruct
 	return srv.Handler(), obj
 }
 
+// fixtureReviews is fixtureHandler's handler and the Reviews of its pod.
+func fixtureReviews(ctx context.Context, tb testing.TB) (http.Handler, *Reviews) {
+	tb.Helper()
+	h, obj := fixtureHandler(ctx, tb)
+	reviews, err := NewReviews(obj, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h, reviews
+}
+
 // postReview sends one AdmissionReview body to h's mutate path and
 // returns the recorded answer.
 func postReview(ctx context.Context, h http.Handler, body []byte) *httptest.ResponseRecorder {
@@ -80,11 +87,7 @@ func postReview(ctx context.Context, h http.Handler, body []byte) *httptest.Resp
 //	go test -run='^$' -bench=VerifyAnswer -benchmem ./test/load
 func BenchmarkVerifyAnswer(b *testing.B) {
 	ctx := context.Background()
-	h, obj := fixtureHandler(ctx, b)
-	reviews, err := NewReviews(obj, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, reviews := fixtureReviews(ctx, b)
 	const n = 64
 	bodies, uids := make([][]byte, n), make([]string, n)
 	for i := range n {

@@ -22,6 +22,13 @@ import (
 // for the request's uid when status is 200.
 func fakeWebhook(t *testing.T, status int, http2 bool) (*httptest.Server, *x509.CertPool) {
 	t.Helper()
+	return editingWebhook(t, status, http2, nil)
+}
+
+// editingWebhook is fakeWebhook whose answers edit changes, when set,
+// before they are sent.
+func editingWebhook(t *testing.T, status int, http2 bool, edit func(*admissionv1.AdmissionResponse)) (*httptest.Server, *x509.CertPool) {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got := r.URL.Query().Get("timeout"); got != "10s" {
 			t.Errorf("?timeout=%q, want 10s", got)
@@ -39,6 +46,9 @@ func fakeWebhook(t *testing.T, status int, http2 bool) (*httptest.Server, *x509.
 		pt := admissionv1.PatchTypeJSONPatch
 		rv.Response = &admissionv1.AdmissionResponse{UID: rv.Request.UID, Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/x","value":1}]`)}
 		rv.Request = nil
+		if edit != nil {
+			edit(rv.Response)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&rv)
 	}))
@@ -120,35 +130,21 @@ func TestSendStillFailsAWrongAnswerAfterRightOnes(t *testing.T) {
 	// The webhook answers right until wrong is set, then echoes the uid
 	// of the first request it saw or leaves the patch out.
 	var mu sync.Mutex
-	var wrong, first string
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rv admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&rv); err != nil || rv.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
-			return
-		}
-		pt := admissionv1.PatchTypeJSONPatch
-		rv.Response = &admissionv1.AdmissionResponse{UID: rv.Request.UID, Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/x","value":1}]`)}
+	var wrong string
+	var first types.UID
+	srv, roots := editingWebhook(t, http.StatusOK, true, func(resp *admissionv1.AdmissionResponse) {
 		mu.Lock()
+		defer mu.Unlock()
 		if first == "" {
-			first = string(rv.Request.UID)
+			first = resp.UID
 		}
 		switch wrong {
 		case "uid":
-			rv.Response.UID = types.UID(first)
+			resp.UID = first
 		case "patch":
-			rv.Response.Patch = []byte(`[]`)
+			resp.Patch = []byte(`[]`)
 		}
-		mu.Unlock()
-		rv.Request = nil
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(&rv)
-	}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
+	})
 	target := testTarget(t, srv.URL, roots)
 	seq := 0
 	for _, tc := range []struct{ wrong, kind string }{{"uid", KindUIDEchoed}, {"patch", KindNoPatch}} {
