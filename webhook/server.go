@@ -117,6 +117,11 @@ type Options struct {
 	Status func() any
 }
 
+// defaultHTTP2Streams is net/http's HTTP/2 server's default limit of
+// concurrent streams per connection, which Serve raises to
+// Options.MaxInFlight.
+const defaultHTTP2Streams = 250
+
 // Server is the HTTPS webhook server.
 type Server struct {
 	opts    Options
@@ -301,6 +306,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          newServerErrorLog(s.log, s.metrics, s.handshakeLogInterval),
 		// Request contexts do not derive from ctx: cancelling ctx must let
 		// in-flight reviews finish.
+	}
+	if n := s.opts.MaxInFlight; n > defaultHTTP2Streams {
+		// One connection carries as many reviews as the server evaluates
+		// at once. With Go's default of 250 streams, a caller with more
+		// outstanding dials another connection, and net/http's transport
+		// (kube-apiserver's, the load generator's) dials one for each
+		// request waiting for a stream: TLS handshakes taking the CPU the
+		// reviews need just when they queue.
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: n}
 	}
 	if s.opts.BodyReadTimeout > 0 {
 		// The review paths bound their bodies themselves (gate); this

@@ -107,7 +107,22 @@ func ReadObject(ctx context.Context, file string) (*unstructured.Unstructured, e
 // UID is the request uid of send seq: a UUID made of the run's random
 // prefix and seq, unique within and (but for a 2^-32 chance) across runs.
 func (r *Reviews) UID(seq int) string {
-	return fmt.Sprintf("%08x-0000-4000-8000-%012x", r.run, uint64(seq)&(1<<48-1))
+	// fmt.Sprintf("%08x-0000-4000-8000-%012x", r.run, seq mod 2^48),
+	// without fmt (TestUIDIsTheFormattedRunAndSeq).
+	b := make([]byte, 0, 36)
+	b = appendHex(b, uint64(r.run), 8)
+	b = append(b, "-0000-4000-8000-"...)
+	b = appendHex(b, uint64(seq)&(1<<48-1), 12)
+	return string(b)
+}
+
+// appendHex appends the width lowest hex digits of v, lower case.
+func appendHex(b []byte, v uint64, width int) []byte {
+	const digits = "0123456789abcdef"
+	for i := width - 1; i >= 0; i-- {
+		b = append(b, digits[(v>>(4*uint(i)))&0xf])
+	}
+	return b
 }
 
 // Body is the review with request uid uid.

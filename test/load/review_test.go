@@ -3,6 +3,8 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -47,5 +49,16 @@ func TestReviewsDifferOnlyInTheUID(t *testing.T) {
 	var pod map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil || pod["kind"] != "Pod" {
 		t.Errorf("object %s: %v", req.Object.Raw, err)
+	}
+}
+
+func TestUIDIsTheFormattedRunAndSeq(t *testing.T) {
+	for _, run := range []uint32{0, 1, 0xdeadbeef, 0xffffffff} {
+		r := &Reviews{run: run}
+		for _, seq := range []int{0, 1, 15, 16, 42, 1 << 20, 1<<48 - 1, 1 << 48, 1<<48 + 7, math.MaxInt} {
+			if got, want := r.UID(seq), fmt.Sprintf("%08x-0000-4000-8000-%012x", run, uint64(seq)&(1<<48-1)); got != want {
+				t.Errorf("run %#x seq %d: UID = %q, want %q", run, seq, got, want)
+			}
+		}
 	}
 }

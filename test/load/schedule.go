@@ -87,7 +87,7 @@ type Result struct {
 var ErrSaturated = &Failure{Kind: KindSaturated, Detail: "too many requests in flight"}
 
 // Run sends Plan.Count() requests, request i at Plan.Due(i) from now, each
-// with send in its own goroutine, and waits for every answer. A request due
+// with send in a goroutine of its own while it is in flight, and waits for every answer. A request due
 // while the generator was late (the goroutine scheduler, a busy machine) is
 // sent at once: the generator catches up rather than shifting the
 // schedule, and the delay shows in the request's latency. Cancelling ctx
@@ -114,6 +114,22 @@ func run(ctx context.Context, p Plan, send Sender, onSaturated func(seq int)) (*
 	defer timer.Stop()
 
 	start := time.Now()
+	// jobs hands requests to idle workers; work sends j, then every job
+	// it is handed until jobs is closed. A worker is started only for a
+	// request no idle one took, so there are at most as many workers as
+	// requests sent.
+	jobs := make(chan job)
+	work := func(j job) {
+		for ok := true; ok; j, ok = <-jobs {
+			sent := time.Since(start)
+			serr := send(ctx, j.seq)
+			// Each job writes its own element; wg.Wait orders the writes
+			// before the reads.
+			samples[j.seq] = Sample{Due: j.due, Sent: sent, Done: time.Since(start), Err: serr}
+			<-slots
+			wg.Done()
+		}
+	}
 	var err error
 	for i := range n {
 		due := p.Due(i)
@@ -139,18 +155,25 @@ func run(ctx context.Context, p Plan, send Sender, onSaturated func(seq int)) (*
 			continue
 		}
 		wg.Add(1)
-		go func(i int, due time.Duration) {
-			defer wg.Done()
-			sent := time.Since(start)
-			serr := send(ctx, i)
-			// Each goroutine writes its own element; wg.Wait orders the
-			// writes before the reads.
-			samples[i] = Sample{Due: due, Sent: sent, Done: time.Since(start), Err: serr}
-			<-slots
-		}(i, due)
+		j := job{seq: i, due: due}
+		// An idle worker takes the request; with none idle, a new one
+		// does. Workers are kept for the run, so that each does not grow
+		// a new goroutine's stack through TLS and HTTP/2 again.
+		select {
+		case jobs <- j:
+		default:
+			go work(j)
+		}
 	}
+	close(jobs)
 	wg.Wait()
 	return &Result{Plan: p, Samples: samples[:n], Started: start}, err
+}
+
+// job is a request for a worker of run.
+type job struct {
+	seq int
+	due time.Duration
 }
 
 // Failure is a failed request, with a short kind for counting.

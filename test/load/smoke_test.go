@@ -45,6 +45,10 @@ func TestSmokeRunAgainstTheInProcessWebhook(t *testing.T) {
 		t.Errorf("first exchange %+v: want HTTP/2.0, 20 policies and a patch", x)
 	}
 
+	if target.answers.last.Load() == nil {
+		t.Error("the webhook's answer was not remembered: every answer is decoded in full (an escape in it, or the uid twice?)")
+	}
+
 	p := Plan{Rate: 50, Duration: time.Second, MaxInFlight: 1000}
 	res, err := Run(ctx, p, target.Send)
 	if err != nil {

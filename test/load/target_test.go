@@ -9,16 +9,25 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeWebhook answers every review with status, or with an allowed patch
 // for the request's uid when status is 200.
 func fakeWebhook(t *testing.T, status int, http2 bool) (*httptest.Server, *x509.CertPool) {
+	t.Helper()
+	return editingWebhook(t, status, http2, nil)
+}
+
+// editingWebhook is fakeWebhook whose answers edit changes, when set,
+// before they are sent.
+func editingWebhook(t *testing.T, status int, http2 bool, edit func(*admissionv1.AdmissionResponse)) (*httptest.Server, *x509.CertPool) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got := r.URL.Query().Get("timeout"); got != "10s" {
@@ -37,6 +46,9 @@ func fakeWebhook(t *testing.T, status int, http2 bool) (*httptest.Server, *x509.
 		pt := admissionv1.PatchTypeJSONPatch
 		rv.Response = &admissionv1.AdmissionResponse{UID: rv.Request.UID, Allowed: true, PatchType: &pt, Patch: []byte(`[{"op":"add","path":"/x","value":1}]`)}
 		rv.Request = nil
+		if edit != nil {
+			edit(rv.Response)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&rv)
 	}))
@@ -112,4 +124,45 @@ func TestSendCountsOtherAnswersAsFailures(t *testing.T) {
 			t.Errorf("Send = %v", err)
 		}
 	})
+}
+
+func TestSendStillFailsAWrongAnswerAfterRightOnes(t *testing.T) {
+	// The webhook answers right until wrong is set, then echoes the uid
+	// of the first request it saw or leaves the patch out.
+	var mu sync.Mutex
+	var wrong string
+	var first types.UID
+	srv, roots := editingWebhook(t, http.StatusOK, true, func(resp *admissionv1.AdmissionResponse) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == "" {
+			first = resp.UID
+		}
+		switch wrong {
+		case "uid":
+			resp.UID = first
+		case "patch":
+			resp.Patch = []byte(`[]`)
+		}
+	})
+	target := testTarget(t, srv.URL, roots)
+	seq := 0
+	for _, tc := range []struct{ wrong, kind string }{{"uid", KindUIDEchoed}, {"patch", KindNoPatch}} {
+		mu.Lock()
+		wrong = ""
+		mu.Unlock()
+		for range 3 {
+			if err := target.Send(context.Background(), seq); err != nil {
+				t.Fatalf("request %d: %v", seq, err)
+			}
+			seq++
+		}
+		mu.Lock()
+		wrong = tc.wrong
+		mu.Unlock()
+		if err := target.Send(context.Background(), seq); KindOf(err) != tc.kind {
+			t.Errorf("a wrong %s after right answers: Send = %v, want %s", tc.wrong, err, tc.kind)
+		}
+		seq++
+	}
 }

@@ -1,7 +1,9 @@
 package load
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -87,5 +89,97 @@ func TestCountPoliciesCountsTheInvocations(t *testing.T) {
 		if got := CountPolicies(tc.annotations); got != tc.want {
 			t.Errorf("CountPolicies(%v) = %d, want %d", tc.annotations, got, tc.want)
 		}
+	}
+}
+
+// answerFor is answer(t, edit) for the request uid.
+func answerFor(t *testing.T, uid string, edit func(*admissionv1.AdmissionReview)) []byte {
+	t.Helper()
+	return answer(t, func(rv *admissionv1.AdmissionReview) {
+		rv.Response.UID = types.UID(uid)
+		if edit != nil {
+			edit(rv)
+		}
+	})
+}
+
+// sameOutcome fails unless answers.verify and Expect.Verify agree on
+// body: both accept it, or both refuse it with a failure of the same kind.
+func sameOutcome(t *testing.T, a *answers, e Expect, body []byte, uid, what string) {
+	t.Helper()
+	got, want := a.verify(e, body, uid), e.Verify(body, uid)
+	if (got == nil) != (want == nil) || (want != nil && KindOf(got) != KindOf(want)) {
+		t.Errorf("%s: answers.verify = %v, Expect.Verify = %v", what, got, want)
+	}
+}
+
+func TestAnswersAcceptWhatVerifyAccepts(t *testing.T) {
+	const other = "0badcafe-0000-4000-8000-000000000002"
+	e := Expect{Policies: 2}
+	var a answers
+	sameOutcome(t, &a, e, answer(t, nil), testUID, "the first answer")
+	if a.last.Load() == nil {
+		t.Fatal("an accepted answer without escapes was not remembered")
+	}
+	// Answers equal to the remembered one but for the uid.
+	sameOutcome(t, &a, e, answerFor(t, other, nil), other, "the same answer for another request")
+	sameOutcome(t, &a, e, answerFor(t, other, nil), testUID, "another request's answer")
+	sameOutcome(t, &a, e, answer(t, nil), other, "the first answer for another request")
+	sameOutcome(t, &a, Expect{Policies: 3}, answerFor(t, other, nil), other, "another Expect")
+	sameOutcome(t, &a, Expect{}, answerFor(t, other, nil), other, "another Expect that accepts it")
+	for _, uid := range []string{"", `a"b`, `a\u0062`, "ü", other + " "} {
+		sameOutcome(t, &a, e, answerFor(t, uid, nil), uid, fmt.Sprintf("uid %q", uid))
+	}
+	// Every answer one byte away from the remembered one's for another
+	// uid, and every cut of it.
+	good := answerFor(t, other, nil)
+	for i := range good {
+		for _, c := range []byte{'"', '\\', '0', 'x', ' ', '}', good[i] ^ 1} {
+			b := bytes.Clone(good)
+			b[i] = c
+			sameOutcome(t, &a, e, b, other, fmt.Sprintf("byte %d set to %q", i, c))
+		}
+		sameOutcome(t, &a, e, good[:i], other, fmt.Sprintf("the first %d bytes", i))
+		sameOutcome(t, &a, e, append(bytes.Clone(good[:i]), good[i+1:]...), other, fmt.Sprintf("byte %d left out", i))
+	}
+	// Answers that are wrong in each way Verify checks, after a right one.
+	for _, edit := range []func(*admissionv1.AdmissionReview){
+		func(rv *admissionv1.AdmissionReview) { rv.Response.Allowed = false },
+		func(rv *admissionv1.AdmissionReview) { rv.Response.Patch = []byte(`[]`) },
+		func(rv *admissionv1.AdmissionReview) { rv.Response.Patch = []byte(`[{"op":"add","value":1}]`) },
+		func(rv *admissionv1.AdmissionReview) { rv.Response.PatchType = nil },
+		func(rv *admissionv1.AdmissionReview) { rv.Response.AuditAnnotations["ignored-errors"] = "p3/b3" },
+		func(rv *admissionv1.AdmissionReview) { rv.Response.AuditAnnotations["policies"] = "p1/b1" },
+		func(rv *admissionv1.AdmissionReview) { rv.APIVersion = "admission.k8s.io/v1beta1" },
+		func(rv *admissionv1.AdmissionReview) { rv.Response.UID = testUID },
+	} {
+		sameOutcome(t, &a, e, answer(t, nil), testUID, "a right answer")
+		body := answerFor(t, other, edit)
+		if err := a.verify(e, body, other); err == nil {
+			t.Errorf("a wrong answer was accepted: %s", body)
+		}
+	}
+}
+
+func TestAnswersRememberOnlyAnswersTheShortcutHolds(t *testing.T) {
+	e := Expect{}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		uid  string
+	}{
+		{"an escape in the answer", answer(t, func(rv *admissionv1.AdmissionReview) { rv.Response.AuditAnnotations["note"] = `a "quoted" word` }), testUID},
+		{"the uid twice", answer(t, func(rv *admissionv1.AdmissionReview) { rv.Response.AuditAnnotations["note"] = testUID }), testUID},
+		{"a uid with other characters", answerFor(t, "a.b", nil), "a.b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a answers
+			if err := a.verify(e, tc.body, tc.uid); err != nil {
+				t.Fatal(err)
+			}
+			if v := a.last.Load(); v != nil {
+				t.Errorf("remembered %q + uid + %q", v.prefix, v.suffix)
+			}
+		})
 	}
 }
