@@ -105,7 +105,7 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
 	var missing bool
-	typed, ok := s.plans.decodeTyped(k, s.types, obj, gvk, w, walkNormalize, &missing)
+	typed, root, ok := s.plans.decodeTyped(k, s.types, obj, gvk, w, walkNormalize, &missing)
 	if !ok {
 		return nil, false
 	}
@@ -116,10 +116,16 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 		// form, without the watch, whose output is ToUnstructured of the
 		// defaulted typed object, obj itself only when that equals obj
 		// (here never: it has the missing fields).
-		return s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+		w.reset() // (its blocks lie in typed)
+		releaseTyped(root, typed)
+		return out, ok
 	}
 	// obj is Normalize's result, which typed is built from.
-	return s.plans.defaultBuilt(k, typed, obj, gvk, w)
+	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w)
+	w.reset() // (its blocks lie in typed)
+	releaseTyped(root, typed)
+	return out, ok
 }
 
 // defaultPatched is PatchDefault's defaulting of out, Patch's result
@@ -156,7 +162,7 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	}
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
-	typed, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w, walkFixed, nil)
+	typed, root, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w, walkFixed, nil)
 	if !ok {
 		w.reset()
 		out, ok := s.decodeFixedFrom(f, patched, gvk)
@@ -166,6 +172,8 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	f.set(s, patched, gvk)
 	// decodeFixed's result is patched itself, which typed is built from.
 	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w)
+	w.reset() // (its blocks lie in typed)
+	releaseTyped(root, typed)
 	if !ok {
 		defaulted = nil
 	}
@@ -178,21 +186,63 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 // obj is not such an object or the plan cannot tell. With missing, as
 // decodeBuild takes it, obj may also lack fields walk adds (told in
 // *missing): typed is then what typedWatched builds from walk's result.
-func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch, mode walkMode, missing *bool) (runtime.Object, bool) {
+//
+// typed is of n's type; once nothing reads it any more (w reset), the
+// caller gives it back (releaseTyped).
+func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch, mode walkMode, missing *bool) (typed runtime.Object, n *node, ok bool) {
 	kp := p.strictKind(types, obj, gvk)
 	if kp == nil || mode == walkNormalize && kp.setsKind != setsGVK {
 		// (normalize sets gvk's apiVersion and kind, which strictKind
 		// found in obj, only for setsGVK.)
-		return nil, false
+		return nil, nil, false
 	}
-	n := p.typedKind(k.scheme, gvk)
+	n = p.typedKind(k.scheme, gvk)
 	if n == nil || n != kp.root {
-		return nil, false
+		return nil, nil, false
 	}
-	return newTyped(n, gvk, w, func(at unsafe.Pointer) bool {
-		_, ok := decodeBuild(obj, at, n, w, mode, missing)
-		return ok
-	})
+	// newTyped, with the object from spareTyped.
+	typed, rv := spareTyped(n)
+	if typed == nil {
+		return nil, nil, false
+	}
+	w.block(rv.UnsafePointer(), n.size, n)
+	if _, ok := decodeBuild(obj, rv.UnsafePointer(), n, w, mode, missing); !ok {
+		w.reset() // (its blocks lie in the object given back)
+		releaseTyped(n, typed)
+		return nil, nil, false
+	}
+	typed.GetObjectKind().SetGroupVersionKind(gvk)
+	return typed, n, true
+}
+
+// spareTyped is a zero object of n's type (a pointer to it, nil when that
+// is no runtime.Object), as newTyped allocates: one that releaseTyped gave
+// back, or a new one.
+//
+// decodeTyped's object is the defaulters' input and emit's: what the
+// defaulting returns is the input map or what emit writes, maps, lists and
+// scalars of its own (strings: the input's, or the defaulters', never
+// memory of the object), so nothing holds the object once the defaulting
+// returns. Its struct, the largest single allocation of a defaulting, is
+// then zeroed and used again, instead of collected.
+func spareTyped(n *node) (runtime.Object, reflect.Value) {
+	if typed, ok := n.spares.Get().(runtime.Object); ok {
+		return typed, reflect.ValueOf(typed)
+	}
+	rv := reflect.New(n.t)
+	typed, _ := rv.Interface().(runtime.Object)
+	return typed, rv
+}
+
+// releaseTyped gives back typed, decodeTyped's object of n's type, once
+// nothing reads it any more: zeroed, holding on to nothing.
+func releaseTyped(n *node, typed runtime.Object) {
+	rv := reflect.ValueOf(typed)
+	if rv.Kind() != reflect.Pointer || rv.Type().Elem() != n.t || rv.IsNil() {
+		return
+	}
+	rv.Elem().SetZero()
+	n.spares.Put(typed)
 }
 
 // decodeBuild is walk(v, nil, n, mode), answering ok only when that

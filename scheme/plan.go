@@ -231,6 +231,10 @@ type node struct {
 	// lastText is, for IntOrString, the string emit last wrote anew for a
 	// value of the type (lastString: "25%", the defaulted rolling update).
 	lastText lastString
+	// spares recycles, for the root of a kind, the typed objects of
+	// decodeTyped that the defaulting read and wrote back, zeroed
+	// (patchdefault.go: spareTyped, releaseTyped).
+	spares sync.Pool
 }
 
 // field is one field of a struct.
