@@ -138,8 +138,9 @@ func defaultedJPObjects(t testing.TB, d *Scheme) []testobjects.Input {
 }
 
 // TestSpareTypedSharesNothing: the typed objects PatchDefault and
-// NormalizeDefault build are zeroed and used again once the defaulting
-// returns (spareTyped); nothing they return may lie in them. Every real
+// NormalizeDefault build, with their slices' arrays, pointees and string
+// maps, are zeroed and used again once the defaulting returns
+// (spareObject); nothing they return may lie in them. Every real
 // object, as written, normalized and defaulted, is patched (a label) and
 // merged (itself), its results kept with a deep copy of each; then four
 // goroutines do it all again, many times over, each result held to the
@@ -271,14 +272,14 @@ func TestSpareTypedSharesNothing(t *testing.T) {
 		if n == nil {
 			continue
 		}
-		seen := map[runtime.Object]bool{}
+		seen := map[*spareObject]bool{}
 		for range 50 {
-			typed, _ := spareTyped(n)
-			if seen[typed] {
+			sp := spareOf(n)
+			if seen[sp] {
 				return
 			}
-			seen[typed] = true
-			releaseTyped(n, typed)
+			seen[sp] = true
+			sp.release(nil)
 		}
 	}
 	t.Error("no typed object given back was used again")
