@@ -328,7 +328,7 @@ func (sp *spareObject) release(w *watch) {
 			b.v.Clear()
 		}
 	}
-	sp.free = append(sp.free, sp.used...)
+	sp.free = keepLast(append(sp.free, sp.used...), 2*spareLimit)
 	clear(sp.used)
 	sp.used = sp.used[:0]
 	for _, m := range sp.maps {
@@ -337,9 +337,21 @@ func (sp *spareObject) release(w *watch) {
 			sp.freeMaps = append(sp.freeMaps, m)
 		}
 	}
+	sp.freeMaps = keepLast(sp.freeMaps, spareLimit)
 	clear(sp.maps)
 	sp.maps = sp.maps[:0]
 	sp.n.spares.Put(sp)
+}
+
+// keepLast is l without its first elements beyond the last limit (objects of
+// one kind in turn of many shapes leave a spare object no longer lists).
+func keepLast[T any](l []T, limit int) []T {
+	if len(l) <= limit {
+		return l
+	}
+	n := copy(l, l[len(l)-limit:])
+	clear(l[n:])
+	return l[:n]
 }
 
 // decodeBuild is walk(v, nil, n, mode), answering ok only when that
