@@ -137,12 +137,13 @@ func defaultedJPObjects(t testing.TB, d *Scheme) []testobjects.Input {
 	return out
 }
 
-// TestSpareTypedSharesNothing: the typed objects PatchDefault and
-// NormalizeDefault build, with their slices' arrays, pointees and string
-// maps, are zeroed and used again once the defaulting returns
-// (spareObject); nothing they return may lie in them. Every real
-// object, as written, normalized and defaulted, is patched (a label) and
-// merged (itself), its results kept with a deep copy of each; then four
+// TestSpareTypedSharesNothing: the typed objects PatchDefault,
+// NormalizeDefault and DefaultNormalized build, with their slices' arrays,
+// pointees and string maps, are zeroed and used again once the defaulting
+// returns (spareObject); nothing they return may lie in them. Every real
+// object, as written, normalized and defaulted, is patched (a label),
+// merged (itself) and defaulted in normalized form, its results kept with a
+// deep copy of each; then four
 // goroutines do it all again, many times over, each result held to the
 // reference (Patch or Normalize, then the defaulting), in random orders,
 // while the objects are used again for other contents: the zero and
@@ -223,6 +224,18 @@ func TestSpareTypedSharesNothing(t *testing.T) {
 				return nil, fmt.Errorf("%s: NormalizeDefault\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
 			}
 			out = append(out, kept{in.Name + " merged", got, valuetest.DeepCopy(got)})
+			n, err := d.Normalize(in.Obj, in.GVK)
+			if err != nil {
+				continue
+			}
+			got, err = d.DefaultNormalized(n, in.GVK)
+			if err != nil {
+				continue
+			}
+			if want, err = d.defaultReference(n, in.GVK); err != nil || !valuetest.BitsEqual(got, want) {
+				return nil, fmt.Errorf("%s: DefaultNormalized\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
+			}
+			out = append(out, kept{in.Name + " defaulted", got, valuetest.DeepCopy(got)})
 		}
 		return out, nil
 	}
