@@ -4,11 +4,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
@@ -19,8 +17,8 @@ import (
 func BenchmarkPatchDefaultWritten(b *testing.B) {
 	s := New()
 	gvk := appsv1.SchemeGroupVersion.WithKind("Deployment")
-	written := benchDeployment()
-	defaulted := benchDeployment()
+	written := testobjects.BenchDeployment()
+	defaulted := testobjects.BenchDeployment()
 	k, err := s.kube()
 	if err != nil {
 		b.Fatal(err)
@@ -45,28 +43,5 @@ func BenchmarkPatchDefaultWritten(b *testing.B) {
 			}
 			b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
 		})
-	}
-}
-
-// benchDeployment is test/bench's small Deployment.
-func benchDeployment() *appsv1.Deployment {
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: map[string]string{"app": "web"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{
-						{Name: "app", Image: "docker.io/library/nginx:1.27", Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}}},
-						{Name: "proxy", Image: "envoy:1.30", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}},
-					},
-					Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web", Effect: corev1.TaintEffectNoSchedule}},
-					Volumes:     []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-				},
-			},
-		},
 	}
 }

@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/randfill"
 
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
@@ -174,20 +172,11 @@ func TestSpareTypedSharesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, gvk := range kindGVKs(t, d) {
-		for seed := range 3 {
-			obj, err := ks.New(gvk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if seed > 0 {
-				randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...).Fill(obj)
-			}
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-			if err != nil {
-				continue
-			}
+		i := 0
+		for u := range filledObjects(t, ks, gvk, 2) {
 			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
-			ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d", gvk.Kind, seed), GVK: gvk, Obj: u})
+			ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d", gvk.Kind, i), GVK: gvk, Obj: u})
+			i++
 		}
 	}
 	type kept struct {
