@@ -53,8 +53,8 @@ type watch struct {
 	// defaulters ran; strs their string fields' strings, in the same order.
 	snap []byte
 	strs []string
-	// spare is where decodeBuild takes the memory of the typed object it
-	// builds (nil: new memory).
+	// spare is where decodeBuild and buildWatched take the memory of the
+	// typed object they build (nil: new memory).
 	spare *spareObject
 }
 
