@@ -217,14 +217,13 @@ func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any
 //
 // decodeTyped's object (and defaultFast's, of an object in normalized
 // form) is the defaulters' input and emit's: what the defaulting returns
-// is the input map or what emit writes, maps, lists and
-// scalars of its own (strings: the input's, or the defaulters', never
-// memory of the object), so nothing holds the object once the defaulting
-// returns. Its struct, and the arrays of its slices, the values its
-// pointers point to and its string maps that decodeBuild (buildWatched)
-// made, are then
-// zeroed and used again for the next object of the kind, instead of
-// collected: most of what a defaulting allocates.
+// is the input map or what emit writes, maps, lists and scalars of its own
+// (strings: the input's, or the defaulters', never memory of the object),
+// so nothing holds the object once the defaulting returns. Its struct, and
+// the arrays of its slices, the values its pointers point to and its
+// string maps that decodeBuild (buildWatched) made, are then zeroed and
+// used again for the next object of the kind, instead of collected: most
+// of what a defaulting allocates.
 // TestSpareTypedSharesNothing holds every result to the reference and
 // unchanged by the defaultings that follow.
 
