@@ -166,7 +166,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		// recorded).
 		w.value(p, n, v)
 		if n.t == stringMapType {
-			out := make(map[string]string, len(m))
+			out := w.spareOf().stringMap(len(m))
 			for k, item := range m {
 				switch x := item.(type) {
 				case string:
@@ -206,10 +206,16 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 			dv.Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
 			return true
 		}
-		// A nil slice in place: growing it allocates only the array
-		// (reflect.MakeSlice would also put a slice header on the heap).
-		dv.Grow(len(l))
-		dv.SetLen(len(l))
+		if sp := w.spareOf(); sp != nil {
+			// A zeroed array of the spare object (decodeBuild's).
+			data, c := sp.values(n.elem.t, len(l), false)
+			*(*sliceHeader)(p) = sliceHeader{data, len(l), c}
+		} else {
+			// A nil slice in place: growing it allocates only the array
+			// (reflect.MakeSlice would also put a slice header on the heap).
+			dv.Grow(len(l))
+			dv.SetLen(len(l))
+		}
 		data, size := dv.UnsafePointer(), n.elem.size
 		w.block(data, uintptr(len(l))*size, n.elem)
 		for i, item := range l {
@@ -219,7 +225,7 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 		}
 		return true
 	case nodePointer:
-		q := reflect.New(n.elem.t).UnsafePointer()
+		q, _ := w.spareOf().values(n.elem.t, 1, true)
 		w.block(q, n.elem.size, n.elem)
 		if !buildWatched(v, q, n.elem, w) {
 			return false
@@ -884,6 +890,28 @@ func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 		// typedWatched sets whatever obj says: checked all the same.)
 		w = p.getWatch()
 		defer p.putWatch(w)
+	}
+	if w != nil {
+		// typedWatched, in a spare object (nothing holds it once
+		// defaultBuilt returns).
+		n := p.typedKind(k.scheme, gvk)
+		if n == nil {
+			return nil, false
+		}
+		sp := spareOf(n)
+		if sp.obj == nil {
+			return nil, false
+		}
+		w.block(sp.at, n.size, n)
+		w.spare = sp
+		if !buildWatched(obj, sp.at, n, w) {
+			sp.release(w)
+			return nil, false
+		}
+		sp.obj.GetObjectKind().SetGroupVersionKind(gvk)
+		out, ok := p.defaultBuilt(k, sp.obj, obj, gvk, w)
+		sp.release(w)
+		return out, ok
 	}
 	typed, ok := p.typedWatched(k, obj, gvk, w)
 	if !ok {

@@ -568,18 +568,7 @@ func TestBuildAndEmitAreTheConverter(t *testing.T) {
 	gvks := externalKinds(s, ks)
 	fills := valuetest.Sweep(3, 1) // make test-long: the full sweep
 	for _, gvk := range gvks {
-		for seed := range fills + 1 {
-			obj, err := ks.New(gvk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if seed > 0 {
-				randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...).Fill(obj)
-			}
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-			if err != nil {
-				continue
-			}
+		for u := range filledObjects(t, ks, gvk, fills) {
 			check(u, gvk)
 		}
 	}

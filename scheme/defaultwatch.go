@@ -53,6 +53,17 @@ type watch struct {
 	// defaulters ran; strs their string fields' strings, in the same order.
 	snap []byte
 	strs []string
+	// spare is where decodeBuild and buildWatched take the memory of the
+	// typed object they build (nil: new memory).
+	spare *spareObject
+}
+
+// spareOf is w's spare object (nil when w is).
+func (w *watch) spareOf() *spareObject {
+	if w == nil {
+		return nil
+	}
+	return w.spare
 }
 
 // watchedBlock is size bytes at p: values of n's type one after the
@@ -164,4 +175,5 @@ func (w *watch) reset() {
 	clear(w.values)
 	clear(w.strs)
 	w.blocks, w.values, w.snap, w.strs = w.blocks[:0], w.values[:0], w.snap[:0], w.strs[:0]
+	w.spare = nil
 }

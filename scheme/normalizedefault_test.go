@@ -3,6 +3,7 @@ package scheme
 import (
 	"encoding/json"
 	"errors"
+	"iter"
 	"math/rand/v2"
 	"testing"
 
@@ -118,18 +119,7 @@ func TestNormalizeDefaultOnEveryKind(t *testing.T) {
 	gvks := kindGVKs(t, d)
 	oneWalk := 0
 	for _, gvk := range gvks {
-		for seed := range valuetest.Sweep(3, 1) + 1 {
-			obj, err := ks.New(gvk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if seed > 0 {
-				randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...).Fill(obj)
-			}
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-			if err != nil {
-				continue
-			}
+		for u := range filledObjects(t, ks, gvk, valuetest.Sweep(3, 1)) {
 			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
 			if checkNormalizeDefault(t, d, u, gvk) {
 				oneWalk++
@@ -195,4 +185,27 @@ func perturbedInput(r *rand.Rand, ins []testobjects.Input, i int) (map[string]an
 	}
 	m, ok := obj.(map[string]any)
 	return m, in, ok
+}
+
+// filledObjects yields the zero object of kind gvk and those randfill fills
+// with seeds 1 to fills, as ToUnstructured writes them (those it can).
+func filledObjects(t testing.TB, ks *runtime.Scheme, gvk schema.GroupVersionKind, fills int) iter.Seq[map[string]any] {
+	return func(yield func(map[string]any) bool) {
+		for seed := range fills + 1 {
+			obj, err := ks.New(gvk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seed > 0 {
+				randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(8).Funcs(fillFuncs...).Fill(obj)
+			}
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				continue
+			}
+			if !yield(u) {
+				return
+			}
+		}
+	}
 }

@@ -105,7 +105,7 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
 	var missing bool
-	typed, ok := s.plans.decodeTyped(k, s.types, obj, gvk, w, walkNormalize, &missing)
+	typed, sp, ok := s.plans.decodeTyped(k, s.types, obj, gvk, w, walkNormalize, &missing)
 	if !ok {
 		return nil, false
 	}
@@ -116,10 +116,14 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 		// form, without the watch, whose output is ToUnstructured of the
 		// defaulted typed object, obj itself only when that equals obj
 		// (here never: it has the missing fields).
-		return s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+		sp.release(w)
+		return out, ok
 	}
 	// obj is Normalize's result, which typed is built from.
-	return s.plans.defaultBuilt(k, typed, obj, gvk, w)
+	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w)
+	sp.release(w)
+	return out, ok
 }
 
 // defaultPatched is PatchDefault's defaulting of out, Patch's result
@@ -156,7 +160,7 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	}
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
-	typed, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w, walkFixed, nil)
+	typed, sp, ok := s.plans.decodeTyped(k, s.types, patched, gvk, w, walkFixed, nil)
 	if !ok {
 		w.reset()
 		out, ok := s.decodeFixedFrom(f, patched, gvk)
@@ -166,6 +170,7 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	f.set(s, patched, gvk)
 	// decodeFixed's result is patched itself, which typed is built from.
 	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w)
+	sp.release(w)
 	if !ok {
 		defaulted = nil
 	}
@@ -178,21 +183,176 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 // obj is not such an object or the plan cannot tell. With missing, as
 // decodeBuild takes it, obj may also lack fields walk adds (told in
 // *missing): typed is then what typedWatched builds from walk's result.
-func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch, mode walkMode, missing *bool) (runtime.Object, bool) {
+//
+// typed lies in sp, with everything decodeBuild allocated for it; once
+// nothing reads it any more, the caller gives sp back (release), which
+// resets w.
+func (p *planner) decodeTyped(k *kube, types *runtime.Scheme, obj map[string]any, gvk schema.GroupVersionKind, w *watch, mode walkMode, missing *bool) (typed runtime.Object, sp *spareObject, ok bool) {
 	kp := p.strictKind(types, obj, gvk)
 	if kp == nil || mode == walkNormalize && kp.setsKind != setsGVK {
 		// (normalize sets gvk's apiVersion and kind, which strictKind
 		// found in obj, only for setsGVK.)
-		return nil, false
+		return nil, nil, false
 	}
 	n := p.typedKind(k.scheme, gvk)
 	if n == nil || n != kp.root {
-		return nil, false
+		return nil, nil, false
 	}
-	return newTyped(n, gvk, w, func(at unsafe.Pointer) bool {
-		_, ok := decodeBuild(obj, at, n, w, mode, missing)
-		return ok
-	})
+	// newTyped, with the object and what decodeBuild allocates from sp.
+	sp = spareOf(n)
+	if sp.obj == nil {
+		return nil, nil, false
+	}
+	w.block(sp.at, n.size, n)
+	w.spare = sp
+	if _, ok := decodeBuild(obj, sp.at, n, w, mode, missing); !ok {
+		sp.release(w)
+		return nil, nil, false
+	}
+	sp.obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return sp.obj, sp, true
+}
+
+// A typed object used again.
+//
+// decodeTyped's object (and defaultFast's, of an object in normalized
+// form) is the defaulters' input and emit's: what the defaulting returns
+// is the input map or what emit writes, maps, lists and scalars of its own
+// (strings: the input's, or the defaulters', never memory of the object),
+// so nothing holds the object once the defaulting returns. Its struct, and
+// the arrays of its slices, the values its pointers point to and its
+// string maps that decodeBuild (buildWatched) made, are then zeroed and
+// used again for the next object of the kind, instead of collected: most
+// of what a defaulting allocates.
+// TestSpareTypedSharesNothing holds every result to the reference and
+// unchanged by the defaultings that follow.
+
+// spareObject is a typed object of a kind (a zero one, or one in use)
+// and the memory decodeBuild and buildWatched may use for it.
+type spareObject struct {
+	n   *node
+	obj runtime.Object // a pointer to a value of n's type
+	at  unsafe.Pointer // obj's value
+	// used are the blocks handed out for obj, free the zeroed ones to
+	// hand out next.
+	used, free []spareBlock
+	// maps are the string maps made for obj, freeMaps the empty ones.
+	maps, freeMaps []map[string]string
+}
+
+// spareBlock is memory for cap values of type t one after the other: v is
+// a slice of them (slices' arrays), or a pointer to one (pointees).
+type spareBlock struct {
+	t   reflect.Type
+	v   reflect.Value
+	p   unsafe.Pointer
+	cap int
+}
+
+// spareLimit bounds what a spare object keeps: blocks of more values
+// and maps of more entries are left to the collector (a large list or
+// map once met is not zeroed again for every object after it).
+const spareLimit = 64
+
+// spareOf is a zero object of n's type from n's spares, or a new one
+// (obj nil when the type is no runtime.Object).
+func spareOf(n *node) *spareObject {
+	if sp, ok := n.spares.Get().(*spareObject); ok {
+		return sp
+	}
+	rv := reflect.New(n.t)
+	obj, _ := rv.Interface().(runtime.Object)
+	return &spareObject{n: n, obj: obj, at: rv.UnsafePointer()}
+}
+
+// values is zeroed memory for count (> 0) values of type t, for sp's
+// object: a free block of at least count and not much more, or new.
+func (sp *spareObject) values(t reflect.Type, count int, pointee bool) (unsafe.Pointer, int) {
+	if sp == nil {
+		if pointee {
+			return reflect.New(t).UnsafePointer(), 1
+		}
+		v := reflect.MakeSlice(reflect.SliceOf(t), count, count)
+		return v.UnsafePointer(), count
+	}
+	for i := range sp.free {
+		if b := sp.free[i]; b.t == t && b.cap >= count && b.cap <= 2*count+4 {
+			sp.free[i] = sp.free[len(sp.free)-1]
+			sp.free = sp.free[:len(sp.free)-1]
+			sp.used = append(sp.used, b)
+			return b.p, b.cap
+		}
+	}
+	var b spareBlock
+	if pointee {
+		b = spareBlock{t: t, v: reflect.New(t), cap: 1}
+	} else {
+		b = spareBlock{t: t, v: reflect.MakeSlice(reflect.SliceOf(t), count, count), cap: count}
+	}
+	b.p = b.v.UnsafePointer()
+	if count <= spareLimit {
+		sp.used = append(sp.used, b)
+	}
+	return b.p, b.cap
+}
+
+// stringMap is an empty map[string]string for sp's object.
+func (sp *spareObject) stringMap(size int) map[string]string {
+	if sp == nil {
+		return make(map[string]string, size)
+	}
+	var m map[string]string
+	if l := len(sp.freeMaps); l > 0 && size <= 8 {
+		m = sp.freeMaps[l-1]
+		sp.freeMaps = sp.freeMaps[:l-1]
+	} else {
+		m = make(map[string]string, size)
+	}
+	if size <= spareLimit {
+		sp.maps = append(sp.maps, m)
+	}
+	return m
+}
+
+// release gives sp back to its node's spares once nothing reads its
+// object any more, zeroed (holding on to nothing), and resets w (when
+// not nil).
+func (sp *spareObject) release(w *watch) {
+	if w != nil {
+		w.reset() // (its blocks lie in the object)
+	}
+	reflect.NewAt(sp.n.t, sp.at).Elem().SetZero()
+	for _, b := range sp.used {
+		if b.v.Kind() == reflect.Pointer {
+			b.v.Elem().SetZero()
+		} else {
+			b.v.Clear()
+		}
+	}
+	sp.free = keepLast(append(sp.free, sp.used...), 2*spareLimit)
+	clear(sp.used)
+	sp.used = sp.used[:0]
+	for _, m := range sp.maps {
+		if len(m) <= 8 {
+			clear(m)
+			sp.freeMaps = append(sp.freeMaps, m)
+		}
+	}
+	sp.freeMaps = keepLast(sp.freeMaps, spareLimit)
+	clear(sp.maps)
+	sp.maps = sp.maps[:0]
+	sp.n.spares.Put(sp)
+}
+
+// keepLast is l without its first elements beyond the last limit (objects of
+// one kind in turn of many shapes leave a spare object no longer lists).
+func keepLast[T any](l []T, limit int) []T {
+	if len(l) <= limit {
+		return l
+	}
+	n := copy(l, l[len(l)-limit:])
+	clear(l[n:])
+	return l[:n]
 }
 
 // decodeBuild is walk(v, nil, n, mode), answering ok only when that
@@ -282,14 +442,16 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, miss
 		if !isList || l == nil {
 			return false, false
 		}
-		dv := reflect.NewAt(n.t, p).Elem()
 		if len(l) == 0 {
-			dv.Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
+			reflect.NewAt(n.t, p).Elem().Set(reflect.MakeSlice(n.t, 0, 0)) // empty, not nil
 			return true, true
 		}
-		dv.Grow(len(l))
-		dv.SetLen(len(l))
-		data, size := dv.UnsafePointer(), n.elem.size
+		// (A zeroed array of len(l) values, or more: the slice's len is
+		// what the converter and the defaulters read, its cap only where
+		// an append is written.)
+		data, c := w.spareOf().values(n.elem.t, len(l), false)
+		*(*sliceHeader)(p) = sliceHeader{data, len(l), c}
+		size := n.elem.size
 		w.block(data, uintptr(len(l))*size, n.elem)
 		for i, item := range l {
 			if item == nil {
@@ -301,7 +463,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, miss
 		}
 		return false, true
 	case nodePointer:
-		q := reflect.New(n.elem.t).UnsafePointer()
+		q, _ := w.spareOf().values(n.elem.t, 1, true)
 		w.block(q, n.elem.size, n.elem)
 		if _, ok := decodeBuild(v, q, n.elem, w, mode, missing); !ok {
 			return false, false
@@ -317,7 +479,7 @@ func decodeBuild(v any, p unsafe.Pointer, n *node, w *watch, mode walkMode, miss
 			return false, false
 		}
 		w.value(p, n, v)
-		out := make(map[string]string, len(m))
+		out := w.spareOf().stringMap(len(m))
 		for k, item := range m {
 			x, isString := item.(string)
 			if !isString || !utf8.ValidString(k) || !utf8.ValidString(x) {

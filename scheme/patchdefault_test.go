@@ -134,3 +134,155 @@ func defaultedJPObjects(t testing.TB, d *Scheme) []testobjects.Input {
 	}
 	return out
 }
+
+// TestSpareTypedSharesNothing: the typed objects PatchDefault,
+// NormalizeDefault and DefaultNormalized build, with their slices' arrays,
+// pointees and string maps, are zeroed and used again once the defaulting
+// returns (spareObject); nothing they return may lie in them. Every real
+// object, as written, normalized and defaulted, is patched (a label),
+// merged (itself) and defaulted in normalized form, its results kept with a
+// deep copy of each; then four
+// goroutines do it all again, many times over, each result held to the
+// reference (Patch or Normalize, then the defaulting), in random orders,
+// while the objects are used again for other contents: the zero and
+// randomly filled objects of every built-in kind too. Every result kept must
+// still be its copy, bit for bit, and the objects must have been used
+// again.
+func TestSpareTypedSharesNothing(t *testing.T) {
+	d := New()
+	label := []jsonpatch.Operation{{Op: "add", Path: "/metadata/labels/team", Value: "shop", HasValue: true}}
+	var ins []testobjects.Input
+	for _, in := range testobjects.Inputs(t) {
+		if !d.types.Recognizes(in.GVK) || d.crs.Recognizes(in.GVK) {
+			continue
+		}
+		ins = append(ins, in)
+		if n, err := d.Normalize(in.Obj, in.GVK); err == nil {
+			ins = append(ins, testobjects.Input{Name: in.Name + " normalized", GVK: in.GVK, Obj: n})
+			if dflt, err := d.Default(n, in.GVK); err == nil {
+				ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: dflt})
+			}
+		}
+	}
+	// The zero and randomly filled objects of every built-in kind: of one
+	// kind, objects with different fields set, each built into an object
+	// another one left.
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvk := range kindGVKs(t, d) {
+		i := 0
+		for u := range filledObjects(t, ks, gvk, 2) {
+			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+			ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d", gvk.Kind, i), GVK: gvk, Obj: u})
+			i++
+		}
+	}
+	type kept struct {
+		name string
+		out  map[string]any
+		copy any
+	}
+	// results patches and merges every object, each result held to the
+	// reference, and returns them with their copies.
+	results := func(r *rand.Rand) ([]kept, error) {
+		var out []kept
+		for _, i := range r.Perm(len(ins)) {
+			in := ins[i]
+			got, _, err := d.PatchDefault(in.Obj, label, in.GVK)
+			if err != nil {
+				continue // (held to the reference by the other tests)
+			}
+			want, _, err := d.Patch(in.Obj, label, in.GVK)
+			if err == nil {
+				want, err = d.defaultReference(want, in.GVK)
+			}
+			if err != nil || !valuetest.BitsEqual(got, want) {
+				return nil, fmt.Errorf("%s: PatchDefault\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
+			}
+			out = append(out, kept{in.Name + " patched", got, valuetest.DeepCopy(got)})
+			got, err = d.NormalizeDefault(in.Obj, in.GVK)
+			if err != nil {
+				continue
+			}
+			if want, err = d.Normalize(in.Obj, in.GVK); err == nil {
+				want, err = d.defaultReference(want, in.GVK)
+			}
+			if err != nil || !valuetest.BitsEqual(got, want) {
+				return nil, fmt.Errorf("%s: NormalizeDefault\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
+			}
+			out = append(out, kept{in.Name + " merged", got, valuetest.DeepCopy(got)})
+			n, err := d.Normalize(in.Obj, in.GVK)
+			if err != nil {
+				continue
+			}
+			got, err = d.DefaultNormalized(n, in.GVK)
+			if err != nil {
+				continue
+			}
+			if want, err = d.defaultReference(n, in.GVK); err != nil || !valuetest.BitsEqual(got, want) {
+				return nil, fmt.Errorf("%s: DefaultNormalized\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
+			}
+			out = append(out, kept{in.Name + " defaulted", got, valuetest.DeepCopy(got)})
+		}
+		return out, nil
+	}
+	first, err := results(rand.New(rand.NewPCG(24, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			r := rand.New(rand.NewPCG(24, uint64(g)+1))
+			for range 3 {
+				again, err := results(r)
+				if err == nil {
+					for _, k := range again {
+						if !valuetest.BitsEqual(k.out, k.copy) {
+							err = fmt.Errorf("%s: a later defaulting changed the result", k.name)
+							break
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, k := range first {
+		if !valuetest.BitsEqual(k.out, k.copy) {
+			t.Errorf("%s: a later defaulting changed the result\n got: %#v\nwant: %#v", k.name, k.out, k.copy)
+		}
+	}
+	// The objects were used again: one given back comes out next.
+	k, err := d.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		n := d.plans.typedKind(k.scheme, in.GVK)
+		if n == nil {
+			continue
+		}
+		seen := map[*spareObject]bool{}
+		for range 50 {
+			sp := spareOf(n)
+			if seen[sp] {
+				return
+			}
+			seen[sp] = true
+			sp.release(nil)
+		}
+	}
+	t.Error("no typed object given back was used again")
+}

@@ -231,6 +231,11 @@ type node struct {
 	// lastText is, for IntOrString, the string emit last wrote anew for a
 	// value of the type (lastString: "25%", the defaulted rolling update).
 	lastText lastString
+	// spares recycles, for the root of a kind, the typed objects that
+	// decodeTyped and defaultFast build and the defaulting reads and writes
+	// back, with the memory built for them, zeroed (patchdefault.go:
+	// spareObject).
+	spares sync.Pool
 }
 
 // field is one field of a struct.

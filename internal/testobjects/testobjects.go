@@ -176,3 +176,28 @@ func WebDeployment() *appsv1.Deployment {
 		},
 	}
 }
+
+// BenchDeployment is the small Deployment of test/bench's mutation and
+// dispatcher scenarios, as written: two replicas, two containers (one with
+// an env var, one with a port), a toleration and an emptyDir volume.
+func BenchDeployment() *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: map[string]string{"app": "web"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{
+						{Name: "app", Image: "docker.io/library/nginx:1.27", Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}}},
+						{Name: "proxy", Image: "envoy:1.30", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}},
+					},
+					Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web", Effect: corev1.TaintEffectNoSchedule}},
+					Volumes:     []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+}

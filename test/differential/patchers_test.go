@@ -13,13 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/compiler"
+	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	mut "github.com/mutatis-dev/mutatis/mutation"
 )
 
@@ -33,25 +33,7 @@ var (
 )
 
 func deployment(mut ...func(*appsv1.Deployment)) *appsv1.Deployment {
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Labels: map[string]string{"app": "web"}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{
-						{Name: "app", Image: "docker.io/library/nginx:1.27", Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}}},
-						{Name: "proxy", Image: "envoy:1.30", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}},
-					},
-					Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web", Effect: corev1.TaintEffectNoSchedule}},
-					Volumes:     []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-				},
-			},
-		},
-	}
+	d := testobjects.BenchDeployment()
 	for _, f := range mut {
 		if f != nil {
 			f(d)
