@@ -32,9 +32,14 @@ import (
 func checkDefaultFast(t testing.TB, s *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (fast bool) {
 	t.Helper()
 	before := valuetest.DeepCopy(obj)
-	want, wantErr := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+	var want, got map[string]any
+	var wantErr, err error
+	_ = inOneSecond(func() error {
+		want, wantErr = s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
+		got, err = s.Default(obj, gvk)
+		return errUnlessBitsEqual(got, want)
+	})
 	wantSame := wantErr == nil && want != nil && obj != nil && jsonEqualsInput(s, obj, gvk)
-	got, err := s.Default(obj, gvk)
 	if !oneOfTheErrors(err, wantErr, func() error {
 		_, again := s.defaultReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 		return again
@@ -75,8 +80,13 @@ func checkDefaultNormalized(t testing.TB, s *Scheme, obj map[string]any, gvk sch
 		return false
 	}
 	before := valuetest.DeepCopy(n)
-	want, wantErr := s.defaultReference(valuetest.DeepCopy(n).(map[string]any), gvk)
-	got, err := s.DefaultNormalized(n, gvk)
+	var want, got map[string]any
+	var wantErr error
+	_ = inOneSecond(func() error {
+		want, wantErr = s.defaultReference(valuetest.DeepCopy(n).(map[string]any), gvk)
+		got, err = s.DefaultNormalized(n, gvk)
+		return errUnlessBitsEqual(got, want)
+	})
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("%s: DefaultNormalized error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
 	}

@@ -3,9 +3,11 @@ package scheme
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +19,30 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
 
+// inOneSecond runs check, and runs it again (at most twice more) when it
+// failed while the wall clock's second changed: defaulters that stamp the
+// time (resource.k8s.io's DeviceTaint: timeAdded, now truncated to the
+// second) give the two sides of a comparison different results only then.
+func inOneSecond(check func() error) error {
+	var err error
+	for range 3 {
+		start := time.Now().Unix()
+		if err = check(); err == nil || time.Now().Unix() == start {
+			return err
+		}
+	}
+	return err
+}
+
+// errUnlessBitsEqual is an error when got and want differ (for
+// inOneSecond).
+func errUnlessBitsEqual(got, want any) error {
+	if valuetest.BitsEqual(got, want) {
+		return nil
+	}
+	return errors.New("the results differ")
+}
+
 // checkNormalizeDefault holds NormalizeDefault of obj to its definition:
 // normalizeReference, then defaultReference of the result, bit for bit,
 // with the same errors (a defaulting error wrapped in a *DefaultError),
@@ -24,10 +50,23 @@ import (
 // it was. It reports whether the one walk answered.
 func checkNormalizeDefault(t testing.TB, d *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (oneWalk bool) {
 	t.Helper()
+	err := inOneSecond(func() (err error) {
+		oneWalk, err = normalizeDefaultAgrees(d, obj, gvk)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oneWalk
+}
+
+// normalizeDefaultAgrees is checkNormalizeDefault's check, its failure
+// returned.
+func normalizeDefaultAgrees(d *Scheme, obj map[string]any, gvk schema.GroupVersionKind) (oneWalk bool, _ error) {
 	before := valuetest.DeepCopy(obj)
 	got, err := d.NormalizeDefault(obj, gvk)
 	if !valuetest.BitsEqual(obj, before) {
-		t.Fatalf("%s: NormalizeDefault modified the object: %#v, was %#v", gvk.Kind, obj, before)
+		return false, fmt.Errorf("%s: NormalizeDefault modified the object: %#v, was %#v", gvk.Kind, obj, before)
 	}
 	n, wantErr := d.normalizeReference(valuetest.DeepCopy(obj).(map[string]any), gvk)
 	var want map[string]any
@@ -39,24 +78,24 @@ func checkNormalizeDefault(t testing.TB, d *Scheme, obj map[string]any, gvk sche
 	switch {
 	case defaultErr != nil:
 		if !errors.As(err, &failed) || errText(failed.Err) != errText(defaultErr) {
-			t.Fatalf("%s: error %v, want the defaulting error %v\ninput: %#v", gvk.Kind, err, defaultErr, before)
+			return false, fmt.Errorf("%s: error %v, want the defaulting error %v\ninput: %#v", gvk.Kind, err, defaultErr, before)
 		}
 	case errors.As(err, &failed):
-		t.Fatalf("%s: defaulting error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
+		return false, fmt.Errorf("%s: defaulting error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
 	case (err == nil) != (wantErr == nil) || err != nil && errText(err) != errText(wantErr):
-		t.Fatalf("%s: error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
+		return false, fmt.Errorf("%s: error %v, want %v\ninput: %#v", gvk.Kind, err, wantErr, before)
 	}
 	if err != nil {
-		return false
+		return false, nil
 	}
 	if !valuetest.BitsEqual(got, want) {
-		t.Fatalf("%s: NormalizeDefault differs from normalizing and defaulting\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, before, got, want)
+		return false, fmt.Errorf("%s: NormalizeDefault differs from normalizing and defaulting\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, before, got, want)
 	}
 	out, oneWalk := d.normalizeDefaultFast(obj, gvk)
 	if oneWalk && jsonvalue.Equal(obj, want) && !jsonvalue.SameMap(out, obj) {
-		t.Fatalf("%s: the one walk returns a copy of an input that nothing changed", gvk.Kind)
+		return false, fmt.Errorf("%s: the one walk returns a copy of an input that nothing changed", gvk.Kind)
 	}
-	return oneWalk
+	return oneWalk, nil
 }
 
 // TestNormalizeDefaultIsNormalizeThenDefault holds NormalizeDefault to
@@ -207,5 +246,35 @@ func filledObjects(t testing.TB, ks *runtime.Scheme, gvk schema.GroupVersionKind
 				return
 			}
 		}
+	}
+}
+
+// TestInOneSecondRetriesOnlyAcrossASecond: a check that failed while the
+// wall clock's second changed is run again, one that failed within a
+// second is not.
+func TestInOneSecondRetriesOnlyAcrossASecond(t *testing.T) {
+	calls := 0
+	err := inOneSecond(func() error {
+		calls++
+		if calls == 1 {
+			// Until just past the next second: the clock changes second.
+			next := time.Unix(time.Now().Unix()+1, int64(10*time.Millisecond))
+			time.Sleep(time.Until(next))
+			return errors.New("differs across the second")
+		}
+		return nil
+	})
+	if err != nil || calls != 2 {
+		t.Errorf("across a second: %d calls, error %v; want 2 calls, no error", calls, err)
+	}
+	// Just past a second's start, a quick check fails within it.
+	time.Sleep(time.Until(time.Unix(time.Now().Unix()+1, int64(10*time.Millisecond))))
+	calls = 0
+	err = inOneSecond(func() error {
+		calls++
+		return errors.New("differs")
+	})
+	if err == nil || calls != 1 {
+		t.Errorf("within a second: %d calls, error %v; want 1 call and the error", calls, err)
 	}
 }
