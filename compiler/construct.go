@@ -7,7 +7,6 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apiserver/pkg/cel/mutation"
-	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 )
 
 // A `JSONPatch{…}` construction built straight into its value.
@@ -163,78 +162,5 @@ func (c *jsonPatchOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 
 // Eval implements interpreter.Interpretable, as evalObj.Eval does.
 func (c *jsonPatchOnce) Eval(ctx interpreter.Activation) ref.Val {
-	return c.Exec(interpreter.AsFrame(ctx))
-}
-
-// An `Object.<path>{…}` construction handed to its type directly.
-//
-// cel-go hands every construction's map to the environment's provider,
-// which goes down kube-apiserver's chain to its type at every evaluation
-// (DeclTypeProvider.NewValue, ResolverTypeProvider.NewValue, the type
-// resolver's look-up of the name — objectTypes' read lock and map —, then
-// ObjectType.Val, which is dynamic.NewObjectVal of the type). The type
-// depends on the name alone (objectTypes), so objectOnce resolves it once,
-// at planning, from a value the provider builds, and calls NewObjectVal
-// itself with the map cel-go would have built, built as evalObj builds it.
-// Only a construction without optional fields whose provider builds
-// exactly what NewObjectVal of that type builds (probed at planning) is
-// taken. TestPlanOnceAgrees, FuzzPlanOnceAgrees and
-// TestObjectOnceIsTheProviders hold the values to cel-go's own plan.
-type objectOnce struct {
-	interpreter.InterpretableConstructor
-	// typ is the construction's type, asked once (see typeOnce).
-	typ ref.Type
-	obj *evalObjLayout
-	// objectType is the type of the values the provider builds.
-	objectType *celtypes.Type
-}
-
-// objectConstruction returns c as an objectOnce when it is cel-go's evalObj
-// of an Object type without optional fields whose provider builds what
-// dynamic.NewObjectVal builds; nil otherwise.
-func objectConstruction(c interpreter.InterpretableConstructor, typ ref.Type) *objectOnce {
-	if !mirrorsEvalObj(reflect.TypeOf(c)) {
-		return nil
-	}
-	obj := (*evalObjLayout)(reflect.ValueOf(c).UnsafePointer())
-	if obj.hasOptionals || len(obj.fields) != len(obj.vals) || obj.provider == nil || obj.typeName != typ.TypeName() {
-		return nil
-	}
-	probe, ok := obj.provider.NewValue(obj.typeName, map[string]ref.Val{}).(*dynamic.ObjectVal)
-	if !ok {
-		return nil
-	}
-	objectType, ok := probe.Type().(*celtypes.Type)
-	if !ok || objectType.TypeName() != obj.typeName {
-		return nil
-	}
-	fields := map[string]ref.Val{"a": celtypes.String("b"), "c": celtypes.Int(1)}
-	if !reflect.DeepEqual(obj.provider.NewValue(obj.typeName, fields), dynamic.NewObjectVal(objectType, fields)) {
-		return nil
-	}
-	return &objectOnce{InterpretableConstructor: c, typ: typ, obj: obj, objectType: objectType}
-}
-
-// Type implements interpreter.InterpretableConstructor.
-func (c *objectOnce) Type() ref.Type { return c.typ }
-
-// Exec implements interpreter.InterpretableV2: evalObj.Exec (cel-go
-// v0.29.2) without optional fields, the provider's chain to
-// dynamic.NewObjectVal taken once at planning.
-func (c *objectOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
-	o := c.obj
-	fieldVals := make(map[string]ref.Val, len(o.fields))
-	for i, field := range o.fields {
-		val := o.vals[i].Exec(frame)
-		if celtypes.IsUnknownOrError(val) {
-			return val
-		}
-		fieldVals[field] = val
-	}
-	return dynamic.NewObjectVal(c.objectType, fieldVals)
-}
-
-// Eval implements interpreter.Interpretable, as evalObj.Eval does.
-func (c *objectOnce) Eval(ctx interpreter.Activation) ref.Val {
 	return c.Exec(interpreter.AsFrame(ctx))
 }

@@ -36,8 +36,7 @@ import (
 // It never fails, so the planning check (program.go) still holds.
 //
 // A `JSONPatch{…}` construction is also built without cel-go's map of
-// its fields (jsonPatchOnce), an `Object.<path>{…}` one without the
-// provider's look-up of its type (objectOnce; both in construct.go).
+// its fields (jsonPatchOnce, construct.go).
 //
 // It also wraps every attribute so that what cel-go's cost observer is
 // shown of a selection is not built (presentAttr, present.go).
@@ -45,7 +44,7 @@ func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error
 	switch s := i.(type) {
 	case interpreter.InterpretableAttribute:
 		return presentAttribute(s), nil
-	case *argsOnce, *typeOnce, *jsonPatchOnce, *objectOnce, interpreter.InterpretableConst:
+	case *argsOnce, *typeOnce, *jsonPatchOnce, interpreter.InterpretableConst:
 		return i, nil
 	case interpreter.InterpretableCall:
 		// A call that keeps its arguments (evalVarArgs) gives the same
@@ -65,9 +64,6 @@ func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error
 		}
 		if jp := jsonPatchConstruction(s, t); jp != nil {
 			return jp, nil
-		}
-		if obj := objectConstruction(s, t); obj != nil {
-			return obj, nil
 		}
 		return &typeOnce{InterpretableConstructor: s, typ: t}, nil
 	}
