@@ -35,13 +35,16 @@ import (
 // such as a constant folded or a regex compiled, is replaced as before).
 // It never fails, so the planning check (program.go) still holds.
 //
+// A `JSONPatch{…}` construction is also built without cel-go's map of
+// its fields (jsonPatchOnce, construct.go).
+//
 // It also wraps every attribute so that what cel-go's cost observer is
 // shown of a selection is not built (presentAttr, present.go).
 func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 	switch s := i.(type) {
 	case interpreter.InterpretableAttribute:
 		return presentAttribute(s), nil
-	case *argsOnce, *typeOnce, interpreter.InterpretableConst:
+	case *argsOnce, *typeOnce, *jsonPatchOnce, interpreter.InterpretableConst:
 		return i, nil
 	case interpreter.InterpretableCall:
 		// A call that keeps its arguments (evalVarArgs) gives the same
@@ -58,6 +61,9 @@ func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error
 		t := s.Type()
 		if t == s.Type() {
 			return i, nil
+		}
+		if jp := jsonPatchConstruction(s, t); jp != nil {
+			return jp, nil
 		}
 		return &typeOnce{InterpretableConstructor: s, typ: t}, nil
 	}

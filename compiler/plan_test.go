@@ -300,6 +300,9 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		`object.spec.items[0][object.spec.items.map(i, "name")[0]] + string(object.spec[?"items"].orValue([]).size())`,
 		`{"k": object.spec.items[2]}.k.image + string(object.spec.items[3]) + object.spec.items[5].tags[1]`,
 		`object.spec.items.all(i, i.exists(k, k != "")) && object.spec.items[4].exists(k, k == "r")`,
+		// JSONPatch constructions built straight (construct.go).
+		`object.spec.items.map(i, JSONPatch{op: dyn(i.?name.orValue("add")), path: "/" + string(size(i)), value: i})`,
+		`[JSONPatch{op: "copy", from: object.spec.items[0].name, path: dyn(object.spec.items[3].n)}]`,
 	} {
 		f.Add(s)
 	}
