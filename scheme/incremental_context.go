@@ -70,6 +70,8 @@ func (s *Scheme) contextUnchanged(k *kube, gvk schema.GroupVersionKind, u *unitP
 	}
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
+	sp := unitSpare(root, w)
+	defer sp.release(w)
 	typed, ok := unitTyped(root, pn, gvk, u.path, parent, "", nil, w)
 	if !ok {
 		return false

@@ -335,6 +335,8 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 	// object as built (watch), its element is written as elem.
 	w := s.plans.getWatch()
 	defer s.plans.putWatch(w)
+	sp := unitSpare(root, w)
+	defer sp.release(w)
 	typed, ok := unitTyped(root, pn, gvk, u.path, parent, list, elem, w)
 	if !ok {
 		return nil, false
@@ -418,6 +420,9 @@ func unitParentNode(root *node, path []string) *node {
 // With list empty (and elem nil) it is the unit object without elements:
 // the path and the parent's fields but its lists of objects (the context,
 // contextUnchanged).
+//
+// It is built in w's spare object (unitSpare) when w has one, in new
+// memory otherwise.
 func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, parent map[string]any, list string, elem map[string]any, w *watch) (runtime.Object, bool) {
 	var lf *field
 	if list != "" {
@@ -425,13 +430,13 @@ func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, paren
 			return nil, false
 		}
 	}
-	return newTyped(root, gvk, w, func(at unsafe.Pointer) bool {
+	fill := func(at unsafe.Pointer) bool {
 		n := root
 		for _, step := range path {
 			f := n.byName[step]
 			at, n = unsafe.Add(at, f.offset), f.node
 			if n.kind == nodePointer {
-				q := reflect.New(n.elem.t).UnsafePointer()
+				q, _ := w.spareOf().values(n.elem.t, 1, true)
 				w.block(q, n.elem.size, n.elem)
 				*(*unsafe.Pointer)(at) = q
 				at, n = q, n.elem
@@ -451,13 +456,46 @@ func unitTyped(root, pn *node, gvk schema.GroupVersionKind, path []string, paren
 		}
 		// list, holding elem alone (buildWatched of []any{elem}).
 		sn := lf.node
-		dv := reflect.NewAt(sn.t, unsafe.Add(at, lf.offset)).Elem()
-		dv.Grow(1)
-		dv.SetLen(1)
-		data := dv.UnsafePointer()
+		var data unsafe.Pointer
+		if sp := w.spareOf(); sp != nil {
+			// A zeroed array of the spare object, as buildWatched takes.
+			var c int
+			data, c = sp.values(sn.elem.t, 1, false)
+			*(*sliceHeader)(unsafe.Add(at, lf.offset)) = sliceHeader{data, 1, c}
+		} else {
+			dv := reflect.NewAt(sn.t, unsafe.Add(at, lf.offset)).Elem()
+			dv.Grow(1)
+			dv.SetLen(1)
+			data = dv.UnsafePointer()
+		}
 		w.block(data, sn.elem.size, sn.elem)
 		return buildWatched(elem, data, sn.elem, w)
-	})
+	}
+	sp := w.spareOf()
+	if sp == nil {
+		return newTyped(root, gvk, w, fill)
+	}
+	// newTyped, in the spare object.
+	if sp.obj == nil || sp.n != root {
+		return nil, false
+	}
+	w.block(sp.at, root.size, root)
+	if !fill(sp.at) {
+		return nil, false
+	}
+	sp.obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return sp.obj, true
+}
+
+// unitSpare is a spare object of root's kind for w, the memory unitTyped
+// builds in (w.spare): the caller releases it once nothing reads the
+// typed object (sp.release(w)). Nothing a unit's defaulting returns lies
+// in it: emit writes maps and lists of its own, elem comes back as it is
+// (TestSpareUnitsShareNothing).
+func unitSpare(root *node, w *watch) *spareObject {
+	sp := spareOf(root)
+	w.spare = sp
+	return sp
 }
 
 // unitObject is the smallest object of the kind that holds elem as the
