@@ -884,40 +884,39 @@ func sameValue(o, prev any) bool {
 // an object the defaulters leave alone comes back as obj without being
 // written again (watch, defaultwatch.go).
 func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersionKind, normalized bool) (map[string]any, bool) {
-	var w *watch
+	watched := false
 	if av, _ := obj["apiVersion"].(string); normalized && obj["kind"] == any(gvk.Kind) && sameGroupVersion(av, gvk.GroupVersion()) {
 		// (Normalized form has the apiVersion and kind of gvk, which
 		// typedWatched sets whatever obj says: checked all the same.)
-		w = p.getWatch()
-		defer p.putWatch(w)
+		watched = true
 	}
-	if w != nil {
-		// typedWatched, in a spare object (nothing holds it once
-		// defaultBuilt returns).
-		n := p.typedKind(k.scheme, gvk)
-		if n == nil {
-			return nil, false
-		}
-		sp := spareOf(n)
-		if sp.obj == nil {
-			return nil, false
-		}
-		w.block(sp.at, n.size, n)
-		w.spare = sp
-		if !buildWatched(obj, sp.at, n, w) {
-			sp.release(w)
-			return nil, false
-		}
-		sp.obj.GetObjectKind().SetGroupVersionKind(gvk)
-		out, ok := p.defaultBuilt(k, sp.obj, obj, gvk, w)
-		sp.release(w)
-		return out, ok
-	}
-	typed, ok := p.typedWatched(k, obj, gvk, w)
-	if !ok {
+	// typedWatched, in a spare object (nothing holds it once defaultBuilt
+	// returns). Of an object not in normalized form, w only carries the
+	// spare object: what it records is not read.
+	w := p.getWatch()
+	defer p.putWatch(w)
+	n := p.typedKind(k.scheme, gvk)
+	if n == nil {
 		return nil, false
 	}
-	return p.defaultBuilt(k, typed, obj, gvk, w)
+	sp := spareOf(n)
+	if sp.obj == nil {
+		return nil, false
+	}
+	w.block(sp.at, n.size, n)
+	w.spare = sp
+	if !buildWatched(obj, sp.at, n, w) {
+		sp.release(w)
+		return nil, false
+	}
+	sp.obj.GetObjectKind().SetGroupVersionKind(gvk)
+	var dw *watch
+	if watched {
+		dw = w
+	}
+	out, ok := p.defaultBuilt(k, sp.obj, obj, gvk, dw)
+	sp.release(w)
+	return out, ok
 }
 
 // defaultBuilt is defaultFast of obj once typed, the typed object build

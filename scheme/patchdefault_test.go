@@ -136,11 +136,12 @@ func defaultedJPObjects(t testing.TB, d *Scheme) []testobjects.Input {
 }
 
 // TestSpareTypedSharesNothing: the typed objects PatchDefault,
-// NormalizeDefault and DefaultNormalized build, with their slices' arrays,
-// pointees and string maps, are zeroed and used again once the defaulting
-// returns (spareObject); nothing they return may lie in them. Every real
-// object, as written, normalized and defaulted, is patched (a label),
-// merged (itself) and defaulted in normalized form, its results kept with a
+// NormalizeDefault, DefaultNormalized and Default build, with their slices'
+// arrays, pointees and string maps, are zeroed and used again once the
+// defaulting returns (spareObject); nothing they return may lie in them.
+// Every real object, as written, normalized and defaulted, is patched (a
+// label), merged (itself), defaulted in normalized form and defaulted as it
+// is, its results kept with a
 // deep copy of each; then four
 // goroutines do it all again, many times over, each result held to the
 // reference (Patch or Normalize, then the defaulting), in random orders,
@@ -228,6 +229,16 @@ func TestSpareTypedSharesNothing(t *testing.T) {
 					return fmt.Errorf("%s: DefaultNormalized\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
 				}
 				mine = append(mine, kept{in.Name + " defaulted", got, valuetest.DeepCopy(got)})
+				// Default of the object as it is (not in normalized form
+				// but for the normalized and defaulted inputs).
+				got, err = d.Default(in.Obj, in.GVK)
+				if err != nil {
+					return nil
+				}
+				if want, err = d.defaultReference(in.Obj, in.GVK); err != nil || !valuetest.BitsEqual(got, want) {
+					return fmt.Errorf("%s: Default\n got: %#v\nwant: %#v (%v)", in.Name, got, want, err)
+				}
+				mine = append(mine, kept{in.Name + " defaulted as written", got, valuetest.DeepCopy(got)})
 				return nil
 			})
 			if err != nil {
