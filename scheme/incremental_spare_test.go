@@ -78,13 +78,8 @@ func TestSpareUnitsShareNothing(t *testing.T) {
 	if elements == 0 {
 		t.Fatal("no DefaultFrom wrote an element")
 	}
-	type kept struct {
-		name string
-		out  map[string]any
-		copy any
-	}
-	results := func(r *rand.Rand) ([]kept, error) {
-		var out []kept
+	results := func(r *rand.Rand) ([]keptResult, error) {
+		var out []keptResult
 		for _, i := range r.Perm(len(pairs)) {
 			p := pairs[i]
 			var got map[string]any
@@ -102,45 +97,10 @@ func TestSpareUnitsShareNothing(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, kept{p.name, got, valuetest.DeepCopy(got)})
+			out = append(out, keptResult{p.name, got, valuetest.DeepCopy(got)})
 		}
 		return out, nil
 	}
-	first, err := results(rand.New(rand.NewPCG(29, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, 4)
-	for g := range 4 {
-		go func() {
-			r := rand.New(rand.NewPCG(29, uint64(g)+1))
-			for range 3 {
-				again, err := results(r)
-				if err == nil {
-					for _, k := range again {
-						if !valuetest.BitsEqual(k.out, k.copy) {
-							err = fmt.Errorf("%s: a later defaulting changed the result", k.name)
-							break
-						}
-					}
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range 4 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	for _, k := range first {
-		if !valuetest.BitsEqual(k.out, k.copy) {
-			t.Errorf("%s: a later defaulting changed the result\n got: %#v\nwant: %#v", k.name, k.out, k.copy)
-		}
-	}
+	checkResultsKept(t, 29, results)
 	t.Logf("%d mutated objects, %d with elements written", len(pairs), elements)
 }
