@@ -162,6 +162,9 @@ type sharing struct {
 	// messageExpression's sub-expression (derive.go), by index; nil for
 	// none.
 	derived []*derived
+	// disjunctions are the filter's validations made from their operands
+	// (disjunction.go), by index; nil for none.
+	disjunctions []*disjunction
 	// paramKeys are the filter's expressions' keys among paramResults,
 	// the results of the param bound (nil: none kept).
 	paramKeys    []int32
@@ -439,8 +442,24 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 // view, a context done), the evaluation ended in an error that stops it,
 // or its result is an error or not a string.
 func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, celtypes.String, bool) {
-	if s.results == nil || s.view == nil || ctx.Err() != nil {
+	r, ok := s.subEval(ctx, sub, in)
+	if !ok {
 		return compiler.Result{}, "", false
+	}
+	str, isString := r.Value.(celtypes.String)
+	if r.Err != nil || !isString {
+		return compiler.Result{}, "", false
+	}
+	return r, str, true
+}
+
+// subEval returns sub's result for the sharing's view, evaluated the
+// first time (under the per-call limit alone: the caller charges the
+// budget); ok false when sharing is off (no results, no view, a context
+// done) or the evaluation ended in an error that stops it.
+func (s sharing) subEval(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, bool) {
+	if s.results == nil || s.view == nil || ctx.Err() != nil {
+		return compiler.Result{}, false
 	}
 	slot := &s.results.slots[sub.key]
 	if slot.view != s.view {
@@ -448,15 +467,11 @@ func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.
 		r, _, err := act.Eval(sub.expr, compiler.PerCallLimit)
 		act.Release()
 		if err != nil {
-			return compiler.Result{}, "", false
+			return compiler.Result{}, false
 		}
 		slot.view, slot.res = s.view, r
 	}
-	str, isString := slot.res.Value.(celtypes.String)
-	if slot.res.Err != nil || !isString {
-		return compiler.Result{}, "", false
-	}
-	return slot.res, str, true
+	return slot.res, true
 }
 
 // concatCost is what cel-go's runtime cost tracker charges for a + b
@@ -565,6 +580,9 @@ func (s sharing) kept(ctx context.Context, i int, k, pk int32, in compiler.Input
 		return r, true
 	}
 	if r, ok := s.derivedResult(ctx, i, in, budget); ok {
+		return r, true
+	}
+	if r, ok := s.disjunctionResult(ctx, i, in, budget); ok {
 		return r, true
 	}
 	if pk >= 0 {
