@@ -20,8 +20,10 @@ import (
 // root a logical_or call), A and B shareable and A held by two such
 // validations or more, A and B are compiled by themselves (from their own
 // text, by the same compiler, as validations of a policy of their own),
-// one request evaluates A once per view, and each validation's result is
-// made as cel-go's evalOr makes it, short-circuit on true:
+// one request evaluates A once per view (from the view's second holder
+// on: the first is evaluated whole, so that a request one holder matches
+// costs what it cost before), and each validation's result is made as
+// cel-go's evalOr makes it, short-circuit on true:
 //
 //   - A true: true, at A's cost (B is not evaluated);
 //   - A false: B evaluated (under the per-call limit alone), its value
@@ -157,6 +159,16 @@ func (s sharing) disjunctionResult(ctx context.Context, i int, in compiler.Input
 		return compiler.Result{}, false
 	}
 	d := s.disjunctions[i]
+	if s.results == nil || s.view == nil {
+		return compiler.Result{}, false
+	}
+	if slot := &s.results.slots[d.first.key]; slot.view != s.view {
+		// The view's first holder is evaluated whole, as if no other held
+		// A (a request that one of them matches pays nothing more); the
+		// next evaluates A.
+		slot.view, slot.pending = s.view, true
+		return compiler.Result{}, false
+	}
 	a, ok := s.subEval(ctx, d.first, in)
 	if !ok || a.Err != nil {
 		return compiler.Result{}, false

@@ -146,6 +146,9 @@ type sharedResults struct {
 type sharedSlot struct {
 	view *view
 	res  compiler.Result
+	// pending marks a slot whose view's first holder evaluated whole
+	// (disjunction.go): res is not the expression's result yet.
+	pending bool
 }
 
 // sharing is what evalAll shares a filter's evaluations through: the
@@ -462,14 +465,14 @@ func (s sharing) subEval(ctx context.Context, sub *subExpression, in compiler.In
 		return compiler.Result{}, false
 	}
 	slot := &s.results.slots[sub.key]
-	if slot.view != s.view {
+	if slot.view != s.view || slot.pending {
 		act := sub.policy.NewActivation(ctx, in)
 		r, _, err := act.Eval(sub.expr, compiler.PerCallLimit)
 		act.Release()
 		if err != nil {
 			return compiler.Result{}, false
 		}
-		slot.view, slot.res = s.view, r
+		slot.view, slot.res, slot.pending = s.view, r, false
 	}
 	return slot.res, true
 }
