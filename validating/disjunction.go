@@ -2,14 +2,11 @@ package validating
 
 import (
 	"context"
-	"slices"
 
-	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/overloads"
 	celtypes "github.com/google/cel-go/common/types"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/compiler"
 )
@@ -51,28 +48,8 @@ type disjunction struct {
 // splitDisjunction returns the texts of the operands of a validation
 // written `A || B` (the root a logical_or call), ok false for any other.
 func splitDisjunction(e *compiler.Expression) (first, second string, ok bool) {
-	if e == nil || e.Err != nil || e.AST() == nil {
-		return "", "", false
-	}
-	nat := e.AST().NativeRep()
-	root := nat.Expr()
-	if root.Kind() != ast.CallKind {
-		return "", "", false
-	}
-	call := root.AsCall()
-	if call.FunctionName() != operators.LogicalOr || call.IsMemberFunction() || len(call.Args()) != 2 {
-		return "", "", false
-	}
-	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overloads.LogicalOr}) {
-		return "", "", false
-	}
-	// The operator's offset (in code points) is the call's.
-	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
-	src := []rune(e.Source)
-	if !found || r.Start < 0 || int(r.Start)+1 >= len(src) || src[r.Start] != '|' || src[r.Start+1] != '|' {
-		return "", "", false
-	}
-	return string(src[:r.Start]), string(src[r.Start+2:]), true
+	_, first, second, ok = splitBinary(e, operators.LogicalOr, overloads.LogicalOr, "||")
+	return first, second, ok
 }
 
 // assignDisjunctions finds the hooks' validations (not shared whole nor
@@ -135,20 +112,9 @@ func assignDisjunctions(hooks []Hook, comp *Compiler, next int) int {
 }
 
 // compileOperand compiles the operand text as the validation of a policy
-// of its own (a name no policy can have: it keys comp's cache), with key,
-// nil when it does not compile or is not shareable.
+// of its own, with key, nil when it does not compile or is not shareable.
 func compileOperand(comp *Compiler, text string, key int) *subExpression {
-	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "operand: " + text},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			Validations: []admissionregistrationv1.Validation{{Expression: text}},
-		},
-	}
-	vp, err := comp.compile(p)
-	if err != nil || len(vp.Validations) != 1 || !shareable(vp.Validations[0]) {
-		return nil
-	}
-	return &subExpression{policy: vp.Policy, expr: vp.Validations[0], key: int32(key)}
+	return compileAlone(comp, admissionregistrationv1.Validation{Expression: text}, "operand: "+text, key)
 }
 
 // disjunctionResult returns validation i's result made from its operands'

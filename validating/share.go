@@ -252,36 +252,43 @@ type subExpression struct {
 // root an add_string call whose first operand is a string constant), ok
 // false for any other.
 func splitPrefixed(e *compiler.Expression) (lit, sub string, ok bool) {
-	if e == nil || e.Err != nil || e.AST() == nil {
-		return "", "", false
-	}
-	nat := e.AST().NativeRep()
-	root := nat.Expr()
-	if root.Kind() != ast.CallKind {
-		return "", "", false
-	}
-	call := root.AsCall()
-	if call.FunctionName() != operators.Add || call.IsMemberFunction() || len(call.Args()) != 2 {
-		return "", "", false
-	}
-	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overloads.AddString}) {
-		return "", "", false
-	}
-	left := call.Args()[0]
-	if left.Kind() != ast.LiteralKind {
+	left, _, right, ok := splitBinary(e, operators.Add, overloads.AddString, "+")
+	if !ok || left.Kind() != ast.LiteralKind {
 		return "", "", false
 	}
 	s, isString := left.AsLiteral().(celtypes.String)
 	if !isString {
 		return "", "", false
 	}
-	// The operator's offset (in code points) is the call's.
-	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
-	src := []rune(e.Source)
-	if !found || r.Start < 0 || int(r.Start) >= len(src) || src[r.Start] != '+' {
-		return "", "", false
+	return string(s), right, true
+}
+
+// splitBinary returns the operands of e's root when it is the non-member
+// call fn of two operands resolved to the one overload, written op (the
+// call's offset, in code points, is the operator's), and the text after
+// the operator; ok false for any other.
+func splitBinary(e *compiler.Expression, fn, overload, op string) (left ast.Expr, leftText, rightText string, ok bool) {
+	if e == nil || e.Err != nil || e.AST() == nil {
+		return nil, "", "", false
 	}
-	return string(s), string(src[r.Start+1:]), true
+	nat := e.AST().NativeRep()
+	root := nat.Expr()
+	if root.Kind() != ast.CallKind {
+		return nil, "", "", false
+	}
+	call := root.AsCall()
+	if call.FunctionName() != fn || call.IsMemberFunction() || len(call.Args()) != 2 {
+		return nil, "", "", false
+	}
+	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overload}) {
+		return nil, "", "", false
+	}
+	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
+	src, opRunes := []rune(e.Source), []rune(op)
+	if !found || r.Start < 0 || int(r.Start)+len(opRunes) > len(src) || string(src[r.Start:int(r.Start)+len(opRunes)]) != op {
+		return nil, "", "", false
+	}
+	return call.Args()[0], string(src[:r.Start]), string(src[int(r.Start)+len(opRunes):]), true
 }
 
 // samePrefixedSub tells whether sub, compiled, is the second operand of
@@ -406,17 +413,33 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 // a policy of its own (a name no policy can have: it keys comp's cache),
 // nil when it does not compile or is not shareable.
 func compileSub(comp *Compiler, text string, key int) *subExpression {
+	return compileAlone(comp, admissionregistrationv1.Validation{Expression: "true", MessageExpression: text}, "messageExpression: "+text, key)
+}
+
+// compileAlone compiles v as the one validation of a policy of its own
+// named name (a name no policy can have: it keys comp's cache) and
+// returns its messageExpression when v has one, else its expression, with
+// key; nil when it does not compile or is not shareable.
+func compileAlone(comp *Compiler, v admissionregistrationv1.Validation, name string, key int) *subExpression {
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "messageExpression: " + text},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			Validations: []admissionregistrationv1.Validation{{Expression: "true", MessageExpression: text}},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicySpec{Validations: []admissionregistrationv1.Validation{v}},
 	}
 	vp, err := comp.compile(p)
-	if err != nil || len(vp.MessageExpressions) != 1 || !shareable(vp.MessageExpressions[0]) {
+	if err != nil || len(vp.Validations) != 1 {
 		return nil
 	}
-	return &subExpression{policy: vp.Policy, expr: vp.MessageExpressions[0], key: int32(key)}
+	e := vp.Validations[0]
+	if v.MessageExpression != "" {
+		if len(vp.MessageExpressions) != 1 {
+			return nil
+		}
+		e = vp.MessageExpressions[0]
+	}
+	if !shareable(e) {
+		return nil
+	}
+	return &subExpression{policy: vp.Policy, expr: e, key: int32(key)}
 }
 
 // prefixedResult returns messageExpression i's result made from its
