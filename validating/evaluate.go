@@ -96,6 +96,7 @@ func (h *Hook) validate(ctx context.Context, in *input, o Observer, buf *scratch
 	budget := int64(celconfig.RuntimeCELCostBudget)
 	evalSharing := in.sharing(h.share.validations, h.paramKeys.validations)
 	evalSharing.derived = h.derived
+	evalSharing.disjunctions = h.disjunctions
 	evals, budget, err := h.evalObserved(ctx, o, vp.Validations, withAuthorizer(base, in.authz), budget, &buf.evals, evalSharing)
 	if err != nil {
 		return errorResult(err.Error())

@@ -146,6 +146,9 @@ type sharedResults struct {
 type sharedSlot struct {
 	view *view
 	res  compiler.Result
+	// pending marks a slot whose view's first holder evaluated whole
+	// (disjunction.go): res is not the expression's result yet.
+	pending bool
 }
 
 // sharing is what evalAll shares a filter's evaluations through: the
@@ -162,6 +165,9 @@ type sharing struct {
 	// messageExpression's sub-expression (derive.go), by index; nil for
 	// none.
 	derived []*derived
+	// disjunctions are the filter's validations made from their operands
+	// (disjunction.go), by index; nil for none.
+	disjunctions []*disjunction
 	// paramKeys are the filter's expressions' keys among paramResults,
 	// the results of the param bound (nil: none kept).
 	paramKeys    []int32
@@ -246,36 +252,43 @@ type subExpression struct {
 // root an add_string call whose first operand is a string constant), ok
 // false for any other.
 func splitPrefixed(e *compiler.Expression) (lit, sub string, ok bool) {
-	if e == nil || e.Err != nil || e.AST() == nil {
-		return "", "", false
-	}
-	nat := e.AST().NativeRep()
-	root := nat.Expr()
-	if root.Kind() != ast.CallKind {
-		return "", "", false
-	}
-	call := root.AsCall()
-	if call.FunctionName() != operators.Add || call.IsMemberFunction() || len(call.Args()) != 2 {
-		return "", "", false
-	}
-	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overloads.AddString}) {
-		return "", "", false
-	}
-	left := call.Args()[0]
-	if left.Kind() != ast.LiteralKind {
+	left, _, right, ok := splitBinary(e, operators.Add, overloads.AddString, "+")
+	if !ok || left.Kind() != ast.LiteralKind {
 		return "", "", false
 	}
 	s, isString := left.AsLiteral().(celtypes.String)
 	if !isString {
 		return "", "", false
 	}
-	// The operator's offset (in code points) is the call's.
-	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
-	src := []rune(e.Source)
-	if !found || r.Start < 0 || int(r.Start) >= len(src) || src[r.Start] != '+' {
-		return "", "", false
+	return string(s), right, true
+}
+
+// splitBinary returns the operands of e's root when it is the non-member
+// call fn of two operands resolved to the one overload, written op (the
+// call's offset, in code points, is the operator's), and the text after
+// the operator; ok false for any other.
+func splitBinary(e *compiler.Expression, fn, overload, op string) (left ast.Expr, leftText, rightText string, ok bool) {
+	if e == nil || e.Err != nil || e.AST() == nil {
+		return nil, "", "", false
 	}
-	return string(s), string(src[r.Start+1:]), true
+	nat := e.AST().NativeRep()
+	root := nat.Expr()
+	if root.Kind() != ast.CallKind {
+		return nil, "", "", false
+	}
+	call := root.AsCall()
+	if call.FunctionName() != fn || call.IsMemberFunction() || len(call.Args()) != 2 {
+		return nil, "", "", false
+	}
+	if ref, found := nat.ReferenceMap()[root.ID()]; !found || !slices.Equal(ref.OverloadIDs, []string{overload}) {
+		return nil, "", "", false
+	}
+	r, found := nat.SourceInfo().GetOffsetRange(root.ID())
+	src, opRunes := []rune(e.Source), []rune(op)
+	if !found || r.Start < 0 || int(r.Start)+len(opRunes) > len(src) || string(src[r.Start:int(r.Start)+len(opRunes)]) != op {
+		return nil, "", "", false
+	}
+	return call.Args()[0], string(src[:r.Start]), string(src[int(r.Start)+len(opRunes):]), true
 }
 
 // samePrefixedSub tells whether sub, compiled, is the second operand of
@@ -400,17 +413,33 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 // a policy of its own (a name no policy can have: it keys comp's cache),
 // nil when it does not compile or is not shareable.
 func compileSub(comp *Compiler, text string, key int) *subExpression {
+	return compileAlone(comp, admissionregistrationv1.Validation{Expression: "true", MessageExpression: text}, "messageExpression: "+text, key)
+}
+
+// compileAlone compiles v as the one validation of a policy of its own
+// named name (a name no policy can have: it keys comp's cache) and
+// returns its messageExpression when v has one, else its expression, with
+// key; nil when it does not compile or is not shareable.
+func compileAlone(comp *Compiler, v admissionregistrationv1.Validation, name string, key int) *subExpression {
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "messageExpression: " + text},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			Validations: []admissionregistrationv1.Validation{{Expression: "true", MessageExpression: text}},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicySpec{Validations: []admissionregistrationv1.Validation{v}},
 	}
 	vp, err := comp.compile(p)
-	if err != nil || len(vp.MessageExpressions) != 1 || !shareable(vp.MessageExpressions[0]) {
+	if err != nil || len(vp.Validations) != 1 {
 		return nil
 	}
-	return &subExpression{policy: vp.Policy, expr: vp.MessageExpressions[0], key: int32(key)}
+	e := vp.Validations[0]
+	if v.MessageExpression != "" {
+		if len(vp.MessageExpressions) != 1 {
+			return nil
+		}
+		e = vp.MessageExpressions[0]
+	}
+	if !shareable(e) {
+		return nil
+	}
+	return &subExpression{policy: vp.Policy, expr: e, key: int32(key)}
 }
 
 // prefixedResult returns messageExpression i's result made from its
@@ -439,24 +468,36 @@ func (s sharing) prefixedResult(ctx context.Context, i int, in compiler.Input, b
 // view, a context done), the evaluation ended in an error that stops it,
 // or its result is an error or not a string.
 func (s sharing) subResult(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, celtypes.String, bool) {
-	if s.results == nil || s.view == nil || ctx.Err() != nil {
+	r, ok := s.subEval(ctx, sub, in)
+	if !ok {
 		return compiler.Result{}, "", false
 	}
+	str, isString := r.Value.(celtypes.String)
+	if r.Err != nil || !isString {
+		return compiler.Result{}, "", false
+	}
+	return r, str, true
+}
+
+// subEval returns sub's result for the sharing's view, evaluated the
+// first time (under the per-call limit alone: the caller charges the
+// budget); ok false when sharing is off (no results, no view, a context
+// done) or the evaluation ended in an error that stops it.
+func (s sharing) subEval(ctx context.Context, sub *subExpression, in compiler.Input) (compiler.Result, bool) {
+	if s.results == nil || s.view == nil || ctx.Err() != nil {
+		return compiler.Result{}, false
+	}
 	slot := &s.results.slots[sub.key]
-	if slot.view != s.view {
+	if slot.view != s.view || slot.pending {
 		act := sub.policy.NewActivation(ctx, in)
 		r, _, err := act.Eval(sub.expr, compiler.PerCallLimit)
 		act.Release()
 		if err != nil {
-			return compiler.Result{}, "", false
+			return compiler.Result{}, false
 		}
-		slot.view, slot.res = s.view, r
+		slot.view, slot.res, slot.pending = s.view, r, false
 	}
-	str, isString := slot.res.Value.(celtypes.String)
-	if slot.res.Err != nil || !isString {
-		return compiler.Result{}, "", false
-	}
-	return slot.res, str, true
+	return slot.res, true
 }
 
 // concatCost is what cel-go's runtime cost tracker charges for a + b
@@ -565,6 +606,9 @@ func (s sharing) kept(ctx context.Context, i int, k, pk int32, in compiler.Input
 		return r, true
 	}
 	if r, ok := s.derivedResult(ctx, i, in, budget); ok {
+		return r, true
+	}
+	if r, ok := s.disjunctionResult(ctx, i, in, budget); ok {
 		return r, true
 	}
 	if pk >= 0 {

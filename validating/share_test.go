@@ -33,6 +33,12 @@ func search(s string) string {
 const derivedSearch = "  - expression: object.spec.template.spec.containers[0].args[0].indexOf('y') < 0\n" +
 	"    messageExpression: \"'found at ' + string(object.spec.template.spec.containers[0].args[0].indexOf('y'))\"\n"
 
+// disjunctionSearch is a validation `A || B` whose B searches
+// bigDeployment's argument for s (disjunction.go).
+func disjunctionSearch(s string) string {
+	return fmt.Sprintf("  - expression: \"object.spec.replicas > 9 || !object.spec.template.spec.containers[0].args[0].contains('%s')\"\n", s)
+}
+
 // built is a messageExpression building a string of bigDeployment's
 // argument and s.
 func built(s string) string {
@@ -124,6 +130,27 @@ func TestSharedEvaluationsAreEvaluations(t *testing.T) {
 		{name: "a made validation that does not fit the budget left",
 			policies: vap("b", "  validations:\n"+others.String()+search("z22")+derivedSearch, "  validationActions: [Deny]"),
 			object:   bigDeployment, replays: 0, want: "running out of cost budget"},
+		// Three validations `A || B`, A the same: the first evaluated
+		// whole, the others made from one evaluation of A and each its B
+		// (disjunction.go).
+		{name: "validations A || B made from their operands",
+			policies: vap("a", "  validations:\n  - expression: '!has(object.metadata.labels) || object.spec.replicas <= 3'", "  validationActions: [Deny]") +
+				vap("b", "  validations:\n  - expression: '!has(object.metadata.labels) || object.spec.replicas <= 9'", "  validationActions: [Warn]") +
+				vap("c", "  validations:\n  - expression: '!has(object.metadata.labels) || object.spec.replicas <= 4'", "  validationActions: [Audit]"),
+			object: deployment, replays: 2, want: "failed expression: !has(object.metadata.labels) || object.spec.replicas <= 3"},
+		// b (a evaluated whole before it) has spent on 22 searches what
+		// leaves room for its made validation (charged: A and B's search)
+		// and not for the last.
+		{name: "a made A || B's cost is charged",
+			policies: vap("a", "  validations:\n"+disjunctionSearch("y"), "  validationActions: [Deny]") +
+				vap("b", "  validations:\n"+others.String()+disjunctionSearch("w")+search("last"), "  validationActions: [Deny]"),
+			object: bigDeployment, replays: 1, want: "running out of cost budget"},
+		// b has spent on 23 searches what leaves no room for its A || B:
+		// it is evaluated, for upstream's error.
+		{name: "a made A || B that does not fit the budget left",
+			policies: vap("a", "  validations:\n"+disjunctionSearch("y"), "  validationActions: [Deny]") +
+				vap("b", "  validations:\n"+others.String()+search("z22")+disjunctionSearch("w"), "  validationActions: [Deny]"),
+			object: bigDeployment, replays: 0, want: "running out of cost budget"},
 		// b matches the autoscaling/v1 request through autoscaling/v2
 		// (matchPolicy Equivalent) and sees the object in v2.
 		{name: "the same text over the object in another version",

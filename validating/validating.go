@@ -119,6 +119,9 @@ type Hook struct {
 	// derived are the validations made from their messageExpression's
 	// sub-expression (derive.go), by validation; nil for none.
 	derived []*derived
+	// disjunctions are the validations made from their operands
+	// (disjunction.go), by validation; nil for none.
+	disjunctions []*disjunction
 }
 
 // Evaluator is the ValidatingAdmissionPolicy stage of a validating chain
@@ -190,7 +193,7 @@ func NewEvaluator(cfg Config, comp *Compiler, policies []*admissionregistrationv
 		}
 		e.hooks = append(e.hooks, h)
 	}
-	e.shareCount = assignPrefixed(e.hooks, comp, assignShareKeys(e.hooks))
+	e.shareCount = assignDisjunctions(e.hooks, comp, assignPrefixed(e.hooks, comp, assignShareKeys(e.hooks)))
 	for i := range e.hooks {
 		assignParamKeys(&e.hooks[i])
 		e.keepsParamResults = e.keepsParamResults || e.hooks[i].paramKeyCount > 0
