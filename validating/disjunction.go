@@ -78,19 +78,12 @@ func assignDisjunctions(hooks []Hook, comp *Compiler, next int) int {
 			}
 		}
 	}
-	firsts := map[string]*subExpression{}
+	firsts := keyedOnce{next: next}
 	for _, c := range cands {
 		if count[c.first] < 2 {
 			continue
 		}
-		a, done := firsts[c.first]
-		if !done {
-			a = compileOperand(comp, c.first, next)
-			firsts[c.first] = a
-			if a != nil {
-				next++
-			}
-		}
+		a := firsts.get(c.first, func(key int) *subExpression { return compileOperand(comp, c.first, key) })
 		if a == nil {
 			continue
 		}
@@ -108,7 +101,7 @@ func assignDisjunctions(hooks []Hook, comp *Compiler, next int) int {
 		}
 		h.disjunctions[c.index] = &disjunction{first: a, second: b}
 	}
-	return next
+	return firsts.next
 }
 
 // compileOperand compiles the operand text as the validation of a policy

@@ -338,6 +338,30 @@ func sameExpr(a, b ast.Expr, refsA, refsB map[int64]*ast.ReferenceInfo) bool {
 	return false
 }
 
+// keyedOnce hands out one compilation per source text: the first get of
+// a text compiles it with the next key (next counts the compilations that
+// succeeded), later ones return that compilation (nil when it failed).
+type keyedOnce struct {
+	compiled map[string]*subExpression
+	next     int
+}
+
+// get is the compilation of text, compile(key) the first time.
+func (k *keyedOnce) get(text string, compile func(key int) *subExpression) *subExpression {
+	if s, done := k.compiled[text]; done {
+		return s
+	}
+	s := compile(k.next)
+	if k.compiled == nil {
+		k.compiled = map[string]*subExpression{}
+	}
+	k.compiled[text] = s
+	if s != nil {
+		k.next++
+	}
+	return s
+}
+
 // assignPrefixed finds the hooks' messageExpressions (not shared whole)
 // made of a literal and a shareable sub-expression that two of them or
 // more hold (a validation that can be made from its messageExpression's
@@ -377,19 +401,12 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 			}
 		}
 	}
-	subs := map[string]*subExpression{}
+	subs := keyedOnce{next: next}
 	for _, c := range cands {
 		if count[c.sub] < 2 {
 			continue
 		}
-		s, done := subs[c.sub]
-		if !done {
-			s = compileSub(comp, c.sub, next)
-			subs[c.sub] = s
-			if s != nil {
-				next++
-			}
-		}
+		s := subs.get(c.sub, func(key int) *subExpression { return compileSub(comp, c.sub, key) })
 		h := &hooks[c.hook]
 		if s == nil || !samePrefixedSub(h.compiled.MessageExpressions[c.index], s.expr) {
 			continue
@@ -406,7 +423,7 @@ func assignPrefixed(hooks []Hook, comp *Compiler, next int) int {
 			h.derived[c.index] = c.derived
 		}
 	}
-	return next
+	return subs.next
 }
 
 // compileSub compiles the sub-expression text as the messageExpression of
