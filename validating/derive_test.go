@@ -109,13 +109,10 @@ func TestDerivedValidationsAreEvaluations(t *testing.T) {
 			sh := sharing{results: results, view: v, derived: h.derived}
 			msh := sharing{results: results, view: v, prefixes: h.prefixes}
 			for i, e := range h.compiled.Validations {
-				act := h.compiled.Policy.NewActivation(ctx, in)
-				whole, _, err := act.Eval(e, compiler.PerCallLimit)
-				act.Release()
-				if err != nil {
-					t.Fatalf("round %d, %s: %v", round, e.Source, err)
-				}
-				got, ok := sh.derivedResult(ctx, i, in, compiler.PerCallLimit)
+				whole := wholeResult(t, ctx, h, e, in, round)
+				_, ok := checkMadeIsWhole(t, round, e, whole, func(budget int64) (compiler.Result, bool) {
+					return sh.derivedResult(ctx, i, in, budget)
+				})
 				if !ok {
 					if whole.Err == nil && h.derived != nil && h.derived[i] != nil {
 						t.Fatalf("round %d, %s: evaluated whole, though its value is %v", round, e.Source, whole.Value)
@@ -123,17 +120,8 @@ func TestDerivedValidationsAreEvaluations(t *testing.T) {
 					continue
 				}
 				made++
-				if whole.Err != nil || whole.Value != got.Value || whole.Cost != got.Cost {
-					t.Fatalf("round %d, %s:\nmade  %v (cost %d)\nwhole %v %v (cost %d)", round, e.Source, got.Value, got.Cost, whole.Value, whole.Err, whole.Cost)
-				}
-				if _, ok := sh.derivedResult(ctx, i, in, whole.Cost); !ok {
-					t.Fatalf("round %d, %s: not made under a budget of its cost", round, e.Source)
-				}
-				if r, ok := sh.derivedResult(ctx, i, in, whole.Cost-1); ok {
-					t.Fatalf("round %d, %s: made under a budget one short of its cost: %v", round, e.Source, r)
-				}
 				m := h.compiled.MessageExpressions[i]
-				act = h.compiled.Policy.NewActivation(ctx, in)
+				act := h.compiled.Policy.NewActivation(ctx, in)
 				wholeMsg, _, err := act.Eval(m, compiler.PerCallLimit)
 				act.Release()
 				if err != nil {
@@ -149,4 +137,39 @@ func TestDerivedValidationsAreEvaluations(t *testing.T) {
 	if made == 0 {
 		t.Fatal("no result made")
 	}
+}
+
+// wholeResult is validation e of h evaluated whole for in, as the
+// Evaluator evaluates it without sharing.
+func wholeResult(t *testing.T, ctx context.Context, h Hook, e *compiler.Expression, in compiler.Input, round int) compiler.Result {
+	t.Helper()
+	act := h.compiled.Policy.NewActivation(ctx, in)
+	whole, _, err := act.Eval(e, compiler.PerCallLimit)
+	act.Release()
+	if err != nil {
+		t.Fatalf("round %d, %s: %v", round, e.Source, err)
+	}
+	return whole
+}
+
+// checkMadeIsWhole holds a result made otherwise than by evaluating e
+// whole (made, under a budget) to whole: with the per-call limit, the same
+// value and cost; under a budget of its cost made too, one short refused.
+// ok=false (and nothing checked) when made makes no result.
+func checkMadeIsWhole(t *testing.T, round int, e *compiler.Expression, whole compiler.Result, made func(budget int64) (compiler.Result, bool)) (compiler.Result, bool) {
+	t.Helper()
+	got, ok := made(compiler.PerCallLimit)
+	if !ok {
+		return got, false
+	}
+	if whole.Err != nil || whole.Value != got.Value || whole.Cost != got.Cost {
+		t.Fatalf("round %d, %s:\nmade  %v (cost %d)\nwhole %v %v (cost %d)", round, e.Source, got.Value, got.Cost, whole.Value, whole.Err, whole.Cost)
+	}
+	if _, ok := made(whole.Cost); !ok {
+		t.Fatalf("round %d, %s: not made under a budget of its cost", round, e.Source)
+	}
+	if r, ok := made(whole.Cost - 1); ok {
+		t.Fatalf("round %d, %s: made under a budget one short of its cost: %v", round, e.Source, r)
+	}
+	return got, true
 }

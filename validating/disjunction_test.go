@@ -110,29 +110,17 @@ func TestDisjunctionsAreEvaluations(t *testing.T) {
 		for _, h := range hooks {
 			sh := sharing{results: results, view: v, disjunctions: h.disjunctions}
 			for i, e := range h.compiled.Validations {
-				act := h.compiled.Policy.NewActivation(ctx, in)
-				w, _, err := act.Eval(e, compiler.PerCallLimit)
-				act.Release()
-				if err != nil {
-					t.Fatalf("round %d, %s: %v", round, e.Source, err)
-				}
-				got, ok := sh.disjunctionResult(ctx, i, in, compiler.PerCallLimit)
+				w := wholeResult(t, ctx, h, e, in, round)
+				got, ok := checkMadeIsWhole(t, round, e, w, func(budget int64) (compiler.Result, bool) {
+					return sh.disjunctionResult(ctx, i, in, budget)
+				})
 				if !ok {
 					whole++
 					continue
 				}
 				made++
-				if w.Err != nil || w.Value != got.Value || w.Cost != got.Cost {
-					t.Fatalf("round %d, %s:\nmade  %v (cost %d)\nwhole %v %v (cost %d)", round, e.Source, got.Value, got.Cost, w.Value, w.Err, w.Cost)
-				}
 				if a := results.slots[h.disjunctions[i].first.key].res; a.Value == got.Value && got.Cost == a.Cost {
 					shortCircuits++
-				}
-				if _, ok := sh.disjunctionResult(ctx, i, in, w.Cost); !ok {
-					t.Fatalf("round %d, %s: not made under a budget of its cost", round, e.Source)
-				}
-				if r, ok := sh.disjunctionResult(ctx, i, in, w.Cost-1); ok {
-					t.Fatalf("round %d, %s: made under a budget one short of its cost: %v", round, e.Source, r)
 				}
 			}
 		}
