@@ -416,3 +416,37 @@ func TestListKeyIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathTellsNilFromEmptyList merges a nil list (a JSON null kept as
+// Go's nil []any, as Go-built objects hold it) and an empty one into each
+// other, beside a change that makes the merge copy its map, many times so
+// that every map order is taken: structured-merge-diff keeps the patch's
+// own list, null or [], and so must the fast path and mergeFresh. Two empty
+// slices once counted as the same whatever their nil-ness, and the result
+// then depended on which key the map gave first.
+func TestFastPathTellsNilFromEmptyList(t *testing.T) {
+	s := sharedSchemas(t)
+	tc, err := s.TypeConverter(podGVK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name        string
+		live, patch any
+	}{
+		{"nil into empty", []any{}, []any(nil)},
+		{"empty into nil", []any(nil), []any{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			live := fromYAML(t, livePod)
+			md := live["metadata"].(map[string]any)
+			md["finalizers"], md["labels"] = c.live, map[string]any{"a": "1"}
+			patch := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"finalizers": c.patch, "labels": map[string]any{"a": "2"}}}
+			for range 64 {
+				if fast, ok := fastAgainstSlow(t, tc, live, patch); !fast || !ok {
+					t.Fatalf("fast path answered %v, merged %v", fast, ok)
+				}
+			}
+		})
+	}
+}

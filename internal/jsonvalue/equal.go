@@ -69,9 +69,17 @@ func SameMap(a, b map[string]any) bool {
 
 // SameSlice reports whether a and b are the same elements of the same
 // array (equal lengths and, unless empty, the same first element), without
-// looking inside. Two empty slices are the same, nil or not.
+// looking inside. Two empty slices are the same only when both are nil or
+// neither is: a nil slice encodes as null and an empty one as [], so one
+// cannot stand for the other (as SameMap tells a nil map from an empty one).
 func SameSlice(a, b []any) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return (a == nil) == (b == nil)
+	}
+	return &a[0] == &b[0]
 }
 
 // Equal tells whether a and b are the same JSON value with the same Go

@@ -132,3 +132,31 @@ func TestValueEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestSameSliceAndMap holds the sharing rule: the very same backing array
+// or map, and nil told from empty (null is not [] or {}).
+func TestSameSliceAndMap(t *testing.T) {
+	s := []any{"a", "b"}
+	m := map[string]any{"a": "b"}
+	for _, c := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"a slice and itself", SameSlice(s, s), true},
+		{"a slice and its prefix", SameSlice(s, s[:1]), false},
+		{"a slice and an equal copy", SameSlice(s, []any{"a", "b"}), false},
+		{"nil and nil slices", SameSlice(nil, nil), true},
+		{"two empty slices", SameSlice([]any{}, make([]any, 0, 4)), true},
+		{"a nil and an empty slice", SameSlice(nil, []any{}), false},
+		{"an empty and a nil slice", SameSlice(s[:0], nil), false},
+		{"a map and itself", SameMap(m, m), true},
+		{"a map and an equal copy", SameMap(m, map[string]any{"a": "b"}), false},
+		{"nil and nil maps", SameMap(nil, nil), true},
+		{"a nil and an empty map", SameMap(nil, map[string]any{}), false},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
