@@ -418,3 +418,34 @@ func TestEvaluationHoldsItsWeight(t *testing.T) {
 		t.Errorf("HTTP %d %s, want 413 %q", rec.Code, rec.Body, want)
 	}
 }
+
+// TestEvaluationOutlastsTheBodyTimeout: the body read's deadline bounds
+// the body only. An evaluation that lasts well past it is answered 200,
+// its context not cancelled, over HTTP/1.1 and over HTTP/2, where the
+// gate leaves the stream's deadline set once the body has been read to its
+// end.
+func TestEvaluationOutlastsTheBodyTimeout(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	for _, proto := range protocols {
+		t.Run(proto.name, func(t *testing.T) {
+			f := newTLS(t)
+			s := newServer(t, nil, f, func(o *Options) {
+				o.BodyReadTimeout = timeout
+				o.Admitter = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
+					// Several body timeouts, so that the deadline has fired.
+					time.Sleep(6 * timeout)
+					if err := ctx.Err(); err != nil {
+						return chain.Result{}, fmt.Errorf("the review's context ended during the evaluation: %w", err)
+					}
+					return passThrough(ctx, a)
+				})
+			})
+			srv := start(t, s)
+			c := proto.client(f)
+			defer c.CloseIdleConnections()
+			for range 3 {
+				validReview(t, c, srv.url)
+			}
+		})
+	}
+}

@@ -117,10 +117,26 @@ type Options struct {
 	Status func() any
 }
 
-// defaultHTTP2Streams is net/http's HTTP/2 server's default limit of
-// concurrent streams per connection, which Serve raises to
-// Options.MaxInFlight.
-const defaultHTTP2Streams = 250
+// minHTTP2Streams is the least HTTP/2 stream limit Serve advertises
+// (net/http's default is 250 per connection): more than kube-apiserver's default concurrency (APF's 600 seats,
+// --max-requests-inflight 400 and --max-mutating-requests-inflight 200;
+// each request waits on one webhook call at a time), and than the load
+// generator's default --max-in-flight of 1,000.
+const minHTTP2Streams = 1000
+
+// http2Streams is the HTTP/2 stream limit of a connection of a server
+// evaluating at most maxInFlight reviews at once (0: no bound):
+// minHTTP2Streams, or maxInFlight when that is more. A client with more
+// requests outstanding than the limit dials another connection, and
+// net/http's transport (kube-apiserver's, the load generator's) dials one
+// for each request waiting for a stream: under overload a storm of TLS
+// handshakes, each about a millisecond of the server's CPU and its own
+// buffers, just when the reviews queue. A stream past the in-flight bound
+// costs a goroutine and its body, both bounded (the body-bytes budget and
+// the connection's flow-control window), and is answered 429 at once.
+func http2Streams(maxInFlight int) int {
+	return max(maxInFlight, minHTTP2Streams)
+}
 
 // Server is the HTTPS webhook server.
 type Server struct {
@@ -307,15 +323,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// Request contexts do not derive from ctx: cancelling ctx must let
 		// in-flight reviews finish.
 	}
-	if n := s.opts.MaxInFlight; n > defaultHTTP2Streams {
-		// One connection carries as many reviews as the server evaluates
-		// at once. With Go's default of 250 streams, a caller with more
-		// outstanding dials another connection, and net/http's transport
-		// (kube-apiserver's, the load generator's) dials one for each
-		// request waiting for a stream: TLS handshakes taking the CPU the
-		// reviews need just when they queue.
-		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: n}
-	}
+	// One connection carries as many reviews as the server evaluates at
+	// once and more (http2Streams): Go's default is 250 streams.
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: http2Streams(s.opts.MaxInFlight)}
 	if s.opts.BodyReadTimeout > 0 {
 		// The review paths bound their bodies themselves (gate); this
 		// bounds the other paths' (the server discards up to 256 KiB of a

@@ -13,13 +13,16 @@ import (
 // TestHTTP2StreamsCoverTheInFlightBound reads the server's HTTP/2
 // SETTINGS: one connection may carry as many streams as the server
 // evaluates reviews at once (Options.MaxInFlight), and never fewer than
-// net/http's default.
+// minHTTP2Streams (more than kube-apiserver's default concurrency), so
+// that a caller with more outstanding than the server evaluates gets 429s
+// on its one connection rather than dialing more.
 func TestHTTP2StreamsCoverTheInFlightBound(t *testing.T) {
 	for _, tc := range []struct{ maxInFlight, want int }{
-		{DefaultMaxInFlight, DefaultMaxInFlight},
+		{DefaultMaxInFlight, minHTTP2Streams},
 		{1000, 1000},
-		{100, defaultHTTP2Streams},
-		{0, defaultHTTP2Streams},
+		{2500, 2500},
+		{100, minHTTP2Streams},
+		{0, minHTTP2Streams},
 	} {
 		f := newTLS(t)
 		s := passThroughServer(t, f, func(o *Options) { o.MaxInFlight = tc.maxInFlight })

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -115,6 +117,56 @@ func BenchmarkVerifyAnswer(b *testing.B) {
 				b.Fatal(err)
 			}
 			i++
+		}
+	})
+}
+
+// BenchmarkServe measures a review over the webhook's transport as
+// kube-apiserver calls it: the in-process server of testdata/policies
+// (StartServer: TLS, HTTP/2, the server's limits and metrics) and
+// NewClient's HTTP/2 client in the same process, eight reviews
+// outstanding on one connection, every answer verified (Target.Send).
+// The time per review is the inverse of the throughput of the two
+// cores the server and the client share; against BenchmarkHandler it
+// prices the transport (TLS, HTTP/2 framing, the body read, the
+// handoffs between the handler and the connection's goroutines).
+//
+//	go test -run='^$' -bench='Serve$' -benchmem ./test/load
+func BenchmarkServe(b *testing.B) {
+	ctx := context.Background()
+	srv, err := StartServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}, CertDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	obj, err := ReadObject(ctx, "testdata/pod.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reviews, err := NewReviews(obj, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := NewClient(srv.Roots, time.Minute)
+	b.Cleanup(client.CloseIdleConnections)
+	target := &Target{URL: srv.URL, Client: client, Reviews: reviews, Expect: Expect{Policies: 20}, Timeout: time.Minute}
+	if _, err := target.Probe(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := target.Send(ctx, int(seq.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
 		}
 	})
 }
