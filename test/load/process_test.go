@@ -97,3 +97,52 @@ func TestReportShowsTheServersPeakRSS(t *testing.T) {
 		}
 	}
 }
+
+// TestReportSaysWhetherThePeakRSSStayedUnderTheLimit: with the server's
+// memory limit, the report says whether the largest peak resident set of
+// its runs stayed under it, and OverMemoryLimit fails a run past it.
+func TestReportSaysWhetherThePeakRSSStayedUnderTheLimit(t *testing.T) {
+	run := func(rate float64, rss int64) Summary {
+		return Summary{Plan: Plan{Rate: rate, Duration: time.Second}, Sent: 10, OK: 10, Achieved: 10,
+			CPUPerOK: time.Millisecond, ServerCPUPerOK: time.Millisecond, ServerPeakRSS: rss}
+	}
+	for _, tc := range []struct {
+		name  string
+		r     Report
+		want  string
+		over  bool
+		count int
+	}{
+		{"under", Report{MemoryLimit: 512 << 20, Runs: []Summary{run(500, 220<<20), run(1000, 359<<20)}},
+			"Server peak RSS 359 MiB, under its memory limit of 512 MiB.", false, 1},
+		{"over", Report{MemoryLimit: 512 << 20, Runs: []Summary{run(500, 220<<20), run(2000, 513<<20)}},
+			"Server peak RSS 513 MiB, over its memory limit of 512 MiB.", true, 1},
+		{"no limit", Report{Runs: []Summary{run(500, 220<<20)}}, "its memory limit of", false, 0},
+		{"not measured", Report{MemoryLimit: 512 << 20, Runs: []Summary{run(500, 0)}}, "its memory limit of", false, 0},
+	} {
+		md := tc.r.Markdown()
+		if got := strings.Count(md, tc.want); got != tc.count {
+			t.Errorf("%s: %q %d times, want %d:\n%s", tc.name, tc.want, got, tc.count, md)
+		}
+		if got := tc.r.OverMemoryLimit(); got != tc.over {
+			t.Errorf("%s: OverMemoryLimit %v, want %v", tc.name, got, tc.over)
+		}
+	}
+}
+
+// TestReportCountsTheGeneratorsDials: the connections dialed during each
+// run are reported when they were counted (a storm shows as more than 0).
+func TestReportCountsTheGeneratorsDials(t *testing.T) {
+	runs := []Summary{
+		{Plan: Plan{Rate: 1000, Duration: time.Second}, Sent: 10, OK: 10, DialsCounted: true},
+		{Plan: Plan{Rate: 2000, Duration: time.Second}, Sent: 10, OK: 10, Dials: 1202, DialsCounted: true},
+	}
+	md := Report{Runs: runs}.Markdown()
+	if want := "during each run (beyond the warm-up's, which carries every request while the server's HTTP/2 stream limit allows): 1,000 rps: 0; 2,000 rps: 1,202."; !strings.Contains(md, want) {
+		t.Errorf("the report lacks %q:\n%s", want, md)
+	}
+	runs[0].DialsCounted, runs[1].DialsCounted = false, false
+	if md := (Report{Runs: runs}).Markdown(); strings.Contains(md, "dialed") {
+		t.Errorf("dials reported though not counted:\n%s", md)
+	}
+}

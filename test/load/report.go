@@ -81,6 +81,26 @@ type Report struct {
 	// Target, when positive, is the p99 latency the highest rate should
 	// stay under (issue 5: 2 ms at 2,000 rps).
 	Target time.Duration
+	// MemoryLimit, when positive, is the server's memory limit in bytes
+	// (the deployment's container limit, `mutatis serve --memory-limit`):
+	// the report says whether its peak resident set stayed under it.
+	MemoryLimit int64
+}
+
+// OverMemoryLimit tells whether a run's server peak resident set exceeded
+// MemoryLimit.
+func (r Report) OverMemoryLimit() bool {
+	return r.MemoryLimit > 0 && r.peakRSS() > r.MemoryLimit
+}
+
+// peakRSS is the largest server peak resident set of the runs (0: not
+// measured).
+func (r Report) peakRSS() int64 {
+	var peak int64
+	for _, s := range r.Runs {
+		peak = max(peak, s.ServerPeakRSS)
+	}
+	return peak
 }
 
 // Markdown renders the report: a line on the run, the table, the errors
@@ -145,6 +165,22 @@ func (r Report) Markdown() string {
 	}
 	if len(errs) > 0 {
 		fmt.Fprintf(&b, "\nErrors by kind: %s.\n", strings.Join(errs, "; "))
+	}
+	var dials []string
+	for _, s := range r.Runs {
+		if s.DialsCounted {
+			dials = append(dials, fmt.Sprintf("%s rps: %s", group(int64(s.Plan.Rate)), group(int64(s.Dials))))
+		}
+	}
+	if len(dials) > 0 {
+		fmt.Fprintf(&b, "\nConnections the generator dialed during each run (beyond the warm-up's, which carries every request while the server's HTTP/2 stream limit allows): %s.\n", strings.Join(dials, "; "))
+	}
+	if peak := r.peakRSS(); r.MemoryLimit > 0 && peak > 0 {
+		where := "under"
+		if r.OverMemoryLimit() {
+			where = "over"
+		}
+		fmt.Fprintf(&b, "\nServer peak RSS %s, %s its memory limit of %s.\n", mebibytes(peak), where, mebibytes(r.MemoryLimit))
 	}
 	if r.Target > 0 && len(r.Runs) > 0 {
 		top := r.Runs[0]

@@ -76,6 +76,12 @@ type Summary struct {
 	// since it started, read at the end of the run (ProcessPeakRSS; zero:
 	// not measured).
 	ServerPeakRSS int64
+	// Dials counts the connections the generator dialed during the run
+	// (CountDials), when DialsCounted. The connection of the warm-up
+	// carries every request while the server's HTTP/2 stream limit
+	// allows: dials during a run are a storm of TLS handshakes.
+	Dials        int
+	DialsCounted bool
 }
 
 // maxFirstErrors bounds Summary.FirstErrors.

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -33,6 +35,27 @@ func NewClient(roots *x509.CertPool, timeout time.Duration) *http.Client {
 			IdleConnTimeout:     90 * time.Second,
 		},
 	}
+}
+
+// CountDials makes c's transport (an *http.Transport, as NewClient's)
+// count the connections it dials, and returns the count; nil for another
+// transport. A request that finds no HTTP/2 stream free on the
+// connections open dials another, as kube-apiserver's transport does.
+func CountDials(c *http.Client) *atomic.Int64 {
+	t, ok := c.Transport.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	n := &atomic.Int64{}
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		n.Add(1)
+		return dial(ctx, network, addr)
+	}
+	return n
 }
 
 // Target sends the reviews of a run to a webhook.

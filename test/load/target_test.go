@@ -166,3 +166,49 @@ func TestSendStillFailsAWrongAnswerAfterRightOnes(t *testing.T) {
 		seq++
 	}
 }
+
+// TestCountDials: after a first request, NewClient's requests share its
+// HTTP/2 connection, dialed once and counted once (requests sent at once
+// before any connection is up dial one each, which is why loadgen probes
+// first); a transport CountDials does not know is not counted.
+func TestCountDials(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	c := NewClient(roots, time.Minute)
+	defer c.CloseIdleConnections()
+	dials := CountDials(c)
+	get := func() {
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); string(b) != "HTTP/2.0" {
+			t.Errorf("answered over %q, want HTTP/2.0", b)
+		}
+	}
+	get()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(get)
+	}
+	wg.Wait()
+	if got := dials.Load(); got != 1 {
+		t.Errorf("%d connections dialed, want 1", got)
+	}
+	if CountDials(&http.Client{Transport: roundTripper(nil)}) != nil {
+		t.Error("counted the dials of a transport that is not an *http.Transport")
+	}
+}
+
+// roundTripper is an http.RoundTripper that is not an *http.Transport.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

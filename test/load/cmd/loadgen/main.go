@@ -14,8 +14,9 @@
 // The table goes to stdout; --out writes it to a file and --doc replaces
 // the text between "<!-- loadgen:begin -->" and "<!-- loadgen:end -->".
 // Errors (failed requests) are part of the measurement: the exit status
-// is 0 once the report is written, unless --fail-on-errors; 2 when the
-// run could not be made.
+// is 0 once the report is written, unless --fail-on-errors (errors, or
+// the server's peak resident set over its --server-memory-limit); 2 when
+// the run could not be made.
 package main
 
 import (
@@ -32,7 +33,10 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mutatis-dev/mutatis/test/load"
 	"github.com/mutatis-dev/mutatis/webhook/certs"
@@ -108,7 +112,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.doc, "doc", "", "replace the "+load.BeginMarker+" section of this Markdown file with the report")
 	fs.StringVar(&o.command, "command", "", "the command shown in the report (default: this one)")
 	fs.StringVar(&o.note, "note", "", "a note on the conditions of the run, shown in the report")
-	fs.BoolVar(&o.failOnErrors, "fail-on-errors", false, "exit with status 1 when a run had errors")
+	fs.BoolVar(&o.failOnErrors, "fail-on-errors", false, "exit with status 1 when a run had errors or the server's peak resident set exceeded its memory limit")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file (in process: server and generator)")
 	fs.StringVar(&o.serverProfile, "server-cpuprofile", "", "with --serve-binary: the server writes a CPU profile of its whole run (warm-up included) to this file (mutatis serve --cpuprofile)")
 	fs.StringVar(&o.serverMemory, "server-memory-limit", DeploymentMemoryLimit, "with --serve-binary: the server's --memory-limit, as the deployment gives it its container's limit (its soft limit and GOGC follow from it; empty: none)")
@@ -146,7 +150,8 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-// run measures every rate; failed is true when a run had errors.
+// run measures every rate; failed is true when a run had errors or the
+// server's peak resident set exceeded its memory limit.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool, err error) {
 	machine := load.ReadMachine() // the load average before we add ours
 	url, setup := o.server, ""
@@ -216,6 +221,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 	}
 	client := load.NewClient(roots, o.timeout)
 	defer client.CloseIdleConnections()
+	dials := load.CountDials(client)
 	target := &load.Target{URL: url, Client: client, Reviews: reviews, Expect: load.Expect{Policies: o.expectPolicies}, Timeout: o.timeout}
 	probe, err := target.Probe(ctx)
 	if err != nil {
@@ -226,7 +232,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 	fmt.Fprintf(stderr, "loadgen: %s\nloadgen: %s\n", machine, setup)
 
 	if o.warmup > 0 {
-		s, err := measure(ctx, target, serverPid, load.Plan{Rate: o.rates[0], Duration: o.warmup, MaxInFlight: o.maxInFlight})
+		s, err := measure(ctx, target, dials, serverPid, load.Plan{Rate: o.rates[0], Duration: o.warmup, MaxInFlight: o.maxInFlight})
 		if err != nil {
 			return false, err
 		}
@@ -244,13 +250,19 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 		defer pprof.StopCPUProfile()
 	}
 	rep := load.Report{Command: o.command, Setup: setup, Note: o.note, Machine: machine, When: time.Now(), Target: o.target}
+	if o.serveBinary != "" && o.serverMemory != "" {
+		// StartProcess succeeded: the server parsed the same quantity.
+		if q, err := resource.ParseQuantity(o.serverMemory); err == nil {
+			rep.MemoryLimit = q.Value()
+		}
+	}
 	for i, rate := range o.rates {
 		if i > 0 || o.warmup > 0 {
 			if err := sleep(ctx, o.pause); err != nil {
 				return false, err
 			}
 		}
-		s, err := measure(ctx, target, serverPid, load.Plan{Rate: rate, Duration: o.duration, MaxInFlight: o.maxInFlight})
+		s, err := measure(ctx, target, dials, serverPid, load.Plan{Rate: rate, Duration: o.duration, MaxInFlight: o.maxInFlight})
 		if err != nil {
 			return false, err
 		}
@@ -261,6 +273,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 		failed = failed || s.Errors > 0
 		rep.Runs = append(rep.Runs, s)
 	}
+	// The deployment's container is killed past its limit: a failure as
+	// much as an error answer.
+	failed = failed || rep.OverMemoryLimit()
 	md := rep.Markdown()
 	if _, err := io.WriteString(stdout, md); err != nil {
 		return failed, err
@@ -287,17 +302,25 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (failed bool
 }
 
 // measure runs p against t after a garbage collection, so that each run
-// starts from the same heap, and measures the process's CPU time and, with
-// a serverPid, the server process's.
-func measure(ctx context.Context, t *load.Target, serverPid int, p load.Plan) (load.Summary, error) {
+// starts from the same heap, and measures the process's CPU time, the
+// connections dialed (with dials, CountDials' count) and, with a serverPid,
+// the server process's CPU time and peak resident set.
+func measure(ctx context.Context, t *load.Target, dials *atomic.Int64, serverPid int, p load.Plan) (load.Summary, error) {
 	runtime.GC()
 	cpu0, cpuOK := processCPU()
 	server0, serverErr := serverCPU(serverPid)
+	var dials0 int64
+	if dials != nil {
+		dials0 = dials.Load()
+	}
 	res, err := load.Run(ctx, p, t.Send)
 	if err != nil {
 		return load.Summary{}, err
 	}
 	s := res.Summarize()
+	if dials != nil {
+		s.Dials, s.DialsCounted = int(dials.Load()-dials0), true
+	}
 	if cpu1, ok := processCPU(); cpuOK && ok && s.OK > 0 {
 		s.CPUPerOK = (cpu1 - cpu0) / time.Duration(s.OK)
 	}
