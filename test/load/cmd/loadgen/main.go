@@ -358,7 +358,14 @@ func line(s load.Summary) string {
 	return fmt.Sprintf("%v rps for %v: sent %d, ok %d, errors %d, achieved %.0f rps, latency p50 %s p90 %s p99 %s max %s, service p50 %s p99 %s",
 		s.Plan.Rate, s.Plan.Duration, s.Sent, s.OK, s.Errors, s.Achieved,
 		load.Millis(s.Latency.P50), load.Millis(s.Latency.P90), load.Millis(s.Latency.P99), load.Millis(s.Latency.Max),
-		load.Millis(s.Service.P50), load.Millis(s.Service.P99)) + cpuLine(s)
+		load.Millis(s.Service.P50), load.Millis(s.Service.P99)) + cpuLine(s) + dialsLine(s)
+}
+
+func dialsLine(s load.Summary) string {
+	if !s.DialsCounted {
+		return ""
+	}
+	return fmt.Sprintf(", connections dialed %d", s.Dials)
 }
 
 func cpuLine(s load.Summary) string {
