@@ -135,26 +135,7 @@ func BenchmarkVerifyAnswer(b *testing.B) {
 //	go test -run='^$' -bench='Serve$' -benchmem ./test/load
 func BenchmarkServe(b *testing.B) {
 	ctx := context.Background()
-	srv, err := StartServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}, CertDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			b.Error(err)
-		}
-	})
-	obj, err := ReadObject(ctx, "testdata/pod.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	reviews, err := NewReviews(obj, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	client := NewClient(srv.Roots, time.Minute)
-	b.Cleanup(client.CloseIdleConnections)
-	target := &Target{URL: srv.URL, Client: client, Reviews: reviews, Expect: Expect{Policies: 20}, Timeout: time.Minute}
+	target, _ := inProcessTarget(ctx, b, time.Minute)
 	if _, err := target.Probe(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -178,4 +159,32 @@ func BenchmarkServe(b *testing.B) {
 	if cpu1, err := ProcessCPU(os.Getpid()); err == nil && cpuErr == nil {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
+}
+
+// inProcessTarget starts the in-process server of testdata/policies
+// (StartServer) and returns it with a Target sending it the load
+// fixture's pod (testdata/pod.yaml) over NewClient's HTTP/2, every answer
+// checked for the 20 invocations; both are closed when tb ends.
+func inProcessTarget(ctx context.Context, tb testing.TB, timeout time.Duration) (*Target, *Server) {
+	tb.Helper()
+	srv, err := StartServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}, CertDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	obj, err := ReadObject(ctx, "testdata/pod.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reviews, err := NewReviews(obj, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	client := NewClient(srv.Roots, timeout)
+	tb.Cleanup(client.CloseIdleConnections)
+	return &Target{URL: srv.URL, Client: client, Reviews: reviews, Expect: Expect{Policies: 20}, Timeout: timeout}, srv
 }

@@ -13,29 +13,10 @@ import (
 // the race detector on a busy machine needs.
 func TestSmokeRunAgainstTheInProcessWebhook(t *testing.T) {
 	ctx := context.Background()
-	srv, err := StartServer(ctx, ServerOptions{Policies: []string{"testdata/policies"}, CertDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	target, srv := inProcessTarget(ctx, t, 5*time.Minute)
 	if srv.Summary != "20 policies, 20 bindings, 2 other objects" {
 		t.Errorf("loaded %s", srv.Summary)
 	}
-	obj, err := ReadObject(ctx, "testdata/pod.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reviews, err := NewReviews(obj, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := NewClient(srv.Roots, 5*time.Minute)
-	t.Cleanup(client.CloseIdleConnections)
-	target := &Target{URL: srv.URL, Client: client, Reviews: reviews, Expect: Expect{Policies: 20}, Timeout: 5 * time.Minute}
 
 	x, err := target.Probe(ctx)
 	if err != nil {
