@@ -116,12 +116,12 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 		// form, without the watch, whose output is ToUnstructured of the
 		// defaulted typed object, obj itself only when that equals obj
 		// (here never: it has the missing fields).
-		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil, false)
 		sp.release(w)
 		return out, ok
 	}
 	// obj is Normalize's result, which typed is built from.
-	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w)
+	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w, false)
 	sp.release(w)
 	return out, ok
 }
@@ -148,7 +148,7 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	if !s.Recognizes(gvk) || s.crs.Recognizes(gvk) {
 		return nil, nil, false
 	}
-	patched, ok = jsonpatch.ApplyUnnormalized(obj, ops)
+	patched, own, ok := jsonpatch.ApplyUnnormalizedOwn(obj, ops)
 	if !ok {
 		return nil, nil, false
 	}
@@ -169,7 +169,10 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	// decodeBuild proved patched a fixed point of the strict decode.
 	f.set(s, patched, gvk)
 	// decodeFixed's result is patched itself, which typed is built from.
-	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w)
+	// When its root is the patch's own copy and f records nothing, the
+	// root the defaulting writes is that very map, written in place: it
+	// is returned as the defaulted object, where patched goes unused.
+	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w, own && f == nil)
 	sp.release(w)
 	if !ok {
 		defaulted = nil
