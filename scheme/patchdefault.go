@@ -278,10 +278,15 @@ func (sp *spareObject) values(t reflect.Type, count int, pointee bool) (unsafe.P
 		v := reflect.MakeSlice(reflect.SliceOf(t), count, count)
 		return v.UnsafePointer(), count
 	}
-	for i := range sp.free {
+	// From the end: release puts the blocks last handed out there, the
+	// first of them last, so that an object of the shape of the last one
+	// finds each block it asks for at the end, in one probe.
+	for i := len(sp.free) - 1; i >= 0; i-- {
 		if b := sp.free[i]; b.t == t && b.cap >= count && b.cap <= 2*count+4 {
-			sp.free[i] = sp.free[len(sp.free)-1]
-			sp.free = sp.free[:len(sp.free)-1]
+			last := len(sp.free) - 1
+			sp.free[i] = sp.free[last]
+			sp.free[last] = spareBlock{}
+			sp.free = sp.free[:last]
 			sp.used = append(sp.used, b)
 			return b.p, b.cap
 		}
@@ -332,7 +337,10 @@ func (sp *spareObject) release(w *watch) {
 			b.v.Clear()
 		}
 	}
-	sp.free = keepLast(append(sp.free, sp.used...), 2*spareLimit)
+	for i := len(sp.used) - 1; i >= 0; i-- {
+		sp.free = append(sp.free, sp.used[i]) // (the first handed out last: values)
+	}
+	sp.free = keepLast(sp.free, 2*spareLimit)
 	clear(sp.used)
 	sp.used = sp.used[:0]
 	for _, m := range sp.maps {
