@@ -846,34 +846,7 @@ func TestWatchWorthIsTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := Kube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ins []testobjects.Input
-	for _, in := range testobjects.Inputs(t) {
-		if !d.types.Recognizes(in.GVK) || d.crs.Recognizes(in.GVK) {
-			continue
-		}
-		ins = append(ins, in)
-		if n, err := d.Normalize(in.Obj, in.GVK); err == nil {
-			ins = append(ins, testobjects.Input{Name: in.Name + " normalized", GVK: in.GVK, Obj: n})
-			if dflt, err := d.Default(n, in.GVK); err == nil {
-				ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: dflt})
-			}
-		}
-	}
-	for _, gvk := range kindGVKs(t, d) {
-		i := 0
-		for u := range filledObjects(t, ks, gvk, 1) {
-			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
-			ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d", gvk.Kind, i), GVK: gvk, Obj: u})
-			if dflt, err := d.Default(u, gvk); err == nil {
-				ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d defaulted", gvk.Kind, i), GVK: gvk, Obj: dflt})
-			}
-			i++
-		}
-	}
+	ins := builtInInputs(t, d, 1, true)
 	label := []jsonpatch.Operation{{Op: "add", Path: "/metadata/labels/team", Value: "shop", HasValue: true}}
 	ways := [...]struct {
 		name   string
@@ -1003,29 +976,7 @@ func TestEmitOwnIsEmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := Kube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ins []testobjects.Input
-	for _, in := range testobjects.Inputs(t) {
-		if !d.types.Recognizes(in.GVK) || d.crs.Recognizes(in.GVK) {
-			continue
-		}
-		ins = append(ins, in)
-		if n, err := d.Normalize(in.Obj, in.GVK); err == nil {
-			ins = append(ins, testobjects.Input{Name: in.Name + " normalized", GVK: in.GVK, Obj: n})
-			if dflt, err := d.Default(n, in.GVK); err == nil {
-				ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: dflt})
-			}
-		}
-	}
-	for _, gvk := range kindGVKs(t, d) {
-		for u := range filledObjects(t, ks, gvk, 1) {
-			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
-			ins = append(ins, testobjects.Input{Name: gvk.Kind, GVK: gvk, Obj: u})
-		}
-	}
+	ins := builtInInputs(t, d, 1, false)
 	written, kept := 0, 0
 	for _, in := range ins {
 		n := d.plans.typedKind(k.scheme, in.GVK)
