@@ -40,38 +40,46 @@ import (
 // doc is never modified; the result shares with doc and the operations'
 // values as Apply's does.
 func ApplyUnnormalized(doc map[string]any, ops []Operation) (result map[string]any, ok bool) {
+	result, _, ok = ApplyUnnormalizedOwn(doc, ops)
+	return result, ok
+}
+
+// ApplyUnnormalizedOwn is ApplyUnnormalized, and tells whether the
+// result's root map is this call's own (own): a map it made, that neither
+// doc nor the operations' values hold, which the caller may write.
+func ApplyUnnormalizedOwn(doc map[string]any, ops []Operation) (result map[string]any, own, ok bool) {
 	if doc == nil {
-		return nil, false
+		return nil, false, false
 	}
 	for i := range ops {
 		kind, err := decodeQuoted(ops[i].Op)
 		if err != nil {
-			return nil, false
+			return nil, false, false
 		}
 		switch kind {
 		case "add", "remove", "replace":
 		default:
-			return nil, false
+			return nil, false, false
 		}
 	}
 	a := &applier{root: doc, unnormalized: true}
 	defer func() {
 		if r := recover(); r != nil {
 			// Apply recovers or re-raises it.
-			result, ok = nil, false
+			result, own, ok = nil, false, false
 		}
 	}()
 	for i := range ops {
 		if err := a.apply(&ops[i]); err != nil {
-			return nil, false
+			return nil, false, false
 		}
 	}
 	out, _ := a.finalize(a.root, true)
 	r, isMap := out.(map[string]any)
 	if !isMap || r == nil {
-		return nil, false
+		return nil, false, false
 	}
-	return r, true
+	return r, a.isOwned(mapID(r)), true
 }
 
 // errNotVouched stops ApplyUnnormalized at a value it cannot drop safely.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -671,7 +672,7 @@ func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool
 			continue
 		}
 		fp := unsafe.Add(p, f.own)
-		if f.omitempty && isEmptyAt(fp, f.node) {
+		if f.omitempty && f.isEmpty(fp) {
 			continue
 		}
 		if f.omitzero != nil && f.omitzero(reflect.NewAt(f.node.t, fp).Elem()) {
@@ -813,6 +814,15 @@ func stringMapOut(m map[string]string, prev any) any {
 	return out
 }
 
+// isEmpty is isEmptyAt of f's value at fp (through its word when
+// f.wordEmpty).
+func (f *field) isEmpty(fp unsafe.Pointer) bool {
+	if f.wordEmpty {
+		return *(*uintptr)(unsafe.Add(fp, f.emptyWord)) == 0
+	}
+	return isEmptyAt(fp, f.node)
+}
+
 // isEmptyAt is the converter's isEmpty of the value of n's type at p.
 func isEmptyAt(p unsafe.Pointer, n *node) bool {
 	switch n.rkind {
@@ -831,6 +841,9 @@ func isEmptyAt(p unsafe.Pointer, n *node) bool {
 	case reflect.Pointer:
 		return *(*unsafe.Pointer)(p) == nil
 	case reflect.Map, reflect.Array, reflect.Interface:
+		if n.t == stringMapType {
+			return len(*(*map[string]string)(p)) == 0
+		}
 		return isEmptyValue(reflect.NewAt(n.t, p).Elem())
 	}
 	return false
@@ -914,18 +927,33 @@ func (p *planner) defaultFast(k *kube, obj map[string]any, gvk schema.GroupVersi
 	if watched {
 		dw = w
 	}
-	out, ok := p.defaultBuilt(k, sp.obj, obj, gvk, dw)
+	out, ok := p.defaultBuilt(k, sp.obj, obj, gvk, dw, false)
 	sp.release(w)
 	return out, ok
 }
 
 // defaultBuilt is defaultFast of obj once typed, the typed object build
 // makes of it, is built (recording in w, when not nil: obj is then in
-// normalized form, of kind gvk).
-func (p *planner) defaultBuilt(k *kube, typed runtime.Object, obj map[string]any, gvk schema.GroupVersionKind, w *watch) (map[string]any, bool) {
+// normalized form, of kind gvk). With own, obj is the caller's own map,
+// which nothing else holds and the caller no longer reads but as the
+// result: the output's root is written into it (emitOwn), and obj is
+// returned as the defaulted object. (Unchanged or not, the result is then
+// obj, as the reference's is when it equals obj.)
+func (p *planner) defaultBuilt(k *kube, typed runtime.Object, obj map[string]any, gvk schema.GroupVersionKind, w *watch, own bool) (map[string]any, bool) {
+	n := p.typedKind(k.scheme, gvk)
+	if n == nil {
+		return nil, false
+	}
 	if w != nil && typed.GetObjectKind().GroupVersionKind() != gvk {
 		// A type without apiVersion and kind (WatchEvent): ToUnstructured
 		// writes none, whatever obj holds.
+		w = nil
+	}
+	// Whether the watch is taken or not, the result is the same (emit
+	// returns obj itself for an object the defaulters left alone): it
+	// is left out while it has not paid for itself lately (watchWorth).
+	watched := w != nil
+	if w != nil && !watchWorth(n) {
 		w = nil
 	}
 	if w != nil {
@@ -942,18 +970,73 @@ func (p *planner) defaultBuilt(k *kube, typed runtime.Object, obj map[string]any
 		typed.GetObjectKind().SetGroupVersionKind(gvk)
 	}
 	if w != nil && p.unchanged(w) {
+		watchPaid(n, true)
 		return obj, true
 	}
-	m, ok := p.emitObject(reflect.ValueOf(typed).UnsafePointer(), p.typedKind(k.scheme, gvk), obj)
+	if own && n.kind == nodeStruct && !n.toCustom && obj != nil {
+		m, wrote, ok := p.emitOwn(reflect.ValueOf(typed).UnsafePointer(), n, obj)
+		if !ok {
+			return nil, false
+		}
+		if watched {
+			watchPaid(n, !wrote)
+		}
+		return m, true
+	}
+	m, ok := p.emitObject(reflect.ValueOf(typed).UnsafePointer(), n, obj)
 	if !ok {
 		return nil, false
 	}
-	if !jsonvalue.SameMap(m, obj) && jsonvalue.Equal(m, obj) {
+	same := jsonvalue.SameMap(m, obj)
+	if watched {
+		// (Unwatched, an object the defaulters left alone comes back
+		// from emit as obj itself: the watch would have paid.)
+		watchPaid(n, same)
+	}
+	if !same && jsonvalue.Equal(m, obj) {
 		// defaultReference's last step: an output equal to the input is the
 		// input.
 		return obj, true
 	}
 	return m, true
+}
+
+// The watch taken only when it pays.
+//
+// The watch (defaultwatch.go) saves the emit of an object in normalized
+// form that the defaulters leave alone (a stored object, defaulted
+// already), at the price of a copy of the typed object's blocks before
+// they run and a comparison after: wasted on every object they change
+// (an object as written, the first mutation of a request's object), which
+// emit writes anew all the same. Leaving it out changes no result: emit
+// returns obj itself when the defaulters changed nothing, and
+// defaultBuilt returns it. So, per kind, it is taken until watchMisses
+// objects in a row were changed, then left out until an object comes back
+// from emit as obj, which shows it would have paid again. The counter
+// only chooses which of two equal ways is run: TestWatchWorthIsTheSame
+// holds every result to the reference with the watch taken and left out.
+
+// watchMisses is how many changed objects in a row of a kind make
+// defaultBuilt leave the watch out.
+const watchMisses = 4
+
+// watchWorth tells whether defaultBuilt takes the watch for an object of
+// the kind of root n.
+func watchWorth(n *node) bool {
+	return n.watchMisses.Load() < watchMisses
+}
+
+// watchPaid records whether the defaulters left the object of the kind
+// of root n alone (unchanged: the watch pays), writing the counter only
+// when it changes.
+func watchPaid(n *node, unchanged bool) {
+	m := n.watchMisses.Load()
+	switch {
+	case unchanged && m != 0:
+		n.watchMisses.Store(0)
+	case !unchanged && m < watchMisses:
+		n.watchMisses.Store(m + 1)
+	}
 }
 
 // sameGroupVersion tells whether apiVersion is gv's.
@@ -987,6 +1070,42 @@ func (p *planner) unchanged(w *watch) bool {
 	e.scratch = e.scratch[:0]
 	p.emitters.Put(e)
 	return same
+}
+
+// emitOwn is emitObject of the object of struct plan n at p against prev,
+// a map the caller owns (nothing else holds it), whose own entries are
+// written into prev itself rather than a new map: prev holds the output
+// once it returns (wrote tells whether anything was written), the maps
+// and lists below its entries as emit returns them. ok=false (prev
+// untouched) is emit's.
+func (p *planner) emitOwn(at unsafe.Pointer, n *node, prev map[string]any) (out map[string]any, wrote, ok bool) {
+	e, _ := p.emitters.Get().(*emitter)
+	if e == nil {
+		e = &emitter{}
+	}
+	defer func() {
+		e.scratch = e.scratch[:0]
+		p.emitters.Put(e)
+	}()
+	same, ok := e.fields(at, n, prev, true)
+	if !ok {
+		return nil, false, false
+	}
+	if same && len(prev) == len(e.scratch) {
+		return prev, false, true
+	}
+	for _, en := range e.scratch {
+		prev[en.name] = en.v
+	}
+	if len(prev) != len(e.scratch) {
+		// (Entries' names are unique: prev holds every one, and more.)
+		for k := range prev {
+			if !slices.ContainsFunc(e.scratch, func(en entry) bool { return en.name == k }) {
+				delete(prev, k)
+			}
+		}
+	}
+	return prev, true, true
 }
 
 // emitObject is emit of the object of struct plan n at p as a map (the

@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -23,6 +24,7 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // checkDefault defaults obj both ways (Default and defaultReference) and
@@ -827,4 +829,266 @@ func TestLastStringIsScalarOut(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// TestWatchWorthIsTheSame holds the defaulting of an object in normalized
+// form to the reference whether defaultBuilt takes the watch or leaves it
+// out (watchWorth): DefaultNormalized, PatchDefault of a label and
+// NormalizeDefault of every real object (as written, normalized,
+// defaulted) and of the zero and filled objects of every built-in kind,
+// each run with the kind's counter set both ways, bit for bit the
+// reference and the input itself where the reference returns it. And the
+// counter: left out after watchMisses changed objects, taken again after
+// one the defaulters left alone.
+func TestWatchWorthIsTheSame(t *testing.T) {
+	d := New()
+	k, err := d.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := builtInInputs(t, d, 1, true)
+	label := []jsonpatch.Operation{{Op: "add", Path: "/metadata/labels/team", Value: "shop", HasValue: true}}
+	ways := [...]struct {
+		name   string
+		misses uint32
+	}{{"watched", 0}, {"unwatched", watchMisses}}
+	left, unchanged := 0, 0
+	for _, in := range ins {
+		n := d.plans.typedKind(k.scheme, in.GVK)
+		if n == nil {
+			continue
+		}
+		norm, err := d.normalizeReference(valuetest.DeepCopy(in.Obj).(map[string]any), in.GVK)
+		if err != nil || norm == nil {
+			continue
+		}
+		before := valuetest.DeepCopy(norm)
+		var want, patchWant map[string]any
+		var wantErr, patchErr error
+		wantSame := jsonEqualsInput(d, norm, in.GVK)
+		for _, way := range ways {
+			err := inOneSecond(func() error {
+				want, wantErr = d.defaultReference(valuetest.DeepCopy(norm).(map[string]any), in.GVK)
+				patchWant, _, patchErr = d.Patch(norm, label, in.GVK)
+				if patchErr == nil {
+					patchWant, patchErr = d.defaultReference(patchWant, in.GVK)
+				}
+				n.watchMisses.Store(way.misses)
+				got, err := d.DefaultNormalized(norm, in.GVK)
+				if (err == nil) != (wantErr == nil) {
+					return fmt.Errorf("DefaultNormalized error %v, want %v", err, wantErr)
+				}
+				if err := errUnlessBitsEqual(got, want); err != nil {
+					return fmt.Errorf("DefaultNormalized: %w", err)
+				}
+				if wantErr == nil && wantSame != jsonvalue.SameMap(got, norm) {
+					return fmt.Errorf("DefaultNormalized returns the input: %v, the reference %v", jsonvalue.SameMap(got, norm), wantSame)
+				}
+				if wantErr == nil && jsonvalue.SameMap(got, norm) {
+					unchanged++
+				}
+				n.watchMisses.Store(way.misses)
+				got, err = d.NormalizeDefault(norm, in.GVK)
+				if (err == nil) != (wantErr == nil) {
+					return fmt.Errorf("NormalizeDefault error %v, want %v", err, wantErr)
+				}
+				if err := errUnlessBitsEqual(got, want); err != nil {
+					return fmt.Errorf("NormalizeDefault: %w", err)
+				}
+				n.watchMisses.Store(way.misses)
+				got, _, err = d.PatchDefault(norm, label, in.GVK)
+				if (err == nil) != (patchErr == nil) {
+					return fmt.Errorf("PatchDefault error %v, want %v", err, patchErr)
+				}
+				if err := errUnlessBitsEqual(got, patchWant); err != nil {
+					return fmt.Errorf("PatchDefault: %w", err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%s, %s: %v\ninput: %#v", in.Name, way.name, err, before)
+			}
+			if !valuetest.BitsEqual(norm, before) {
+				t.Fatalf("%s, %s: the input was modified", in.Name, way.name)
+			}
+		}
+		if wantErr == nil && !wantSame {
+			// Changed by the defaulters: counted until left out, where
+			// the watch is taken at all (the fast path, of a kind with
+			// apiVersion and kind).
+			n.watchMisses.Store(0)
+			for i := range watchMisses {
+				if !watchWorth(n) {
+					t.Fatalf("%s: the watch left out before %d changed objects", in.Name, watchMisses)
+				}
+				if _, err := d.DefaultNormalized(norm, in.GVK); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && n.watchMisses.Load() == 0 {
+					break
+				}
+			}
+			if n.watchMisses.Load() != 0 {
+				if watchWorth(n) {
+					t.Fatalf("%s: the watch still taken after %d changed objects", in.Name, watchMisses)
+				}
+				left++
+			}
+		} else if wantErr == nil && hasTypeMeta(n, in.GVK) {
+			// Left alone: taken again (a kind without apiVersion and kind
+			// is never watched).
+			n.watchMisses.Store(watchMisses)
+			if _, err := d.DefaultNormalized(norm, in.GVK); err != nil {
+				t.Fatal(err)
+			}
+			if !watchWorth(n) {
+				t.Fatalf("%s: the watch still left out after an object the defaulters left alone", in.Name)
+			}
+		}
+		n.watchMisses.Store(0)
+	}
+	t.Logf("%d objects, %d changed by the defaulters, %d left alone", len(ins), left, unchanged/len(ways))
+	if left == 0 || unchanged == 0 {
+		t.Errorf("both kinds of object are needed: %d changed, %d left alone", left, unchanged)
+	}
+}
+
+// hasTypeMeta tells whether the typed object of root n keeps the
+// apiVersion and kind of gvk (WatchEvent has none).
+func hasTypeMeta(n *node, gvk schema.GroupVersionKind) bool {
+	obj, ok := reflect.New(n.t).Interface().(runtime.Object)
+	if !ok {
+		return false
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj.GetObjectKind().GroupVersionKind() == gvk
+}
+
+// TestEmitOwnIsEmit holds emitOwn, which writes the output's root into
+// the input's root map, to emitObject, which writes a new one: every real
+// object (as written, normalized, defaulted) and the zero and filled
+// objects of every built-in kind, defaulted in typed form and written
+// against a copy of the input, and of the input with keys the output
+// lacks: bit for bit the same output, in the map given.
+func TestEmitOwnIsEmit(t *testing.T) {
+	d := New()
+	k, err := d.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := builtInInputs(t, d, 1, false)
+	written, kept := 0, 0
+	for _, in := range ins {
+		n := d.plans.typedKind(k.scheme, in.GVK)
+		if n == nil || n.kind != nodeStruct || n.toCustom {
+			continue
+		}
+		typed, err := k.typed(in.Obj, in.GVK)
+		if err != nil {
+			continue
+		}
+		k.scheme.Default(typed)
+		at := reflect.ValueOf(typed).UnsafePointer()
+		for _, extra := range []bool{false, true} {
+			prev := valuetest.DeepCopy(in.Obj).(map[string]any)
+			if extra {
+				prev["zz-not-a-field"] = "x"
+				prev["status"] = map[string]any{"odd": true}
+			}
+			want, ok := d.plans.emitObject(at, n, valuetest.DeepCopy(prev).(map[string]any))
+			own := valuetest.DeepCopy(prev).(map[string]any)
+			got, wrote, ownOK := d.plans.emitOwn(at, n, own)
+			if ok != ownOK {
+				t.Fatalf("%s: emitOwn ok %v, emitObject %v", in.Name, ownOK, ok)
+			}
+			if !ok {
+				continue
+			}
+			if !jsonvalue.SameMap(got, own) {
+				t.Fatalf("%s: emitOwn returned another map than the one given", in.Name)
+			}
+			if !valuetest.BitsEqual(got, want) {
+				t.Fatalf("%s (extra keys %v): emitOwn wrote\n%#v\nemitObject\n%#v", in.Name, extra, got, want)
+			}
+			if wrote == valuetest.BitsEqual(got, prev) && wrote {
+				t.Fatalf("%s: emitOwn says it wrote, and the output is its input", in.Name)
+			}
+			if wrote {
+				written++
+			} else {
+				kept++
+			}
+		}
+	}
+	t.Logf("%d outputs written into the input's root, %d left as they were", written, kept)
+	if written == 0 || kept == 0 {
+		t.Errorf("both cases are needed: %d written, %d kept", written, kept)
+	}
+}
+
+// TestFieldIsEmptyIsIsEmptyAt holds the emptiness that emit reads of an
+// omitempty field through one word of its value (field.isEmpty) to
+// isEmptyAt, on empty and non-empty values of every kind of field,
+// named types included, and on every field of the built-in kinds' zero
+// objects.
+func TestFieldIsEmptyIsIsEmptyAt(t *testing.T) {
+	type named string
+	type s struct {
+		S  string              `json:"s,omitempty"`
+		N  named               `json:"n,omitempty"`
+		L  []int32             `json:"l,omitempty"`
+		B  []byte              `json:"b,omitempty"`
+		P  *int32              `json:"p,omitempty"`
+		M  map[string]string   `json:"m,omitempty"`
+		MI map[string]int64    `json:"mi,omitempty"`
+		I  int32               `json:"i,omitempty"`
+		F  bool                `json:"f,omitempty"`
+		Q  resource.Quantity   `json:"q,omitempty"`
+		MS map[string][]string `json:"ms,omitempty"`
+	}
+	one := int32(1)
+	values := []s{
+		{},
+		{S: "x", N: "y", L: []int32{1}, B: []byte{0}, P: &one, M: map[string]string{"a": ""}, MI: map[string]int64{"a": 0}, I: 1, F: true, Q: resource.MustParse("1"), MS: map[string][]string{"a": nil}},
+		{L: []int32{}, B: []byte{}, M: map[string]string{}, MI: map[string]int64{}, MS: map[string][]string{}},
+	}
+	p := &planner{}
+	n := p.typedType(reflect.TypeFor[s]())
+	if n == nil {
+		t.Fatal("no plan")
+	}
+	byWord := 0
+	for i := range values {
+		at := unsafe.Pointer(&values[i])
+		for j := range n.fields {
+			f := &n.fields[j]
+			if f.wordEmpty {
+				byWord++
+			}
+			if got, want := f.isEmpty(unsafe.Add(at, f.own)), isEmptyAt(unsafe.Add(at, f.own), f.node); got != want {
+				t.Errorf("value %d, field %s: isEmpty %v, isEmptyAt %v", i, f.name, got, want)
+			}
+		}
+	}
+	if byWord != 5*len(values) {
+		t.Errorf("%d fields read by their word, want %d", byWord, 5*len(values))
+	}
+	d := New()
+	k, err := d.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvk := range kindGVKs(t, d) {
+		root := d.plans.typedKind(k.scheme, gvk)
+		if root == nil {
+			continue
+		}
+		zero := reflect.New(root.t).UnsafePointer()
+		for j := range root.fields {
+			f := &root.fields[j]
+			if got, want := f.isEmpty(unsafe.Add(zero, f.own)), isEmptyAt(unsafe.Add(zero, f.own), f.node); got != want {
+				t.Errorf("%s.%s (zero): isEmpty %v, isEmptyAt %v", gvk.Kind, f.name, got, want)
+			}
+		}
+	}
 }

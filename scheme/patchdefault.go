@@ -116,12 +116,12 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 		// form, without the watch, whose output is ToUnstructured of the
 		// defaulted typed object, obj itself only when that equals obj
 		// (here never: it has the missing fields).
-		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil)
+		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil, false)
 		sp.release(w)
 		return out, ok
 	}
 	// obj is Normalize's result, which typed is built from.
-	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w)
+	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w, false)
 	sp.release(w)
 	return out, ok
 }
@@ -148,7 +148,7 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	if !s.Recognizes(gvk) || s.crs.Recognizes(gvk) {
 		return nil, nil, false
 	}
-	patched, ok = jsonpatch.ApplyUnnormalized(obj, ops)
+	patched, own, ok := jsonpatch.ApplyUnnormalizedOwn(obj, ops)
 	if !ok {
 		return nil, nil, false
 	}
@@ -169,7 +169,10 @@ func (s *Scheme) patchDefaultFast(f *Fixed, obj map[string]any, ops []jsonpatch.
 	// decodeBuild proved patched a fixed point of the strict decode.
 	f.set(s, patched, gvk)
 	// decodeFixed's result is patched itself, which typed is built from.
-	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w)
+	// When its root is the patch's own copy and f records nothing, the
+	// root the defaulting writes is that very map, written in place: it
+	// is returned as the defaulted object, where patched goes unused.
+	defaulted, ok = s.plans.defaultBuilt(k, typed, patched, gvk, w, own && f == nil)
 	sp.release(w)
 	if !ok {
 		defaulted = nil
@@ -275,10 +278,15 @@ func (sp *spareObject) values(t reflect.Type, count int, pointee bool) (unsafe.P
 		v := reflect.MakeSlice(reflect.SliceOf(t), count, count)
 		return v.UnsafePointer(), count
 	}
-	for i := range sp.free {
+	// From the end: release puts the blocks last handed out there, the
+	// first of them last, so that an object of the shape of the last one
+	// finds each block it asks for at the end, in one probe.
+	for i := len(sp.free) - 1; i >= 0; i-- {
 		if b := sp.free[i]; b.t == t && b.cap >= count && b.cap <= 2*count+4 {
-			sp.free[i] = sp.free[len(sp.free)-1]
-			sp.free = sp.free[:len(sp.free)-1]
+			last := len(sp.free) - 1
+			sp.free[i] = sp.free[last]
+			sp.free[last] = spareBlock{}
+			sp.free = sp.free[:last]
 			sp.used = append(sp.used, b)
 			return b.p, b.cap
 		}
@@ -329,7 +337,10 @@ func (sp *spareObject) release(w *watch) {
 			b.v.Clear()
 		}
 	}
-	sp.free = keepLast(append(sp.free, sp.used...), 2*spareLimit)
+	for i := len(sp.used) - 1; i >= 0; i-- {
+		sp.free = append(sp.free, sp.used[i]) // (the first handed out last: values)
+	}
+	sp.free = keepLast(sp.free, 2*spareLimit)
 	clear(sp.used)
 	sp.used = sp.used[:0]
 	for _, m := range sp.maps {

@@ -152,34 +152,10 @@ func defaultedJPObjects(t testing.TB, d *Scheme) []testobjects.Input {
 func TestSpareTypedSharesNothing(t *testing.T) {
 	d := New()
 	label := []jsonpatch.Operation{{Op: "add", Path: "/metadata/labels/team", Value: "shop", HasValue: true}}
-	var ins []testobjects.Input
-	for _, in := range testobjects.Inputs(t) {
-		if !d.types.Recognizes(in.GVK) || d.crs.Recognizes(in.GVK) {
-			continue
-		}
-		ins = append(ins, in)
-		if n, err := d.Normalize(in.Obj, in.GVK); err == nil {
-			ins = append(ins, testobjects.Input{Name: in.Name + " normalized", GVK: in.GVK, Obj: n})
-			if dflt, err := d.Default(n, in.GVK); err == nil {
-				ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: dflt})
-			}
-		}
-	}
 	// The zero and randomly filled objects of every built-in kind: of one
 	// kind, objects with different fields set, each built into an object
 	// another one left.
-	ks, err := Kube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gvk := range kindGVKs(t, d) {
-		i := 0
-		for u := range filledObjects(t, ks, gvk, 2) {
-			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
-			ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d", gvk.Kind, i), GVK: gvk, Obj: u})
-			i++
-		}
-	}
+	ins := builtInInputs(t, d, 2, false)
 	// results patches and merges every object, each result held to the
 	// reference, and returns them with their copies.
 	results := func(r *rand.Rand) ([]keptResult, error) {
@@ -317,4 +293,42 @@ func checkResultsKept(t *testing.T, seed uint64, results func(*rand.Rand) ([]kep
 			t.Errorf("%s: a later defaulting changed the result\n got: %#v\nwant: %#v", k.name, k.out, k.copy)
 		}
 	}
+}
+
+// builtInInputs are the real objects of built-in kinds as written,
+// normalized and defaulted, then the zero object and fills randomly
+// filled objects of every built-in kind (each also defaulted, with
+// defaulted), with their apiVersion and kind.
+func builtInInputs(t testing.TB, d *Scheme, fills int, defaulted bool) []testobjects.Input {
+	var ins []testobjects.Input
+	for _, in := range testobjects.Inputs(t) {
+		if !d.types.Recognizes(in.GVK) || d.crs.Recognizes(in.GVK) {
+			continue
+		}
+		ins = append(ins, in)
+		if n, err := d.Normalize(in.Obj, in.GVK); err == nil {
+			ins = append(ins, testobjects.Input{Name: in.Name + " normalized", GVK: in.GVK, Obj: n})
+			if dflt, err := d.Default(n, in.GVK); err == nil {
+				ins = append(ins, testobjects.Input{Name: in.Name + " defaulted", GVK: in.GVK, Obj: dflt})
+			}
+		}
+	}
+	ks, err := Kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gvk := range kindGVKs(t, d) {
+		i := 0
+		for u := range filledObjects(t, ks, gvk, fills) {
+			u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+			ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d", gvk.Kind, i), GVK: gvk, Obj: u})
+			if defaulted {
+				if dflt, err := d.Default(u, gvk); err == nil {
+					ins = append(ins, testobjects.Input{Name: fmt.Sprintf("%s %d defaulted", gvk.Kind, i), GVK: gvk, Obj: dflt})
+				}
+			}
+			i++
+		}
+	}
+	return ins
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -236,6 +237,9 @@ type node struct {
 	// back, with the memory built for them, zeroed (patchdefault.go:
 	// spareObject).
 	spares sync.Pool
+	// watchMisses counts, for the root of a kind, the defaultings in a row
+	// whose objects the defaulters changed (watchWorth).
+	watchMisses atomic.Uint32
 }
 
 // field is one field of a struct.
@@ -260,6 +264,24 @@ type field struct {
 	// anew for it (lastString): shared by the objects that get the same
 	// default, instead of a new one each.
 	last *lastString
+	// wordEmpty tells that the converter's isEmpty of the field is the
+	// word at emptyWord in its value being 0 (a string's or a slice's
+	// length, a pointer), which emit reads instead of isEmptyAt.
+	wordEmpty bool
+	emptyWord uintptr
+}
+
+// emptyWordOf is where the word lies that is 0 exactly when a value of
+// n's type is empty (isEmptyAt), for the kinds most fields are of: ok=false
+// for the others.
+func emptyWordOf(n *node) (at uintptr, ok bool) {
+	switch n.rkind {
+	case reflect.String, reflect.Slice:
+		return unsafe.Sizeof(uintptr(0)), true // the length, after the data pointer
+	case reflect.Pointer:
+		return 0, true
+	}
+	return 0, false
 }
 
 // lastString holds the first string a field's emit boxed anew, for the
@@ -536,6 +558,7 @@ func (p *planner) planStruct(n *node, t reflect.Type) bool {
 			}
 		}
 		f.node = p.node(sf.Type, opts)
+		f.emptyWord, f.wordEmpty = emptyWordOf(f.node)
 		if f.node.kind == nodeString {
 			f.last = &lastString{}
 		}
