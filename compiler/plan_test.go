@@ -303,6 +303,10 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		// JSONPatch constructions built straight (construct.go).
 		`object.spec.items.map(i, JSONPatch{op: dyn(i.?name.orValue("add")), path: "/" + string(size(i)), value: i})`,
 		`[JSONPatch{op: "copy", from: object.spec.items[0].name, path: dyn(object.spec.items[3].n)}]`,
+		// The lists map and filter append, in one allocation (steplist.go).
+		`object.spec.items.map(i, [i]).map(l, l[0]) == object.spec.items && [1, 2].map(x, 1) == [1, 1]`,
+		`object.spec.items.filter(i, has(i.n)).map(i, i.n * 2) + object.spec.items.map(i, i.name)`,
+		`object.spec.items.transformList(k, i, k > 1, i).map(i, object.spec.items.filter(j, j == i).size())`,
 	} {
 		f.Add(s)
 	}
