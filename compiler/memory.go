@@ -74,7 +74,7 @@ func valueBytesFast(v ref.Val, depth int) int64 {
 	}
 	switch v := v.(type) {
 	case mapView:
-		return goMapBytes(map[string]any(v), depth)
+		return goMapBytes(v.goMap(), depth)
 	case listView:
 		return goListBytes(*v.p, depth)
 	}

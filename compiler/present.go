@@ -115,7 +115,7 @@ type presentAdapter struct{ celtypes.Adapter }
 func (p presentAdapter) NativeToValue(v any) ref.Val {
 	switch t := v.(type) {
 	case map[string]any:
-		return mapView(t)
+		return viewOfMap(t)
 	case []any:
 		// The slice as v holds it: boxed values never change.
 		return listView{(*[]any)(jsonvalue.DataOf(unsafe.Pointer(&v)))}
@@ -136,17 +136,29 @@ func (p presentAdapter) NativeToValue(v any) ref.Val {
 // JSON values only (strings, numbers, booleans, nulls, maps and lists of
 // them), which cel-go's default adapter converts as the environment's
 // does.
-type mapView map[string]any
+//
+// A mapView holds the map's runtime pointer, not the map: an interface
+// holding it compares and hashes as a pointer does, as cel-go's map of it
+// (a pointer) does — cel-go hashes values where it keeps a set or builds a
+// map (`x in [1, 2]` planned as a set membership test, a map literal's
+// keys): a Go map there is a run-time panic ("hash of unhashable type").
+type mapView struct{ h unsafe.Pointer }
+
+// viewOfMap is the view of m.
+func viewOfMap(m map[string]any) mapView { return mapView{*(*unsafe.Pointer)(unsafe.Pointer(&m))} }
+
+// goMap is the map m views.
+func (m mapView) goMap() map[string]any { return *(*map[string]any)(unsafe.Pointer(&m.h)) }
 
 var (
-	_ traits.Mapper   = mapView(nil)
-	_ traits.Zeroer   = mapView(nil)
-	_ traits.Foldable = mapView(nil)
+	_ traits.Mapper   = mapView{}
+	_ traits.Zeroer   = mapView{}
+	_ traits.Foldable = mapView{}
 )
 
 // full is the adapter's map of m.
 func (m mapView) full() traits.Mapper {
-	return celtypes.NewStringInterfaceMap(celtypes.DefaultTypeAdapter, map[string]any(m)).(traits.Mapper)
+	return celtypes.NewStringInterfaceMap(celtypes.DefaultTypeAdapter, m.goMap()).(traits.Mapper)
 }
 
 // ConvertToNative implements ref.Val.
@@ -162,16 +174,16 @@ func (m mapView) Equal(o ref.Val) ref.Val { return m.full().Equal(o) }
 func (m mapView) Type() ref.Type { return celtypes.MapType }
 
 // Value implements ref.Val.
-func (m mapView) Value() any { return map[string]any(m) }
+func (m mapView) Value() any { return m.goMap() }
 
 // ViewOf is jsonvalue.View's: the Go map presented.
-func (m mapView) ViewOf() any { return map[string]any(m) }
+func (m mapView) ViewOf() any { return m.goMap() }
 
 // Size implements traits.Sizer.
-func (m mapView) Size() ref.Val { return celtypes.Int(len(m)) }
+func (m mapView) Size() ref.Val { return celtypes.Int(len(m.goMap())) }
 
 // IsZeroValue implements traits.Zeroer.
-func (m mapView) IsZeroValue() bool { return len(m) == 0 }
+func (m mapView) IsZeroValue() bool { return len(m.goMap()) == 0 }
 
 // Contains implements traits.Container, as cel-go's baseMap.Contains.
 func (m mapView) Contains(k ref.Val) ref.Val {
@@ -196,7 +208,7 @@ func (m mapView) Find(k ref.Val) (ref.Val, bool) {
 	if !ok {
 		return nil, false
 	}
-	v, found := m[string(key)]
+	v, found := m.goMap()[string(key)]
 	if !found {
 		return nil, false
 	}
@@ -235,8 +247,9 @@ func scalarVal(word unsafe.Pointer, v *any) ref.Val {
 // Iterator implements traits.Iterable, as cel-go's stringIfaceMapAccessor
 // does: the keys copied first, in Go's map order.
 func (m mapView) Iterator() traits.Iterator {
-	keys := make([]string, 0, len(m))
-	for k := range m {
+	gm := m.goMap()
+	keys := make([]string, 0, len(gm))
+	for k := range gm {
 		keys = append(keys, k)
 	}
 	return &mapViewIterator{keys: keys}

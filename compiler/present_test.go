@@ -319,7 +319,7 @@ func sameGoValue(g, e ref.Val) bool {
 // builds no CEL map or list and no box; the entries are the adapter's
 // values (TestMapViewIsTheAdaptersMap).
 func TestViewsConvertNothing(t *testing.T) {
-	m := mapView{"s": "text", "i": int64(1 << 40), "f": 2.5, "m": map[string]any{"k": "v"}, "l": []any{"x", map[string]any{}}}
+	m := viewOfMap(map[string]any{"s": "text", "i": int64(1 << 40), "f": 2.5, "m": map[string]any{"k": "v"}, "l": []any{"x", map[string]any{}}})
 	var l any = []any{"y", int64(300), map[string]any{"a": "b"}}
 	lv := presentAdapter{celtypes.DefaultTypeAdapter}.NativeToValue(l).(listView)
 	keys := []ref.Val{celtypes.String("s"), celtypes.String("i"), celtypes.String("f"), celtypes.String("m"), celtypes.String("l")}
@@ -350,5 +350,24 @@ func TestViewsConvertNothing(t *testing.T) {
 	sort.Strings(keysSeen)
 	if fmt.Sprint(keysSeen) != "[f i l m s]" {
 		t.Errorf("keys %v", keysSeen)
+	}
+}
+
+// TestMapViewHashes: a map of the object as expressions see it can be a
+// key of a Go map, as cel-go's map of it (a pointer) can — cel-go hashes
+// values in set membership tests and map literals (`object.spec in [0]`
+// panicked with a map as the view: "hash of unhashable type").
+func TestMapViewHashes(t *testing.T) {
+	m := map[string]any{"k": "v"}
+	view := presentEntry(m)
+	if _, ok := view.(mapView); !ok {
+		t.Fatalf("presented as %T", view)
+	}
+	set := map[ref.Val]bool{view: true, celtypes.Int(0): true}
+	if !set[view] || set[presentEntry(map[string]any{"k": "v"})] || len(set) != 2 {
+		t.Errorf("set of a view: %v", set)
+	}
+	if got := view.(mapView).goMap(); len(got) != 1 || got["k"] != "v" {
+		t.Errorf("the view's map: %v", got)
 	}
 }
