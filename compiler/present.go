@@ -3,6 +3,7 @@ package compiler
 import (
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -55,7 +56,19 @@ type presentAttr struct {
 	// adapter: the attribute's value, when it is a map or a list of the
 	// object, is a view too (see presentValues).
 	values bool
+	// optional tells, once the program runs (its qualifiers are all added
+	// by then), whether Exec resolves the attribute itself so that an
+	// optional selection's value is presented too (resolveOptional):
+	// optionalUnknown until the first Exec asks.
+	optional atomic.Int32
 }
+
+// The states of presentAttr.optional.
+const (
+	optionalUnknown int32 = iota
+	optionalResolved
+	optionalLeft
+)
 
 // Adapter implements interpreter.InterpretableAttribute.
 func (p *presentAttr) Adapter() celtypes.Adapter { return p.adapter }
@@ -67,11 +80,130 @@ func (p *presentAttr) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if !p.values {
 		return p.InterpretableAttribute.Exec(frame)
 	}
-	v, err := p.Attr().Resolve(frame)
+	var v any
+	var err error
+	if na := p.optionalAttr(); na != nil {
+		v, err = p.resolveOptional(frame, na)
+	} else {
+		v, err = p.Attr().Resolve(frame)
+	}
 	if err != nil {
 		return celtypes.LabelErrNode(p.ID(), celtypes.WrapErr(err))
 	}
 	return p.adapter.NativeToValue(v)
+}
+
+// An optional selection (object.metadata.?labels, c.?ports) is resolved by
+// cel-go's absoluteAttribute.Resolve, which converts the value it arrives
+// at with the attribute's adapter before wrapping it in an optional
+// (types.OptionalOf): a map of the object is then cel-go's map of it
+// (types.NewStringInterfaceMap, two allocations), a string a new box, and
+// every read through them (`"k" in labels`) converts its entry again.
+// resolveOptional is that Resolve, for the attributes it can redo (one
+// candidate name, no leading-dot disambiguation: every attribute of a
+// policy's expressions but those), with the presenting adapter, so that
+// the optional holds the same value as a view (TestMapViewIsTheAdaptersMap
+// holds the views to the adapter's values); every other attribute is left
+// to Resolve. TestPlanOnceAgrees and FuzzPlanOnceAgrees hold the programs
+// to cel-go's own plan (values, errors, costs), TestOptionalsPresented
+// that the selections are resolved here.
+
+// optionalAttr returns the attribute of p when Exec resolves it itself
+// (resolveOptional), nil otherwise: cel-go's absoluteAttribute with one
+// candidate name, without disambiguation, and an optional qualifier.
+func (p *presentAttr) optionalAttr() interpreter.NamespacedAttribute {
+	switch p.optional.Load() {
+	case optionalResolved:
+		return p.Attr().(interpreter.NamespacedAttribute)
+	case optionalLeft:
+		return nil
+	}
+	na, ok := p.Attr().(interpreter.NamespacedAttribute)
+	if !ok || !redoable(na) {
+		p.optional.Store(optionalLeft)
+		return nil
+	}
+	p.optional.Store(optionalResolved)
+	return na
+}
+
+// redoable reports whether resolveOptional resolves na as
+// absoluteAttribute.Resolve (cel-go v0.29.2) does, and whether it is worth
+// it (a qualifier is optional).
+func redoable(na interpreter.NamespacedAttribute) bool {
+	if reflect.TypeOf(na).String() != "*interpreter.absoluteAttribute" || len(na.CandidateVariableNames()) != 1 {
+		return false
+	}
+	d := reflect.ValueOf(na).Elem().FieldByName("disambiguateNames")
+	if !d.IsValid() || d.Kind() != reflect.Bool || d.Bool() {
+		return false
+	}
+	for _, q := range na.Qualifiers() {
+		if q.IsOptional() {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveOptional is absoluteAttribute.Resolve (cel-go v0.29.2) of na,
+// one candidate name without disambiguation, the optional's value
+// converted by the presenting adapter; a name not found is left to
+// Resolve (its type identifiers, its error).
+func (p *presentAttr) resolveOptional(frame *interpreter.ExecutionFrame, na interpreter.NamespacedAttribute) (any, error) {
+	obj, found := frame.ResolveName(na.CandidateVariableNames()[0])
+	if !found {
+		return na.Resolve(frame)
+	}
+	if celErr, ok := obj.(*celtypes.Err); ok {
+		return nil, celErr
+	}
+	obj, isOpt, err := applyQualifiers(frame, obj, na.Qualifiers())
+	if err != nil {
+		return nil, err
+	}
+	if isOpt {
+		val := p.adapter.NativeToValue(obj)
+		if celtypes.IsUnknown(val) {
+			return val, nil
+		}
+		return celtypes.OptionalOf(val), nil
+	}
+	return obj, nil
+}
+
+// applyQualifiers is cel-go's (v0.29.2, interpreter/attributes.go): the
+// qualifiers applied in turn, optionally from the first optional one on.
+func applyQualifiers(vars interpreter.Activation, obj any, qualifiers []interpreter.Qualifier) (any, bool, error) {
+	optObj, isOpt := obj.(*celtypes.Optional)
+	if isOpt {
+		if !optObj.HasValue() {
+			return optObj, false, nil
+		}
+		obj = optObj.GetValue()
+	}
+	var err error
+	for _, qual := range qualifiers {
+		var qualObj any
+		isOpt = isOpt || qual.IsOptional()
+		if isOpt {
+			var present bool
+			qualObj, present, err = qual.QualifyIfPresent(vars, obj, false)
+			if err != nil {
+				return nil, false, err
+			}
+			if !present {
+				return celtypes.OptionalNone, false, nil
+			}
+		} else {
+			qualObj, err = qual.Qualify(vars, obj)
+			if err != nil {
+				return nil, false, err
+			}
+		}
+		obj = qualObj
+	}
+	return obj, isOpt, nil
 }
 
 // Eval implements interpreter.Interpretable, as evalAttr.Eval does.
