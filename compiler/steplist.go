@@ -19,11 +19,11 @@ import (
 // `@result + [f]` (`filter`: `p ? @result + [x] : @result`, and the same
 // for the two-variable transformList): at every iteration it builds the
 // list literal `[f]` — evalList.Exec's slice of values, then
-// types.NewRefValList's list and the closure it reads its items through,
-// three allocations — only for the accumulator, which the fold made a
-// mutable list when it found it empty (folder.ResolveName, not exhaustive
-// evaluation), to read its one item back (mutableList.Add: Size, Get)
-// and drop it.
+// types.NewRefValList's list, the closure it reads its items through and
+// the slice header the closure captures, four allocations — only for the
+// accumulator, which the fold made a mutable list when it found it empty
+// (folder.ResolveName, not exhaustive evaluation), to read its one item
+// back (mutableList.Add: Size, Get) and drop it.
 //
 // stepListsOf finds, in a checked AST, those list literals: one element,
 // no optional one, the right operand of a `_+_` whose left one is the
