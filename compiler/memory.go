@@ -51,10 +51,11 @@ func variableBytesLimit(ctx context.Context) int64 {
 const maxSizedDepth = 8
 
 // valueBytes is valueBytesReference, read from the Go maps and slices
-// under v where v is cel-go's view of them (a part of the object, most
-// variables' values): the reference walks the view, which presents every
-// map and list it meets as a CEL value of its own, only to count the
-// strings in it (TestValueBytesFast).
+// under v where v is cel-go's view of them or mutatis' own (mapView,
+// listView: a part of the object, most variables' values): the reference
+// walks the view, which presents every map and list it meets as a CEL
+// value of its own (an iterator, and for a map its keys, each), only to
+// count the strings in it (TestValueBytesFast).
 func valueBytes(v ref.Val, depth int) int64 {
 	return valueBytesFast(v, depth)
 }
@@ -71,17 +72,40 @@ func valueBytesFast(v ref.Val, depth int) int64 {
 	if n, leaf := leafBytes(v, depth); leaf {
 		return n
 	}
+	switch v := v.(type) {
+	case mapView:
+		return goMapBytes(v.goMap(), depth)
+	case listView:
+		return goListBytes(*v.p, depth)
+	}
 	switch t := reflect.TypeOf(v); {
 	case t == goMapView:
 		if m, ok := v.Value().(map[string]any); ok {
 			return goMapBytes(m, depth)
 		}
 	case t == goListView:
-		if l, ok := v.Value().([]any); ok {
+		switch l := v.Value().(type) {
+		case []any:
 			return goListBytes(l, depth)
+		case []ref.Val:
+			// A list of CEL values (types.NewRefValList: list literals,
+			// the results of map and filter), whose Get is the element
+			// itself: counted without an iterator.
+			return refValListBytes(l, depth)
 		}
 	}
 	return containerBytes(v, depth, valueBytesFast)
+}
+
+// refValListBytes is valueBytesReference of cel-go's list of the CEL
+// values l at depth: its iterator yields Get of each index, the element
+// as it is (every adapter gives a ref.Val back unchanged).
+func refValListBytes(l []ref.Val, depth int) int64 {
+	var n int64
+	for _, e := range l {
+		n += valueBytesFast(e, depth+1)
+	}
+	return n
 }
 
 // goMapBytes is valueBytesReference of the view of m at depth: its keys
@@ -262,7 +286,7 @@ func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
 	}
 	bp.mu.Unlock()
 	est := &bytesEstimator{act: a}
-	prog, err := e.env.Program(e.ast, append(programOptions(), cel.CostTracking(est))...)
+	prog, err := e.env.Program(e.ast, append(programOptionsFor(e.env, e.ast), cel.CostTracking(est))...)
 	if err != nil {
 		bp.mu.Lock()
 		bp.failed = true

@@ -238,7 +238,11 @@ func TestValueBytesFast(t *testing.T) {
 		v := a.NativeToValue(native)
 		built := celtypes.NewRefValList(a, []ref.Val{v, celtypes.String("zz"), a.NativeToValue(gen(0))})
 		mapped := celtypes.NewRefValMap(a, map[ref.Val]ref.Val{celtypes.String("k"): v, celtypes.Int(1): built})
-		for _, val := range []ref.Val{v, built, mapped} {
+		// The object's maps and lists as expressions see them (mapView,
+		// listView), alone and in a list of CEL values (a filter's result).
+		view := presentEntry(native)
+		views := celtypes.NewRefValList(a, []ref.Val{view, presentEntry(gen(0)), celtypes.String("zz")})
+		for _, val := range []ref.Val{v, built, mapped, view, views} {
 			for _, depth := range []int{0, 3, maxSizedDepth - 1, maxSizedDepth} {
 				got, want := valueBytes(val, depth), valueBytesReference(val, depth)
 				if got != want {

@@ -39,7 +39,10 @@ import (
 // its fields (jsonPatchOnce, construct.go).
 //
 // It also wraps every attribute so that what cel-go's cost observer is
-// shown of a selection is not built (presentAttr, present.go).
+// shown of a selection is not built (presentAttr, present.go). A second
+// decorator, per expression, right after it, plans the list a map or a
+// filter appends at each iteration in one allocation (stepListOnce,
+// steplist.go).
 func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 	switch s := i.(type) {
 	case interpreter.InterpretableAttribute:

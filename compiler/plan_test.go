@@ -303,6 +303,19 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		// JSONPatch constructions built straight (construct.go).
 		`object.spec.items.map(i, JSONPatch{op: dyn(i.?name.orValue("add")), path: "/" + string(size(i)), value: i})`,
 		`[JSONPatch{op: "copy", from: object.spec.items[0].name, path: dyn(object.spec.items[3].n)}]`,
+		// A map of the object hashed: a set membership test (Optimize), a
+		// map literal's key (mapView is a pointer, as cel-go's map is).
+		`object.spec.items[0] in [0, 1] || {dyn(object.spec.items[0]): 1}.size() == 1`,
+		`{dyn(object.spec): 1}.size() + size([object.spec].filter(s, s in ["a"]))`,
+		// Optional selections of the object's maps and lists, as views
+		// (resolveOptional, present.go).
+		`"name" in object.spec.?items[0].orValue({}) && object.spec.?items.orValue([]).size() == 6`,
+		`object.spec.items.filter(i, "tags" in i).map(i, i.?tags[?1].orValue("z") + i.?tags.orValue([])[0])`,
+		`object.?spec.?items[?7].orValue(object.spec.?items[1].?name) == object.spec.?nope.?x`,
+		// The lists map and filter append, in one allocation (steplist.go).
+		`object.spec.items.map(i, [i]).map(l, l[0]) == object.spec.items && [1, 2].map(x, 1) == [1, 1]`,
+		`object.spec.items.filter(i, has(i.n)).map(i, i.n * 2) + object.spec.items.map(i, i.name)`,
+		`object.spec.items.transformList(k, i, k > 1, i).map(i, object.spec.items.filter(j, j == i).size())`,
 	} {
 		f.Add(s)
 	}

@@ -3,6 +3,7 @@ package compiler
 import (
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -55,7 +56,19 @@ type presentAttr struct {
 	// adapter: the attribute's value, when it is a map or a list of the
 	// object, is a view too (see presentValues).
 	values bool
+	// optional tells, once the program runs (its qualifiers are all added
+	// by then), whether Exec resolves the attribute itself so that an
+	// optional selection's value is presented too (resolveOptional):
+	// optionalUnknown until the first Exec asks.
+	optional atomic.Int32
 }
+
+// The states of presentAttr.optional.
+const (
+	optionalUnknown int32 = iota
+	optionalResolved
+	optionalLeft
+)
 
 // Adapter implements interpreter.InterpretableAttribute.
 func (p *presentAttr) Adapter() celtypes.Adapter { return p.adapter }
@@ -67,11 +80,130 @@ func (p *presentAttr) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if !p.values {
 		return p.InterpretableAttribute.Exec(frame)
 	}
-	v, err := p.Attr().Resolve(frame)
+	var v any
+	var err error
+	if na := p.optionalAttr(); na != nil {
+		v, err = p.resolveOptional(frame, na)
+	} else {
+		v, err = p.Attr().Resolve(frame)
+	}
 	if err != nil {
 		return celtypes.LabelErrNode(p.ID(), celtypes.WrapErr(err))
 	}
 	return p.adapter.NativeToValue(v)
+}
+
+// An optional selection (object.metadata.?labels, c.?ports) is resolved by
+// cel-go's absoluteAttribute.Resolve, which converts the value it arrives
+// at with the attribute's adapter before wrapping it in an optional
+// (types.OptionalOf): a map of the object is then cel-go's map of it
+// (types.NewStringInterfaceMap, two allocations), a string a new box, and
+// every read through them (`"k" in labels`) converts its entry again.
+// resolveOptional is that Resolve, for the attributes it can redo (one
+// candidate name, no leading-dot disambiguation: every attribute of a
+// policy's expressions but those), with the presenting adapter, so that
+// the optional holds the same value as a view (TestMapViewIsTheAdaptersMap
+// holds the views to the adapter's values); every other attribute is left
+// to Resolve. TestPlanOnceAgrees and FuzzPlanOnceAgrees hold the programs
+// to cel-go's own plan (values, errors, costs), TestOptionalsPresented
+// that the selections are resolved here.
+
+// optionalAttr returns the attribute of p when Exec resolves it itself
+// (resolveOptional), nil otherwise: cel-go's absoluteAttribute with one
+// candidate name, without disambiguation, and an optional qualifier.
+func (p *presentAttr) optionalAttr() interpreter.NamespacedAttribute {
+	switch p.optional.Load() {
+	case optionalResolved:
+		return p.Attr().(interpreter.NamespacedAttribute)
+	case optionalLeft:
+		return nil
+	}
+	na, ok := p.Attr().(interpreter.NamespacedAttribute)
+	if !ok || !redoable(na) {
+		p.optional.Store(optionalLeft)
+		return nil
+	}
+	p.optional.Store(optionalResolved)
+	return na
+}
+
+// redoable reports whether resolveOptional resolves na as
+// absoluteAttribute.Resolve (cel-go v0.29.2) does, and whether it is worth
+// it (a qualifier is optional).
+func redoable(na interpreter.NamespacedAttribute) bool {
+	if reflect.TypeOf(na).String() != "*interpreter.absoluteAttribute" || len(na.CandidateVariableNames()) != 1 {
+		return false
+	}
+	d := reflect.ValueOf(na).Elem().FieldByName("disambiguateNames")
+	if !d.IsValid() || d.Kind() != reflect.Bool || d.Bool() {
+		return false
+	}
+	for _, q := range na.Qualifiers() {
+		if q.IsOptional() {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveOptional is absoluteAttribute.Resolve (cel-go v0.29.2) of na,
+// one candidate name without disambiguation, the optional's value
+// converted by the presenting adapter; a name not found is left to
+// Resolve (its type identifiers, its error).
+func (p *presentAttr) resolveOptional(frame *interpreter.ExecutionFrame, na interpreter.NamespacedAttribute) (any, error) {
+	obj, found := frame.ResolveName(na.CandidateVariableNames()[0])
+	if !found {
+		return na.Resolve(frame)
+	}
+	if celErr, ok := obj.(*celtypes.Err); ok {
+		return nil, celErr
+	}
+	obj, isOpt, err := applyQualifiers(frame, obj, na.Qualifiers())
+	if err != nil {
+		return nil, err
+	}
+	if isOpt {
+		val := p.adapter.NativeToValue(obj)
+		if celtypes.IsUnknown(val) {
+			return val, nil
+		}
+		return celtypes.OptionalOf(val), nil
+	}
+	return obj, nil
+}
+
+// applyQualifiers is cel-go's (v0.29.2, interpreter/attributes.go): the
+// qualifiers applied in turn, optionally from the first optional one on.
+func applyQualifiers(vars interpreter.Activation, obj any, qualifiers []interpreter.Qualifier) (any, bool, error) {
+	optObj, isOpt := obj.(*celtypes.Optional)
+	if isOpt {
+		if !optObj.HasValue() {
+			return optObj, false, nil
+		}
+		obj = optObj.GetValue()
+	}
+	var err error
+	for _, qual := range qualifiers {
+		var qualObj any
+		isOpt = isOpt || qual.IsOptional()
+		if isOpt {
+			var present bool
+			qualObj, present, err = qual.QualifyIfPresent(vars, obj, false)
+			if err != nil {
+				return nil, false, err
+			}
+			if !present {
+				return celtypes.OptionalNone, false, nil
+			}
+		} else {
+			qualObj, err = qual.Qualify(vars, obj)
+			if err != nil {
+				return nil, false, err
+			}
+		}
+		obj = qualObj
+	}
+	return obj, isOpt, nil
 }
 
 // Eval implements interpreter.Interpretable, as evalAttr.Eval does.
@@ -115,7 +247,7 @@ type presentAdapter struct{ celtypes.Adapter }
 func (p presentAdapter) NativeToValue(v any) ref.Val {
 	switch t := v.(type) {
 	case map[string]any:
-		return mapView(t)
+		return viewOfMap(t)
 	case []any:
 		// The slice as v holds it: boxed values never change.
 		return listView{(*[]any)(jsonvalue.DataOf(unsafe.Pointer(&v)))}
@@ -136,17 +268,29 @@ func (p presentAdapter) NativeToValue(v any) ref.Val {
 // JSON values only (strings, numbers, booleans, nulls, maps and lists of
 // them), which cel-go's default adapter converts as the environment's
 // does.
-type mapView map[string]any
+//
+// A mapView holds the map's runtime pointer, not the map: an interface
+// holding it compares and hashes as a pointer does, as cel-go's map of it
+// (a pointer) does — cel-go hashes values where it keeps a set or builds a
+// map (`x in [1, 2]` planned as a set membership test, a map literal's
+// keys): a Go map there is a run-time panic ("hash of unhashable type").
+type mapView struct{ h unsafe.Pointer }
+
+// viewOfMap is the view of m.
+func viewOfMap(m map[string]any) mapView { return mapView{*(*unsafe.Pointer)(unsafe.Pointer(&m))} }
+
+// goMap is the map m views.
+func (m mapView) goMap() map[string]any { return *(*map[string]any)(unsafe.Pointer(&m.h)) }
 
 var (
-	_ traits.Mapper   = mapView(nil)
-	_ traits.Zeroer   = mapView(nil)
-	_ traits.Foldable = mapView(nil)
+	_ traits.Mapper   = mapView{}
+	_ traits.Zeroer   = mapView{}
+	_ traits.Foldable = mapView{}
 )
 
 // full is the adapter's map of m.
 func (m mapView) full() traits.Mapper {
-	return celtypes.NewStringInterfaceMap(celtypes.DefaultTypeAdapter, map[string]any(m)).(traits.Mapper)
+	return celtypes.NewStringInterfaceMap(celtypes.DefaultTypeAdapter, m.goMap()).(traits.Mapper)
 }
 
 // ConvertToNative implements ref.Val.
@@ -162,16 +306,16 @@ func (m mapView) Equal(o ref.Val) ref.Val { return m.full().Equal(o) }
 func (m mapView) Type() ref.Type { return celtypes.MapType }
 
 // Value implements ref.Val.
-func (m mapView) Value() any { return map[string]any(m) }
+func (m mapView) Value() any { return m.goMap() }
 
 // ViewOf is jsonvalue.View's: the Go map presented.
-func (m mapView) ViewOf() any { return map[string]any(m) }
+func (m mapView) ViewOf() any { return m.goMap() }
 
 // Size implements traits.Sizer.
-func (m mapView) Size() ref.Val { return celtypes.Int(len(m)) }
+func (m mapView) Size() ref.Val { return celtypes.Int(len(m.goMap())) }
 
 // IsZeroValue implements traits.Zeroer.
-func (m mapView) IsZeroValue() bool { return len(m) == 0 }
+func (m mapView) IsZeroValue() bool { return len(m.goMap()) == 0 }
 
 // Contains implements traits.Container, as cel-go's baseMap.Contains.
 func (m mapView) Contains(k ref.Val) ref.Val {
@@ -196,7 +340,7 @@ func (m mapView) Find(k ref.Val) (ref.Val, bool) {
 	if !ok {
 		return nil, false
 	}
-	v, found := m[string(key)]
+	v, found := m.goMap()[string(key)]
 	if !found {
 		return nil, false
 	}
@@ -235,8 +379,9 @@ func scalarVal(word unsafe.Pointer, v *any) ref.Val {
 // Iterator implements traits.Iterable, as cel-go's stringIfaceMapAccessor
 // does: the keys copied first, in Go's map order.
 func (m mapView) Iterator() traits.Iterator {
-	keys := make([]string, 0, len(m))
-	for k := range m {
+	gm := m.goMap()
+	keys := make([]string, 0, len(gm))
+	for k := range gm {
 		keys = append(keys, k)
 	}
 	return &mapViewIterator{keys: keys}

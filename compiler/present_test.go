@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/google/cel-go/common/containers"
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -319,7 +320,7 @@ func sameGoValue(g, e ref.Val) bool {
 // builds no CEL map or list and no box; the entries are the adapter's
 // values (TestMapViewIsTheAdaptersMap).
 func TestViewsConvertNothing(t *testing.T) {
-	m := mapView{"s": "text", "i": int64(1 << 40), "f": 2.5, "m": map[string]any{"k": "v"}, "l": []any{"x", map[string]any{}}}
+	m := viewOfMap(map[string]any{"s": "text", "i": int64(1 << 40), "f": 2.5, "m": map[string]any{"k": "v"}, "l": []any{"x", map[string]any{}}})
 	var l any = []any{"y", int64(300), map[string]any{"a": "b"}}
 	lv := presentAdapter{celtypes.DefaultTypeAdapter}.NativeToValue(l).(listView)
 	keys := []ref.Val{celtypes.String("s"), celtypes.String("i"), celtypes.String("f"), celtypes.String("m"), celtypes.String("l")}
@@ -350,5 +351,102 @@ func TestViewsConvertNothing(t *testing.T) {
 	sort.Strings(keysSeen)
 	if fmt.Sprint(keysSeen) != "[f i l m s]" {
 		t.Errorf("keys %v", keysSeen)
+	}
+}
+
+// TestMapViewHashes: a map of the object as expressions see it can be a
+// key of a Go map, as cel-go's map of it (a pointer) can — cel-go hashes
+// values in set membership tests and map literals (`object.spec in [0]`
+// panicked with a map as the view: "hash of unhashable type").
+func TestMapViewHashes(t *testing.T) {
+	m := map[string]any{"k": "v"}
+	view := presentEntry(m)
+	if _, ok := view.(mapView); !ok {
+		t.Fatalf("presented as %T", view)
+	}
+	set := map[ref.Val]bool{view: true, celtypes.Int(0): true}
+	if !set[view] || set[presentEntry(map[string]any{"k": "v"})] || len(set) != 2 {
+		t.Errorf("set of a view: %v", set)
+	}
+	if got := view.(mapView).goMap(); len(got) != 1 || got["k"] != "v" {
+		t.Errorf("the view's map: %v", got)
+	}
+}
+
+// TestOptionalsPresented: an optional selection of a map or a list of the
+// object holds it as a view (resolveOptional), but where the attribute
+// is one resolveOptional leaves to cel-go (a leading-dot name); the
+// values are cel-go's either way (TestPlanOnceAgrees, FuzzPlanOnceAgrees).
+func TestOptionalsPresented(t *testing.T) {
+	c, _ := twoCompilers(t)
+	obj := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}, "spec": map[string]any{"items": []any{"x"}}}
+	for _, tc := range []struct {
+		expr string
+		view bool
+	}{
+		{`object.metadata.?labels`, true},
+		{`object.?metadata.labels`, true},
+		{`object.spec.?items`, true},
+		{`[object.spec].map(s, s.?items)[0]`, true},
+		{`object.metadata.?annotations`, false},
+		{`[1].map(object, .object.metadata.?labels)[0]`, false},
+	} {
+		p, err := c.Compile(policySpec{variables: [][2]string{{"v", tc.expr}}}.build())
+		if err != nil || p.Variables[0].Err != nil {
+			t.Fatalf("%s: %v %v", tc.expr, err, p.Variables[0].Err)
+		}
+		r, _, err := p.NewActivation(t.Context(), Input{Object: obj}).Eval(p.Variables[0], 1<<40)
+		if err != nil || r.Err != nil {
+			t.Fatalf("%s: %v %v", tc.expr, err, r.Err)
+		}
+		opt, ok := r.Value.(*celtypes.Optional)
+		if !ok {
+			t.Fatalf("%s: %T", tc.expr, r.Value)
+		}
+		view := false
+		if opt.HasValue() {
+			switch opt.GetValue().(type) {
+			case mapView, listView:
+				view = true
+			}
+		}
+		if view != tc.view {
+			t.Errorf("%s: %v (%T), a view: %v", tc.expr, opt, opt, tc.view)
+		}
+	}
+}
+
+// TestRedoable: resolveOptional takes cel-go's absolute attributes of one
+// candidate name, without disambiguation, with an optional qualifier only.
+func TestRedoable(t *testing.T) {
+	reg, err := celtypes.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fac := interpreter.NewAttributeFactory(containers.DefaultContainer, reg, reg)
+	attr := func(optional bool, names ...string) interpreter.NamespacedAttribute {
+		a := fac.AbsoluteAttribute(1, names...)
+		q, err := fac.NewQualifier(nil, 2, "k", optional)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.AddQualifier(q); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		a    interpreter.NamespacedAttribute
+		want bool
+	}{
+		{attr(true, "object"), true},
+		{attr(false, "object"), false},
+		{attr(true, ".object"), false},
+		{attr(true, "a.object", "object"), false},
+		{fac.AbsoluteAttribute(1, "object"), false},
+	} {
+		if got := redoable(tc.a); got != tc.want {
+			t.Errorf("%v: redoable %v, want %v", tc.a, got, tc.want)
+		}
 	}
 }

@@ -63,6 +63,17 @@ func programOptions() []cel.ProgramOption {
 	return []cel.ProgramOption{cel.InterruptCheckFrequency(celconfig.CheckFrequency), cel.CustomDecoratorV2(planOnce)}
 }
 
+// programOptionsFor are programOptions for the checked expression a of
+// env: with the decorator of the lists its comprehensions append
+// (stepListOnce, steplist.go) when it has any, right after planOnce.
+func programOptionsFor(env *cel.Env, a *cel.Ast) []cel.ProgramOption {
+	opts := programOptions()
+	if dec := stepListOnce(stepListsOf(a), env.CELTypeAdapter()); dec != nil {
+		opts = append(opts, cel.CustomDecoratorV2(dec))
+	}
+	return opts
+}
+
 // newPlanCheck returns the check of the programs of env and of the
 // environments extended from it with variables and types only, or nil when
 // every program of env must be built eagerly.
@@ -125,7 +136,7 @@ func (e *Expression) program() (cel.Program, *apiservercel.Error) {
 	}
 	e.prog.once.Do(func() {
 		if e.prog.prog == nil {
-			e.prog.prog, e.prog.err = e.env.Program(e.ast, programOptions()...)
+			e.prog.prog, e.prog.err = e.env.Program(e.ast, programOptionsFor(e.env, e.ast)...)
 		}
 	})
 	if e.prog.err != nil {

@@ -1,0 +1,229 @@
+package compiler
+
+import (
+	"reflect"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+)
+
+// The one-element list a map or a filter appends at every iteration, in
+// one allocation.
+//
+// cel-go expands `l.map(x, f)` into a comprehension whose step is
+// `@result + [f]` (`filter`: `p ? @result + [x] : @result`, and the same
+// for the two-variable transformList): at every iteration it builds the
+// list literal `[f]` — evalList.Exec's slice of values, then
+// types.NewRefValList's list, the closure it reads its items through and
+// the slice header the closure captures, four allocations — only for the
+// accumulator, which the fold made a mutable list when it found it empty
+// (folder.ResolveName, not exhaustive evaluation), to read its one item
+// back (mutableList.Add: Size, Get) and drop it.
+//
+// stepListsOf finds, in a checked AST, those list literals: one element,
+// no optional one, the right operand of a `_+_` whose left one is the
+// accumulator of the comprehension whose step it is in, the accumulator
+// starting as an empty list literal. stepListOnce plans each of them, when
+// cel-go planned it as its evalList and its element is not a constant
+// (cel-go's Optimize, after this decorator, folds a list of constants
+// into a constant: that one is left to it), as a stepList step, whose
+// value is a oneList: the item and the adapter in one allocation.
+//
+// The cost observer sees the same: a construction (InterpretableConstructor)
+// of the same ID, the same InitVals (the evalList's own slice) and the
+// same Type (types.ListType), so it charges ListCreateBaseCost and drops
+// the element's value from its stack as before; the `_+_` call finds the
+// list's value on the stack under its ID as before, and a oneList answers
+// Size as the list did. A oneList answers every method as cel-go's list
+// of its one item does — Size, Get, Type, IsZeroValue directly, the rest
+// through that list built on demand — so that even where it went further
+// than the accumulator (it cannot, in a non-exhaustive fold) it would be
+// the same value. TestOneListIsCelGosList holds every method to cel-go's
+// list, TestStepListsPlanned that the macros' lists are planned so, and
+// TestPlanOnceAgrees and FuzzPlanOnceAgrees the programs to cel-go's own
+// plan (values, errors, costs, remaining budgets).
+
+// stepListsOf returns the IDs of the list literals of a (see above), nil
+// when it has none.
+func stepListsOf(a *cel.Ast) map[int64]bool {
+	if a == nil || a.NativeRep() == nil {
+		return nil
+	}
+	var ids map[int64]bool
+	ast.PostOrderVisit(a.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.ComprehensionKind {
+			return
+		}
+		c := e.AsComprehension()
+		if init := c.AccuInit(); init.Kind() != ast.ListKind || len(init.AsList().Elements()) != 0 {
+			return
+		}
+		ast.PostOrderVisit(c.LoopStep(), ast.NewExprVisitor(func(s ast.Expr) {
+			if id, ok := appendedList(s, c.AccuVar()); ok {
+				if ids == nil {
+					ids = map[int64]bool{}
+				}
+				ids[id] = true
+			}
+		}))
+	}))
+	return ids
+}
+
+// appendedList returns the ID of the list literal e appends to the
+// accumulator accu, when e is `accu + [item]`.
+func appendedList(e ast.Expr, accu string) (int64, bool) {
+	if e.Kind() != ast.CallKind {
+		return 0, false
+	}
+	call := e.AsCall()
+	args := call.Args()
+	if call.FunctionName() != operators.Add || call.IsMemberFunction() || len(args) != 2 {
+		return 0, false
+	}
+	if args[0].Kind() != ast.IdentKind || args[0].AsIdent() != accu {
+		return 0, false
+	}
+	l := args[1]
+	if l.Kind() != ast.ListKind || len(l.AsList().Elements()) != 1 || len(l.AsList().OptionalIndices()) != 0 {
+		return 0, false
+	}
+	return l.ID(), true
+}
+
+// stepListOnce returns the decorator that plans the lists of ids (from
+// stepListsOf) as stepLists, with adapter, the environment's (the one
+// cel-go's planner gives its evalList); nil when there are none.
+func stepListOnce(ids map[int64]bool, adapter celtypes.Adapter) interpreter.InterpretableDecoratorV2 {
+	if len(ids) == 0 {
+		return nil
+	}
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		// cel-go's evalList, by name, as presentAttribute knows evalAttr.
+		if !ids[i.ID()] || reflect.TypeOf(i).String() != "*interpreter.evalList" {
+			return i, nil
+		}
+		c := i.(interpreter.InterpretableConstructor)
+		vals := c.InitVals()
+		if len(vals) != 1 || c.Type() != celtypes.ListType {
+			return i, nil
+		}
+		if _, isConst := vals[0].(interpreter.InterpretableConst); isConst {
+			return i, nil
+		}
+		return &stepList{id: i.ID(), vals: vals, adapter: adapter}, nil
+	}
+}
+
+// stepList is the step of a one-element list literal a comprehension
+// appends to its accumulator: evalList.Exec (cel-go v0.29.2) for a list
+// without optional elements, its value a oneList.
+type stepList struct {
+	id      int64
+	vals    []interpreter.InterpretableV2
+	adapter celtypes.Adapter
+}
+
+var _ interpreter.InterpretableConstructor = (*stepList)(nil)
+
+// ID implements interpreter.Interpretable.
+func (s *stepList) ID() int64 { return s.id }
+
+// Exec implements interpreter.InterpretableV2: the element's value, or its
+// error or unknown as evalList returns it.
+func (s *stepList) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	v := s.vals[0].Exec(frame)
+	if celtypes.IsUnknownOrError(v) {
+		return v
+	}
+	return &oneList{adapter: s.adapter, item: v}
+}
+
+// Eval implements interpreter.Interpretable.
+func (s *stepList) Eval(vars interpreter.Activation) ref.Val {
+	return s.Exec(interpreter.AsFrame(vars))
+}
+
+// InitVals implements interpreter.InterpretableConstructor: the evalList's
+// own.
+func (s *stepList) InitVals() []interpreter.InterpretableV2 { return s.vals }
+
+// Type implements interpreter.InterpretableConstructor, as evalList's.
+func (s *stepList) Type() ref.Type { return celtypes.ListType }
+
+// oneList is cel-go's list of one item (types.NewRefValList(adapter,
+// []ref.Val{item})) in one allocation.
+type oneList struct {
+	adapter celtypes.Adapter
+	item    ref.Val
+}
+
+var (
+	_ traits.Lister   = (*oneList)(nil)
+	_ traits.Zeroer   = (*oneList)(nil)
+	_ traits.Foldable = (*oneList)(nil)
+)
+
+// full is cel-go's list of l's item.
+func (l *oneList) full() traits.Lister {
+	return celtypes.NewRefValList(l.adapter, []ref.Val{l.item})
+}
+
+// Size implements traits.Sizer.
+func (l *oneList) Size() ref.Val { return celtypes.IntOne }
+
+// Get implements traits.Indexer, as cel-go's baseList.Get: the item
+// through the adapter, the same errors.
+func (l *oneList) Get(i ref.Val) ref.Val {
+	ind, err := celtypes.IndexOrError(i)
+	if err != nil {
+		return celtypes.ValOrErr(i, "%v", err)
+	}
+	if ind != 0 {
+		return celtypes.NewErr("index '%d' out of range in list size '%d'", ind, l.Size())
+	}
+	return l.adapter.NativeToValue(l.item)
+}
+
+// Type implements ref.Val.
+func (l *oneList) Type() ref.Type { return celtypes.ListType }
+
+// IsZeroValue implements traits.Zeroer: a list of one item is not empty.
+func (l *oneList) IsZeroValue() bool { return false }
+
+// Add implements traits.Adder.
+func (l *oneList) Add(o ref.Val) ref.Val { return l.full().Add(o) }
+
+// Contains implements traits.Container.
+func (l *oneList) Contains(e ref.Val) ref.Val { return l.full().Contains(e) }
+
+// ConvertToNative implements ref.Val.
+func (l *oneList) ConvertToNative(t reflect.Type) (any, error) { return l.full().ConvertToNative(t) }
+
+// ConvertToType implements ref.Val.
+func (l *oneList) ConvertToType(t ref.Type) ref.Val { return l.full().ConvertToType(t) }
+
+// Equal implements ref.Val.
+func (l *oneList) Equal(o ref.Val) ref.Val { return l.full().Equal(o) }
+
+// Iterator implements traits.Iterable.
+func (l *oneList) Iterator() traits.Iterator { return l.full().Iterator() }
+
+// Fold implements traits.Foldable.
+func (l *oneList) Fold(f traits.Folder) { l.full().(traits.Foldable).Fold(f) }
+
+// Value implements ref.Val: the []ref.Val of cel-go's list.
+func (l *oneList) Value() any { return []ref.Val{l.item} }
+
+// String is cel-go's list's String.
+func (l *oneList) String() string {
+	if s, ok := l.full().(interface{ String() string }); ok {
+		return s.String()
+	}
+	return ""
+}

@@ -1,0 +1,175 @@
+package compiler
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
+	"google.golang.org/protobuf/types/known/structpb"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+)
+
+// TestOneListIsCelGosList holds every method of a oneList to cel-go's
+// list of its one item (types.NewRefValList), with the default adapter
+// and a policy environment's: items of every kind (scalars, the object's
+// maps and lists as views, CEL lists and maps, an Object), asked with
+// indexes in and out of range and of other types, compared with equal and
+// different lists and other values, added to lists and others, converted
+// to native types and CEL types.
+func TestOneListIsCelGosList(t *testing.T) {
+	c, _ := twoCompilers(t)
+	p, err := c.Compile(policySpec{ac: []string{`Object{metadata: Object.metadata{labels: {"a": "b"}}}`}}.build())
+	if err != nil || p.Mutations[0].Err != nil {
+		t.Fatalf("%v %v", err, p.Mutations[0])
+	}
+	obj, _, err := p.NewActivation(t.Context(), Input{}).Eval(p.Mutations[0], 1<<40)
+	if err != nil || obj.Err != nil {
+		t.Fatalf("%v %v", err, obj.Err)
+	}
+	items := []ref.Val{
+		celtypes.String("a"), celtypes.String(""), celtypes.Int(0), celtypes.Int(7), celtypes.Uint(1), celtypes.Double(1.5),
+		celtypes.True, celtypes.NullValue, celtypes.Bytes("xy"),
+		presentEntry(map[string]any{"k": map[string]any{"n": int64(1)}}), presentEntry([]any{"a", int64(2)}), presentEntry("s"),
+		celtypes.NewRefValList(celtypes.DefaultTypeAdapter, []ref.Val{celtypes.String("a")}),
+		celtypes.NewStringStringMap(celtypes.DefaultTypeAdapter, map[string]string{"k": "v"}),
+		celtypes.OptionalOf(celtypes.Int(1)), obj.Value,
+	}
+	adapters := []celtypes.Adapter{celtypes.DefaultTypeAdapter, p.Mutations[0].env.CELTypeAdapter()}
+	indexes := []ref.Val{celtypes.Int(0), celtypes.Int(1), celtypes.Int(-1), celtypes.Uint(0), celtypes.Uint(1),
+		celtypes.Double(0), celtypes.Double(0.5), celtypes.String("0"), celtypes.NullValue}
+	nativeTypes := []reflect.Type{reflect.TypeFor[[]any](), reflect.TypeFor[[]string](), reflect.TypeFor[[]int64](),
+		reflect.TypeFor[[]ref.Val](), reflect.TypeFor[*structpb.ListValue](), reflect.TypeFor[*structpb.Value](),
+		reflect.TypeFor[any](), reflect.TypeFor[string](), reflect.TypeFor[map[string]any]()}
+	celTypes := []ref.Type{celtypes.ListType, celtypes.TypeType, celtypes.StringType, celtypes.MapType}
+	compared := 0
+	for ai, a := range adapters {
+		for ii, item := range items {
+			got := &oneList{adapter: a, item: item}
+			want := celtypes.NewRefValList(a, []ref.Val{item})
+			at := fmt.Sprintf("adapter %d, item %d (%v)", ai, ii, item)
+			check := func(what string, g, w any) {
+				t.Helper()
+				compared++
+				if fmt.Sprintf("%T %v", g, g) != fmt.Sprintf("%T %v", w, w) {
+					t.Errorf("%s: %s = %T %v, cel-go's list: %T %v", at, what, g, g, w, w)
+				}
+			}
+			check("Size", got.Size(), want.Size())
+			check("Type", got.Type(), want.Type())
+			check("IsZeroValue", got.IsZeroValue(), want.(traits.Zeroer).IsZeroValue())
+			check("Value", got.Value(), want.Value())
+			check("String", got.String(), want.(fmt.Stringer).String())
+			for _, i := range indexes {
+				check(fmt.Sprintf("Get(%v)", i), got.Get(i), want.Get(i))
+			}
+			others := append([]ref.Val{want, got, celtypes.NewRefValList(a, nil),
+				celtypes.NewRefValList(a, []ref.Val{item, item})}, items...)
+			for _, o := range others {
+				check(fmt.Sprintf("Contains(%v)", o), got.Contains(o), want.Contains(o))
+				check(fmt.Sprintf("Equal(%v)", o), got.Equal(o), want.Equal(o))
+				check(fmt.Sprintf("%v.Equal", o), o.Equal(got), o.Equal(want))
+				check(fmt.Sprintf("Add(%v)", o), listOrVal(got.Add(o)), listOrVal(want.Add(o)))
+			}
+			for _, typ := range nativeTypes {
+				gv, gerr := got.ConvertToNative(typ)
+				wv, werr := want.ConvertToNative(typ)
+				check(fmt.Sprintf("ConvertToNative(%v) error", typ), gerr, werr)
+				if !reflect.DeepEqual(gv, wv) {
+					t.Errorf("%s: ConvertToNative(%v) = %#v, cel-go's list %#v", at, typ, gv, wv)
+				}
+			}
+			for _, typ := range celTypes {
+				check(fmt.Sprintf("ConvertToType(%v)", typ), listOrVal(got.ConvertToType(typ)), listOrVal(want.ConvertToType(typ)))
+			}
+			var gotItems, wantItems []ref.Val
+			for it := got.Iterator(); it.HasNext() == celtypes.True; {
+				gotItems = append(gotItems, it.Next())
+			}
+			for it := want.Iterator(); it.HasNext() == celtypes.True; {
+				wantItems = append(wantItems, it.Next())
+			}
+			check("Iterator", gotItems, wantItems)
+			gf, wf := &collect{}, &collect{}
+			got.Fold(gf)
+			want.(traits.Foldable).Fold(wf)
+			check("Fold", gf.entries, wf.entries)
+		}
+	}
+	if compared < 2000 {
+		t.Errorf("only %d answers compared", compared)
+	}
+}
+
+// listOrVal is what a list is made of (its items) or the value itself.
+func listOrVal(v ref.Val) any {
+	if l, ok := v.(traits.Lister); ok {
+		var items []ref.Val
+		for i := celtypes.Int(0); i < l.Size().(celtypes.Int); i++ {
+			items = append(items, l.Get(i))
+		}
+		return items
+	}
+	return v
+}
+
+// collect is a traits.Folder that keeps every entry.
+type collect struct{ entries []any }
+
+func (c *collect) FoldEntry(k, v any) bool {
+	c.entries = append(c.entries, k, v)
+	return true
+}
+
+// TestStepListsPlanned checks which list literals are planned as
+// stepLists: the one a map, a filter or a transformList appends at each
+// iteration, unless its item is a constant (cel-go's Optimize folds it);
+// no other list.
+func TestStepListsPlanned(t *testing.T) {
+	c, _ := twoCompilers(t)
+	for _, tc := range []struct {
+		expr string
+		want int
+	}{
+		{`object.spec.containers.map(c, c.name)`, 1},
+		{`object.spec.containers.filter(c, has(c.image))`, 1},
+		{`object.spec.containers.map(c, has(c.image), c.image)`, 1},
+		{`object.spec.containers.map(c, object.spec.containers.filter(d, d == c))`, 2},
+		{`[1, 2].map(x, 1)`, 0},
+		{`[object.spec, object.metadata]`, 0},
+		{`[object.spec] + [object.metadata]`, 0},
+		{`object.spec.containers.exists(c, c.name == "a")`, 0},
+		{`object.spec.containers.all(c, [c] != [])`, 0},
+		{`object.spec.containers.transformList(i, c, c.name)`, 1},
+		{`object.spec.containers.transformList(i, c, i > 0, [c])`, 1},
+		{`object.spec.containers.map(c, [c.name]).map(l, l[0])`, 2},
+	} {
+		p, err := c.Compile(policySpec{variables: [][2]string{{"v", tc.expr}}}.build())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := p.Variables[0]
+		if e.Err != nil {
+			t.Errorf("%s: %v", tc.expr, e.Err)
+			continue
+		}
+		n := 0
+		count := func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+			if _, ok := i.(*stepList); ok {
+				n++
+			}
+			return i, nil
+		}
+		opts := append(programOptionsFor(e.env, e.ast), cel.CustomDecoratorV2(count))
+		if _, err := e.env.Program(e.ast, append(opts, cel.InterruptCheckFrequency(celconfig.CheckFrequency))...); err != nil {
+			t.Fatalf("%s: %v", tc.expr, err)
+		}
+		if n != tc.want {
+			t.Errorf("%s: %d lists planned as stepLists, want %d", tc.expr, n, tc.want)
+		}
+	}
+}
