@@ -376,6 +376,7 @@ func (c *Compiler) compileMode(p *admissionregistrationv1.MutatingAdmissionPolic
 		c.compileExpression(patchEnv, e, []*cel.Type{want}, detail)
 		out.Mutations = append(out.Mutations, e)
 	}
+	planCELValues(out.Variables, out.MatchConditions, out.Mutations)
 	return out, nil
 }
 
@@ -452,7 +453,7 @@ func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel
 	// that building it cannot fail; otherwise now, for its error.
 	lazy := &lazyProgram{}
 	if !penv.check.plans(env, ast) {
-		prog, err := env.Program(ast, programOptionsFor(env, ast)...)
+		prog, err := env.Program(ast, programOptionsFor(env, ast, false)...)
 		if err != nil {
 			e.Err = programError(err)
 			return

@@ -44,9 +44,22 @@ import (
 // filter appends at each iteration in one allocation (stepListOnce,
 // steplist.go).
 func planOnce(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	return planWith(i, presentValues)
+}
+
+// planOnceCELValues is planOnce for the expressions of a policy that
+// hashes composite values (hashesComposites): the attributes' values are
+// cel-go's own maps and lists, not views (presentAttr.values is false).
+func planOnceCELValues(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	return planWith(i, false)
+}
+
+// planWith is planOnce, the attributes' values presented as views when
+// values is set.
+func planWith(i interpreter.InterpretableV2, values bool) (interpreter.InterpretableV2, error) {
 	switch s := i.(type) {
 	case interpreter.InterpretableAttribute:
-		return presentAttribute(s), nil
+		return presentAttribute(s, values), nil
 	case *argsOnce, *typeOnce, *jsonPatchOnce, interpreter.InterpretableConst:
 		return i, nil
 	case interpreter.InterpretableCall:

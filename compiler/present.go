@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -214,13 +216,15 @@ func (p *presentAttr) Eval(ctx interpreter.Activation) ref.Val {
 // presentAttribute wraps a, unless its adapter already presents (an
 // attribute decorated again after a qualifier was added, a has() test
 // over a wrapped one).
-func presentAttribute(a interpreter.InterpretableAttribute) interpreter.InterpretableV2 {
+// The attribute's value is presented too (presentAttr.values) when values
+// is set (planOnce's presentValues; planOnceCELValues' false).
+func presentAttribute(a interpreter.InterpretableAttribute, values bool) interpreter.InterpretableV2 {
 	inner := a.Adapter()
 	if _, ok := inner.(*presentAdapter); ok {
 		return a
 	}
 	return &presentAttr{InterpretableAttribute: a, adapter: &presentAdapter{inner},
-		values: presentValues && reflect.TypeOf(a).String() == "*interpreter.evalAttr"}
+		values: values && reflect.TypeOf(a).String() == "*interpreter.evalAttr"}
 }
 
 // presentValues: the value of an attribute (object.spec.containers, the c
@@ -542,4 +546,73 @@ func (it *mapViewIterator) Next() ref.Val {
 	w[0], w[1] = stringValWord, unsafe.Pointer(&it.keys[it.cursor])
 	it.cursor++
 	return r
+}
+
+// The identity of a map or a list of the object. cel-go converts a Go map
+// or slice into a new value (a pointer) at every read, where a view of the
+// same Go map or slice is the same value at every read: the two compare
+// alike (Equal) but hash apart wherever cel-go keys a Go map by values.
+// Of those places, only a map literal's keys (and the maps a
+// transformMapEntry builds from them) can hold a map or a list; a set
+// membership test (`x in [1, 2]`, Optimize) hashes its constants only,
+// none of which a view or cel-go's map can equal. So a policy with a map
+// literal keyed by anything but a bool, a number or a string
+// (`{dyn(object.spec): 1}`, a key of type dyn or of a map or list type)
+// has every expression planned with cel-go's own values
+// (planOnceCELValues): a view read by one expression can reach another
+// through a variable. TestCompositeKeysAreCelGos holds such expressions to
+// cel-go's plan.
+
+// hashesComposites reports whether the checked expression a has a map
+// literal with a key whose checked type is not a bool, an int, a uint, a
+// double or a string.
+func hashesComposites(a *cel.Ast) bool {
+	native := a.NativeRep()
+	found := false
+	celast.PostOrderVisit(native.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if found || e.Kind() != celast.MapKind {
+			return
+		}
+		for _, entry := range e.AsMap().Entries() {
+			switch native.GetType(entry.AsMapEntry().Key().ID()).Kind() {
+			case celtypes.BoolKind, celtypes.IntKind, celtypes.UintKind, celtypes.DoubleKind, celtypes.StringKind:
+			default:
+				found = true
+				return
+			}
+		}
+	}))
+	return found
+}
+
+// planCELValues plans every expression of lists (a policy's) with cel-go's
+// own values when one of them hashes composite values (hashesComposites).
+// It runs when the policy is compiled, before any of its programs is
+// evaluated; a program built already (planCheck's eager builds) is built
+// again.
+func planCELValues(lists ...[]*Expression) {
+	hashes := false
+	for _, l := range lists {
+		for _, e := range l {
+			if e != nil && e.ast != nil && hashesComposites(e.ast) {
+				hashes = true
+			}
+		}
+	}
+	if !hashes {
+		return
+	}
+	for _, l := range lists {
+		for _, e := range l {
+			if e == nil || e.prog == nil {
+				continue
+			}
+			e.prog.celValues = true
+			if e.prog.prog != nil {
+				if prog, err := e.env.Program(e.ast, programOptionsFor(e.env, e.ast, true)...); err == nil {
+					e.prog.prog = prog
+				}
+			}
+		}
+	}
 }

@@ -276,7 +276,7 @@ func (a adapterOnly) Adapter() celtypes.Adapter { return a.adapter }
 // an allocation per call (cel-go asks it at every has() test), and an
 // attribute already presenting is not wrapped again.
 func TestPresentAdapterIsMadeOnce(t *testing.T) {
-	wrapped, ok := presentAttribute(adapterOnly{adapter: celtypes.DefaultTypeAdapter}).(*presentAttr)
+	wrapped, ok := presentAttribute(adapterOnly{adapter: celtypes.DefaultTypeAdapter}, presentValues).(*presentAttr)
 	if !ok {
 		t.Fatal("not wrapped")
 	}
@@ -287,7 +287,7 @@ func TestPresentAdapterIsMadeOnce(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = wrapped.Adapter() }); n != 0 {
 		t.Errorf("Adapter() allocates %v times a call", n)
 	}
-	if again := presentAttribute(wrapped); again != interpreter.InterpretableV2(wrapped) {
+	if again := presentAttribute(wrapped, presentValues); again != interpreter.InterpretableV2(wrapped) {
 		t.Error("a presenting attribute wrapped again")
 	}
 }
@@ -448,5 +448,55 @@ func TestRedoable(t *testing.T) {
 		if got := redoable(tc.a); got != tc.want {
 			t.Errorf("%v: redoable %v, want %v", tc.a, got, tc.want)
 		}
+	}
+}
+
+// TestCompositeKeysAreCelGos: a map or a list of the object as a map
+// literal's key is cel-go's value, a new one at every read, so that two
+// reads of the same map are two keys (planCELValues) — in the expression
+// itself and through a variable — while a policy without such a key keeps
+// its views.
+func TestCompositeKeysAreCelGos(t *testing.T) {
+	c, refC := twoCompilers(t)
+	obj := map[string]any{"spec": map[string]any{"items": []any{map[string]any{"name": "a"}, []any{"x"}}}}
+	for _, tc := range []struct {
+		name      string
+		spec      policySpec
+		celValues bool
+	}{
+		{"a map read twice as a key", policySpec{ac: []string{`{dyn(object.spec): 1}[dyn(object.spec)] == 1 ? Object{} : Object{}`},
+			conditions: [][2]string{{"c", `{dyn(object.spec): 1, dyn(object.spec): 2}.size() == 2`}}}, true},
+		{"a list read twice as a key", policySpec{conditions: [][2]string{{"c", `dyn(object.spec.items[1]) in {dyn(object.spec.items[1]): true}`}}}, true},
+		{"a key through a variable", policySpec{variables: [][2]string{{"s", `object.spec`}, {"k", `{dyn(variables.s.items[0]): 1}[dyn(object.spec.items[0])]`}},
+			conditions: [][2]string{{"c", `variables.k == 1`}}}, true},
+		{"a variable read twice", policySpec{variables: [][2]string{{"s", `object.spec`}},
+			conditions: [][2]string{{"c", `{dyn(variables.s.items[0]): 1}[dyn(variables.s.items[0])] == 1`}}}, true},
+		{"a dyn key holding a string", policySpec{conditions: [][2]string{{"c", `{object.spec.items[0].name: object.spec}.size() == 1`}}}, true},
+		{"string keys", policySpec{conditions: [][2]string{{"c", `{string(object.spec.items[0].name): object.spec, "b": dyn(1)}.size() == 2 && object.spec.items[0] in [1]`}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := c.Compile(tc.spec.build())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := refC.Compile(tc.spec.build())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range [][]*Expression{p.Variables, p.MatchConditions, p.Mutations} {
+				for _, e := range l {
+					if e.Err != nil {
+						t.Fatalf("%s: %v", e.Source, e.Err)
+					}
+					if e.prog.celValues != tc.celValues {
+						t.Errorf("%s: planned with cel-go's values: %v, want %v", e.Source, e.prog.celValues, tc.celValues)
+					}
+				}
+			}
+			vals, errs := sameResults(t, tc.name, p, unplanned(t, ref), Input{Object: obj, OldObject: obj})
+			if vals+errs == 0 {
+				t.Fatal("nothing compared")
+			}
+		})
 	}
 }

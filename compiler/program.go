@@ -65,9 +65,14 @@ func programOptions() []cel.ProgramOption {
 
 // programOptionsFor are programOptions for the checked expression a of
 // env: with the decorator of the lists its comprehensions append
-// (stepListOnce, steplist.go) when it has any, right after planOnce.
-func programOptionsFor(env *cel.Env, a *cel.Ast) []cel.ProgramOption {
+// (stepListOnce, steplist.go) when it has any, right after planOnce; with
+// planOnceCELValues instead of planOnce when celValues is set (the
+// expression's policy hashes composite values: hashesComposites).
+func programOptionsFor(env *cel.Env, a *cel.Ast, celValues bool) []cel.ProgramOption {
 	opts := programOptions()
+	if celValues {
+		opts[len(opts)-1] = cel.CustomDecoratorV2(planOnceCELValues)
+	}
 	if dec := stepListOnce(stepListsOf(a), env.CELTypeAdapter()); dec != nil {
 		opts = append(opts, cel.CustomDecoratorV2(dec))
 	}
@@ -122,6 +127,10 @@ type lazyProgram struct {
 	once sync.Once
 	prog cel.Program
 	err  error
+	// celValues: the program is planned with planOnceCELValues (its
+	// policy hashes composite values); set when the policy is compiled,
+	// before any evaluation.
+	celValues bool
 	// bounded are the counting programs of serve's memory bound (memory.go).
 	bounded boundedPrograms
 }
@@ -136,7 +145,7 @@ func (e *Expression) program() (cel.Program, *apiservercel.Error) {
 	}
 	e.prog.once.Do(func() {
 		if e.prog.prog == nil {
-			e.prog.prog, e.prog.err = e.env.Program(e.ast, programOptionsFor(e.env, e.ast)...)
+			e.prog.prog, e.prog.err = e.env.Program(e.ast, programOptionsFor(e.env, e.ast, e.prog.celValues)...)
 		}
 	})
 	if e.prog.err != nil {

@@ -126,6 +126,7 @@ func (c *Compiler) compileValidating(p *admissionregistrationv1.ValidatingAdmiss
 		c.compileExpression(plainEnv, e, auditAnnotationTypes, detail)
 		out.AuditAnnotations = append(out.AuditAnnotations, e)
 	}
+	planCELValues(out.Variables, out.MatchConditions, out.Validations, out.MessageExpressions, out.AuditAnnotations)
 	return out, nil
 }
 
