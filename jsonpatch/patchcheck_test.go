@@ -17,7 +17,15 @@ import (
 // createPatchNative. It returns what patchGives said.
 func checkPatchGives(t testing.TB, orig, want map[string]any, ops []Operation) bool {
 	t.Helper()
-	if !patchGives(orig, want, ops) {
+	gives := patchGives(orig, want, ops)
+	// createPatchNative's patchGivesNormalized, told by the patch's
+	// encoding whether the values are normalized, says the same.
+	if _, vn, err := appendOpsNormalized(nil, ops); err == nil {
+		if fused := patchGivesNormalized(orig, want, ops, vn); fused != gives {
+			t.Fatalf("patchGivesNormalized(…, %v) = %v, patchGives %v, for %+v", vn, fused, gives, ops)
+		}
+	}
+	if !gives {
 		return false
 	}
 	got, ok := ApplyUnnormalized(orig, ops)
@@ -351,5 +359,86 @@ func TestPatchGivesListEdits(t *testing.T) {
 	t.Logf("%d of %d patches of Diff that add or remove list items vouched for; %d perturbed ones", vouched, shifting, perturbedVouched)
 	if shifting == 0 || vouched*2 < shifting {
 		t.Fatalf("patchGives vouched for %d of %d such patches: too few", vouched, shifting)
+	}
+}
+
+// TestEncoderTellsIsNormalized holds the encoding's walk
+// (appendOpsNormalized's normalized, jsonEncoder.abnormal) to IsNormalized
+// on random values with whole and zero floats, strings and keys that are
+// not valid UTF-8, nil maps and slices and values of other Go types, one
+// operation's value or several.
+func TestEncoderTellsIsNormalized(t *testing.T) {
+	g := gen{rand.New(rand.NewPCG(29, 25))}
+	odd := []any{"\xff", "a\xc3", "\xed\xa0\x80", "\ufffd", map[string]any{"\xfe": int64(1)}, map[string]any(nil), []any(nil),
+		int(3), float32(1.5), 0.0, 2.0, -1.5, map[string]any{"k": []any{map[string]any(nil)}}}
+	var spoil func(v any) any
+	spoil = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k := range x {
+				if g.r.IntN(4) == 0 {
+					x[k] = odd[g.r.IntN(len(odd))]
+				} else {
+					x[k] = spoil(x[k])
+				}
+			}
+		case []any:
+			for i := range x {
+				if g.r.IntN(4) == 0 {
+					x[i] = odd[g.r.IntN(len(odd))]
+				} else {
+					x[i] = spoil(x[i])
+				}
+			}
+		}
+		return v
+	}
+	told := [2]int{}
+	for range 5000 {
+		ops := make([]Operation, 1+g.r.IntN(3))
+		want := true
+		for i := range ops {
+			v := g.value(4)
+			if g.r.IntN(3) == 0 {
+				v = spoil(v)
+			}
+			ops[i] = Operation{Op: "add", Path: "/a", Value: v, HasValue: g.r.IntN(8) != 0}
+			if ops[i].HasValue && !IsNormalized(v) {
+				want = false
+			}
+		}
+		_, got, err := appendOpsNormalized(nil, ops)
+		if err != nil {
+			continue
+		}
+		if got != want {
+			t.Fatalf("appendOpsNormalized tells normalized=%v of %#v, IsNormalized %v", got, ops, want)
+		}
+		if got {
+			told[1]++
+		} else {
+			told[0]++
+		}
+	}
+	// Containers nested about maxDiscardDepth levels deep, where
+	// IsNormalized gives up.
+	for _, n := range []int{maxDiscardDepth - 1, maxDiscardDepth, maxDiscardDepth + 1} {
+		for _, inMap := range []bool{false, true} {
+			var v any = "x"
+			for range n {
+				if inMap {
+					v = map[string]any{"k": v}
+				} else {
+					v = []any{v}
+				}
+			}
+			_, got, err := appendOpsNormalized(nil, []Operation{{Op: "add", Path: "/a", Value: v, HasValue: true}})
+			if err != nil || got != IsNormalized(v) {
+				t.Errorf("%d levels (maps %v): appendOpsNormalized tells %v (%v), IsNormalized %v", n, inMap, got, err, IsNormalized(v))
+			}
+		}
+	}
+	if told[0] < 500 || told[1] < 500 {
+		t.Fatalf("normalized or not: %v of the random values, too few of one", told)
 	}
 }
