@@ -3,6 +3,7 @@ package jsonpatch
 import (
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -441,4 +442,102 @@ func TestEncoderTellsIsNormalized(t *testing.T) {
 	if told[0] < 500 || told[1] < 500 {
 		t.Fatalf("normalized or not: %v of the random values, too few of one", told)
 	}
+}
+
+// TestCompareSegIsAnOrder: compareSeg is a strict total order (patchGives
+// sorts by it and searches with it), with the segments listIndex reads as
+// indices in the order of their numbers, before every other segment.
+func TestCompareSegIsAnOrder(t *testing.T) {
+	segs := []string{"", "0", "1", "2", "9", "10", "11", "100", "123456789", "1234567890", "01", "00", "-", "-1", "1a", "a", "a1", "b", "B", "~", "é", "metadata", "labels", "10a", " 1"}
+	for _, a := range segs {
+		for _, b := range segs {
+			ab, ba := compareSeg(a, b), compareSeg(b, a)
+			if (ab == 0) != (a == b) || sign(ab) != -sign(ba) {
+				t.Fatalf("compareSeg(%q, %q) = %d, compareSeg(%q, %q) = %d", a, b, ab, b, a, ba)
+			}
+			for _, c := range segs {
+				if ab < 0 && compareSeg(b, c) < 0 && compareSeg(a, c) >= 0 {
+					t.Fatalf("%q < %q < %q but compareSeg(%q, %q) = %d", a, b, c, a, c, compareSeg(a, c))
+				}
+			}
+			na, aIdx := listIndex(a)
+			nb, bIdx := listIndex(b)
+			switch {
+			case aIdx && bIdx && sign(ab) != sign(na-nb):
+				t.Fatalf("indices %q, %q: compareSeg %d", a, b, ab)
+			case aIdx && !bIdx && ab >= 0:
+				t.Fatalf("index %q not before %q", a, b)
+			}
+		}
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
+
+// TestDiffOpsComeSorted: the operations of Diff come in compareSegs'
+// order, which patchGives then need not sort, for the load review's patch
+// and most random edits of real objects (removes of list items, last
+// first, are not).
+func TestDiffOpsComeSorted(t *testing.T) {
+	sorted := func(ops []Operation) bool {
+		var prev []string
+		for i := range ops {
+			segs := strings.Split(ops[i].Path, "/")[1:]
+			for k := range segs {
+				segs[k] = decodePatchKey(segs[k])
+			}
+			if i > 0 && compareSegs(prev, segs) > 0 {
+				return false
+			}
+			prev = segs
+		}
+		return true
+	}
+	j, err := os.ReadFile("testdata/load-pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := decodeObject(t, j)
+	p, err := os.ReadFile("testdata/load-pod-patch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := opsFromJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Apply(orig, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(orig, want); !sorted(d) {
+		t.Errorf("the load review's patch is not sorted: %+v", d)
+	}
+	n, ok := 0, 0
+	for oi, j := range realObjects(t) {
+		for seed := range 50 {
+			orig := decodeObject(t, j)
+			r := rand.New(rand.NewPCG(uint64(oi), uint64(seed)))
+			d := Diff(orig, editedAtRandom(r, orig))
+			if len(d) < 2 {
+				continue
+			}
+			n++
+			if sorted(d) {
+				ok++
+			}
+		}
+	}
+	if ok*2 < n {
+		t.Errorf("%d of %d patches of random edits sorted", ok, n)
+	}
+	t.Logf("%d of %d patches of random edits (2 operations or more) sorted", ok, n)
 }
