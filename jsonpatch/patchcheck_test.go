@@ -3,7 +3,6 @@ package jsonpatch
 import (
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -501,23 +500,7 @@ func TestDiffOpsComeSorted(t *testing.T) {
 		}
 		return true
 	}
-	j, err := os.ReadFile("testdata/load-pod.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig := decodeObject(t, j)
-	p, err := os.ReadFile("testdata/load-pod-patch.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, err := opsFromJSON(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := Apply(orig, ops)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, orig, want, _ := loadReview(t)
 	if d := Diff(orig, want); !sorted(d) {
 		t.Errorf("the load review's patch is not sorted: %+v", d)
 	}
