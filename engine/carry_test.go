@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
@@ -145,11 +146,26 @@ func TestCarryingNeverChangesTheResult(t *testing.T) {
 		{mapPolicy("a", ifNeeded, admissionregistrationv1.Fail, requestReader),
 			mapPolicy("b", ifNeeded, admissionregistrationv1.Fail, `Object{metadata: Object.metadata{annotations: {"x": string(1/0)}}}`)},
 	}
+	// The authorizer's answers name what it was asked about (the request's
+	// attributes, lazyAttributes where not fresh).
+	authorizerReader := `Object{metadata: Object.metadata{annotations: {"authz": authorizer.requestResource.check("create").reason() + "|" + authorizer.group("").resource("secrets").namespace(request.namespace).name("s").check("get").reason(), "count": string(int(object.metadata.?annotations[?"count"].orValue("0")) + 1)}}}`
+	sets = append(sets, []*admissionregistrationv1.MutatingAdmissionPolicy{
+		mapPolicy("a", ifNeeded, admissionregistrationv1.Fail, authorizerReader, `authorizer.requestResource.check("create").allowed()`),
+		mapPolicy("b", ifNeeded, admissionregistrationv1.Fail, counter, `authorizer.group("").resource("configmaps").namespace("shop").check("get").reason() != ""`),
+	})
+	cfg := testConfig()
+	cfg.Authorizer = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		reason := fmt.Sprintf("%s %s %s/%s %s/%s %s", a.GetUser().GetName(), a.GetVerb(), a.GetAPIGroup(), a.GetResource(), a.GetNamespace(), a.GetName(), a.GetSubresource())
+		if a.GetUser().GetName() == "admin" && a.GetResource() == "configmaps" {
+			return authorizer.DecisionAllow, reason, nil
+		}
+		return authorizer.DecisionDeny, reason, nil
+	})
 	for i, policies := range sets {
 		for _, dryRun := range []bool{false, true} {
 			t.Run(fmt.Sprintf("set %d dry run %v", i, dryRun), func(t *testing.T) {
 				hooks := testHooks(t, policies...)
-				carried, fresh := NewEvaluator(testConfig(), hooks), NewEvaluator(testConfig(), hooks)
+				carried, fresh := NewEvaluator(cfg, hooks), NewEvaluator(cfg, hooks)
 				fresh.fresh = true
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -164,7 +180,10 @@ func TestCarryingNeverChangesTheResult(t *testing.T) {
 					if !reflect.DeepEqual(got.Object, want.Object) || fmt.Sprint(got.Denied) != fmt.Sprint(want.Denied) || got.Reinvoked != want.Reinvoked {
 						t.Fatalf("result %v (denied %v), want %v (denied %v)", got.Object, got.Denied, want.Object, want.Denied)
 					}
-					if i < 3 && !got.Reinvoked {
+					if i == 4 && !strings.Contains(fmt.Sprint(got.Object), "admin create /configmaps shop/cm") {
+						t.Fatalf("the authorizer was not asked about the request: %v", got.Object)
+					}
+					if (i < 3 || i == 4) && !got.Reinvoked {
 						t.Fatal("no reinvocation round: nothing carried")
 					}
 					if g, w := traceOf(got), traceOf(want); g != w {
@@ -190,4 +209,42 @@ func traceOf(res chain.Result) string {
 		fmt.Fprintf(&b, "ignored %s %s round %d mutation %d: %s\n", ig.Configuration, ig.Hook, ig.Round, ig.Mutation, ig.Message)
 	}
 	return b.String()
+}
+
+// TestLazyAttributesAreTheRecord: every method of the lazy admission
+// attributes answers what the record AdmissionAttributes builds answers,
+// for requests with and without a user, objects, options, a subresource,
+// a dry run.
+func TestLazyAttributesAreTheRecord(t *testing.T) {
+	other := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "other"}}}
+	perturbations := []func(a *matching.Attributes){
+		func(*matching.Attributes) {},
+		func(a *matching.Attributes) { a.UserInfo = nil },
+		func(a *matching.Attributes) { a.Object, a.OldObject = nil, other },
+		func(a *matching.Attributes) { a.Options, a.DryRun = other, true },
+		func(a *matching.Attributes) { a.Subresource, a.Operation = "status", admission.Update },
+		func(a *matching.Attributes) { a.Namespace, a.Name = "", "" },
+	}
+	for i, perturb := range perturbations {
+		a := createConfigMap()
+		perturb(a)
+		l := &lazyAttributes{attrs: *a}
+		want := a.AdmissionAttributes()
+		got := []any{l.GetName(), l.GetNamespace(), l.GetResource(), l.GetSubresource(), l.GetOperation(), l.GetOperationOptions(),
+			l.IsDryRun(), l.GetObject(), l.GetOldObject(), l.GetKind(), l.GetUserInfo(), l.GetReinvocationContext()}
+		wanted := []any{want.GetName(), want.GetNamespace(), want.GetResource(), want.GetSubresource(), want.GetOperation(), want.GetOperationOptions(),
+			want.IsDryRun(), want.GetObject(), want.GetOldObject(), want.GetKind(), want.GetUserInfo(), want.GetReinvocationContext()}
+		if !reflect.DeepEqual(got, wanted) {
+			t.Fatalf("perturbation %d: lazy %v, record %v", i, got, wanted)
+		}
+		if l.built != l.record() {
+			t.Fatalf("perturbation %d: the record was built again", i)
+		}
+		if err, werr := l.AddAnnotation("a.example.com/x", "1"), want.AddAnnotation("a.example.com/x", "1"); fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Fatalf("perturbation %d: AddAnnotation %v, record %v", i, err, werr)
+		}
+		if err, werr := l.AddAnnotationWithLevel("bad key", "1", ""), want.AddAnnotationWithLevel("bad key", "1", ""); fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Fatalf("perturbation %d: AddAnnotationWithLevel %v, record %v", i, err, werr)
+		}
+	}
 }

@@ -18,9 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/compiler"
@@ -459,15 +462,24 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 	if statusErr != nil {
 		return object, nil, statusErr
 	}
-	// The request's admission.Attributes, built when an invocation first
-	// needs them (its matchConditions or its mutations): a reinvocation
-	// round that reinvokes nothing builds none.
-	var admissionAttrs admission.Attributes
-	attrs := func() admission.Attributes {
-		if admissionAttrs == nil {
-			admissionAttrs = a.AdmissionAttributes()
+	// The request's admission.Attributes (what the CEL authorizer
+	// variables are bound with), built when an expression first reads
+	// them (lazyAttributes): a pass whose expressions do not use the
+	// authorizer builds none. Under fresh, built before the first
+	// invocation that needs them (their matchConditions or their
+	// mutations), as a record of their own.
+	var attrs func() admission.Attributes
+	if e.fresh {
+		var admissionAttrs admission.Attributes
+		attrs = func() admission.Attributes {
+			if admissionAttrs == nil {
+				admissionAttrs = a.AdmissionAttributes()
+			}
+			return admissionAttrs
 		}
-		return admissionAttrs
+	} else {
+		st.attrs = lazyAttributes{attrs: *a}
+		attrs = func() admission.Attributes { return &st.attrs }
 	}
 	var last *versionedView
 	res.Invocations = slices.Grow(res.Invocations, len(invs))
@@ -682,4 +694,77 @@ func (s *requestSet) get(a *matching.Attributes, gvr schema.GroupVersionResource
 	s.built[s.next] = r
 	s.next = (s.next + 1) % len(s.built)
 	return r
+}
+
+// lazyAttributes is the admission.Attributes of a pass
+// (matching.Attributes.AdmissionAttributes of attrs), built on the first
+// call of one of its methods: the compiler binds the authorizer variables
+// with them when an expression first reads one (compiler.Input.Attributes).
+// It lives in the request's state (reinvocation.attrs), reset at each
+// pass.
+type lazyAttributes struct {
+	attrs matching.Attributes
+	built admission.Attributes
+}
+
+var _ admission.Attributes = (*lazyAttributes)(nil)
+
+// record is the admission.Attributes, built on first use.
+func (l *lazyAttributes) record() admission.Attributes {
+	if l.built == nil {
+		l.built = l.attrs.AdmissionAttributes()
+	}
+	return l.built
+}
+
+// GetName implements admission.Attributes.
+func (l *lazyAttributes) GetName() string { return l.record().GetName() }
+
+// GetNamespace implements admission.Attributes.
+func (l *lazyAttributes) GetNamespace() string { return l.record().GetNamespace() }
+
+// GetResource implements admission.Attributes.
+func (l *lazyAttributes) GetResource() schema.GroupVersionResource {
+	return l.record().GetResource()
+}
+
+// GetSubresource implements admission.Attributes.
+func (l *lazyAttributes) GetSubresource() string { return l.record().GetSubresource() }
+
+// GetOperation implements admission.Attributes.
+func (l *lazyAttributes) GetOperation() admission.Operation { return l.record().GetOperation() }
+
+// GetOperationOptions implements admission.Attributes.
+func (l *lazyAttributes) GetOperationOptions() runtime.Object {
+	return l.record().GetOperationOptions()
+}
+
+// IsDryRun implements admission.Attributes.
+func (l *lazyAttributes) IsDryRun() bool { return l.record().IsDryRun() }
+
+// GetObject implements admission.Attributes.
+func (l *lazyAttributes) GetObject() runtime.Object { return l.record().GetObject() }
+
+// GetOldObject implements admission.Attributes.
+func (l *lazyAttributes) GetOldObject() runtime.Object { return l.record().GetOldObject() }
+
+// GetKind implements admission.Attributes.
+func (l *lazyAttributes) GetKind() schema.GroupVersionKind { return l.record().GetKind() }
+
+// GetUserInfo implements admission.Attributes.
+func (l *lazyAttributes) GetUserInfo() user.Info { return l.record().GetUserInfo() }
+
+// AddAnnotation implements admission.Attributes.
+func (l *lazyAttributes) AddAnnotation(key, value string) error {
+	return l.record().AddAnnotation(key, value)
+}
+
+// AddAnnotationWithLevel implements admission.Attributes.
+func (l *lazyAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	return l.record().AddAnnotationWithLevel(key, value, level)
+}
+
+// GetReinvocationContext implements admission.Attributes.
+func (l *lazyAttributes) GetReinvocationContext() admission.ReinvocationContext {
+	return l.record().GetReinvocationContext()
 }

@@ -47,6 +47,10 @@ type reinvocation struct {
 	requestsKey requestKey
 	hasRequests bool
 
+	// attrs are the admission.Attributes of the current pass, built on
+	// first use (invoke).
+	attrs lazyAttributes
+
 	// invocations is the room of a pass's invocations (dispatch), kept
 	// (emptied) when the state is recycled.
 	invocations []invocation

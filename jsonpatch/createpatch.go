@@ -91,10 +91,19 @@ func createPatchNative(orig, want map[string]any, normalized bool) (patch []byte
 		// The diff found every value equal, as the check would.
 		return nil, true
 	}
+	// Most operations of a mutating policy add a field or a small object.
+	// The patch is written first: its walk of the operations' values tells
+	// whether they are all normalized, which patchGives would otherwise
+	// walk them again to know (a patch that fails the check below was
+	// written for nothing: the fallback's case).
+	patch, valuesNormalized, err := appendOpsNormalized(make([]byte, 0, 256+128*len(ops)), ops)
+	if err != nil {
+		return nil, false
+	}
 	// With orig normalized, patchGives knows the check's outcome for most
 	// patches without building the patched object; otherwise, or when it
 	// does not know, the patch is applied.
-	if !normalized || !patchGives(orig, want, ops) {
+	if !normalized || !patchGivesNormalized(orig, want, ops, valuesNormalized) {
 		var got map[string]any
 		applied := false
 		if normalized {
@@ -109,11 +118,6 @@ func createPatchNative(orig, want map[string]any, normalized bool) (patch []byte
 		if got == nil || !jsonvalue.JSONEqual(got, want) {
 			return nil, false
 		}
-	}
-	// Most operations of a mutating policy add a field or a small object.
-	patch, err := appendOps(make([]byte, 0, 256+128*len(ops)), ops)
-	if err != nil {
-		return nil, false
 	}
 	return patch, true
 }

@@ -13,19 +13,7 @@ import (
 // parts with it (Apply of the 30 operations the policies make,
 // testdata/load-pod-patch.json, shares them as the engine does).
 func BenchmarkCreatePatch(b *testing.B) {
-	j, orig := loadPod(b)
-	p, err := os.ReadFile("testdata/load-pod-patch.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ops, err := opsFromJSON(p)
-	if err != nil {
-		b.Fatal(err)
-	}
-	want, err := Apply(orig, ops)
-	if err != nil {
-		b.Fatal(err)
-	}
+	j, orig, want, p := loadReview(b)
 	patch, err := CreatePatch(j, orig, want)
 	if err != nil || string(patch)+"\n" != string(p) && string(patch) != string(p) {
 		b.Fatalf("patch %s (%v), want %s", patch, err, p)
@@ -78,16 +66,35 @@ func BenchmarkCreatePatchListEdits(b *testing.B) {
 	benchCreatePatch(b, j, orig, want)
 }
 
+// loadReview is the load fixture's Pod as the review carries it (loadPod),
+// the object the 30 operations of its policies leave
+// (testdata/load-pod-patch.json applied), and those operations' bytes.
+func loadReview(tb testing.TB) (j []byte, orig, want map[string]any, p []byte) {
+	j, orig = loadPod(tb)
+	p, err := os.ReadFile("testdata/load-pod-patch.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ops, err := opsFromJSON(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if want, err = Apply(orig, ops); err != nil {
+		tb.Fatal(err)
+	}
+	return j, orig, want, p
+}
+
 // loadPod is the load fixture's Pod as the review carries it
 // (testdata/load-pod.json) and decoded.
-func loadPod(b *testing.B) ([]byte, map[string]any) {
+func loadPod(tb testing.TB) ([]byte, map[string]any) {
 	j, err := os.ReadFile("testdata/load-pod.json")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var orig map[string]any
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &orig); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return j, orig
 }

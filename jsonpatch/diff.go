@@ -298,6 +298,16 @@ var errNotJSON = errors.New("value has no JSON encoding here")
 // appendOps appends the JSON encoding of ops (RFC 6902 operations with op,
 // path and, when they have one, value).
 func appendOps(dst []byte, ops []Operation) ([]byte, error) {
+	b, _, err := appendOpsNormalized(dst, ops)
+	return b, err
+}
+
+// appendOpsNormalized is appendOps, and whether IsNormalized holds of the
+// value of every operation that has one (HasValue), told by the
+// encoding's own walk of those values (jsonEncoder.abnormal) so that
+// patchGives need not walk them again: TestEncoderTellsIsNormalized holds
+// it to IsNormalized.
+func appendOpsNormalized(dst []byte, ops []Operation) (_ []byte, normalized bool, _ error) {
 	// The key stack sized once: maps nest a few levels of tens of keys.
 	e := jsonEncoder{buf: dst, keys: make([]string, 0, 64)}
 	e.buf = append(e.buf, '[')
@@ -307,18 +317,18 @@ func appendOps(dst []byte, ops []Operation) ([]byte, error) {
 			e.buf = append(e.buf, ',')
 		}
 		e.buf = append(e.buf, `{"op":`...)
-		e.buf = appendJSONString(e.buf, op.Op)
+		e.buf, _ = appendJSONStringValid(e.buf, op.Op)
 		e.buf = append(e.buf, `,"path":`...)
-		e.buf = appendJSONString(e.buf, op.Path)
+		e.buf, _ = appendJSONStringValid(e.buf, op.Path)
 		if op.HasValue {
 			e.buf = append(e.buf, `,"value":`...)
-			if err := e.value(op.Value); err != nil {
-				return nil, err
+			if err := e.value(op.Value, 0); err != nil {
+				return nil, false, err
 			}
 		}
 		e.buf = append(e.buf, '}')
 	}
-	return append(e.buf, ']'), nil
+	return append(e.buf, ']'), !e.abnormal, nil
 }
 
 // jsonEncoder writes JSON-shaped values the way jsonMarshal does (map keys
@@ -326,14 +336,23 @@ func appendOps(dst []byte, ops []Operation) ([]byte, error) {
 type jsonEncoder struct {
 	buf  []byte
 	keys []string // a stack of sorted key lists, one segment per map
+	// abnormal is set when a value written is not IsNormalized: a string
+	// or a map key that is not valid UTF-8, a float64 for which
+	// IsNormalizedFloat does not hold, a nil map or slice, a value of
+	// another Go type, or a container maxDiscardDepth levels deep (the
+	// walk of isNormalized, which writing the value makes anyway).
+	abnormal bool
 }
 
-func (e *jsonEncoder) value(v any) error {
+// value writes v, depth levels below an operation's value.
+func (e *jsonEncoder) value(v any, depth int) error {
 	switch x := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
 	case string:
-		e.buf = appendJSONString(e.buf, x)
+		var valid bool
+		e.buf, valid = appendJSONStringValid(e.buf, x)
+		e.abnormal = e.abnormal || !valid
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, x)
 	case int64:
@@ -342,12 +361,15 @@ func (e *jsonEncoder) value(v any) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return errNotJSON
 		}
+		e.abnormal = e.abnormal || !IsNormalizedFloat(x)
 		e.buf = appendJSONFloat(e.buf, x)
 	case map[string]any:
 		if x == nil {
+			e.abnormal = true
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
+		e.abnormal = e.abnormal || depth >= maxDiscardDepth
 		base := len(e.keys)
 		for k := range x {
 			e.keys = append(e.keys, k)
@@ -359,9 +381,11 @@ func (e *jsonEncoder) value(v any) error {
 			if i > base {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = appendJSONString(e.buf, k)
+			var valid bool
+			e.buf, valid = appendJSONStringValid(e.buf, k)
+			e.abnormal = e.abnormal || !valid
 			e.buf = append(e.buf, ':')
-			if err := e.value(x[k]); err != nil {
+			if err := e.value(x[k], depth+1); err != nil {
 				return err
 			}
 		}
@@ -369,20 +393,23 @@ func (e *jsonEncoder) value(v any) error {
 		e.keys = e.keys[:base]
 	case []any:
 		if x == nil {
+			e.abnormal = true
 			e.buf = append(e.buf, "null"...)
 			return nil
 		}
+		e.abnormal = e.abnormal || depth >= maxDiscardDepth
 		e.buf = append(e.buf, '[')
 		for i, el := range x {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			if err := e.value(el); err != nil {
+			if err := e.value(el, depth+1); err != nil {
 				return err
 			}
 		}
 		e.buf = append(e.buf, ']')
 	default:
+		e.abnormal = true
 		b, err := jsonvalue.Marshal(v)
 		if err != nil {
 			return err
@@ -416,6 +443,14 @@ const hexDigits = "0123456789abcdef"
 // appendJSONString writes s as encoding/json does without HTML escaping:
 // invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
 func appendJSONString(dst []byte, s string) []byte {
+	dst, _ = appendJSONStringValid(dst, s)
+	return dst
+}
+
+// appendJSONStringValid is appendJSONString, and whether s is valid UTF-8
+// (utf8.ValidString: no byte of it written as \ufffd).
+func appendJSONStringValid(dst []byte, s string) (_ []byte, valid bool) {
+	valid = true
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -447,6 +482,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 		c, size := utf8.DecodeRuneInString(s[i:])
 		if c == utf8.RuneError && size == 1 {
+			valid = false
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
 			i += size
@@ -463,7 +499,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		i += size
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, '"'), valid
 }
 
 // commonEnds returns the lengths of the longest common prefix of a and b

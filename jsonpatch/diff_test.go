@@ -439,8 +439,11 @@ func TestOpsEncodeAsJSONMarshal(t *testing.T) {
 	}
 	for _, v := range values {
 		var e jsonEncoder
-		if err := e.value(v); err != nil {
+		if err := e.value(v, 0); err != nil {
 			t.Fatalf("%#v: %v", v, err)
+		}
+		if e.abnormal == IsNormalized(v) {
+			t.Errorf("%#v: the encoder tells abnormal=%v, IsNormalized gives %v", v, e.abnormal, IsNormalized(v))
 		}
 		want, err := jsonvalue.Marshal(v)
 		if err != nil {
@@ -464,7 +467,7 @@ func TestOpsEncodeAsJSONMarshal(t *testing.T) {
 		t.Errorf("ops encode as\n%s\nwant\n%s", got, want)
 	}
 	var e jsonEncoder
-	if err := e.value(math.Inf(1)); err == nil {
+	if err := e.value(math.Inf(1), 0); err == nil {
 		t.Error("+Inf encoded")
 	}
 }
@@ -520,8 +523,11 @@ func FuzzNativePatch(f *testing.F) {
 		checkNormalizedPatch(t, orig, want, viaPatch)
 		// The encoder writes what jsonMarshal writes.
 		var e jsonEncoder
-		if err := e.value(want); err != nil {
+		if err := e.value(want, 0); err != nil {
 			t.Fatal(err)
+		}
+		if e.abnormal == IsNormalized(want) {
+			t.Fatalf("the encoder tells abnormal=%v of %#v, IsNormalized gives %v", e.abnormal, want, IsNormalized(want))
 		}
 		if w := mustJSON(t, want); !bytes.Equal(e.buf, w) {
 			t.Fatalf("encoded as\n%s\nwant\n%s", e.buf, w)

@@ -51,6 +51,14 @@ type checkedOp struct {
 // (IsNormalized): ApplyUnnormalized's and patchGives' walks assume it.
 // TestPatchGivesIsTheCheck holds it to ApplyUnnormalized and JSONEqual.
 func patchGives(orig, want map[string]any, ops []Operation) bool {
+	return patchGivesNormalized(orig, want, ops, false)
+}
+
+// patchGivesNormalized is patchGives for a caller that may know that
+// IsNormalized holds of the value of every operation that has one
+// (valuesNormalized: appendOpsNormalized's walk told it); false asks
+// patchGives to find out.
+func patchGivesNormalized(orig, want map[string]any, ops []Operation, valuesNormalized bool) bool {
 	if orig == nil || want == nil || len(ops) == 0 {
 		return false
 	}
@@ -84,7 +92,7 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 			return false
 		}
 		if c.kind != checkRemove {
-			if !op.HasValue || op.Value == nil || !IsNormalized(op.Value) {
+			if !op.HasValue || op.Value == nil || !valuesNormalized && !IsNormalized(op.Value) {
 				return false
 			}
 			c.value = op.Value
@@ -112,7 +120,12 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 		}
 		c.segs = segs[start:len(segs):len(segs)]
 	}
-	slices.SortFunc(run, func(a, b checkedOp) int { return compareSegs(a.segs, b.segs) })
+	// Diff's operations come in this order (but for removes of list items,
+	// last first): sorted without a move.
+	byPath := func(a, b checkedOp) int { return compareSegs(a.segs, b.segs) }
+	if !slices.IsSortedFunc(run, byPath) {
+		slices.SortFunc(run, byPath)
+	}
 	for i := 1; i < len(run); i++ {
 		if isPrefix(run[i-1].segs, run[i].segs) {
 			return false
@@ -343,16 +356,32 @@ func listIndex(s string) (int, bool) {
 	return n, true
 }
 
-// compareSeg orders segments by length, then bytes: indices written as
-// listIndex reads them come in the order of their numbers.
+// compareSeg orders segments: those listIndex reads as an index first, in
+// the order of their numbers (by length, then bytes), then the others in
+// byte order (strings.Compare, the order of Diff's map keys, so that the
+// operations of a Diff come sorted).
 func compareSeg(a, b string) int {
-	if len(a) != len(b) {
-		if len(a) < len(b) {
-			return -1
+	ai, bi := isIndexSeg(a), isIndexSeg(b)
+	switch {
+	case ai && bi:
+		if len(a) != len(b) {
+			if len(a) < len(b) {
+				return -1
+			}
+			return 1
 		}
+	case ai:
+		return -1
+	case bi:
 		return 1
 	}
 	return strings.Compare(a, b)
+}
+
+// isIndexSeg tells whether listIndex reads s as an index.
+func isIndexSeg(s string) bool {
+	_, ok := listIndex(s)
+	return ok
 }
 
 // compareSegs orders paths segment by segment (compareSeg), a path before

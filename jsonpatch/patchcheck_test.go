@@ -17,7 +17,15 @@ import (
 // createPatchNative. It returns what patchGives said.
 func checkPatchGives(t testing.TB, orig, want map[string]any, ops []Operation) bool {
 	t.Helper()
-	if !patchGives(orig, want, ops) {
+	gives := patchGives(orig, want, ops)
+	// createPatchNative's patchGivesNormalized, told by the patch's
+	// encoding whether the values are normalized, says the same.
+	if _, vn, err := appendOpsNormalized(nil, ops); err == nil {
+		if fused := patchGivesNormalized(orig, want, ops, vn); fused != gives {
+			t.Fatalf("patchGivesNormalized(…, %v) = %v, patchGives %v, for %+v", vn, fused, gives, ops)
+		}
+	}
+	if !gives {
 		return false
 	}
 	got, ok := ApplyUnnormalized(orig, ops)
@@ -352,4 +360,167 @@ func TestPatchGivesListEdits(t *testing.T) {
 	if shifting == 0 || vouched*2 < shifting {
 		t.Fatalf("patchGives vouched for %d of %d such patches: too few", vouched, shifting)
 	}
+}
+
+// TestEncoderTellsIsNormalized holds the encoding's walk
+// (appendOpsNormalized's normalized, jsonEncoder.abnormal) to IsNormalized
+// on random values with whole and zero floats, strings and keys that are
+// not valid UTF-8, nil maps and slices and values of other Go types, one
+// operation's value or several.
+func TestEncoderTellsIsNormalized(t *testing.T) {
+	g := gen{rand.New(rand.NewPCG(29, 25))}
+	odd := []any{"\xff", "a\xc3", "\xed\xa0\x80", "\ufffd", map[string]any{"\xfe": int64(1)}, map[string]any(nil), []any(nil),
+		int(3), float32(1.5), 0.0, 2.0, -1.5, map[string]any{"k": []any{map[string]any(nil)}}}
+	var spoil func(v any) any
+	spoil = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k := range x {
+				if g.r.IntN(4) == 0 {
+					x[k] = odd[g.r.IntN(len(odd))]
+				} else {
+					x[k] = spoil(x[k])
+				}
+			}
+		case []any:
+			for i := range x {
+				if g.r.IntN(4) == 0 {
+					x[i] = odd[g.r.IntN(len(odd))]
+				} else {
+					x[i] = spoil(x[i])
+				}
+			}
+		}
+		return v
+	}
+	told := [2]int{}
+	for range 5000 {
+		ops := make([]Operation, 1+g.r.IntN(3))
+		want := true
+		for i := range ops {
+			v := g.value(4)
+			if g.r.IntN(3) == 0 {
+				v = spoil(v)
+			}
+			ops[i] = Operation{Op: "add", Path: "/a", Value: v, HasValue: g.r.IntN(8) != 0}
+			if ops[i].HasValue && !IsNormalized(v) {
+				want = false
+			}
+		}
+		_, got, err := appendOpsNormalized(nil, ops)
+		if err != nil {
+			continue
+		}
+		if got != want {
+			t.Fatalf("appendOpsNormalized tells normalized=%v of %#v, IsNormalized %v", got, ops, want)
+		}
+		if got {
+			told[1]++
+		} else {
+			told[0]++
+		}
+	}
+	// Containers nested about maxDiscardDepth levels deep, where
+	// IsNormalized gives up.
+	for _, n := range []int{maxDiscardDepth - 1, maxDiscardDepth, maxDiscardDepth + 1} {
+		for _, inMap := range []bool{false, true} {
+			var v any = "x"
+			for range n {
+				if inMap {
+					v = map[string]any{"k": v}
+				} else {
+					v = []any{v}
+				}
+			}
+			_, got, err := appendOpsNormalized(nil, []Operation{{Op: "add", Path: "/a", Value: v, HasValue: true}})
+			if err != nil || got != IsNormalized(v) {
+				t.Errorf("%d levels (maps %v): appendOpsNormalized tells %v (%v), IsNormalized %v", n, inMap, got, err, IsNormalized(v))
+			}
+		}
+	}
+	if told[0] < 500 || told[1] < 500 {
+		t.Fatalf("normalized or not: %v of the random values, too few of one", told)
+	}
+}
+
+// TestCompareSegIsAnOrder: compareSeg is a strict total order (patchGives
+// sorts by it and searches with it), with the segments listIndex reads as
+// indices in the order of their numbers, before every other segment.
+func TestCompareSegIsAnOrder(t *testing.T) {
+	segs := []string{"", "0", "1", "2", "9", "10", "11", "100", "123456789", "1234567890", "01", "00", "-", "-1", "1a", "a", "a1", "b", "B", "~", "é", "metadata", "labels", "10a", " 1"}
+	for _, a := range segs {
+		for _, b := range segs {
+			ab, ba := compareSeg(a, b), compareSeg(b, a)
+			if (ab == 0) != (a == b) || sign(ab) != -sign(ba) {
+				t.Fatalf("compareSeg(%q, %q) = %d, compareSeg(%q, %q) = %d", a, b, ab, b, a, ba)
+			}
+			for _, c := range segs {
+				if ab < 0 && compareSeg(b, c) < 0 && compareSeg(a, c) >= 0 {
+					t.Fatalf("%q < %q < %q but compareSeg(%q, %q) = %d", a, b, c, a, c, compareSeg(a, c))
+				}
+			}
+			na, aIdx := listIndex(a)
+			nb, bIdx := listIndex(b)
+			switch {
+			case aIdx && bIdx && sign(ab) != sign(na-nb):
+				t.Fatalf("indices %q, %q: compareSeg %d", a, b, ab)
+			case aIdx && !bIdx && ab >= 0:
+				t.Fatalf("index %q not before %q", a, b)
+			}
+		}
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
+
+// TestDiffOpsComeSorted: the operations of Diff come in compareSegs'
+// order, which patchGives then need not sort, for the load review's patch
+// and most random edits of real objects (removes of list items, last
+// first, are not).
+func TestDiffOpsComeSorted(t *testing.T) {
+	sorted := func(ops []Operation) bool {
+		var prev []string
+		for i := range ops {
+			segs := strings.Split(ops[i].Path, "/")[1:]
+			for k := range segs {
+				segs[k] = decodePatchKey(segs[k])
+			}
+			if i > 0 && compareSegs(prev, segs) > 0 {
+				return false
+			}
+			prev = segs
+		}
+		return true
+	}
+	_, orig, want, _ := loadReview(t)
+	if d := Diff(orig, want); !sorted(d) {
+		t.Errorf("the load review's patch is not sorted: %+v", d)
+	}
+	n, ok := 0, 0
+	for oi, j := range realObjects(t) {
+		for seed := range 50 {
+			orig := decodeObject(t, j)
+			r := rand.New(rand.NewPCG(uint64(oi), uint64(seed)))
+			d := Diff(orig, editedAtRandom(r, orig))
+			if len(d) < 2 {
+				continue
+			}
+			n++
+			if sorted(d) {
+				ok++
+			}
+		}
+	}
+	if ok*2 < n {
+		t.Errorf("%d of %d patches of random edits sorted", ok, n)
+	}
+	t.Logf("%d of %d patches of random edits (2 operations or more) sorted", ok, n)
 }

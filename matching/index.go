@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,7 +85,31 @@ type Index[T any] struct {
 	nextID  EntryID
 	entries map[EntryID]*indexEntry[T]
 	buckets map[indexKey][]*indexEntry[T]
+	// version counts the changes of the entries (Add, Remove).
+	version atomic.Uint64
+	// memo remembers Lookup's answers by operation and group/resource
+	// (lookupMemo), read without a lock: a map never written once
+	// published, replaced by a copy with one more answer.
+	memo atomic.Pointer[map[lookupKey]*lookupMemo[T]]
 }
+
+// lookupKey is what of a request Lookup's answer depends on.
+type lookupKey struct {
+	op admission.Operation
+	gr schema.GroupResource
+}
+
+// lookupMemo is Lookup's answer for a lookupKey (the payloads it yields,
+// in order), computed from the index at version and the table at
+// generation: current while both are.
+type lookupMemo[T any] struct {
+	version, generation uint64
+	payloads            []T
+}
+
+// maxLookupMemo bounds the answers an Index remembers (the operations and
+// resources of the requests it sees; those beyond are merged every time).
+const maxLookupMemo = 256
 
 // NewIndex returns an empty index. table gives the equivalent resources of a request, so that
 // entries with matchPolicy Equivalent stay candidates for them; it may be nil.
@@ -108,6 +133,8 @@ func (ix *Index[T]) Add(sel Selector, payload T) EntryID {
 	keys := selectorKeys(sel)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.version.Add(1)
+	ix.memo.Store(nil)
 	ix.nextID++
 	e := &indexEntry[T]{id: ix.nextID, payload: payload, keys: keys}
 	ix.entries[e.id] = e
@@ -125,6 +152,8 @@ func (ix *Index[T]) Remove(id EntryID) {
 	if !ok {
 		return
 	}
+	ix.version.Add(1)
+	ix.memo.Store(nil)
 	delete(ix.entries, id)
 	for _, k := range e.keys {
 		b := ix.buckets[k]
@@ -170,10 +199,77 @@ func selectorKeys(sel Selector) []indexKey {
 
 // Lookup calls yield with every entry that may match a request for the operation and
 // resource, once each, in the order the entries were added, until yield returns false. yield
-// must not modify the index.
+// must not modify the index. The answer for an operation and group/resource is remembered
+// until the index or its table changes (lookupMerged is the reference:
+// TestLookupIsLookupMerged).
 func (ix *Index[T]) Lookup(op admission.Operation, resource schema.GroupVersionResource, yield func(T) bool) {
+	key := lookupKey{op: op, gr: resource.GroupResource()}
+	// The table's generation before anything is read of it: an answer
+	// computed across a change is remembered as of before it, so never
+	// used.
+	generation := ix.table.changes()
+	if m := ix.memo.Load(); m != nil {
+		if lm := (*m)[key]; lm != nil && lm.generation == generation && lm.version == ix.version.Load() {
+			for _, p := range lm.payloads {
+				if !yield(p) {
+					return
+				}
+			}
+			return
+		}
+	}
+	var payloads []T
+	remember := true
+	if m := ix.memo.Load(); m != nil && len(*m) >= maxLookupMemo {
+		remember = false
+	}
+	version := ix.lookupMerged(op, resource, func(p T) bool {
+		if remember {
+			payloads = append(payloads, p)
+			return true
+		}
+		return yield(p)
+	})
+	if !remember {
+		return
+	}
+	ix.rememberLookup(key, &lookupMemo[T]{version: version, generation: generation, payloads: payloads})
+	for _, p := range payloads {
+		if !yield(p) {
+			return
+		}
+	}
+}
+
+// rememberLookup publishes a copy of the memo with lm for key (unless
+// another Lookup published one meanwhile: the answer is then not kept).
+func (ix *Index[T]) rememberLookup(key lookupKey, lm *lookupMemo[T]) {
+	old := ix.memo.Load()
+	next := make(map[lookupKey]*lookupMemo[T], 1+lenMemo(old))
+	if old != nil {
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	next[key] = lm
+	ix.memo.CompareAndSwap(old, &next)
+}
+
+// lenMemo is the number of answers in m.
+func lenMemo[T any](m *map[lookupKey]*lookupMemo[T]) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+// lookupMerged is Lookup without its memo: the buckets of the operation,
+// the request's group/resource, their equivalents and the wildcards
+// merged. It returns the index's version it read them at.
+func (ix *Index[T]) lookupMerged(op admission.Operation, resource schema.GroupVersionResource, yield func(T) bool) uint64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	version := ix.version.Load()
 
 	var stack [maxCursors][]*indexEntry[T]
 	cursors := stack[:0]
@@ -197,7 +293,7 @@ func (ix *Index[T]) Lookup(op admission.Operation, resource schema.GroupVersionR
 		}
 	}
 	if len(cursors) == 0 {
-		return
+		return version
 	}
 	// Merge the buckets (each ordered by id) and skip duplicates.
 	var last EntryID
@@ -212,7 +308,7 @@ func (ix *Index[T]) Lookup(op admission.Operation, resource schema.GroupVersionR
 			}
 		}
 		if best < 0 {
-			return
+			return version
 		}
 		e := cursors[best][0]
 		cursors[best] = cursors[best][1:]
@@ -221,7 +317,7 @@ func (ix *Index[T]) Lookup(op admission.Operation, resource schema.GroupVersionR
 		}
 		last = e.id
 		if !yield(e.payload) {
-			return
+			return version
 		}
 	}
 }

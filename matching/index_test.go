@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -315,5 +316,111 @@ func TestIndexConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if ix.Len() != 400 {
 		t.Errorf("Len = %d, want 400", ix.Len())
+	}
+}
+
+// TestLookupIsLookupMerged holds Lookup, which remembers its answers, to
+// lookupMerged, which merges the buckets every time, over random indexes
+// and requests, with entries added and removed and CRDs added to and
+// removed from the table between lookups, and yields that stop early.
+func TestLookupIsLookupMerged(t *testing.T) {
+	tb := testTable(t)
+	gadgets := widgetsCRD.DeepCopy()
+	gadgets.Name, gadgets.Spec.Names.Plural, gadgets.Spec.Names.Kind = "gadgets.example.com", "gadgets", "Gadget"
+	rng := rand.New(rand.NewSource(29))
+	ix := NewIndex[int](tb)
+	var ids []EntryID
+	add := func(p int) {
+		mr := randomCriteria(rng)
+		if rng.Intn(20) == 0 {
+			mr.ResourceRules = nil
+		}
+		ids = append(ids, ix.Add(SelectorForMatchResources(mr), p))
+	}
+	for p := range 200 {
+		add(p)
+	}
+	merged := func(a *Attributes) []int {
+		var out []int
+		ix.lookupMerged(a.Operation, a.Resource, func(p int) bool { out = append(out, p); return true })
+		return out
+	}
+	hasGadgets, remembered := false, 0
+	for i := range valuetest.Sweep(4000, 800) {
+		switch rng.Intn(60) {
+		case 0:
+			add(1000 + i)
+		case 1:
+			k := rng.Intn(len(ids))
+			ix.Remove(ids[k])
+			ids = append(ids[:k], ids[k+1:]...)
+		case 2:
+			if hasGadgets {
+				tb.RemoveCRD(gadgets.Name)
+			} else if err := tb.AddCRD(gadgets); err != nil {
+				t.Fatal(err)
+			}
+			hasGadgets = !hasGadgets
+		}
+		// Most requests for a few resources (answers remembered), some for
+		// any.
+		resources := tb.Resources()
+		if rng.Intn(4) != 0 {
+			resources = resources[:8]
+		}
+		a := randomRequest(rng, resources)
+		if m := ix.memo.Load(); m != nil {
+			if lm := (*m)[lookupKey{a.Operation, a.Resource.GroupResource()}]; lm != nil && lm.version == ix.version.Load() && lm.generation == tb.changes() {
+				remembered++
+			}
+		}
+		want := merged(a)
+		if got := lookup(ix, a.Operation, a.Resource); !slices.Equal(got, want) {
+			t.Fatalf("lookup %d (%s %v): Lookup %v, lookupMerged %v", i, a.Operation, a.Resource, got, want)
+		}
+		stop := rng.Intn(len(want) + 1)
+		var got []int
+		ix.Lookup(a.Operation, a.Resource, func(p int) bool { got = append(got, p); return len(got) < stop })
+		if stop == 0 && len(want) > 0 {
+			stop = 1
+		}
+		if !slices.Equal(got, want[:stop]) {
+			t.Fatalf("lookup %d (%s %v) stopped after %d: Lookup %v, lookupMerged %v", i, a.Operation, a.Resource, stop, got, want)
+		}
+	}
+	if remembered == 0 {
+		t.Fatal("no answer was remembered")
+	}
+	t.Logf("%d lookups answered from the memo", remembered)
+}
+
+// TestLookupForgetsOnChanges: an entry added or removed, or a change of
+// the table, is seen by the next Lookup of a remembered answer.
+func TestLookupForgetsOnChanges(t *testing.T) {
+	tb := testTable(t)
+	ix := NewIndex[int](tb)
+	ix.Add(Selector{Rules: []admissionregistrationv1.RuleWithOperations{podsCreate}}, 1)
+	if got := lookup(ix, admission.Create, podGVR); !slices.Equal(got, []int{1}) {
+		t.Fatalf("got %v", got)
+	}
+	id := ix.Add(Selector{All: true}, 2)
+	if got := lookup(ix, admission.Create, podGVR); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("after Add: got %v", got)
+	}
+	ix.Remove(id)
+	if got := lookup(ix, admission.Create, podGVR); !slices.Equal(got, []int{1}) {
+		t.Fatalf("after Remove: got %v", got)
+	}
+	before := tb.changes()
+	tb.RemoveCRD(widgetsCRD.Name)
+	if tb.changes() == before {
+		t.Fatal("RemoveCRD did not change the table's generation")
+	}
+	before = tb.changes()
+	if err := tb.AddCRD(widgetsCRD); err != nil {
+		t.Fatal(err)
+	}
+	if tb.changes() == before {
+		t.Fatal("AddCRD did not change the table's generation")
 	}
 }

@@ -247,6 +247,11 @@ func (m *Matcher) matchSelectors(ctx context.Context, nsSel, objSel parsedSelect
 }
 
 func (m *Matcher) matchesResourceRules(namedRules []admissionregistrationv1.NamedRuleWithOperations, matchPolicy *admissionregistrationv1.MatchPolicyType, a *Attributes) (bool, Result, error) {
+	if len(namedRules) == 0 {
+		// No rule to match, exactly or through an equivalent resource (most
+		// policies' excludeResourceRules): without the table's lookup.
+		return false, Result{}, nil
+	}
 	for i := range namedRules {
 		if !ruleMatches(&namedRules[i].RuleWithOperations, a, a.Resource) {
 			continue

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,6 +88,19 @@ type Table struct {
 	// scopes remembers KindScope's answers (gvk -> kindScope); cleared by
 	// every change of the resources.
 	scopes sync.Map
+	// generation counts the changes made to the table once built (AddCRD,
+	// RemoveCRD), so that what was computed from it can be known current
+	// (Index.Lookup's memo).
+	generation atomic.Uint64
+}
+
+// changes is the table's generation: it grows with every change of its
+// resources (a nil table never changes).
+func (t *Table) changes() uint64 {
+	if t == nil {
+		return 0
+	}
+	return t.generation.Load()
 }
 
 // kindScope is an answer of KindScope.
@@ -446,6 +460,7 @@ func (t *Table) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.generation.Add(1)
 	name := crd.Name
 	if name == "" {
 		name = names.Plural + "." + crd.Spec.Group
@@ -513,6 +528,7 @@ func (t *Table) removeCRDLocked(name string) {
 		return
 	}
 	delete(t.crds, name)
+	t.generation.Add(1)
 	t.scopes.Clear()
 	drop := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range gvrs {
