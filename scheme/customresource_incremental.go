@@ -284,3 +284,25 @@ func (v *customResourceVersion) defaultChanged(obj, base map[string]any) (out ma
 	d, _ := t.applyFrom(obj, b, false)
 	return d.(map[string]any), true
 }
+
+// StructuralDefaults is the structural schema with which Default,
+// DefaultNormalized and DefaultFrom default obj, an object of the custom
+// resource kind gvk (the request's kind): the schema of obj's own version,
+// structuraldefaulting.Default with which is their result (the CRD
+// handler's ObjectDefaulter). It is nil when gvk is not a custom resource
+// kind, when obj is not of its CRD's group and kind, and for a version
+// without a schema (defaulting changes nothing then).
+func (s *Scheme) StructuralDefaults(obj map[string]any, gvk schema.GroupVersionKind) *structuralschema.Structural {
+	if s == nil || s.crs == nil || obj == nil {
+		return nil
+	}
+	v := s.crs.lookup(gvk)
+	if v == nil {
+		return nil
+	}
+	own := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
+	if own.GroupKind() != v.crd.gk {
+		return nil
+	}
+	return v.crd.structural[own.Version]
+}
