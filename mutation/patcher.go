@@ -321,7 +321,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		}
 		normalized, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
 		if err != nil {
-			return nil, outcome, err
+			return normalized, outcome, err
 		}
 		// The structural schema a custom resource is defaulted with,
 		// looked up before and after defaulting (the same one both
@@ -332,7 +332,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		}
 		out, err := c.defaults(pt, normalized, in.Object, gvk, true)
 		if err != nil {
-			return nil, outcome, err
+			return out, outcome, err
 		}
 		if structural != nil && (jsonvalue.SameMap(out, normalized) || structural != pt.structuralDefaults(normalized, gvk)) {
 			structural = nil
