@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -100,6 +101,8 @@ type rootType struct {
 	// them on a patch does not allocate.
 	gvk              schema.GroupVersionKind
 	apiVersion, kind any
+	// defaults remembers defaultsKeepValid's last answer (defaulted.go).
+	defaults atomic.Pointer[defaultsProof]
 }
 
 // NewMerger returns the Merger of objects of kind gvk with tc.

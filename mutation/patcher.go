@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"time"
 
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -174,11 +175,35 @@ func (c *Cache) normalize(pt *Patcher, merged, in map[string]any, gvk schema.Gro
 }
 
 // keep keeps merged for the next merge when out, the mutation's result,
-// is its object (normalizing changed nothing: the typed value is out's).
-func (c *Cache) keep(merged *applyconfig.Merged, out map[string]any) {
-	if !c.standalone && jsonvalue.SameMap(out, merged.Object.Object) {
-		c.merged = merged
+// is its object (normalizing and defaulting changed nothing: the typed
+// value is out's). When only defaulting changed it (normalized, the
+// normalization of merged's object, is that object) and structural is the
+// custom resource's schema it was defaulted with, out is kept in its
+// place as the merger's Defaulted result: known valid, when the merger
+// can tell, so that the next merge into it does not validate it again.
+func (c *Cache) keep(merger *applyconfig.Merger, merged *applyconfig.Merged, normalized, out map[string]any, structural *structuralschema.Structural) {
+	if c.standalone {
+		return
 	}
+	if jsonvalue.SameMap(out, merged.Object.Object) {
+		c.merged = merged
+		return
+	}
+	if structural != nil && jsonvalue.SameMap(normalized, merged.Object.Object) {
+		if d, ok := merger.Defaulted(merged, out, structural); ok {
+			c.merged = d
+		}
+	}
+}
+
+// structuralDefaults is the structural schema of the custom resource obj
+// (of kind gvk) that defaulting applies (scheme.Scheme.StructuralDefaults),
+// nil when pt does not default or obj is not a custom resource.
+func (pt *Patcher) structuralDefaults(obj map[string]any, gvk schema.GroupVersionKind) *structuralschema.Structural {
+	if pt.SkipDefaulting {
+		return nil
+	}
+	return pt.Scheme.StructuralDefaults(obj, gvk)
 }
 
 // Mutate evaluates mutation m of policy p against in and applies its patch
@@ -294,14 +319,26 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 			}
 			return out, outcome, nil
 		}
-		out, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
-		if err == nil {
-			out, err = c.defaults(pt, out, in.Object, gvk, true)
+		normalized, err := c.normalize(pt, merged.Object.Object, in.Object, gvk)
+		if err != nil {
+			return normalized, outcome, err
 		}
-		if err == nil {
-			c.keep(merged, out)
+		// The structural schema a custom resource is defaulted with,
+		// looked up before and after defaulting (the same one both
+		// times: the one defaulting used).
+		var structural *structuralschema.Structural
+		if !builtin && !c.standalone {
+			structural = pt.structuralDefaults(normalized, gvk)
 		}
-		return out, outcome, err
+		out, err := c.defaults(pt, normalized, in.Object, gvk, true)
+		if err != nil {
+			return out, outcome, err
+		}
+		if structural != nil && (jsonvalue.SameMap(out, normalized) || structural != pt.structuralDefaults(normalized, gvk)) {
+			structural = nil
+		}
+		c.keep(merger, merged, normalized, out, structural)
+		return out, outcome, nil
 	case compiler.KindJSONPatch:
 		ops, err := jsonpatch.FromCEL(res.Value)
 		if err != nil {

@@ -38,12 +38,21 @@ type defaultTree struct {
 	// have a default.
 	propList, set []keyedTree
 	setIndex      map[string]int // the index in set of each of its properties
+	// defaulted is Default(a copy of s's default, s), what Default puts
+	// where it sets s's default (the default, then defaulted beneath:
+	// Default is idempotent, so nothing more changes there); nil when s
+	// has no default, or when working it out panicked (the default is
+	// then copied and walked, as Default does).
+	defaulted any
 }
 
 // keyedTree is a property's name and its defaultTree.
 type keyedTree struct {
 	key string
 	t   *defaultTree
+	// setAt is the index in its parent's set of the property (-1 for
+	// none), in propList.
+	setAt int
 }
 
 // newDefaultTree is s's defaultTree (nil for a nil s).
@@ -69,16 +78,43 @@ func newDefaultTree(s *structuralschema.Structural) *defaultTree {
 		return nil
 	}
 	for k, c := range t.props {
-		t.propList = append(t.propList, keyedTree{k, c})
+		at := -1
 		if c.s.Default.Object != nil {
 			if t.setIndex == nil {
 				t.setIndex = map[string]int{}
 			}
-			t.setIndex[k] = len(t.set)
-			t.set = append(t.set, keyedTree{k, c})
+			at = len(t.set)
+			t.setIndex[k] = at
+			t.set = append(t.set, keyedTree{k, c, at})
 		}
+		t.propList = append(t.propList, keyedTree{k, c, at})
+	}
+	if s.Default.Object != nil {
+		t.defaulted = defaultedDefault(t)
 	}
 	return t
+}
+
+// defaultedDefault is Default(a copy of t's default, t.s) by apply's
+// rules (the tree beneath t is complete), nil where they panic.
+func defaultedDefault(t *defaultTree) (d any) {
+	defer func() {
+		if recover() != nil {
+			d = nil
+		}
+	}()
+	d, _ = t.apply(runtime.DeepCopyJSONValue(t.s.Default.Object), true)
+	return d
+}
+
+// setDefault is what Default sets where it sets t's default: a copy of
+// t.defaulted, which needs no walk (done), or else a copy of the default,
+// to be walked.
+func (t *defaultTree) setDefault() (v any, done bool) {
+	if t.defaulted != nil {
+		return runtime.DeepCopyJSONValue(t.defaulted), true
+	}
+	return runtime.DeepCopyJSONValue(t.s.Default.Object), false
 }
 
 // nullDefault tells whether Default replaces a null under t (an item, or
@@ -134,18 +170,20 @@ func (t *defaultTree) applyFrom(x, b any, owned bool) (out any, changed bool) {
 			}
 			w[k] = v
 		}
-		var fresh uint64 // the properties of t.set set here (the first 64)
+		// The properties of t.set set here (the first 64), and of those
+		// the ones set defaulted already (setDefault).
+		var fresh, done uint64
 		for i, p := range t.set {
 			if v, found := xv[p.key]; !found || (v == nil && !p.t.s.Generic.Nullable) {
-				set(p.key, runtime.DeepCopyJSONValue(p.t.s.Default.Object))
+				d, isDone := p.t.setDefault()
+				set(p.key, d)
 				if i < 64 {
 					fresh |= 1 << i
+					if isDone {
+						done |= 1 << i
+					}
 				}
 			}
-		}
-		ownedProp := func(k string) bool {
-			i, ok := t.setIndex[k]
-			return owned || (ok && i < 64 && fresh&(1<<i) != 0)
 		}
 		src := xv
 		if w != nil {
@@ -153,8 +191,15 @@ func (t *defaultTree) applyFrom(x, b any, owned bool) (out any, changed bool) {
 		}
 		if t.add == nil {
 			for _, p := range t.propList {
+				own := owned
+				if i := p.setAt; i >= 0 && i < 64 {
+					if done&(1<<i) != 0 {
+						continue // set defaulted
+					}
+					own = own || fresh&(1<<i) != 0
+				}
 				if v, found := src[p.key]; found {
-					if d, ch := p.t.applyFrom(v, baseOf(bv, p.key), ownedProp(p.key)); ch {
+					if d, ch := p.t.applyFrom(v, baseOf(bv, p.key), own); ch {
 						set(p.key, d)
 					}
 				}
@@ -166,10 +211,20 @@ func (t *defaultTree) applyFrom(x, b any, owned bool) (out any, changed bool) {
 					if c = t.props[k]; c == nil {
 						continue
 					}
-					own = ownedProp(k)
+					if i, ok := t.setIndex[k]; ok && i < 64 {
+						if done&(1<<i) != 0 {
+							continue // set defaulted
+						}
+						own = own || fresh&(1<<i) != 0
+					}
 				} else if c.nullDefault(v) {
-					v, own = runtime.DeepCopyJSONValue(c.s.Default.Object), true
+					var isDone bool
+					v, isDone = c.setDefault()
 					set(k, v)
+					if isDone {
+						continue
+					}
+					own = true
 				}
 				if d, ch := c.applyFrom(v, baseOf(bv, k), own); ch {
 					set(k, d)
@@ -192,10 +247,14 @@ func (t *defaultTree) applyFrom(x, b any, owned bool) (out any, changed bool) {
 			if i < len(bv) {
 				bi = bv[i]
 			}
+			done := false
 			if t.items.nullDefault(v) {
-				v, ch, own = runtime.DeepCopyJSONValue(t.items.s.Default.Object), true, true
+				v, done = t.items.setDefault()
+				ch, own = true, true
 			}
-			if d, c := t.items.applyFrom(v, bi, own); c {
+			if done {
+				// set defaulted
+			} else if d, c := t.items.applyFrom(v, bi, own); c {
 				v, ch = d, true
 			}
 			if ch {
@@ -283,4 +342,26 @@ func (v *customResourceVersion) defaultChanged(obj, base map[string]any) (out ma
 	}
 	d, _ := t.applyFrom(obj, b, false)
 	return d.(map[string]any), true
+}
+
+// StructuralDefaults is the structural schema with which Default,
+// DefaultNormalized and DefaultFrom default obj, an object of the custom
+// resource kind gvk (the request's kind): the schema of obj's own version,
+// structuraldefaulting.Default with which is their result (the CRD
+// handler's ObjectDefaulter). It is nil when gvk is not a custom resource
+// kind, when obj is not of its CRD's group and kind, and for a version
+// without a schema (defaulting changes nothing then).
+func (s *Scheme) StructuralDefaults(obj map[string]any, gvk schema.GroupVersionKind) *structuralschema.Structural {
+	if s == nil || s.crs == nil || obj == nil {
+		return nil
+	}
+	v := s.crs.lookup(gvk)
+	if v == nil {
+		return nil
+	}
+	own := (&unstructured.Unstructured{Object: obj}).GroupVersionKind()
+	if own.GroupKind() != v.crd.gk {
+		return nil
+	}
+	return v.crd.structural[own.Version]
 }

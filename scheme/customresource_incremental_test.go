@@ -11,6 +11,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
@@ -774,5 +775,75 @@ func TestDefaultFromCustomResourceWide(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStructuralDefaultsIsDefaults holds StructuralDefaults to Default:
+// on the objects of crdCases and chains of random mutations of them (a
+// version of their CRD, or another apiVersion or kind), upstream's
+// structural defaulting with the schema StructuralDefaults gives is
+// Default's result, bit for bit; it gives none for built-in kinds, for
+// objects not of the CRD's group and kind, and for nil objects, which
+// Default changes nothing of.
+func TestStructuralDefaultsIsDefaults(t *testing.T) {
+	s := New()
+	for _, file := range []string{"gizmos.yaml", "widgets.yaml", "clusterthings.yaml"} {
+		if err := s.AddCRD(loadCRD(t, file)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := valuetest.Sweep(600, 60)
+	for _, cc := range crdCases {
+		root := oracleStructural(t, cc.file, cc.gvk.Version)
+		for i, text := range cc.objects {
+			t.Run(fmt.Sprintf("%s/%d", cc.gvk.Kind, i), func(t *testing.T) {
+				m := crdMutator{r: rand.New(rand.NewSource(int64(i))), root: root}
+				o := obj(t, text)
+				for step := 0; step < steps; step++ {
+					if step%3 == 1 {
+						o = m.mutate(o)
+					}
+					want, err := s.Default(o, cc.gvk)
+					if err != nil {
+						t.Fatal(err)
+					}
+					st := s.StructuralDefaults(o, cc.gvk)
+					if st == nil {
+						if !reflect.DeepEqual(want, o) {
+							t.Fatalf("no schema, but Default changes\n%s\nto\n%s", mustJSON(o), mustJSON(want))
+						}
+					} else {
+						got := runtime.DeepCopyJSON(o)
+						structuraldefaulting.Default(got, st)
+						if !valuetest.BitsEqual(got, want) {
+							t.Fatalf("structural defaulting with StructuralDefaults' schema of\n%s\ngot  %s\nwant %s", mustJSON(o), mustJSON(got), mustJSON(want))
+						}
+					}
+					// The next step's object: of another kind, of
+					// another version, or back to the CRD's kind.
+					switch step % 9 {
+					case 3:
+						o = runtime.DeepCopyJSON(o)
+						o["kind"] = "Other"
+					case 6:
+						o = runtime.DeepCopyJSON(o)
+						o["apiVersion"] = cc.gvk.Group + "/v2"
+					case 4, 7:
+						o = runtime.DeepCopyJSON(o)
+						o["apiVersion"], o["kind"] = cc.gvk.GroupVersion().String(), cc.gvk.Kind
+					}
+				}
+			})
+		}
+	}
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	if st := s.StructuralDefaults(map[string]any{"apiVersion": "v1", "kind": "Pod"}, pod); st != nil {
+		t.Error("a schema for a built-in kind")
+	}
+	if st := s.StructuralDefaults(nil, gizmoV1); st != nil {
+		t.Error("a schema for a nil object")
+	}
+	if st := (*Scheme)(nil).StructuralDefaults(obj(t, gizmoFull), gizmoV1); st != nil {
+		t.Error("a schema from a nil Scheme")
 	}
 }
