@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -636,13 +637,22 @@ func (a *applier) isOwned(id uintptr) bool {
 
 // ownMap returns m, or a copy of m owned by this Apply call when m is not
 // one. The copy is sized for m's entries, and one more when m is the
-// container the operation writes to (last). (maps.Clone, faster
-// on maps sized to their entries, copies the room of the size hints
-// runtime.DefaultUnstructuredConverter gives, a table for every field of the
-// type: more work and garbage on the objects Apply mostly sees.)
+// container the operation writes to (last). A map held in one group of
+// eight places (oneGroup) is copied by maps.Clone, which copies the group
+// as it is, without hashing and inserting each entry again (when last, only
+// when the group has a free place for the entry written). Other maps are
+// copied entry by entry: maps.Clone copies their tables whole, and the
+// objects Apply mostly sees have the room of the size hints
+// runtime.DefaultUnstructuredConverter gives, a table for every field of
+// the type — more work and garbage than the entries.
 func (a *applier) ownMap(m map[string]any, last bool) map[string]any {
 	if m != nil && a.isOwned(mapID(m)) {
 		return m
+	}
+	if n := len(m); n > 0 && (n < groupPlaces || !last) && oneGroup(m) {
+		c := maps.Clone(m)
+		a.own(c)
+		return c
 	}
 	room := len(m)
 	if last {
@@ -654,6 +664,33 @@ func (a *applier) ownMap(m map[string]any, last bool) map[string]any {
 	}
 	a.own(c)
 	return c
+}
+
+// groupPlaces is the number of entries a map held in one group has room
+// for (internal/runtime/maps: abi.MapGroupSlots).
+const groupPlaces = 8
+
+// runtimeMap is the start of the runtime's header of a map
+// (internal/runtime/maps.Map since Go 1.24): how many entries it holds,
+// its hash seed, and its directory of tables, or its one group when
+// dirLen is 0.
+type runtimeMap struct {
+	used   uint64
+	seed   uintptr
+	dirPtr unsafe.Pointer
+	dirLen int
+}
+
+// oneGroup reports whether m, not empty, is held in one group of
+// groupPlaces places rather than in tables, as the runtime's header of m
+// tells (runtimeMap), which ownMap reads to choose how to copy m. The
+// header is trusted only when its count of entries is len(m); a wrong
+// answer (a runtime that lays its maps out otherwise) only makes the copy
+// slower, never different: either way it holds m's entries.
+// TestOneGroupReadsTheRuntime holds it to the runtime of the build.
+func oneGroup(m map[string]any) bool {
+	h := *(**runtimeMap)(unsafe.Pointer(&m))
+	return len(m) > 0 && h != nil && h.used == uint64(len(m)) && h.dirLen == 0 && h.dirPtr != nil
 }
 
 func (a *applier) ownSlice(s []any) []any {
