@@ -537,8 +537,13 @@ func (a *applier) find(path string, write bool) (container, string, bool) {
 				return container{}, "", false
 			}
 			if write {
-				n = a.ownMap(n, slash < 0)
-				con.store(k, idx, n)
+				// A map this call owns is where it was stored (as for
+				// slices below): storing it again would only look its
+				// key up again.
+				if owned := a.ownMap(n, slash < 0); mapID(owned) != mapID(n) {
+					n = owned
+					con.store(k, idx, n)
+				}
 			}
 			nc.kind, nc.m = cMap, n
 		case []any:
