@@ -167,7 +167,7 @@ func validList(t *plist, l []any, allowDuplicates bool) bool {
 			if !keysValid(t, l) {
 				return false
 			}
-		} else if keys, ok := listKeys(t, l); !ok || keys.hasDuplicates() {
+		} else if !uniqueKeys(t, l) {
 			return false
 		}
 	}
@@ -273,6 +273,18 @@ func listKeysInto(t *plist, l []any, buf []itemKey) (listKeyIndex, bool) {
 		idx.index()
 	}
 	return idx, true
+}
+
+// uniqueKeys reports whether listKeys(t, l) answers ok with no key
+// repeated: what validation with duplicates refused asks of an
+// associative list. The keys of a short list are held on its stack (its
+// own frame, not that of the recursive walks that call it).
+//
+//go:noinline
+func uniqueKeys(t *plist, l []any) bool {
+	var buf [smallList]itemKey
+	keys, ok := listKeysInto(t, l, buf[:])
+	return ok && !keys.hasDuplicates()
 }
 
 // keysValid is listKeys' answer (ok) without the keys: what validation
@@ -688,6 +700,7 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 			sharedOrder = append(sharedOrder, ri)
 		}
 	}
+	shared := len(sharedOrder)
 	nextShared := -1
 	pop := func() {
 		nextShared = -1
@@ -697,7 +710,25 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 	}
 	pop()
 
-	out := make([]any, 0, max(lLen, rLen))
+	// out is the result; it stays nil while every item given is the very
+	// item of lhs at its position (n of them), so that a merge of what lhs
+	// holds allocates no list (it is lhs, see mergeMaps). Once an item
+	// differs, out is made with room for every item the result has: lhs's
+	// and the right-hand items it lacks.
+	var out []any
+	n := 0
+	size := lLen + rLen - shared
+	give := func(v any) {
+		if out == nil {
+			if n < lLen && sameMerged(lhs[n], v) {
+				n++
+				return
+			}
+			out = make([]any, n, size)
+			copy(out, lhs[:n])
+		}
+		out = append(out, v)
+	}
 	var mbuf [smallList]bool
 	merged := mbuf[:0] // right-hand items already merged, by position
 	if rLen > len(mbuf) {
@@ -707,14 +738,14 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 	}
 	mergeItem := func(li, ri int) bool {
 		if li < 0 {
-			out = append(out, rhs[ri])
+			give(rhs[ri])
 			return true
 		}
 		mv, ok := mergeWalk(t.elem, lhs[li], rhs[ri], tasks)
 		if !ok {
 			return false
 		}
-		out = append(out, mv)
+		give(mv)
 		return true
 	}
 	for lI, rI := 0, 0; lI < lLen || rI < rLen; {
@@ -738,7 +769,7 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 		if lI < lLen {
 			ri := rk.find(lk.keys[lI])
 			if ri < 0 {
-				out = append(out, lhs[lI])
+				give(lhs[lI])
 				lI++
 				continue
 			} else if merged[ri] {
@@ -756,19 +787,11 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 			rI++
 		}
 	}
-	if len(out) == lLen && sameItems(out, lhs) {
-		return lhs, true // see mergeMaps
+	if out == nil {
+		if n == lLen {
+			return lhs, true // see mergeMaps
+		}
+		out = append([]any(nil), lhs[:n]...) // not reached: every item of lhs is given
 	}
 	return out, true
-}
-
-// sameItems tells whether every item of out is the very item of lhs at
-// its position (sameMerged).
-func sameItems(out, lhs []any) bool {
-	for i := range out {
-		if !sameMerged(lhs[i], out[i]) {
-			return false
-		}
-	}
-	return true
 }

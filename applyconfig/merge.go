@@ -521,7 +521,7 @@ func (w *atomicWalker) valid(t *ptype, v any, path []byte) bool {
 			return false
 		}
 		if l.associative {
-			if keys, ok := listKeys(l, x); !ok || keys.hasDuplicates() {
+			if !uniqueKeys(l, x) {
 				return false
 			}
 		}
