@@ -64,11 +64,7 @@ func randomPorts(rng *rand.Rand, n int) []any {
 func TestUniqueKeysIsListKeys(t *testing.T) {
 	m, containers, ports := podLists(t)
 	s := m.root.s
-	a, _ := s.Resolve(m.root.tr)
-	specAtom, _ := s.Resolve(mustField(t, a.Map, "spec"))
-	smdContainers, _ := s.Resolve(mustField(t, specAtom.Map, "containers"))
-	cAtom, _ := s.Resolve(smdContainers.List.ElementType)
-	smdPorts, _ := s.Resolve(mustField(t, cAtom.Map, "ports"))
+	smdContainers, smdPorts := smdPodLists(t, m)
 	rng := rand.New(rand.NewPCG(26, 1))
 	unique, repeated, refused := 0, 0, 0
 	for range valuetest.Sweep(3000, 30000) {
@@ -76,14 +72,14 @@ func TestUniqueKeysIsListKeys(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			n = rng.IntN(smallList + 1)
 		}
-		l, pl, ref := randomPorts(rng, n), ports, smdPorts.List
+		l, pl, ref := randomPorts(rng, n), ports, smdPorts
 		if rng.IntN(3) == 0 {
 			for i := range l {
 				if rng.IntN(8) != 0 {
 					l[i] = map[string]any{"name": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}[rng.IntN(10)]}
 				}
 			}
-			pl, ref = containers, smdContainers.List
+			pl, ref = containers, smdContainers
 		}
 		keys, ok := listKeys(pl, l)
 		want := ok && !keys.hasDuplicates()
@@ -118,11 +114,7 @@ func TestUniqueKeysIsListKeys(t *testing.T) {
 func TestMergedListIsExactAndLiveWhenSame(t *testing.T) {
 	m, _, ports := podLists(t)
 	s := m.root.s
-	a, _ := s.Resolve(m.root.tr)
-	specAtom, _ := s.Resolve(mustField(t, a.Map, "spec"))
-	smdContainers, _ := s.Resolve(mustField(t, specAtom.Map, "containers"))
-	cAtom, _ := s.Resolve(smdContainers.List.ElementType)
-	smdPorts, _ := s.Resolve(mustField(t, cAtom.Map, "ports"))
+	_, smdPorts := smdPodLists(t, m)
 	rng := rand.New(rand.NewPCG(26, 2))
 	same, changed, merged := 0, 0, 0
 	for range valuetest.Sweep(3000, 30000) {
@@ -164,7 +156,7 @@ func TestMergedListIsExactAndLiveWhenSame(t *testing.T) {
 			if ok && fresh {
 				tasks.apply()
 			}
-			want, wantOK := refMergeLists(s, smdPorts.List, lhs, rhs)
+			want, wantOK := refMergeLists(s, smdPorts, lhs, rhs)
 			if ok != wantOK || ok && !reflect.DeepEqual(got, want) {
 				t.Fatalf("mergeLists %v %#v, reference %v %#v\nlive %#v\npatch %#v", ok, got, wantOK, want, lhs, rhs)
 			}
@@ -195,6 +187,19 @@ func TestMergedListIsExactAndLiveWhenSame(t *testing.T) {
 	if same == 0 || changed == 0 {
 		t.Errorf("%d merges, %d to the live list and %d new: a case never tried", merged, same, changed)
 	}
+}
+
+// smdPodLists is the structured-merge-diff schema of a Pod's containers
+// and of a container's ports, podLists' lists, for the reference walks.
+func smdPodLists(t *testing.T, m *Merger) (containers, ports *smdschema.List) {
+	t.Helper()
+	s := m.root.s
+	pod, _ := s.Resolve(m.root.tr)
+	spec, _ := s.Resolve(mustField(t, pod.Map, "spec"))
+	c, _ := s.Resolve(mustField(t, spec.Map, "containers"))
+	item, _ := s.Resolve(c.List.ElementType)
+	p, _ := s.Resolve(mustField(t, item.Map, "ports"))
+	return c.List, p.List
 }
 
 // mustField is the type of the field name of m.
