@@ -196,6 +196,21 @@ func (c *Cache) keep(merger *applyconfig.Merger, merged *applyconfig.Merged, nor
 	}
 }
 
+// ownRoot tells whether root, the top-level map of a standalone merge's
+// result (Patcher.Mutate: the Merged is not kept), is the mutation's own:
+// the merge returns as its root the live object's (in.Object, a merge that
+// changed nothing), a copy of it, the patch's own top level it took over
+// (applyconfig.Merger.MergeOwned, MergeFresh: FromCELFresh's, which
+// nothing else holds once the activation is released), or structured-merge-
+// diff's new map. Only the first is held by the caller; the others are
+// read no more but as the result (scheme.Scheme.NormalizeDefaultOwn).
+// Neither the old object nor the params can be a merge's root; they are
+// ruled out all the same.
+func ownRoot(root map[string]any, in compiler.Input) bool {
+	return root != nil && !jsonvalue.SameMap(root, in.Object) &&
+		!jsonvalue.SameMap(root, in.OldObject) && !jsonvalue.SameMap(root, in.Params)
+}
+
 // structuralDefaults is the structural schema of the custom resource obj
 // (of kind gvk) that defaulting applies (scheme.Scheme.StructuralDefaults),
 // nil when pt does not default or obj is not a custom resource.
@@ -312,8 +327,13 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		if c.standalone && !pt.SkipDefaulting {
 			// Normalize and DefaultNormalized (c.normalize, c.defaults)
 			// of the merge result, in one walk where it is in typed form
-			// already.
-			out, err := pt.Scheme.NormalizeDefault(merged.Object.Object, gvk)
+			// already; its top-level map written in place when it is
+			// the mutation's own (ownRoot).
+			normalizeDefault := pt.Scheme.NormalizeDefault
+			if ownRoot(merged.Object.Object, in) {
+				normalizeDefault = pt.Scheme.NormalizeDefaultOwn
+			}
+			out, err := normalizeDefault(merged.Object.Object, gvk)
 			if err != nil {
 				return nil, outcome, patchDefaultError(gvk, err)
 			}

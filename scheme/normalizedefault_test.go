@@ -91,11 +91,34 @@ func normalizeDefaultAgrees(d *Scheme, obj map[string]any, gvk schema.GroupVersi
 	if !valuetest.BitsEqual(got, want) {
 		return false, fmt.Errorf("%s: NormalizeDefault differs from normalizing and defaulting\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, before, got, want)
 	}
-	out, oneWalk := d.normalizeDefaultFast(obj, gvk)
+	out, oneWalk := d.normalizeDefaultFast(obj, gvk, false)
 	if oneWalk && jsonvalue.Equal(obj, want) && !jsonvalue.SameMap(out, obj) {
 		return false, fmt.Errorf("%s: the one walk returns a copy of an input that nothing changed", gvk.Kind)
 	}
-	return oneWalk, nil
+	return oneWalk, normalizeDefaultOwnAgrees(d, obj, gvk, want)
+}
+
+// normalizeDefaultOwnAgrees holds NormalizeDefaultOwn of obj's top level
+// copied (the caller's own map, every map and list below it obj's) to
+// want, NormalizeDefault's result, bit for bit, and obj (its maps and
+// lists below the top level) left as it was.
+func normalizeDefaultOwnAgrees(d *Scheme, obj map[string]any, gvk schema.GroupVersionKind, want map[string]any) error {
+	frozen := valuetest.Freeze(obj)
+	own := make(map[string]any, len(obj))
+	for k, v := range obj {
+		own[k] = v
+	}
+	got, err := d.NormalizeDefaultOwn(own, gvk)
+	if err != nil {
+		return fmt.Errorf("%s: NormalizeDefaultOwn: %v, NormalizeDefault none", gvk.Kind, err)
+	}
+	if frozen.Modified() {
+		return fmt.Errorf("%s: NormalizeDefaultOwn modified its input (the maps and lists below the top level are obj's)", gvk.Kind)
+	}
+	if !valuetest.BitsEqual(got, want) {
+		return fmt.Errorf("%s: NormalizeDefaultOwn differs from NormalizeDefault\ninput: %#v\n got: %#v\nwant: %#v", gvk.Kind, obj, got, want)
+	}
+	return nil
 }
 
 // TestNormalizeDefaultIsNormalizeThenDefault holds NormalizeDefault to

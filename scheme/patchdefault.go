@@ -78,7 +78,23 @@ func (s *Scheme) PatchDefaultFrom(f *Fixed, obj map[string]any, ops []jsonpatch.
 // TestNormalizeDefaultIsNormalizeThenDefault holds the result to the two
 // calls.
 func (s *Scheme) NormalizeDefault(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
-	if out, ok := s.normalizeDefaultFast(obj, gvk); ok {
+	return s.normalizeDefault(obj, gvk, false)
+}
+
+// NormalizeDefaultOwn is NormalizeDefault of an obj whose top-level map is
+// the caller's own: nothing else holds it, and the caller reads it no more
+// but as the result (a merge result's root that the merge made, or the
+// patch's own that it took over). The defaulted object's top-level
+// entries may then be written into obj itself instead of a new map, as
+// PatchDefault does with a JSON patch's own root; the maps and lists below
+// them are never written. The result is NormalizeDefault's, bit for bit.
+func (s *Scheme) NormalizeDefaultOwn(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.normalizeDefault(obj, gvk, true)
+}
+
+// normalizeDefault is NormalizeDefault, or NormalizeDefaultOwn with own.
+func (s *Scheme) normalizeDefault(obj map[string]any, gvk schema.GroupVersionKind, own bool) (map[string]any, error) {
+	if out, ok := s.normalizeDefaultFast(obj, gvk, own); ok {
 		return out, nil
 	}
 	n, err := s.Normalize(obj, gvk)
@@ -93,8 +109,10 @@ func (s *Scheme) NormalizeDefault(obj map[string]any, gvk schema.GroupVersionKin
 }
 
 // normalizeDefaultFast is NormalizeDefault of an obj that Normalize returns
-// as it is, or ok=false when the plan cannot tell.
-func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+// as it is, or ok=false when the plan cannot tell (obj untouched). With
+// own, obj's top-level map is the caller's (NormalizeDefaultOwn): the
+// output's entries are written into it (defaultBuilt's own).
+func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersionKind, own bool) (map[string]any, bool) {
 	if s == nil || obj == nil || !s.Recognizes(gvk) || s.crs.Recognizes(gvk) {
 		return nil, false
 	}
@@ -116,12 +134,12 @@ func (s *Scheme) normalizeDefaultFast(obj map[string]any, gvk schema.GroupVersio
 		// form, without the watch, whose output is ToUnstructured of the
 		// defaulted typed object, obj itself only when that equals obj
 		// (here never: it has the missing fields).
-		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil, false)
+		out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, nil, own)
 		sp.release(w)
 		return out, ok
 	}
 	// obj is Normalize's result, which typed is built from.
-	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w, false)
+	out, ok := s.plans.defaultBuilt(k, typed, obj, gvk, w, own)
 	sp.release(w)
 	return out, ok
 }
