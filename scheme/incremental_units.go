@@ -111,13 +111,14 @@ type unitChange struct {
 // ok=false unless every other difference between them lies in k's inert
 // fields or in u's context fields (then context is set).
 func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (changes []unitChange, context, ok bool) {
-	return k.unitWalk(obj, base, u, 0, false)
+	return k.unitWalk(obj, base, u, 0, false, nil)
 }
 
 // unitWalk is unitChanges from depth from of u's path, m and b the
 // objects there in the object and its base, the depths above taken as
-// unitChanges takes them (context: with a change of a context field).
-func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, context bool) (changes []unitChange, _, ok bool) {
+// unitChanges takes them (context: with a change of a context field). The
+// changes are appended to changes (the caller's room for them, or nil).
+func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, context bool, changes []unitChange) (_ []unitChange, _, ok bool) {
 	for depth := from; ; depth++ {
 		var inert map[string]inertness
 		switch depth {
@@ -180,6 +181,12 @@ func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, conte
 // sub) leaves it to unitChanges. checkChanges holds the two to each other
 // on every DefaultFrom oracle's objects.
 func (k *inertKind) unitChangesTold(obj, base map[string]any, u *unitParent, told []fieldChange) (changes []unitChange, context, ok bool) {
+	return k.unitChangesIn(obj, base, u, told, nil)
+}
+
+// unitChangesIn is unitChangesTold with the changes appended to buf (the
+// caller's room for them, or nil) when told is not nil.
+func (k *inertKind) unitChangesIn(obj, base map[string]any, u *unitParent, told []fieldChange, buf []unitChange) (changes []unitChange, context, ok bool) {
 	if told == nil {
 		return k.unitChanges(obj, base, u)
 	}
@@ -200,7 +207,7 @@ func (k *inertKind) unitChangesTold(obj, base map[string]any, u *unitParent, tol
 	if m == nil || b == nil {
 		return k.unitChanges(obj, base, u)
 	}
-	return k.unitWalk(m, b, u, 1, context)
+	return k.unitWalk(m, b, u, 1, context, buf)
 }
 
 // nestedInert tells whether v and b, the values of top-level field f in
@@ -229,7 +236,8 @@ func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]
 // defaultUnitsTold is defaultUnits with the changes between obj and base
 // told (unitChangesTold: nil for none told).
 func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[string]any, gvk schema.GroupVersionKind, told []fieldChange) (map[string]any, bool) {
-	changes, context, ok := k.unitChangesTold(obj, base, u, told)
+	var room [maxUnitLists]unitChange
+	changes, context, ok := k.unitChangesIn(obj, base, u, told, room[:0])
 	if !ok {
 		return nil, false
 	}
@@ -244,7 +252,8 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 	if context && !s.contextUnchanged(kb, gvk, u, parent) {
 		return nil, false
 	}
-	var set map[string][]any
+	var room2 [maxUnitLists]unitList
+	set := room2[:0]
 	for _, c := range changes {
 		var out []any
 		for i, e := range c.now {
@@ -273,13 +282,10 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 			out[i] = d
 		}
 		if out != nil {
-			if set == nil {
-				set = map[string][]any{}
-			}
-			set[c.list] = out
+			set = append(set, unitList{c.list, out})
 		}
 	}
-	if set == nil {
+	if len(set) == 0 {
 		return obj, true
 	}
 	return withUnits(obj, u.path, set), true
@@ -299,16 +305,26 @@ func isElementOf(e any, list []any) bool {
 	return false
 }
 
+// maxUnitLists is the room defaultUnitsTold keeps on its stack for the
+// changed lists of a unit parent (more are appended in new memory).
+const maxUnitLists = 4
+
+// unitList is a list of a unit parent and its new elements.
+type unitList struct {
+	list string
+	now  []any
+}
+
 // withUnits is obj with the lists of set in the object at path replaced,
 // sharing everything else.
-func withUnits(obj map[string]any, path []string, set map[string][]any) map[string]any {
+func withUnits(obj map[string]any, path []string, set []unitList) map[string]any {
 	out := make(map[string]any, len(obj))
 	for f, v := range obj {
 		out[f] = v
 	}
 	if len(path) == 0 {
-		for f, l := range set {
-			out[f] = l
+		for _, l := range set {
+			out[l.list] = l.now
 		}
 		return out
 	}
