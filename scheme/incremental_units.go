@@ -265,7 +265,7 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 				return nil, false
 			}
 			if i < len(c.was) {
-				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && inertDiff(em, wm, u.inert[c.list], noDeeper, nil) {
+				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && elementInertDiff(em, wm, u.inert[c.list]) {
 					continue // changed only where no defaulter of the element looks
 				}
 			}
@@ -289,6 +289,90 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 		return obj, true
 	}
 	return withUnits(obj, u.path, set), true
+}
+
+// entryInertTable are fields of unit lists' elements that are lists of
+// objects (by JSON name), with the fields of their entries such that an
+// entry holding only those fields, each a non-empty string, is its own
+// defaulted form, and adding or replacing such entries changes nothing
+// that defaulting writes elsewhere (a container's env var with a name and
+// a value). Not read from upstream's code but held to it:
+// TestEntryInertTable probes, on every kind of unitTable whose lists'
+// elements have such a field, defaulted real and random objects with such
+// entries appended to and replacing entries of the field, every element
+// alone and several at once, each held to the whole object's defaulting
+// (unchanged) and DefaultFrom to defaultReference.
+var entryInertTable = []entryInert{{"env", map[string]bool{"name": true, "value": true}}}
+
+// entryInert is a row of entryInertTable: the field, and its entries'
+// fields.
+type entryInert struct {
+	field  string
+	fields map[string]bool
+}
+
+// elementInertDiff tells whether em, an element of a unit list, differs
+// from wm, the defaulted element at its index before, only in the
+// element's inert fields (inert) and in entries of entryInertTable's
+// fields: entries set, at an index they had in wm or after wm's, to
+// entries of the table's fields with non-empty strings alone. A field of
+// the table removed, emptied or shortened is not taken.
+func elementInertDiff(em, wm map[string]any, inert map[string]inertness) bool {
+	if !inertDiff(em, wm, inert, noDeeper, isEntryInert) {
+		return false
+	}
+	for _, e := range entryInertTable {
+		if !inertEntries(em[e.field], wm[e.field], e.fields) {
+			return false
+		}
+	}
+	return true
+}
+
+// isEntryInert tells whether f is a field of entryInertTable.
+func isEntryInert(f string) bool {
+	for _, e := range entryInertTable {
+		if e.field == f {
+			return true
+		}
+	}
+	return false
+}
+
+// inertEntries tells whether v, the value of a field of entryInertTable in
+// an element, is was, its value in the defaulted element before, or a list
+// at least as long whose entries are was' at the same index (identical
+// values: defaulted in the same element) or entries of fields alone, each
+// a non-empty string.
+func inertEntries(v, was any, fields map[string]bool) bool {
+	if sameJSON(v, was) {
+		return true
+	}
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return false
+	}
+	var old []any
+	if was != nil {
+		if old, ok = was.([]any); !ok || len(l) < len(old) {
+			return false
+		}
+	}
+	for j, e := range l {
+		if j < len(old) && (sameJSON(e, old[j]) || jsonvalue.Identical(e, old[j])) {
+			continue
+		}
+		m, ok := e.(map[string]any)
+		if !ok || len(m) == 0 {
+			return false
+		}
+		for k, x := range m {
+			if str, ok := x.(string); !ok || str == "" || !fields[k] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isElementOf tells whether e is one of the maps of list (the same map).
