@@ -111,13 +111,14 @@ type unitChange struct {
 // ok=false unless every other difference between them lies in k's inert
 // fields or in u's context fields (then context is set).
 func (k *inertKind) unitChanges(obj, base map[string]any, u *unitParent) (changes []unitChange, context, ok bool) {
-	return k.unitWalk(obj, base, u, 0, false)
+	return k.unitWalk(obj, base, u, 0, false, nil)
 }
 
 // unitWalk is unitChanges from depth from of u's path, m and b the
 // objects there in the object and its base, the depths above taken as
-// unitChanges takes them (context: with a change of a context field).
-func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, context bool) (changes []unitChange, _, ok bool) {
+// unitChanges takes them (context: with a change of a context field). The
+// changes are appended to changes (the caller's room for them, or nil).
+func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, context bool, changes []unitChange) (_ []unitChange, _, ok bool) {
 	for depth := from; ; depth++ {
 		var inert map[string]inertness
 		switch depth {
@@ -180,6 +181,12 @@ func (k *inertKind) unitWalk(m, b map[string]any, u *unitParent, from int, conte
 // sub) leaves it to unitChanges. checkChanges holds the two to each other
 // on every DefaultFrom oracle's objects.
 func (k *inertKind) unitChangesTold(obj, base map[string]any, u *unitParent, told []fieldChange) (changes []unitChange, context, ok bool) {
+	return k.unitChangesIn(obj, base, u, told, nil)
+}
+
+// unitChangesIn is unitChangesTold with the changes appended to buf (the
+// caller's room for them, or nil) when told is not nil.
+func (k *inertKind) unitChangesIn(obj, base map[string]any, u *unitParent, told []fieldChange, buf []unitChange) (changes []unitChange, context, ok bool) {
 	if told == nil {
 		return k.unitChanges(obj, base, u)
 	}
@@ -200,7 +207,7 @@ func (k *inertKind) unitChangesTold(obj, base map[string]any, u *unitParent, tol
 	if m == nil || b == nil {
 		return k.unitChanges(obj, base, u)
 	}
-	return k.unitWalk(m, b, u, 1, context)
+	return k.unitWalk(m, b, u, 1, context, buf)
 }
 
 // nestedInert tells whether v and b, the values of top-level field f in
@@ -229,7 +236,8 @@ func (s *Scheme) defaultUnits(k *inertKind, u *unitParent, obj, base map[string]
 // defaultUnitsTold is defaultUnits with the changes between obj and base
 // told (unitChangesTold: nil for none told).
 func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[string]any, gvk schema.GroupVersionKind, told []fieldChange) (map[string]any, bool) {
-	changes, context, ok := k.unitChangesTold(obj, base, u, told)
+	var room [maxUnitLists]unitChange
+	changes, context, ok := k.unitChangesIn(obj, base, u, told, room[:0])
 	if !ok {
 		return nil, false
 	}
@@ -244,7 +252,8 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 	if context && !s.contextUnchanged(kb, gvk, u, parent) {
 		return nil, false
 	}
-	var set map[string][]any
+	var room2 [maxUnitLists]unitList
+	set := room2[:0]
 	for _, c := range changes {
 		var out []any
 		for i, e := range c.now {
@@ -256,7 +265,7 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 				return nil, false
 			}
 			if i < len(c.was) {
-				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && inertDiff(em, wm, u.inert[c.list], noDeeper, nil) {
+				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && elementInertDiff(em, wm, u.inert[c.list]) {
 					continue // changed only where no defaulter of the element looks
 				}
 			}
@@ -273,16 +282,97 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 			out[i] = d
 		}
 		if out != nil {
-			if set == nil {
-				set = map[string][]any{}
-			}
-			set[c.list] = out
+			set = append(set, unitList{c.list, out})
 		}
 	}
-	if set == nil {
+	if len(set) == 0 {
 		return obj, true
 	}
 	return withUnits(obj, u.path, set), true
+}
+
+// entryInertTable are fields of unit lists' elements that are lists of
+// objects (by JSON name), with the fields of their entries such that an
+// entry holding only those fields, each a non-empty string, is its own
+// defaulted form, and adding or replacing such entries changes nothing
+// that defaulting writes elsewhere (a container's env var with a name and
+// a value). Not read from upstream's code but held to it:
+// TestEntryInertTable probes, on every kind of unitTable whose lists'
+// elements have such a field, defaulted real and random objects with such
+// entries appended to and replacing entries of the field, every element
+// alone and several at once, each held to the whole object's defaulting
+// (unchanged) and DefaultFrom to defaultReference.
+var entryInertTable = []entryInert{{"env", map[string]bool{"name": true, "value": true}}}
+
+// entryInert is a row of entryInertTable: the field, and its entries'
+// fields.
+type entryInert struct {
+	field  string
+	fields map[string]bool
+}
+
+// elementInertDiff tells whether em, an element of a unit list, differs
+// from wm, the defaulted element at its index before, only in the
+// element's inert fields (inert) and in entries of entryInertTable's
+// fields: entries set, at an index they had in wm or after wm's, to
+// entries of the table's fields with non-empty strings alone. A field of
+// the table removed, emptied or shortened is not taken.
+func elementInertDiff(em, wm map[string]any, inert map[string]inertness) bool {
+	if !inertDiff(em, wm, inert, noDeeper, isEntryInert) {
+		return false
+	}
+	for _, e := range entryInertTable {
+		if !inertEntries(em[e.field], wm[e.field], e.fields) {
+			return false
+		}
+	}
+	return true
+}
+
+// isEntryInert tells whether f is a field of entryInertTable.
+func isEntryInert(f string) bool {
+	for _, e := range entryInertTable {
+		if e.field == f {
+			return true
+		}
+	}
+	return false
+}
+
+// inertEntries tells whether v, the value of a field of entryInertTable in
+// an element, is was, its value in the defaulted element before, or a list
+// at least as long whose entries are was' at the same index (identical
+// values: defaulted in the same element) or entries of fields alone, each
+// a non-empty string.
+func inertEntries(v, was any, fields map[string]bool) bool {
+	if sameJSON(v, was) {
+		return true
+	}
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return false
+	}
+	var old []any
+	if was != nil {
+		if old, ok = was.([]any); !ok || len(l) < len(old) {
+			return false
+		}
+	}
+	for j, e := range l {
+		if j < len(old) && (sameJSON(e, old[j]) || jsonvalue.Identical(e, old[j])) {
+			continue
+		}
+		m, ok := e.(map[string]any)
+		if !ok || len(m) == 0 {
+			return false
+		}
+		for k, x := range m {
+			if str, ok := x.(string); !ok || str == "" || !fields[k] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isElementOf tells whether e is one of the maps of list (the same map).
@@ -299,16 +389,26 @@ func isElementOf(e any, list []any) bool {
 	return false
 }
 
+// maxUnitLists is the room defaultUnitsTold keeps on its stack for the
+// changed lists of a unit parent (more are appended in new memory).
+const maxUnitLists = 4
+
+// unitList is a list of a unit parent and its new elements.
+type unitList struct {
+	list string
+	now  []any
+}
+
 // withUnits is obj with the lists of set in the object at path replaced,
 // sharing everything else.
-func withUnits(obj map[string]any, path []string, set map[string][]any) map[string]any {
+func withUnits(obj map[string]any, path []string, set []unitList) map[string]any {
 	out := make(map[string]any, len(obj))
 	for f, v := range obj {
 		out[f] = v
 	}
 	if len(path) == 0 {
-		for f, l := range set {
-			out[f] = l
+		for _, l := range set {
+			out[l.list] = l.now
 		}
 		return out
 	}
