@@ -390,6 +390,10 @@ type emitter struct {
 	// values into, by type (spareValue), instead of a new one per map and
 	// per key.
 	spare map[reflect.Type][]reflect.Value
+	// everyLookup makes fields look every field up in the previous map,
+	// as it did before counting the entries found (fieldsLeft): the
+	// reference TestFieldsLeftIsEveryLookup holds the count to.
+	everyLookup bool
 }
 
 // spareValue is a zero addressable value of type t, e's own until
@@ -665,6 +669,21 @@ var quantityCache = func() int {
 // fields appends the entries structToUnstructured writes for the struct at
 // p to e.scratch; same tells that each is bit for bit prev's entry.
 func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool) (same, ok bool) {
+	left := len(pm)
+	if e.everyLookup && pm != nil {
+		left = math.MaxInt // never found out: every lookup made
+	}
+	return e.fieldsLeft(p, n, pm, addr, &left)
+}
+
+// fieldsLeft is fields, *left counting the entries of pm its lookups
+// have not found yet (shared with the inlined structs, which read the
+// same map). A struct's fields have distinct names (planStruct), so each
+// lookup that finds one finds another entry of pm: once all len(pm) are
+// found, every other field's lookup would find nothing, and is not made
+// (an object as written lacks what the defaulters add, often the fields
+// after the last one it has).
+func (e *emitter) fieldsLeft(p unsafe.Pointer, n *node, pm map[string]any, addr bool, left *int) (same, ok bool) {
 	same = true
 	for i := range n.fields {
 		f := &n.fields[i]
@@ -679,7 +698,7 @@ func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool
 			continue
 		}
 		if f.inline {
-			s, ok := e.fields(fp, f.node, pm, addr)
+			s, ok := e.fieldsLeft(fp, f.node, pm, addr, left)
 			if !ok {
 				return false, false
 			}
@@ -688,8 +707,10 @@ func (e *emitter) fields(p unsafe.Pointer, n *node, pm map[string]any, addr bool
 		}
 		var pv any
 		var had bool
-		if pm != nil {
-			pv, had = pm[f.name]
+		if *left > 0 {
+			if pv, had = pm[f.name]; had {
+				*left--
+			}
 		}
 		var o any
 		switch f.node.kind {

@@ -1092,3 +1092,122 @@ func TestFieldIsEmptyIsIsEmptyAt(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldsLeftIsEveryLookup holds emit, whose fields stop looking
+// fields up in the previous map once every entry of it was found
+// (fieldsLeft), to emit looking every field up (everyLookup): the same
+// output bit for bit, sharing exactly the same maps and lists of the
+// previous value, on every real object (as written, normalized, defaulted)
+// and the zero and a filled object of every built-in kind, defaulted in
+// typed form, against the object itself, against a copy with an unknown
+// key added (never all found) and against copies with random entries of
+// random maps deleted (found sooner).
+func TestFieldsLeftIsEveryLookup(t *testing.T) {
+	d := New()
+	k, err := d.kube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(29, 26))
+	compared, skipped := 0, 0
+	for _, in := range builtInInputs(t, d, 1, true) {
+		n := d.plans.typedKind(k.scheme, in.GVK)
+		if n == nil || n.kind != nodeStruct || n.toCustom {
+			continue
+		}
+		typed, err := k.typed(in.Obj, in.GVK)
+		if err != nil {
+			continue
+		}
+		k.scheme.Default(typed)
+		at := reflect.ValueOf(typed).UnsafePointer()
+		prevs := []map[string]any{in.Obj}
+		extra := valuetest.DeepCopy(in.Obj).(map[string]any)
+		extra["zz-not-a-field"] = "x"
+		prevs = append(prevs, extra)
+		for range 3 {
+			cut := valuetest.DeepCopy(in.Obj).(map[string]any)
+			deleteRandomEntries(rng, cut, 0.2)
+			prevs = append(prevs, cut)
+		}
+		for i, prev := range prevs {
+			got, ok := (&emitter{}).emit(at, n, prev, true)
+			want, wantOK := (&emitter{everyLookup: true}).emit(at, n, prev, true)
+			if ok != wantOK {
+				t.Fatalf("%s (prev %d): ok %v, every lookup %v", in.Name, i, ok, wantOK)
+			}
+			if !ok {
+				skipped++
+				continue
+			}
+			if !valuetest.BitsEqual(got, want) {
+				t.Fatalf("%s (prev %d): emit wrote\n%#v\nwith every lookup\n%#v", in.Name, i, got, want)
+			}
+			if path, same := sameSharing(got, want, prev, ""); !same {
+				t.Fatalf("%s (prev %d): at %s, one output shares the previous value, the other not", in.Name, i, path)
+			}
+			compared++
+		}
+	}
+	t.Logf("%d outputs compared, %d left to the reference by both", compared, skipped)
+	if compared == 0 {
+		t.Fatal("nothing compared")
+	}
+}
+
+// deleteRandomEntries deletes each entry of m and of the maps below it
+// with probability p.
+func deleteRandomEntries(rng *rand.Rand, v any, p float64) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, item := range x {
+			if rng.Float64() < p {
+				delete(x, k)
+				continue
+			}
+			deleteRandomEntries(rng, item, p)
+		}
+	case []any:
+		for _, item := range x {
+			deleteRandomEntries(rng, item, p)
+		}
+	}
+}
+
+// sameSharing tells whether a and b, two outputs equal bit for bit, are
+// each the previous value prev (the same map or list) at the same places.
+func sameSharing(a, b, prev any, path string) (string, bool) {
+	switch x := a.(type) {
+	case map[string]any:
+		y, _ := b.(map[string]any)
+		pm, _ := prev.(map[string]any)
+		if pm != nil && jsonvalue.SameMap(x, pm) != jsonvalue.SameMap(y, pm) {
+			return path, false
+		}
+		for k, item := range x {
+			var pv any
+			if pm != nil {
+				pv = pm[k]
+			}
+			if at, same := sameSharing(item, y[k], pv, path+"/"+k); !same {
+				return at, false
+			}
+		}
+	case []any:
+		y, _ := b.([]any)
+		pl, _ := prev.([]any)
+		if len(pl) > 0 && len(x) > 0 && len(y) > 0 && (&x[0] == &pl[0]) != (&y[0] == &pl[0]) {
+			return path, false
+		}
+		for i, item := range x {
+			var pv any
+			if i < len(pl) {
+				pv = pl[i]
+			}
+			if at, same := sameSharing(item, y[i], pv, fmt.Sprintf("%s/%d", path, i)); !same {
+				return at, false
+			}
+		}
+	}
+	return path, true
+}
