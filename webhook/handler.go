@@ -126,11 +126,26 @@ func (h *Handler) admitHeaders(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+	if !jsonContentType(r.Header.Get("Content-Type")) {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("Content-Type must be application/json, not %q", r.Header.Get("Content-Type")))
 		return false
 	}
 	return true
+}
+
+// jsonContentType tells whether a Content-Type header is application/json,
+// as jsonContentTypeReference does: kube-apiserver's "application/json"
+// without parsing it (mime.ParseMediaType builds a map of the parameters),
+// any other value parsed.
+func jsonContentType(v string) bool {
+	return v == "application/json" || jsonContentTypeReference(v)
+}
+
+// jsonContentTypeReference tells whether v parses as a media type
+// application/json (any case, any parameters).
+func jsonContentTypeReference(v string) bool {
+	ct, _, err := mime.ParseMediaType(v)
+	return err == nil && ct == "application/json"
 }
 
 // bodyError answers a body that could not be read.

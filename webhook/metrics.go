@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -180,12 +182,113 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// instrument wraps the review handler of path with the HTTP metrics.
+// instrument wraps the review handler of path with the HTTP metrics: what
+// instrumentReference (promhttp's in-flight, duration and counter
+// middlewares chained) counts and observes, without their two label maps
+// and series lookups per request. The series of an answer 200 on path and
+// the latency's one series are looked up at the first request that needs
+// them (before it, as with promhttp, neither is exported); those of other
+// codes at each request, as promhttp does.
 func (m *Metrics) instrument(path string, h http.Handler) http.Handler {
+	return &instrumented{next: h, path: path, requests: m.requests, latency: m.latency, inFlight: m.inFlight}
+}
+
+// instrumentReference wraps h with promhttp's middlewares, the reference
+// instrument is held equal to (TestInstrumentIsPromhttps).
+func (m *Metrics) instrumentReference(path string, h http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerInFlight(m.inFlight,
 		promhttp.InstrumentHandlerDuration(m.latency,
 			promhttp.InstrumentHandlerCounter(m.requests.MustCurryWith(prometheus.Labels{"path": path}), h)))
 }
+
+// instrumented is the handler instrument returns.
+type instrumented struct {
+	next     http.Handler
+	path     string
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+	// ok and observer hold the series of code 200 on path and of the
+	// latency once looked up (a lookup that races another finds the same
+	// child: the vectors keep their children).
+	ok       atomic.Pointer[prometheus.Counter]
+	observer atomic.Pointer[prometheus.Observer]
+}
+
+func (i *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// As promhttp's: the gauge is taken down also when next panics; the
+	// counter and the histogram count only the requests it returns from.
+	i.inFlight.Inc()
+	defer i.inFlight.Dec()
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	i.next.ServeHTTP(sw, r)
+	i.counter(sw.status).Inc()
+	i.observe().Observe(time.Since(start).Seconds())
+}
+
+// counter is the requests counter's series of path and status.
+func (i *instrumented) counter(status int) prometheus.Counter {
+	code := statusCode(status)
+	if code != "200" {
+		return i.requests.WithLabelValues(i.path, code)
+	}
+	if c := i.ok.Load(); c != nil {
+		return *c
+	}
+	c := i.requests.WithLabelValues(i.path, code)
+	i.ok.Store(&c)
+	return c
+}
+
+// observe is the latency's one series.
+func (i *instrumented) observe() prometheus.Observer {
+	if o := i.observer.Load(); o != nil {
+		return *o
+	}
+	o := i.latency.WithLabelValues()
+	i.observer.Store(&o)
+	return o
+}
+
+// statusCode is the code label promhttp gives a status: 200 for none
+// written (0), the number for 100 to 599, "unknown" for any other.
+func statusCode(status int) string {
+	switch {
+	case status == 0 || status == http.StatusOK:
+		return "200"
+	case status >= 100 && status <= 599:
+		return strconv.Itoa(status)
+	}
+	return "unknown"
+}
+
+// statusWriter records the status an answer was given, as promhttp's
+// delegator does: the last WriteHeader's, 200 when Write comes first.
+// Nothing under it asks its ResponseWriter for more than an
+// http.ResponseWriter but through http.ResponseController, which Unwrap
+// serves.
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.wroteHeader = true
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wroteHeader {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // The methods below are no-ops on a nil *Metrics (a Handler used without a
 // Server).
