@@ -335,6 +335,13 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		`object.spec.items.map(i, [i]).map(l, l[0]) == object.spec.items && [1, 2].map(x, 1) == [1, 1]`,
 		`object.spec.items.filter(i, has(i.n)).map(i, i.n * 2) + object.spec.items.map(i, i.name)`,
 		`object.spec.items.transformList(k, i, k > 1, i).map(i, object.spec.items.filter(j, j == i).size())`,
+		// An ApplyConfiguration's Objects as celobject.Objects (objectOnce,
+		// construct.go): nested, in lists, maps and branches, optional
+		// fields present, absent and not optional, a field that fails.
+		`Object{spec: Object.spec{items: [Object.spec.items{n: object.spec.items[3].n}], m: {"k": Object.spec.m{}}}}`,
+		`size(object.spec.items) > 2 ? Object{?spec: optional.none(), metadata: Object.metadata{?labels: optional.of({"a": "b"})}} : Object{}`,
+		`Object{spec: Object.spec{?x: object.?spec.?items[?0].?name, ?y: dyn(1), z: [[Object.spec.z{}]]}}`,
+		`Object{spec: Object.spec{a: object.spec.items[9], b: Object.wrong{}, c: dyn(Object.spec.c{d: null})}}`,
 	} {
 		f.Add(s)
 	}
