@@ -53,19 +53,23 @@ func asObjects(v ref.Val) ref.Val {
 	return v
 }
 
+// sortedLines are the lines of err's text, sorted (upstream joins its
+// errors in map order); nil for no error.
+func sortedLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	l := strings.Split(err.Error(), "\n")
+	slices.Sort(l)
+	return l
+}
+
 // TestObjectIsUpstreams holds an Object to the dynamic.ObjectVal it stands
 // for, on the type-name cases (right and wrong names in fields, list items
 // and map values): the readers (CheckTypeNames, Native, NativeChecked) and
 // every method of ref.Val.
 func TestObjectIsUpstreams(t *testing.T) {
-	lines := func(err error) []string {
-		if err == nil {
-			return nil
-		}
-		l := strings.Split(err.Error(), "\n")
-		slices.Sort(l)
-		return l
-	}
+	lines := sortedLines
 	same := func(a, b any) bool { return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b) || reflect.DeepEqual(a, b) }
 	cases := typeNameCases()
 	cases["a map key not a string"] = dynamic.NewObjectVal(types.NewObjectType("Object"), map[string]ref.Val{
