@@ -33,6 +33,14 @@ func FromCEL(v ref.Val) (map[string]any, error) {
 // maps that upstream's conversion hands over as they are (a list or a map
 // of the request's object, of params, of a variable).
 func FromCELFresh(v ref.Val) (patch map[string]any, fresh bool, err error) {
+	if o, ok := v.(*celobject.Object); ok {
+		// The compiler's form of an Object construction: read as it is,
+		// or as the dynamic.ObjectVal it stands for.
+		if m, ok := celobject.NativeCheckedObject(o); ok {
+			return m, true, nil
+		}
+		v = o.Upstream()
+	}
 	objVal, ok := v.(*dynamic.ObjectVal)
 	if !ok {
 		if v == nil {

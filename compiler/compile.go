@@ -453,7 +453,7 @@ func (c *Compiler) compileExpression(penv *policyEnv, e *Expression, want []*cel
 	// that building it cannot fail; otherwise now, for its error.
 	lazy := &lazyProgram{}
 	if !penv.check.plans(env, ast) {
-		prog, err := env.Program(ast, programOptionsFor(env, ast, false)...)
+		prog, err := env.Program(ast, programOptionsFor(env, ast, false, e.Kind)...)
 		if err != nil {
 			e.Err = programError(err)
 			return

@@ -3,10 +3,16 @@ package compiler
 import (
 	"reflect"
 
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"k8s.io/apiserver/pkg/cel/mutation"
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
+	"github.com/mutatis-dev/mutatis/internal/celobject"
 )
 
 // A `JSONPatch{…}` construction built straight into its value.
@@ -163,4 +169,193 @@ func (c *jsonPatchOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 // Eval implements interpreter.Interpretable, as evalObj.Eval does.
 func (c *jsonPatchOnce) Eval(ctx interpreter.Activation) ref.Val {
 	return c.Exec(interpreter.AsFrame(ctx))
+}
+
+// An `Object.<path>{…}` construction of an ApplyConfiguration's result
+// built as a celobject.Object.
+//
+// cel-go builds every construction into a new map[string]ref.Val (the map
+// and its group, ≈ 330 bytes for up to eight fields) that kube-apiserver's
+// provider wraps in a dynamic.ObjectVal (mutation's ObjectType.Val); the
+// ApplyConfiguration's reader then converts that map into a
+// map[string]any for the merge (applyconfig.FromCEL). objectOnce evaluates
+// the fields as evalObj.Exec does — in order, the first unknown or error
+// returned as it is, an optional field's value unwrapped or, absent, left
+// out, a non-optional value for an optional field cel-go's error — into a
+// celobject.Object: the type the provider builds its values with (asked
+// once, at planning) and the values by the construction's field names, in
+// one allocation for up to four fields. The reader converts it straight
+// into the merge's map.
+//
+// It is taken only where the value can reach nothing but that reader
+// (outputObjectsOf): the root of an ApplyConfiguration expression, and,
+// from a position taken, the fields (not optional ones) of an Object
+// construction, the items of a list literal, the values of a map literal
+// and the branches of a conditional. A value bound to a variable, passed to
+// a function, compared or iterated over is built by cel-go as before, so no
+// dynamic.ObjectVal ever holds an Object and no operation other than the
+// reader's ever sees one (each of its methods answers as the ObjectVal it
+// stands for anyway: TestObjectIsUpstreams).
+//
+// The cost observer sees the step as it saw typeOnce's: a construction of
+// the same ID, InitVals and object type (StructCreateBaseCost), the
+// fields' own steps unchanged. TestObjectOnceIsCelGos holds values,
+// errors, costs and budgets to cel-go's plan over random constructions;
+// TestPlanOnceAgrees and FuzzPlanOnceAgrees hold the programs.
+type objectOnce struct {
+	interpreter.InterpretableConstructor
+	// typ is the construction's type, asked once (see typeOnce).
+	typ ref.Type
+	// obj is the evalObj the construction is (read through its layout).
+	obj *evalObjLayout
+	// objType is the type the provider builds the construction's values
+	// with.
+	objType *celtypes.Type
+}
+
+// Type implements interpreter.InterpretableConstructor.
+func (c *objectOnce) Type() ref.Type { return c.typ }
+
+// Exec implements interpreter.InterpretableV2: evalObj.Exec (cel-go
+// v0.29.2), the fields set in a celobject.Object instead of cel-go's map.
+func (c *objectOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	o := c.obj
+	out := celobject.NewObject(c.objType, o.fields)
+	for i, field := range o.fields {
+		val := o.vals[i].Exec(frame)
+		if celtypes.IsUnknownOrError(val) {
+			return val
+		}
+		if o.hasOptionals && o.optionals[i] {
+			opt, ok := val.(*celtypes.Optional)
+			if !ok {
+				// interpreter.invalidOptionalEntryInit's error.
+				return celtypes.LabelErrNode(o.id, celtypes.NewErr("cannot initialize optional entry '%v' from non-optional value %v", field, val))
+			}
+			if !opt.HasValue() {
+				continue
+			}
+			val = opt.GetValue()
+		}
+		out.Set(i, val)
+	}
+	return out
+}
+
+// Eval implements interpreter.Interpretable, as evalObj.Eval does.
+func (c *objectOnce) Eval(ctx interpreter.Activation) ref.Val {
+	return c.Exec(interpreter.AsFrame(ctx))
+}
+
+// objectConstruction returns c (of type typ) as an objectOnce when it is
+// cel-go's evalObj, its field names without a repeat, whose provider
+// builds a dynamic.ObjectVal of the construction's fields as upstream's
+// ObjectType.Val does; nil otherwise.
+func objectConstruction(c interpreter.InterpretableConstructor, typ ref.Type) *objectOnce {
+	if !celobject.Mirrored || !mirrorsEvalObj(reflect.TypeOf(c)) {
+		return nil
+	}
+	obj := (*evalObjLayout)(reflect.ValueOf(c).UnsafePointer())
+	if len(obj.fields) != len(obj.vals) || (obj.hasOptionals && len(obj.optionals) != len(obj.fields)) ||
+		obj.provider == nil || typ.TypeName() != obj.typeName {
+		return nil
+	}
+	for i, f := range obj.fields {
+		for _, g := range obj.fields[:i] {
+			if f == g {
+				return nil
+			}
+		}
+	}
+	objType := buildsObject(obj.provider, obj.typeName)
+	if objType == nil {
+		return nil
+	}
+	return &objectOnce{InterpretableConstructor: c, typ: typ, obj: obj, objType: objType}
+}
+
+// buildsObject asks p for an object of type name with one field, and
+// returns the type of the dynamic.ObjectVal it answers when that holds the
+// field as given (the value upstream's ObjectType.Val builds); nil for any
+// other answer.
+func buildsObject(p celtypes.Provider, name string) *celtypes.Type {
+	val := celtypes.String("v")
+	fields := map[string]ref.Val{"f": val}
+	ov, ok := p.NewValue(name, fields).(*dynamic.ObjectVal)
+	if !ok || ov.Type().TypeName() != name {
+		return nil
+	}
+	got := celobject.Fields(ov)
+	if len(got) != 1 || got["f"] != val {
+		return nil
+	}
+	t := celobject.TypeOf(ov)
+	if t == nil || t.TypeName() != name {
+		return nil
+	}
+	return t
+}
+
+// outputObjectsOf returns the IDs of the constructions of a, an
+// ApplyConfiguration expression, whose value can only become (part of)
+// the expression's result (see objectOnce), nil when there are none.
+func outputObjectsOf(a *cel.Ast) map[int64]bool {
+	if a == nil || a.NativeRep() == nil {
+		return nil
+	}
+	var ids map[int64]bool
+	var visit func(e ast.Expr)
+	visit = func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.StructKind:
+			if ids == nil {
+				ids = map[int64]bool{}
+			}
+			ids[e.ID()] = true
+			for _, f := range e.AsStruct().Fields() {
+				if sf := f.AsStructField(); !sf.IsOptional() {
+					visit(sf.Value())
+				}
+			}
+		case ast.ListKind:
+			l := e.AsList()
+			for i, item := range l.Elements() {
+				if !l.IsOptional(int32(i)) {
+					visit(item)
+				}
+			}
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				if me := en.AsMapEntry(); !me.IsOptional() {
+					visit(me.Value())
+				}
+			}
+		case ast.CallKind:
+			if c := e.AsCall(); c.FunctionName() == operators.Conditional && !c.IsMemberFunction() && len(c.Args()) == 3 {
+				visit(c.Args()[1])
+				visit(c.Args()[2])
+			}
+		}
+	}
+	visit(a.NativeRep().Expr())
+	return ids
+}
+
+// objectOnceFor returns the decorator that plans the constructions of ids
+// (from outputObjectsOf), which planOnce planned as typeOnce, as
+// objectOnce; nil when there are none.
+func objectOnceFor(ids map[int64]bool) interpreter.InterpretableDecoratorV2 {
+	if len(ids) == 0 {
+		return nil
+	}
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		t, ok := i.(*typeOnce)
+		if !ok || !ids[i.ID()] {
+			return i, nil
+		}
+		if o := objectConstruction(t.InterpretableConstructor, t.typ); o != nil {
+			return o, nil
+		}
+		return i, nil
+	}
 }

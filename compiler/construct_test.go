@@ -2,14 +2,21 @@ package compiler
 
 import (
 	"context"
+	"fmt"
+	"math/rand"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/mutatis-dev/mutatis/applyconfig"
+	"github.com/mutatis-dev/mutatis/internal/celobject"
 )
 
 // jsonPatchCases are JSONPatch constructions over every kind of field
@@ -187,4 +194,235 @@ func benchmarkConstruction(b *testing.B, spec *admissionregistrationv1.MutatingA
 			}
 		})
 	}
+}
+
+// objectGen generates random ApplyConfiguration expressions whose Object
+// constructions sit where objectOnce takes them (fields, list items, map
+// values, conditional branches) and where it does not (a function's
+// argument, a comprehension, a variable), over every kind of field value:
+// constants of every type, the object's values (views), values that fail,
+// optional fields present, absent and not optional, nested Objects named
+// right and, at most once per expression (upstream joins its errors in
+// map order), wrong; a map key that is not a string, once too.
+type objectGen struct {
+	r *rand.Rand
+	// wrong: a nested Object is named wrong; badKey: a map has a key
+	// that is not a string (upstream's conversion fails on the first it
+	// meets, in map order: one per expression).
+	wrong, badKey bool
+}
+
+func (g *objectGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
+
+// object is a construction of the Object at path (its type name path, or
+// a wrong one).
+func (g *objectGen) object(path string, depth int) string {
+	name := path
+	if depth > 0 && !g.wrong && g.r.Intn(8) == 0 {
+		g.wrong, name = true, g.pick("Object", path+".x", "Object.other")
+	}
+	var fields []string
+	used := map[string]bool{}
+	for range g.r.Intn(5) {
+		f := g.pick("a", "b", "spec", "metadata", "c", "labels")
+		if used[f] {
+			continue
+		}
+		used[f] = true
+		if g.r.Intn(8) == 0 {
+			fields = append(fields, "?"+f+": "+g.pick("optional.of("+g.value(path+"."+f, depth+1)+")", "optional.none()",
+				"object.?spec.?items[?0].?name", "object.?spec.?nope", "dyn(1)", "dyn(object.spec.items[0].name)"))
+			continue
+		}
+		fields = append(fields, f+": "+g.value(path+"."+f, depth+1))
+	}
+	return name + "{" + strings.Join(fields, ", ") + "}"
+}
+
+// value is the value of a field whose nested Objects are at path.
+func (g *objectGen) value(path string, depth int) string {
+	if depth > 3 {
+		return g.scalar()
+	}
+	switch g.r.Intn(13) {
+	case 0, 1, 2:
+		return g.object(path, depth)
+	case 3:
+		var items []string
+		scalars := g.r.Intn(3) == 0
+		for range g.r.Intn(4) {
+			if scalars {
+				items = append(items, "dyn("+g.scalar()+")")
+			} else {
+				items = append(items, g.object(path, depth+1))
+			}
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	case 4:
+		switch g.r.Intn(4) {
+		case 0:
+			if !g.badKey {
+				g.badKey = true
+				return `{1: "x"}`
+			}
+		case 1:
+			return `{"k": ` + g.object(path, depth+1) + `, "l": ` + g.object(path, depth+1) + "}"
+		}
+		return `{"k": ` + g.value(path, depth+1) + "}"
+	case 5:
+		cond := "size(object.spec.items) > " + g.pick("2", "9") + " ? "
+		if g.r.Intn(3) == 0 {
+			return cond + "dyn(" + g.scalar() + ") : dyn(" + g.scalar() + ")"
+		}
+		return cond + g.object(path, depth+1) + " : " + g.object(path, depth+1)
+	case 7:
+		// A list of lists: upstream's conversion hands the inner list over
+		// as its CEL values.
+		return "[[" + g.object(path, depth+1) + "], []]"
+	case 6:
+		// Not taken: an argument, a comprehension, a variable.
+		return g.pick("dyn("+g.object(path, depth+1)+")", "[1, 2].map(x, "+g.object(path, depth+1)+")", "variables.v")
+	}
+	return g.scalar()
+}
+
+func (g *objectGen) scalar() string {
+	return g.pick(`"s"`, "1", "-7", "2.5", "true", "null", `b"x"`, "3u", "[]", "{}", `["a", "b"]`, `{"x": 1}`,
+		"object.spec.items[0].name", "object.spec.items[3].n", "object.spec.items", "object.spec", "object.spec.items[4]",
+		"object.spec.items[9]", "object.spec.missing", `dyn("d")`, "1 / 0", `duration("1s")`)
+}
+
+// TestObjectOnceIsCelGos holds the Object constructions objectOnce builds
+// to cel-go's own plan (evalObj and the provider's ObjectType.Val) over
+// random ApplyConfiguration expressions (objectGen): the same value field
+// by field, error, cost and remaining budget (sameResults), and the same
+// result of the ApplyConfiguration's reader (applyconfig.FromCELFresh: the
+// map, whether it is fresh, the error); and checks that objectOnce built
+// the results at all.
+func TestObjectOnceIsCelGos(t *testing.T) {
+	c, refC := twoCompilers(t)
+	obj := map[string]any{"metadata": map[string]any{"name": "n"}, "spec": map[string]any{"items": []any{
+		map[string]any{"name": "a"}, map[string]any{"name": "add"}, map[string]any{"image": "nginx"},
+		map[string]any{"n": int64(3)}, map[string]any{"r": 1.5},
+	}}}
+	in := Input{Object: obj, OldObject: obj}
+	lines := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		l := strings.Split(err.Error(), "\n")
+		slices.Sort(l)
+		return strings.Join(l, "\n")
+	}
+	built, converted, failed := 0, 0, 0
+	for seed := range 600 {
+		g := &objectGen{r: rand.New(rand.NewSource(int64(seed)))}
+		expr := g.object("Object", 0)
+		mp := policySpec{variables: [][2]string{{"v", `Object.spec{x: 1, y: ["a"]}`}}, ac: []string{expr}}.build()
+		p, err := c.Compile(mp)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if p.Mutations[0].Err != nil {
+			t.Logf("%s does not compile: %v", expr, p.Mutations[0].Err)
+			continue
+		}
+		ref, err := refC.Compile(mp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref = unplanned(t, ref)
+		sameResults(t, expr, p, ref, in)
+
+		act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
+		got, _, err := act.Eval(p.Mutations[0], MutationBudget)
+		want, _, refErr := refAct.Eval(ref.Mutations[0], MutationBudget)
+		if err != nil || refErr != nil || (got.Err == nil) != (want.Err == nil) {
+			if fmt.Sprint(err, got.Err) != fmt.Sprint(refErr, want.Err) {
+				t.Errorf("%s: %v %v; cel-go's plan %v %v", expr, err, got.Err, refErr, want.Err)
+			}
+			act.Release()
+			refAct.Release()
+			continue
+		}
+		if got.Err != nil {
+			act.Release()
+			refAct.Release()
+			continue
+		}
+		if _, ok := got.Value.(*celobject.Object); ok {
+			built++
+		}
+		m, fresh, err := applyconfig.FromCELFresh(got.Value)
+		wm, wfresh, werr := applyconfig.FromCELFresh(want.Value)
+		if lines(err) != lines(werr) || fresh != wfresh || !sameNative(m, wm) {
+			t.Errorf("%s: read as %v (fresh %v, %v); cel-go's value as %v (fresh %v, %v)", expr, m, fresh, err, wm, wfresh, werr)
+		}
+		if err != nil {
+			failed++
+		} else {
+			converted++
+		}
+		act.Release()
+		refAct.Release()
+	}
+	t.Logf("%d results built by objectOnce; %d read, %d refused by the reader", built, converted, failed)
+	if built < 300 || converted < 100 || failed < 20 {
+		t.Errorf("%d results built by objectOnce, %d read, %d refused: the cases are meant to exercise all three", built, converted, failed)
+	}
+}
+
+// sameNative is reflect.DeepEqual of two values of the reader, but for the
+// CEL values upstream's conversion hands over as they are (a list of lists'
+// inner items), compared as CEL values (sameValue).
+func sameNative(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for k, v := range x {
+			w, found := y[k]
+			if !found || !sameNative(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for i := range x {
+			if !sameNative(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[ref.Val]ref.Val:
+		y, ok := b.(map[ref.Val]ref.Val)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, found := y[k]
+			if !found || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []ref.Val:
+		y, ok := b.([]ref.Val)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }

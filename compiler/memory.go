@@ -286,7 +286,7 @@ func (e *Expression) boundedProgram(a *Activation) *boundedProgram {
 	}
 	bp.mu.Unlock()
 	est := &bytesEstimator{act: a}
-	prog, err := e.env.Program(e.ast, append(programOptionsFor(e.env, e.ast, e.prog.celValues), cel.CostTracking(est))...)
+	prog, err := e.env.Program(e.ast, append(programOptionsFor(e.env, e.ast, e.prog.celValues, e.Kind), cel.CostTracking(est))...)
 	if err != nil {
 		bp.mu.Lock()
 		bp.failed = true

@@ -609,7 +609,7 @@ func planCELValues(lists ...[]*Expression) {
 			}
 			e.prog.celValues = true
 			if e.prog.prog != nil {
-				if prog, err := e.env.Program(e.ast, programOptionsFor(e.env, e.ast, true)...); err == nil {
+				if prog, err := e.env.Program(e.ast, programOptionsFor(e.env, e.ast, true, e.Kind)...); err == nil {
 					e.prog.prog = prog
 				}
 			}

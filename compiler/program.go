@@ -67,14 +67,21 @@ func programOptions() []cel.ProgramOption {
 // env: with the decorator of the lists its comprehensions append
 // (stepListOnce, steplist.go) when it has any, right after planOnce; with
 // planOnceCELValues instead of planOnce when celValues is set (the
-// expression's policy hashes composite values: hashesComposites).
-func programOptionsFor(env *cel.Env, a *cel.Ast, celValues bool) []cel.ProgramOption {
+// expression's policy hashes composite values: hashesComposites); for an
+// ApplyConfiguration (kind), with the decorator of the constructions only
+// its result holds (objectOnceFor, construct.go).
+func programOptionsFor(env *cel.Env, a *cel.Ast, celValues bool, kind Kind) []cel.ProgramOption {
 	opts := programOptions()
 	if celValues {
 		opts[len(opts)-1] = cel.CustomDecoratorV2(planOnceCELValues)
 	}
 	if dec := stepListOnce(stepListsOf(a), env.CELTypeAdapter()); dec != nil {
 		opts = append(opts, cel.CustomDecoratorV2(dec))
+	}
+	if kind == KindApplyConfiguration {
+		if dec := objectOnceFor(outputObjectsOf(a)); dec != nil {
+			opts = append(opts, cel.CustomDecoratorV2(dec))
+		}
 	}
 	return opts
 }
@@ -145,7 +152,7 @@ func (e *Expression) program() (cel.Program, *apiservercel.Error) {
 	}
 	e.prog.once.Do(func() {
 		if e.prog.prog == nil {
-			e.prog.prog, e.prog.err = e.env.Program(e.ast, programOptionsFor(e.env, e.ast, e.prog.celValues)...)
+			e.prog.prog, e.prog.err = e.env.Program(e.ast, programOptionsFor(e.env, e.ast, e.prog.celValues, e.Kind)...)
 		}
 	})
 	if e.prog.err != nil {

@@ -164,7 +164,7 @@ func TestStepListsPlanned(t *testing.T) {
 			}
 			return i, nil
 		}
-		opts := append(programOptionsFor(e.env, e.ast, false), cel.CustomDecoratorV2(count))
+		opts := append(programOptionsFor(e.env, e.ast, false, e.Kind), cel.CustomDecoratorV2(count))
 		if _, err := e.env.Program(e.ast, append(opts, cel.InterruptCheckFrequency(celconfig.CheckFrequency))...); err != nil {
 			t.Fatalf("%s: %v", tc.expr, err)
 		}

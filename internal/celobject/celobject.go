@@ -69,24 +69,49 @@ type typeNameChecker struct {
 // check is upstream's typeCheck, with the path joined, and built only for
 // values that can hold Objects.
 func (c *typeNameChecker) check(v ref.Val, path string) {
+	if o, ok := v.(*Object); ok {
+		c.checkName(o.TypeName(), path)
+		for i, k := range o.names {
+			if f := o.vals[i]; f != nil {
+				c.checkField(f, path, k)
+			}
+		}
+		return
+	}
 	ov, ok := v.(*dynamic.ObjectVal)
 	if !ok {
 		c.checkItems(v, path, "", false)
 		return
 	}
-	if tn := ov.Type().TypeName(); tn != path {
+	c.checkName(ov.Type().TypeName(), path)
+	for k, f := range Fields(ov) {
+		c.checkField(f, path, k)
+	}
+}
+
+// checkName checks the type name tn of an Object found at path.
+func (c *typeNameChecker) checkName(tn, path string) {
+	if tn != path {
 		c.errs = append(c.errs, fmt.Errorf("unexpected type name %q, expected %q, which matches field name path from root Object type", tn, path))
 	}
-	for k, f := range Fields(ov) {
-		if child, isObject := f.(*dynamic.ObjectVal); isObject {
-			if tn := child.Type().TypeName(); isFieldPath(tn, path, k) {
-				c.check(f, tn) // path.k, without building it
-			} else {
-				c.check(f, path+"."+k)
-			}
-			continue
-		}
+}
+
+// checkField checks f, the value of field k of the Object at path.
+func (c *typeNameChecker) checkField(f ref.Val, path, k string) {
+	var tn string
+	switch child := f.(type) {
+	case *dynamic.ObjectVal:
+		tn = child.Type().TypeName()
+	case *Object:
+		tn = child.TypeName()
+	default:
 		c.checkItems(f, path, k, true)
+		return
+	}
+	if isFieldPath(tn, path, k) {
+		c.check(f, tn) // path.k, without building it
+	} else {
+		c.check(f, path+"."+k)
 	}
 }
 
@@ -187,6 +212,27 @@ func (c converter) object(v *dynamic.ObjectVal) (map[string]any, bool) {
 	return out, true
 }
 
+// built is object for an Object: its present fields, in one map.
+func (c converter) built(v *Object) (map[string]any, bool) {
+	out := make(map[string]any, len(v.names))
+	name := ""
+	if c.check {
+		name = v.TypeName()
+	}
+	for i, k := range v.names {
+		f := v.vals[i]
+		if f == nil {
+			continue
+		}
+		cv, ok := c.field(f, name, k)
+		if !ok {
+			return nil, false
+		}
+		out[k] = cv
+	}
+	return out, true
+}
+
 // named converts an Object found under field key of the Object named
 // parent, when its name is right.
 func (c converter) named(v *dynamic.ObjectVal, parent, key string) (map[string]any, bool) {
@@ -196,12 +242,22 @@ func (c converter) named(v *dynamic.ObjectVal, parent, key string) (map[string]a
 	return c.object(v)
 }
 
+// namedBuilt is named for an Object.
+func (c converter) namedBuilt(v *Object, parent, key string) (map[string]any, bool) {
+	if c.check && !isFieldPath(v.TypeName(), parent, key) {
+		return nil, false
+	}
+	return c.built(v)
+}
+
 // field is upstream's convertField for the value of field key of the
 // Object named parent.
 func (c converter) field(v ref.Val, parent, key string) (any, bool) {
 	switch t := v.(type) {
 	case *dynamic.ObjectVal:
 		return c.named(t, parent, key)
+	case *Object:
+		return c.namedBuilt(t, parent, key)
 	case types.String:
 		return StringValue(v), true
 	case types.Int, types.Bool, types.Double:
@@ -247,6 +303,8 @@ func (c converter) item(item ref.Val, parent, key string) (any, bool) {
 	switch t := item.(type) {
 	case *dynamic.ObjectVal:
 		return c.named(t, parent, key)
+	case *Object:
+		return c.namedBuilt(t, parent, key)
 	case types.String:
 		return StringValue(item), true
 	case types.Int, types.Bool, types.Double:
@@ -269,4 +327,13 @@ func StringValue(v ref.Val) any {
 		return ""
 	}
 	return jsonvalue.StringAt((*string)(jsonvalue.DataOf(unsafe.Pointer(&v))))
+}
+
+// TypeOf is the object type v holds (the type its Type() is named after).
+// Only when Mirrored; nil otherwise.
+func TypeOf(v *dynamic.ObjectVal) *types.Type {
+	if !Mirrored {
+		return nil
+	}
+	return (*objectValLayout)(unsafe.Pointer(v)).objectType
 }

@@ -23,14 +23,7 @@ func TestObjectValLayoutIsMirrored(t *testing.T) {
 // CheckTypeNamesMatchFieldPathNames on Objects with right and wrong
 // initializer names at every depth, in fields, lists, maps and nested lists.
 func TestCheckTypeNamesAsUpstream(t *testing.T) {
-	lines := func(err error) []string {
-		if err == nil {
-			return nil
-		}
-		l := strings.Split(err.Error(), "\n")
-		slices.Sort(l)
-		return l
-	}
+	lines := sortedLines
 	for name, v := range typeNameCases() {
 		t.Run(name, func(t *testing.T) {
 			got, want := lines(CheckTypeNames(v)), lines(v.CheckTypeNamesMatchFieldPathNames())
