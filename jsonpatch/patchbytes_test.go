@@ -192,8 +192,8 @@ func checkNormalizedPatch(t testing.TB, orig, want map[string]any, patch []byte)
 	if err != nil || !bytes.Equal(got, patch) {
 		t.Fatalf("CreatePatchNormalized: %s, %v; CreatePatch: %s", got, err, patch)
 	}
-	fast, ok := createPatchNative(orig, want, false)
-	normalized, nok := createPatchNative(orig, want, true)
+	fast, ok := createPatchNative(nil, orig, want, false)
+	normalized, nok := createPatchNative(nil, orig, want, true)
 	if ok != nok || !bytes.Equal(fast, normalized) {
 		t.Fatalf("checked with ApplyUnnormalized: %s (ok %v); with Apply: %s (ok %v)", normalized, nok, fast, ok)
 	}
