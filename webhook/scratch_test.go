@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
@@ -21,19 +22,14 @@ import (
 // grower is an engine stand-in whose patches vary in size: it labels the
 // object, and gives it as many annotations as its "grow" label says
 // (thousands make a patch, and an answer, larger than a scratch keeps).
-var grower = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain.Result, error) {
-	if a.Object == nil {
-		return chain.Result{}, nil
+var grower = fakeAdmitter(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
+	res, err := labeler(ctx, a)
+	if err != nil || res.Object == nil {
+		return res, err
 	}
-	obj := a.Object.DeepCopy()
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	obj := &unstructured.Unstructured{Object: res.Object}
 	n := 0
-	_, _ = fmt.Sscan(labels["grow"], &n)
-	labels["labeled"] = a.UserInfo.GetName() + "/" + a.Namespace
-	obj.SetLabels(labels)
+	_, _ = fmt.Sscan(obj.GetLabels()["grow"], &n)
 	if n > 0 {
 		ann := obj.GetAnnotations()
 		if ann == nil {
@@ -44,7 +40,7 @@ var grower = fakeAdmitter(func(_ context.Context, a *matching.Attributes) (chain
 		}
 		obj.SetAnnotations(ann)
 	}
-	return chain.Result{Object: obj.Object, Records: chain.Records{Invocations: []chain.Invocation{{Record: chain.Record{Configuration: "p", Hook: "b"}, Mutations: []chain.MutationOutcome{{}}}}}}, nil
+	return res, nil
 })
 
 // scratchReviews are real reviews, reviews whose objects and patches
