@@ -19,6 +19,7 @@ package chain
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +66,30 @@ type Context struct {
 	// stage changed its object (withObject).
 	attrs  matching.Attributes
 	object unstructured.Unstructured
+	// invocations are the run's Invocations so far (its Result's), for
+	// InvocationRoom, while a stage runs.
+	invocations []Invocation
+}
+
+// InvocationRoom is an empty slice with room for n records, for the
+// running stage to append its Outcome's Invocations to: its array is the
+// run's, right after the run's records so far, so that the run keeps the
+// stage's records where the stage wrote them (Result.add's append finds
+// them in place) instead of copying them into a larger array. When the run's array has no room for n, the
+// run's records move to one with room for n+extra (extra: what the stage
+// expects to append in a later round, the reinvocation's). A stage that
+// appends past the room gets a new array from append, which the run then
+// copies, as any Outcome's records. A stage calls it at most once per
+// Admit.
+func (c *Context) InvocationRoom(n, extra int) []Invocation {
+	if c == nil {
+		return nil
+	}
+	if cap(c.invocations)-len(c.invocations) < n {
+		c.invocations = slices.Grow(c.invocations, n+extra)
+	}
+	l := len(c.invocations)
+	return c.invocations[l:l]
 }
 
 type value struct{ key, val any }
@@ -229,7 +254,10 @@ func (r *Runner) run(ctx context.Context, a *matching.Attributes, rounds int, st
 		}
 		res.Reinvoke = false
 		for _, s := range stages {
+			rc.invocations = res.Invocations
 			o, err := s.Admit(ctx, rc.withObject(a, res.Object), rc)
+			// InvocationRoom may have moved the run's records.
+			res.Invocations, rc.invocations = rc.invocations, nil
 			res.add(o)
 			if err != nil {
 				return res, err

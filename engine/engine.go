@@ -200,6 +200,14 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 	if rc.IsReinvoke() {
 		pass = 2
 	}
+	// The pass's records, about one a candidate, written in the run's
+	// array; the first pass makes room for the reinvocation round's too
+	// when a candidate may be reinvoked.
+	extra := 0
+	if pass == 1 && e.anyReinvocable(cands) {
+		extra = len(cands)
+	}
+	out.Invocations = rc.InvocationRoom(len(cands), extra)
 	out.Object, out.Denied = e.dispatch(ctx, a, out.Object, cands, pass, st, &out)
 	if st.changed {
 		rc.SetShouldReinvoke()
@@ -211,6 +219,17 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 		st.dropFrame()
 	}
 	return out, nil
+}
+
+// anyReinvocable tells whether a hook among cands has reinvocationPolicy
+// IfNeeded.
+func (e *Evaluator) anyReinvocable(cands []int) bool {
+	for _, i := range cands {
+		if e.hooks[i].Policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+			return true
+		}
+	}
+	return false
 }
 
 // recoverDenial turns a panic outside a mutation (mutations recover their

@@ -33,7 +33,7 @@ import (
 // is then orig's encoding (jsonvalue.Marshal), made only if the fallback
 // needs it.
 func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
-	return createPatch(original, orig, want, false)
+	return createPatch(nil, original, orig, want, false)
 }
 
 // CreatePatchNormalized is CreatePatch for an orig the caller knows to be
@@ -47,18 +47,34 @@ func CreatePatch(original []byte, orig, want map[string]any) ([]byte, error) {
 // normalized the check would not be Apply's: a caller that cannot vouch
 // for orig calls CreatePatch.
 func CreatePatchNormalized(original []byte, orig, want map[string]any) ([]byte, error) {
-	return createPatch(original, orig, want, orig != nil)
+	return createPatch(nil, original, orig, want, orig != nil)
+}
+
+// AppendPatch is CreatePatch writing the patch into dst's room: the
+// patch is dst[:0] extended, and nil when there is nothing to change, as
+// CreatePatch's. A caller that has consumed a patch (written it out) may
+// pass it back as the dst of the next one, whose bytes then reuse its
+// memory; the patch and the error are CreatePatch's whatever dst holds
+// (TestAppendPatchIsCreatePatch).
+func AppendPatch(dst, original []byte, orig, want map[string]any) ([]byte, error) {
+	return createPatch(dst[:0], original, orig, want, false)
+}
+
+// AppendPatchNormalized is CreatePatchNormalized as AppendPatch writes it.
+func AppendPatchNormalized(dst, original []byte, orig, want map[string]any) ([]byte, error) {
+	return createPatch(dst[:0], original, orig, want, orig != nil)
 }
 
 // createPatch is CreatePatch; normalized tells that IsNormalized(orig).
-func createPatch(original []byte, orig, want map[string]any, normalized bool) ([]byte, error) {
+// dst, when not nil, is the room (of length 0) the patch is written in.
+func createPatch(dst, original []byte, orig, want map[string]any, normalized bool) ([]byte, error) {
 	if orig == nil {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
 			orig = nil
 		}
 	}
 	if orig != nil && want != nil {
-		if patch, ok := createPatchNative(orig, want, normalized); ok {
+		if patch, ok := createPatchNative(dst, orig, want, normalized); ok {
 			return patch, nil
 		}
 	}
@@ -76,16 +92,17 @@ func createPatch(original []byte, orig, want map[string]any, normalized bool) ([
 // Apply (evanphx/json-patch v4's semantics on orig's JSON). ok is
 // false when the check fails or the patch has no JSON encoding.
 func createPatchFast(orig, want map[string]any) (patch []byte, ok bool) {
-	return createPatchNative(orig, want, false)
+	return createPatchNative(nil, orig, want, false)
 }
 
-// createPatchNative is createPatchFast; normalized tells that
+// createPatchNative is createPatchFast, the patch written into dst's room
+// (dst of length 0, or nil for a buffer of its own); normalized tells that
 // IsNormalized(orig) holds, so that the check applies the patch with
 // ApplyUnnormalized: its result is Apply's whenever it is normalized, and
 // it is, being made of orig's values (normalized) and of the operations'
 // values as Apply normalizes them (finalize turning a -0 into 0 and a
 // null node into nil, as for Apply).
-func createPatchNative(orig, want map[string]any, normalized bool) (patch []byte, ok bool) {
+func createPatchNative(dst []byte, orig, want map[string]any, normalized bool) (patch []byte, ok bool) {
 	ops := Diff(orig, want)
 	if len(ops) == 0 {
 		// The diff found every value equal, as the check would.
@@ -96,7 +113,10 @@ func createPatchNative(orig, want map[string]any, normalized bool) (patch []byte
 	// whether they are all normalized, which patchGives would otherwise
 	// walk them again to know (a patch that fails the check below was
 	// written for nothing: the fallback's case).
-	patch, valuesNormalized, err := appendOpsNormalized(make([]byte, 0, 256+128*len(ops)), ops)
+	if size := 256 + 128*len(ops); cap(dst) < size {
+		dst = make([]byte, 0, size)
+	}
+	patch, valuesNormalized, err := appendOpsNormalized(dst[:0], ops)
 	if err != nil {
 		return nil, false
 	}

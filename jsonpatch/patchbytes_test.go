@@ -178,6 +178,34 @@ func checkPatchBytes(t testing.TB, orig, want map[string]any) {
 		t.Fatalf("the fast path did not make the patch (ok %v)", ok)
 	}
 	checkNormalizedPatch(t, orig, want, patch)
+	checkAppendPatch(t, orig, want, patch)
+}
+
+// checkAppendPatch fails unless AppendPatch (and AppendPatchNormalized,
+// for an orig that IsNormalized) gives patch, CreatePatch's, whatever the
+// memory it is given: none, too little, or a larger buffer full of an
+// earlier patch's bytes, which it must then write the patch in.
+func checkAppendPatch(t testing.TB, orig, want map[string]any, patch []byte) {
+	t.Helper()
+	dirty := bytes.Repeat([]byte(`[{"op":"remove","path":"/x~1"}],`), 1+len(patch)/8)
+	for _, dst := range [][]byte{nil, []byte("[{"), dirty[:len(dirty)/2], dirty} {
+		for _, normalized := range []bool{false, true} {
+			if normalized && !IsNormalized(orig) {
+				continue
+			}
+			appendPatch := AppendPatch
+			if normalized {
+				appendPatch = AppendPatchNormalized
+			}
+			got, err := appendPatch(dst, nil, orig, want)
+			if err != nil || !bytes.Equal(got, patch) || (got == nil) != (patch == nil) {
+				t.Fatalf("AppendPatch (normalized %v) in %d bytes of room: %q, %v; CreatePatch: %q", normalized, cap(dst), got, err, patch)
+			}
+			if len(got) > 0 && len(got) <= cap(dst) && cap(dst) >= 256+128*len(Diff(orig, want)) && &got[0] != &dst[:1][0] {
+				t.Fatalf("AppendPatch did not write its patch in the %d bytes of room it had", cap(dst))
+			}
+		}
+	}
 }
 
 // checkNormalizedPatch fails unless, for an orig that IsNormalized,
@@ -192,8 +220,8 @@ func checkNormalizedPatch(t testing.TB, orig, want map[string]any, patch []byte)
 	if err != nil || !bytes.Equal(got, patch) {
 		t.Fatalf("CreatePatchNormalized: %s, %v; CreatePatch: %s", got, err, patch)
 	}
-	fast, ok := createPatchNative(orig, want, false)
-	normalized, nok := createPatchNative(orig, want, true)
+	fast, ok := createPatchNative(nil, orig, want, false)
+	normalized, nok := createPatchNative(nil, orig, want, true)
 	if ok != nok || !bytes.Equal(fast, normalized) {
 		t.Fatalf("checked with ApplyUnnormalized: %s (ok %v); with Apply: %s (ok %v)", normalized, nok, fast, ok)
 	}

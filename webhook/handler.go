@@ -74,6 +74,9 @@ type Handler struct {
 
 	// metrics, when set, counts panics and evaluations in flight.
 	metrics *Metrics
+	// scratch lends each review the memory it works in, taken back once
+	// its answer is written.
+	scratch scratchPool
 }
 
 func (h *Handler) log() *slog.Logger {
@@ -235,7 +238,10 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 	}()
 	rv := Reviewer{Admitter: h.Admitter, ExplainDryRun: h.ExplainDryRun, Log: h.Log}
-	out, err := rv.Review(ctx, body)
+	// body is the review's own (read for it, never modified): decoded in
+	// place, in the scratch's stacks, answered in its buffers.
+	s := h.scratch.get()
+	out, patch, err := rv.review(ctx, body, s)
 	if err != nil {
 		var st *apierrors.StatusError
 		if !errors.As(err, &st) {
@@ -246,6 +252,10 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+	// Write keeps none of out (io.Writer's contract): the buffers serve
+	// the next review. (A review that fails or panics leaves its scratch
+	// to the collector.)
+	h.scratch.put(s, patch, out)
 }
 
 // writeStatus answers with a metav1.Status, which kube-apiserver's client

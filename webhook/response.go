@@ -56,6 +56,12 @@ func Respond(req *admissionv1.AdmissionRequest, res chain.Result, admitErr error
 // envelope's decoder saw to it): the patch's check then need not
 // normalize it (jsonpatch.CreatePatchNormalized).
 func respond(req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+	return respondIn(nil, req, original, normalized, res, admitErr, o)
+}
+
+// respondIn is respond writing the patch into patchRoom's memory
+// (jsonpatch.AppendPatch), nil for a buffer of its own.
+func respondIn(patchRoom []byte, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
@@ -81,11 +87,11 @@ func respond(req *admissionv1.AdmissionRequest, original map[string]any, normali
 		// build's types do not know (a newer API server) is never removed.
 		return resp, nil
 	}
-	createPatch := jsonpatch.CreatePatch
+	createPatch := jsonpatch.AppendPatch
 	if normalized && original != nil {
-		createPatch = jsonpatch.CreatePatchNormalized
+		createPatch = jsonpatch.AppendPatchNormalized
 	}
-	patch, err := createPatch(req.Object.Raw, original, res.Object)
+	patch, err := createPatch(patchRoom, req.Object.Raw, original, res.Object)
 	if err != nil {
 		return nil, err
 	}

@@ -32,19 +32,25 @@ const reviewKind = "AdmissionReview"
 // Decode reads an AdmissionReview request. Its errors are the client's
 // fault (HTTP 400) and say what is wrong.
 func Decode(body []byte) (*Review, error) {
-	rv, _, _, err := decode(body)
+	rv, _, _, err := decode(body, nil)
 	return rv, err
 }
 
 // decode is Decode, and the request's objects decoded when the envelope's
 // own decoder took the body (decoded; else attributes decodes them from
-// their Raw bytes).
-func decode(body []byte) (review *Review, b bodies, decoded bool, err error) {
+// their Raw bytes). s, when not nil, is the review's scratch, and body
+// the review's own: it is decoded in place, not copied
+// (decodeEnvelopeOwned).
+func decode(body []byte, s *reviewScratch) (review *Review, b bodies, decoded bool, err error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, b, false, errors.New("empty body: want an AdmissionReview")
 	}
 	var rv admissionv1.AdmissionReview
-	b, decoded = decodeEnvelope(body, &rv)
+	if s != nil {
+		b, decoded = decodeEnvelopeOwned(body, &rv, s)
+	} else {
+		b, decoded = decodeEnvelope(body, &rv)
+	}
 	if !decoded {
 		if err := decodeReviewReference(body, &rv); err != nil {
 			return nil, b, false, err

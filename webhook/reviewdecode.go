@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"strings"
 	"unsafe"
 
@@ -42,9 +43,23 @@ func decodeEnvelope(body []byte, rv *admissionv1.AdmissionReview) (b bodies, ok 
 	if len(body) == 0 {
 		return b, false
 	}
-	buf := make([]byte, len(body))
-	copy(buf, body)
+	return decodeEnvelopeOwned(bytes.Clone(body), rv, nil)
+}
+
+// decodeEnvelopeOwned is decodeEnvelope of buf without the copy: buf is
+// the review's own, never modified while the review or anything it made
+// lives (the maps' strings and the Raw bytes are buf's), as a Handler's
+// body read is. s, when not nil, lends the map decoder its stacks (and
+// gets them back, grown).
+func decodeEnvelopeOwned(buf []byte, rv *admissionv1.AdmissionReview, s *reviewScratch) (b bodies, ok bool) {
+	if len(buf) == 0 {
+		return b, false
+	}
 	d := envelopeDecoder{mapDecoder: mapDecoder{s: unsafe.String(&buf[0], len(buf))}, buf: buf}
+	if s != nil {
+		d.mapDecoder.members, d.elems = s.members[:0], s.elems[:0]
+		defer func() { s.members, s.elems = d.mapDecoder.members, d.elems }()
+	}
 	d.space()
 	if !d.is('{') || !d.review(rv, &b) {
 		*rv = admissionv1.AdmissionReview{}

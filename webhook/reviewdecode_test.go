@@ -288,7 +288,7 @@ func BenchmarkDecodeReview(b *testing.B) {
 		b.ReportAllocs()
 		defer reportCPU(b)()
 		for b.Loop() {
-			review, objs, decoded, err := decode(body)
+			review, objs, decoded, err := decode(body, nil)
 			if err != nil || !decoded {
 				b.Fatal(err, decoded)
 			}

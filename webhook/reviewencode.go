@@ -16,7 +16,13 @@ import (
 // their size (appendReview) when resp carries no Status and its strings
 // need no escaping, as an admission's do.
 func encodeReview(apiVersion string, resp *admissionv1.AdmissionResponse) ([]byte, error) {
-	if out, ok := appendReview(apiVersion, resp); ok {
+	return appendEncodedReview(nil, apiVersion, resp)
+}
+
+// appendEncodedReview is encodeReview written into dst's memory (from
+// dst[:0]) when appendReview writes it; nil dst for a buffer of its own.
+func appendEncodedReview(dst []byte, apiVersion string, resp *admissionv1.AdmissionResponse) ([]byte, error) {
+	if out, ok := appendReview(dst, apiVersion, resp); ok {
 		return out, nil
 	}
 	return encodeReviewReference(apiVersion, resp)
@@ -37,8 +43,9 @@ const maxSortedAnnotations = 8
 // appendReview writes the AdmissionReview of resp as encoding/json
 // would: the fields in their declaration order, empty ones omitted, the
 // patch in base64, the annotations by key; ok=false when resp has a
-// Status or a string that is not plain (plainJSON).
-func appendReview(apiVersion string, resp *admissionv1.AdmissionResponse) (out []byte, ok bool) {
+// Status or a string that is not plain (plainJSON). The bytes are written
+// from dst[:0], in its memory when it has room for them.
+func appendReview(dst []byte, apiVersion string, resp *admissionv1.AdmissionResponse) (out []byte, ok bool) {
 	if resp.Result != nil || !plainJSON(apiVersion) || !plainJSON(string(resp.UID)) ||
 		resp.PatchType != nil && !plainJSON(string(*resp.PatchType)) || len(resp.AuditAnnotations) > maxSortedAnnotations {
 		return nil, false
@@ -64,7 +71,10 @@ func appendReview(apiVersion string, resp *admissionv1.AdmissionResponse) (out [
 		}
 		n += len(w) + len(`"",`)
 	}
-	b := make([]byte, 0, n)
+	b := dst[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, n)
+	}
 	b = append(b, `{"kind":"AdmissionReview","apiVersion":"`...)
 	b = append(b, apiVersion...)
 	b = append(b, `","response":{"uid":"`...)

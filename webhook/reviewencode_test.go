@@ -35,7 +35,7 @@ func checkEncodeReview(t *testing.T, apiVersion string, resp *admissionv1.Admiss
 	if err != nil || wantErr != nil || !bytes.Equal(got, want) {
 		t.Fatalf("%+v:\n got %s (%v)\nwant %s (%v)", resp, got, err, want, wantErr)
 	}
-	_, direct = appendReview(apiVersion, resp)
+	_, direct = appendReview(nil, apiVersion, resp)
 	return direct
 }
 

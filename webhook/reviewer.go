@@ -39,9 +39,18 @@ func (rv *Reviewer) log() *slog.Logger {
 // ctx ended before the evaluation began, 500 when no correct patch or
 // response could be made.
 func (rv *Reviewer) Review(ctx context.Context, body []byte) ([]byte, error) {
-	review, b, decoded, err := decode(body)
+	out, _, err := rv.review(ctx, body, nil)
+	return out, err
+}
+
+// review is Review. s, when not nil, is the review's scratch, and body
+// its own (a Handler's read of it, decoded in place): the answer and
+// its patch are written into s's buffers, and returned (patch nil
+// without one) for the caller to give back once the answer is written.
+func (rv *Reviewer) review(ctx context.Context, body []byte, s *reviewScratch) (out, patch []byte, err error) {
+	review, b, decoded, err := decode(body, s)
 	if err != nil {
-		return nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
+		return nil, nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
 	}
 	var objects *bodies
 	if decoded {
@@ -49,12 +58,12 @@ func (rv *Reviewer) Review(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	attrs, original, err := attributes(review.Request, objects)
 	if err != nil {
-		return nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
+		return nil, nil, reviewError(400, metav1.StatusReasonBadRequest, err.Error())
 	}
 	if err := ctx.Err(); err != nil {
 		// The caller gave up (its timeout passed while the review waited):
 		// evaluating it would only take time from the reviews still wanted.
-		return nil, reviewError(503, metav1.StatusReasonTimeout, "the review's deadline passed before it was evaluated: "+err.Error())
+		return nil, nil, reviewError(503, metav1.StatusReasonTimeout, "the review's deadline passed before it was evaluated: "+err.Error())
 	}
 	res, admitErr := rv.Admitter.Admit(ctx, attrs)
 	if admitErr != nil {
@@ -62,17 +71,21 @@ func (rv *Reviewer) Review(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	// original is b.object when the envelope's decoding made it.
 	normalized := objects != nil && original != nil && b.objectNormalized
-	resp, err := respond(review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
+	var patchRoom, outRoom []byte
+	if s != nil {
+		patchRoom, outRoom = s.patch, s.out
+	}
+	resp, err := respondIn(patchRoom, review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
 	if err != nil {
 		// Never send a patch that would not give the engine's object.
 		rv.log().Error("building the patch", "uid", review.Request.UID, "error", err)
-		return nil, reviewError(500, metav1.StatusReasonInternalError, err.Error())
+		return nil, nil, reviewError(500, metav1.StatusReasonInternalError, err.Error())
 	}
-	out, err := encodeReview(review.APIVersion, resp)
+	out, err = appendEncodedReview(outRoom, review.APIVersion, resp)
 	if err != nil {
-		return nil, reviewError(500, metav1.StatusReasonInternalError, "encoding the response: "+err.Error())
+		return nil, nil, reviewError(500, metav1.StatusReasonInternalError, "encoding the response: "+err.Error())
 	}
-	return out, nil
+	return out, resp.Patch, nil
 }
 
 // reviewError is the refusal of a review, answered as a metav1.Status.
