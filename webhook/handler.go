@@ -251,10 +251,15 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
-	// Write keeps none of out (io.Writer's contract): the buffers serve
-	// the next review. (A review that fails or panics leaves its scratch
-	// to the collector.)
+	if _, werr := w.Write(out); werr != nil {
+		// A Write that failed may still hold out: HTTP/2's returns on a
+		// stream the client reset while its DATA frame can still be on
+		// its way to the connection. The scratch is left to the collector.
+		return
+	}
+	// A Write that succeeded keeps none of out (io.Writer's contract,
+	// and HTTP/2's waits for its frame to be written): the buffers serve
+	// the next review.
 	h.scratch.put(s, patch, out)
 }
 

@@ -171,3 +171,52 @@ func TestScratchKeepsWithinBounds(t *testing.T) {
 		t.Fatalf("kept %d and %d bytes of room", cap(s.patch), cap(s.out))
 	}
 }
+
+// keepingWriter is a ResponseWriter whose Write fails and keeps the bytes
+// it was given, as HTTP/2's does on a stream the client reset while the
+// DATA frame can still be on its way.
+type keepingWriter struct {
+	*httptest.ResponseRecorder
+	kept []byte
+}
+
+func (w *keepingWriter) Write(p []byte) (int, error) {
+	w.kept = p
+	return 0, errors.New("stream closed")
+}
+
+// TestFailedWriteKeepsItsAnswer: an answer whose Write failed is not lent
+// to the next reviews, which would write into bytes the failed Write may
+// still be sending.
+func TestFailedWriteKeepsItsAnswer(t *testing.T) {
+	bodies := scratchReviews(t)
+	h := &Handler{Admitter: grower, ExplainDryRun: true}
+	var first []byte
+	for _, body := range bodies {
+		if code, _ := reviewAnswer(t, grower, body); code == http.StatusOK {
+			first = body
+			break
+		}
+	}
+	w := &keepingWriter{ResponseRecorder: httptest.NewRecorder()}
+	r := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(first))
+	r.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(w, r)
+	if len(w.kept) == 0 {
+		t.Fatal("the review wrote no answer")
+	}
+	sent := bytes.Clone(w.kept)
+	// The same review again under another uid of the same length: its
+	// answer fits the memory the failed one was written in.
+	uid := bytes.Index(first, []byte(`"uid":"`)) + len(`"uid":"`)
+	again := bytes.Clone(first)
+	again[uid] ^= 1
+	for range 3 {
+		if rec := serveOnce(h, http.MethodPost, "/mutate", "application/json", again); rec.Code != http.StatusOK {
+			t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
+		}
+	}
+	if !bytes.Equal(w.kept, sent) {
+		t.Fatalf("the failed Write's bytes were written over by the reviews after it:\n%.200s\nwas\n%.200s", w.kept, sent)
+	}
+}
