@@ -964,6 +964,23 @@ func hasTypeMeta(n *node, gvk schema.GroupVersionKind) bool {
 	return obj.GetObjectKind().GroupVersionKind() == gvk
 }
 
+// defaultedTyped is the plan of in's kind and the address of in built as
+// that kind's typed object and defaulted by upstream's defaulters; a nil
+// plan when the kind has no struct plan of its own or the object does not
+// convert.
+func defaultedTyped(d *Scheme, k *kube, in testobjects.Input) (*node, unsafe.Pointer) {
+	n := d.plans.typedKind(k.scheme, in.GVK)
+	if n == nil || n.kind != nodeStruct || n.toCustom {
+		return nil, nil
+	}
+	typed, err := k.typed(in.Obj, in.GVK)
+	if err != nil {
+		return nil, nil
+	}
+	k.scheme.Default(typed)
+	return n, reflect.ValueOf(typed).UnsafePointer()
+}
+
 // TestEmitOwnIsEmit holds emitOwn, which writes the output's root into
 // the input's root map, to emitObject, which writes a new one: every real
 // object (as written, normalized, defaulted) and the zero and filled
@@ -979,16 +996,10 @@ func TestEmitOwnIsEmit(t *testing.T) {
 	ins := builtInInputs(t, d, 1, false)
 	written, kept := 0, 0
 	for _, in := range ins {
-		n := d.plans.typedKind(k.scheme, in.GVK)
-		if n == nil || n.kind != nodeStruct || n.toCustom {
+		n, at := defaultedTyped(d, k, in)
+		if n == nil {
 			continue
 		}
-		typed, err := k.typed(in.Obj, in.GVK)
-		if err != nil {
-			continue
-		}
-		k.scheme.Default(typed)
-		at := reflect.ValueOf(typed).UnsafePointer()
 		for _, extra := range []bool{false, true} {
 			prev := valuetest.DeepCopy(in.Obj).(map[string]any)
 			if extra {
@@ -1111,16 +1122,10 @@ func TestFieldsLeftIsEveryLookup(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 26))
 	compared, skipped := 0, 0
 	for _, in := range builtInInputs(t, d, 1, true) {
-		n := d.plans.typedKind(k.scheme, in.GVK)
-		if n == nil || n.kind != nodeStruct || n.toCustom {
+		n, at := defaultedTyped(d, k, in)
+		if n == nil {
 			continue
 		}
-		typed, err := k.typed(in.Obj, in.GVK)
-		if err != nil {
-			continue
-		}
-		k.scheme.Default(typed)
-		at := reflect.ValueOf(typed).UnsafePointer()
 		prevs := []map[string]any{in.Obj}
 		extra := valuetest.DeepCopy(in.Obj).(map[string]any)
 		extra["zz-not-a-field"] = "x"
