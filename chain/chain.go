@@ -75,12 +75,12 @@ type Context struct {
 // running stage to append its Outcome's Invocations to: its array is the
 // run's, right after the run's records so far, so that the run keeps the
 // stage's records where the stage wrote them (Result.add's append finds
-// them in place) instead of copying them into a larger array. When the run's array has no room for n, the
-// run's records move to one with room for n+extra (extra: what the stage
-// expects to append in a later round, the reinvocation's). A stage that
-// appends past the room gets a new array from append, which the run then
-// copies, as any Outcome's records. A stage calls it at most once per
-// Admit.
+// them in place) instead of copying them into a larger array. When the
+// run's array has no room for n, the run's records move to one with room
+// for n+extra (extra: what the stage expects to append in a later round,
+// the reinvocation's). A stage that appends past the room gets a new array
+// from append, which the run then copies, as any Outcome's records. A
+// stage calls it at most once per Admit.
 func (c *Context) InvocationRoom(n, extra int) []Invocation {
 	if c == nil {
 		return nil
