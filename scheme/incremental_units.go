@@ -264,6 +264,9 @@ func (s *Scheme) defaultUnitsTold(k *inertKind, u *unitParent, obj, base map[str
 			if !isMap || em == nil {
 				return nil, false
 			}
+			if isInertElement(c.list, em) {
+				continue // its own defaulted form, seen by no other defaulter
+			}
 			if i < len(c.was) {
 				if wm, ok := c.was[i].(map[string]any); ok && wm != nil && elementInertDiff(em, wm, u.inert[c.list]) {
 					continue // changed only where no defaulter of the element looks
@@ -370,6 +373,72 @@ func inertEntries(v, was any, fields map[string]bool) bool {
 			if str, ok := x.(string); !ok || str == "" || !fields[k] {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// elementInertTable are shapes of elements of unit lists (by the list's
+// JSON name): an element with exactly the fields of a row, each of the
+// row's sort (a non-empty string, an empty object), is its own defaulted
+// form, and adding it to the list, or putting it in place of another
+// element, changes nothing that defaulting writes elsewhere (a volume of a
+// name and an empty emptyDir). Not read from upstream's code but held to
+// it: TestElementInertTable probes, on every kind of unitTable with a list
+// of the table, defaulted real and random objects with such elements
+// appended to the list and put in place of its elements, one or several at
+// once, each held to the whole object's defaulting (unchanged) and
+// DefaultFrom to defaultReference.
+var elementInertTable = []inertShape{
+	{"volumes", map[string]elementSort{"name": sortString, "emptyDir": sortEmptyObject}},
+}
+
+// inertShape is a row of elementInertTable: the list, and the fields of
+// its elements of the row's shape with their sorts.
+type inertShape struct {
+	list   string
+	fields map[string]elementSort
+}
+
+// elementSort is what a field of a row of elementInertTable holds.
+type elementSort uint8
+
+const (
+	// sortString is a non-empty string.
+	sortString elementSort = iota + 1
+	// sortEmptyObject is an object without fields.
+	sortEmptyObject
+)
+
+// isInertElement tells whether em, a new element of list (a unit list), is
+// of the shape of a row of elementInertTable for list.
+func isInertElement(list string, em map[string]any) bool {
+	for _, row := range elementInertTable {
+		if row.list != list || len(em) != len(row.fields) {
+			continue
+		}
+		if ofSorts(em, row.fields) {
+			return true
+		}
+	}
+	return false
+}
+
+// ofSorts tells whether every field of em is a field of fields holding a
+// value of its sort.
+func ofSorts(em map[string]any, fields map[string]elementSort) bool {
+	for f, v := range em {
+		switch fields[f] {
+		case sortString:
+			if str, ok := v.(string); !ok || str == "" {
+				return false
+			}
+		case sortEmptyObject:
+			if m, ok := v.(map[string]any); !ok || m == nil || len(m) != 0 {
+				return false
+			}
+		default:
+			return false
 		}
 	}
 	return true
