@@ -15,7 +15,8 @@ import (
 // test/load's policies make to its Pod (testdata/pod.yaml there, as
 // kube-apiserver sends it, defaulted): a label (inert), an env var and
 // resource limits of a container, a sidecar container (elements alone),
-// terminationGracePeriodSeconds (a context field). Each case's result is
+// terminationGracePeriodSeconds (a context field), a volume of a name and
+// an empty emptyDir (an element alone, new). Each case's result is
 // first held to Default of the whole object.
 func BenchmarkDefaultFrom(b *testing.B) {
 	s := New()
@@ -56,6 +57,9 @@ func BenchmarkDefaultFrom(b *testing.B) {
 	labels["touched"] = "yes"
 	label, _ := withPath(base, "metadata.labels", labels, true)
 	grace, _ := withPath(base, "spec.terminationGracePeriodSeconds", int64(45), true)
+	volumes, _ := spec["volumes"].([]any)
+	volumes = append(append([]any(nil), volumes...), map[string]any{"name": "app-logs", "emptyDir": map[string]any{}})
+	volume, _ := withPath(base, "spec.volumes", volumes, true)
 	cases := []struct {
 		name string
 		obj  map[string]any
@@ -73,6 +77,7 @@ func BenchmarkDefaultFrom(b *testing.B) {
 			c["name"], c["image"] = "log-shipper", "docker.io/fluent/fluent-bit:3.1"
 		})},
 		{"grace", grace},
+		{"volume", volume},
 	}
 	for _, c := range cases {
 		want, err := s.Default(valuetest.DeepCopy(c.obj).(map[string]any), gvk)
