@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
 )
@@ -22,122 +24,158 @@ import (
 // defaultReference does. It fails if no object took the skip
 // (elementInertDiff) or no kind has such a field.
 func TestEntryInertTable(t *testing.T) {
+	p := newLeftAsIsProbe(t, 26)
+	lists := 0
+	p.eachUnitList(t, 26_000, func(gvk schema.GroupVersionKind, u *unitParent, pn *node, list string, bases []map[string]any) {
+		lf := pn.byName[list]
+		if lf == nil || lf.node.kind != nodeSlice || lf.node.elem.kind != nodeStruct {
+			return
+		}
+		var rows []entryInert
+		for _, e := range entryInertTable {
+			if f := lf.node.elem.byName[e.field]; f != nil && f.node.kind == nodeSlice && f.node.elem.kind == nodeStruct {
+				rows = append(rows, e)
+			}
+		}
+		if len(rows) == 0 {
+			return
+		}
+		lists++
+		c := unitCandidate{u.path, list}
+		var pool []map[string]any
+		for _, b := range bases {
+			for _, e := range listAt(b, c) {
+				if m, ok := e.(map[string]any); ok && m != nil {
+					pool = append(pool, m)
+				}
+			}
+		}
+		inert := sortedKeys(boolKeys(inertFieldsOf(u.inert[list])))
+		r := p.r
+		for _, base := range bases {
+			elems := listAt(base, c)
+			if len(elems) == 0 {
+				continue
+			}
+			for range p.rounds {
+				l := append([]any(nil), elems...)
+				first := r.IntN(len(l))
+				for k, e := range l {
+					el, ok := e.(map[string]any)
+					if !ok || el == nil || k != first && r.IntN(2) == 0 {
+						continue
+					}
+					next := make(map[string]any, len(el)+1)
+					for f, v := range el {
+						next[f] = v
+					}
+					for _, row := range rows {
+						next[row.field] = inertEntriesFor(r, el[row.field], row.fields)
+					}
+					if len(inert) > 0 && len(pool) > 0 && r.IntN(3) == 0 {
+						f := inert[r.IntN(len(inert))]
+						if v, ok := pool[r.IntN(len(pool))][f]; ok && !unsetLike(v) {
+							next[f] = v
+						}
+					}
+					l[k] = next
+				}
+				p.check(t, gvk, c, base, l)
+			}
+		}
+	})
+	if lists == 0 || p.skipped == 0 {
+		t.Fatalf("%d lists with fields of entryInertTable, %d objects taken as they are", lists, p.skipped)
+	}
+	t.Logf("%d lists, %d objects, %d taken as they are", lists, p.objects, p.skipped)
+}
+
+// leftAsIsProbe is what the probes of tables of changes that defaulting
+// leaves as they are (entryInertTable, elementInertTable) share: the
+// scheme, the random source, how many rounds, and the objects checked and
+// taken as they are by DefaultFrom.
+type leftAsIsProbe struct {
+	s                *Scheme
+	kb               *kube
+	r                *rand.Rand
+	rounds           int
+	real             map[schema.GroupVersionKind][]map[string]any
+	objects, skipped int
+}
+
+// newLeftAsIsProbe is a probe with its random source seeded by seed (three
+// rounds, twelve with MUTATIS_LONG set).
+func newLeftAsIsProbe(t *testing.T, seed uint64) *leftAsIsProbe {
 	s := New()
 	kb, err := s.kube()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(26, 29))
-	rounds := 3
+	p := &leftAsIsProbe{s: s, kb: kb, r: rand.New(rand.NewPCG(seed, 29)), rounds: 3, real: realByKind(t)}
 	if os.Getenv("MUTATIS_LONG") != "" {
-		rounds = 12
+		p.rounds = 12
 	}
-	real := realByKind(t)
-	lists, objects, skipped := 0, 0, 0
-	for i, gvk := range sortedGVKs(s.units()) {
-		root := s.plans.typedKind(kb.scheme, gvk)
+	return p
+}
+
+// eachUnitList calls f with every unit list of every kind of unitTable
+// (the plan of its parent, pn) and the kind's real and random objects
+// (seeded from seed) defaulted by defaultReference.
+func (p *leftAsIsProbe) eachUnitList(t *testing.T, seed int64, f func(gvk schema.GroupVersionKind, u *unitParent, pn *node, list string, bases []map[string]any)) {
+	for i, gvk := range sortedGVKs(p.s.units()) {
+		root := p.s.plans.typedKind(p.kb.scheme, gvk)
 		if root == nil {
 			continue
 		}
 		var bases []map[string]any
-		for _, o := range append(randomObjects(t, gvk, int64(26_000+i), 6), real[gvk]...) {
-			if d, err := s.defaultReference(valuetest.DeepCopy(o).(map[string]any), gvk); err == nil {
+		for _, o := range append(randomObjects(t, gvk, seed+int64(i), 6), p.real[gvk]...) {
+			if d, err := p.s.defaultReference(valuetest.DeepCopy(o).(map[string]any), gvk); err == nil {
 				bases = append(bases, d)
 			}
 		}
-		for _, u := range s.units()[gvk] {
+		for _, u := range p.s.units()[gvk] {
 			pn := unitParentNode(root, u.path)
 			if pn == nil {
 				continue
 			}
 			for _, list := range sortedKeys(boolKeys(u.lists)) {
-				lf := pn.byName[list]
-				if lf == nil || lf.node.kind != nodeSlice || lf.node.elem.kind != nodeStruct {
-					continue
-				}
-				var rows []entryInert
-				for _, e := range entryInertTable {
-					if f := lf.node.elem.byName[e.field]; f != nil && f.node.kind == nodeSlice && f.node.elem.kind == nodeStruct {
-						rows = append(rows, e)
-					}
-				}
-				if len(rows) == 0 {
-					continue
-				}
-				lists++
-				c := unitCandidate{u.path, list}
-				var pool []map[string]any
-				for _, b := range bases {
-					for _, e := range listAt(b, c) {
-						if m, ok := e.(map[string]any); ok && m != nil {
-							pool = append(pool, m)
-						}
-					}
-				}
-				inert := sortedKeys(boolKeys(inertFieldsOf(u.inert[list])))
-				for _, base := range bases {
-					elems := listAt(base, c)
-					if len(elems) == 0 {
-						continue
-					}
-					for range rounds {
-						l := append([]any(nil), elems...)
-						first := r.IntN(len(l))
-						for k, e := range l {
-							el, ok := e.(map[string]any)
-							if !ok || el == nil || k != first && r.IntN(2) == 0 {
-								continue
-							}
-							next := make(map[string]any, len(el)+1)
-							for f, v := range el {
-								next[f] = v
-							}
-							for _, row := range rows {
-								next[row.field] = inertEntriesFor(r, el[row.field], row.fields)
-							}
-							if len(inert) > 0 && len(pool) > 0 && r.IntN(3) == 0 {
-								f := inert[r.IntN(len(inert))]
-								if v, ok := pool[r.IntN(len(pool))][f]; ok && !unsetLike(v) {
-									next[f] = v
-								}
-							}
-							l[k] = next
-						}
-						obj, ok := withList(base, c, l, true)
-						if !ok {
-							continue
-						}
-						norm, err := s.Normalize(obj, gvk)
-						if err != nil {
-							continue
-						}
-						objects++
-						err = inOneSecond(func() error {
-							want, wantErr := s.defaultReference(valuetest.DeepCopy(norm).(map[string]any), gvk)
-							if wantErr != nil || !valuetest.BitsEqual(want, norm) {
-								return fmt.Errorf("%v %s: defaulting changes the object (%v)\nobj:  %s\nwant: %s", gvk, list, wantErr, mustJSONText(norm), mustJSONText(want))
-							}
-							got, err := s.DefaultFrom(norm, base, gvk)
-							if err != nil || !valuetest.BitsEqual(got, want) {
-								return fmt.Errorf("%v %s: DefaultFrom (%v)\nbase: %s\n obj: %s\n got: %s\nwant: %s", gvk, list, err, mustJSONText(base), mustJSONText(norm), mustJSONText(got), mustJSONText(want))
-							}
-							if jsonvalue.SameMap(got, norm) {
-								skipped++
-							}
-							return nil
-						})
-						if err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
+				f(gvk, u, pn, list, bases)
 			}
 		}
 	}
-	if lists == 0 || skipped == 0 {
-		t.Fatalf("%d lists with fields of entryInertTable, %d objects taken as they are", lists, skipped)
+}
+
+// check holds base with list c set to l, in normalized form, to be left as
+// it is by upstream's defaulting of the whole object, and DefaultFrom of
+// it to return it bit for bit as defaultReference does (both in one
+// second), counting it and whether DefaultFrom took it as it is.
+func (p *leftAsIsProbe) check(t *testing.T, gvk schema.GroupVersionKind, c unitCandidate, base map[string]any, l []any) {
+	obj, ok := withList(base, c, l, true)
+	if !ok {
+		return
 	}
-	t.Logf("%d lists, %d objects, %d taken as they are", lists, objects, skipped)
+	norm, err := p.s.Normalize(obj, gvk)
+	if err != nil {
+		return
+	}
+	p.objects++
+	err = inOneSecond(func() error {
+		want, wantErr := p.s.defaultReference(valuetest.DeepCopy(norm).(map[string]any), gvk)
+		if wantErr != nil || !valuetest.BitsEqual(want, norm) {
+			return fmt.Errorf("%v %s: defaulting changes the object (%v)\nobj:  %s\nwant: %s", gvk, c.list, wantErr, mustJSONText(norm), mustJSONText(want))
+		}
+		got, err := p.s.DefaultFrom(norm, base, gvk)
+		if err != nil || !valuetest.BitsEqual(got, want) {
+			return fmt.Errorf("%v %s: DefaultFrom (%v)\nbase: %s\n obj: %s\n got: %s\nwant: %s", gvk, c.list, err, mustJSONText(base), mustJSONText(norm), mustJSONText(got), mustJSONText(want))
+		}
+		if jsonvalue.SameMap(got, norm) {
+			p.skipped++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // inertFieldsOf is the fields of inert, by name.

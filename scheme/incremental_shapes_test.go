@@ -1,13 +1,10 @@
 package scheme
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 
-	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
-	"github.com/mutatis-dev/mutatis/internal/valuetest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestElementInertTable is the probe behind elementInertTable: on every
@@ -21,96 +18,44 @@ import (
 // bit, as defaultReference does. It fails if no object took the skip
 // (isInertElement) or no kind has such a list.
 func TestElementInertTable(t *testing.T) {
-	s := New()
-	kb, err := s.kube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(27, 29))
-	rounds := 3
-	if os.Getenv("MUTATIS_LONG") != "" {
-		rounds = 12
-	}
-	real := realByKind(t)
-	lists, objects, skipped := 0, 0, 0
-	for i, gvk := range sortedGVKs(s.units()) {
-		root := s.plans.typedKind(kb.scheme, gvk)
-		if root == nil {
-			continue
-		}
-		var bases []map[string]any
-		for _, o := range append(randomObjects(t, gvk, int64(27_000+i), 6), real[gvk]...) {
-			if d, err := s.defaultReference(valuetest.DeepCopy(o).(map[string]any), gvk); err == nil {
-				bases = append(bases, d)
+	p := newLeftAsIsProbe(t, 27)
+	lists := 0
+	p.eachUnitList(t, 27_000, func(gvk schema.GroupVersionKind, u *unitParent, _ *node, list string, bases []map[string]any) {
+		var rows []inertShape
+		for _, row := range elementInertTable {
+			if row.list == list {
+				rows = append(rows, row)
 			}
 		}
-		for _, u := range s.units()[gvk] {
-			pn := unitParentNode(root, u.path)
-			if pn == nil {
-				continue
+		if len(rows) == 0 {
+			return
+		}
+		lists++
+		c := unitCandidate{u.path, list}
+		r := p.r
+		for _, base := range bases {
+			if !hasPath(base, u.path) {
+				continue // the list's parent made too: not a change of the list alone
 			}
-			for _, list := range sortedKeys(boolKeys(u.lists)) {
-				var rows []inertShape
-				for _, row := range elementInertTable {
-					if row.list == list {
-						rows = append(rows, row)
+			elems := listAt(base, c)
+			for range p.rounds {
+				l := append([]any(nil), elems...)
+				for k := range l {
+					if r.IntN(3) == 0 {
+						l[k] = shapedElement(r, rows[r.IntN(len(rows))], elems)
 					}
 				}
-				if len(rows) == 0 {
-					continue
+				for n := r.IntN(4); n > 0 || len(l) == len(elems) && r.IntN(2) == 0; n-- {
+					l = append(l, shapedElement(r, rows[r.IntN(len(rows))], elems))
 				}
-				lists++
-				c := unitCandidate{u.path, list}
-				for _, base := range bases {
-					if !hasPath(base, u.path) {
-						continue // the list's parent made too: not a change of the list alone
-					}
-					elems := listAt(base, c)
-					for range rounds {
-						l := append([]any(nil), elems...)
-						for k := range l {
-							if r.IntN(3) == 0 {
-								l[k] = shapedElement(r, rows[r.IntN(len(rows))], elems)
-							}
-						}
-						for n := r.IntN(4); n > 0 || len(l) == len(elems) && r.IntN(2) == 0; n-- {
-							l = append(l, shapedElement(r, rows[r.IntN(len(rows))], elems))
-						}
-						obj, ok := withList(base, c, l, true)
-						if !ok {
-							continue
-						}
-						norm, err := s.Normalize(obj, gvk)
-						if err != nil {
-							continue
-						}
-						objects++
-						err = inOneSecond(func() error {
-							want, wantErr := s.defaultReference(valuetest.DeepCopy(norm).(map[string]any), gvk)
-							if wantErr != nil || !valuetest.BitsEqual(want, norm) {
-								return fmt.Errorf("%v %s: defaulting changes the object (%v)\nobj:  %s\nwant: %s", gvk, list, wantErr, mustJSONText(norm), mustJSONText(want))
-							}
-							got, err := s.DefaultFrom(norm, base, gvk)
-							if err != nil || !valuetest.BitsEqual(got, want) {
-								return fmt.Errorf("%v %s: DefaultFrom (%v)\nbase: %s\n obj: %s\n got: %s\nwant: %s", gvk, list, err, mustJSONText(base), mustJSONText(norm), mustJSONText(got), mustJSONText(want))
-							}
-							if jsonvalue.SameMap(got, norm) {
-								skipped++
-							}
-							return nil
-						})
-						if err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
+				p.check(t, gvk, c, base, l)
 			}
 		}
+	})
+	if lists == 0 || p.skipped == 0 {
+		t.Fatalf("%d lists of elementInertTable, %d objects taken as they are", lists, p.skipped)
 	}
-	if lists == 0 || skipped == 0 {
-		t.Fatalf("%d lists of elementInertTable, %d objects taken as they are", lists, skipped)
-	}
-	t.Logf("%d lists, %d objects, %d taken as they are", lists, objects, skipped)
+	t.Logf("%d lists, %d objects, %d taken as they are", lists, p.objects, p.skipped)
 }
 
 // hasPath tells whether obj has an object at path.
