@@ -115,3 +115,81 @@ func TestOwnRoot(t *testing.T) {
 		t.Error("ownRoot of a new map = false")
 	}
 }
+
+// TestAdmissionMergesShareTheLiveObject holds an admission's chain of
+// ApplyConfiguration merges through one Cache, whose merges share its
+// live Unstructured (Cache.live), to each mutation run alone on a copy of
+// its input (a new Cache): bit for bit, with the same errors, on every real
+// built-in object of testobjects as written and normalized, the chain's
+// inputs left as they were, and the live object emptied after every
+// merge (nothing of the request held past it).
+func TestAdmissionMergesShareTheLiveObject(t *testing.T) {
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scheme.New()
+	pt := &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: s}
+	exprs := []string{
+		`Object{metadata: Object.metadata{labels: {"team": "shop"}}}`,
+		`Object{metadata: Object.metadata{annotations: {"a": "1"}}}`,
+		`Object{metadata: Object.metadata{name: object.metadata.name}}`,
+		`Object{metadata: Object.metadata{labels: {"team": "web", "tier": "front"}}}`,
+		`Object{metadata: Object.metadata{annotations: {"b": string(size(object.metadata.?labels.orValue({})))}}}`,
+	}
+	var policies []*compiler.Policy
+	for i, expr := range exprs {
+		p, err := comp.Compile(&admissionregistrationv1.MutatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expr}}},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policies = append(policies, p)
+	}
+	ctx := context.Background()
+	steps := 0
+	for _, in := range testobjects.Inputs(t) {
+		if !s.Recognizes(in.GVK) || s.CustomResources().Recognizes(in.GVK) {
+			continue
+		}
+		n, err := s.NormalizeRequest(in.Obj, in.GVK)
+		if err != nil {
+			continue
+		}
+		var c Cache
+		obj := n
+		for round := range 2 {
+			for i, p := range policies {
+				frozen := valuetest.Freeze(obj)
+				want, _, wantErr := new(Cache).Mutate(ctx, pt, p, p.Mutations[0], compiler.Input{Object: valuetest.DeepCopy(obj).(map[string]any)}, in.GVK)
+				got, _, gotErr := c.Mutate(ctx, pt, p, p.Mutations[0], compiler.Input{Object: obj}, in.GVK)
+				if c.live.Object != nil {
+					t.Fatalf("%s, round %d, expression %d: the live object is held after the merge", in.Name, round, i)
+				}
+				if frozen.Modified() {
+					t.Fatalf("%s, round %d, expression %d: the mutation modified its input", in.Name, round, i)
+				}
+				if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+					t.Fatalf("%s, round %d, expression %d: error %v, alone %v", in.Name, round, i, gotErr, wantErr)
+				}
+				if gotErr != nil {
+					continue
+				}
+				if !valuetest.BitsEqual(got, want) {
+					t.Fatalf("%s, round %d, expression %d: in the chain\n%#v\nalone\n%#v", in.Name, round, i, got, want)
+				}
+				obj = got
+				steps++
+			}
+		}
+	}
+	t.Logf("%d chained merges checked", steps)
+	if steps < 100 {
+		t.Errorf("only %d chained merges checked", steps)
+	}
+}
