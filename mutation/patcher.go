@@ -74,11 +74,13 @@ type Cache struct {
 	// decode returned as it is: the next one's decode walks only what
 	// differs from it (scheme.Scheme.PatchFrom).
 	fixed scheme.Fixed
-	// live is the live object of an ApplyConfiguration merge, held here
-	// rather than allocated for each merge: the merge reads it and keeps
-	// no reference to it (its result and typed values hold maps, never
-	// the Unstructured), and merge empties it again.
-	live unstructured.Unstructured
+	// live is the live object of the admission's ApplyConfiguration
+	// merges, made by the first and used again by the next ones rather
+	// than made for each: the merge reads it and keeps no reference to it
+	// (its result and typed values hold maps, never the Unstructured), and
+	// merge empties it again. (A pointer, not a value, so that a
+	// standalone Cache stays on its caller's stack.)
+	live *unstructured.Unstructured
 }
 
 // defaults is pt.defaults of out, the result of a mutation of in (of kind
@@ -162,12 +164,16 @@ func (c *Cache) merge(merger *applyconfig.Merger, live map[string]any, patch map
 	if !c.standalone {
 		prev = c.merged
 	}
-	c.live.Object = live
-	defer func() { c.live.Object = nil }() // not held past the merge
-	if fresh {
-		return merger.MergeFresh(&c.live, patch, prev)
+	if c.live == nil {
+		c.live = new(unstructured.Unstructured)
 	}
-	return merger.MergeOwned(&c.live, patch, prev)
+	u := c.live
+	u.Object = live
+	defer func() { u.Object = nil }() // not held past the merge
+	if fresh {
+		return merger.MergeFresh(u, patch, prev)
+	}
+	return merger.MergeOwned(u, patch, prev)
 }
 
 // normalize presents merged, the result of merging a patch into in (of

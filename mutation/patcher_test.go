@@ -168,7 +168,7 @@ func TestAdmissionMergesShareTheLiveObject(t *testing.T) {
 				frozen := valuetest.Freeze(obj)
 				want, _, wantErr := new(Cache).Mutate(ctx, pt, p, p.Mutations[0], compiler.Input{Object: valuetest.DeepCopy(obj).(map[string]any)}, in.GVK)
 				got, _, gotErr := c.Mutate(ctx, pt, p, p.Mutations[0], compiler.Input{Object: obj}, in.GVK)
-				if c.live.Object != nil {
+				if c.live == nil || c.live.Object != nil {
 					t.Fatalf("%s, round %d, expression %d: the live object is held after the merge", in.Name, round, i)
 				}
 				if frozen.Modified() {
