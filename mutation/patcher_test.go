@@ -28,33 +28,12 @@ import (
 // without a fresh conversion); and the object, the old object and the
 // params left as they were.
 func TestStandaloneMergeIsTheAdmissions(t *testing.T) {
-	comp, err := compiler.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := scheme.New()
-	pt := &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: s}
-	exprs := []string{
+	s, pt, policies := applyConfigurationPolicies(t, &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 		`Object{metadata: Object.metadata{labels: {"team": "shop"}}}`,
 		`Object{metadata: Object.metadata{name: object.metadata.name}}`,
 		`Object{metadata: Object.metadata{labels: object.metadata.?labels.orValue({}), annotations: {"touched": "yes"}}}`,
 		`Object{metadata: Object.metadata{annotations: {"from": params.metadata.name}}}`,
-	}
-	var policies []*compiler.Policy
-	for i, expr := range exprs {
-		p, err := comp.Compile(&admissionregistrationv1.MutatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
-			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-				ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
-				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expr}}},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		policies = append(policies, p)
-	}
+	)
 	params := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "defaults", "namespace": "shop"}}
 	ctx := context.Background()
 	checked, inPlace := 0, 0
@@ -124,33 +103,13 @@ func TestOwnRoot(t *testing.T) {
 // inputs left as they were, and the live object emptied after every
 // merge (nothing of the request held past it).
 func TestAdmissionMergesShareTheLiveObject(t *testing.T) {
-	comp, err := compiler.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := scheme.New()
-	pt := &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: s}
-	exprs := []string{
+	s, pt, policies := applyConfigurationPolicies(t, nil,
 		`Object{metadata: Object.metadata{labels: {"team": "shop"}}}`,
 		`Object{metadata: Object.metadata{annotations: {"a": "1"}}}`,
 		`Object{metadata: Object.metadata{name: object.metadata.name}}`,
 		`Object{metadata: Object.metadata{labels: {"team": "web", "tier": "front"}}}`,
 		`Object{metadata: Object.metadata{annotations: {"b": string(size(object.metadata.?labels.orValue({})))}}}`,
-	}
-	var policies []*compiler.Policy
-	for i, expr := range exprs {
-		p, err := comp.Compile(&admissionregistrationv1.MutatingAdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
-			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expr}}},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		policies = append(policies, p)
-	}
+	)
 	ctx := context.Background()
 	steps := 0
 	for _, in := range testobjects.Inputs(t) {
@@ -192,4 +151,32 @@ func TestAdmissionMergesShareTheLiveObject(t *testing.T) {
 	if steps < 100 {
 		t.Errorf("only %d chained merges checked", steps)
 	}
+}
+
+// applyConfigurationPolicies compiles one policy of params of kind
+// paramKind (none when nil) per expression, each an ApplyConfiguration
+// mutation, and gives the scheme and the Patcher that mutate with them.
+func applyConfigurationPolicies(t *testing.T, paramKind *admissionregistrationv1.ParamKind, exprs ...string) (*scheme.Scheme, *Patcher, []*compiler.Policy) {
+	t.Helper()
+	comp, err := compiler.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scheme.New()
+	var policies []*compiler.Policy
+	for i, expr := range exprs {
+		p, err := comp.Compile(&admissionregistrationv1.MutatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				ParamKind: paramKind,
+				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expr}}},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policies = append(policies, p)
+	}
+	return s, &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: s}, policies
 }
