@@ -110,3 +110,34 @@ func retouch(rng *rand.Rand, v any) any {
 	}
 	return v
 }
+
+// BenchmarkValidBeside validates a real Pod and Deployment changed in a
+// few subtrees (retouch: the maps and lists on the changed paths copied,
+// the rest shared) beside the object they were changed from, as the
+// admission's next merge validates its live object beside the last merge
+// result.
+func BenchmarkValidBeside(b *testing.B) {
+	reg := sharedSchemas(b)
+	for _, in := range testobjects.Inputs(b) {
+		if in.Name != "Pod (JSON)" && in.Name != "Deployment (JSON)" {
+			continue
+		}
+		m, err := reg.Merger(in.GVK)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		v := in.Obj
+		for range 3 {
+			v = retouch(rng, v).(map[string]any)
+		}
+		if !validBeside(m.root.plan, v, in.Obj) {
+			b.Fatal("the retouched object does not validate")
+		}
+		b.Run(in.Name, func(b *testing.B) {
+			for b.Loop() {
+				validBeside(m.root.plan, v, in.Obj)
+			}
+		})
+	}
+}
