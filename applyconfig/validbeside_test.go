@@ -22,7 +22,7 @@ import (
 // some subtrees and sharing the rest).
 func TestValidBesideOnRealObjects(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 4))
-	n := valuetest.Sweep(300, 30)
+	n := valuetest.Sweep(3000, 300)
 	reg := sharedSchemas(t)
 	kinds, ends, invalid := 0, 0, 0
 	for _, in := range testobjects.Inputs(t) {
