@@ -71,7 +71,11 @@ func validValue(t *ptype, v any, allowDuplicates bool) bool {
 // of each value against the type at its path, so where v holds the very
 // map or slice ref holds (an object and its successor share what a
 // mutation and its defaulting did not touch) that subtree validates
-// without a walk. TestPlanWalksAsSchema holds it to validValue.
+// without a walk; so does an entry or item that is ref's very value at
+// the same key or position (sameMerged: the same map or slice, an equal
+// scalar of the same type), without its type looked up.
+// TestPlanWalksAsSchema and TestValidBesideOnRealObjects hold it to
+// validValue.
 func validBeside(t *ptype, v, ref any) bool {
 	switch x := v.(type) {
 	case map[string]any:
@@ -86,6 +90,12 @@ func validBeside(t *ptype, v, ref any) bool {
 			return false
 		}
 		for k, fv := range x {
+			rv, has := r[k]
+			if has && sameMerged(fv, rv) {
+				// ref's very value under the same key, of the same type:
+				// valid as it is there, without looking the type up.
+				continue
+			}
 			ft, ok := t.m.fields.Get(k)
 			if !ok {
 				if t.m.elemZero {
@@ -93,7 +103,6 @@ func validBeside(t *ptype, v, ref any) bool {
 				}
 				ft = t.m.elem
 			}
-			rv, has := r[k]
 			if !has {
 				if !validValue(ft, fv, true) {
 					return false
@@ -121,6 +130,9 @@ func validBeside(t *ptype, v, ref any) bool {
 		}
 		for i, item := range x {
 			if i < len(r) {
+				if sameMerged(item, r[i]) {
+					continue
+				}
 				if !validBeside(t.l.elem, item, r[i]) {
 					return false
 				}

@@ -74,6 +74,13 @@ type Cache struct {
 	// decode returned as it is: the next one's decode walks only what
 	// differs from it (scheme.Scheme.PatchFrom).
 	fixed scheme.Fixed
+	// live is the live object of the admission's ApplyConfiguration
+	// merges, made by the first and used again by the next ones rather
+	// than made for each: the merge reads it and keeps no reference to it
+	// (its result and typed values hold maps, never the Unstructured), and
+	// merge empties it again. (A pointer, not a value, so that a
+	// standalone Cache stays on its caller's stack.)
+	live *unstructured.Unstructured
 }
 
 // defaults is pt.defaults of out, the result of a mutation of in (of kind
@@ -147,20 +154,26 @@ func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
 	return err
 }
 
-// merge merges patch into live with merger, reusing the last merge's
-// typed value within an admission. patch is taken over
+// merge merges patch into live, the object's content, with merger,
+// reusing the last merge's typed value within an admission. patch is taken over
 // (applyconfig.Merger.MergeOwned): it is the caller's, freshly built by
 // applyconfig.FromCELFresh, and not used after the merge; when fresh, all
 // of it (applyconfig.Merger.MergeFresh).
-func (c *Cache) merge(merger *applyconfig.Merger, live *unstructured.Unstructured, patch map[string]any, fresh bool) (*applyconfig.Merged, error) {
+func (c *Cache) merge(merger *applyconfig.Merger, live map[string]any, patch map[string]any, fresh bool) (*applyconfig.Merged, error) {
 	var prev *applyconfig.Merged
 	if !c.standalone {
 		prev = c.merged
 	}
-	if fresh {
-		return merger.MergeFresh(live, patch, prev)
+	if c.live == nil {
+		c.live = new(unstructured.Unstructured)
 	}
-	return merger.MergeOwned(live, patch, prev)
+	u := c.live
+	u.Object = live
+	defer func() { u.Object = nil }() // not held past the merge
+	if fresh {
+		return merger.MergeFresh(u, patch, prev)
+	}
+	return merger.MergeOwned(u, patch, prev)
 }
 
 // normalize presents merged, the result of merging a patch into in (of
@@ -318,9 +331,8 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 			// defines the kind, client-go's embedded schema does not.
 			return nil, outcome, apierrors.NewInternalError(fmt.Errorf("mutatis has no schema of %v to merge an ApplyConfiguration with", gvk))
 		}
-		live := &unstructured.Unstructured{Object: in.Object}
 		// patch is FromCEL's, the caller's own: the merge takes it over.
-		merged, err := c.merge(merger, live, patch, fresh) // errors carry upstream's "error applying patch: " prefix
+		merged, err := c.merge(merger, in.Object, patch, fresh) // errors carry upstream's "error applying patch: " prefix
 		if err != nil {
 			return nil, outcome, err
 		}
