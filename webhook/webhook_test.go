@@ -3,9 +3,11 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,5 +293,38 @@ func TestObserveMutationCountsPerLabels(t *testing.T) {
 	}
 	if got := testutil.CollectAndCount(m.policyLatency); got != len(want) {
 		t.Errorf("check_duration_seconds has %d series, want %d", got, len(want))
+	}
+}
+
+// TestObserveMutationConcurrently: reviews observing at once, new series
+// among them, count every call in the series of its labels (the series'
+// map published by copy and read without a lock; run under -race).
+func TestObserveMutationConcurrently(t *testing.T) {
+	m := NewMetrics()
+	const goroutines, calls, series = 4, 500, 37
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				k := (i*7 + g) % series
+				m.ObserveMutation(t.Context(), time.Millisecond, fmt.Sprintf("p%d", k), "b", "no_error")
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0.0
+	for k := range series {
+		total += testutil.ToFloat64(m.policyCheck.WithLabelValues(fmt.Sprintf("p%d", k), "b", "no_error"))
+	}
+	if total != goroutines*calls {
+		t.Fatalf("%v observations counted, want %d", total, goroutines*calls)
+	}
+	if got := len(*m.policies.Load()); got != series {
+		t.Fatalf("%d series kept, want %d", got, series)
+	}
+	if got := testutil.CollectAndCount(m.policyLatency); got != series {
+		t.Fatalf("check_duration_seconds has %d series, want %d", got, series)
 	}
 }
