@@ -285,12 +285,6 @@ func (d *mapDecoder) digits() int {
 func (d *mapDecoder) str() (string, bool) {
 	d.i++
 	start := d.i
-	// Eight bytes at a time while none of them is one the loop below
-	// stops at or decodes (a quote, a backslash, a control character, a
-	// byte past ASCII): it would step over each of them alone.
-	for d.i+8 <= len(d.s) && plainASCII8(d.s[d.i:d.i+8]) {
-		d.i += 8
-	}
 	for d.i < len(d.s) {
 		c := d.s[d.i]
 		switch {
@@ -313,22 +307,6 @@ func (d *mapDecoder) str() (string, bool) {
 		d.i++
 	}
 	return "", false
-}
-
-// plainASCII8 tells whether none of the eight bytes of s is a quote, a
-// backslash, below ' ' or past ASCII (SWAR: each test sets a byte's high
-// bit exactly when some byte of the word meets it, and any set bit is
-// enough).
-func plainASCII8(s string) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	special := w | // past ASCII
-		(w-ones*' ')&^w | // below ' '
-		(quote-ones)&^quote | // a zero byte where w had '"'
-		(backslash-ones)&^backslash // a zero byte where w had '\\'
-	return special&highs == 0
 }
 
 // unquote decodes the string that starts at start, from d.i where the

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
@@ -84,59 +83,4 @@ func FuzzDecodeMap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkDecodeMap(t, raw)
 	})
-}
-
-// TestPlainASCII8IsTheByteLoop holds plainASCII8 to the byte-by-byte
-// test (no quote, backslash, control byte or byte past ASCII) on every
-// byte value at every position of words otherwise plain, and on random
-// words, and the decoder to sigsjson on strings with each such byte at
-// every offset of the first three words.
-func TestPlainASCII8IsTheByteLoop(t *testing.T) {
-	plain := func(s string) bool {
-		for i := range len(s) {
-			if c := s[i]; c == '"' || c == '\\' || c < ' ' || c >= 0x80 {
-				return false
-			}
-		}
-		return true
-	}
-	check := func(s string) {
-		t.Helper()
-		if got, want := plainASCII8(s), plain(s); got != want {
-			t.Fatalf("plainASCII8(%q) = %v, want %v", s, got, want)
-		}
-	}
-	for c := range 256 {
-		for at := range 8 {
-			for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {
-				b := []byte(strings.Repeat(string(fill), 8))
-				b[at] = byte(c)
-				check(string(b))
-			}
-		}
-	}
-	rng := rand.New(rand.NewPCG(29, 8))
-	for range 200000 {
-		var b [8]byte
-		for i := range b {
-			if rng.IntN(4) == 0 {
-				b[i] = byte(rng.IntN(256))
-			} else {
-				b[i] = byte(' ' + rng.IntN(95))
-			}
-		}
-		check(string(b[:]))
-	}
-	for _, special := range []string{`"`, `\"`, `\\`, `\n`, `\u00e9`, "\t", "\x01", "é", "\xff", "\xe4\xb8", "😀"} {
-		for at := range 25 {
-			s := strings.Repeat("abcdefgh", 4)[:at] + special + "tail-of-it"
-			checkDecodeMap(t, []byte(`{"k":"`+s+`","`+s+`":1}`))
-			checkDecodeMap(t, []byte(`{"k":"`+s)) // unterminated
-		}
-	}
-	for n := range 40 {
-		s := strings.Repeat("x", n)
-		checkDecodeMap(t, []byte(`{"`+s+`":"`+s+`"}`))
-		checkDecodeMap(t, []byte(`{"k":"`+s))
-	}
 }
