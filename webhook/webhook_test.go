@@ -21,6 +21,7 @@ import (
 	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -327,4 +328,23 @@ func TestObserveMutationConcurrently(t *testing.T) {
 	if got := testutil.CollectAndCount(m.policyLatency); got != series {
 		t.Fatalf("check_duration_seconds has %d series, want %d", got, series)
 	}
+}
+
+// BenchmarkObserveMutation observes the mutations of concurrent reviews
+// of 20 policies (their series made at the first observations).
+func BenchmarkObserveMutation(b *testing.B) {
+	m := NewMetrics()
+	var names, bindings [20]string
+	for i := range names {
+		names[i] = fmt.Sprintf("policy-%d", i)
+		bindings[i] = names[i] + "-binding"
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			m.ObserveMutation(context.Background(), time.Duration(i%1000)*time.Microsecond, names[i%len(names)], bindings[i%len(names)], engine.ErrorTypeNone)
+		}
+	})
 }
