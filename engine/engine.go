@@ -48,7 +48,9 @@ type Evaluator struct {
 	alwaysNormalize bool
 	// fresh makes every pass build its CEL frame and AdmissionRequests
 	// anew instead of carrying the first round's into the reinvocation
-	// round (tests prove carrying them never changes a result).
+	// round, and compare every invocation's object with its input (tests
+	// prove carrying them, and leaving out the comparisons that cannot
+	// change the reinvocation state, never changes a result).
 	fresh bool
 	// states recycles the reinvocation states of finished requests.
 	states *sync.Pool
@@ -605,7 +607,12 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 			view.object, view.objectKind, view.dirty = out, outKind, true
 		}
 		res.Invocations = append(res.Invocations, trace)
-		if !jsonvalue.SemanticEqual(before, view.object) {
+		// Whether the invocation changed the object matters only when a
+		// change would change the state: none can once the pass changed
+		// the object and no reinvocable invocation is waiting for the next
+		// change (requireReinvokingPrevious has nothing to mark), so the
+		// comparison is left out then (not under fresh, the reference).
+		if (e.fresh || !st.changed || len(st.previous) > 0) && !jsonvalue.SemanticEqual(before, view.object) {
 			st.requireReinvokingPrevious()
 			st.changed = true
 		}

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -49,9 +50,12 @@ type Metrics struct {
 	policyCheck   *prometheus.CounterVec
 	policyLatency *prometheus.HistogramVec
 	// policies are the children of policyCheck and policyLatency by their
-	// labels, looked up once (ObserveMutation is called per invocation).
-	policiesMu sync.RWMutex
-	policies   map[policyLabels]policySeries
+	// labels, looked up once (ObserveMutation is called per mutation): a
+	// map never written once published, read without a lock (concurrent
+	// reviews write no shared memory to find their series), replaced by a
+	// copy with the new series under policiesMu.
+	policiesMu sync.Mutex
+	policies   atomic.Pointer[map[policyLabels]policySeries]
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec // no labels: promhttp wants a vector
@@ -73,7 +77,6 @@ func NewMetrics() *Metrics {
 	labels := []string{"policy", "policy_binding", "error_type"}
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
-		policies: map[policyLabels]policySeries{},
 		policyCheck: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "apiserver",
 			Subsystem: "mutating_admission_policy",
@@ -158,19 +161,28 @@ func (m *Metrics) ObserveMutation(_ context.Context, elapsed time.Duration, poli
 // labels l, from the vectors the first time (the vectors keep them: none
 // is ever deleted).
 func (m *Metrics) policySeries(l policyLabels) policySeries {
-	m.policiesMu.RLock()
-	s, ok := m.policies[l]
-	m.policiesMu.RUnlock()
-	if ok {
-		return s
+	if known := m.policies.Load(); known != nil {
+		if s, ok := (*known)[l]; ok {
+			return s
+		}
 	}
-	s = policySeries{
+	m.policiesMu.Lock()
+	defer m.policiesMu.Unlock()
+	var known map[policyLabels]policySeries
+	if p := m.policies.Load(); p != nil {
+		known = *p
+	}
+	if s, ok := known[l]; ok {
+		return s // published while this one waited for the lock
+	}
+	s := policySeries{
 		check:   m.policyCheck.WithLabelValues(l.policy, l.binding, l.errorType),
 		latency: m.policyLatency.WithLabelValues(l.policy, l.binding, l.errorType),
 	}
-	m.policiesMu.Lock()
-	m.policies[l] = s
-	m.policiesMu.Unlock()
+	next := make(map[policyLabels]policySeries, len(known)+1)
+	maps.Copy(next, known)
+	next[l] = s
+	m.policies.Store(&next)
 	return s
 }
 

@@ -3,9 +3,11 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/mutatis-dev/mutatis/engine"
 	"github.com/mutatis-dev/mutatis/matching"
 )
 
@@ -292,4 +295,56 @@ func TestObserveMutationCountsPerLabels(t *testing.T) {
 	if got := testutil.CollectAndCount(m.policyLatency); got != len(want) {
 		t.Errorf("check_duration_seconds has %d series, want %d", got, len(want))
 	}
+}
+
+// TestObserveMutationConcurrently: reviews observing at once, new series
+// among them, count every call in the series of its labels (the series'
+// map published by copy and read without a lock; run under -race).
+func TestObserveMutationConcurrently(t *testing.T) {
+	m := NewMetrics()
+	const goroutines, calls, series = 4, 500, 37
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				k := (i*7 + g) % series
+				m.ObserveMutation(t.Context(), time.Millisecond, fmt.Sprintf("p%d", k), "b", "no_error")
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0.0
+	for k := range series {
+		total += testutil.ToFloat64(m.policyCheck.WithLabelValues(fmt.Sprintf("p%d", k), "b", "no_error"))
+	}
+	if total != goroutines*calls {
+		t.Fatalf("%v observations counted, want %d", total, goroutines*calls)
+	}
+	if got := len(*m.policies.Load()); got != series {
+		t.Fatalf("%d series kept, want %d", got, series)
+	}
+	if got := testutil.CollectAndCount(m.policyLatency); got != series {
+		t.Fatalf("check_duration_seconds has %d series, want %d", got, series)
+	}
+}
+
+// BenchmarkObserveMutation observes the mutations of concurrent reviews
+// of 20 policies (their series made at the first observations).
+func BenchmarkObserveMutation(b *testing.B) {
+	m := NewMetrics()
+	var names, bindings [20]string
+	for i := range names {
+		names[i] = fmt.Sprintf("policy-%d", i)
+		bindings[i] = names[i] + "-binding"
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			m.ObserveMutation(context.Background(), time.Duration(i%1000)*time.Microsecond, names[i%len(names)], bindings[i%len(names)], engine.ErrorTypeNone)
+		}
+	})
 }
