@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -190,8 +191,10 @@ func (c *jsonPatchOnce) Eval(ctx interpreter.Activation) ref.Val {
 // It is taken only where the value can reach nothing but that reader
 // (outputObjectsOf): the root of an ApplyConfiguration expression, and,
 // from a position taken, the fields (not optional ones) of an Object
-// construction, the items of a list literal, the values of a map literal
-// and the branches of a conditional. A value bound to a variable, passed to
+// construction, the items of a list literal, the values of a map literal,
+// the branches of a conditional and the items a map macro appends to its
+// result (appendsOnly: `l.map(x, f)`, `l.map(x, p, f)`, transformList —
+// the accumulator's `_+_` only copies them). A value bound to a variable, passed to
 // a function, compared or iterated over is built by cel-go as before, so no
 // dynamic.ObjectVal ever holds an Object and no operation other than the
 // reader's ever sees one (each of its methods answers as the ObjectVal it
@@ -335,10 +338,109 @@ func outputObjectsOf(a *cel.Ast) map[int64]bool {
 				visit(c.Args()[1])
 				visit(c.Args()[2])
 			}
+		case ast.ComprehensionKind:
+			if c := e.AsComprehension(); appendsOnly(c) {
+				visitAppended(c.LoopStep(), c.AccuVar(), visit)
+			}
 		}
 	}
 	visit(a.NativeRep().Expr())
 	return ids
+}
+
+// appendsOnly reports whether c is a comprehension whose result is its
+// accumulator, a list that starts empty and to which its step only
+// appends, with no loop condition but true: the shape of cel-go's map
+// macros (`l.map(x, f)`, `l.map(x, p, f)`, transformList). Its result's
+// items are then the appended values and nothing else reads them: the
+// accumulator is read by the step's `_+_` only, which reads the size and
+// the items of the appended list to copy them.
+func appendsOnly(c ast.ComprehensionExpr) bool {
+	accu := c.AccuVar()
+	if init := c.AccuInit(); init.Kind() != ast.ListKind || len(init.AsList().Elements()) != 0 {
+		return false
+	}
+	if r := c.Result(); r.Kind() != ast.IdentKind || r.AsIdent() != accu {
+		return false
+	}
+	if cond := c.LoopCondition(); cond.Kind() != ast.LiteralKind || cond.AsLiteral() != celtypes.True {
+		return false
+	}
+	return appendedOnly(c.LoopStep(), accu)
+}
+
+// appendedOnly reports whether step, the step of a comprehension whose
+// accumulator is accu, is `accu`, `accu + [item]` (one item, not
+// optional) or a conditional whose branches are either, its condition not
+// reading accu.
+func appendedOnly(step ast.Expr, accu string) bool {
+	switch step.Kind() {
+	case ast.IdentKind:
+		return step.AsIdent() == accu
+	case ast.CallKind:
+		call := step.AsCall()
+		args := call.Args()
+		if call.FunctionName() == operators.Conditional && !call.IsMemberFunction() && len(args) == 3 {
+			return !readsIdent(args[0], accu) && appendedOnly(args[1], accu) && appendedOnly(args[2], accu)
+		}
+		if _, ok := appendedList(step, accu); ok {
+			return !readsIdent(args[1], accu)
+		}
+	}
+	return false
+}
+
+// visitAppended visits the items step (appendedOnly) appends.
+func visitAppended(step ast.Expr, accu string, visit func(ast.Expr)) {
+	if step.Kind() != ast.CallKind {
+		return
+	}
+	args := step.AsCall().Args()
+	if step.AsCall().FunctionName() == operators.Conditional {
+		visitAppended(args[1], accu, visit)
+		visitAppended(args[2], accu, visit)
+		return
+	}
+	visit(args[1])
+}
+
+// readsIdent reports whether e reads the identifier name: anywhere but
+// where a comprehension binds name itself (its accumulator or an
+// iteration variable, in its condition, step and result).
+func readsIdent(e ast.Expr, name string) bool {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent() == name
+	case ast.SelectKind:
+		return readsIdent(e.AsSelect().Operand(), name)
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() && readsIdent(c.Target(), name) {
+			return true
+		}
+		return slices.ContainsFunc(c.Args(), func(a ast.Expr) bool { return readsIdent(a, name) })
+	case ast.ListKind:
+		return slices.ContainsFunc(e.AsList().Elements(), func(a ast.Expr) bool { return readsIdent(a, name) })
+	case ast.MapKind:
+		return slices.ContainsFunc(e.AsMap().Entries(), func(en ast.EntryExpr) bool {
+			me := en.AsMapEntry()
+			return readsIdent(me.Key(), name) || readsIdent(me.Value(), name)
+		})
+	case ast.StructKind:
+		return slices.ContainsFunc(e.AsStruct().Fields(), func(en ast.EntryExpr) bool {
+			return readsIdent(en.AsStructField().Value(), name)
+		})
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		if readsIdent(c.IterRange(), name) || readsIdent(c.AccuInit(), name) {
+			return true
+		}
+		if c.AccuVar() == name || c.IterVar() == name || c.IterVar2() == name {
+			return false
+		}
+		return readsIdent(c.LoopCondition(), name) || readsIdent(c.LoopStep(), name) || readsIdent(c.Result(), name)
+	}
+	return false
 }
 
 // objectOnceFor returns the decorator that plans the constructions of ids
