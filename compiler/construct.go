@@ -307,44 +307,51 @@ func outputObjectsOf(a *cel.Ast) map[int64]bool {
 		return nil
 	}
 	var ids map[int64]bool
-	var visit func(e ast.Expr)
-	visit = func(e ast.Expr) {
+	take := func(id int64) {
+		if ids == nil {
+			ids = map[int64]bool{}
+		}
+		ids[id] = true
+	}
+	// nested: e is (part of) a field of an Object, not the result itself.
+	var visit func(e ast.Expr, nested bool)
+	visit = func(e ast.Expr, nested bool) {
 		switch e.Kind() {
 		case ast.StructKind:
-			if ids == nil {
-				ids = map[int64]bool{}
-			}
-			ids[e.ID()] = true
+			take(e.ID())
 			for _, f := range e.AsStruct().Fields() {
 				if sf := f.AsStructField(); !sf.IsOptional() {
-					visit(sf.Value())
+					visit(sf.Value(), true)
 				}
 			}
 		case ast.ListKind:
 			l := e.AsList()
+			if nested && len(l.OptionalIndices()) == 0 {
+				take(e.ID())
+			}
 			for i, item := range l.Elements() {
 				if !l.IsOptional(int32(i)) {
-					visit(item)
+					visit(item, nested)
 				}
 			}
 		case ast.MapKind:
 			for _, en := range e.AsMap().Entries() {
 				if me := en.AsMapEntry(); !me.IsOptional() {
-					visit(me.Value())
+					visit(me.Value(), nested)
 				}
 			}
 		case ast.CallKind:
 			if c := e.AsCall(); c.FunctionName() == operators.Conditional && !c.IsMemberFunction() && len(c.Args()) == 3 {
-				visit(c.Args()[1])
-				visit(c.Args()[2])
+				visit(c.Args()[1], nested)
+				visit(c.Args()[2], nested)
 			}
 		case ast.ComprehensionKind:
 			if c := e.AsComprehension(); appendsOnly(c) {
-				visitAppended(c.LoopStep(), c.AccuVar(), visit)
+				visitAppended(c.LoopStep(), c.AccuVar(), func(item ast.Expr) { visit(item, nested) })
 			}
 		}
 	}
-	visit(a.NativeRep().Expr())
+	visit(a.NativeRep().Expr(), false)
 	return ids
 }
 
@@ -446,11 +453,17 @@ func readsIdent(e ast.Expr, name string) bool {
 // objectOnceFor returns the decorator that plans the constructions of ids
 // (from outputObjectsOf), which planOnce planned as typeOnce, as
 // objectOnce; nil when there are none.
-func objectOnceFor(ids map[int64]bool) interpreter.InterpretableDecoratorV2 {
+func objectOnceFor(ids map[int64]bool, adapter celtypes.Adapter) interpreter.InterpretableDecoratorV2 {
 	if len(ids) == 0 {
 		return nil
 	}
 	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		if !ids[i.ID()] {
+			return i, nil
+		}
+		if l := outputList(i, adapter); l != nil {
+			return l, nil
+		}
 		t, ok := i.(*typeOnce)
 		if !ok || !ids[i.ID()] {
 			return i, nil
