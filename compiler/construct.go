@@ -301,7 +301,9 @@ func buildsObject(p celtypes.Provider, name string) *celtypes.Type {
 
 // outputObjectsOf returns the IDs of the constructions of a, an
 // ApplyConfiguration expression, whose value can only become (part of)
-// the expression's result (see objectOnce), nil when there are none.
+// the expression's result (see objectOnce), and of its list literals
+// without optional items that can only become (part of) a field of an
+// Object there (see listOnce); nil when there are none.
 func outputObjectsOf(a *cel.Ast) map[int64]bool {
 	if a == nil || a.NativeRep() == nil {
 		return nil
@@ -452,7 +454,8 @@ func readsIdent(e ast.Expr, name string) bool {
 
 // objectOnceFor returns the decorator that plans the constructions of ids
 // (from outputObjectsOf), which planOnce planned as typeOnce, as
-// objectOnce; nil when there are none.
+// objectOnce, and its list literals as listOnce (outputList, with
+// adapter, the environment's); nil when there are none.
 func objectOnceFor(ids map[int64]bool, adapter celtypes.Adapter) interpreter.InterpretableDecoratorV2 {
 	if len(ids) == 0 {
 		return nil
@@ -465,7 +468,7 @@ func objectOnceFor(ids map[int64]bool, adapter celtypes.Adapter) interpreter.Int
 			return l, nil
 		}
 		t, ok := i.(*typeOnce)
-		if !ok || !ids[i.ID()] {
+		if !ok {
 			return i, nil
 		}
 		if o := objectConstruction(t.InterpretableConstructor, t.typ); o != nil {

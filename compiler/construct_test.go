@@ -464,19 +464,7 @@ func TestComprehensionObjectsTaken(t *testing.T) {
 		if err != nil || p.Mutations[0].Err != nil {
 			t.Fatalf("%s: %v %v", tc.expr, err, p.Mutations[0].Err)
 		}
-		e := p.Mutations[0]
-		taken := 0
-		count := func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-			if _, ok := i.(*objectOnce); ok {
-				taken++
-			}
-			return i, nil
-		}
-		opts := append(programOptionsFor(e.env, e.ast, false, KindApplyConfiguration), cel.CustomDecoratorV2(count))
-		if _, err := e.env.Program(e.ast, opts...); err != nil {
-			t.Fatal(err)
-		}
-		if taken != tc.taken {
+		if taken := planned[*objectOnce](t, p.Mutations[0]); taken != tc.taken {
 			t.Errorf("%s: %d constructions planned as objectOnce, want %d", tc.expr, taken, tc.taken)
 		}
 	}

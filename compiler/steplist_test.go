@@ -208,18 +208,7 @@ func TestStepListsPlanned(t *testing.T) {
 			t.Errorf("%s: %v", tc.expr, e.Err)
 			continue
 		}
-		n := 0
-		count := func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-			if _, ok := i.(*stepList); ok {
-				n++
-			}
-			return i, nil
-		}
-		opts := append(programOptionsFor(e.env, e.ast, false, e.Kind), cel.CustomDecoratorV2(count))
-		if _, err := e.env.Program(e.ast, append(opts, cel.InterruptCheckFrequency(celconfig.CheckFrequency))...); err != nil {
-			t.Fatalf("%s: %v", tc.expr, err)
-		}
-		if n != tc.want {
+		if n := planned[*stepList](t, e); n != tc.want {
 			t.Errorf("%s: %d lists planned as stepLists, want %d", tc.expr, n, tc.want)
 		}
 	}
@@ -251,20 +240,26 @@ func TestOutputListsPlanned(t *testing.T) {
 		if err != nil || p.Mutations[0].Err != nil {
 			t.Fatalf("%s: %v %v", tc.expr, err, p.Mutations[0].Err)
 		}
-		e := p.Mutations[0]
-		n := 0
-		count := func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-			if _, ok := i.(*listOnce); ok {
-				n++
-			}
-			return i, nil
-		}
-		opts := append(programOptionsFor(e.env, e.ast, false, e.Kind), cel.CustomDecoratorV2(count))
-		if _, err := e.env.Program(e.ast, opts...); err != nil {
-			t.Fatalf("%s: %v", tc.expr, err)
-		}
-		if n != tc.want {
+		if n := planned[*listOnce](t, p.Mutations[0]); n != tc.want {
 			t.Errorf("%s: %d lists planned as listOnce, want %d", tc.expr, n, tc.want)
 		}
 	}
+}
+
+// planned is how many steps of type T the program of e holds, planned as
+// the compiler plans it (programOptionsFor).
+func planned[T interpreter.InterpretableV2](t *testing.T, e *Expression) int {
+	t.Helper()
+	n := 0
+	count := func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		if _, ok := i.(T); ok {
+			n++
+		}
+		return i, nil
+	}
+	opts := append(programOptionsFor(e.env, e.ast, false, e.Kind), cel.CustomDecoratorV2(count), cel.InterruptCheckFrequency(celconfig.CheckFrequency))
+	if _, err := e.env.Program(e.ast, opts...); err != nil {
+		t.Fatalf("%s: %v", e.Source, err)
+	}
+	return n
 }
