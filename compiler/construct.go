@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -190,8 +191,10 @@ func (c *jsonPatchOnce) Eval(ctx interpreter.Activation) ref.Val {
 // It is taken only where the value can reach nothing but that reader
 // (outputObjectsOf): the root of an ApplyConfiguration expression, and,
 // from a position taken, the fields (not optional ones) of an Object
-// construction, the items of a list literal, the values of a map literal
-// and the branches of a conditional. A value bound to a variable, passed to
+// construction, the items of a list literal, the values of a map literal,
+// the branches of a conditional and the items a map macro appends to its
+// result (appendsOnly: `l.map(x, f)`, `l.map(x, p, f)`, transformList —
+// the accumulator's `_+_` only copies them). A value bound to a variable, passed to
 // a function, compared or iterated over is built by cel-go as before, so no
 // dynamic.ObjectVal ever holds an Object and no operation other than the
 // reader's ever sees one (each of its methods answers as the ObjectVal it
@@ -298,59 +301,174 @@ func buildsObject(p celtypes.Provider, name string) *celtypes.Type {
 
 // outputObjectsOf returns the IDs of the constructions of a, an
 // ApplyConfiguration expression, whose value can only become (part of)
-// the expression's result (see objectOnce), nil when there are none.
+// the expression's result (see objectOnce), and of its list literals
+// without optional items that can only become (part of) a field of an
+// Object there (see listOnce); nil when there are none.
 func outputObjectsOf(a *cel.Ast) map[int64]bool {
 	if a == nil || a.NativeRep() == nil {
 		return nil
 	}
 	var ids map[int64]bool
-	var visit func(e ast.Expr)
-	visit = func(e ast.Expr) {
+	take := func(id int64) {
+		if ids == nil {
+			ids = map[int64]bool{}
+		}
+		ids[id] = true
+	}
+	// nested: e is (part of) a field of an Object, not the result itself.
+	var visit func(e ast.Expr, nested bool)
+	visit = func(e ast.Expr, nested bool) {
 		switch e.Kind() {
 		case ast.StructKind:
-			if ids == nil {
-				ids = map[int64]bool{}
-			}
-			ids[e.ID()] = true
+			take(e.ID())
 			for _, f := range e.AsStruct().Fields() {
 				if sf := f.AsStructField(); !sf.IsOptional() {
-					visit(sf.Value())
+					visit(sf.Value(), true)
 				}
 			}
 		case ast.ListKind:
 			l := e.AsList()
+			if nested && len(l.OptionalIndices()) == 0 {
+				take(e.ID())
+			}
 			for i, item := range l.Elements() {
 				if !l.IsOptional(int32(i)) {
-					visit(item)
+					visit(item, nested)
 				}
 			}
 		case ast.MapKind:
 			for _, en := range e.AsMap().Entries() {
 				if me := en.AsMapEntry(); !me.IsOptional() {
-					visit(me.Value())
+					visit(me.Value(), nested)
 				}
 			}
 		case ast.CallKind:
 			if c := e.AsCall(); c.FunctionName() == operators.Conditional && !c.IsMemberFunction() && len(c.Args()) == 3 {
-				visit(c.Args()[1])
-				visit(c.Args()[2])
+				visit(c.Args()[1], nested)
+				visit(c.Args()[2], nested)
+			}
+		case ast.ComprehensionKind:
+			if c := e.AsComprehension(); appendsOnly(c) {
+				visitAppended(c.LoopStep(), c.AccuVar(), func(item ast.Expr) { visit(item, nested) })
 			}
 		}
 	}
-	visit(a.NativeRep().Expr())
+	visit(a.NativeRep().Expr(), false)
 	return ids
+}
+
+// appendsOnly reports whether c is a comprehension whose result is its
+// accumulator, a list that starts empty and to which its step only
+// appends, with no loop condition but true: the shape of cel-go's map
+// macros (`l.map(x, f)`, `l.map(x, p, f)`, transformList). Its result's
+// items are then the appended values and nothing else reads them: the
+// accumulator is read by the step's `_+_` only, which reads the size and
+// the items of the appended list to copy them.
+func appendsOnly(c ast.ComprehensionExpr) bool {
+	accu := c.AccuVar()
+	if init := c.AccuInit(); init.Kind() != ast.ListKind || len(init.AsList().Elements()) != 0 {
+		return false
+	}
+	if r := c.Result(); r.Kind() != ast.IdentKind || r.AsIdent() != accu {
+		return false
+	}
+	if cond := c.LoopCondition(); cond.Kind() != ast.LiteralKind || cond.AsLiteral() != celtypes.True {
+		return false
+	}
+	return appendedOnly(c.LoopStep(), accu)
+}
+
+// appendedOnly reports whether step, the step of a comprehension whose
+// accumulator is accu, is `accu`, `accu + [item]` (one item, not
+// optional) or a conditional whose branches are either, its condition not
+// reading accu.
+func appendedOnly(step ast.Expr, accu string) bool {
+	switch step.Kind() {
+	case ast.IdentKind:
+		return step.AsIdent() == accu
+	case ast.CallKind:
+		call := step.AsCall()
+		args := call.Args()
+		if call.FunctionName() == operators.Conditional && !call.IsMemberFunction() && len(args) == 3 {
+			return !readsIdent(args[0], accu) && appendedOnly(args[1], accu) && appendedOnly(args[2], accu)
+		}
+		if _, ok := appendedList(step, accu); ok {
+			return !readsIdent(args[1], accu)
+		}
+	}
+	return false
+}
+
+// visitAppended visits the items step (appendedOnly) appends.
+func visitAppended(step ast.Expr, accu string, visit func(ast.Expr)) {
+	if step.Kind() != ast.CallKind {
+		return
+	}
+	args := step.AsCall().Args()
+	if step.AsCall().FunctionName() == operators.Conditional {
+		visitAppended(args[1], accu, visit)
+		visitAppended(args[2], accu, visit)
+		return
+	}
+	visit(args[1])
+}
+
+// readsIdent reports whether e reads the identifier name: anywhere but
+// where a comprehension binds name itself (its accumulator or an
+// iteration variable, in its condition, step and result).
+func readsIdent(e ast.Expr, name string) bool {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent() == name
+	case ast.SelectKind:
+		return readsIdent(e.AsSelect().Operand(), name)
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() && readsIdent(c.Target(), name) {
+			return true
+		}
+		return slices.ContainsFunc(c.Args(), func(a ast.Expr) bool { return readsIdent(a, name) })
+	case ast.ListKind:
+		return slices.ContainsFunc(e.AsList().Elements(), func(a ast.Expr) bool { return readsIdent(a, name) })
+	case ast.MapKind:
+		return slices.ContainsFunc(e.AsMap().Entries(), func(en ast.EntryExpr) bool {
+			me := en.AsMapEntry()
+			return readsIdent(me.Key(), name) || readsIdent(me.Value(), name)
+		})
+	case ast.StructKind:
+		return slices.ContainsFunc(e.AsStruct().Fields(), func(en ast.EntryExpr) bool {
+			return readsIdent(en.AsStructField().Value(), name)
+		})
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		if readsIdent(c.IterRange(), name) || readsIdent(c.AccuInit(), name) {
+			return true
+		}
+		if c.AccuVar() == name || c.IterVar() == name || c.IterVar2() == name {
+			return false
+		}
+		return readsIdent(c.LoopCondition(), name) || readsIdent(c.LoopStep(), name) || readsIdent(c.Result(), name)
+	}
+	return false
 }
 
 // objectOnceFor returns the decorator that plans the constructions of ids
 // (from outputObjectsOf), which planOnce planned as typeOnce, as
-// objectOnce; nil when there are none.
-func objectOnceFor(ids map[int64]bool) interpreter.InterpretableDecoratorV2 {
+// objectOnce, and its list literals as listOnce (outputList, with
+// adapter, the environment's); nil when there are none.
+func objectOnceFor(ids map[int64]bool, adapter celtypes.Adapter) interpreter.InterpretableDecoratorV2 {
 	if len(ids) == 0 {
 		return nil
 	}
 	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		if !ids[i.ID()] {
+			return i, nil
+		}
+		if l := outputList(i, adapter); l != nil {
+			return l, nil
+		}
 		t, ok := i.(*typeOnce)
-		if !ok || !ids[i.ID()] {
+		if !ok {
 			return i, nil
 		}
 		if o := objectConstruction(t.InterpretableConstructor, t.typ); o != nil {

@@ -244,7 +244,7 @@ func (g *objectGen) value(path string, depth int) string {
 	if depth > 3 {
 		return g.scalar()
 	}
-	switch g.r.Intn(13) {
+	switch g.r.Intn(14) {
 	case 0, 1, 2:
 		return g.object(path, depth)
 	case 3:
@@ -280,8 +280,17 @@ func (g *objectGen) value(path string, depth int) string {
 		// as its CEL values.
 		return "[[" + g.object(path, depth+1) + "], []]"
 	case 6:
-		// Not taken: an argument, a comprehension, a variable.
-		return g.pick("dyn("+g.object(path, depth+1)+")", "[1, 2].map(x, "+g.object(path, depth+1)+")", "variables.v")
+		// Not taken: an argument, a comprehension's result read further, a
+		// variable.
+		return g.pick("dyn("+g.object(path, depth+1)+")", "[1, 2].map(x, "+g.object(path, depth+1)+").filter(y, true)",
+			"[1, 2].map(x, "+g.object(path, depth+1)+")[0]", "variables.v")
+	case 8:
+		// Taken: the items a map macro appends.
+		o := g.object(path, depth+1)
+		return g.pick("[1, 2].map(x, "+o+")", "object.spec.items.map(i, "+o+")",
+			"object.spec.items.map(i, has(i.name), "+o+")", "[1, 2, 3].map(x, x > 1, "+o+")",
+			"[].map(x, "+o+")", "object.spec.items.map(i, size(object.spec.items) > 2 ? "+o+" : dyn(i))",
+			"object.spec.items.map(i, [i.name].map(n, "+o+"))")
 	}
 	return g.scalar()
 }
@@ -425,4 +434,38 @@ func sameNative(a, b any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// TestComprehensionObjectsTaken checks which Object constructions in a
+// comprehension are planned as objectOnce: the items a map macro appends
+// to a result that reaches only the reader, and no other;
+// TestObjectOnceIsCelGos holds their values, errors, costs and reading to
+// cel-go's plan.
+func TestComprehensionObjectsTaken(t *testing.T) {
+	c, _ := twoCompilers(t)
+	for _, tc := range []struct {
+		expr  string
+		taken int // constructions planned as objectOnce
+	}{
+		{`Object{spec: Object.spec{items: object.spec.items.map(i, Object.spec.items{name: i.name})}}`, 3},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, x > 1, Object.spec.items{n: x})}}`, 3},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, x > 1 ? Object.spec.items{n: x} : Object.spec.items{})}}`, 4},
+		{`Object{spec: Object.spec{items: [[1], [2]].map(l, l.map(x, Object.spec.items{n: x}))}}`, 3},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, [Object.spec.items{n: x}, Object.spec.items{}])}}`, 4},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, Object.spec.items{n: x}).filter(o, true)}}`, 2},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, Object.spec.items{n: x})[0]}}`, 2},
+		{`Object{spec: Object.spec{items: dyn([1, 2].map(x, Object.spec.items{n: x}))}}`, 2},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, dyn(Object.spec.items{n: x}))}}`, 2},
+		{`Object{spec: Object.spec{ok: [1, 2].exists(x, Object.spec.items{n: x} == Object.spec.items{n: 1})}}`, 2},
+		{`Object{spec: Object.spec{items: [1, 2].filter(x, Object.spec.items{n: x} != Object.spec.items{})}}`, 2},
+		{`Object{spec: Object.spec{items: [1, 2].map(x, Object.spec.items{n: x}).map(o, o)}}`, 2},
+	} {
+		p, err := c.Compile(policySpec{ac: []string{tc.expr}}.build())
+		if err != nil || p.Mutations[0].Err != nil {
+			t.Fatalf("%s: %v %v", tc.expr, err, p.Mutations[0].Err)
+		}
+		if taken := planned[*objectOnce](t, p.Mutations[0]); taken != tc.taken {
+			t.Errorf("%s: %d constructions planned as objectOnce, want %d", tc.expr, taken, tc.taken)
+		}
+	}
 }

@@ -307,6 +307,10 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		`int("3") + size(object.spec.items[0].name) * 2 - object.spec.items[3].n % 2`,
 		`object.spec.items[2].image.split("g").join("G").lowerAscii() == "nginx"`,
 		`Object{metadata: Object.metadata{labels: {"x": object.spec.items[1].name}}}`,
+		// Objects a map appends, list literals under an Object (appendsOnly,
+		// listOnce).
+		`Object{spec: Object.spec{c: object.spec.items.map(i, has(i.name), Object.spec.c{n: [i.name, dyn(1)], e: [Object.spec.c.e{v: i}]})}}`,
+		`Object{spec: Object.spec{c: [object.spec.items[0], object.spec.items[9]], d: object.spec.items.map(i, [i]).map(l, Object.spec.d{x: l})}}`,
 		`object.spec.exists(k, k == "items") && object.spec.items.map(i, i).size() > 1`,
 		// Maps of the object selected, tested, compared and measured on the
 		// way (the cost observer's view of them, present.go).

@@ -79,7 +79,7 @@ func programOptionsFor(env *cel.Env, a *cel.Ast, celValues bool, kind Kind) []ce
 		opts = append(opts, cel.CustomDecoratorV2(dec))
 	}
 	if kind == KindApplyConfiguration {
-		if dec := objectOnceFor(outputObjectsOf(a)); dec != nil {
+		if dec := objectOnceFor(outputObjectsOf(a), env.CELTypeAdapter()); dec != nil {
 			opts = append(opts, cel.CustomDecoratorV2(dec))
 		}
 	}

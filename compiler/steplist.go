@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/google/cel-go/cel"
@@ -227,3 +228,153 @@ func (l *oneList) String() string {
 	}
 	return ""
 }
+
+// outList is cel-go's list of items (types.NewRefValList(adapter, items)),
+// the value of a list literal only an ApplyConfiguration's reader reads
+// (outputObjectsOf, listOnce), in one allocation for up to two items:
+// cel-go's evalList makes the slice of its items, then NewRefValList its
+// list and the closure it reads the items through. It answers Size, Get,
+// Type, IsZeroValue and Value (the items, as cel-go's list's Value) itself
+// and every other method through cel-go's list of its items built on
+// demand. TestOutListIsCelGosList holds every method to cel-go's list.
+type outList struct {
+	adapter celtypes.Adapter
+	items   []ref.Val
+	buf     [2]ref.Val
+}
+
+var (
+	_ traits.Lister   = (*outList)(nil)
+	_ traits.Zeroer   = (*outList)(nil)
+	_ traits.Foldable = (*outList)(nil)
+)
+
+// newOutList returns an empty outList of adapter with room for n items.
+func newOutList(adapter celtypes.Adapter, n int) *outList {
+	l := &outList{adapter: adapter}
+	if n <= len(l.buf) {
+		l.items = l.buf[:0]
+	} else {
+		l.items = make([]ref.Val, 0, n)
+	}
+	return l
+}
+
+// full is cel-go's list of l's items.
+func (l *outList) full() traits.Lister { return celtypes.NewRefValList(l.adapter, l.items) }
+
+// Size implements traits.Sizer.
+func (l *outList) Size() ref.Val { return celtypes.Int(len(l.items)) }
+
+// Get implements traits.Indexer, as cel-go's baseList.Get: the item
+// through the adapter, the same errors.
+func (l *outList) Get(i ref.Val) ref.Val {
+	ind, err := celtypes.IndexOrError(i)
+	if err != nil {
+		return celtypes.ValOrErr(i, "%v", err)
+	}
+	if ind < 0 || ind >= len(l.items) {
+		return celtypes.NewErr("index '%d' out of range in list size '%d'", ind, l.Size())
+	}
+	return l.adapter.NativeToValue(l.items[ind])
+}
+
+// Type implements ref.Val.
+func (l *outList) Type() ref.Type { return celtypes.ListType }
+
+// IsZeroValue implements traits.Zeroer.
+func (l *outList) IsZeroValue() bool { return len(l.items) == 0 }
+
+// Value implements ref.Val: the []ref.Val of cel-go's list.
+func (l *outList) Value() any { return l.items }
+
+// Add implements traits.Adder.
+func (l *outList) Add(o ref.Val) ref.Val { return l.full().Add(o) }
+
+// Contains implements traits.Container.
+func (l *outList) Contains(e ref.Val) ref.Val { return l.full().Contains(e) }
+
+// ConvertToNative implements ref.Val.
+func (l *outList) ConvertToNative(t reflect.Type) (any, error) { return l.full().ConvertToNative(t) }
+
+// ConvertToType implements ref.Val.
+func (l *outList) ConvertToType(t ref.Type) ref.Val { return l.full().ConvertToType(t) }
+
+// Equal implements ref.Val.
+func (l *outList) Equal(o ref.Val) ref.Val { return l.full().Equal(o) }
+
+// Iterator implements traits.Iterable.
+func (l *outList) Iterator() traits.Iterator { return l.full().Iterator() }
+
+// Fold implements traits.Foldable.
+func (l *outList) Fold(f traits.Folder) { l.full().(traits.Foldable).Fold(f) }
+
+// String is cel-go's list's String.
+func (l *outList) String() string {
+	if s, ok := l.full().(fmt.Stringer); ok {
+		return s.String()
+	}
+	return ""
+}
+
+// listOnce is the step of a list literal without optional elements whose
+// value only an ApplyConfiguration's reader reads: evalList.Exec (cel-go
+// v0.29.2), its value an outList.
+type listOnce struct {
+	id      int64
+	vals    []interpreter.InterpretableV2
+	adapter celtypes.Adapter
+}
+
+var _ interpreter.InterpretableConstructor = (*listOnce)(nil)
+
+// outputList returns i, a step of cel-go's planning, as a listOnce when it
+// is cel-go's evalList (by name, as stepListOnce knows it) of the list
+// type without optional elements (its InitVals are then its items) and
+// not all of its items constants (cel-go's Optimize folds those); nil
+// otherwise.
+func outputList(i interpreter.InterpretableV2, adapter celtypes.Adapter) *listOnce {
+	if reflect.TypeOf(i).String() != "*interpreter.evalList" {
+		return nil
+	}
+	c := i.(interpreter.InterpretableConstructor)
+	if c.Type() != celtypes.ListType {
+		return nil
+	}
+	vals := c.InitVals()
+	for _, v := range vals {
+		if _, isConst := v.(interpreter.InterpretableConst); !isConst {
+			return &listOnce{id: i.ID(), vals: vals, adapter: adapter}
+		}
+	}
+	return nil
+}
+
+// ID implements interpreter.Interpretable.
+func (s *listOnce) ID() int64 { return s.id }
+
+// Exec implements interpreter.InterpretableV2: the items' values in order,
+// the first error or unknown returned as evalList returns it.
+func (s *listOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	l := newOutList(s.adapter, len(s.vals))
+	for _, e := range s.vals {
+		v := e.Exec(frame)
+		if celtypes.IsUnknownOrError(v) {
+			return v
+		}
+		l.items = append(l.items, v)
+	}
+	return l
+}
+
+// Eval implements interpreter.Interpretable.
+func (s *listOnce) Eval(vars interpreter.Activation) ref.Val {
+	return s.Exec(interpreter.AsFrame(vars))
+}
+
+// InitVals implements interpreter.InterpretableConstructor: the evalList's
+// own.
+func (s *listOnce) InitVals() []interpreter.InterpretableV2 { return s.vals }
+
+// Type implements interpreter.InterpretableConstructor, as evalList's.
+func (s *listOnce) Type() ref.Type { return celtypes.ListType }
