@@ -452,30 +452,36 @@ func (w *atomicWalker) field(m *pmap, key string, v any, path []byte) {
 }
 
 // validAtomics is validValue(t, v, false) and, when v validates,
-// findAtomics(t, v), in one walk of v: the merge asks both of every patch.
-// ok is validValue's answer; atomics is findAtomics' answer when ok (nil
-// otherwise). The walk validates as validValue does and records the atomic
-// lists, maps and structs where findAtomics does (at a map or list before
-// its contents, in declared struct fields and list items, never in the
-// values of a granular map, which are only validated). With more than one
-// atomic found, findAtomics' sorted walk gives their order, as it does.
-// TestValidAtomicsIsBoth holds it to the two walks.
+// findAtomics(t, v): the merge asks both of every patch. ok is
+// validValue's answer; atomics is findAtomics' answer when ok (nil
+// otherwise). One walk validates as validValue does and only notes
+// whether it met an atomic list, map or struct where findAtomics would
+// record one (at a map or list before its contents, in declared struct
+// fields and list items, never in the values of a granular map, which
+// are only validated), without building any path; findAtomics itself
+// runs only when it did (a patch the merge refuses), so its answer is
+// findAtomics' by construction. TestValidAtomicsIsBoth holds it to the
+// two walks, TestValidAtomicsOnRealObjects to structured-merge-diff's.
 func validAtomics(t *ptype, v any) (atomics []string, ok bool) {
-	var buf [128]byte // the paths of a patch fit, most of the time
-	var w atomicWalker
-	if !w.valid(t, v, buf[:0]) {
+	var w atomicSeen
+	if !w.valid(t, v) {
 		return nil, false
 	}
-	if len(w.found) > 1 {
-		w = atomicWalker{sorted: true}
-		w.walk(t, v, buf[:0])
+	if w.seen {
+		return findAtomics(t, v), true
 	}
-	return w.found, true
+	return nil, true
 }
 
-// valid is validValue(t, v, false) recording the atomics walk would
-// record at path (validAtomics).
-func (w *atomicWalker) valid(t *ptype, v any, path []byte) bool {
+// atomicSeen is validAtomics' walk: seen is set once it meets a value
+// findAtomics would record.
+type atomicSeen struct {
+	seen bool
+}
+
+// valid is validValue(t, v, false), setting w.seen where findAtomics'
+// walk would record v's path.
+func (w *atomicSeen) valid(t *ptype, v any) bool {
 	t = t.get()
 	if !t.ok {
 		return false
@@ -486,7 +492,7 @@ func (w *atomicWalker) valid(t *ptype, v any, path []byte) bool {
 		if m == nil {
 			return false
 		}
-		w.atomic(m.atomic, path)
+		w.seen = w.seen || m.atomic
 		if len(x) == 0 {
 			return true // without starting an iteration
 		}
@@ -508,9 +514,7 @@ func (w *atomicWalker) valid(t *ptype, v any, path []byte) bool {
 				}
 				continue
 			}
-			p := append(path, '.')
-			p = append(p, k...)
-			if !w.valid(ft, fv, p) {
+			if !w.valid(ft, fv) {
 				return false
 			}
 		}
@@ -525,12 +529,9 @@ func (w *atomicWalker) valid(t *ptype, v any, path []byte) bool {
 				return false
 			}
 		}
-		w.atomic(l.atomic, path)
-		for i, item := range x {
-			p := append(path, '[')
-			p = strconv.AppendInt(p, int64(i), 10)
-			p = append(p, ']')
-			if !w.valid(l.elem, item, p) {
+		w.seen = w.seen || l.atomic
+		for _, item := range x {
+			if !w.valid(l.elem, item) {
 				return false
 			}
 		}
