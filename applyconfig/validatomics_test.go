@@ -21,53 +21,41 @@ import (
 func TestValidAtomicsOnRealObjects(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 5))
 	n := valuetest.Sweep(3000, 300)
-	reg := sharedSchemas(t)
-	kinds, valid, withAtomics, several, invalid := 0, 0, 0, 0, 0
-	for _, in := range testobjects.Inputs(t) {
-		m, err := reg.Merger(in.GVK)
-		if err != nil || m.root == nil || !validValue(m.root.plan, in.Obj, true) {
-			continue // the custom resource is not of the Widget schema
+	valid, withAtomics, several, invalid := 0, 0, 0, 0
+	forTypedInputs(t, func(t *testing.T, obj map[string]any, root *rootType) {
+		check := func(v map[string]any) {
+			t.Helper()
+			got, ok := validAtomics(root.plan, v)
+			if want := refValidValue(root.s, root.tr, v, false); ok != want {
+				t.Fatalf("validAtomics valid = %v, reference %v: %#v", ok, want, v)
+			}
+			if !ok {
+				invalid++
+				if got != nil {
+					t.Fatalf("atomics %q of an invalid value", got)
+				}
+				return
+			}
+			valid++
+			if want := refFindAtomics(root.s, root.tr, v); !reflect.DeepEqual(got, want) {
+				t.Fatalf("validAtomics = %q, reference %q: %#v", got, want, v)
+			}
+			if len(got) > 0 {
+				withAtomics++
+			}
+			if len(got) > 1 {
+				several++
+			}
 		}
-		kinds++
-		t.Run(in.Name, func(t *testing.T) {
-			pt, s, tr := m.root.plan, m.root.s, m.root.tr
-			check := func(v map[string]any) {
-				t.Helper()
-				got, ok := validAtomics(pt, v)
-				if want := refValidValue(s, tr, v, false); ok != want {
-					t.Fatalf("validAtomics valid = %v, reference %v: %#v", ok, want, v)
-				}
-				if !ok {
-					invalid++
-					if got != nil {
-						t.Fatalf("atomics %q of an invalid value", got)
-					}
-					return
-				}
-				valid++
-				if want := refFindAtomics(s, tr, v); !reflect.DeepEqual(got, want) {
-					t.Fatalf("validAtomics = %q, reference %q: %#v", got, want, v)
-				}
-				if len(got) > 0 {
-					withAtomics++
-				}
-				if len(got) > 1 {
-					several++
-				}
+		check(obj)
+		for range n {
+			v := partOf(rng, obj).(map[string]any)
+			for range rng.IntN(3) {
+				v = perturb(rng, v).(map[string]any)
 			}
-			check(in.Obj)
-			for range n {
-				v := partOf(rng, in.Obj).(map[string]any)
-				for range rng.IntN(3) {
-					v = perturb(rng, v).(map[string]any)
-				}
-				check(v)
-			}
-		})
-	}
-	if kinds < 16 {
-		t.Fatalf("only %d inputs have a schema", kinds)
-	}
+			check(v)
+		}
+	})
 	t.Logf("%d valid patches (%d with atomics, %d with several), %d invalid", valid, withAtomics, several, invalid)
 	if withAtomics == 0 || several == 0 || invalid == 0 || withAtomics == valid {
 		t.Errorf("valid %d, with atomics %d, with several %d, invalid %d: the comparison is weak", valid, withAtomics, several, invalid)
