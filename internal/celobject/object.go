@@ -170,3 +170,12 @@ func NativeCheckedObject(o *Object) (map[string]any, bool) {
 	}
 	return converter{check: true}.built(o)
 }
+
+// NativeObject is Native of o's Upstream, without building it: the map
+// Native(o.Upstream()) gives, and whether it converts it.
+func NativeObject(o *Object) (map[string]any, bool) {
+	if !Mirrored {
+		return nil, false
+	}
+	return converter{}.built(o)
+}
