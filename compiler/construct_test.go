@@ -330,35 +330,8 @@ func TestObjectOnceIsCelGos(t *testing.T) {
 		g := &objectGen{r: rand.New(rand.NewSource(int64(seed)))}
 		expr := g.object("Object", 0)
 		mp := policySpec{variables: [][2]string{{"v", `Object.spec{x: 1, y: ["a"]}`}}, ac: []string{expr}}.build()
-		p, err := c.Compile(mp)
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		if p.Mutations[0].Err != nil {
-			t.Logf("%s does not compile: %v", expr, p.Mutations[0].Err)
-			continue
-		}
-		ref, err := refC.Compile(mp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref = unplanned(t, ref)
-		sameResults(t, expr, p, ref, in)
-
-		act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
-		got, _, err := act.Eval(p.Mutations[0], MutationBudget)
-		want, _, refErr := refAct.Eval(ref.Mutations[0], MutationBudget)
-		if err != nil || refErr != nil || (got.Err == nil) != (want.Err == nil) {
-			if fmt.Sprint(err, got.Err) != fmt.Sprint(refErr, want.Err) {
-				t.Errorf("%s: %v %v; cel-go's plan %v %v", expr, err, got.Err, refErr, want.Err)
-			}
-			act.Release()
-			refAct.Release()
-			continue
-		}
-		if got.Err != nil {
-			act.Release()
-			refAct.Release()
+		got, want, done, ok := evalBoth(t, c, refC, mp, expr, in)
+		if !ok {
 			continue
 		}
 		if _, ok := got.Value.(*celobject.Object); ok {
@@ -369,13 +342,12 @@ func TestObjectOnceIsCelGos(t *testing.T) {
 		if lines(err) != lines(werr) || fresh != wfresh || !sameNative(m, wm) {
 			t.Errorf("%s: read as %v (fresh %v, %v); cel-go's value as %v (fresh %v, %v)", expr, m, fresh, err, wm, wfresh, werr)
 		}
+		done()
 		if err != nil {
 			failed++
 		} else {
 			converted++
 		}
-		act.Release()
-		refAct.Release()
 	}
 	t.Logf("%d results built by objectOnce; %d read, %d refused by the reader", built, converted, failed)
 	if built < 300 || converted < 100 || failed < 20 {
@@ -540,45 +512,59 @@ func TestPatchObjectOnceIsCelGos(t *testing.T) {
 		expr := g.patchExpr()
 		mp := policySpec{variables: [][2]string{{"v", `Object.spec{x: 1, y: ["a"]}`},
 			{"p", `JSONPatch{op: "add", path: "/a", value: Object.spec{x: 1}}`}}, jp: []string{expr}}.build()
-		p, err := c.Compile(mp)
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		if p.Mutations[0].Err != nil {
-			t.Logf("%s does not compile: %v", expr, p.Mutations[0].Err)
-			continue
-		}
-		ref, err := refC.Compile(mp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref = unplanned(t, ref)
-		sameResults(t, expr, p, ref, in)
-
-		act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
-		got, _, err := act.Eval(p.Mutations[0], MutationBudget)
-		want, _, refErr := refAct.Eval(ref.Mutations[0], MutationBudget)
-		if err != nil || refErr != nil || got.Err != nil || want.Err != nil {
-			if fmt.Sprint(err, got.Err) != fmt.Sprint(refErr, want.Err) {
-				t.Errorf("%s: %v %v; cel-go's plan %v %v", expr, err, got.Err, refErr, want.Err)
-			}
-			act.Release()
-			refAct.Release()
+		got, want, done, ok := evalBoth(t, c, refC, mp, expr, in)
+		if !ok {
 			continue
 		}
 		built += objectValues(got.Value)
-		if err := samePatchReading(t, expr, got.Value, want.Value); err != nil {
+		err := samePatchReading(t, expr, got.Value, want.Value)
+		done()
+		if err != nil {
 			failed++
 		} else {
 			converted++
 		}
-		act.Release()
-		refAct.Release()
 	}
 	t.Logf("%d values built by objectOnce; %d results read, %d refused by the reader", built, converted, failed)
 	if built < 300 || converted < 100 || failed < 20 {
 		t.Errorf("%d values built by objectOnce, %d read, %d refused: the cases are meant to exercise all three", built, converted, failed)
 	}
+}
+
+// evalBoth compiles mp with c (mutatis' plan) and refC (cel-go's own
+// plan, unplanned), holds all its expressions' results to each other
+// (sameResults, where expr) and returns its first mutation's results on
+// in, evaluated by both, and done, which releases the activations once
+// they are read; ok is false when the mutation does not compile or an
+// evaluation fails (alike, or reported).
+func evalBoth(t *testing.T, c, refC *Compiler, mp *admissionregistrationv1.MutatingAdmissionPolicy, expr string, in Input) (got, want Result, done func(), ok bool) {
+	t.Helper()
+	p, err := c.Compile(mp)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	if p.Mutations[0].Err != nil {
+		t.Logf("%s does not compile: %v", expr, p.Mutations[0].Err)
+		return got, want, nil, false
+	}
+	ref, err := refC.Compile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref = unplanned(t, ref)
+	sameResults(t, expr, p, ref, in)
+	act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
+	done = func() { act.Release(); refAct.Release() }
+	got, _, err = act.Eval(p.Mutations[0], MutationBudget)
+	want, _, refErr := refAct.Eval(ref.Mutations[0], MutationBudget)
+	if err != nil || refErr != nil || got.Err != nil || want.Err != nil {
+		if fmt.Sprint(err, got.Err) != fmt.Sprint(refErr, want.Err) {
+			t.Errorf("%s: %v %v; cel-go's plan %v %v", expr, err, got.Err, refErr, want.Err)
+		}
+		done()
+		return got, want, nil, false
+	}
+	return got, want, done, true
 }
 
 // samePatchReading checks that jsonpatch.FromCEL reads got, a JSONPatch
