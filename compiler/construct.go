@@ -361,7 +361,9 @@ func outputObjectsOf(a *cel.Ast, kind Kind) map[int64]bool {
 	case KindApplyConfiguration:
 		visit(a.NativeRep().Expr(), false)
 	case KindJSONPatch:
-		patchValuesOf(a.NativeRep().Expr(), func(v ast.Expr) { visit(v, false) })
+		// A list at the value's root is read as its items
+		// (jsonpatch's refVals reads a celobject.ItemList): nested.
+		patchValuesOf(a.NativeRep().Expr(), func(v ast.Expr) { visit(v, true) })
 	}
 	return ids
 }

@@ -162,8 +162,12 @@ var (
 )
 
 // refVals returns the elements of v when it is a list of CEL values as
-// refValListType holds them.
+// refValListType holds them, or a celobject.ItemList (which is such a list
+// of its Items).
 func refVals(v ref.Val) ([]ref.Val, bool) {
+	if l, ok := v.(celobject.ItemList); ok {
+		return l.Items(), true
+	}
 	if reflect.TypeOf(v) != refValListType {
 		return nil, false
 	}

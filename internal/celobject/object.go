@@ -179,3 +179,13 @@ func NativeObject(o *Object) (map[string]any, bool) {
 	}
 	return converter{}.built(o)
 }
+
+// ItemList is a list of CEL values that is, for every method, cel-go's
+// types.NewRefValList of its Items (with an adapter that hands a ref.Val
+// back as it is): the compiler's list literal built for a reader alone
+// (compiler's outList). A reader converts it as it converts that list.
+type ItemList interface {
+	traits.Lister
+	// Items are the list's items; not to be changed.
+	Items() []ref.Val
+}
