@@ -303,6 +303,16 @@ func (g *objectGen) scalar() string {
 		"object.spec.items[9]", "object.spec.missing", `dyn("d")`, "1 / 0", `duration("1s")`)
 }
 
+// objectGenInput is the object and old object objectGen's expressions are
+// evaluated on.
+func objectGenInput() Input {
+	obj := map[string]any{"metadata": map[string]any{"name": "n"}, "spec": map[string]any{"items": []any{
+		map[string]any{"name": "a"}, map[string]any{"name": "add"}, map[string]any{"image": "nginx"},
+		map[string]any{"n": int64(3)}, map[string]any{"r": 1.5},
+	}}}
+	return Input{Object: obj, OldObject: obj}
+}
+
 // TestObjectOnceIsCelGos holds the Object constructions objectOnce builds
 // to cel-go's own plan (evalObj and the provider's ObjectType.Val) over
 // random ApplyConfiguration expressions (objectGen): the same value field
@@ -312,11 +322,7 @@ func (g *objectGen) scalar() string {
 // the results at all.
 func TestObjectOnceIsCelGos(t *testing.T) {
 	c, refC := twoCompilers(t)
-	obj := map[string]any{"metadata": map[string]any{"name": "n"}, "spec": map[string]any{"items": []any{
-		map[string]any{"name": "a"}, map[string]any{"name": "add"}, map[string]any{"image": "nginx"},
-		map[string]any{"n": int64(3)}, map[string]any{"r": 1.5},
-	}}}
-	in := Input{Object: obj, OldObject: obj}
+	in := objectGenInput()
 	lines := func(err error) string {
 		if err == nil {
 			return ""
@@ -501,11 +507,7 @@ func (g *objectGen) patchExpr() string {
 // checks that objectOnce built values at all.
 func TestPatchObjectOnceIsCelGos(t *testing.T) {
 	c, refC := twoCompilers(t)
-	obj := map[string]any{"metadata": map[string]any{"name": "n"}, "spec": map[string]any{"items": []any{
-		map[string]any{"name": "a"}, map[string]any{"name": "add"}, map[string]any{"image": "nginx"},
-		map[string]any{"n": int64(3)}, map[string]any{"r": 1.5},
-	}}}
-	in := Input{Object: obj, OldObject: obj}
+	in := objectGenInput()
 	built, lists, converted, failed := 0, 0, 0, 0
 	for seed := range 600 {
 		g := &objectGen{r: rand.New(rand.NewSource(int64(seed)))}
