@@ -300,11 +300,15 @@ func buildsObject(p celtypes.Provider, name string) *celtypes.Type {
 }
 
 // outputObjectsOf returns the IDs of the constructions of a, an
-// ApplyConfiguration expression, whose value can only become (part of)
-// the expression's result (see objectOnce), and of its list literals
+// expression of kind, whose value can only become (part of) what the
+// expression's reader reads (see objectOnce), and of its list literals
 // without optional items that can only become (part of) a field of an
-// Object there (see listOnce); nil when there are none.
-func outputObjectsOf(a *cel.Ast) map[int64]bool {
+// Object there (see listOnce); nil when there are none or kind is neither
+// an ApplyConfiguration nor a JSONPatch. For an ApplyConfiguration that is
+// its result (applyconfig.FromCELFresh reads it); for a JSONPatch, the
+// value field of the JSONPatch constructions its result list holds
+// (patchValuesOf: jsonpatch.FromCEL reads it).
+func outputObjectsOf(a *cel.Ast, kind Kind) map[int64]bool {
 	if a == nil || a.NativeRep() == nil {
 		return nil
 	}
@@ -353,8 +357,55 @@ func outputObjectsOf(a *cel.Ast) map[int64]bool {
 			}
 		}
 	}
-	visit(a.NativeRep().Expr(), false)
+	switch kind {
+	case KindApplyConfiguration:
+		visit(a.NativeRep().Expr(), false)
+	case KindJSONPatch:
+		// A list at the value's root is read as its items
+		// (jsonpatch's refVals reads a celobject.ItemList): nested.
+		patchValuesOf(a.NativeRep().Expr(), func(v ast.Expr) { visit(v, true) })
+	}
 	return ids
+}
+
+// patchValuesOf calls visit with the value of every JSONPatch construction
+// that e, a JSONPatch expression's result, can only hold as an item of the
+// list it is (and that jsonpatch.FromCEL alone reads then): in the items of
+// a list literal, the branches of a conditional and the items a map macro
+// appends (appendsOnly), the value given as a field that is not optional.
+// Nothing reads a JSONPatchVal's value there but FromCEL: the list's
+// construction and the map macro's `_+_` only copy the JSONPatch values,
+// and the provider (mutation.JSONPatchType.Val, or jsonPatchOnce in its
+// place) keeps the value as it is.
+func patchValuesOf(e ast.Expr, visit func(ast.Expr)) {
+	switch e.Kind() {
+	case ast.ListKind:
+		l := e.AsList()
+		for i, item := range l.Elements() {
+			if !l.IsOptional(int32(i)) {
+				patchValuesOf(item, visit)
+			}
+		}
+	case ast.CallKind:
+		if c := e.AsCall(); c.FunctionName() == operators.Conditional && !c.IsMemberFunction() && len(c.Args()) == 3 {
+			patchValuesOf(c.Args()[1], visit)
+			patchValuesOf(c.Args()[2], visit)
+		}
+	case ast.ComprehensionKind:
+		if c := e.AsComprehension(); appendsOnly(c) {
+			visitAppended(c.LoopStep(), c.AccuVar(), func(item ast.Expr) { patchValuesOf(item, visit) })
+		}
+	case ast.StructKind:
+		s := e.AsStruct()
+		if s.TypeName() != mutation.JSONPatchTypeName {
+			return
+		}
+		for _, f := range s.Fields() {
+			if sf := f.AsStructField(); !sf.IsOptional() && sf.Name() == jsonPatchValueField {
+				visit(sf.Value())
+			}
+		}
+	}
 }
 
 // appendsOnly reports whether c is a comprehension whose result is its

@@ -14,9 +14,11 @@ import (
 	"github.com/google/cel-go/interpreter"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/mutation"
 
 	"github.com/mutatis-dev/mutatis/applyconfig"
 	"github.com/mutatis-dev/mutatis/internal/celobject"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // jsonPatchCases are JSONPatch constructions over every kind of field
@@ -301,6 +303,16 @@ func (g *objectGen) scalar() string {
 		"object.spec.items[9]", "object.spec.missing", `dyn("d")`, "1 / 0", `duration("1s")`)
 }
 
+// objectGenInput is the object and old object objectGen's expressions are
+// evaluated on.
+func objectGenInput() Input {
+	obj := map[string]any{"metadata": map[string]any{"name": "n"}, "spec": map[string]any{"items": []any{
+		map[string]any{"name": "a"}, map[string]any{"name": "add"}, map[string]any{"image": "nginx"},
+		map[string]any{"n": int64(3)}, map[string]any{"r": 1.5},
+	}}}
+	return Input{Object: obj, OldObject: obj}
+}
+
 // TestObjectOnceIsCelGos holds the Object constructions objectOnce builds
 // to cel-go's own plan (evalObj and the provider's ObjectType.Val) over
 // random ApplyConfiguration expressions (objectGen): the same value field
@@ -310,11 +322,7 @@ func (g *objectGen) scalar() string {
 // the results at all.
 func TestObjectOnceIsCelGos(t *testing.T) {
 	c, refC := twoCompilers(t)
-	obj := map[string]any{"metadata": map[string]any{"name": "n"}, "spec": map[string]any{"items": []any{
-		map[string]any{"name": "a"}, map[string]any{"name": "add"}, map[string]any{"image": "nginx"},
-		map[string]any{"n": int64(3)}, map[string]any{"r": 1.5},
-	}}}
-	in := Input{Object: obj, OldObject: obj}
+	in := objectGenInput()
 	lines := func(err error) string {
 		if err == nil {
 			return ""
@@ -328,35 +336,8 @@ func TestObjectOnceIsCelGos(t *testing.T) {
 		g := &objectGen{r: rand.New(rand.NewSource(int64(seed)))}
 		expr := g.object("Object", 0)
 		mp := policySpec{variables: [][2]string{{"v", `Object.spec{x: 1, y: ["a"]}`}}, ac: []string{expr}}.build()
-		p, err := c.Compile(mp)
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		if p.Mutations[0].Err != nil {
-			t.Logf("%s does not compile: %v", expr, p.Mutations[0].Err)
-			continue
-		}
-		ref, err := refC.Compile(mp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref = unplanned(t, ref)
-		sameResults(t, expr, p, ref, in)
-
-		act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
-		got, _, err := act.Eval(p.Mutations[0], MutationBudget)
-		want, _, refErr := refAct.Eval(ref.Mutations[0], MutationBudget)
-		if err != nil || refErr != nil || (got.Err == nil) != (want.Err == nil) {
-			if fmt.Sprint(err, got.Err) != fmt.Sprint(refErr, want.Err) {
-				t.Errorf("%s: %v %v; cel-go's plan %v %v", expr, err, got.Err, refErr, want.Err)
-			}
-			act.Release()
-			refAct.Release()
-			continue
-		}
-		if got.Err != nil {
-			act.Release()
-			refAct.Release()
+		got, want, done, ok := evalBoth(t, c, refC, mp, expr, in)
+		if !ok {
 			continue
 		}
 		if _, ok := got.Value.(*celobject.Object); ok {
@@ -367,13 +348,12 @@ func TestObjectOnceIsCelGos(t *testing.T) {
 		if lines(err) != lines(werr) || fresh != wfresh || !sameNative(m, wm) {
 			t.Errorf("%s: read as %v (fresh %v, %v); cel-go's value as %v (fresh %v, %v)", expr, m, fresh, err, wm, wfresh, werr)
 		}
+		done()
 		if err != nil {
 			failed++
 		} else {
 			converted++
 		}
-		act.Release()
-		refAct.Release()
 	}
 	t.Logf("%d results built by objectOnce; %d read, %d refused by the reader", built, converted, failed)
 	if built < 300 || converted < 100 || failed < 20 {
@@ -468,4 +448,188 @@ func TestComprehensionObjectsTaken(t *testing.T) {
 			t.Errorf("%s: %d constructions planned as objectOnce, want %d", tc.expr, taken, tc.taken)
 		}
 	}
+}
+
+// patchExpr is a random JSONPatch expression whose operations' values are
+// objectGen's values and Objects, at the positions objectOnce takes them
+// (the value of a JSONPatch in a list literal, a conditional's branch, the
+// items a map macro appends) and where it does not (a JSONPatch bound to a
+// variable or compared, a value passed to dyn, an optional value).
+func (g *objectGen) patchExpr() string {
+	patch := func() string {
+		var v string
+		switch g.r.Intn(6) {
+		case 0, 1:
+			v = g.object("Object", 0)
+		case 2:
+			// Numbers and lists structpb writes apart (an integer past
+			// 2^53 as a string, -0, an empty list), in an Object in a
+			// list or a map.
+			edge := "Object{" + g.pick("n: 9007199254740993", "z: -0.0", "e: []", "f: 1e300", `s: "\xff"`, "w: Object.x{}") + "}"
+			v = g.pick("["+edge+", "+g.object("Object", 1)+"]", `{"k": `+edge+"}", edge)
+		default:
+			v = g.value("Object", 0)
+		}
+		op := g.pick(`"add"`, `"replace"`, `"test"`)
+		switch g.r.Intn(12) {
+		case 0:
+			return `JSONPatch{op: ` + op + `, path: "/spec", ?value: optional.of(` + v + `)}`
+		case 1:
+			return `JSONPatch{op: ` + op + `, path: "/spec", value: dyn(` + v + `)}`
+		case 2:
+			return `JSONPatch{op: dyn(` + g.pick(`"add"`, "1") + `), path: "/spec", value: ` + v + `}`
+		}
+		return `JSONPatch{op: ` + op + `, path: "/spec", value: ` + v + `}`
+	}
+	var items []string
+	for range 1 + g.r.Intn(2) {
+		items = append(items, patch())
+	}
+	switch g.r.Intn(7) {
+	case 0:
+		return "size(object.spec.items) > " + g.pick("2", "9") + " ? [" + items[0] + "] : [" + patch() + "]"
+	case 1:
+		return "object.spec.items.map(i, " + items[0] + ")"
+	case 2:
+		return "[1, 2].map(x, x > 1, " + items[0] + ")"
+	case 3:
+		// Not taken: read further.
+		return g.pick("[1, 2].map(x, "+items[0]+").filter(p, true)", "["+items[0]+"].filter(p, p == p)",
+			"[variables.p]", "[dyn("+items[0]+")]")
+	}
+	return "[" + strings.Join(items, ", ") + "]"
+}
+
+// TestPatchObjectOnceIsCelGos is TestObjectOnceIsCelGos for the Objects of
+// JSONPatch values (patchExpr): the same value field by field, error, cost
+// and remaining budget as cel-go's own plan (sameResults), and the same
+// operations or error from the JSONPatch reader (jsonpatch.FromCEL); and
+// checks that objectOnce built values at all.
+func TestPatchObjectOnceIsCelGos(t *testing.T) {
+	c, refC := twoCompilers(t)
+	in := objectGenInput()
+	built, lists, converted, failed := 0, 0, 0, 0
+	for seed := range 600 {
+		g := &objectGen{r: rand.New(rand.NewSource(int64(seed)))}
+		expr := g.patchExpr()
+		mp := policySpec{variables: [][2]string{{"v", `Object.spec{x: 1, y: ["a"]}`},
+			{"p", `JSONPatch{op: "add", path: "/a", value: Object.spec{x: 1}}`}}, jp: []string{expr}}.build()
+		got, want, done, ok := evalBoth(t, c, refC, mp, expr, in)
+		if !ok {
+			continue
+		}
+		n, l := objectValues(got.Value)
+		built, lists = built+n, lists+l
+		err := samePatchReading(t, expr, got.Value, want.Value)
+		done()
+		if err != nil {
+			failed++
+		} else {
+			converted++
+		}
+	}
+	t.Logf("%d values built by objectOnce, %d by listOnce; %d results read, %d refused by the reader", built, lists, converted, failed)
+	if built < 300 || lists < 20 || converted < 100 || failed < 20 {
+		t.Errorf("%d values built by objectOnce, %d read, %d refused: the cases are meant to exercise all three", built, converted, failed)
+	}
+}
+
+// evalBoth compiles mp with c (mutatis' plan) and refC (cel-go's own
+// plan, unplanned), holds all its expressions' results to each other
+// (sameResults, where expr) and returns its first mutation's results on
+// in, evaluated by both, and done, which releases the activations once
+// they are read; ok is false when the mutation does not compile or an
+// evaluation fails (alike, or reported).
+func evalBoth(t *testing.T, c, refC *Compiler, mp *admissionregistrationv1.MutatingAdmissionPolicy, expr string, in Input) (got, want Result, done func(), ok bool) {
+	t.Helper()
+	p, err := c.Compile(mp)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	if p.Mutations[0].Err != nil {
+		t.Logf("%s does not compile: %v", expr, p.Mutations[0].Err)
+		return got, want, nil, false
+	}
+	ref, err := refC.Compile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref = unplanned(t, ref)
+	sameResults(t, expr, p, ref, in)
+	act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
+	done = func() { act.Release(); refAct.Release() }
+	got, _, err = act.Eval(p.Mutations[0], MutationBudget)
+	want, _, refErr := refAct.Eval(ref.Mutations[0], MutationBudget)
+	if err != nil || refErr != nil || got.Err != nil || want.Err != nil {
+		if fmt.Sprint(err, got.Err) != fmt.Sprint(refErr, want.Err) {
+			t.Errorf("%s: %v %v; cel-go's plan %v %v", expr, err, got.Err, refErr, want.Err)
+		}
+		done()
+		return got, want, nil, false
+	}
+	return got, want, done, true
+}
+
+// samePatchReading checks that jsonpatch.FromCEL reads got, a JSONPatch
+// expression's result, as it reads want, cel-go's plan's: the same
+// operations, or an error upstream's reading can give (it converts an
+// Object's fields in map order: of two that fail, either error). It
+// returns the error of got's reading.
+func samePatchReading(t testing.TB, where string, got, want ref.Val) error {
+	t.Helper()
+	ops, err := jsonpatch.FromCEL(got)
+	wops, werr := jsonpatch.FromCEL(want)
+	for try := 0; try < 64 && err != nil && werr != nil && err.Error() != werr.Error(); try++ {
+		wops, werr = jsonpatch.FromCEL(want)
+	}
+	if fmt.Sprint(err) != fmt.Sprint(werr) || !samePatch(ops, wops) {
+		t.Errorf("%s: read as %v (%v); cel-go's value as %v (%v)", where, ops, err, wops, werr)
+	}
+	return err
+}
+
+// objectValues counts the celobject.Objects v, a JSONPatch expression's
+// result, holds as its operations' values or their items (n), and the
+// values that are listOnce's lists.
+func objectValues(v ref.Val) (n, lists int) {
+	l, ok := v.Value().([]ref.Val)
+	if !ok {
+		return 0, 0
+	}
+	for _, item := range l {
+		jp, ok := item.(*mutation.JSONPatchVal)
+		if !ok || jp.Val == nil {
+			continue
+		}
+		if _, ok := jp.Val.(*celobject.Object); ok {
+			n++
+			continue
+		}
+		if _, ok := jp.Val.(*outList); ok {
+			lists++
+		}
+		if items, ok := jp.Val.Value().([]ref.Val); ok {
+			for _, i := range items {
+				if _, ok := i.(*celobject.Object); ok {
+					n++
+				}
+			}
+		}
+	}
+	return n, lists
+}
+
+// samePatch tells whether two readings of a JSONPatch result are the same
+// operations (their values compared as sameNative does).
+func samePatch(a, b []jsonpatch.Operation) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Op != y.Op || x.Path != y.Path || x.From != y.From || x.HasValue != y.HasValue || !sameNative(x.Value, y.Value) {
+			return false
+		}
+	}
+	return true
 }

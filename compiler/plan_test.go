@@ -346,6 +346,13 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		`size(object.spec.items) > 2 ? Object{?spec: optional.none(), metadata: Object.metadata{?labels: optional.of({"a": "b"})}} : Object{}`,
 		`Object{spec: Object.spec{?x: object.?spec.?items[?0].?name, ?y: dyn(1), z: [[Object.spec.z{}]]}}`,
 		`Object{spec: Object.spec{a: object.spec.items[9], b: Object.wrong{}, c: dyn(Object.spec.c{d: null})}}`,
+		// A JSON patch's Object values as celobject.Objects (objectOnce,
+		// patchValuesOf): in a list, a map macro and a conditional, nested,
+		// in lists and maps, named wrong, a field that fails, left to cel-go.
+		`[JSONPatch{op: "add", path: "/spec", value: Object{spec: Object.spec{items: [Object.spec.items{n: object.spec.items[3].n}]}}}]`,
+		`object.spec.items.map(i, JSONPatch{op: "add", path: "/x", value: Object.x{a: i, b: [Object.x.b{}], c: {"k": Object.x.c{}}}})`,
+		`size(object.spec.items) > 2 ? [JSONPatch{op: "replace", path: "/a", value: [Object{a: 1}, {"k": Object{b: null}}]}] : [JSONPatch{op: "test", path: "/a", value: Object.x{y: Object.wrong{}}}]`,
+		`[JSONPatch{op: "add", path: "/a", value: Object{a: 1 / 0}}, JSONPatch{op: "add", path: "/b", value: dyn(Object{b: [[Object.b{}]]})}]`,
 	} {
 		f.Add(s)
 	}
@@ -358,7 +365,7 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		if len(expr) > 400 {
 			return
 		}
-		mp := policySpec{variables: [][2]string{{"v", expr}}, conditions: [][2]string{{"c", expr}}, ac: []string{expr}}.build()
+		mp := policySpec{variables: [][2]string{{"v", expr}}, conditions: [][2]string{{"c", expr}}, ac: []string{expr}, jp: []string{expr}}.build()
 		p, err := c.Compile(mp)
 		if err != nil {
 			return
@@ -367,6 +374,19 @@ func FuzzPlanOnceAgrees(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameResults(t, "fuzz", p, unplanned(t, ref), Input{Object: obj, OldObject: obj})
+		ref = unplanned(t, ref)
+		in := Input{Object: obj, OldObject: obj}
+		sameResults(t, "fuzz", p, ref, in)
+		// The JSONPatch reader's reading of the JSON patch mutation.
+		if e := p.Mutations[1]; e.Err == nil {
+			act, refAct := p.NewActivation(context.Background(), in), ref.NewActivation(context.Background(), in)
+			got, _, err := act.Eval(e, MutationBudget)
+			want, _, refErr := refAct.Eval(ref.Mutations[1], MutationBudget)
+			if err == nil && refErr == nil && got.Err == nil && want.Err == nil {
+				samePatchReading(t, expr, got.Value, want.Value)
+			}
+			act.Release()
+			refAct.Release()
+		}
 	})
 }

@@ -68,8 +68,8 @@ func programOptions() []cel.ProgramOption {
 // (stepListOnce, steplist.go) when it has any, right after planOnce; with
 // planOnceCELValues instead of planOnce when celValues is set (the
 // expression's policy hashes composite values: hashesComposites); for an
-// ApplyConfiguration (kind), with the decorator of the constructions only
-// its result holds (objectOnceFor, construct.go).
+// ApplyConfiguration or a JSONPatch (kind), with the decorator of the
+// constructions only its reader reads (objectOnceFor, construct.go).
 func programOptionsFor(env *cel.Env, a *cel.Ast, celValues bool, kind Kind) []cel.ProgramOption {
 	opts := programOptions()
 	if celValues {
@@ -78,8 +78,8 @@ func programOptionsFor(env *cel.Env, a *cel.Ast, celValues bool, kind Kind) []ce
 	if dec := stepListOnce(stepListsOf(a), env.CELTypeAdapter()); dec != nil {
 		opts = append(opts, cel.CustomDecoratorV2(dec))
 	}
-	if kind == KindApplyConfiguration {
-		if dec := objectOnceFor(outputObjectsOf(a), env.CELTypeAdapter()); dec != nil {
+	if kind == KindApplyConfiguration || kind == KindJSONPatch {
+		if dec := objectOnceFor(outputObjectsOf(a, kind), env.CELTypeAdapter()); dec != nil {
 			opts = append(opts, cel.CustomDecoratorV2(dec))
 		}
 	}

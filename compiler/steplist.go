@@ -11,6 +11,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/mutatis-dev/mutatis/internal/celobject"
 )
 
 // The one-element list a map or a filter appends at every iteration, in
@@ -244,9 +246,10 @@ type outList struct {
 }
 
 var (
-	_ traits.Lister   = (*outList)(nil)
-	_ traits.Zeroer   = (*outList)(nil)
-	_ traits.Foldable = (*outList)(nil)
+	_ celobject.ItemList = (*outList)(nil)
+	_ traits.Lister      = (*outList)(nil)
+	_ traits.Zeroer      = (*outList)(nil)
+	_ traits.Foldable    = (*outList)(nil)
 )
 
 // newOutList returns an empty outList of adapter with room for n items.
@@ -287,6 +290,9 @@ func (l *outList) IsZeroValue() bool { return len(l.items) == 0 }
 
 // Value implements ref.Val: the []ref.Val of cel-go's list.
 func (l *outList) Value() any { return l.items }
+
+// Items implements celobject.ItemList.
+func (l *outList) Items() []ref.Val { return l.items }
 
 // Add implements traits.Adder.
 func (l *outList) Add(o ref.Val) ref.Val { return l.full().Add(o) }

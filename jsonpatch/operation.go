@@ -106,13 +106,24 @@ func FromCEL(v ref.Val) ([]Operation, error) {
 // (celobject.NativeChecked) when that walk vouches for both; anything else,
 // and an Object it declines, goes through operationValueReference.
 // TestOperationValueIsReference holds the two equal.
+//
+// A celobject.Object (the compiler's Object construction in the reader's
+// form) is read as the dynamic.ObjectVal it stands for: the same walk
+// (celobject.NativeCheckedObject), or operationValueReference of its
+// Upstream.
 func operationValue(v ref.Val) (any, error) {
-	if objVal, ok := v.(*dynamic.ObjectVal); ok {
+	switch t := v.(type) {
+	case *dynamic.ObjectVal:
 		// NativeChecked's map is Native's, and new: convertValueFast's
 		// value for an Object whose names CheckTypeNames accepts.
-		if m, ok := celobject.NativeChecked(objVal); ok && nativeAsJSON(m) {
+		if m, ok := celobject.NativeChecked(t); ok && nativeAsJSON(m) {
 			return m, nil
 		}
+	case *celobject.Object:
+		if m, ok := celobject.NativeCheckedObject(t); ok && nativeAsJSON(m) {
+			return m, nil
+		}
+		return operationValueReference(t.Upstream())
 	}
 	return operationValueReference(v)
 }
@@ -151,8 +162,12 @@ var (
 )
 
 // refVals returns the elements of v when it is a list of CEL values as
-// refValListType holds them.
+// refValListType holds them, or a celobject.ItemList (which is such a list
+// of its Items).
 func refVals(v ref.Val) ([]ref.Val, bool) {
+	if l, ok := v.(celobject.ItemList); ok {
+		return l.Items(), true
+	}
 	if reflect.TypeOf(v) != refValListType {
 		return nil, false
 	}
@@ -219,6 +234,14 @@ func convertValueFast(v ref.Val) (any, bool) {
 		// Upstream converts the Object to its native map (Value()), then
 		// that map with structpb.NewValue.
 		m, ok := celobject.Native(t)
+		if !ok || !nativeAsJSON(m) {
+			return nil, false
+		}
+		return m, true
+	case *celobject.Object:
+		// The same, of the ObjectVal it stands for (its ConvertToNative,
+		// on convertValueReference's path, is that ObjectVal's).
+		m, ok := celobject.NativeObject(t)
 		if !ok || !nativeAsJSON(m) {
 			return nil, false
 		}

@@ -170,3 +170,22 @@ func NativeCheckedObject(o *Object) (map[string]any, bool) {
 	}
 	return converter{check: true}.built(o)
 }
+
+// NativeObject is Native of o's Upstream, without building it: the map
+// Native(o.Upstream()) gives, and whether it converts it.
+func NativeObject(o *Object) (map[string]any, bool) {
+	if !Mirrored {
+		return nil, false
+	}
+	return converter{}.built(o)
+}
+
+// ItemList is a list of CEL values that is, for every method, cel-go's
+// types.NewRefValList of its Items (with an adapter that hands a ref.Val
+// back as it is): the compiler's list literal built for a reader alone
+// (compiler's outList). A reader converts it as it converts that list.
+type ItemList interface {
+	traits.Lister
+	// Items are the list's items; not to be changed.
+	Items() []ref.Val
+}

@@ -91,6 +91,9 @@ func TestObjectIsUpstreams(t *testing.T) {
 			if ok != wantOK || !reflect.DeepEqual(got, want) {
 				t.Errorf("Native %v %v, of the ObjectVal %v %v", got, ok, want, wantOK)
 			}
+			if got, ok = NativeObject(o); ok != wantOK || !reflect.DeepEqual(got, want) {
+				t.Errorf("NativeObject %v %v, Native of the ObjectVal %v %v", got, ok, want, wantOK)
+			}
 			if !same(o.Value(), v.Value()) {
 				t.Errorf("Value %#v, upstream %#v", o.Value(), v.Value())
 			}
