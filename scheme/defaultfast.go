@@ -181,12 +181,16 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 			*(*map[string]string)(p) = out
 			return true
 		}
-		out := reflect.MakeMapWithSize(n.t, len(m))
-		key := reflect.New(n.t.Key()).Elem()
+		// The map, its key and its element value from the spare object,
+		// when there is one (zeroed when it is released).
+		sp := w.spareOf()
+		out := sp.typedMap(n.t, len(m))
+		kp, _ := sp.values(n.t.Key(), 1, true)
+		key := reflect.NewAt(n.t.Key(), kp).Elem()
 		// One element value for all entries: zeroed before each, as a
 		// fresh one is, and copied into the map by SetMapIndex.
-		ev := reflect.New(n.elem.t)
-		evp, e := ev.UnsafePointer(), ev.Elem()
+		evp, _ := sp.values(n.elem.t, 1, true)
+		e := reflect.NewAt(n.elem.t, evp).Elem()
 		for k, item := range m {
 			e.SetZero()
 			if !buildWatched(item, evp, n.elem, nil) {
