@@ -631,15 +631,10 @@ func TestEmitQuantityAgainstItsText(t *testing.T) {
 	p.mu.Lock()
 	n := p.node(reflect.TypeFor[resource.Quantity](), "")
 	p.mu.Unlock()
-	texts := []string{"0", "1", "2", "100m", "250m", "1000m", "0.1", "1.5", "1e3", "1E3", "2e-3", "1k", "1M", "1.5Gi", "256Mi", "500Mi", "1Gi", "1024", "1023", "1Ki", "2048Ki", "-1", "-256Mi", "12345678901234567890", "0.0000000001", "100n", "1.0", "3Ei"}
+	texts := quantityTexts()
 	e := &emitter{}
 	for _, text := range texts {
-		q0, err := resource.ParseQuantity(text)
-		if err != nil {
-			t.Fatalf("%q: %v", text, err)
-		}
-		added := q0.DeepCopy()
-		added.Add(resource.MustParse("1m"))
+		q0, added := parsedAndAdded(t, text)
 		for _, q := range []resource.Quantity{q0, added} {
 			want := q.DeepCopy().ToUnstructured()
 			for _, prevText := range append([]string{text, q.String()}, texts...) {
@@ -1226,15 +1221,10 @@ func TestQuantityTextsKept(t *testing.T) {
 	if quantityDec < 0 {
 		t.Fatal("resource.Quantity has no inf.Dec field d: the texts are never kept")
 	}
-	texts := []string{"0", "1", "2", "100m", "250m", "1000m", "0.1", "1.5", "1e3", "1E3", "2e-3", "1k", "1M", "1.5Gi", "256Mi", "500Mi", "1Gi", "1024", "1023", "1Ki", "2048Ki", "-1", "-256Mi", "12345678901234567890", "0.0000000001", "100n", "1.0", "3Ei", "1500m", "1.5", "0.5Gi", "512Mi"}
+	texts := append(quantityTexts(), "1500m", "1.5", "0.5Gi", "512Mi")
 	var qs []resource.Quantity
 	for _, text := range texts {
-		q, err := resource.ParseQuantity(text)
-		if err != nil {
-			t.Fatalf("%q: %v", text, err)
-		}
-		added := q.DeepCopy()
-		added.Add(resource.MustParse("1m"))
+		q, added := parsedAndAdded(t, text)
 		qs = append(qs, q, added, *resource.NewQuantity(int64(len(text))*1024, resource.BinarySI),
 			*resource.NewMilliQuantity(int64(len(text))*1000, resource.DecimalSI))
 	}
@@ -1258,4 +1248,21 @@ func TestQuantityTextsKept(t *testing.T) {
 	if len(kept.quantities) != maxQuantityTexts {
 		t.Fatalf("%d texts kept, want %d", len(kept.quantities), maxQuantityTexts)
 	}
+}
+
+// quantityTexts are texts of quantities of every format, canonical and not.
+func quantityTexts() []string {
+	return []string{"0", "1", "2", "100m", "250m", "1000m", "0.1", "1.5", "1e3", "1E3", "2e-3", "1k", "1M", "1.5Gi", "256Mi", "500Mi", "1Gi", "1024", "1023", "1Ki", "2048Ki", "-1", "-256Mi", "12345678901234567890", "0.0000000001", "100n", "1.0", "3Ei"}
+}
+
+// parsedAndAdded is the quantity of text, and that quantity plus 1m.
+func parsedAndAdded(t *testing.T, text string) (q, added resource.Quantity) {
+	t.Helper()
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	added = q.DeepCopy()
+	added.Add(resource.MustParse("1m"))
+	return q, added
 }
