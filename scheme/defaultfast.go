@@ -181,12 +181,16 @@ func buildWatched(v any, p unsafe.Pointer, n *node, w *watch) bool {
 			*(*map[string]string)(p) = out
 			return true
 		}
-		out := reflect.MakeMapWithSize(n.t, len(m))
-		key := reflect.New(n.t.Key()).Elem()
+		// The map, its key and its element value from the spare object,
+		// when there is one (zeroed when it is released).
+		sp := w.spareOf()
+		out := sp.typedMap(n.t, len(m))
+		kp, _ := sp.values(n.t.Key(), 1, true)
+		key := reflect.NewAt(n.t.Key(), kp).Elem()
 		// One element value for all entries: zeroed before each, as a
 		// fresh one is, and copied into the map by SetMapIndex.
-		ev := reflect.New(n.elem.t)
-		evp, e := ev.UnsafePointer(), ev.Elem()
+		evp, _ := sp.values(n.elem.t, 1, true)
+		e := reflect.NewAt(n.elem.t, evp).Elem()
 		for k, item := range m {
 			e.SetZero()
 			if !buildWatched(item, evp, n.elem, nil) {
@@ -386,6 +390,9 @@ type emitter struct {
 	scratch []entry
 	// text is where quantities are formatted to compare (isQuantityText).
 	text []byte
+	// quantities are quantities without an inf.Dec that isQuantityText
+	// formatted, with their canonical text (at most maxQuantityTexts).
+	quantities []quantityText
 	// spare are zero addressable values that emit copies a map's keys and
 	// values into, by type (spareValue), instead of a new one per map and
 	// per key.
@@ -648,12 +655,47 @@ func (e *emitter) isQuantityText(q *resource.Quantity, s string) bool {
 	if cached := reflect.ValueOf(q).Elem().Field(quantityCache).String(); cached != "" {
 		return cached == s
 	}
+	// A Quantity without an inf.Dec is all in its comparable value (its
+	// int64Amount and Format; s is empty here): one formatted before has
+	// the same canonical text.
+	plain := quantityDec >= 0 && reflect.ValueOf(q).Elem().Field(quantityDec).Field(0).IsNil()
+	if plain {
+		for _, m := range e.quantities {
+			if m.q == *q {
+				return m.text == s
+			}
+		}
+	}
 	if e.text == nil {
 		e.text = make([]byte, 0, 48)
 	}
 	num, suf := q.CanonicalizeBytes(e.text[:0])
+	if plain && len(e.quantities) < maxQuantityTexts {
+		e.quantities = append(e.quantities, quantityText{*q, string(num) + string(suf)})
+	}
 	return len(num)+len(suf) == len(s) && string(num) == s[:len(num)] && string(suf) == s[len(num):]
 }
+
+// quantityText is a quantity and its canonical text (CanonicalizeBytes').
+type quantityText struct {
+	q    resource.Quantity
+	text string
+}
+
+// maxQuantityTexts bounds the quantities an emitter keeps the text of.
+const maxQuantityTexts = 16
+
+// quantityDec is the index of a Quantity's field that holds its *inf.Dec
+// (the first field of a struct), -1 when this apimachinery's Quantity has
+// none such (isQuantityText then formats every quantity).
+var quantityDec = func() int {
+	f, ok := quantityType.FieldByName("d")
+	if !ok || len(f.Index) != 1 || f.Type.Kind() != reflect.Struct || f.Type.NumField() != 1 ||
+		f.Type.Field(0).Type.Kind() != reflect.Pointer || !quantityType.Comparable() {
+		return -1
+	}
+	return f.Index[0]
+}()
 
 // quantityCache is the index of the field where a Quantity caches its
 // String, -1 when this apimachinery's Quantity has none (isQuantityText

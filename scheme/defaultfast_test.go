@@ -631,15 +631,10 @@ func TestEmitQuantityAgainstItsText(t *testing.T) {
 	p.mu.Lock()
 	n := p.node(reflect.TypeFor[resource.Quantity](), "")
 	p.mu.Unlock()
-	texts := []string{"0", "1", "2", "100m", "250m", "1000m", "0.1", "1.5", "1e3", "1E3", "2e-3", "1k", "1M", "1.5Gi", "256Mi", "500Mi", "1Gi", "1024", "1023", "1Ki", "2048Ki", "-1", "-256Mi", "12345678901234567890", "0.0000000001", "100n", "1.0", "3Ei"}
+	texts := quantityTexts()
 	e := &emitter{}
 	for _, text := range texts {
-		q0, err := resource.ParseQuantity(text)
-		if err != nil {
-			t.Fatalf("%q: %v", text, err)
-		}
-		added := q0.DeepCopy()
-		added.Add(resource.MustParse("1m"))
+		q0, added := parsedAndAdded(t, text)
 		for _, q := range []resource.Quantity{q0, added} {
 			want := q.DeepCopy().ToUnstructured()
 			for _, prevText := range append([]string{text, q.String()}, texts...) {
@@ -1215,4 +1210,59 @@ func sameSharing(a, b, prev any, path string) (string, bool) {
 		}
 	}
 	return path, true
+}
+
+// TestQuantityTextsKept holds isQuantityText's kept texts (quantities
+// without an inf.Dec, formatted once per emitter) to the quantity's own
+// String: every quantity, uncached, asked against its text and others',
+// twice (the second time from what the emitter kept), in one emitter
+// that keeps texts and in a new emitter for each.
+func TestQuantityTextsKept(t *testing.T) {
+	if quantityDec < 0 {
+		t.Fatal("resource.Quantity has no inf.Dec field d: the texts are never kept")
+	}
+	texts := append(quantityTexts(), "1500m", "1.5", "0.5Gi", "512Mi")
+	var qs []resource.Quantity
+	for _, text := range texts {
+		q, added := parsedAndAdded(t, text)
+		qs = append(qs, q, added, *resource.NewQuantity(int64(len(text))*1024, resource.BinarySI),
+			*resource.NewMilliQuantity(int64(len(text))*1000, resource.DecimalSI))
+	}
+	kept := &emitter{}
+	for round := range 2 {
+		for i := range qs {
+			want := qs[i].DeepCopy()
+			wantText := want.String()
+			for _, s := range append([]string{wantText}, texts...) {
+				q := qs[i] // uncached: no String called on qs
+				if got := kept.isQuantityText(&q, s); got != (s == wantText) {
+					t.Fatalf("round %d: %q against %q: kept says %v", round, wantText, s, got)
+				}
+				q = qs[i]
+				if got := (&emitter{}).isQuantityText(&q, s); got != (s == wantText) {
+					t.Fatalf("%q against %q: new says %v", wantText, s, got)
+				}
+			}
+		}
+	}
+	if len(kept.quantities) != maxQuantityTexts {
+		t.Fatalf("%d texts kept, want %d", len(kept.quantities), maxQuantityTexts)
+	}
+}
+
+// quantityTexts are texts of quantities of every format, canonical and not.
+func quantityTexts() []string {
+	return []string{"0", "1", "2", "100m", "250m", "1000m", "0.1", "1.5", "1e3", "1E3", "2e-3", "1k", "1M", "1.5Gi", "256Mi", "500Mi", "1Gi", "1024", "1023", "1Ki", "2048Ki", "-1", "-256Mi", "12345678901234567890", "0.0000000001", "100n", "1.0", "3Ei"}
+}
+
+// parsedAndAdded is the quantity of text, and that quantity plus 1m.
+func parsedAndAdded(t *testing.T, text string) (q, added resource.Quantity) {
+	t.Helper()
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	added = q.DeepCopy()
+	added.Add(resource.MustParse("1m"))
+	return q, added
 }

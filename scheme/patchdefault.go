@@ -259,6 +259,9 @@ type spareObject struct {
 	used, free []spareBlock
 	// maps are the string maps made for obj, freeMaps the empty ones.
 	maps, freeMaps []map[string]string
+	// typedMaps are the maps of other types made for obj (a container's
+	// ResourceList), freeTyped the empty ones.
+	typedMaps, freeTyped []reflect.Value
 }
 
 // spareBlock is memory for cap values of type t one after the other: v is
@@ -340,6 +343,34 @@ func (sp *spareObject) stringMap(size int) map[string]string {
 	return m
 }
 
+// typedMap is an empty map of type t (map kind, not map[string]string)
+// for sp's object.
+func (sp *spareObject) typedMap(t reflect.Type, size int) reflect.Value {
+	if sp == nil {
+		return reflect.MakeMapWithSize(t, size)
+	}
+	var m reflect.Value
+	if size <= 8 {
+		for i := len(sp.freeTyped) - 1; i >= 0; i-- {
+			if sp.freeTyped[i].Type() == t {
+				m = sp.freeTyped[i]
+				last := len(sp.freeTyped) - 1
+				sp.freeTyped[i] = sp.freeTyped[last]
+				sp.freeTyped[last] = reflect.Value{}
+				sp.freeTyped = sp.freeTyped[:last]
+				break
+			}
+		}
+	}
+	if !m.IsValid() {
+		m = reflect.MakeMapWithSize(t, size)
+	}
+	if size <= spareLimit {
+		sp.typedMaps = append(sp.typedMaps, m)
+	}
+	return m
+}
+
 // release gives sp back to its node's spares once nothing reads its
 // object any more, zeroed (holding on to nothing), and resets w (when
 // not nil).
@@ -370,6 +401,15 @@ func (sp *spareObject) release(w *watch) {
 	sp.freeMaps = keepLast(sp.freeMaps, spareLimit)
 	clear(sp.maps)
 	sp.maps = sp.maps[:0]
+	for _, m := range sp.typedMaps {
+		if m.Len() <= 8 {
+			m.Clear()
+			sp.freeTyped = append(sp.freeTyped, m)
+		}
+	}
+	sp.freeTyped = keepLast(sp.freeTyped, spareLimit)
+	clear(sp.typedMaps)
+	sp.typedMaps = sp.typedMaps[:0]
 	sp.n.spares.Put(sp)
 }
 
