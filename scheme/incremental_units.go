@@ -514,6 +514,10 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 		return nil, false
 	}
 	w.take()
+	// After take, as defaultBuilt does: what prefill writes (a container's
+	// pull policy, remembered by image) is a change the defaulters would
+	// have made, which the watch sees.
+	s.plans.pulls.prefill(typed)
 	k.scheme.Default(typed)
 	if s.plans.unchanged(w) {
 		return elem, true
