@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
@@ -55,12 +57,8 @@ func TestDeeperDiffersIsUnequal(t *testing.T) {
 		for range r.IntN(3) {
 			obj = testobjects.PerturbShared(r, obj)
 		}
-		m, ok := obj.(map[string]any)
+		norm, ok := normalizedObject(s, obj, in.GVK)
 		if !ok {
-			continue
-		}
-		norm, err := s.Normalize(m, in.GVK)
-		if err != nil {
 			continue
 		}
 		for f, v := range norm {
@@ -104,4 +102,15 @@ func TestDeeperDiffersIsUnequal(t *testing.T) {
 	if differs == 0 || equalCopies == 0 {
 		t.Errorf("the objects did not reach both sides: differs %d, equal copies %d", differs, equalCopies)
 	}
+}
+
+// normalizedObject is obj, when it is an object, normalized as an object
+// of kind gvk (ok=false when it is not, or does not normalize).
+func normalizedObject(s *Scheme, obj any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+	m, ok := obj.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	norm, err := s.Normalize(m, gvk)
+	return norm, err == nil
 }
