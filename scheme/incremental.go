@@ -246,19 +246,20 @@ func (k *inertKind) changes(obj, base map[string]any, out []fieldChange) (_ []fi
 		return true
 	}
 	// nestedInert, telling what differs.
-	deeper := func(f string, v, b any) bool {
+	deeper := func(f string, v, b any) (same, differs bool) {
 		fields := k.nested[f]
 		vm, ok1 := v.(map[string]any)
 		bm, ok2 := b.(map[string]any)
 		if fields == nil || !ok1 || !ok2 || vm == nil || bm == nil {
-			return false
+			return false, false
 		}
 		n := len(out)
 		diffFields(vm, bm, fields, noDeeper, nil, func(sub string) bool { return add(fieldChange{f, sub}) })
 		if len(out) > n {
 			deep = f
 		}
-		return len(out) == n && all
+		// A field told differs other than inertly: v and b are not equal.
+		return len(out) == n && all, len(out) > n
 	}
 	diffFields(obj, base, k.top, deeper, nil, func(f string) bool {
 		if !all {
@@ -314,21 +315,29 @@ func unsetLike(v any) bool {
 	return false
 }
 
+// deeperFunc tells of v and b, the values of field in an object and its
+// base (neither the same value: sameJSON), that they differ only inertly
+// (same), or that they differ other than inertly and so are not equal
+// (differs: diffFields then leaves out its jsonvalue.Equal of the two, a
+// walk down to their first difference that the deeper look found
+// already); neither when it cannot tell.
+type deeperFunc func(field string, v, b any) (same, differs bool)
+
 // noDeeper is inertDiff's deeper for fields without inert fields.
-func noDeeper(string, any, any) bool { return false }
+func noDeeper(string, any, any) (same, differs bool) { return false, false }
 
 // inertDiff tells whether obj and base differ only in fields that inert
 // classes as inert (or, for a field present in both, that deeper says
 // differ only inertly), the fields skip names (if skip is not nil) left
 // out.
-func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool, skip func(field string) bool) bool {
+func inertDiff(obj, base map[string]any, inert map[string]inertness, deeper deeperFunc, skip func(field string) bool) bool {
 	return diffFields(obj, base, inert, deeper, skip, nil)
 }
 
 // diffFields is inertDiff that, when report is not nil, reports each field
 // in which obj and base differ other than inertly, going on while report
 // returns true (and then returns true; false when report stopped it).
-func diffFields(obj, base map[string]any, inert map[string]inertness, deeper func(field string, v, b any) bool, skip func(field string) bool, report func(field string) bool) bool {
+func diffFields(obj, base map[string]any, inert map[string]inertness, deeper deeperFunc, skip func(field string) bool, report func(field string) bool) bool {
 	// found counts the fields of obj found in base, skipped or not:
 	// when they are all of base's, base has no field obj lacks.
 	found := 0
@@ -355,11 +364,11 @@ func diffFields(obj, base map[string]any, inert map[string]inertness, deeper fun
 				continue
 			}
 		}
-		if inBase && deeper(f, v, b) {
-			continue
-		}
-		if inBase && jsonvalue.Equal(v, b) {
-			continue
+		if inBase {
+			same, differs := deeper(f, v, b)
+			if same || !differs && jsonvalue.Equal(v, b) {
+				continue
+			}
 		}
 		if report == nil || !report(f) {
 			return false

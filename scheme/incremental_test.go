@@ -702,12 +702,8 @@ func TestDefaultFromOnRealObjects(t *testing.T) {
 			}
 			obj, _ = withPath(in.Obj, "metadata."+field, set, set != nil)
 		}
-		m, ok := obj.(map[string]any)
+		norm, ok := normalizedObject(s, obj, in.GVK)
 		if !ok {
-			continue
-		}
-		norm, err := s.Normalize(m, in.GVK)
-		if err != nil {
 			continue
 		}
 		if checkDefaultFrom(t, s, norm, in.Obj, in.GVK) == defaultedNone {

@@ -211,18 +211,21 @@ func (k *inertKind) unitChangesIn(obj, base map[string]any, u *unitParent, told 
 }
 
 // nestedInert tells whether v and b, the values of top-level field f in
-// an object and its base, differ only in f's inert fields.
-func (k *inertKind) nestedInert(f string, v, b any) bool {
+// an object and its base, differ only in f's inert fields (same), or in
+// one of f's other fields (differs: then they are not equal), as a
+// deeperFunc.
+func (k *inertKind) nestedInert(f string, v, b any) (same, differs bool) {
 	fields := k.nested[f]
 	if fields == nil {
-		return false
+		return false, false
 	}
 	vm, ok1 := v.(map[string]any)
 	bm, ok2 := b.(map[string]any)
 	if !ok1 || !ok2 || vm == nil || bm == nil {
-		return false
+		return false, false
 	}
-	return inertDiff(vm, bm, fields, noDeeper, nil)
+	same = inertDiff(vm, bm, fields, noDeeper, nil)
+	return same, !same
 }
 
 // defaultUnits is Default(obj, gvk) for obj derived from base (as
@@ -511,6 +514,10 @@ func (s *Scheme) defaultElement(k *kube, gvk schema.GroupVersionKind, u *unitPar
 		return nil, false
 	}
 	w.take()
+	// After take, as defaultBuilt does: what prefill writes (a container's
+	// pull policy, remembered by image) is a change the defaulters would
+	// have made, which the watch sees.
+	s.plans.pulls.prefill(typed)
 	k.scheme.Default(typed)
 	if s.plans.unchanged(w) {
 		return elem, true
