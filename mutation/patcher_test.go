@@ -410,3 +410,31 @@ func mutationPolicies(t *testing.T, paramKind *admissionregistrationv1.ParamKind
 	}
 	return s, &Patcher{Schemas: applyconfig.NewSchemas(), Scheme: s}, policies
 }
+
+// BenchmarkSchemaOf is the dispatcher's lookup of an admission's kind before
+// each mutation: the lookup itself (Patcher.schemaOf) against the
+// admission's kept answer (Cache.schemaOf), for an ApplyConfiguration of a
+// core kind and of a kind further down the built-in tables.
+func BenchmarkSchemaOf(b *testing.B) {
+	pt := &Patcher{Schemas: applyconfig.NewSchemas()}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Version: "v1", Kind: "Pod"},
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+	} {
+		b.Run("impl=lookup/kind="+gvk.Kind, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, m, _ := pt.schemaOf(gvk, false); m == nil {
+					b.Fatal("no merger")
+				}
+			}
+		})
+		b.Run("impl=cache/kind="+gvk.Kind, func(b *testing.B) {
+			var c Cache
+			for b.Loop() {
+				if _, _, m, _ := c.schemaOf(pt, gvk, false); m == nil {
+					b.Fatal("no merger")
+				}
+			}
+		})
+	}
+}
