@@ -119,16 +119,9 @@ func TestAdmissionMergesShareTheLiveObject(t *testing.T) {
 	)
 	ctx := context.Background()
 	steps := 0
-	for _, in := range testobjects.Inputs(t) {
-		if !s.Recognizes(in.GVK) || s.CustomResources().Recognizes(in.GVK) {
-			continue
-		}
-		n, err := s.NormalizeRequest(in.Obj, in.GVK)
-		if err != nil {
-			continue
-		}
+	for _, in := range requestInputs(t, s) {
 		var c Cache
-		obj := n
+		obj := in.normalized
 		for round := range 2 {
 			for i, p := range policies {
 				frozen := valuetest.Freeze(obj)
@@ -158,6 +151,29 @@ func TestAdmissionMergesShareTheLiveObject(t *testing.T) {
 	if steps < 100 {
 		t.Errorf("only %d chained merges checked", steps)
 	}
+}
+
+// requestInput is a real built-in object of testobjects normalized as a
+// request (scheme.Scheme.NormalizeRequest).
+type requestInput struct {
+	testobjects.Input
+	normalized map[string]any
+}
+
+// requestInputs are the real built-in objects of testobjects (not custom
+// resources) that s normalizes as a request, normalized.
+func requestInputs(t *testing.T, s *scheme.Scheme) []requestInput {
+	t.Helper()
+	var out []requestInput
+	for _, in := range testobjects.Inputs(t) {
+		if !s.Recognizes(in.GVK) || s.CustomResources().Recognizes(in.GVK) {
+			continue
+		}
+		if n, err := s.NormalizeRequest(in.Obj, in.GVK); err == nil {
+			out = append(out, requestInput{Input: in, normalized: n})
+		}
+	}
+	return out
 }
 
 // TestKeptMergeIsTheMergeAndValid holds what Cache.keep keeps for the next
@@ -199,21 +215,14 @@ func TestKeptMergeIsTheMergeAndValid(t *testing.T) {
 	)
 	ctx := context.Background()
 	steps, keptChanged := 0, 0
-	for _, in := range testobjects.Inputs(t) {
-		if !s.Recognizes(in.GVK) || s.CustomResources().Recognizes(in.GVK) {
-			continue
-		}
-		n, err := s.NormalizeRequest(in.Obj, in.GVK)
-		if err != nil {
-			continue
-		}
+	for _, in := range requestInputs(t, s) {
 		merger, err := pt.Schemas.Merger(in.GVK)
 		if err != nil {
 			continue
 		}
 		var c Cache
 		var kept valuetest.Frozen
-		obj := n
+		obj := in.normalized
 		for round := range 2 {
 			for i, p := range policies {
 				m := p.Mutations[0]
