@@ -59,6 +59,17 @@ type Merged struct {
 	valid bool
 }
 
+// KnownValid tells whether m.Object is known to validate against its type
+// converter's schema (duplicate keys allowed) without a walk: the merge
+// validated both sides, or made the object's typed value. A known valid
+// result given as the next merge's prev serves, when that merge's live
+// object is not m.Object itself but an object of the same kind, as the
+// object it is validated beside: only what differs from m.Object is
+// walked (validBeside).
+func (m *Merged) KnownValid() bool {
+	return m != nil && m.Object != nil && m.tc != nil && (m.valid || m.typed != nil)
+}
+
 // MergeTyped is Merge for a chain of merges. When prev is the result of the
 // previous MergeTyped with the same type converter and live is prev.Object
 // itself (the same map, unchanged), live is known to be valid (and its

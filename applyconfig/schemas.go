@@ -164,6 +164,17 @@ func (s *Schemas) Serves(gvk schema.GroupVersionKind) bool {
 	return s.kinds[gvk] != nil
 }
 
+// BuiltinMerger returns the Merger of the built-in kind gvk from
+// client-go's embedded schema, nil when that schema lacks gvk: what
+// Merger returns for gvk whatever CRDs s holds, when not nil.
+func (s *Schemas) BuiltinMerger(gvk schema.GroupVersionKind) *Merger {
+	if s.builtinConverter(gvk) == nil {
+		return nil
+	}
+	m, _ := s.Merger(gvk)
+	return m
+}
+
 // Merger returns the Merger of objects of kind gvk: TypeConverter's
 // converter with the kind's schema looked up once. Errors are those of
 // TypeConverter.

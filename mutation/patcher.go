@@ -74,6 +74,9 @@ type Cache struct {
 	// decode returned as it is: the next one's decode walks only what
 	// differs from it (scheme.Scheme.PatchFrom).
 	fixed scheme.Fixed
+	// kind is the admission's last built-in kind and its Merger
+	// (schemaOf).
+	kind kindSchema
 	// live is the live object of the admission's ApplyConfiguration
 	// merges, made by the first and used again by the next ones rather
 	// than made for each: the merge reads it and keeps no reference to it
@@ -194,6 +197,12 @@ func (c *Cache) normalize(pt *Patcher, merged, in map[string]any, gvk schema.Gro
 // custom resource's schema it was defaulted with, out is kept in its
 // place as the merger's Defaulted result: known valid, when the merger
 // can tell, so that the next merge into it does not validate it again.
+// Otherwise merged is kept when it is known valid (KnownValid): out, and
+// what the next mutations make of it, share with merged all that
+// normalizing and defaulting left alone, and the next merge validates its
+// live object beside merged (applyconfig's validBeside), walking only
+// what differs — less than beside an earlier result, which lacks this
+// mutation's changes too.
 func (c *Cache) keep(merger *applyconfig.Merger, merged *applyconfig.Merged, normalized, out map[string]any, structural *structuralschema.Structural) {
 	if c.standalone {
 		return
@@ -205,7 +214,11 @@ func (c *Cache) keep(merger *applyconfig.Merger, merged *applyconfig.Merged, nor
 	if structural != nil && jsonvalue.SameMap(normalized, merged.Object.Object) {
 		if d, ok := merger.Defaulted(merged, out, structural); ok {
 			c.merged = d
+			return
 		}
+	}
+	if merged.KnownValid() {
+		c.merged = merged
 	}
 }
 
@@ -232,6 +245,89 @@ func (pt *Patcher) structuralDefaults(obj map[string]any, gvk schema.GroupVersio
 		return nil
 	}
 	return pt.Scheme.StructuralDefaults(obj, gvk)
+}
+
+// schemaOf is what the dispatcher looks up of kind gvk before patching:
+// whether kube-apiserver's document of its built-in group/version defines
+// it (defined; builtin tells that the group/version is built-in and
+// served as such), and the Merger of its objects — nil for a JSON patch of
+// a built-in kind, which does not use it, or for a built-in kind
+// client-go's embedded schema lacks.
+func (pt *Patcher) schemaOf(gvk schema.GroupVersionKind, jsonPatch bool) (defined, builtin bool, merger *applyconfig.Merger, err error) {
+	// The dispatcher looks the type converter up before patching, for both
+	// patch types. For a built-in kind the lookup cannot fail (below), and
+	// a JSON patch does not use the converter: it is not built then (the
+	// schemas of every built-in kind, which a one-object run would
+	// otherwise decode for nothing).
+	defined, builtin = matching.BuiltinSchema(gvk)
+	if builtin && !defined && pt.Schemas.Serves(gvk) {
+		// A CRD serves, in a built-in group/version kube-apiserver does not
+		// serve, a kind its document lacks (WatchEvent, which client-go
+		// registers in every built-in group/version): the type converter
+		// manager finds no static type for it and takes the CRD's document,
+		// served under that group/version's path.
+		builtin = false
+	}
+	if !builtin || !jsonPatch {
+		merger, err = pt.Schemas.Merger(gvk)
+	}
+	if err != nil && builtin {
+		// kube-apiserver's type converter of a built-in group/version is
+		// built from that group/version's OpenAPI document: it always
+		// exists, even for a kind it lacks (autoscaling/v1 Scale, which
+		// other groups' subresources borrow), or one client-go's embedded
+		// schema lacks (v1 Binding).
+		merger, err = nil, nil
+	}
+	return defined, builtin, merger, err
+}
+
+// kindSchema is what Cache.schemaOf keeps of the admission's kind: a
+// built-in kind whose group/version's document defines it, and its Merger
+// once looked up. Both answers depend on schemas' built-in tables only,
+// which never change (not on the CRDs added to schemas: a CRD's kind in a
+// built-in group/version is looked up only when the document lacks it).
+type kindSchema struct {
+	schemas *applyconfig.Schemas
+	gvk     schema.GroupVersionKind
+	merger  *applyconfig.Merger
+}
+
+// schemaOf is pt.schemaOf(gvk, jsonPatch), answered from what the
+// admission's last lookup of the same built-in kind found: an admission's
+// mutations are of one or two kinds (the request's and its equivalents).
+// TestSchemaOfIsTheLookup holds it to pt.schemaOf.
+func (c *Cache) schemaOf(pt *Patcher, gvk schema.GroupVersionKind, jsonPatch bool) (defined, builtin bool, merger *applyconfig.Merger, err error) {
+	if c.standalone {
+		return pt.schemaOf(gvk, jsonPatch)
+	}
+	k := &c.kind
+	if k.schemas == nil || k.schemas != pt.Schemas || k.gvk != gvk {
+		defined, builtin, merger, err = pt.schemaOf(gvk, jsonPatch)
+		if defined && builtin {
+			*k = kindSchema{schemas: pt.Schemas, gvk: gvk}
+			k.keep(merger)
+		}
+		return defined, builtin, merger, err
+	}
+	if jsonPatch {
+		return true, true, nil, nil
+	}
+	if k.merger == nil {
+		_, _, merger, err = pt.schemaOf(gvk, false)
+		k.keep(merger)
+		return true, true, merger, err
+	}
+	return true, true, k.merger, nil
+}
+
+// keep keeps merger, the Merger k's kind was found with, when it is
+// built from client-go's embedded schema (the one that never changes), not
+// from a CRD's.
+func (k *kindSchema) keep(merger *applyconfig.Merger) {
+	if merger != nil && merger == k.schemas.BuiltinMerger(k.gvk) {
+		k.merger = merger
+	}
 }
 
 // Mutate evaluates mutation m of policy p against in and applies its patch
@@ -267,32 +363,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		}
 	}()
 
-	// The dispatcher looks the type converter up before patching, for both
-	// patch types. For a built-in kind the lookup cannot fail (below), and
-	// a JSON patch does not use the converter: it is not built then (the
-	// schemas of every built-in kind, which a one-object run would
-	// otherwise decode for nothing).
-	defined, builtin := matching.BuiltinSchema(gvk)
-	if builtin && !defined && pt.Schemas.Serves(gvk) {
-		// A CRD serves, in a built-in group/version kube-apiserver does not
-		// serve, a kind its document lacks (WatchEvent, which client-go
-		// registers in every built-in group/version): the type converter
-		// manager finds no static type for it and takes the CRD's document,
-		// served under that group/version's path.
-		builtin = false
-	}
-	var merger *applyconfig.Merger
-	if !builtin || m.Kind != compiler.KindJSONPatch {
-		merger, err = pt.Schemas.Merger(gvk)
-	}
-	if err != nil && builtin {
-		// kube-apiserver's type converter of a built-in group/version is
-		// built from that group/version's OpenAPI document: it always
-		// exists, even for a kind it lacks (autoscaling/v1 Scale, which
-		// other groups' subresources borrow), or one client-go's embedded
-		// schema lacks (v1 Binding).
-		merger, err = nil, nil
-	}
+	defined, builtin, merger, err := c.schemaOf(pt, gvk, m.Kind == compiler.KindJSONPatch)
 	if err != nil {
 		return nil, outcome, err
 	}
