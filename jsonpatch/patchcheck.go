@@ -59,6 +59,12 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 // (valuesNormalized: appendOpsNormalized's walk told it); false asks
 // patchGives to find out.
 func patchGivesNormalized(orig, want map[string]any, ops []Operation, valuesNormalized bool) bool {
+	return (*Scratch)(nil).patchGives(orig, want, ops, valuesNormalized)
+}
+
+// patchGives is patchGivesNormalized with its tables in w's memory (nil:
+// its own).
+func (w *Scratch) patchGives(orig, want map[string]any, ops []Operation, valuesNormalized bool) bool {
 	if orig == nil || want == nil || len(ops) == 0 {
 		return false
 	}
@@ -69,18 +75,13 @@ func patchGivesNormalized(orig, want map[string]any, ops []Operation, valuesNorm
 			escaped += len(ops[i].Path)
 		}
 	}
-	segs := make([]string, 0, n)
-	// The decoded segments with escapes, one after the other: never
-	// written again once a segment is made of them.
-	var keys []byte
-	if escaped > 0 {
-		keys = make([]byte, 0, escaped)
-	}
-	run := make([]checkedOp, len(ops))
+	// The decoded segments with escapes go in keys, one after the other:
+	// never written again once a segment is made of them.
+	segs, keys, run := w.checkTables(n, escaped, len(ops))
 	for i := range ops {
 		op := &ops[i]
 		c := &run[i]
-		c.order = i
+		*c = checkedOp{order: i}
 		switch op.Op {
 		case "add":
 			c.kind = checkAdd

@@ -56,12 +56,13 @@ func Respond(req *admissionv1.AdmissionRequest, res chain.Result, admitErr error
 // envelope's decoder saw to it): the patch's check then need not
 // normalize it (jsonpatch.CreatePatchNormalized).
 func respond(req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
-	return respondIn(nil, req, original, normalized, res, admitErr, o)
+	return respondIn(nil, nil, req, original, normalized, res, admitErr, o)
 }
 
 // respondIn is respond writing the patch into patchRoom's memory
-// (jsonpatch.AppendPatch), nil for a buffer of its own.
-func respondIn(patchRoom []byte, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+// (jsonpatch.AppendPatch), nil for a buffer of its own, and making it in
+// work's (jsonpatch.AppendPatchIn), nil for memory of its own.
+func respondIn(work *jsonpatch.Scratch, patchRoom []byte, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
@@ -87,11 +88,7 @@ func respondIn(patchRoom []byte, req *admissionv1.AdmissionRequest, original map
 		// build's types do not know (a newer API server) is never removed.
 		return resp, nil
 	}
-	createPatch := jsonpatch.AppendPatch
-	if normalized && original != nil {
-		createPatch = jsonpatch.AppendPatchNormalized
-	}
-	patch, err := createPatch(patchRoom, req.Object.Raw, original, res.Object)
+	patch, err := jsonpatch.AppendPatchIn(work, patchRoom, req.Object.Raw, original, res.Object, normalized && original != nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,14 @@
 package webhook
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+)
 
 // reviewScratch is the memory a review works in and leaves when its
 // answer is written: the map decoder's stacks, the response's JSON patch
-// and the answer's bytes. A Handler lends one to each review it serves
+// and the memory it is made in, and the answer's bytes. A Handler lends one to each review it serves
 // (scratchPool) and takes it back once the answer is written —
 // http.ResponseWriter's Write, an io.Writer's, keeps none of the bytes
 // it is given —, so that a stream of reviews reuses that memory instead
@@ -17,6 +21,9 @@ type reviewScratch struct {
 	elems   []any
 	patch   []byte
 	out     []byte
+	// patchWork is the memory the patch is made in (its diff and its
+	// check), emptied by each call and bounded by jsonpatch.
+	patchWork jsonpatch.Scratch
 }
 
 // Bounds of what a reviewScratch keeps for the next review: a larger

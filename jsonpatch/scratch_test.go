@@ -1,0 +1,131 @@
+package jsonpatch
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestAppendPatchInIsAppendPatch holds AppendPatchIn, one Scratch reused
+// for every patch as a webhook's reviews reuse it, to CreatePatch (and to
+// CreatePatchNormalized for an orig that IsNormalized) on real objects
+// edited at random, copy-on-write as the engine edits them (editedAtRandom:
+// keys added, replaced and removed, lists grown and cut) and with list
+// items inserted, removed and replaced (listsEditedAtRandom), patches of
+// every size one after the other: whatever the scratch kept of the
+// patch before, the bytes and the error are the same, its check vouches
+// for what patchGives vouches for, and it holds nothing of the documents
+// once the call returns.
+func TestAppendPatchInIsAppendPatch(t *testing.T) {
+	objs := append(realObjects(t), []byte(pod))
+	n := 150
+	if testing.Short() {
+		n = 30
+	}
+	var w Scratch
+	var room []byte
+	made, vouched := 0, 0
+	for oi, j := range objs {
+		for seed := range n {
+			orig := decodeObject(t, j)
+			r := rand.New(rand.NewPCG(uint64(oi)+2000, uint64(seed)))
+			want := editedAtRandom(r, orig)
+			if seed%2 == 1 {
+				want = listsEditedAtRandom(r, orig)
+			}
+			patch, err := CreatePatch(nil, orig, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, normalized := range []bool{false, true} {
+				if normalized && !IsNormalized(orig) {
+					continue
+				}
+				got, err := AppendPatchIn(&w, room, nil, orig, want, normalized)
+				if err != nil || !bytes.Equal(got, patch) || (got == nil) != (patch == nil) {
+					t.Fatalf("object %d seed %d: AppendPatchIn (normalized %v): %q, %v; CreatePatch: %q", oi, seed, normalized, got, err, patch)
+				}
+				checkScratchEmpty(t, &w)
+				if len(got) > 0 {
+					made++
+					room = got // written out: the next patch's room, as a review's
+				}
+			}
+			if ops := Diff(orig, want); len(ops) > 0 && IsNormalized(orig) {
+				gives := w.patchGives(orig, want, w.diff(orig, want), false)
+				if gives != patchGives(orig, want, ops) {
+					t.Fatalf("object %d seed %d: patchGives in the scratch %v, in its own memory %v", oi, seed, gives, !gives)
+				}
+				if gives {
+					vouched++
+				}
+				w.release()
+			}
+		}
+	}
+	t.Logf("%d patches made in one scratch, %d vouched for by its check", made, vouched)
+	if made < 100 || vouched < made/4 {
+		t.Fatalf("%d patches, %d vouched for: too few to tell", made, vouched)
+	}
+}
+
+// checkScratchEmpty fails unless w holds no value, key or segment of the
+// documents it worked on.
+func checkScratchEmpty(t testing.TB, w *Scratch) {
+	t.Helper()
+	for _, op := range w.d.ops[:cap(w.d.ops)] {
+		if op != (Operation{}) {
+			t.Fatalf("the scratch holds an operation: %+v", op)
+		}
+	}
+	for _, k := range w.d.keys[:cap(w.d.keys)] {
+		if k != (diffKey{}) {
+			t.Fatalf("the scratch holds a key: %q", k.key)
+		}
+	}
+	for _, s := range w.segs[:cap(w.segs)] {
+		if s != "" {
+			t.Fatalf("the scratch holds a segment: %q", s)
+		}
+	}
+	for _, c := range w.run[:cap(w.run)] {
+		if c.value != nil || c.segs != nil {
+			t.Fatalf("the scratch holds an operation of the check: %+v", c)
+		}
+	}
+}
+
+// TestScratchSparesAllocations holds AppendPatchIn to its purpose: a
+// patch made again in a scratch that made one like it does not allocate
+// the diff's buffers nor the check's tables (three allocations at least)
+// that AppendPatchNormalized allocates (the load review's pod, edited,
+// its patch vouched for by the check).
+func TestScratchSparesAllocations(t *testing.T) {
+	orig := decodeObject(t, []byte(pod))
+	if !IsNormalized(orig) {
+		t.Skip("the pod is not normalized")
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	want := listsEditedAtRandom(r, orig)
+	if ops := Diff(orig, want); len(ops) == 0 || !patchGives(orig, want, ops) {
+		t.Fatalf("the edit's patch (%d operations) is not vouched for", len(ops))
+	}
+	var w Scratch
+	room, err := AppendPatchIn(&w, nil, nil, orig, want, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := testing.AllocsPerRun(20, func() {
+		if _, err := AppendPatchIn(&w, room, nil, orig, want, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	own := testing.AllocsPerRun(20, func() {
+		if _, err := AppendPatchNormalized(room, nil, orig, want); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if in > own-3 {
+		t.Fatalf("%v allocations a patch in a used scratch, %v in its own memory", in, own)
+	}
+}
