@@ -183,9 +183,20 @@ func mapGives(o map[string]any, w any, run []checkedOp, depth int) bool {
 		return false
 	}
 	size := len(o) // the result's
+	// The keys of the operations at this depth, when they are few (most
+	// patches): the walk of w's keys below looks them up in it, not in run.
+	var few [8]string
+	keys := few[:0]
 	for i := 0; i < len(run); {
 		k := run[i].segs[depth]
 		j := groupEnd(run, i, depth)
+		if keys != nil {
+			if len(keys) < len(few) {
+				keys = append(keys, k)
+			} else {
+				keys = nil
+			}
+		}
 		wv, inW := wm[k]
 		if op := &run[i]; len(op.segs) == depth+1 {
 			// The key's own operation, the only one under it (no path
@@ -221,7 +232,7 @@ func mapGives(o map[string]any, w any, run []checkedOp, depth int) bool {
 	// were checked to give, or must be o's with an equal value: the result
 	// has w's keys (as many, all present) and their values.
 	for k, wv := range wm {
-		if hasSeg(run, depth, k) {
+		if keys != nil && slices.Contains(keys, k) || keys == nil && hasSeg(run, depth, k) {
 			continue
 		}
 		ov, ok := o[k]

@@ -129,3 +129,66 @@ func TestScratchSparesAllocations(t *testing.T) {
 		t.Fatalf("%v allocations a patch in a used scratch, %v in its own memory", in, own)
 	}
 }
+
+// TestPatchGivesManyKeys holds patchGives to the check on maps with
+// operations on few keys and on more keys than mapGives lists on the
+// stack (its lookup in run then), at the root and one level down, the
+// patches Diff makes and those with an operation dropped (a key the
+// result keeps from orig that want changed) or its value changed.
+func TestPatchGivesManyKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	vouched, few, many := 0, 0, 0
+	for range 3000 {
+		orig := map[string]any{}
+		for i := range 4 + r.IntN(24) {
+			orig[string(rune('a'+i))+"k"] = int64(r.IntN(3))
+		}
+		want := map[string]any{}
+		changed := 0
+		for k, v := range orig {
+			switch r.IntN(4) {
+			case 0:
+				changed++ // removed
+			case 1:
+				want[k] = int64(7)
+				changed++
+			default:
+				want[k] = v
+			}
+		}
+		for i := range r.IntN(6) {
+			want["new"+string(rune('a'+i))] = "v"
+			changed++
+		}
+		if r.IntN(2) == 0 {
+			orig, want = map[string]any{"spec": orig, "kind": "X"}, map[string]any{"spec": want, "kind": "X"}
+		}
+		ops := Diff(orig, want)
+		if len(ops) == 0 {
+			continue
+		}
+		if changed > 8 {
+			many++
+		} else {
+			few++
+		}
+		if checkPatchGives(t, orig, want, ops) {
+			vouched++
+		}
+		for i := range ops {
+			dropped := append(append([]Operation(nil), ops[:i]...), ops[i+1:]...)
+			if len(dropped) > 0 && patchGives(orig, want, dropped) {
+				t.Fatalf("patchGives vouched for %+v, Diff's %+v less one", dropped, ops)
+			}
+			if ops[i].HasValue {
+				other := append([]Operation(nil), ops...)
+				other[i].Value = "other"
+				checkPatchGives(t, orig, want, other)
+			}
+		}
+	}
+	t.Logf("%d patches vouched for (%d of few keys, %d of more than eight)", vouched, few, many)
+	if few < 100 || many < 100 || vouched < (few+many)/2 {
+		t.Fatalf("too few to tell: %d vouched, %d few, %d many", vouched, few, many)
+	}
+}
