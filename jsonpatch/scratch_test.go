@@ -3,7 +3,11 @@ package jsonpatch
 import (
 	"bytes"
 	"math/rand/v2"
+	"reflect"
 	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 )
 
 // TestAppendPatchInIsAppendPatch holds AppendPatchIn, one Scratch reused
@@ -190,5 +194,46 @@ func TestPatchGivesManyKeys(t *testing.T) {
 	t.Logf("%d patches vouched for (%d of few keys, %d of more than eight)", vouched, few, many)
 	if few < 100 || many < 100 || vouched < (few+many)/2 {
 		t.Fatalf("too few to tell: %d vouched, %d few, %d many", vouched, few, many)
+	}
+}
+
+// TestAppendFromCELIsFromCEL holds AppendFromCEL to FromCEL: one slice
+// passed back from each patch to the next (as a mutation.Cache passes
+// it), of patches of one to five operations, empty ones and failing ones
+// among them, and with room too small, enough, or holding other
+// operations: the operations and the error are FromCEL's.
+func TestAppendFromCELIsFromCEL(t *testing.T) {
+	exprs := []string{
+		`[JSONPatch{op: "remove", path: "/a"}]`,
+		`[JSONPatch{op: "move", from: "", path: "/a"}, JSONPatch{op: "copy", from: "/b", path: "/a"}]`,
+		`[JSONPatch{op: "add", path: "/a", value: 1}].filter(p, false)`,
+		`[JSONPatch{op: "add", path: "/a", value: "x"}, JSONPatch{op: "add", path: "/b", value: ["", "x"]}, JSONPatch{op: "test", path: "/c", value: null}]`,
+		`[JSONPatch{op: "add", path: "/a", value: double("NaN")}]`,
+		`[JSONPatch{op: "add", path: "/spec", value: Object.spec{replicas: 2, names: ["x"]}}, JSONPatch{op: "remove", path: "/z"}, JSONPatch{op: "replace", path: "/y", value: 1}, JSONPatch{op: "add", path: "/m/" + jsonpatch.escapeKey("a~b/c"), value: {"k": 2.5}}, JSONPatch{op: "remove", path: "/w"}]`,
+		`[JSONPatch{op: "add", path: "/a", value: 1}]`,
+	}
+	vals := make([]ref.Val, len(exprs))
+	for i, e := range exprs {
+		vals[i] = evalPatch(t, e)
+	}
+	vals = append(vals, types.String("x"))
+	r := rand.New(rand.NewPCG(5, 6))
+	var dst []Operation
+	for range 200 {
+		v := vals[r.IntN(len(vals))]
+		want, wantErr := FromCEL(v)
+		got, err := AppendFromCEL(dst, v)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("error %v, FromCEL's %v", err, wantErr)
+		}
+		if len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("operations %+v, FromCEL's %+v", got, want)
+		}
+		if err == nil && len(got) > 0 && cap(dst) >= len(got) && &got[0] != &dst[:1][0] {
+			t.Fatalf("%d operations not appended in the room of %d", len(got), cap(dst))
+		}
+		if err == nil {
+			dst = got // left as they are: the next call must not read them
+		}
 	}
 }
