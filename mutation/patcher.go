@@ -99,8 +99,21 @@ func (c *Cache) keepOps(ops []jsonpatch.Operation) {
 	c.ops = ops[:0]
 }
 
-// maxKeptOps bounds the slice of operations a Cache keeps.
-const maxKeptOps = 256
+// opsRoom is the slice the next JSON patch's operations are converted
+// into: the last one's, or within an admission room for a few, so that
+// a later patch of more operations than the first rarely grows it.
+func (c *Cache) opsRoom() []jsonpatch.Operation {
+	if c.ops == nil && !c.standalone {
+		c.ops = make([]jsonpatch.Operation, 0, minKeptOps)
+	}
+	return c.ops
+}
+
+// minKeptOps and maxKeptOps bound the slice of operations a Cache keeps.
+const (
+	minKeptOps = 8
+	maxKeptOps = 256
+)
 
 // defaults is pt.defaults of out, the result of a mutation of in (of kind
 // gvk), in normalized form when normalized is set (a result of
@@ -391,7 +404,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		c.keep(merger, merged, normalized, out, structural)
 		return out, outcome, nil
 	case compiler.KindJSONPatch:
-		ops, err := jsonpatch.AppendFromCEL(c.ops, res.Value)
+		ops, err := jsonpatch.AppendFromCEL(c.opsRoom(), res.Value)
 		if err != nil {
 			return nil, outcome, err
 		}
