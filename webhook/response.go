@@ -56,14 +56,23 @@ func Respond(req *admissionv1.AdmissionRequest, res chain.Result, admitErr error
 // envelope's decoder saw to it): the patch's check then need not
 // normalize it (jsonpatch.CreatePatchNormalized).
 func respond(req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
-	return respondIn(nil, nil, req, original, normalized, res, admitErr, o)
+	return respondIn(nil, req, original, normalized, res, admitErr, o)
 }
 
-// respondIn is respond writing the patch into patchRoom's memory
-// (jsonpatch.AppendPatch), nil for a buffer of its own, and making it in
-// work's (jsonpatch.AppendPatchIn), nil for memory of its own.
-func respondIn(work *jsonpatch.Scratch, patchRoom []byte, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
-	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+// respondIn is respond answering in s, a review's scratch (nil for memory
+// of its own): the response is s's (valid until s is lent again), its
+// patch written into s's buffer (jsonpatch.AppendPatch) and made in s's
+// jsonpatch.Scratch (jsonpatch.AppendPatchIn).
+func respondIn(s *reviewScratch, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+	var resp *admissionv1.AdmissionResponse
+	var patchRoom []byte
+	var work *jsonpatch.Scratch
+	if s != nil {
+		s.resp = admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		resp, patchRoom, work = &s.resp, s.patch, &s.patchWork
+	} else {
+		resp = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
 		// request with this status (an internal error unless the error
@@ -93,8 +102,14 @@ func respondIn(work *jsonpatch.Scratch, patchRoom []byte, req *admissionv1.Admis
 		return nil, err
 	}
 	if len(patch) > 0 {
-		pt := admissionv1.PatchTypeJSONPatch
-		resp.Patch, resp.PatchType = patch, &pt
+		var pt *admissionv1.PatchType
+		if s != nil {
+			pt = &s.patchType
+		} else {
+			pt = new(admissionv1.PatchType)
+		}
+		*pt = admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, pt
 	}
 	return resp, nil
 }

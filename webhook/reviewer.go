@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/chain"
-	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // Reviewer is the admission handler: an AdmissionReview in, the
@@ -72,12 +71,11 @@ func (rv *Reviewer) review(ctx context.Context, body []byte, s *reviewScratch) (
 	}
 	// original is b.object when the envelope's decoding made it.
 	normalized := objects != nil && original != nil && b.objectNormalized
-	var patchRoom, outRoom []byte
-	var work *jsonpatch.Scratch
+	var outRoom []byte
 	if s != nil {
-		patchRoom, outRoom, work = s.patch, s.out, &s.patchWork
+		outRoom = s.out
 	}
-	resp, err := respondIn(work, patchRoom, review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
+	resp, err := respondIn(s, review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
 	if err != nil {
 		// Never send a patch that would not give the engine's object.
 		rv.log().Error("building the patch", "uid", review.Request.UID, "error", err)
