@@ -65,16 +65,34 @@ func AppendPatchNormalized(dst, original []byte, orig, want map[string]any) ([]b
 	return createPatch(dst[:0], original, orig, want, orig != nil)
 }
 
+// AppendPatchIn is AppendPatch, or AppendPatchNormalized when normalized
+// (and orig is not nil), working in w's memory: the diff's operations and
+// paths and the patch check's tables are w's, grown as needed and kept for
+// the next call, instead of allocated anew. The patch and the error are
+// AppendPatch's (TestAppendPatchInIsAppendPatch). w, once the call
+// returns, holds nothing of orig or want. A nil w is AppendPatch's own
+// memory.
+func AppendPatchIn(w *Scratch, dst, original []byte, orig, want map[string]any, normalized bool) ([]byte, error) {
+	if w == nil {
+		return createPatch(dst[:0], original, orig, want, normalized && orig != nil)
+	}
+	defer w.release()
+	return createPatchIn(w, dst[:0], original, orig, want, normalized && orig != nil)
+}
+
 // createPatch is CreatePatch; normalized tells that IsNormalized(orig).
 // dst, when not nil, is the room (of length 0) the patch is written in.
 func createPatch(dst, original []byte, orig, want map[string]any, normalized bool) ([]byte, error) {
+	return createPatchIn(nil, dst, original, orig, want, normalized)
+}
+
+// createPatchIn is createPatch working in w (nil: memory of its own).
+func createPatchIn(w *Scratch, dst, original []byte, orig, want map[string]any, normalized bool) ([]byte, error) {
 	if orig == nil {
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
-			orig = nil
-		}
+		orig = decodeOriginal(original)
 	}
 	if orig != nil && want != nil {
-		if patch, ok := createPatchNative(dst, orig, want, normalized); ok {
+		if patch, ok := createPatchNativeIn(w, dst, orig, want, normalized); ok {
 			return patch, nil
 		}
 	}
@@ -103,7 +121,13 @@ func createPatchFast(orig, want map[string]any) (patch []byte, ok bool) {
 // values as Apply normalizes them (finalize turning a -0 into 0 and a
 // null node into nil, as for Apply).
 func createPatchNative(dst []byte, orig, want map[string]any, normalized bool) (patch []byte, ok bool) {
-	ops := Diff(orig, want)
+	return createPatchNativeIn(nil, dst, orig, want, normalized)
+}
+
+// createPatchNativeIn is createPatchNative working in w (nil: memory of
+// its own): Diff's buffers and patchGives' tables are w's.
+func createPatchNativeIn(w *Scratch, dst []byte, orig, want map[string]any, normalized bool) (patch []byte, ok bool) {
+	ops := w.diff(orig, want)
 	if len(ops) == 0 {
 		// The diff found every value equal, as the check would.
 		return nil, true
@@ -123,7 +147,7 @@ func createPatchNative(dst []byte, orig, want map[string]any, normalized bool) (
 	// With orig normalized, patchGives knows the check's outcome for most
 	// patches without building the patched object; otherwise, or when it
 	// does not know, the patch is applied.
-	if !normalized || !patchGivesNormalized(orig, want, ops, valuesNormalized) {
+	if !normalized || !w.patchGives(orig, want, ops, valuesNormalized) {
 		var got map[string]any
 		applied := false
 		if normalized {
@@ -253,6 +277,17 @@ func check(original, patch []byte, want any) error {
 		return errors.New("the patched object differs from the mutated object")
 	}
 	return nil
+}
+
+// decodeOriginal is the decoding of original, or nil when it is not a
+// JSON object. (Apart, so that the map it decodes into escapes only
+// when there is something to decode.)
+func decodeOriginal(original []byte) map[string]any {
+	var orig map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &orig); err != nil {
+		return nil
+	}
+	return orig
 }
 
 func decodeValue(data []byte) (any, error) {

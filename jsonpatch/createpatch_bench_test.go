@@ -24,10 +24,10 @@ func BenchmarkCreatePatch(b *testing.B) {
 	benchCreatePatch(b, j, orig, want)
 }
 
-// benchCreatePatch runs CreatePatch (impl=checked-by-apply) and
+// benchCreatePatch runs CreatePatch (impl=checked-by-apply),
 // CreatePatchNormalized (impl=checked-normalized: what the webhook runs
-// for a request object its decoder vouches for) from orig, the decoding
-// of j, to want.
+// for a request object its decoder vouches for) and AppendPatchIn
+// (impl=in-scratch) from orig, the decoding of j, to want.
 func benchCreatePatch(b *testing.B, j []byte, orig, want map[string]any) {
 	for _, impl := range []struct {
 		name string
@@ -42,6 +42,20 @@ func benchCreatePatch(b *testing.B, j []byte, orig, want map[string]any) {
 			}
 		})
 	}
+	// impl=in-scratch: AppendPatchIn as the webhook calls it, one scratch
+	// and the last patch's room reused from review to review.
+	b.Run("impl=in-scratch", func(b *testing.B) {
+		b.ReportAllocs()
+		var w Scratch
+		var room []byte
+		for b.Loop() {
+			patch, err := AppendPatchIn(&w, room, j, orig, want, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			room = patch
+		}
+	})
 }
 
 // BenchmarkCreatePatchListEdits is the webhook's answer when the

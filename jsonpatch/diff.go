@@ -28,10 +28,22 @@ import (
 // Diff(orig, want)) is want, as JSON carries it, for JSON-shaped values
 // (CreatePatch checks it).
 func Diff(orig, want map[string]any) []Operation {
-	// One allocation for the buffers a diff starts with, not five.
+	d := newDiffer()
+	return d.diff(orig, want)
+}
+
+// newDiffer is a differ in new buffers: one allocation for the buffers a
+// diff starts with, not five.
+func newDiffer() *differ {
 	b := new(diffBuffers)
-	d := &differ{path: b.path[:0], ops: b.ops[:0], keys: b.keys[:0],
+	return &differ{path: b.path[:0], ops: b.ops[:0], keys: b.keys[:0],
 		paths: b.paths[:0], pathEnds: b.pathEnds[:0]}
+}
+
+// diff is Diff in d's buffers, emptied first. The operations' paths are
+// views of d.paths: they stay what they are only until d diffs again.
+func (d *differ) diff(orig, want map[string]any) []Operation {
+	d.ops, d.path, d.paths, d.pathEnds, d.keys = d.ops[:0], d.path[:0], d.paths[:0], d.pathEnds[:0], d.keys[:0]
 	d.object(orig, want)
 	// Every path is a substring of one string of them all: d.paths, which
 	// nothing writes to any more, viewed as a string without a copy.

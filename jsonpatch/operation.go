@@ -50,12 +50,21 @@ type Operation struct {
 // NaN or infinities are errors) and Object values must have type names that
 // follow their field path.
 func FromCEL(v ref.Val) ([]Operation, error) {
+	return AppendFromCEL(nil, v)
+}
+
+// AppendFromCEL is FromCEL appending the operations to dst[:0] (growing
+// it only when it has too little room): a caller converting patch after
+// patch passes back the operations of the last one, once nothing holds
+// them, so that their slice is used again. The operations and the error
+// are FromCEL's (the result is nil or dst[:0] when there are none).
+func AppendFromCEL(dst []Operation, v ref.Val) ([]Operation, error) {
 	iter, ok := v.(traits.Lister)
 	if !ok {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
-	var result []Operation
-	if n, ok := iter.Size().(types.Int); ok && n > 0 {
+	result := dst[:0]
+	if n, ok := iter.Size().(types.Int); ok && n > 0 && int64(cap(result)) < int64(n) {
 		result = make([]Operation, 0, n)
 	}
 	elems, direct := refVals(v)

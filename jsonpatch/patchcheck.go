@@ -59,6 +59,12 @@ func patchGives(orig, want map[string]any, ops []Operation) bool {
 // (valuesNormalized: appendOpsNormalized's walk told it); false asks
 // patchGives to find out.
 func patchGivesNormalized(orig, want map[string]any, ops []Operation, valuesNormalized bool) bool {
+	return (*Scratch)(nil).patchGives(orig, want, ops, valuesNormalized)
+}
+
+// patchGives is patchGivesNormalized with its tables in w's memory (nil:
+// its own).
+func (w *Scratch) patchGives(orig, want map[string]any, ops []Operation, valuesNormalized bool) bool {
 	if orig == nil || want == nil || len(ops) == 0 {
 		return false
 	}
@@ -69,18 +75,13 @@ func patchGivesNormalized(orig, want map[string]any, ops []Operation, valuesNorm
 			escaped += len(ops[i].Path)
 		}
 	}
-	segs := make([]string, 0, n)
-	// The decoded segments with escapes, one after the other: never
-	// written again once a segment is made of them.
-	var keys []byte
-	if escaped > 0 {
-		keys = make([]byte, 0, escaped)
-	}
-	run := make([]checkedOp, len(ops))
+	// The decoded segments with escapes go in keys, one after the other:
+	// never written again once a segment is made of them.
+	segs, keys, run := w.checkTables(n, escaped, len(ops))
 	for i := range ops {
 		op := &ops[i]
 		c := &run[i]
-		c.order = i
+		*c = checkedOp{order: i}
 		switch op.Op {
 		case "add":
 			c.kind = checkAdd
@@ -182,9 +183,20 @@ func mapGives(o map[string]any, w any, run []checkedOp, depth int) bool {
 		return false
 	}
 	size := len(o) // the result's
+	// The keys of the operations at this depth, when they are few (most
+	// patches): the walk of w's keys below looks them up in it, not in run.
+	var few [8]string
+	keys := few[:0]
 	for i := 0; i < len(run); {
 		k := run[i].segs[depth]
 		j := groupEnd(run, i, depth)
+		if keys != nil {
+			if len(keys) < len(few) {
+				keys = append(keys, k)
+			} else {
+				keys = nil
+			}
+		}
 		wv, inW := wm[k]
 		if op := &run[i]; len(op.segs) == depth+1 {
 			// The key's own operation, the only one under it (no path
@@ -220,7 +232,7 @@ func mapGives(o map[string]any, w any, run []checkedOp, depth int) bool {
 	// were checked to give, or must be o's with an equal value: the result
 	// has w's keys (as many, all present) and their values.
 	for k, wv := range wm {
-		if hasSeg(run, depth, k) {
+		if keys != nil && slices.Contains(keys, k) || keys == nil && hasSeg(run, depth, k) {
 			continue
 		}
 		ov, ok := o[k]

@@ -84,7 +84,39 @@ type Cache struct {
 	// merge empties it again. (A pointer, not a value, so that a
 	// standalone Cache stays on its caller's stack.)
 	live *unstructured.Unstructured
+	// ops is the slice of the last JSON patch's operations, emptied
+	// (keepOps), which the next one's are converted into
+	// (jsonpatch.AppendFromCEL): nothing holds it once the patch is
+	// applied.
+	ops []jsonpatch.Operation
 }
+
+// keepOps keeps ops' slice for the next JSON patch of the admission,
+// cleared (its operations' values are the patch result's), unless the
+// Cache is standalone or the slice is large.
+func (c *Cache) keepOps(ops []jsonpatch.Operation) {
+	clear(ops)
+	if c.standalone || cap(ops) > maxKeptOps {
+		return
+	}
+	c.ops = ops[:0]
+}
+
+// opsRoom is the slice the next JSON patch's operations are converted
+// into: the last one's, or within an admission room for a few, so that
+// a later patch of more operations than the first rarely grows it.
+func (c *Cache) opsRoom() []jsonpatch.Operation {
+	if c.ops == nil && !c.standalone {
+		c.ops = make([]jsonpatch.Operation, 0, minKeptOps)
+	}
+	return c.ops
+}
+
+// minKeptOps and maxKeptOps bound the slice of operations a Cache keeps.
+const (
+	minKeptOps = 8
+	maxKeptOps = 256
+)
 
 // defaults is pt.defaults of out, the result of a mutation of in (of kind
 // gvk), in normalized form when normalized is set (a result of
@@ -443,11 +475,12 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		c.keep(merger, merged, normalized, out, structural)
 		return out, outcome, nil
 	case compiler.KindJSONPatch:
-		ops, err := jsonpatch.FromCEL(res.Value)
+		ops, err := jsonpatch.AppendFromCEL(c.opsRoom(), res.Value)
 		if err != nil {
 			return nil, outcome, err
 		}
 		out, skipped, err := c.patch(pt, in.Object, ops, gvk)
+		c.keepOps(ops)
 		outcome.Skipped = skipped
 		return out, outcome, err
 	}

@@ -59,10 +59,20 @@ func respond(req *admissionv1.AdmissionRequest, original map[string]any, normali
 	return respondIn(nil, req, original, normalized, res, admitErr, o)
 }
 
-// respondIn is respond writing the patch into patchRoom's memory
-// (jsonpatch.AppendPatch), nil for a buffer of its own.
-func respondIn(patchRoom []byte, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
-	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+// respondIn is respond answering in s, a review's scratch (nil for memory
+// of its own): the response is s's (valid until s is lent again), its
+// patch written into s's buffer (jsonpatch.AppendPatch) and made in s's
+// jsonpatch.Scratch (jsonpatch.AppendPatchIn).
+func respondIn(s *reviewScratch, req *admissionv1.AdmissionRequest, original map[string]any, normalized bool, res chain.Result, admitErr error, o RespondOptions) (*admissionv1.AdmissionResponse, error) {
+	var resp *admissionv1.AdmissionResponse
+	var patchRoom []byte
+	var work *jsonpatch.Scratch
+	if s != nil {
+		s.resp = admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		resp, patchRoom, work = &s.resp, s.patch, &s.patchWork
+	} else {
+		resp = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	}
 	if admitErr != nil {
 		// A failure of the evaluator itself: kube-apiserver would fail the
 		// request with this status (an internal error unless the error
@@ -87,17 +97,19 @@ func respondIn(patchRoom []byte, req *admissionv1.AdmissionRequest, original map
 		// build's types do not know (a newer API server) is never removed.
 		return resp, nil
 	}
-	createPatch := jsonpatch.AppendPatch
-	if normalized && original != nil {
-		createPatch = jsonpatch.AppendPatchNormalized
-	}
-	patch, err := createPatch(patchRoom, req.Object.Raw, original, res.Object)
+	patch, err := jsonpatch.AppendPatchIn(work, patchRoom, req.Object.Raw, original, res.Object, normalized && original != nil)
 	if err != nil {
 		return nil, err
 	}
 	if len(patch) > 0 {
-		pt := admissionv1.PatchTypeJSONPatch
-		resp.Patch, resp.PatchType = patch, &pt
+		var pt *admissionv1.PatchType
+		if s != nil {
+			pt = &s.patchType
+		} else {
+			pt = new(admissionv1.PatchType)
+		}
+		*pt = admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, pt
 	}
 	return resp, nil
 }

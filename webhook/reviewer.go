@@ -71,11 +71,11 @@ func (rv *Reviewer) review(ctx context.Context, body []byte, s *reviewScratch) (
 	}
 	// original is b.object when the envelope's decoding made it.
 	normalized := objects != nil && original != nil && b.objectNormalized
-	var patchRoom, outRoom []byte
+	var outRoom []byte
 	if s != nil {
-		patchRoom, outRoom = s.patch, s.out
+		outRoom = s.out
 	}
-	resp, err := respondIn(patchRoom, review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
+	resp, err := respondIn(s, review.Request, original, normalized, res, admitErr, RespondOptions{Explain: rv.ExplainDryRun && attrs.DryRun})
 	if err != nil {
 		// Never send a patch that would not give the engine's object.
 		rv.log().Error("building the patch", "uid", review.Request.UID, "error", err)

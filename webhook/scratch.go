@@ -1,10 +1,16 @@
 package webhook
 
-import "sync"
+import (
+	"sync"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/mutatis-dev/mutatis/jsonpatch"
+)
 
 // reviewScratch is the memory a review works in and leaves when its
-// answer is written: the map decoder's stacks, the response's JSON patch
-// and the answer's bytes. A Handler lends one to each review it serves
+// answer is written: the map decoder's stacks, the response, its JSON
+// patch and the memory it is made in, and the answer's bytes. A Handler lends one to each review it serves
 // (scratchPool) and takes it back once the answer is written —
 // http.ResponseWriter's Write, an io.Writer's, keeps none of the bytes
 // it is given —, so that a stream of reviews reuses that memory instead
@@ -17,6 +23,13 @@ type reviewScratch struct {
 	elems   []any
 	patch   []byte
 	out     []byte
+	// patchWork is the memory the patch is made in (its diff and its
+	// check), emptied by each call and bounded by jsonpatch.
+	patchWork jsonpatch.Scratch
+	// resp and patchType are the review's response (respondIn), which
+	// lives until the answer is encoded; put empties them.
+	resp      admissionv1.AdmissionResponse
+	patchType admissionv1.PatchType
 }
 
 // Bounds of what a reviewScratch keeps for the next review: a larger
@@ -51,6 +64,7 @@ func (p *scratchPool) put(s *reviewScratch, patch, out []byte) {
 	s.out = keepBuffer(out, s.out)
 	s.members = keepStack(s.members)
 	s.elems = keepStack(s.elems)
+	s.resp, s.patchType = admissionv1.AdmissionResponse{}, ""
 	p.pool.Put(s)
 }
 

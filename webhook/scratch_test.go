@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -218,5 +220,20 @@ func TestFailedWriteKeepsItsAnswer(t *testing.T) {
 	}
 	if !bytes.Equal(w.kept, sent) {
 		t.Fatalf("the failed Write's bytes were written over by the reviews after it:\n%.200s\nwas\n%.200s", w.kept, sent)
+	}
+}
+
+// TestScratchForgetsItsResponse: the response a review answered in its
+// scratch (respondIn) is emptied when the scratch is taken back, so that
+// nothing of it (its patch, annotations, status) outlives the review.
+func TestScratchForgetsItsResponse(t *testing.T) {
+	var p scratchPool
+	s := p.get()
+	s.resp = admissionv1.AdmissionResponse{UID: "u", Allowed: true, AuditAnnotations: map[string]string{"a": "b"}, Patch: []byte("[]")}
+	s.patchType = admissionv1.PatchTypeJSONPatch
+	s.resp.PatchType = &s.patchType
+	p.put(s, nil, nil)
+	if !reflect.DeepEqual(s.resp, admissionv1.AdmissionResponse{}) || s.patchType != "" {
+		t.Fatalf("kept the response %+v (patch type %q)", s.resp, s.patchType)
 	}
 }
