@@ -214,6 +214,9 @@ type objectOnce struct {
 	// objType is the type the provider builds the construction's values
 	// with.
 	objType *celtypes.Type
+	// objects are where the Objects are taken from, sixteen to an
+	// allocation (celobject.Slab).
+	objects celobject.Slab[celobject.Object]
 }
 
 // Type implements interpreter.InterpretableConstructor.
@@ -223,7 +226,7 @@ func (c *objectOnce) Type() ref.Type { return c.typ }
 // v0.29.2), the fields set in a celobject.Object instead of cel-go's map.
 func (c *objectOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	o := c.obj
-	out := celobject.NewObject(c.objType, o.fields)
+	out := celobject.NewObjectIn(&c.objects, c.objType, o.fields)
 	for i, field := range o.fields {
 		val := o.vals[i].Exec(frame)
 		if celtypes.IsUnknownOrError(val) {
