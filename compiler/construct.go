@@ -45,6 +45,9 @@ type jsonPatchOnce struct {
 	typ ref.Type
 	// obj is the evalObj the construction is (read through its layout).
 	obj *evalObjLayout
+	// patches are where the JSONPatchVals filled in place are taken from,
+	// sixteen to an allocation (celobject.Slab).
+	patches celobject.Slab[mutation.JSONPatchVal]
 }
 
 // evalObjLayout mirrors the fields of cel-go v0.29.2's interpreter.evalObj
@@ -158,7 +161,9 @@ func (c *jsonPatchOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 		}
 	}
 	if direct {
-		return &patch
+		out := c.patches.New()
+		*out = patch
+		return out
 	}
 	fieldVals := make(map[string]ref.Val, len(o.fields))
 	for i, field := range o.fields {
