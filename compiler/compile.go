@@ -134,6 +134,8 @@ type Policy struct {
 
 	varType  *apiservercel.DeclType
 	observer Observer
+	// varsState is the variables maps' table, built on first use.
+	varsState
 
 	// activations are released activations for NewActivation to reuse.
 	activations sync.Pool

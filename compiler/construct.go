@@ -45,6 +45,9 @@ type jsonPatchOnce struct {
 	typ ref.Type
 	// obj is the evalObj the construction is (read through its layout).
 	obj *evalObjLayout
+	// patches are where the JSONPatchVals filled in place are taken from,
+	// sixteen to an allocation (celobject.Slab).
+	patches celobject.Slab[mutation.JSONPatchVal]
 }
 
 // evalObjLayout mirrors the fields of cel-go v0.29.2's interpreter.evalObj
@@ -158,7 +161,9 @@ func (c *jsonPatchOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 		}
 	}
 	if direct {
-		return &patch
+		out := c.patches.New()
+		*out = patch
+		return out
 	}
 	fieldVals := make(map[string]ref.Val, len(o.fields))
 	for i, field := range o.fields {
@@ -214,6 +219,9 @@ type objectOnce struct {
 	// objType is the type the provider builds the construction's values
 	// with.
 	objType *celtypes.Type
+	// objects are where the Objects are taken from, sixteen to an
+	// allocation (celobject.Slab).
+	objects celobject.Slab[celobject.Object]
 }
 
 // Type implements interpreter.InterpretableConstructor.
@@ -223,7 +231,7 @@ func (c *objectOnce) Type() ref.Type { return c.typ }
 // v0.29.2), the fields set in a celobject.Object instead of cel-go's map.
 func (c *objectOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	o := c.obj
-	out := celobject.NewObject(c.objType, o.fields)
+	out := celobject.NewObjectIn(&c.objects, c.objType, o.fields)
 	for i, field := range o.fields {
 		val := o.vals[i].Exec(frame)
 		if celtypes.IsUnknownOrError(val) {

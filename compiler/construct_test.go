@@ -633,3 +633,31 @@ func samePatch(a, b []jsonpatch.Operation) bool {
 	}
 	return true
 }
+
+// TestObjectsOfOneStepApart checks that the Objects one construction
+// builds, many in one evaluation (a map macro's, past a slab block of
+// sixteen) and in evaluations after it, are each its own: read as cel-go's
+// plan's values are.
+func TestObjectsOfOneStepApart(t *testing.T) {
+	c, refC := twoCompilers(t)
+	in := objectGenInput()
+	for _, expr := range []string{
+		`Object{spec: Object.spec{containers: [1, 2, 3].map(x, Object.spec.containers{name: string(x)})}}`,
+		`Object{spec: Object.spec{containers: lists.range(40).map(x, Object.spec.containers{name: string(x), ports: [Object.spec.containers.ports{containerPort: x}]})}}`,
+		`Object{spec: Object.spec{containers: lists.range(20).map(x, x % 2 == 0 ? Object.spec.containers{name: string(x)} : Object.spec.containers{image: string(x)})}}`,
+	} {
+		mp := policySpec{ac: []string{expr}}.build()
+		for round := range 3 {
+			got, want, done, ok := evalBoth(t, c, refC, mp, expr, in)
+			if !ok {
+				t.Fatalf("%s: not evaluated", expr)
+			}
+			m, _, err := applyconfig.FromCELFresh(got.Value)
+			wm, _, werr := applyconfig.FromCELFresh(want.Value)
+			if err != nil || werr != nil || !sameNative(m, wm) {
+				t.Errorf("round %d: %s: read as %v (%v); cel-go's value as %v (%v)", round, expr, m, err, wm, werr)
+			}
+			done()
+		}
+	}
+}

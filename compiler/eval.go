@@ -63,7 +63,9 @@ type Activation struct {
 	request, namespace          ref.Val
 	authorizer, requestResource ref.Val
 	authorizerBound             bool
-	variables                   *lazy.MapValue
+	// variables is the variables map of the current use (varsMap, or
+	// lazy.MapValue: lazyVars); nil until an expression resolves it.
+	variables ref.Val
 	// getters are the lazy callbacks of the policy's variables, made once
 	// for this activation and kept across the reuses Release allows. Each
 	// serves only the lazy map of the current use (a.variables).
@@ -132,24 +134,15 @@ func (a *Activation) Release() {
 	p.activations.Put(a)
 }
 
-// vars returns the lazy map of the policy's variables, creating it on first
-// use.
-func (a *Activation) vars() *lazy.MapValue {
+// vars returns the map of the policy's variables (varsMap, or the
+// reference lazy.MapValue for a policy of more than 64), creating it on
+// first use.
+func (a *Activation) vars() ref.Val {
 	if a.variables == nil {
-		if a.getters == nil {
-			a.getters = make([]lazy.GetFieldFunc, len(a.policy.Variables))
-			for i, v := range a.policy.Variables {
-				a.getters[i] = func(m *lazy.MapValue) ref.Val {
-					if m != a.variables {
-						return celtypes.NewErr("internal error: variable %q resolved after its activation was released", v.Name)
-					}
-					return a.evalVariable(v)
-				}
-			}
-		}
-		a.variables = lazy.NewMapValue(a.policy.varType)
-		for i, v := range a.policy.Variables {
-			a.variables.Append(v.Name, a.getters[i])
+		if t := a.policy.varsOf(); t != nil {
+			a.variables = newVarsMap(a, t)
+		} else {
+			a.variables = a.lazyVars()
 		}
 	}
 	return a.variables

@@ -113,10 +113,10 @@ func TestObserverOutcomes(t *testing.T) {
 			if n := len(rec.of(e)); n != 0 {
 				t.Fatalf("variable observed %d times before use", n)
 			}
-			if v := act.vars().Get(celtypes.String("v")); v == nil {
+			if v := act.vars().(traits.Mapper).Get(celtypes.String("v")); v == nil {
 				t.Fatal("no value")
 			}
-			act.vars().Get(celtypes.String("v"))
+			act.vars().(traits.Mapper).Get(celtypes.String("v"))
 			evs := rec.of(e)
 			if len(evs) != 1 {
 				t.Fatalf("variable observed %d times, want once", len(evs))

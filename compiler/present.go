@@ -13,6 +13,7 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/mutatis-dev/mutatis/internal/celobject"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
@@ -63,6 +64,9 @@ type presentAttr struct {
 	// optional selection's value is presented too (resolveOptional):
 	// optionalUnknown until the first Exec asks.
 	optional atomic.Int32
+	// optionals are where resolveOptional's optionals are taken from,
+	// sixteen to an allocation (optionalIn).
+	optionals celobject.Slab[celtypes.Optional]
 }
 
 // The states of presentAttr.optional.
@@ -169,7 +173,7 @@ func (p *presentAttr) resolveOptional(frame *interpreter.ExecutionFrame, na inte
 		if celtypes.IsUnknown(val) {
 			return val, nil
 		}
-		return celtypes.OptionalOf(val), nil
+		return optionalIn(&p.optionals, val), nil
 	}
 	return obj, nil
 }
@@ -615,4 +619,32 @@ func planCELValues(lists ...[]*Expression) {
 			}
 		}
 	}
+}
+
+// optionalLayout mirrors cel-go's types.Optional (v0.29.2), whose value has
+// no setter but OptionalOf, which allocates one each.
+type optionalLayout struct {
+	value ref.Val
+}
+
+// optionalMirrored tells that types.Optional is laid out as
+// optionalLayout (checked once, at init).
+var optionalMirrored = func() bool {
+	real, mirror := reflect.TypeFor[celtypes.Optional](), reflect.TypeFor[optionalLayout]()
+	if real.NumField() != mirror.NumField() || real.Size() != mirror.Size() {
+		return false
+	}
+	r, m := real.Field(0), mirror.Field(0)
+	return r.Name == m.Name && r.Type == m.Type && r.Offset == m.Offset
+}()
+
+// optionalIn is celtypes.OptionalOf(v), the optional taken from s: the
+// same value, a new pointer (TestOptionalInIsOptionalOf).
+func optionalIn(s *celobject.Slab[celtypes.Optional], v ref.Val) *celtypes.Optional {
+	if !optionalMirrored {
+		return celtypes.OptionalOf(v)
+	}
+	o := s.New()
+	(*optionalLayout)(unsafe.Pointer(o)).value = v
+	return o
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/mutatis-dev/mutatis/internal/celobject"
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 )
 
@@ -498,5 +499,31 @@ func TestCompositeKeysAreCelGos(t *testing.T) {
 				t.Fatal("nothing compared")
 			}
 		})
+	}
+}
+
+// TestOptionalInIsOptionalOf holds optionalIn's optionals to
+// celtypes.OptionalOf's: the same value, presence, type and text, equal
+// both ways, each a new pointer.
+func TestOptionalInIsOptionalOf(t *testing.T) {
+	if !optionalMirrored {
+		t.Fatal("types.Optional is not laid out as optionalLayout: optionalIn allocates each")
+	}
+	var s celobject.Slab[celtypes.Optional]
+	seen := map[*celtypes.Optional]bool{}
+	vals := []ref.Val{celtypes.String("x"), celtypes.Int(1), celtypes.NullValue, celtypes.True,
+		celtypes.NewStringList(celtypes.DefaultTypeAdapter, []string{"a"}), celtypes.OptionalNone}
+	for round := range 3 {
+		for _, v := range vals {
+			got, want := optionalIn(&s, v), celtypes.OptionalOf(v)
+			if seen[got] {
+				t.Fatalf("%v: optional handed out twice", v)
+			}
+			seen[got] = true
+			if got.HasValue() != want.HasValue() || got.GetValue() != want.GetValue() || got.Type() != want.Type() ||
+				fmt.Sprint(got) != fmt.Sprint(want) || got.Equal(want) != celtypes.True || want.Equal(got) != celtypes.True {
+				t.Errorf("round %d: %v: %v, OptionalOf's %v", round, v, got, want)
+			}
+		}
 	}
 }

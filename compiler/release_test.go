@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	celtypes "github.com/google/cel-go/common/types"
-	"k8s.io/apiserver/pkg/cel/lazy"
+	"github.com/google/cel-go/common/types/traits"
 )
 
 // releasePolicy compiles a policy whose condition and mutation read a chain
@@ -125,7 +125,7 @@ func TestReleasedActivationIsNotResolvedThrough(t *testing.T) {
 		}
 		act := p.NewActivation(context.Background(), namedObject("web"))
 		v, _ := act.ResolveName(VariablesVar)
-		held := v.(*lazy.MapValue)
+		held := v.(traits.Mapper)
 		if got := held.Get(celtypes.String("name")); got != celtypes.String("web") {
 			t.Fatalf("before release: %v", got)
 		}

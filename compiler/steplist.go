@@ -130,6 +130,9 @@ type stepList struct {
 	id      int64
 	vals    []interpreter.InterpretableV2
 	adapter celtypes.Adapter
+	// lists are where the oneLists are taken from, sixteen to an
+	// allocation (celobject.Slab).
+	lists celobject.Slab[oneList]
 }
 
 var _ interpreter.InterpretableConstructor = (*stepList)(nil)
@@ -144,7 +147,9 @@ func (s *stepList) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if celtypes.IsUnknownOrError(v) {
 		return v
 	}
-	return &oneList{adapter: s.adapter, item: v}
+	l := s.lists.New()
+	l.adapter, l.item = s.adapter, v
+	return l
 }
 
 // Eval implements interpreter.Interpretable.
@@ -254,7 +259,13 @@ var (
 
 // newOutList returns an empty outList of adapter with room for n items.
 func newOutList(adapter celtypes.Adapter, n int) *outList {
-	l := &outList{adapter: adapter}
+	return new(outList).init(adapter, n)
+}
+
+// init makes the zero outList l an empty outList of adapter with room for
+// n items (newOutList), and returns it.
+func (l *outList) init(adapter celtypes.Adapter, n int) *outList {
+	l.adapter = adapter
 	if n <= len(l.buf) {
 		l.items = l.buf[:0]
 	} else {
@@ -330,6 +341,9 @@ type listOnce struct {
 	id      int64
 	vals    []interpreter.InterpretableV2
 	adapter celtypes.Adapter
+	// lists are where the outLists are taken from, sixteen to an
+	// allocation (celobject.Slab).
+	lists celobject.Slab[outList]
 }
 
 var _ interpreter.InterpretableConstructor = (*listOnce)(nil)
@@ -362,7 +376,7 @@ func (s *listOnce) ID() int64 { return s.id }
 // Exec implements interpreter.InterpretableV2: the items' values in order,
 // the first error or unknown returned as evalList returns it.
 func (s *listOnce) Exec(frame *interpreter.ExecutionFrame) ref.Val {
-	l := newOutList(s.adapter, len(s.vals))
+	l := s.lists.New().init(s.adapter, len(s.vals))
 	for _, e := range s.vals {
 		v := e.Exec(frame)
 		if celtypes.IsUnknownOrError(v) {

@@ -44,13 +44,20 @@ var (
 // NewObject returns the Object of type typ whose fields will be names, its
 // values all nil (absent) until Set; names is kept, not copied.
 func NewObject(typ *types.Type, names []string) *Object {
-	o := &Object{typ: typ, names: names}
+	o := new(Object)
+	o.init(typ, names)
+	return o
+}
+
+// init makes the zero Object o the Object of type typ whose fields will be
+// names (NewObject).
+func (o *Object) init(typ *types.Type, names []string) {
+	o.typ, o.names = typ, names
 	if len(names) <= len(o.inline) {
 		o.vals = o.inline[:len(names)]
 	} else {
 		o.vals = make([]ref.Val, len(names))
 	}
-	return o
 }
 
 // Set sets the value of field i (names' index); nil leaves it absent.
