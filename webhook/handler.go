@@ -62,16 +62,6 @@ type Handler struct {
 	// then applies the webhook's failurePolicy) rather than queueing behind
 	// work it would time out on.
 	InFlight chan struct{}
-	// Lanes, when set, is a semaphore shared by the handlers of a server:
-	// at most cap(Lanes) reviews are decoded, evaluated and encoded at
-	// once, the others wait for a lane in their order of arrival, each
-	// until its deadline (then it is answered as a review whose deadline
-	// passed before it was evaluated). A review's evaluation never blocks,
-	// so lanes as many as the processors the runtime uses keep them busy;
-	// Go's scheduler alone runs the most recently woken goroutine first,
-	// so that under load a review that arrived early could wait behind
-	// many that arrived after it.
-	Lanes chan struct{}
 	// MaxTimeout, when positive, is the deadline of a review without
 	// ?timeout and the largest one a ?timeout may ask for (a Server sets
 	// DefaultMaxReviewTimeout); zero applies ?timeout as sent, and none
@@ -247,11 +237,6 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf("internal error answering the review: %v", p))
 		}
 	}()
-	if h.Lanes != nil {
-		if h.takeLane(ctx) {
-			defer func() { <-h.Lanes }()
-		}
-	}
 	rv := Reviewer{Admitter: h.Admitter, ExplainDryRun: h.ExplainDryRun, Log: h.Log}
 	// body is the review's own (read for it, never modified): decoded in
 	// place, in the scratch's stacks, answered in its buffers.
@@ -276,26 +261,6 @@ func (h *Handler) review(w http.ResponseWriter, r *http.Request, body []byte) {
 	// and HTTP/2's waits for its frame to be written): the buffers serve
 	// the next review.
 	h.scratch.put(s, patch, out)
-}
-
-// takeLane waits for a lane (Lanes) until ctx is done, and tells whether
-// it took one. A blocked send on a channel is woken in the order the
-// senders came (the runtime queues them), so lanes are taken in the
-// order of arrival.
-func (h *Handler) takeLane(ctx context.Context) bool {
-	select {
-	case h.Lanes <- struct{}{}:
-		return true
-	default:
-	}
-	h.metrics.waitingForLane(1)
-	defer h.metrics.waitingForLane(-1)
-	select {
-	case h.Lanes <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // writeStatus answers with a metav1.Status, which kube-apiserver's client

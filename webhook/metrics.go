@@ -36,7 +36,6 @@ import (
 // and those of saturation and server errors:
 //
 //	mutatis_webhook_evaluations_in_flight, mutatis_webhook_evaluation_slots
-//	mutatis_webhook_reviews_waiting, mutatis_webhook_evaluation_lanes
 //	mutatis_webhook_body_bytes_in_use, mutatis_webhook_body_bytes_budget
 //	mutatis_webhook_body_reads_rejected_total{reason}
 //	mutatis_webhook_panics_total
@@ -64,8 +63,6 @@ type Metrics struct {
 
 	evaluations     prometheus.Gauge
 	slots           prometheus.Gauge
-	waiting         prometheus.Gauge
-	lanes           prometheus.Gauge
 	bodyBytes       prometheus.Gauge
 	bodyBudget      prometheus.Gauge
 	bodiesRejected  *prometheus.CounterVec
@@ -122,8 +119,6 @@ func NewMetrics() *Metrics {
 	}
 	m.evaluations = gauge("evaluations_in_flight", "Reviews holding an in-flight slot (--max-in-flight): decoded, evaluated or encoded; bodies being read hold none.")
 	m.slots = gauge("evaluation_slots", "In-flight slots (--max-in-flight; 0: no bound).")
-	m.waiting = gauge("reviews_waiting", "Reviews holding an in-flight slot and waiting, in their order of arrival, for an evaluation lane (--max-evaluating).")
-	m.lanes = gauge("evaluation_lanes", "Evaluation lanes: reviews decoded, evaluated and encoded at once (--max-evaluating; 0: no bound).")
 	m.bodyBytes = gauge("body_bytes_in_use", "Bytes of request body buffers held, reserved from the body-bytes budget.")
 	m.bodyBudget = gauge("body_bytes_budget", "The body-bytes budget (--max-body-bytes-in-flight).")
 	m.bodiesRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -138,7 +133,7 @@ func NewMetrics() *Metrics {
 	m.panics = counter("panics_total", "Panics recovered while answering a review (answered with HTTP 500).")
 	m.handshakeErrors = counter("tls_handshake_errors_total", "TLS handshakes that failed.")
 	m.registry.MustRegister(m.policyCheck, m.policyLatency, m.requests, m.latency, m.inFlight,
-		m.evaluations, m.slots, m.waiting, m.lanes, m.bodyBytes, m.bodyBudget, m.bodiesRejected, m.panics, m.handshakeErrors,
+		m.evaluations, m.slots, m.bodyBytes, m.bodyBudget, m.bodiesRejected, m.panics, m.handshakeErrors,
 		// go_gc_heap_live_bytes: the heap marked live by the last GC.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
@@ -319,12 +314,6 @@ func (m *Metrics) evaluationStarted() {
 func (m *Metrics) evaluationDone() {
 	if m != nil {
 		m.evaluations.Dec()
-	}
-}
-
-func (m *Metrics) waitingForLane(d float64) {
-	if m != nil {
-		m.waiting.Add(d)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,11 +82,6 @@ type Options struct {
 	// MaxInFlight bounds the reviews evaluated at once over all review
 	// paths; more get HTTP 429 at once. Zero means no bound.
 	MaxInFlight int
-	// MaxEvaluating bounds the reviews decoded, evaluated and encoded at
-	// once (Handler.Lanes); the others of the MaxInFlight wait for a lane
-	// in their order of arrival. Zero means runtime.GOMAXPROCS, negative no
-	// bound.
-	MaxEvaluating int
 	// BodyReadTimeout bounds the time from a review's headers to the last
 	// byte of its body (408 past it); zero means DefaultBodyReadTimeout,
 	// negative no bound.
@@ -199,14 +193,6 @@ func NewServer(o Options) (*Server, error) {
 		inFlight = make(chan struct{}, o.MaxInFlight)
 	}
 	s.metrics.slots.Set(float64(o.MaxInFlight))
-	if o.MaxEvaluating == 0 {
-		o.MaxEvaluating = runtime.GOMAXPROCS(0)
-	}
-	var lanes chan struct{}
-	if o.MaxEvaluating > 0 {
-		lanes = make(chan struct{}, o.MaxEvaluating)
-		s.metrics.lanes.Set(float64(o.MaxEvaluating))
-	}
 	if o.MaxBodyBytesInFlight > 0 {
 		s.budget = newByteBudget(o.MaxBodyBytesInFlight, func(n int64) { s.metrics.bodyBytes.Set(float64(n)) })
 		s.metrics.bodyBudget.Set(float64(o.MaxBodyBytesInFlight))
@@ -221,7 +207,6 @@ func NewServer(o Options) (*Server, error) {
 				ExplainDryRun:     o.ExplainDryRun,
 				RequireClientCert: o.ClientCAs != nil,
 				InFlight:          inFlight,
-				Lanes:             lanes,
 				MaxTimeout:        o.MaxReviewTimeout,
 				MaxVariableBytes:  o.MaxVariableBytes,
 				Log:               s.log,

@@ -78,7 +78,6 @@ type serveOptions struct {
 	webhookTimeout        int32
 	excludeSystemNS       bool
 	maxInFlight           int
-	maxEvaluating         int
 	selfSignedCertSecret  string
 	leaderElect           bool
 	leaderElectLeaseName  string
@@ -214,7 +213,6 @@ See docs/webhook.md.`,
 	f.StringVar(&o.clientCAFile, "client-ca-file", "", "require a client certificate signed by this CA on /mutate")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes, "the largest AdmissionReview body accepted")
 	f.IntVar(&o.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "reviews evaluated at once; more get HTTP 429 at once (0: no bound)")
-	f.IntVar(&o.maxEvaluating, "max-evaluating", 0, "reviews of the in-flight ones decoded, evaluated and encoded at once; the others wait in their order of arrival, each until its deadline (0: as many as the processors Go uses, GOMAXPROCS; -1: no bound)")
 	f.BoolVar(&o.explainDryRun, "explain-dry-run", false, "summarize the evaluation trace of dry-run requests in warnings")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", webhook.DefaultShutdownTimeout, "how long a shutdown waits for in-flight reviews")
 	f.DurationVar(&o.shutdownDrain, "shutdown-drain", defaultShutdownDrain, "how long a shutdown drains before it stops accepting connections: /readyz fails, HTTP/1.1 answers close their connection (0: no drain)")
@@ -306,7 +304,6 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		GetCertificate:       getCertificate,
 		MaxRequestBytes:      o.maxRequestBytes,
 		MaxInFlight:          o.maxInFlight,
-		MaxEvaluating:        o.maxEvaluating,
 		ExplainDryRun:        o.explainDryRun,
 		ShutdownTimeout:      o.shutdownTimeout,
 		DrainPeriod:          o.shutdownDrain,
@@ -318,7 +315,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	opts.Metrics.Registry().MustRegister(buildInfoGauge(build))
 	log.Info("review limits", "max-request-bytes", o.maxRequestBytes, "max-body-bytes-in-flight", opts.MaxBodyBytesInFlight,
-		"max-in-flight", o.maxInFlight, "max-evaluating", o.maxEvaluating, "body-read-timeout", o.bodyReadTimeout.String())
+		"max-in-flight", o.maxInFlight, "body-read-timeout", o.bodyReadTimeout.String())
 	if o.clientCAFile != "" {
 		if opts.ClientCAs, err = certs.LoadPool(o.clientCAFile); err != nil {
 			return badInput(fmt.Errorf("--client-ca-file: %w", err))
@@ -432,8 +429,6 @@ func (o *serveOptions) validate(cmd *cobra.Command) (static bool, err error) {
 		return false, errors.New("--max-request-bytes must be positive")
 	case o.maxInFlight < 0:
 		return false, errors.New("--max-in-flight must not be negative")
-	case o.maxEvaluating < -1:
-		return false, errors.New("--max-evaluating must be -1 (no bound), 0 (GOMAXPROCS) or positive")
 	case o.shutdownTimeout <= 0:
 		return false, errors.New("--shutdown-timeout must be positive")
 	case o.shutdownDrain < 0:
