@@ -2,6 +2,7 @@ package jsonpatch
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -234,6 +235,44 @@ func TestAppendFromCELIsFromCEL(t *testing.T) {
 		}
 		if err == nil {
 			dst = got // left as they are: the next call must not read them
+		}
+	}
+}
+
+// TestScratchKeepsWithinBounds: after a patch of a large object (more
+// operations than maxScratchOps, paths longer than maxScratchBytes in
+// all) a Scratch keeps none of the buffers that grew past its bounds,
+// and after a small one it keeps its buffers, emptied and cleared.
+func TestScratchKeepsWithinBounds(t *testing.T) {
+	labels := func(v string) map[string]any {
+		m := map[string]any{}
+		for i := range maxScratchOps + 1 {
+			m[fmt.Sprintf("example.com/a-label-whose-key-is-long-enough-that-the-paths-weigh-%08d", i)] = v
+		}
+		return map[string]any{"metadata": map[string]any{"name": "a", "labels": m}}
+	}
+	big, want := labels("v"), labels("w")
+	orig := map[string]any{"metadata": map[string]any{"name": "a"}}
+	var w Scratch
+	if _, err := AppendPatchIn(&w, nil, nil, big, want, true); err != nil {
+		t.Fatal(err)
+	}
+	if c := max(cap(w.d.ops), cap(w.d.keys), cap(w.d.pathEnds), cap(w.segs), cap(w.run)); c > maxScratchOps {
+		t.Errorf("a scratch keeps %d entries after a large patch, more than %d", c, maxScratchOps)
+	}
+	if c := max(cap(w.d.path), cap(w.d.paths), cap(w.keys)); c > maxScratchBytes {
+		t.Errorf("a scratch keeps %d bytes after a large patch, more than %d", c, maxScratchBytes)
+	}
+	small := map[string]any{"metadata": map[string]any{"name": "b"}}
+	if _, err := AppendPatchIn(&w, nil, nil, orig, small, true); err != nil {
+		t.Fatal(err)
+	}
+	if cap(w.d.ops) == 0 {
+		t.Errorf("a scratch keeps no operations' room after a small patch")
+	}
+	for i, op := range w.d.ops[:cap(w.d.ops)] {
+		if op.Op != "" || op.Path != "" || op.From != "" || op.Value != nil {
+			t.Fatalf("operation %d of the scratch is still %s %s after the call", i, op.Op, op.Path)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mutatis-dev/mutatis/internal/jsonvalue"
 	"github.com/mutatis-dev/mutatis/internal/testobjects"
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 	"github.com/mutatis-dev/mutatis/matching"
 	"github.com/mutatis-dev/mutatis/scheme"
 )
@@ -445,5 +446,41 @@ func BenchmarkSchemaOf(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestKeptOperationsBounded: the operations slice a Cache keeps for the
+// next JSON patch of its admission is emptied of the last patch's values
+// and kept only up to maxKeptOps; a standalone Cache keeps none.
+func TestKeptOperationsBounded(t *testing.T) {
+	fill := func(n int) []jsonpatch.Operation {
+		ops := make([]jsonpatch.Operation, n)
+		for i := range ops {
+			ops[i] = jsonpatch.Operation{Op: "add", Path: "/metadata/labels/a", Value: map[string]any{"k": "v"}}
+		}
+		return ops
+	}
+	var c Cache
+	if room := c.opsRoom(); len(room) != 0 || cap(room) != minKeptOps {
+		t.Fatalf("a new admission's room: %d/%d, want 0/%d", len(room), cap(room), minKeptOps)
+	}
+	small := fill(maxKeptOps)
+	c.keepOps(small)
+	if room := c.opsRoom(); len(room) != 0 || cap(room) != maxKeptOps {
+		t.Fatalf("after %d operations the room is %d/%d, want them kept, emptied", maxKeptOps, len(room), cap(room))
+	}
+	for i, op := range small {
+		if op.Op != "" || op.Path != "" || op.Value != nil {
+			t.Fatalf("kept operation %d still holds %s %s %v", i, op.Op, op.Path, op.Value)
+		}
+	}
+	c.keepOps(fill(maxKeptOps + 1))
+	if room := c.opsRoom(); cap(room) != maxKeptOps {
+		t.Fatalf("after %d operations the room is %d, want the last one within the bound (%d) kept", maxKeptOps+1, cap(room), maxKeptOps)
+	}
+	standalone := Cache{standalone: true}
+	standalone.keepOps(fill(3))
+	if room := standalone.opsRoom(); room != nil {
+		t.Fatalf("a standalone Cache kept %d operations' room", cap(room))
 	}
 }
