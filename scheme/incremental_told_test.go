@@ -153,11 +153,18 @@ func TestDefaultPatchedIsDefaultFrom(t *testing.T) {
 		obj := in.Obj
 		for s := 0; s < 6; s++ {
 			var ops []jsonpatch.Operation
-			switch r.IntN(4) {
+			switch r.IntN(5) {
 			case 0:
 				ops = randomPatch(r, obj)
 			case 1:
 				ops = []jsonpatch.Operation{typicalOp(r, obj)}
+			case 2:
+				// A move: it writes its path and removes its from.
+				ops = []jsonpatch.Operation{{Op: "move", From: "/metadata/labels", Path: "/metadata/annotations"}}
+				if r.IntN(2) == 0 {
+					ops[0].From = "/spec/containers"
+					ops[0].Path = "/spec/initContainers"
+				}
 			default:
 				ops = []jsonpatch.Operation{elementOp(r, obj)}
 				if r.IntN(3) == 0 {
