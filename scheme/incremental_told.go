@@ -100,13 +100,12 @@ func toldField(p string) (fieldChange, bool) {
 // looks, a field told in some of its fields in those alone.
 func (k *inertKind) changesTold(obj, base map[string]any, told []fieldChange, out []fieldChange) (_ []fieldChange, all bool) {
 	all = true
-	add := func(c fieldChange) bool {
-		if len(out) == maxChanges {
-			all = false
-			return false
+	add := func(c fieldChange) bool { // as changes adds
+		all = all && len(out) < maxChanges
+		if all {
+			out = append(out, c)
 		}
-		out = append(out, c)
-		return true
+		return all
 	}
 	for i, t := range told {
 		if toldBefore(told[:i], t.top) {
