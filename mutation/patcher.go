@@ -124,13 +124,17 @@ const (
 // Within an admission, when in is the defaulted result of the previous
 // mutation, the defaulters run only if the mutation changed what they can
 // see (scheme.Scheme.DefaultFrom, held equal to scheme.Scheme.Default by
-// its tests).
-func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVersionKind, normalized bool) (map[string]any, error) {
+// its tests); when out is the result of the JSON patch ops applied to in
+// (ops not nil), only the fields their paths name are compared
+// (scheme.Scheme.DefaultPatched).
+func (c *Cache) defaults(pt *Patcher, out, in map[string]any, gvk schema.GroupVersionKind, normalized bool, ops []jsonpatch.Operation) (map[string]any, error) {
 	if pt.SkipDefaulting || c.standalone {
 		return pt.defaults(out, gvk, normalized)
 	}
 	var err error
 	switch {
+	case c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted) && ops != nil:
+		out, err = pt.Scheme.DefaultPatched(out, in, ops, gvk)
 	case c.defaulted != nil && c.defaultedKind == gvk && jsonvalue.SameMap(in, c.defaulted):
 		out, err = pt.Scheme.DefaultFrom(out, in, gvk)
 	case normalized:
@@ -161,7 +165,11 @@ func (c *Cache) patch(pt *Patcher, in map[string]any, ops []jsonpatch.Operation,
 			// dispatchOne defaults whatever the patcher returns, the object
 			// a failed "test" left unchanged included (in, not necessarily
 			// in normalized form outside an admission).
-			out, err = c.defaults(pt, out, in, gvk, !skipped)
+			told := ops // what out can differ from in by
+			if skipped {
+				told = nil // out is in
+			}
+			out, err = c.defaults(pt, out, in, gvk, !skipped, told)
 		}
 		return out, skipped, err
 	}
@@ -465,7 +473,7 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 		if !builtin && !c.standalone {
 			structural = pt.structuralDefaults(normalized, gvk)
 		}
-		out, err := c.defaults(pt, normalized, in.Object, gvk, true)
+		out, err := c.defaults(pt, normalized, in.Object, gvk, true, nil)
 		if err != nil {
 			return out, outcome, err
 		}

@@ -185,6 +185,12 @@ func jsonFields(t reflect.Type) []jsonField {
 // only on the paths to what changed and on the changed subtrees
 // (customresource_incremental.go).
 func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind) (map[string]any, error) {
+	return s.defaultFrom(obj, base, gvk, nil, false)
+}
+
+// defaultFrom is DefaultFrom, told (when isTold) the only fields in which
+// obj can differ from base (DefaultPatched): then only those are compared.
+func (s *Scheme) defaultFrom(obj, base map[string]any, gvk schema.GroupVersionKind, told []fieldChange, isTold bool) (map[string]any, error) {
 	if obj != nil && base != nil && s != nil && s.crs.Recognizes(gvk) {
 		if out, ok := s.crs.defaultFrom(obj, base, gvk); ok {
 			return out, nil
@@ -194,19 +200,25 @@ func (s *Scheme) DefaultFrom(obj, base map[string]any, gvk schema.GroupVersionKi
 	if obj != nil && base != nil && s.Recognizes(gvk) && !s.crs.Recognizes(gvk) {
 		if k := s.inert()[gvk]; k != nil {
 			var buf [maxChanges]fieldChange
-			changes, all := k.changes(obj, base, buf[:0])
+			var changes []fieldChange
+			var all bool
+			if isTold {
+				changes, all = k.changesTold(obj, base, told, buf[:0])
+			} else {
+				changes, all = k.changes(obj, base, buf[:0])
+			}
 			if all && len(changes) == 0 {
 				return obj, nil // k.onlyInertChanges(obj, base)
 			}
-			var told []fieldChange // all the changes, when changes told them all
+			var found []fieldChange // all the changes, when changes told them all
 			if all {
-				told = changes
+				found = changes
 			}
 			for _, u := range s.units()[gvk] {
 				if all && !u.covers(changes) {
 					continue // defaultUnits would find a change outside u's lists
 				}
-				if out, ok := s.defaultUnitsTold(k, u, obj, base, gvk, told); ok {
+				if out, ok := s.defaultUnitsTold(k, u, obj, base, gvk, found); ok {
 					return out, nil
 				}
 			}
@@ -346,29 +358,11 @@ func diffFields(obj, base map[string]any, inert map[string]inertness, deeper dee
 		if inBase {
 			found++
 		}
-		if skip != nil && skip(f) {
+		if skip != nil && skip(f) || inBase && sameJSON(v, b) {
 			continue
 		}
-		if inBase && sameJSON(v, b) {
+		if !fieldDiffers(f, v, true, b, inBase, inert, deeper) {
 			continue
-		}
-		switch inert[f] {
-		case inertAny:
-			continue
-		case inertSet:
-			if !unsetLike(v) {
-				continue
-			}
-		case inertPresent:
-			if v != nil {
-				continue
-			}
-		}
-		if inBase {
-			same, differs := deeper(f, v, b)
-			if same || !differs && jsonvalue.Equal(v, b) {
-				continue
-			}
 		}
 		if report == nil || !report(f) {
 			return false
@@ -382,6 +376,38 @@ func diffFields(obj, base map[string]any, inert map[string]inertness, deeper dee
 			if report == nil || !report(f) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// fieldDiffers tells whether field f differs other than inertly between
+// an object (value v, when inObj) and its base (b, when inBase), as
+// diffFields decides of each field: inert classes its inertness, deeper
+// looks into it when both have it.
+func fieldDiffers(f string, v any, inObj bool, b any, inBase bool, inert map[string]inertness, deeper deeperFunc) bool {
+	if !inObj {
+		return inBase && inert[f] != inertAny
+	}
+	if inBase && sameJSON(v, b) {
+		return false
+	}
+	switch inert[f] {
+	case inertAny:
+		return false
+	case inertSet:
+		if !unsetLike(v) {
+			return false
+		}
+	case inertPresent:
+		if v != nil {
+			return false
+		}
+	}
+	if inBase {
+		same, differs := deeper(f, v, b)
+		if same || !differs && jsonvalue.Equal(v, b) {
+			return false
 		}
 	}
 	return true

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/internal/valuetest"
+	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // BenchmarkDefaultFrom is DefaultFrom after the kinds of mutation
@@ -60,44 +61,55 @@ func BenchmarkDefaultFrom(b *testing.B) {
 	volumes, _ := spec["volumes"].([]any)
 	volumes = append(append([]any(nil), volumes...), map[string]any{"name": "app-logs", "emptyDir": map[string]any{}})
 	volume, _ := withPath(base, "spec.volumes", volumes, true)
+	// op is the JSON patch's operation that makes a case's object, which
+	// DefaultPatched is told.
+	op := func(kind, path string) []jsonpatch.Operation {
+		return []jsonpatch.Operation{{Op: kind, Path: path, HasValue: true}}
+	}
 	cases := []struct {
 		name string
 		obj  map[string]any
+		ops  []jsonpatch.Operation
 	}{
-		{"label", label},
+		{"label", label, op("add", "/metadata/labels/touched")},
 		{"env", container(0, func(c map[string]any) {
 			c["env"] = append(append([]any(nil), c["env"].([]any)...), map[string]any{"name": "REGION", "value": "eu-west-1"})
-		})},
+		}), op("add", "/spec/containers/0/env/-")},
 		{"limits", container(0, func(c map[string]any) {
 			r := cloneMap(c["resources"].(map[string]any))
 			r["limits"] = map[string]any{"cpu": "500m", "memory": "512Mi"}
 			c["resources"] = r
-		})},
+		}), op("add", "/spec/containers/0/resources/limits")},
 		{"sidecar", container(2, func(c map[string]any) {
 			c["name"], c["image"] = "log-shipper", "docker.io/fluent/fluent-bit:3.1"
-		})},
-		{"grace", grace},
-		{"volume", volume},
+		}), op("add", "/spec/containers/-")},
+		{"grace", grace, op("replace", "/spec/terminationGracePeriodSeconds")},
+		{"volume", volume, op("add", "/spec/volumes/-")},
+	}
+	// run benchmarks f, checked first to give want.
+	run := func(name string, want map[string]any, f func() (map[string]any, error)) {
+		if got, err := f(); err != nil || !valuetest.BitsEqual(got, want) {
+			b.Fatalf("%s: differs from Default (error %v)", name, err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			start := processCPU(b)
+			for b.Loop() {
+				if _, err := f(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+		})
 	}
 	for _, c := range cases {
 		want, err := s.Default(valuetest.DeepCopy(c.obj).(map[string]any), gvk)
 		if err != nil {
 			b.Fatal(err)
 		}
-		got, err := s.DefaultFrom(c.obj, base, gvk)
-		if err != nil || !valuetest.BitsEqual(got, want) {
-			b.Fatalf("%s: DefaultFrom differs from Default (error %v)", c.name, err)
-		}
-		b.Run("mutation="+c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			start := processCPU(b)
-			for b.Loop() {
-				if _, err := s.DefaultFrom(c.obj, base, gvk); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
-		})
+		run("mutation="+c.name, want, func() (map[string]any, error) { return s.DefaultFrom(c.obj, base, gvk) })
+		// DefaultPatched, told the operation's path instead of diffing.
+		run("mutation="+c.name+"-told", want, func() (map[string]any, error) { return s.DefaultPatched(c.obj, base, c.ops, gvk) })
 	}
 }
 
