@@ -41,18 +41,28 @@ func (recordsStage) Admit(_ context.Context, a *matching.Attributes, rc *chain.C
 func TestRecordsInALentRoomAreTheRun(t *testing.T) {
 	exprs := []string{
 		counter,
-		`Object{metadata: Object.metadata{annotations: {"fixed": "1"}}}`,
+		`Object{metadata: Object.metadata{annotations: {"stamp": object.metadata.name}}}`,
 		`Object{}`,
-		`Object{metadata: Object.metadata{annotations: {"x": string(1/0)}}}`,
-		`Object{metadata: Object.metadata{labels: {"l": string(int(object.metadata.?annotations[?"count"].orValue("0")) % 2)}}}`,
+		`Object{metadata: Object.metadata{labels: {"bad": string(1/0)}}}`,
+		`Object{metadata: Object.metadata{labels: {"parity": string(int(object.metadata.?annotations[?"count"].orValue("0")) % 2)}}}`,
 	}
 	conditions := []string{
-		`int(object.metadata.?annotations[?"count"].orValue("0")) < 2`,
-		`!has(object.metadata.labels)`,
+		`int(object.metadata.?annotations[?"count"].orValue("0")) <= 1`,
+		`!("parity" in object.metadata.?labels.orValue({}))`,
 		`1/0 == 1`,
 	}
-	reinvocations := []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy}
-	failures := []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Fail, admissionregistrationv1.Ignore, admissionregistrationv1.Ignore}
+	reinvocation := func(rng *rand.Rand) admissionregistrationv1.ReinvocationPolicyType {
+		if rng.IntN(2) == 0 {
+			return admissionregistrationv1.IfNeededReinvocationPolicy
+		}
+		return admissionregistrationv1.NeverReinvocationPolicy
+	}
+	failure := func(rng *rand.Rand) admissionregistrationv1.FailurePolicyType {
+		if rng.IntN(3) == 0 {
+			return admissionregistrationv1.Fail
+		}
+		return admissionregistrationv1.Ignore
+	}
 	rng := rand.New(rand.NewPCG(29, 4))
 	sets := 300
 	if testing.Short() {
@@ -74,7 +84,7 @@ func TestRecordsInALentRoomAreTheRun(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					conds = append(conds, conditions[rng.IntN(len(conditions))])
 				}
-				p := mapPolicy(fmt.Sprintf("s%dp%d", s, i), reinvocations[rng.IntN(2)], failures[rng.IntN(len(failures))], exprs[rng.IntN(len(exprs))], conds...)
+				p := mapPolicy(fmt.Sprintf("s%dp%d", s, i), reinvocation(rng), failure(rng), exprs[rng.IntN(len(exprs))], conds...)
 				for range rng.IntN(3) {
 					p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
 						ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: exprs[rng.IntN(len(exprs))]}})
