@@ -54,6 +54,58 @@ type Admitter interface {
 	Admit(ctx context.Context, a *matching.Attributes) (Result, error)
 }
 
+// RoomAdmitter is an Admitter that can also write the run's records in
+// memory its caller lends: a server answering many requests one after
+// the other (webhook.Handler, from each review's scratch) lends the same
+// Room to each, so that a run's records take no new arrays once the Room
+// has grown to a review's usual number.
+type RoomAdmitter interface {
+	Admitter
+	// AdmitIn is Admit whose Result's Invocations (and their Mutations)
+	// may be written in room's arrays: the caller must not lend room to
+	// another run while it reads the Result. On return, room holds the
+	// arrays the run wrote its records in, for the next run (RunIn).
+	AdmitIn(ctx context.Context, a *matching.Attributes, room *Room) (Result, error)
+}
+
+// Room is the memory a caller lends a run for its records (Runner.RunIn):
+// the array of its Invocations and the one of their MutationOutcomes. The
+// zero value is an empty room; a Room must not be copied while a run
+// writes in it.
+type Room struct {
+	Invocations []Invocation
+	Outcomes    []MutationOutcome
+}
+
+// Bounds of what a Room keeps for the next run (RunIn): a larger array (a
+// request matched by many params) is left to the collector.
+const (
+	maxRoomInvocations = 256
+	maxRoomOutcomes    = 1024
+)
+
+// take keeps inv and out, the arrays a run ended with, for the next run
+// (their records are the run's Result's until then), within the bounds.
+func (r *Room) take(inv []Invocation, out []MutationOutcome) {
+	if cap(inv) > maxRoomInvocations {
+		inv = nil
+	}
+	if cap(out) > maxRoomOutcomes {
+		out = nil
+	}
+	r.Invocations, r.Outcomes = inv[:0], out[:0]
+}
+
+// lend is r's arrays for a run, cleared (nothing of the last run's records
+// is held past it), and r empty until the run gives them back (take).
+func (r *Room) lend() ([]Invocation, []MutationOutcome) {
+	inv, out := r.Invocations[:0], r.Outcomes[:0]
+	clear(inv[:cap(inv)])
+	clear(out[:cap(out)])
+	r.Invocations, r.Outcomes = nil, nil
+	return inv, out
+}
+
 // Context is the reinvocation context of one request through a chain
 // (upstream's admission.ReinvocationContext): whether this is the
 // reinvocation round, whether a stage asked for it, and each stage's own
@@ -69,6 +121,30 @@ type Context struct {
 	// invocations are the run's Invocations so far (its Result's), for
 	// InvocationRoom, while a stage runs.
 	invocations []Invocation
+	// lending tells that the run writes its records in a lent Room
+	// (RunIn): room is the largest array of Invocations the run owns (the
+	// Room's, or one InvocationRoom grew), outcomes the array of
+	// MutationOutcomes (MutationRoom), its length what the records took.
+	lending  bool
+	room     []Invocation
+	outcomes []MutationOutcome
+}
+
+// MutationRoom is a slice of n zero MutationOutcomes for the running stage
+// to keep its invocations' mutation outcomes in (each record's Mutations a
+// share of it): in a run with a lent Room (RunIn), the next n of the run's
+// array, grown when it has no room for n; else a new array. The run's
+// records own what it returns until the run's Result is dropped.
+func (c *Context) MutationRoom(n int) []MutationOutcome {
+	if c == nil || !c.lending {
+		return make([]MutationOutcome, n)
+	}
+	if cap(c.outcomes)-len(c.outcomes) < n {
+		c.outcomes = make([]MutationOutcome, 0, max(n, 2*cap(c.outcomes)))
+	}
+	l := len(c.outcomes)
+	c.outcomes = c.outcomes[:l+n]
+	return c.outcomes[l : l+n : l+n]
 }
 
 // InvocationRoom is an empty slice with room for n records, for the
@@ -87,6 +163,9 @@ func (c *Context) InvocationRoom(n, extra int) []Invocation {
 	}
 	if cap(c.invocations)-len(c.invocations) < n {
 		c.invocations = slices.Grow(c.invocations, n+extra)
+		if cap(c.invocations) > cap(c.room) {
+			c.room = c.invocations
+		}
 	}
 	l := len(c.invocations)
 	return c.invocations[l:l]
@@ -226,17 +305,25 @@ type Runner struct {
 // never a third round. A refusal ends the run (Result.Denied, DeniedBy).
 // The error is a stage's own failure.
 func (r *Runner) Run(ctx context.Context, a *matching.Attributes, stages ...Stage) (Result, error) {
-	return r.run(ctx, a, 2, stages)
+	return r.run(ctx, a, 2, nil, stages)
+}
+
+// RunIn is Run writing the run's Invocations and their MutationOutcomes in
+// room's arrays (grown when they are too small): the Result's records are
+// in room until the caller lends it to another run. On return, room holds
+// the largest arrays the run wrote in, emptied, for the next run. A nil
+// room is Run.
+func (r *Runner) RunIn(ctx context.Context, a *matching.Attributes, room *Room, stages ...Stage) (Result, error) {
+	return r.run(ctx, a, 2, room, stages)
 }
 
 // RunOnce runs a through stages once, without reinvocation: a validating
 // list.
 func (r *Runner) RunOnce(ctx context.Context, a *matching.Attributes, stages ...Stage) (Result, error) {
-	return r.run(ctx, a, 1, stages)
+	return r.run(ctx, a, 1, nil, stages)
 }
 
-func (r *Runner) run(ctx context.Context, a *matching.Attributes, rounds int, stages []Stage) (Result, error) {
-	var res Result
+func (r *Runner) run(ctx context.Context, a *matching.Attributes, rounds int, room *Room, stages []Stage) (res Result, err error) {
 	if a.Object != nil {
 		res.Object = a.Object.Object
 	}
@@ -245,6 +332,13 @@ func (r *Runner) run(ctx context.Context, a *matching.Attributes, rounds int, st
 		rc = new(Context)
 	}
 	defer rc.release(&r.contexts)
+	if room != nil {
+		// The run's records start in the lent arrays (empty); the room
+		// gets back the ones the run ended with.
+		rc.lending = true
+		rc.room, rc.outcomes = room.lend()
+		defer func() { room.take(rc.room, rc.outcomes) }()
+	}
 	for round := 1; round <= rounds; round++ {
 		if round == 2 {
 			if !rc.shouldReinvoke {
@@ -255,6 +349,10 @@ func (r *Runner) run(ctx context.Context, a *matching.Attributes, rounds int, st
 		res.Reinvoke = false
 		for _, s := range stages {
 			rc.invocations = res.Invocations
+			if rc.invocations == nil && rc.lending {
+				// The run's first records go in the lent array.
+				rc.invocations = rc.room[:0]
+			}
 			o, err := s.Admit(ctx, rc.withObject(a, res.Object), rc)
 			// InvocationRoom may have moved the run's records.
 			res.Invocations, rc.invocations = rc.invocations, nil

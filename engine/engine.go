@@ -197,7 +197,7 @@ func (e *Evaluator) Admit(ctx context.Context, a *matching.Attributes, rc *chain
 		return out, nil
 	}
 	st := stateOf(rc, e)
-	st.changed = false
+	st.changed, st.rc = false, rc
 	pass := 1
 	if rc.IsReinvoke() {
 		pass = 2
@@ -570,7 +570,7 @@ func (e *Evaluator) invoke(ctx context.Context, a *matching.Attributes, object m
 		frame()
 		if n := len(inv.hook.Compiled.Mutations); n > 0 {
 			if outcomes == nil {
-				outcomes = make([]chain.MutationOutcome, mutationCount(invs[k:]))
+				outcomes = st.rc.MutationRoom(mutationCount(invs[k:]))
 			}
 			trace.Mutations, outcomes = outcomes[:0:n], outcomes[n:]
 		}

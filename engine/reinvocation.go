@@ -59,6 +59,10 @@ type reinvocation struct {
 	// requests were invoked with (paramKey), kept when it is recycled.
 	paramKeys []paramKey
 
+	// rc is the request's chain.Context while a pass runs (Admit): the
+	// run's room for the records' mutation outcomes (MutationRoom).
+	rc *chain.Context
+
 	// pool is where Release recycles the state (its Evaluator's).
 	pool *sync.Pool
 }

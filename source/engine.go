@@ -97,40 +97,53 @@ func withFailurePolicy(hooks []engine.Hook, fp admissionregistrationv1.FailurePo
 // chain. Before the first Swap, it answers 503 (the policies are not
 // loaded yet), as kube-apiserver does while its policy sources sync.
 func (e *Engine) Admit(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
-	return e.admit(ctx, a, func(s *engineState) *engine.Evaluator { return s.all })
+	return e.admitIn(ctx, a, nil, func(s *engineState) *engine.Evaluator { return s.all })
+}
+
+// AdmitIn is Admit writing the Result's records in room
+// (chain.RoomAdmitter, chain.Runner.RunIn).
+func (e *Engine) AdmitIn(ctx context.Context, a *matching.Attributes, room *chain.Room) (chain.Result, error) {
+	return e.admitIn(ctx, a, room, func(s *engineState) *engine.Evaluator { return s.all })
 }
 
 // Only returns an Admitter that evaluates only the current policies whose
 // failurePolicy is fp (Fail includes an unset one). A webhook registered
 // once per failure policy serves each registration with one, so that no
-// policy runs twice for a request both registrations match.
+// policy runs twice for a request both registrations match. It is a
+// chain.RoomAdmitter too.
 func (e *Engine) Only(fp admissionregistrationv1.FailurePolicyType) chain.Admitter {
 	if fp == admissionregistrationv1.Ignore {
-		return admitterFunc(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
-			return e.admit(ctx, a, func(s *engineState) *engine.Evaluator { return s.ignore })
-		})
+		return only{e, func(s *engineState) *engine.Evaluator { return s.ignore }}
 	}
-	return admitterFunc(func(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
-		return e.admit(ctx, a, func(s *engineState) *engine.Evaluator { return s.fail })
-	})
+	return only{e, func(s *engineState) *engine.Evaluator { return s.fail }}
 }
 
-func (e *Engine) admit(ctx context.Context, a *matching.Attributes, pick func(*engineState) *engine.Evaluator) (chain.Result, error) {
+// only is the Admitter of one failure policy's evaluator (Only).
+type only struct {
+	e    *Engine
+	pick func(*engineState) *engine.Evaluator
+}
+
+func (o only) Admit(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
+	return o.e.admitIn(ctx, a, nil, o.pick)
+}
+
+func (o only) AdmitIn(ctx context.Context, a *matching.Attributes, room *chain.Room) (chain.Result, error) {
+	return o.e.admitIn(ctx, a, room, o.pick)
+}
+
+// admitIn is Admit with pick's evaluator, writing the records in room
+// (nil: new arrays).
+func (e *Engine) admitIn(ctx context.Context, a *matching.Attributes, room *chain.Room, pick func(*engineState) *engine.Evaluator) (chain.Result, error) {
 	s := e.current.Load()
 	if s == nil {
 		return chain.Result{}, apierrors.NewServiceUnavailable("mutating admission policies are not loaded yet")
 	}
-	res, err := e.runner.Run(ctx, a, pick(s))
+	res, err := e.runner.RunIn(ctx, a, room, pick(s))
 	if res.Denied != nil {
 		// kube-apiserver reinvokes nothing after a refusal: the answer
 		// reports no reinvocation with it.
 		res.Reinvoke = false
 	}
 	return res, err
-}
-
-type admitterFunc func(ctx context.Context, a *matching.Attributes) (chain.Result, error)
-
-func (f admitterFunc) Admit(ctx context.Context, a *matching.Attributes) (chain.Result, error) {
-	return f(ctx, a)
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mutatis-dev/mutatis/chain"
+	"github.com/mutatis-dev/mutatis/matching"
 )
 
 // Reviewer is the admission handler: an AdmissionReview in, the
@@ -65,7 +66,7 @@ func (rv *Reviewer) review(ctx context.Context, body []byte, s *reviewScratch) (
 		// evaluating it would only take time from the reviews still wanted.
 		return nil, nil, reviewError(503, metav1.StatusReasonTimeout, "the review's deadline passed before it was evaluated: "+err.Error())
 	}
-	res, admitErr := rv.Admitter.Admit(ctx, attrs)
+	res, admitErr := rv.admit(ctx, attrs, s)
 	if admitErr != nil {
 		rv.log().Error("evaluating admission request", "uid", review.Request.UID, "kind", attrs.Kind.String(), "namespace", attrs.Namespace, "name", attrs.Name, "error", admitErr)
 	}
@@ -86,6 +87,17 @@ func (rv *Reviewer) review(ctx context.Context, body []byte, s *reviewScratch) (
 		return nil, nil, reviewError(500, metav1.StatusReasonInternalError, "encoding the response: "+err.Error())
 	}
 	return out, resp.Patch, nil
+}
+
+// admit runs attrs through the Admitter, its records written in s's room
+// when there is a scratch and the Admitter takes one (chain.RoomAdmitter):
+// the Result is read only until the answer is encoded, before s is put
+// back.
+func (rv *Reviewer) admit(ctx context.Context, attrs *matching.Attributes, s *reviewScratch) (chain.Result, error) {
+	if ra, ok := rv.Admitter.(chain.RoomAdmitter); ok && s != nil {
+		return ra.AdmitIn(ctx, attrs, &s.records)
+	}
+	return rv.Admitter.Admit(ctx, attrs)
 }
 
 // reviewError is the refusal of a review, answered as a metav1.Status.

@@ -5,12 +5,14 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/jsonpatch"
 )
 
 // reviewScratch is the memory a review works in and leaves when its
 // answer is written: the map decoder's stacks, the response, its JSON
-// patch and the memory it is made in, and the answer's bytes. A Handler lends one to each review it serves
+// patch and the memory it is made in, the run's records, and the answer's
+// bytes. A Handler lends one to each review it serves
 // (scratchPool) and takes it back once the answer is written —
 // http.ResponseWriter's Write, an io.Writer's, keeps none of the bytes
 // it is given —, so that a stream of reviews reuses that memory instead
@@ -30,6 +32,10 @@ type reviewScratch struct {
 	// lives until the answer is encoded; put empties them.
 	resp      admissionv1.AdmissionResponse
 	patchType admissionv1.PatchType
+	// records is the room the review's run writes its records in
+	// (chain.RoomAdmitter), read until the answer is encoded; the run
+	// keeps it within chain.Room's bounds.
+	records chain.Room
 }
 
 // Bounds of what a reviewScratch keeps for the next review: a larger

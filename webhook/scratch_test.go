@@ -8,14 +8,17 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/mutatis-dev/mutatis/chain"
 	"github.com/mutatis-dev/mutatis/matching"
@@ -235,5 +238,62 @@ func TestScratchForgetsItsResponse(t *testing.T) {
 	p.put(s, nil, nil)
 	if !reflect.DeepEqual(s.resp, admissionv1.AdmissionResponse{}) || s.patchType != "" {
 		t.Fatalf("kept the response %+v (patch type %q)", s.resp, s.patchType)
+	}
+}
+
+// TestHandlerRoomIsReview holds a Handler's answers — the engine's
+// records written in the room of its review's scratch
+// (chain.RoomAdmitter), which the reviews before grew — to
+// Reviewer.Review's, whose run makes new arrays, answer by answer: dry
+// runs explained (every record of both rounds in the warnings) and not,
+// through the engine of testdata/ and of test/load's 20 policies, their
+// evaluators of one failure policy too, over a stream alternating them.
+func TestHandlerRoomIsReview(t *testing.T) {
+	worlds := []*world{newWorld(t), newWorldOf(t, "../test/load/testdata/policies", "testdata/resources.yaml")}
+	loadPod, err := os.ReadFile("../test/load/testdata/pod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// testdata/resources.yaml has no ServiceAccount of its own.
+	loadPod = bytes.Replace(loadPod, []byte("serviceAccountName: checkout"), []byte("serviceAccountName: default"), 1)
+	type served struct {
+		admitter chain.Admitter
+		handler  *Handler // one per admitter, its scratches lent to each review
+		body     []byte
+	}
+	var stream []served
+	for _, w := range worlds {
+		admitters := []chain.Admitter{w.engine, w.engine.Only(admissionregistrationv1.Fail), w.engine.Only(admissionregistrationv1.Ignore)}
+		handlers := make([]*Handler, len(admitters))
+		for j, a := range admitters {
+			handlers[j] = &Handler{Admitter: a, ExplainDryRun: true}
+		}
+		for _, object := range []string{podYAML, string(loadPod)} {
+			for _, dryRun := range []bool{true, false} {
+				_, body, _, _ := w.review(t, request{op: admission.Create, object: object, dryRun: dryRun})
+				for j, a := range admitters {
+					if _, ok := a.(chain.RoomAdmitter); !ok {
+						t.Fatalf("%T lends no room", a)
+					}
+					stream = append(stream, served{a, handlers[j], body})
+				}
+			}
+		}
+	}
+	explained := 0
+	for round := range 3 {
+		for i, s := range stream {
+			code, want := reviewAnswer(t, s.admitter, s.body)
+			rec := serveOnce(s.handler, http.MethodPost, PathMutate, "application/json", s.body)
+			if rec.Code != code || !bytes.Equal(rec.Body.Bytes(), want) {
+				t.Fatalf("round %d review %d: HTTP %d\n%s\nwant HTTP %d\n%s", round, i, rec.Code, rec.Body, code, want)
+			}
+			if bytes.Contains(want, []byte("pass 2: ")) {
+				explained++
+			}
+		}
+	}
+	if explained == 0 {
+		t.Fatal("no answer explains a reinvocation round: the stream no longer tests the records")
 	}
 }
