@@ -115,6 +115,11 @@ func (c *typeNameChecker) checkField(f ref.Val, path, k string) {
 	}
 }
 
+// IsFieldPath reports whether s is parent + "." + key: the type name
+// NativeChecked and CheckTypeNames accept for an Object found under field
+// key of the Object named parent.
+func IsFieldPath(s, parent, key string) bool { return isFieldPath(s, parent, key) }
+
 // isFieldPath reports whether s is parent + "." + key.
 func isFieldPath(s, parent, key string) bool {
 	return len(s) == len(parent)+1+len(key) && s[len(parent)] == '.' && s[:len(parent)] == parent && s[len(parent)+1:] == key
@@ -231,6 +236,19 @@ func (c converter) built(v *Object) (map[string]any, bool) {
 		out[k] = cv
 	}
 	return out, true
+}
+
+// NativeField is NativeChecked's conversion of v, the value of field key
+// of the Object named parent: the value that field has in the map
+// NativeChecked (or NativeCheckedObject) makes of that Object, new and the
+// caller's, and whether it converts and its nested Objects' names check.
+// ok is false, as for NativeChecked, when it does not or when not
+// Mirrored.
+func NativeField(v ref.Val, parent, key string) (any, bool) {
+	if !Mirrored {
+		return nil, false
+	}
+	return converter{check: true}.field(v, parent, key)
 }
 
 // named converts an Object found under field key of the Object named

@@ -1,0 +1,179 @@
+package applyconfig
+
+// This file holds the merge of an ApplyConfiguration's value in the
+// compiler's form (celobject.Object) straight into the live object,
+// without the map FromCELFresh makes of it: the merge keeps few of that
+// map's maps (none where the mutation sets what the object holds, as
+// reinvoked ones do; elsewhere the live object's map, copied, takes the
+// patch's entries), so building them is mostly lost work. It is
+// MergeFresh of FromCELFresh's map where it answers, and answers only
+// where every step of that reference is the fast path's (the names
+// checked, the value converted, the patch valid without atomics, the
+// live object valid, mergeValues modelled); the caller runs the
+// reference otherwise, which gives every other result and every error.
+// TestMergeObjectIsMergeFresh and FuzzMergeObject hold it to the
+// reference.
+
+import (
+	"github.com/google/cel-go/common/types/ref"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mutatis-dev/mutatis/internal/celobject"
+)
+
+// MergeObject is MergeFresh(live, patch, prev) where patch, fresh, is
+// FromCELFresh(v) — for a v in the compiler's form (*celobject.Object)
+// whose merge the fast path models: the same result, in the same maps of
+// live where the merge left them as they were, without building the
+// patch's maps that the merge does not keep. ok is false otherwise (v
+// not in that form, its names or values not the ones FromCELFresh
+// converts itself, an invalid patch or one that sets an atomic, a live
+// object not known valid, a merge structured-merge-diff must make);
+// nothing is changed then, and the caller runs FromCELFresh and
+// MergeFresh, which give the result or the error.
+func (m *Merger) MergeObject(live *unstructured.Unstructured, v ref.Val, prev *Merged) (merged *Merged, ok bool) {
+	o, isObject := v.(*celobject.Object)
+	if !isObject || !celobject.Mirrored || live == nil || m.tc == nil {
+		return nil, false
+	}
+	root := m.root
+	if root == nil || live.Object == nil || !root.kindOf(live.Object) {
+		return nil, false
+	}
+	liveTyped, liveValid, ref := chainedLive(m.tc, live, prev)
+	if !liveKnownValid(root, live.Object, liveTyped, liveValid, ref) {
+		return nil, false
+	}
+	out, ok := mergeObject(root, root.plan, live.Object, o, o.TypeName(), true)
+	if !ok {
+		return nil, false
+	}
+	r := &struct {
+		m Merged
+		u unstructured.Unstructured
+	}{u: unstructured.Unstructured{Object: out}}
+	r.m = Merged{Object: &r.u, tc: m.tc, valid: true}
+	return &r.m, true
+}
+
+// mergeObject is mergeFresh(t, lhs, native) where native is the map
+// NativeCheckedObject makes of o, an Object named name (at the top, the
+// patch, when top: its apiVersion and kind root's, as merge sets them),
+// and the checks before it: that every name checks and every value
+// converts, that native validates for t without an atomic
+// (validAtomics), ok false otherwise. The result is lhs itself when
+// every field of o merges as lhs's very value (mergeMaps), else a copy of
+// lhs with the merged values: the same entries as mergeFresh's, which
+// builds them in native's maps instead.
+func mergeObject(root *rootType, t *ptype, lhs map[string]any, o *celobject.Object, name string, top bool) (map[string]any, bool) {
+	t = t.get()
+	if !t.ok || t.m == nil || t.m.atomic {
+		// Not a map, or one validAtomics notes as atomic: the reference
+		// refuses it.
+		return nil, false
+	}
+	var out map[string]any // lhs until a value differs
+	present := 0
+	for i := range o.NumFields() {
+		k, fv := o.Field(i)
+		if fv == nil {
+			continue // absent
+		}
+		present++
+		if top && (k == "apiVersion" || k == "kind") {
+			// Converted by FromCELFresh, then overwritten with root's
+			// (below).
+			if _, ok := celobject.NativeField(fv, name, k); !ok {
+				return nil, false
+			}
+			continue
+		}
+		ft, declared := t.m.fields.Get(k)
+		if !declared {
+			if t.m.elemZero {
+				return nil, false
+			}
+			ft = t.m.elem
+		}
+		lv, both := lhs[k]
+		var mv any
+		if co, isObject := fv.(*celobject.Object); isObject && declared && both {
+			// A struct both sides have: merged field by field.
+			lm, isMap := lv.(map[string]any)
+			if !isMap || !celobject.IsFieldPath(co.TypeName(), name, k) {
+				return nil, false
+			}
+			merged, ok := mergeObject(root, ft, lm, co, co.TypeName(), false)
+			if !ok {
+				return nil, false
+			}
+			mv = merged
+		} else {
+			// Converted as FromCELFresh converts it, validated as
+			// validAtomics validates it, merged as mergeFresh merges it.
+			cv, ok := celobject.NativeField(fv, name, k)
+			if !ok {
+				return nil, false
+			}
+			if declared {
+				var w atomicSeen
+				if !w.valid(ft, cv) || w.seen {
+					return nil, false
+				}
+			} else if !validValue(ft, cv, false) {
+				return nil, false
+			}
+			mv = cv
+			if both {
+				if mv, ok = mergeFresh(ft, lv, cv); !ok {
+					return nil, false
+				}
+			}
+		}
+		if out == nil {
+			if both && sameMerged(lv, mv) {
+				continue
+			}
+			out = copyWithRoom(lhs, newFields(lhs, o))
+		}
+		out[k] = mv
+	}
+	if top {
+		// The patch's apiVersion and kind, as merge sets them: strings
+		// that validate as validAtomics' most common leaf, and merge as
+		// live's very values (root.kindOf(lhs)).
+		for _, k := range [...]string{"apiVersion", "kind"} {
+			ft, ok := t.m.fields.Get(k)
+			if !ok {
+				if t.m.elemZero {
+					return nil, false
+				}
+				ft = t.m.elem
+			}
+			if ft = ft.get(); !ft.ok || ft.scalar&acceptsString == 0 {
+				return nil, false
+			}
+		}
+	} else if present == 0 && len(lhs) == 0 {
+		// mergeWalk's two empty maps: the patch's own.
+		return map[string]any{}, true
+	}
+	if out == nil {
+		return lhs, true
+	}
+	return out, true
+}
+
+// newFields is newKeys(lhs, native) for the map native o converts to:
+// the number of o's present fields lhs lacks.
+func newFields(lhs map[string]any, o *celobject.Object) int {
+	n := 0
+	for i := range o.NumFields() {
+		if k, v := o.Field(i); v != nil {
+			if _, ok := lhs[k]; !ok {
+				n++
+			}
+		}
+	}
+	return n
+}
