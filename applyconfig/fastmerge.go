@@ -701,7 +701,21 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 	if !ok || rk.hasDuplicates() {
 		return nil, false
 	}
-	lLen, rLen := len(lhs), len(rhs)
+	return mergeListsBy(t, lhs, &lk, &rk, func(li, ri int) (any, bool) {
+		if li < 0 {
+			return rhs[ri], true
+		}
+		return mergeWalk(t.elem, lhs[li], rhs[ri], tasks)
+	})
+}
+
+// mergeListsBy is mergeLists' walk over lhs and a right-hand list of
+// which it knows the keys (rk; lk are lhs's, neither with a duplicate):
+// item(li, ri) gives the right-hand item ri merged into lhs's item li,
+// or as it is when li is -1, and is asked once for every right-hand
+// item.
+func mergeListsBy(t *plist, lhs []any, lk, rk *listKeyIndex, item func(li, ri int) (any, bool)) (any, bool) {
+	lLen, rLen := len(lhs), len(rk.keys)
 
 	// sharedOrder: the right-hand items the left-hand side also has, in
 	// right-hand order.
@@ -749,11 +763,7 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 		merged = mbuf[:rLen]
 	}
 	mergeItem := func(li, ri int) bool {
-		if li < 0 {
-			give(rhs[ri])
-			return true
-		}
-		mv, ok := mergeWalk(t.elem, lhs[li], rhs[ri], tasks)
+		mv, ok := item(li, ri)
 		if !ok {
 			return false
 		}

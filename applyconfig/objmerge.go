@@ -15,6 +15,7 @@ package applyconfig
 // reference.
 
 import (
+	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -108,6 +109,18 @@ func mergeObject(root *rootType, t *ptype, lhs map[string]any, o *celobject.Obje
 				return nil, false
 			}
 			mv = merged
+		} else if items, isList := objectItems(ft, fv); isList && declared && both {
+			// A keyed list of Objects both sides have: merged item by
+			// item.
+			ll, isList := lv.([]any)
+			if !isList {
+				return nil, false
+			}
+			merged, ok := mergeObjectList(root, ft, ll, items, name, k)
+			if !ok {
+				return nil, false
+			}
+			mv = merged
 		} else {
 			// Converted as FromCELFresh converts it, validated as
 			// validAtomics validates it, merged as mergeFresh merges it.
@@ -176,4 +189,140 @@ func newFields(lhs map[string]any, o *celobject.Object) int {
 		}
 	}
 	return n
+}
+
+// objectItems are the items of fv, the value of a field of type t, when
+// t is a keyed associative list (neither atomic nor of keys the plan
+// cannot read) and fv a CEL list of one or more items, all Objects:
+// the lists mergeObjectList merges.
+func objectItems(t *ptype, fv ref.Val) ([]ref.Val, bool) {
+	if _, isObject := fv.(*celobject.Object); isObject || isScalarVal(fv) {
+		return nil, false
+	}
+	t = t.get()
+	if !t.ok || t.l == nil || t.l.atomic || !t.l.associative || len(t.l.keys) == 0 || !t.l.keysOK {
+		return nil, false
+	}
+	items, ok := fv.Value().([]ref.Val)
+	if !ok || len(items) == 0 {
+		return nil, false
+	}
+	for _, item := range items {
+		if _, isObject := item.(*celobject.Object); !isObject {
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// isScalarVal tells that v is one of the CEL scalars the converter reads.
+func isScalarVal(v ref.Val) bool {
+	switch v.(type) {
+	case types.String, types.Int, types.Bool, types.Double:
+		return true
+	}
+	return false
+}
+
+// mergeObjectList is mergeFresh(t, lhs, native) where native is the list
+// NativeField makes of items, the Objects of field key of the Object
+// named parent (objectItems), and validAtomics' checks of it; ok false
+// otherwise. It is mergeLists' walk (mergeListsBy) with the right-hand
+// keys read from the Objects, each item merged by mergeObject where lhs
+// has its key, and converted and validated as it is where not.
+func mergeObjectList(root *rootType, t *ptype, lhs []any, items []ref.Val, parent, key string) (any, bool) {
+	l := t.get().l
+	var lbuf, rbuf [smallList]itemKey // short lists: keys on the stack
+	lk, ok := listKeysInto(l, lhs, lbuf[:])
+	if !ok || lk.hasDuplicates() {
+		return nil, false
+	}
+	rk := listKeyIndex{keys: rbuf[:0]}
+	if len(items) > len(rbuf) {
+		rk.keys = make([]itemKey, len(items))
+	} else {
+		rk.keys = rbuf[:len(items)]
+	}
+	for i, item := range items {
+		if !objectKey(l, item.(*celobject.Object), &rk.keys[i]) {
+			return nil, false
+		}
+	}
+	if len(items) > smallList {
+		rk.index()
+	}
+	if rk.hasDuplicates() {
+		return nil, false
+	}
+	return mergeListsBy(l, lhs, &lk, &rk, func(li, ri int) (any, bool) {
+		o := items[ri].(*celobject.Object)
+		if li < 0 {
+			cv, ok := celobject.NativeField(o, parent, key)
+			if !ok {
+				return nil, false
+			}
+			var w atomicSeen
+			if !w.valid(l.elem, cv) || w.seen {
+				return nil, false
+			}
+			return cv, true
+		}
+		lm, isMap := lhs[li].(map[string]any)
+		if !isMap || !celobject.IsFieldPath(o.TypeName(), parent, key) {
+			return nil, false
+		}
+		return mergeObject(root, l.elem, lm, o, o.TypeName(), false)
+	})
+}
+
+// objectKey is itemKeyOf(t, native, k) for the map native the Object o
+// converts to: its key fields' values, converted as NativeField converts
+// them; false where itemKeyOf answers false or the value is not a
+// string, an int or a bool.
+func objectKey(t *plist, o *celobject.Object, k *itemKey) bool {
+	k.n = len(t.keys)
+	present := false
+	for j, name := range t.keys {
+		fv := objectField(o, name)
+		if fv == nil {
+			v := t.keyDefaults[j]
+			if v == nil {
+				k.vals[j] = keyVal{}
+				continue // absent
+			}
+			kv, ok := makeKeyVal(v)
+			if !ok {
+				return false
+			}
+			k.vals[j], present = kv, true
+			continue
+		}
+		// makeKeyVal of the converted value, without boxing it.
+		switch x := fv.(type) {
+		case types.String:
+			k.vals[j] = keyVal{kind: 1, s: string(x)}
+		case types.Int:
+			k.vals[j] = keyVal{kind: 2, i: int64(x)}
+		case types.Bool:
+			kv := keyVal{kind: 3}
+			if x {
+				kv.i = 1
+			}
+			k.vals[j] = kv
+		default:
+			return false
+		}
+		present = true
+	}
+	return present
+}
+
+// objectField is the value of o's field name, nil when absent.
+func objectField(o *celobject.Object, name string) ref.Val {
+	for i := range o.NumFields() {
+		if n, fv := o.Field(i); n == name {
+			return fv
+		}
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func objectForm(rng *rand.Rand, v any, name string, top, wrong bool) ref.Val {
 			}
 			return types.NewRefValMap(types.DefaultTypeAdapter, m)
 		}
-		if wrong && rng.IntN(30) == 0 {
+		if wrong && rng.IntN(12) == 0 {
 			name += "x"
 		}
 		// Now and then a field left absent (nil), as an optional one.
@@ -134,7 +134,7 @@ func checkMergeObject(t *testing.T, m *Merger, live map[string]any, v ref.Val, p
 // mutation's.
 func TestMergeObjectIsMergeFresh(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 6))
-	n := valuetest.Sweep(600, 60)
+	n := valuetest.Sweep(3000, 200)
 	reg := sharedSchemas(t)
 	byKind := map[string][]map[string]any{}
 	inputs := testobjects.Inputs(t)
@@ -158,6 +158,9 @@ func TestMergeObjectIsMergeFresh(t *testing.T) {
 					src = others[rng.IntN(len(others))]
 				}
 				p := partOf(rng, src).(map[string]any)
+				if rng.IntN(2) == 0 {
+					p = listPatch(rng, src)
+				}
 				for range rng.IntN(3) {
 					p = perturb(rng, p).(map[string]any)
 				}
@@ -220,4 +223,61 @@ func FuzzMergeObject(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		checkMergeObject(t, m, live, objectForm(rng, p, "Object", true, seed%3 == 0), nil)
 	})
+}
+
+// listPatch is a patch that sets one list of maps of obj, found at
+// random: some of its items (parts of them), reordered, and items made
+// anew from them (a string leaf changed, so that most get a new key),
+// now and then an item twice, or more than eight items.
+func listPatch(rng *rand.Rand, obj map[string]any) map[string]any {
+	var paths [][]string
+	var lists [][]any
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(x[k], append(slices.Clip(path), k))
+			}
+		case []any:
+			if len(x) > 0 {
+				if _, ok := x[0].(map[string]any); ok {
+					paths, lists = append(paths, path), append(lists, x)
+				}
+			}
+		}
+	}
+	walk(obj, nil)
+	if len(paths) == 0 {
+		return map[string]any{}
+	}
+	i := rng.IntN(len(paths))
+	items := lists[i]
+	var out []any
+	for _, j := range rng.Perm(len(items)) {
+		if rng.IntN(3) > 0 {
+			out = append(out, partOf(rng, items[j]))
+		}
+	}
+	for range rng.IntN(3) {
+		out = append(out, retouch(rng, items[rng.IntN(len(items))]))
+	}
+	if rng.IntN(5) == 0 {
+		for range 9 {
+			out = append(out, retouch(rng, items[rng.IntN(len(items))]))
+		}
+	}
+	if rng.IntN(8) == 0 && len(out) > 0 {
+		out = append(out, out[rng.IntN(len(out))])
+	}
+	var v any = out
+	for j := len(paths[i]) - 1; j >= 0; j-- {
+		v = map[string]any{paths[i][j]: v}
+	}
+	return v.(map[string]any)
 }
