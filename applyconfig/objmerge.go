@@ -203,8 +203,13 @@ func objectItems(t *ptype, fv ref.Val) ([]ref.Val, bool) {
 	if !t.ok || t.l == nil || t.l.atomic || !t.l.associative || len(t.l.keys) == 0 || !t.l.keysOK {
 		return nil, false
 	}
-	items, ok := fv.Value().([]ref.Val)
-	if !ok || len(items) == 0 {
+	var items []ref.Val
+	if il, isItems := fv.(celobject.ItemList); isItems {
+		items = il.Items() // its Value, without boxing it
+	} else if items, _ = fv.Value().([]ref.Val); items == nil {
+		return nil, false
+	}
+	if len(items) == 0 {
 		return nil, false
 	}
 	for _, item := range items {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -60,7 +61,11 @@ func objectForm(rng *rand.Rand, v any, name string, top, wrong bool) ref.Val {
 		for i, item := range x {
 			items[i] = objectForm(rng, item, name, false, wrong)
 		}
-		return types.NewRefValList(types.DefaultTypeAdapter, items)
+		l := types.NewRefValList(types.DefaultTypeAdapter, items).(traits.Lister)
+		if rng.IntN(2) == 0 {
+			return itemList{l, items} // the compiler's outList's form
+		}
+		return l
 	case string:
 		return types.String(x)
 	case int64:
@@ -74,6 +79,15 @@ func objectForm(rng *rand.Rand, v any, name string, top, wrong bool) ref.Val {
 	}
 	panic(fmt.Sprintf("objectForm: %T", v))
 }
+
+// itemList is a celobject.ItemList: cel-go's list of its items.
+type itemList struct {
+	traits.Lister
+	items []ref.Val
+}
+
+// Items implements celobject.ItemList.
+func (l itemList) Items() []ref.Val { return l.items }
 
 // referenceMerge is what the caller of MergeObject runs where it answers
 // false: FromCELFresh's map of v merged with MergeFresh (MergeOwned when

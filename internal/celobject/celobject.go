@@ -280,23 +280,13 @@ func (c converter) field(v ref.Val, parent, key string) (any, bool) {
 		return StringValue(v), true
 	case types.Int, types.Bool, types.Double:
 		return t.Value(), true
+	case ItemList:
+		// Its Value is its Items, without boxing them.
+		return c.list(t.Items(), parent, key)
 	}
 	switch raw := v.Value().(type) {
 	case []ref.Val:
-		// List items are converted with Value(), not convertField; an empty
-		// list is a nil []any.
-		if len(raw) == 0 {
-			return []any(nil), true
-		}
-		out := make([]any, len(raw))
-		for i, item := range raw {
-			cv, ok := c.item(item, parent, key)
-			if !ok {
-				return nil, false
-			}
-			out[i] = cv
-		}
-		return out, true
+		return c.list(raw, parent, key)
 	case map[ref.Val]ref.Val:
 		out := make(map[string]any, len(raw))
 		for k, item := range raw {
@@ -313,6 +303,24 @@ func (c converter) field(v ref.Val, parent, key string) (any, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// list is field's conversion of a list of CEL values, raw. List items
+// are converted with Value(), not convertField; an empty list is a nil
+// []any.
+func (c converter) list(raw []ref.Val, parent, key string) (any, bool) {
+	if len(raw) == 0 {
+		return []any(nil), true
+	}
+	out := make([]any, len(raw))
+	for i, item := range raw {
+		cv, ok := c.item(item, parent, key)
+		if !ok {
+			return nil, false
+		}
+		out[i] = cv
+	}
+	return out, true
 }
 
 // item is item.Value() for the items of lists and maps (of field key of
