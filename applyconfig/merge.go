@@ -279,13 +279,7 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 			}
 			if out, ok := merge(root.plan, live.Object, p); ok {
 				if m, ok := out.(map[string]any); ok {
-					// The result and its object in one allocation.
-					r := &struct {
-						m Merged
-						u unstructured.Unstructured
-					}{u: unstructured.Unstructured{Object: m}}
-					r.m = Merged{Object: &r.u, tc: tc, valid: true}
-					return &r.m, nil
+					return validMerged(tc, m), nil
 				}
 			}
 		}
@@ -335,6 +329,17 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 // walked beside ref (validBeside), or walked whole when there is no ref.
 func liveKnownValid(root *rootType, live map[string]any, liveTyped *typed.TypedValue, liveValid bool, ref map[string]any) bool {
 	return liveValid || liveTyped != nil || ref != nil && validBeside(root.plan, live, ref) || ref == nil && validValue(root.plan, live, true)
+}
+
+// validMerged is the Merged of obj, known valid for tc's schema: the
+// result and its object in one allocation.
+func validMerged(tc managedfields.TypeConverter, obj map[string]any) *Merged {
+	r := &struct {
+		m Merged
+		u unstructured.Unstructured
+	}{u: unstructured.Unstructured{Object: obj}}
+	r.m = Merged{Object: &r.u, tc: tc, valid: true}
+	return &r.m
 }
 
 // planOf returns the plan of the type tr of s: root's when it is that type

@@ -49,12 +49,7 @@ func (m *Merger) MergeObject(live *unstructured.Unstructured, v ref.Val, prev *M
 	if !ok {
 		return nil, false
 	}
-	r := &struct {
-		m Merged
-		u unstructured.Unstructured
-	}{u: unstructured.Unstructured{Object: out}}
-	r.m = Merged{Object: &r.u, tc: m.tc, valid: true}
-	return &r.m, true
+	return validMerged(m.tc, out), true
 }
 
 // mergeObject is mergeFresh(t, lhs, native) where native is the map

@@ -3,6 +3,7 @@ package applyconfig
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -31,11 +32,7 @@ import (
 func objectForm(rng *rand.Rand, v any, name string, top, wrong bool) ref.Val {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		if !top && rng.IntN(8) == 0 {
 			m := make(map[ref.Val]ref.Val, len(x))
 			for _, k := range keys {
@@ -217,10 +214,7 @@ func FuzzMergeObject(f *testing.F) {
 	f.Add(uint8(0), uint64(7), []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"x"}]}}}}`))
 	f.Add(uint8(2), uint64(3), []byte(`{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"app","env":[{"name":"A","value":"x"}]}]}}`))
 	s := sharedSchemas(f)
-	lives := make([]map[string]any, len(fuzzLives))
-	for i, l := range fuzzLives {
-		lives[i] = fromYAML(f, l)
-	}
+	lives := fuzzLiveObjects(f)
 	f.Fuzz(func(t *testing.T, which uint8, seed uint64, patchJSON []byte) {
 		var p map[string]any
 		if err := utiljson.Unmarshal(patchJSON, &p); err != nil || p == nil {
@@ -250,12 +244,7 @@ func listPatch(rng *rand.Rand, obj map[string]any) map[string]any {
 	walk = func(v any, path []string) {
 		switch x := v.(type) {
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				walk(x[k], append(slices.Clip(path), k))
 			}
 		case []any:
