@@ -1,7 +1,6 @@
 package applyconfig
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -14,7 +13,6 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mutatis-dev/mutatis/internal/celobject"
@@ -216,11 +214,8 @@ func FuzzMergeObject(f *testing.F) {
 	s := sharedSchemas(f)
 	lives := fuzzLiveObjects(f)
 	f.Fuzz(func(t *testing.T, which uint8, seed uint64, patchJSON []byte) {
-		var p map[string]any
-		if err := utiljson.Unmarshal(patchJSON, &p); err != nil || p == nil {
-			return
-		}
-		if _, err := json.Marshal(p); err != nil {
+		p, ok := fuzzPatch(patchJSON)
+		if !ok {
 			return
 		}
 		live := lives[int(which)%len(lives)]
