@@ -68,7 +68,10 @@ func mergeObject(root *rootType, t *ptype, lhs map[string]any, o *celobject.Obje
 		// refuses it.
 		return nil, false
 	}
-	var out map[string]any // lhs until a value differs
+	// The fields whose merged value is not lhs's very value; the result
+	// is lhs itself without any.
+	var buf [smallMap]field
+	changed := buf[:0]
 	present := 0
 	for i := range o.NumFields() {
 		k, fv := o.Field(i)
@@ -138,13 +141,10 @@ func mergeObject(root *rootType, t *ptype, lhs map[string]any, o *celobject.Obje
 				}
 			}
 		}
-		if out == nil {
-			if both && sameMerged(lv, mv) {
-				continue
-			}
-			out = copyWithRoom(lhs, newFields(lhs, o))
+		if both && sameMerged(lv, mv) {
+			continue
 		}
-		out[k] = mv
+		changed = append(changed, field{k, mv})
 	}
 	if top {
 		// The patch's apiVersion and kind, as merge sets them: strings
@@ -166,10 +166,34 @@ func mergeObject(root *rootType, t *ptype, lhs map[string]any, o *celobject.Obje
 		// mergeWalk's two empty maps: the patch's own.
 		return map[string]any{}, true
 	}
-	if out == nil {
+	if len(changed) == 0 {
 		return lhs, true
 	}
-	return out, true
+	return withFields(lhs, changed, newFields(lhs, o)), true
+}
+
+// field is a field's name and its merged value.
+type field struct {
+	k string
+	v any
+}
+
+// withFields is a copy of lhs with the fields changed set, and room for
+// extra more keys (those of changed that lhs lacks). The fields are set
+// first and only lhs's other entries copied: a map of eight entries is
+// one full group, which an assignment grows into a table even for a key
+// it holds.
+func withFields(lhs map[string]any, changed []field, extra int) map[string]any {
+	out := make(map[string]any, len(lhs)+extra)
+	for _, f := range changed {
+		out[f.k] = f.v
+	}
+	for k, v := range lhs {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // newFields is newKeys(lhs, native) for the map native o converts to:
