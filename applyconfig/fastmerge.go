@@ -334,10 +334,12 @@ func itemKeyOf(t *plist, item any, k *itemKey) bool {
 	for j, name := range t.keys {
 		v, ok := m[name]
 		if !ok {
-			if v = t.keyDefaults[j]; v == nil {
-				k.vals[j] = keyVal{}
-				continue // absent
+			set, ok := absentKey(t, j, k)
+			if !ok {
+				return false
 			}
+			present = present || set
+			continue
 		}
 		kv, ok := makeKeyVal(v)
 		if !ok {
@@ -346,6 +348,23 @@ func itemKeyOf(t *plist, item any, k *itemKey) bool {
 		k.vals[j], present = kv, true
 	}
 	return present
+}
+
+// absentKey sets k's value of key field j, which the item lacks: the
+// field's default, or absent when it has none (set false). ok is false
+// when the default is not a key value makeKeyVal reads.
+func absentKey(t *plist, j int, k *itemKey) (set, ok bool) {
+	v := t.keyDefaults[j]
+	if v == nil {
+		k.vals[j] = keyVal{}
+		return false, true
+	}
+	kv, ok := makeKeyVal(v)
+	if !ok {
+		return false, false
+	}
+	k.vals[j] = kv
+	return true, true
 }
 
 // index builds the table of a long list's keys.

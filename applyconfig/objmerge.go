@@ -309,16 +309,11 @@ func objectKey(t *plist, o *celobject.Object, k *itemKey) bool {
 	for j, name := range t.keys {
 		fv := objectField(o, name)
 		if fv == nil {
-			v := t.keyDefaults[j]
-			if v == nil {
-				k.vals[j] = keyVal{}
-				continue // absent
-			}
-			kv, ok := makeKeyVal(v)
+			set, ok := absentKey(t, j, k)
 			if !ok {
 				return false
 			}
-			k.vals[j], present = kv, true
+			present = present || set
 			continue
 		}
 		// makeKeyVal of the converted value, without boxing it.
