@@ -3,7 +3,6 @@ package applyconfig
 import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -205,11 +204,5 @@ func (mg *Merger) Defaulted(m *Merged, obj map[string]any, s *structuralschema.S
 	if root == nil || !root.kindOf(m.Object.Object) || !root.kindOf(obj) || !root.defaultsKeepValid(s) {
 		return nil, false
 	}
-	// The result and its object in one allocation, as merge's.
-	r := &struct {
-		m Merged
-		u unstructured.Unstructured
-	}{u: unstructured.Unstructured{Object: obj}}
-	r.m = Merged{Object: &r.u, tc: mg.tc, valid: true}
-	return &r.m, true
+	return validMerged(mg.tc, obj), true
 }

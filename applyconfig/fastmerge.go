@@ -334,10 +334,12 @@ func itemKeyOf(t *plist, item any, k *itemKey) bool {
 	for j, name := range t.keys {
 		v, ok := m[name]
 		if !ok {
-			if v = t.keyDefaults[j]; v == nil {
-				k.vals[j] = keyVal{}
-				continue // absent
+			set, ok := absentKey(t, j, k)
+			if !ok {
+				return false
 			}
+			present = present || set
+			continue
 		}
 		kv, ok := makeKeyVal(v)
 		if !ok {
@@ -346,6 +348,23 @@ func itemKeyOf(t *plist, item any, k *itemKey) bool {
 		k.vals[j], present = kv, true
 	}
 	return present
+}
+
+// absentKey sets k's value of key field j, which the item lacks: the
+// field's default, or absent when it has none (set false). ok is false
+// when the default is not a key value makeKeyVal reads.
+func absentKey(t *plist, j int, k *itemKey) (set, ok bool) {
+	v := t.keyDefaults[j]
+	if v == nil {
+		k.vals[j] = keyVal{}
+		return false, true
+	}
+	kv, ok := makeKeyVal(v)
+	if !ok {
+		return false, false
+	}
+	k.vals[j] = kv
+	return true, true
 }
 
 // index builds the table of a long list's keys.
@@ -701,7 +720,21 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 	if !ok || rk.hasDuplicates() {
 		return nil, false
 	}
-	lLen, rLen := len(lhs), len(rhs)
+	return mergeListsBy(t, lhs, &lk, &rk, func(li, ri int) (any, bool) {
+		if li < 0 {
+			return rhs[ri], true
+		}
+		return mergeWalk(t.elem, lhs[li], rhs[ri], tasks)
+	})
+}
+
+// mergeListsBy is mergeLists' walk over lhs and a right-hand list of
+// which it knows the keys (rk; lk are lhs's, neither with a duplicate):
+// item(li, ri) gives the right-hand item ri merged into lhs's item li,
+// or as it is when li is -1, and is asked once for every right-hand
+// item.
+func mergeListsBy(t *plist, lhs []any, lk, rk *listKeyIndex, item func(li, ri int) (any, bool)) (any, bool) {
+	lLen, rLen := len(lhs), len(rk.keys)
 
 	// sharedOrder: the right-hand items the left-hand side also has, in
 	// right-hand order.
@@ -749,11 +782,7 @@ func mergeLists(t *plist, lhs, rhs []any, tasks *mergeTasks) (any, bool) {
 		merged = mbuf[:rLen]
 	}
 	mergeItem := func(li, ri int) bool {
-		if li < 0 {
-			give(rhs[ri])
-			return true
-		}
-		mv, ok := mergeWalk(t.elem, lhs[li], rhs[ri], tasks)
+		mv, ok := item(li, ri)
 		if !ok {
 			return false
 		}

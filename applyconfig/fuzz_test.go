@@ -11,6 +11,28 @@ import (
 
 var fuzzLives = []string{liveDeployment, livePod, livePodDuplicates, liveConfigMap, liveWidget, liveWidgetDuplicates}
 
+// fuzzLiveObjects are fuzzLives decoded.
+func fuzzLiveObjects(f *testing.F) []map[string]any {
+	lives := make([]map[string]any, len(fuzzLives))
+	for i, l := range fuzzLives {
+		lives[i] = fromYAML(f, l)
+	}
+	return lives
+}
+
+// fuzzPatch is a fuzz input decoded as a patch: only JSON-shaped values
+// (what FromCEL and decoders produce) are meaningful.
+func fuzzPatch(patchJSON []byte) (map[string]any, bool) {
+	var p map[string]any
+	if err := utiljson.Unmarshal(patchJSON, &p); err != nil || p == nil {
+		return nil, false
+	}
+	if _, err := json.Marshal(p); err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
 // FuzzMerge checks that Merge never panics and always agrees with upstream's
 // ApplyStructuredMergeDiff (same object or same error text), and that a
 // second merge of the same patch into the result, reusing its typed value
@@ -29,18 +51,11 @@ func FuzzMerge(f *testing.F) {
 	f.Add(uint8(2), []byte(`{"metadata":{"labels":{"a":1}},"spec":{"containers":[{"name":"app","env":[{"name":"A","value":"x"}]}]}}`))
 
 	s := sharedSchemas(f)
-	lives := make([]map[string]any, len(fuzzLives))
-	for i, l := range fuzzLives {
-		lives[i] = fromYAML(f, l)
-	}
+	lives := fuzzLiveObjects(f)
 
 	f.Fuzz(func(t *testing.T, which uint8, patchJSON []byte) {
-		var p map[string]any
-		if err := utiljson.Unmarshal(patchJSON, &p); err != nil || p == nil {
-			return
-		}
-		// Only JSON-shaped values (what FromCEL and decoders produce) are meaningful.
-		if _, err := json.Marshal(p); err != nil {
+		p, ok := fuzzPatch(patchJSON)
+		if !ok {
 			return
 		}
 		live := lives[int(which)%len(lives)]

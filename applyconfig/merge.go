@@ -191,9 +191,19 @@ func (m *Merger) merge(live *unstructured.Unstructured, patch map[string]any, pr
 }
 
 func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstructured.Unstructured, patch map[string]any, prev *Merged, owned ownership) (*Merged, error) {
-	var liveTyped *typed.TypedValue
-	var ref map[string]any
-	liveValid := false
+	liveTyped, liveValid, ref := chainedLive(tc, live, prev)
+	out, err := merge(tc, root, live, liveTyped, liveValid, ref, patch, owned)
+	if err != nil {
+		return nil, fmt.Errorf("error applying patch: %w", err)
+	}
+	return out, nil
+}
+
+// chainedLive is what prev, the previous merge's result with tc, tells
+// of live, the next merge's live object: its typed value and that it is
+// valid when it is prev's object itself, or the valid object of its kind
+// it validates beside (ref).
+func chainedLive(tc managedfields.TypeConverter, live *unstructured.Unstructured, prev *Merged) (liveTyped *typed.TypedValue, liveValid bool, ref map[string]any) {
 	if prev != nil && prev.tc == tc && prev.Object != nil && prev.Object.Object != nil {
 		if jsonvalue.SameMap(prev.Object.Object, live.Object) {
 			liveTyped, liveValid = prev.typed, prev.valid || prev.typed != nil
@@ -203,11 +213,7 @@ func mergeChained(tc managedfields.TypeConverter, root *rootType, live *unstruct
 			ref = prev.Object.Object
 		}
 	}
-	out, err := merge(tc, root, live, liveTyped, liveValid, ref, patch, owned)
-	if err != nil {
-		return nil, fmt.Errorf("error applying patch: %w", err)
-	}
-	return out, nil
+	return liveTyped, liveValid, ref
 }
 
 // sameKind tells whether the objects a and b have the same apiVersion and
@@ -266,20 +272,14 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		if len(atomics) > 0 {
 			return nil, atomicsError(atomics)
 		}
-		if liveValid || liveTyped != nil || ref != nil && validBeside(root.plan, live.Object, ref) || ref == nil && validValue(root.plan, live.Object, true) {
+		if liveKnownValid(root, live.Object, liveTyped, liveValid, ref) {
 			merge := mergeValues
 			if owned == ownedAll {
 				merge = mergeFresh
 			}
 			if out, ok := merge(root.plan, live.Object, p); ok {
 				if m, ok := out.(map[string]any); ok {
-					// The result and its object in one allocation.
-					r := &struct {
-						m Merged
-						u unstructured.Unstructured
-					}{u: unstructured.Unstructured{Object: m}}
-					r.m = Merged{Object: &r.u, tc: tc, valid: true}
-					return &r.m, nil
+					return validMerged(tc, m), nil
 				}
 			}
 		}
@@ -322,6 +322,24 @@ func merge(tc managedfields.TypeConverter, root *rootType, live *unstructured.Un
 		m.tc, m.typed, m.valid = tc, mergedTyped, true
 	}
 	return m, nil
+}
+
+// liveKnownValid tells whether live, an object of root's kind, validates
+// (duplicates allowed): known so (liveValid, or its typed value), or
+// walked beside ref (validBeside), or walked whole when there is no ref.
+func liveKnownValid(root *rootType, live map[string]any, liveTyped *typed.TypedValue, liveValid bool, ref map[string]any) bool {
+	return liveValid || liveTyped != nil || ref != nil && validBeside(root.plan, live, ref) || ref == nil && validValue(root.plan, live, true)
+}
+
+// validMerged is the Merged of obj, known valid for tc's schema: the
+// result and its object in one allocation.
+func validMerged(tc managedfields.TypeConverter, obj map[string]any) *Merged {
+	r := &struct {
+		m Merged
+		u unstructured.Unstructured
+	}{u: unstructured.Unstructured{Object: obj}}
+	r.m = Merged{Object: &r.u, tc: tc, valid: true}
+	return &r.m
 }
 
 // planOf returns the plan of the type tr of s: root's when it is that type

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/cel-go/common/types/ref"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -203,20 +204,67 @@ func patchDefaultError(gvk schema.GroupVersionKind, err error) error {
 // applyconfig.FromCELFresh, and not used after the merge; when fresh, all
 // of it (applyconfig.Merger.MergeFresh).
 func (c *Cache) merge(merger *applyconfig.Merger, live map[string]any, patch map[string]any, fresh bool) (*applyconfig.Merged, error) {
-	var prev *applyconfig.Merged
+	u, prev := c.liveOf(live)
+	defer func() { u.Object = nil }() // not held past the merge
+	if fresh {
+		return merger.MergeFresh(u, patch, prev)
+	}
+	return merger.MergeOwned(u, patch, prev)
+}
+
+// liveOf is live in the Cache's Unstructured, which the caller empties
+// after its merge, and the Merged that merge chains from (nil when
+// standalone).
+func (c *Cache) liveOf(live map[string]any) (u *unstructured.Unstructured, prev *applyconfig.Merged) {
 	if !c.standalone {
 		prev = c.merged
 	}
 	if c.live == nil {
 		c.live = new(unstructured.Unstructured)
 	}
-	u := c.live
-	u.Object = live
+	c.live.Object = live
+	return c.live, prev
+}
+
+// mergeObject is c.merge of the patch applyconfig.FromCELFresh makes of
+// v, the value of an ApplyConfiguration, merged without building it
+// (applyconfig.Merger.MergeObject); nil where that merge does not model
+// it, and the caller runs mergeValue, the reference.
+func (c *Cache) mergeObject(merger *applyconfig.Merger, live map[string]any, v ref.Val) *applyconfig.Merged {
+	u, prev := c.liveOf(live)
 	defer func() { u.Object = nil }() // not held past the merge
-	if fresh {
-		return merger.MergeFresh(u, patch, prev)
+	merged, ok := merger.MergeObject(u, v, prev)
+	if !ok {
+		return nil
 	}
-	return merger.MergeOwned(u, patch, prev)
+	return merged
+}
+
+// mergeValue merges v, the value of an ApplyConfiguration, into live, an
+// object of kind gvk, with merger (nil when the kind has none) as
+// kube-apiserver does: the value converted (applyconfig.FromCELFresh),
+// the kind's type converter checked, the patch merged (c.merge). defined
+// and builtin are pt.schemaOf's.
+func (c *Cache) mergeValue(pt *Patcher, merger *applyconfig.Merger, live map[string]any, v ref.Val, gvk schema.GroupVersionKind, defined, builtin bool) (*applyconfig.Merged, error) {
+	patch, fresh, err := applyconfig.FromCELFresh(v)
+	if err != nil {
+		return nil, err
+	}
+	if builtin && !defined {
+		// kube-apiserver's type converter for a built-in group/version
+		// is built from that group/version's OpenAPI document
+		// (patch.typeConverterManager), which lacks the kinds of
+		// subresources served by other groups (autoscaling/v1 Scale):
+		// ApplyStructuredMergeDiff cannot type the patch.
+		return nil, fmt.Errorf("error applying patch: failed to convert patch object to typed object: no corresponding type for %v", gvk)
+	}
+	if merger == nil {
+		// Known gap (docs/fidelity.md): kube-apiserver's document
+		// defines the kind, client-go's embedded schema does not.
+		return nil, apierrors.NewInternalError(fmt.Errorf("mutatis has no schema of %v to merge an ApplyConfiguration with", gvk))
+	}
+	// patch is FromCEL's, the caller's own: the merge takes it over.
+	return c.merge(merger, live, patch, fresh) // errors carry upstream's "error applying patch: " prefix
 }
 
 // normalize presents merged, the result of merging a patch into in (of
@@ -425,27 +473,17 @@ func (c *Cache) mutate(ctx context.Context, pt *Patcher, p *compiler.Policy, m *
 
 	switch m.Kind {
 	case compiler.KindApplyConfiguration:
-		patch, fresh, err := applyconfig.FromCELFresh(res.Value)
-		if err != nil {
-			return nil, outcome, err
+		var merged *applyconfig.Merged
+		if merger != nil && (defined || !builtin) {
+			// The value merged as it is, where the merge models it
+			// (applyconfig.Merger.MergeObject); nil otherwise.
+			merged = c.mergeObject(merger, in.Object, res.Value)
 		}
-		if builtin && !defined {
-			// kube-apiserver's type converter for a built-in group/version
-			// is built from that group/version's OpenAPI document
-			// (patch.typeConverterManager), which lacks the kinds of
-			// subresources served by other groups (autoscaling/v1 Scale):
-			// ApplyStructuredMergeDiff cannot type the patch.
-			return nil, outcome, fmt.Errorf("error applying patch: failed to convert patch object to typed object: no corresponding type for %v", gvk)
-		}
-		if merger == nil {
-			// Known gap (docs/fidelity.md): kube-apiserver's document
-			// defines the kind, client-go's embedded schema does not.
-			return nil, outcome, apierrors.NewInternalError(fmt.Errorf("mutatis has no schema of %v to merge an ApplyConfiguration with", gvk))
-		}
-		// patch is FromCEL's, the caller's own: the merge takes it over.
-		merged, err := c.merge(merger, in.Object, patch, fresh) // errors carry upstream's "error applying patch: " prefix
-		if err != nil {
-			return nil, outcome, err
+		if merged == nil {
+			var err error
+			if merged, err = c.mergeValue(pt, merger, in.Object, res.Value, gvk, defined, builtin); err != nil {
+				return nil, outcome, err
+			}
 		}
 		if c.standalone && !pt.SkipDefaulting {
 			// Normalize and DefaultNormalized (c.normalize, c.defaults)

@@ -115,6 +115,11 @@ func (c *typeNameChecker) checkField(f ref.Val, path, k string) {
 	}
 }
 
+// IsFieldPath reports whether s is parent + "." + key: the type name
+// NativeChecked and CheckTypeNames accept for an Object found under field
+// key of the Object named parent.
+func IsFieldPath(s, parent, key string) bool { return isFieldPath(s, parent, key) }
+
 // isFieldPath reports whether s is parent + "." + key.
 func isFieldPath(s, parent, key string) bool {
 	return len(s) == len(parent)+1+len(key) && s[len(parent)] == '.' && s[:len(parent)] == parent && s[len(parent)+1:] == key
@@ -233,6 +238,19 @@ func (c converter) built(v *Object) (map[string]any, bool) {
 	return out, true
 }
 
+// NativeField is NativeChecked's conversion of v, the value of field key
+// of the Object named parent: the value that field has in the map
+// NativeChecked (or NativeCheckedObject) makes of that Object, new and the
+// caller's, and whether it converts and its nested Objects' names check.
+// ok is false, as for NativeChecked, when it does not or when not
+// Mirrored.
+func NativeField(v ref.Val, parent, key string) (any, bool) {
+	if !Mirrored {
+		return nil, false
+	}
+	return converter{check: true}.field(v, parent, key)
+}
+
 // named converts an Object found under field key of the Object named
 // parent, when its name is right.
 func (c converter) named(v *dynamic.ObjectVal, parent, key string) (map[string]any, bool) {
@@ -262,23 +280,13 @@ func (c converter) field(v ref.Val, parent, key string) (any, bool) {
 		return StringValue(v), true
 	case types.Int, types.Bool, types.Double:
 		return t.Value(), true
+	case ItemList:
+		// Its Value is its Items, without boxing them.
+		return c.list(t.Items(), parent, key)
 	}
 	switch raw := v.Value().(type) {
 	case []ref.Val:
-		// List items are converted with Value(), not convertField; an empty
-		// list is a nil []any.
-		if len(raw) == 0 {
-			return []any(nil), true
-		}
-		out := make([]any, len(raw))
-		for i, item := range raw {
-			cv, ok := c.item(item, parent, key)
-			if !ok {
-				return nil, false
-			}
-			out[i] = cv
-		}
-		return out, true
+		return c.list(raw, parent, key)
 	case map[ref.Val]ref.Val:
 		out := make(map[string]any, len(raw))
 		for k, item := range raw {
@@ -295,6 +303,24 @@ func (c converter) field(v ref.Val, parent, key string) (any, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// list is field's conversion of a list of CEL values, raw. List items
+// are converted with Value(), not convertField; an empty list is a nil
+// []any.
+func (c converter) list(raw []ref.Val, parent, key string) (any, bool) {
+	if len(raw) == 0 {
+		return []any(nil), true
+	}
+	out := make([]any, len(raw))
+	for i, item := range raw {
+		cv, ok := c.item(item, parent, key)
+		if !ok {
+			return nil, false
+		}
+		out[i] = cv
+	}
+	return out, true
 }
 
 // item is item.Value() for the items of lists and maps (of field key of

@@ -196,3 +196,10 @@ type ItemList interface {
 	// Items are the list's items; not to be changed.
 	Items() []ref.Val
 }
+
+// NumFields is the number of o's fields, present or absent.
+func (o *Object) NumFields() int { return len(o.names) }
+
+// Field is o's field i (names' index): its name, and its value, nil when
+// the field is absent. The value is not to be changed.
+func (o *Object) Field(i int) (name string, v ref.Val) { return o.names[i], o.vals[i] }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
@@ -17,7 +18,11 @@ import (
 // asObject is v, and every ObjectVal in its fields and in the lists and
 // maps of CEL values there, as Objects, with an absent field added after
 // the others (as an optional field left out leaves it).
-func asObject(v *dynamic.ObjectVal) *Object {
+func asObject(v *dynamic.ObjectVal) *Object { return asObjectLists(v, false) }
+
+// asObjectLists is asObject, its lists ItemLists when items is set (as
+// the compiler's list literals for a reader are).
+func asObjectLists(v *dynamic.ObjectVal, items bool) *Object {
 	fields := Fields(v)
 	names := make([]string, 0, len(fields)+1)
 	for k := range fields {
@@ -27,30 +32,72 @@ func asObject(v *dynamic.ObjectVal) *Object {
 	names = append(names, "absent")
 	o := NewObject(TypeOf(v), names)
 	for i, k := range names[:len(names)-1] {
-		o.Set(i, asObjects(fields[k]))
+		o.Set(i, asObjectsLists(fields[k], items))
 	}
 	return o
 }
 
-func asObjects(v ref.Val) ref.Val {
+func asObjects(v ref.Val) ref.Val { return asObjectsLists(v, false) }
+
+func asObjectsLists(v ref.Val, itemLists bool) ref.Val {
 	if ov, ok := v.(*dynamic.ObjectVal); ok {
-		return asObject(ov)
+		return asObjectLists(ov, itemLists)
 	}
 	switch raw := v.Value().(type) {
 	case []ref.Val:
 		items := make([]ref.Val, len(raw))
 		for i, item := range raw {
-			items[i] = asObjects(item)
+			items[i] = asObjectsLists(item, itemLists)
 		}
-		return types.NewRefValList(types.DefaultTypeAdapter, items)
+		l := types.NewRefValList(types.DefaultTypeAdapter, items)
+		if itemLists {
+			return itemList{l.(traits.Lister), items}
+		}
+		return l
 	case map[ref.Val]ref.Val:
 		m := make(map[ref.Val]ref.Val, len(raw))
 		for k, item := range raw {
-			m[k] = asObjects(item)
+			m[k] = asObjectsLists(item, itemLists)
 		}
 		return types.NewRefValMap(types.DefaultTypeAdapter, m)
 	}
 	return v
+}
+
+// itemList is an ItemList: cel-go's list of its items.
+type itemList struct {
+	traits.Lister
+	items []ref.Val
+}
+
+// Items implements ItemList.
+func (l itemList) Items() []ref.Val { return l.items }
+
+// TestItemListsConvertAsLists holds the conversions of Objects whose
+// lists are ItemLists (read by Items) to those of the ObjectVals they
+// stand for, whose lists are cel-go's (read by Value), on the type-name
+// cases.
+func TestItemListsConvertAsLists(t *testing.T) {
+	lists := 0
+	for name, v := range typeNameCases() {
+		o := asObjectLists(v, true)
+		got, ok := NativeCheckedObject(o)
+		want, wantOK := NativeChecked(v)
+		if ok != wantOK || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: NativeCheckedObject %v %v, NativeChecked %v %v", name, got, ok, want, wantOK)
+		}
+		got, ok = NativeObject(o)
+		want, wantOK = Native(v)
+		if ok != wantOK || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: NativeObject %v %v, Native %v %v", name, got, ok, want, wantOK)
+		}
+		if strings.Contains(fmt.Sprint(v), "[") {
+			lists++
+		}
+	}
+	if lists == 0 {
+		t.Error("no case holds a list")
+	}
 }
 
 // sortedLines are the lines of err's text, sorted (upstream joins its
